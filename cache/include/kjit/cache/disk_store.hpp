@@ -1,0 +1,79 @@
+#pragma once
+// One on-disk tier: the user cache (read-write) or the prebuilt tier (read-only).
+//
+//   <root>/v<N>/<target dir>/<first 2 hex of key>/<key hex>.kjit
+//   <root>/v<N>/lock            (the per-key OFD lock file, see file_lock.hpp)
+//
+// <target dir> is the canonical target id with ':' replaced by '_' ("gfx90a_sramecc+_xnack-").
+// Key text never becomes a path: only the validated target id and key hex do. A target id that is
+// empty, starts with '.', or holds '/', ".." or NUL is refused (defence in depth: ids are
+// validated upstream).
+//
+// Trust: an entry is loaded only when the file and the directory holding it are owned by this user
+// or root and are not writable by group or others; with the key and target checked against the
+// header, another user can neither plant an entry nor swap ours around. Directories kjit creates
+// are 0700; an existing root keeps the mode its owner chose (it is not checked: only the entry's
+// own directory decides), but write() refuses an entry directory that read() would not trust.
+// Temp files are named ".<key hex>.tmp.<pid>.<random>.<n>" in the entry's directory.
+#include "kjit/cache/entry.hpp"
+#include "kjit/cache/file_lock.hpp"
+#include "kjit/cache/key.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kjit::cache {
+
+enum class Access { read_only, read_write };
+
+struct Lookup {
+  enum class Status {
+    hit,      // entry is valid, for this key and target
+    miss,     // no file
+    rejected, // a file is there but is not a valid entry for this key and target (problem says why)
+  };
+  Status status = Status::miss;
+  std::optional<Entry> entry;
+  std::string problem;
+  std::filesystem::path path;
+};
+
+class DiskStore {
+public:
+  DiskStore(std::filesystem::path root, Access access);
+
+  const std::filesystem::path &root() const { return root_; }
+  Access access() const { return access_; }
+  // Throws Error(bad_target) for a target id that cannot name a directory (above).
+  std::filesystem::path entry_path(const Key &key, std::string_view target) const;
+
+  // Reads and verifies the entry: magic, version, checksum, the key and target in its header,
+  // and that the file and its directory are trusted (above). No file is a miss; anything else
+  // that is not a valid entry (a directory, a symlink, a FIFO, bad bytes) is rejected. Does not
+  // log: the caller decides what a rejection means. Never throws.
+  Lookup read(const Key &key, std::string_view target) const;
+
+  // Publishes atomically: a unique temp file in the entry's directory, write, fsync, rename,
+  // fsync the directory. Directories are created 0700. Throws Error(cache_io) with the path and
+  // errno text, leaving no temp file behind; a read_only store throws too, and an invalid target
+  // id throws Error(bad_target).
+  void write(const Entry &entry) const;
+
+  // Removes the entry file if present (a rejected entry before rewriting). A read_only store
+  // removes nothing. Never throws.
+  void remove(const Key &key, std::string_view target) const;
+
+  // The lock that serialises compiling and publishing one key across processes and threads:
+  // <root>/v<N>/lock, its directories created 0700. Throws Error(cache_io) when they cannot be
+  // created or the lock taken, and for a read_only store (it publishes nothing).
+  FileLock lock(const Key &key) const;
+
+private:
+  std::filesystem::path root_;
+  std::filesystem::path versioned_root_;
+  Access access_;
+};
+
+} // namespace kjit::cache

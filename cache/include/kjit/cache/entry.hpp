@@ -1,0 +1,59 @@
+#pragma once
+// The on-disk entry: one self-describing, verified file.
+//
+//   offset 0   8 bytes   magic "KJITENT\0"
+//          8   u32 LE    format version (kEntryFormatVersion)
+//         12   u32 LE    header length H
+//         16   u64 LE    code length C
+//         24   H bytes   header, JSON (EntryHeader)
+//     24 + H   C bytes   code object
+//  24 + H + C  16 bytes  XXH3-128 of every byte before it (high 64 bits, then low, LE)
+#include "kjit/cache/key.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kjit::cache {
+
+inline constexpr std::uint32_t kEntryFormatVersion = 1;
+
+struct EntryHeader {
+  Key key;
+  std::string target;              // canonical target id; checked against the one asked for
+  std::string template_name;       // for listings
+  std::vector<KeyField> key_inputs; // everything the key was computed from, in order
+  // Kernel name expression -> lowered (mangled) name, in the order compiled.
+  std::vector<std::pair<std::string, std::string>> kernels;
+  std::string compiler;            // compiler identity
+  std::int64_t created_unix = 0;   // seconds since the epoch
+  double compile_ms = 0;           // how long the compiler took (what a hit saves)
+  bool operator==(const EntryHeader &) const = default;
+};
+
+struct Entry {
+  EntryHeader header;
+  std::vector<std::byte> code;
+  bool operator==(const Entry &) const = default;
+};
+
+// The header is JSON: key (hex), target, template, key_inputs and kernels (arrays of [string,
+// string] pairs), compiler, created_unix, compile_ms. Throws Error(cache_io) when a header string is
+// not valid UTF-8 (JSON cannot hold it, and replacing bytes would misreport the key inputs).
+std::vector<std::byte> encode_entry(const Entry &entry);
+
+// Either an entry or the reason the bytes are not one ("bad magic", "format version 7, this
+// kjit reads 1", "truncated: 100 bytes, header says 5000", "trailing bytes: ...", "checksum
+// mismatch", "header: <what is wrong with the JSON>"). Checks the lengths before the checksum, so
+// a cut-off file says "truncated". Never throws on any input and never reads out of bounds.
+struct Decoded {
+  std::optional<Entry> entry;
+  std::string problem;
+};
+Decoded decode_entry(std::span<const std::byte> bytes);
+
+} // namespace kjit::cache

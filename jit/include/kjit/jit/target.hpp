@@ -1,0 +1,50 @@
+#pragma once
+// A GPU target id, parsed and validated: AMD `gfx90a`, `gfx90a:sramecc+:xnack-`; NVIDIA `sm_90`,
+// `sm_90a`. The canonical id (features sorted by name) is what keys and paths use, so that
+// `gfx90a:xnack-:sramecc+` and `gfx90a:sramecc+:xnack-` name one target.
+#include "kjit/vendor.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kjit::jit {
+
+struct TargetFeature {
+  std::string name; // "sramecc", "xnack"
+  bool enabled;     // '+' or '-'
+  bool operator==(const TargetFeature &) const = default;
+};
+
+class Target {
+public:
+  // Throws Error(Errc::bad_target) with the reason when `text` is not a target id. Parsing is
+  // strict rather than forgiving: upper case, surrounding spaces and leading zeros are refused,
+  // not normalised, so that the one spelling a user sees in errors and paths is the one to type.
+  // An NVIDIA arch may end in 'a' (sm_90a) or 'f' (sm_100f); whether the compiler can emit it is
+  // Compiler::check_supported's question, not the parser's.
+  static Target parse(std::string_view text);
+
+  Vendor vendor() const { return vendor_; }
+  // The processor alone: "gfx90a", "sm_90a".
+  const std::string &arch() const { return arch_; }
+  // AMD features given explicitly, sorted by name. Absent means "any".
+  const std::vector<TargetFeature> &features() const { return features_; }
+  // Canonical id: arch followed by ":name+" / ":name-" for each feature in name order.
+  const std::string &id() const { return id_; }
+  // A hash of id(), computed once at parse time, for in-memory lookups.
+  std::uint64_t hash() const { return hash_; }
+
+  bool operator==(const Target &other) const { return id_ == other.id_; }
+
+private:
+  Target() = default;
+  Vendor vendor_ = Vendor::amd;
+  std::string arch_;
+  std::vector<TargetFeature> features_;
+  std::string id_;
+  std::uint64_t hash_ = 0;
+};
+
+} // namespace kjit::jit
