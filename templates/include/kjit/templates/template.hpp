@@ -1,0 +1,138 @@
+#pragma once
+// Kernel templates: a source string, the kernel it defines, and the schema of its parameters.
+// Binding parameters validates them and yields the instantiation expression ("scale<__half,
+// 4096>") that the compiler instantiates and lowers.
+#include "kjit/vendor.hpp"
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace kjit {
+
+// A parameter value: a C++ type name ("half") or an integer.
+class Value {
+public:
+  Value(const char *type_name) : v_(std::string(type_name)) {}
+  Value(std::string type_name) : v_(std::move(type_name)) {}
+  Value(std::string_view type_name) : v_(std::string(type_name)) {}
+  template <typename I>
+    requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, char>)
+  Value(I integer) : v_(static_cast<std::int64_t>(integer)) {}
+
+  bool is_integer() const { return std::holds_alternative<std::int64_t>(v_); }
+  bool is_type() const { return !is_integer(); }
+  std::int64_t integer() const { return std::get<std::int64_t>(v_); }
+  const std::string &type() const { return std::get<std::string>(v_); }
+  std::string to_string() const; // "half", "4096"
+  bool operator==(const Value &) const = default;
+
+private:
+  std::variant<std::string, std::int64_t> v_;
+};
+
+// The parameters of one instantiation, by name. Order does not matter.
+using Params = std::vector<std::pair<std::string, Value>>;
+
+// What values a parameter accepts.
+class Param {
+public:
+  enum class Kind { type, integer };
+
+  // A type parameter whose value is one of `allowed` (C++ type names).
+  static Param type(std::vector<std::string> allowed, std::optional<std::string> fallback = {});
+  // An integer parameter in [min, max].
+  static Param integer(std::int64_t min, std::int64_t max,
+                       std::optional<std::int64_t> fallback = {});
+  // An integer parameter from a fixed set (tile shapes: {64, 128, 256}).
+  static Param one_of(std::vector<std::int64_t> allowed,
+                      std::optional<std::int64_t> fallback = {});
+
+  Kind kind() const { return kind_; }
+  const std::vector<std::string> &allowed_types() const { return types_; }
+  const std::vector<std::int64_t> &allowed_integers() const { return integers_; } // empty: range
+  std::int64_t min() const { return min_; }
+  std::int64_t max() const { return max_; }
+  const std::optional<Value> &fallback() const { return fallback_; }
+  // "one of float, half, bfloat16", "integer in [1, 1048576]"
+  std::string describe() const;
+
+private:
+  Kind kind_ = Kind::integer;
+  std::vector<std::string> types_;
+  std::vector<std::int64_t> integers_;
+  std::int64_t min_ = 0, max_ = 0;
+  std::optional<Value> fallback_;
+};
+
+struct ParamDecl {
+  std::string name;
+  Param param;
+};
+
+struct TemplateHeader {
+  std::string name;    // as the source #includes it
+  std::string content;
+};
+
+struct TemplateOptions {
+  std::string kernel;                // the __global__ function template; default: the template name
+  std::vector<TemplateHeader> headers;
+  std::vector<std::string> compile_options;
+};
+
+class Template;
+
+// A template with its parameters validated and completed with defaults, in declaration order.
+class Instance {
+public:
+  const Template &source_template() const { return *template_; }
+  const std::vector<std::pair<std::string, Value>> &values() const { return values_; }
+  // The expression the compiler instantiates. Types are spelled by their underlying names for
+  // `vendor` (hiprtc 5.2 matches name expressions against demangled symbols, where the alias
+  // `half` reads `__half`).
+  std::string expression(Vendor vendor) const;
+  // "N=4096,T=half": sorted by name, for keys and listings.
+  std::string canonical_params() const;
+
+private:
+  friend class Template;
+  const Template *template_ = nullptr;
+  std::vector<std::pair<std::string, Value>> values_;
+};
+
+class Template {
+public:
+  // Throws Error(bad_parameter) when the schema itself is malformed (a name that is not an
+  // identifier, a duplicate, an empty type list, min > max, a default outside the schema).
+  Template(std::string name, std::string source, std::vector<ParamDecl> params,
+           TemplateOptions options = {});
+
+  const std::string &name() const { return name_; }
+  const std::string &source() const { return source_; }
+  const std::string &kernel() const { return options_.kernel; }
+  const std::vector<ParamDecl> &params() const { return params_; }
+  const std::vector<TemplateHeader> &headers() const { return options_.headers; }
+  const std::vector<std::string> &compile_options() const { return options_.compile_options; }
+  // 128 bits over everything that defines the template; identity in the in-memory tier.
+  const std::pair<std::uint64_t, std::uint64_t> &fingerprint() const { return fingerprint_; }
+
+  // Validates and completes `params`. Throws Error(bad_parameter) naming the parameter, the
+  // value and what the schema allows: missing (no default), unknown, wrong kind, out of range.
+  Instance bind(const Params &params) const;
+
+private:
+  std::string name_;
+  std::string source_;
+  std::vector<ParamDecl> params_;
+  TemplateOptions options_;
+  std::pair<std::uint64_t, std::uint64_t> fingerprint_;
+};
+
+} // namespace kjit

@@ -1,0 +1,246 @@
+#include "kjit/templates/template.hpp"
+
+#include "kjit/error.hpp"
+
+#include <algorithm>
+#include <regex>
+#include <xxhash.h>
+
+namespace kjit {
+
+namespace {
+
+bool is_identifier(std::string_view text) {
+  if (text.empty() || !(std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_'))
+    return false;
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// A type name as it may appear in a template argument list: identifiers, '::', template
+// brackets, pointers and spaces. Nothing that could end the argument list early or inject code
+// (';', braces, parentheses, quotes, '#').
+bool is_type_name(std::string_view text) {
+  static const std::regex grammar(R"([A-Za-z_][A-Za-z0-9_:<>, *]*)");
+  return !text.empty() && std::regex_match(text.begin(), text.end(), grammar);
+}
+
+std::string join(const std::vector<std::string> &items, std::string_view separator) {
+  std::string out;
+  for (const auto &item : items) {
+    if (!out.empty())
+      out += separator;
+    out += item;
+  }
+  return out;
+}
+
+[[noreturn]] void bad_parameter(const std::string &message) {
+  throw Error(Errc::bad_parameter, message);
+}
+
+// Why `value` does not fit `param`, or empty when it does.
+std::string mismatch(const Param &param, const Value &value) {
+  if (param.kind() == Param::Kind::type) {
+    if (!value.is_type())
+      return "is an integer, expected a type";
+    const auto &allowed = param.allowed_types();
+    if (std::find(allowed.begin(), allowed.end(), value.type()) == allowed.end())
+      return "is not allowed";
+    return {};
+  }
+  if (!value.is_integer())
+    return "is a type, expected an integer";
+  const auto &allowed = param.allowed_integers();
+  if (!allowed.empty())
+    return std::find(allowed.begin(), allowed.end(), value.integer()) == allowed.end()
+               ? "is not allowed"
+               : "";
+  return value.integer() < param.min() || value.integer() > param.max() ? "is out of range" : "";
+}
+
+// Element types are spelled by their underlying names in name expressions: hiprtc 5.2 looks
+// expressions up among demangled symbols, where the prelude's alias `half` appears as `__half`.
+std::string spell_type(const std::string &type, Vendor vendor) {
+  if (type == "half")
+    return "__half";
+  if (type == "bfloat16")
+    return vendor == Vendor::amd ? "hip_bfloat16" : "__nv_bfloat16";
+  return type;
+}
+
+class Fingerprinter {
+public:
+  Fingerprinter() { XXH3_128bits_reset(state_); }
+  ~Fingerprinter() { XXH3_freeState(state_); }
+  Fingerprinter(const Fingerprinter &) = delete;
+  Fingerprinter &operator=(const Fingerprinter &) = delete;
+  // Length-prefixed, so that ("ab","c") and ("a","bc") differ.
+  Fingerprinter &add(std::string_view text) {
+    const std::uint64_t size = text.size();
+    XXH3_128bits_update(state_, &size, sizeof size);
+    XXH3_128bits_update(state_, text.data(), text.size());
+    return *this;
+  }
+  std::pair<std::uint64_t, std::uint64_t> finish() const {
+    const XXH128_hash_t hash = XXH3_128bits_digest(state_);
+    return {hash.high64, hash.low64};
+  }
+
+private:
+  XXH3_state_t *state_ = XXH3_createState();
+};
+
+} // namespace
+
+std::string Value::to_string() const {
+  return is_integer() ? std::to_string(integer()) : type();
+}
+
+Param Param::type(std::vector<std::string> allowed, std::optional<std::string> fallback) {
+  Param p;
+  p.kind_ = Kind::type;
+  p.types_ = std::move(allowed);
+  if (fallback)
+    p.fallback_ = Value(*fallback);
+  return p;
+}
+
+Param Param::integer(std::int64_t min, std::int64_t max, std::optional<std::int64_t> fallback) {
+  Param p;
+  p.kind_ = Kind::integer;
+  p.min_ = min;
+  p.max_ = max;
+  if (fallback)
+    p.fallback_ = Value(*fallback);
+  return p;
+}
+
+Param Param::one_of(std::vector<std::int64_t> allowed, std::optional<std::int64_t> fallback) {
+  if (allowed.empty())
+    bad_parameter("Param::one_of needs at least one value");
+  Param p = integer(*std::min_element(allowed.begin(), allowed.end()),
+                    *std::max_element(allowed.begin(), allowed.end()), fallback);
+  p.integers_ = std::move(allowed);
+  return p;
+}
+
+std::string Param::describe() const {
+  if (kind_ == Kind::type)
+    return "a type, one of " + join(types_, ", ");
+  if (!integers_.empty()) {
+    std::vector<std::string> texts;
+    for (auto v : integers_)
+      texts.push_back(std::to_string(v));
+    return "an integer, one of " + join(texts, ", ");
+  }
+  return "an integer in [" + std::to_string(min_) + ", " + std::to_string(max_) + "]";
+}
+
+Template::Template(std::string name, std::string source, std::vector<ParamDecl> params,
+                   TemplateOptions options)
+    : name_(std::move(name)), source_(std::move(source)), params_(std::move(params)),
+      options_(std::move(options)) {
+  if (!is_identifier(name_))
+    bad_parameter("template name '" + name_ + "' is not an identifier");
+  if (options_.kernel.empty())
+    options_.kernel = name_;
+  if (!is_type_name(options_.kernel))
+    bad_parameter(name_ + ": kernel name '" + options_.kernel + "' is not a C++ name");
+
+  Fingerprinter fingerprint;
+  fingerprint.add(name_).add(source_).add(options_.kernel);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const auto &[param_name, param] = params_[i];
+    const std::string where = name_ + ": parameter '" + param_name + "'";
+    if (!is_identifier(param_name))
+      bad_parameter(where + " is not an identifier");
+    for (std::size_t j = 0; j < i; ++j)
+      if (params_[j].name == param_name)
+        bad_parameter(where + " is declared twice");
+    if (param.kind() == Param::Kind::type) {
+      if (param.allowed_types().empty())
+        bad_parameter(where + " allows no type");
+      for (const auto &type : param.allowed_types())
+        if (!is_type_name(type))
+          bad_parameter(where + " allows '" + type + "', which is not a C++ type name");
+    } else if (param.min() > param.max()) {
+      bad_parameter(where + " has an empty range");
+    }
+    if (param.fallback()) {
+      const std::string why = mismatch(param, *param.fallback());
+      if (!why.empty())
+        bad_parameter(where + ": default " + param.fallback()->to_string() + " " + why + "; " +
+                      param_name + " is " + param.describe());
+    }
+    fingerprint.add(param_name).add(param.describe());
+    fingerprint.add(param.fallback() ? param.fallback()->to_string() : std::string_view{});
+  }
+  for (const auto &header : options_.headers)
+    fingerprint.add(header.name).add(header.content);
+  for (const auto &option : options_.compile_options)
+    fingerprint.add(option);
+  fingerprint_ = fingerprint.finish();
+}
+
+Instance Template::bind(const Params &given) const {
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    const auto &name = given[i].first;
+    const bool declared = std::any_of(params_.begin(), params_.end(),
+                                      [&](const ParamDecl &d) { return d.name == name; });
+    if (!declared) {
+      std::vector<std::string> known;
+      for (const auto &d : params_)
+        known.push_back(d.name);
+      bad_parameter(name_ + ": unknown parameter '" + name + "'; its parameters are " +
+                    (known.empty() ? std::string("none") : join(known, ", ")));
+    }
+    for (std::size_t j = 0; j < i; ++j)
+      if (given[j].first == name)
+        bad_parameter(name_ + ": parameter '" + name + "' is given twice");
+  }
+
+  Instance instance;
+  instance.template_ = this;
+  for (const auto &[name, param] : params_) {
+    auto found = std::find_if(given.begin(), given.end(),
+                              [&](const auto &pair) { return pair.first == name; });
+    if (found == given.end()) {
+      if (!param.fallback())
+        bad_parameter(name_ + ": parameter '" + name + "' is missing; it is " + param.describe());
+      instance.values_.emplace_back(name, *param.fallback());
+      continue;
+    }
+    const std::string why = mismatch(param, found->second);
+    if (!why.empty())
+      bad_parameter(name_ + ": parameter " + name + " = " + found->second.to_string() + " " + why +
+                    "; " + name + " is " + param.describe());
+    instance.values_.emplace_back(name, found->second);
+  }
+  return instance;
+}
+
+std::string Instance::expression(Vendor vendor) const {
+  const std::string &kernel = template_->kernel();
+  if (values_.empty())
+    return kernel;
+  std::vector<std::string> arguments;
+  for (const auto &[name, value] : values_)
+    arguments.push_back(value.is_integer() ? value.to_string() : spell_type(value.type(), vendor));
+  return kernel + "<" + join(arguments, ", ") + ">";
+}
+
+std::string Instance::canonical_params() const {
+  auto sorted = values_;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+  std::string out;
+  for (const auto &[name, value] : sorted) {
+    if (!out.empty())
+      out += ',';
+    out += name + "=" + value.to_string();
+  }
+  return out;
+}
+
+} // namespace kjit
