@@ -51,7 +51,7 @@ public:
 
   virtual Vendor vendor() const = 0;
   virtual std::string_view name() const = 0; // "hiprtc", "nvrtc"
-  // Version text identifying the code generator ("hiprtc 9.0, HIP 5.2.21153, comgr 2.4").
+  // Version text identifying the code generator ("hiprtc 9.0 (HIP 5.2.21153, comgr 2.4)").
   // Part of every key: a compiler upgrade must not load code the old one made.
   virtual const std::string &identity() const = 0;
   // Environment variables this compiler reads that change the code it emits, with their values

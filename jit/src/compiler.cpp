@@ -1,0 +1,51 @@
+#include "kjit/jit/compiler.hpp"
+
+#include "kjit/error.hpp"
+#include "vendor_compilers.hpp"
+
+#include <algorithm>
+
+namespace kjit::jit {
+namespace {
+
+std::string join(const std::vector<std::string> &items) {
+  if (items.empty())
+    return "none";
+  std::string joined;
+  for (const std::string &item : items)
+    joined += (joined.empty() ? "" : ", ") + item;
+  return joined;
+}
+
+} // namespace
+
+void Compiler::check_supported(const Target &target) const {
+  if (target.vendor() != vendor())
+    throw Error(Errc::unsupported_target,
+                target.id() + " is an " + (target.vendor() == Vendor::amd ? "AMD" : "NVIDIA") +
+                    " target; " + std::string(name()) + " compiles for " +
+                    (vendor() == Vendor::amd ? "AMD" : "NVIDIA") + " GPUs only");
+
+  const std::vector<TargetSupport> &supported = supported_targets();
+  auto support = std::find_if(supported.begin(), supported.end(),
+                              [&](const TargetSupport &s) { return s.arch == target.arch(); });
+  if (support == supported.end()) {
+    std::vector<std::string> archs;
+    for (const TargetSupport &s : supported)
+      archs.push_back(s.arch);
+    throw Error(Errc::unsupported_target, target.arch() + " is not supported by " + identity() +
+                                              "; it supports: " + join(archs));
+  }
+  for (const TargetFeature &feature : target.features()) {
+    if (std::find(support->features.begin(), support->features.end(), feature.name) ==
+        support->features.end())
+      throw Error(Errc::unsupported_target, target.arch() + " has no feature '" + feature.name +
+                                                "'; its features: " + join(support->features));
+  }
+}
+
+std::unique_ptr<Compiler> load_compiler(Vendor vendor) {
+  return vendor == Vendor::amd ? load_hiprtc() : load_nvrtc();
+}
+
+} // namespace kjit::jit

@@ -1,0 +1,329 @@
+// The AMD compiler: hiprtc (inside libamdhip64 up to ROCm 5.2, libhiprtc later), with comgr, the
+// code object manager hiprtc compiles through, asked which processors and features exist.
+#include "compile_log.hpp"
+#include "dynamic_library.hpp"
+#include "kjit/error.hpp"
+#include "kjit/jit/elf.hpp"
+#include "kjit/jit/options.hpp"
+#include "vendor_compilers.hpp"
+#include "vendor_program.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cxxabi.h>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <regex>
+
+namespace kjit::jit {
+namespace {
+
+// hiprtc 5.2 is not thread safe for concurrent programs, its own internal lock notwithstanding:
+// compiling 4 programs from 4 threads crashed (SIGSEGV, SIGABRT) or returned code objects built
+// with other options (twice the size, device-library symbols such as __ockl_hostcall_internal
+// left in). Every call into hiprtc and comgr, which hiprtc shares, holds this process-wide lock.
+std::mutex hiprtc_calls;
+
+// The declarations kjit uses from hiprtc.h and amd_comgr.h, repeated here so that kjit builds
+// where the ROCm headers are not installed.
+using hiprtcResult = int;
+using hiprtcProgram = struct hiprtc_program *;
+
+using amd_comgr_status_t = int;
+constexpr amd_comgr_status_t comgr_success = 0;
+struct amd_comgr_metadata_node_t {
+  std::uint64_t handle;
+};
+
+struct HiprtcFunctions {
+  using Program = hiprtcProgram;
+
+  explicit HiprtcFunctions(const DynamicLibrary &library)
+      : get_error_string(library.function<decltype(get_error_string)>("hiprtcGetErrorString")),
+        version(library.function<decltype(version)>("hiprtcVersion")),
+        create_program(library.function<decltype(create_program)>("hiprtcCreateProgram")),
+        destroy_program(library.function<decltype(destroy_program)>("hiprtcDestroyProgram")),
+        add_name_expression(
+            library.function<decltype(add_name_expression)>("hiprtcAddNameExpression")),
+        compile_program(library.function<decltype(compile_program)>("hiprtcCompileProgram")),
+        get_program_log_size(
+            library.function<decltype(get_program_log_size)>("hiprtcGetProgramLogSize")),
+        get_program_log(library.function<decltype(get_program_log)>("hiprtcGetProgramLog")),
+        get_code_size(library.function<decltype(get_code_size)>("hiprtcGetCodeSize")),
+        get_code(library.function<decltype(get_code)>("hiprtcGetCode")),
+        get_lowered_name(library.function<decltype(get_lowered_name)>("hiprtcGetLoweredName")) {}
+
+  const char *(*get_error_string)(hiprtcResult);
+  hiprtcResult (*version)(int *, int *);
+  hiprtcResult (*create_program)(hiprtcProgram *, const char *, const char *, int, const char **,
+                                 const char **);
+  hiprtcResult (*destroy_program)(hiprtcProgram *);
+  hiprtcResult (*add_name_expression)(hiprtcProgram, const char *);
+  hiprtcResult (*compile_program)(hiprtcProgram, int, const char **);
+  hiprtcResult (*get_program_log_size)(hiprtcProgram, std::size_t *);
+  hiprtcResult (*get_program_log)(hiprtcProgram, char *);
+  hiprtcResult (*get_code_size)(hiprtcProgram, std::size_t *);
+  hiprtcResult (*get_code)(hiprtcProgram, char *);
+  hiprtcResult (*get_lowered_name)(hiprtcProgram, const char *, const char **);
+};
+
+struct ComgrFunctions {
+  using MapCallback = amd_comgr_status_t (*)(amd_comgr_metadata_node_t key,
+                                             amd_comgr_metadata_node_t value, void *user_data);
+
+  explicit ComgrFunctions(const DynamicLibrary &library)
+      : get_version(library.function<decltype(get_version)>("amd_comgr_get_version")),
+        get_isa_count(library.function<decltype(get_isa_count)>("amd_comgr_get_isa_count")),
+        get_isa_name(library.function<decltype(get_isa_name)>("amd_comgr_get_isa_name")),
+        get_isa_metadata(
+            library.function<decltype(get_isa_metadata)>("amd_comgr_get_isa_metadata")),
+        metadata_lookup(library.function<decltype(metadata_lookup)>("amd_comgr_metadata_lookup")),
+        iterate_map_metadata(
+            library.function<decltype(iterate_map_metadata)>("amd_comgr_iterate_map_metadata")),
+        get_metadata_string(
+            library.function<decltype(get_metadata_string)>("amd_comgr_get_metadata_string")),
+        destroy_metadata(
+            library.function<decltype(destroy_metadata)>("amd_comgr_destroy_metadata")) {}
+
+  void (*get_version)(std::size_t *, std::size_t *);
+  amd_comgr_status_t (*get_isa_count)(std::size_t *);
+  amd_comgr_status_t (*get_isa_name)(std::size_t, const char **);
+  amd_comgr_status_t (*get_isa_metadata)(const char *, amd_comgr_metadata_node_t *);
+  amd_comgr_status_t (*metadata_lookup)(amd_comgr_metadata_node_t, const char *,
+                                        amd_comgr_metadata_node_t *);
+  amd_comgr_status_t (*iterate_map_metadata)(amd_comgr_metadata_node_t, MapCallback, void *);
+  amd_comgr_status_t (*get_metadata_string)(amd_comgr_metadata_node_t, std::size_t *, char *);
+  amd_comgr_status_t (*destroy_metadata)(amd_comgr_metadata_node_t);
+};
+
+// Environment variables that change the code hiprtc emits.
+constexpr const char *code_changing_variables[] = {
+    // Options that later hiprtc releases append to every compile (link); 5.2 does not read them.
+    "HIPRTC_COMPILE_OPTIONS_APPEND",
+    "HIPRTC_LINK_OPTIONS_APPEND",
+    // Read by hiprtc 5.2 once the HIP runtime is initialised in the process (hipInit, even one
+    // that finds no GPU): they select wave64 (-mwavefrontsize64) and CU mode (-mcumode) on gfx10.
+    "GPU_ENABLE_WAVE32_MODE",
+    "GPU_ENABLE_WGP_MODE",
+    // Include paths that the clang driver inside comgr adds: a header found there changes the code.
+    "CPATH",
+    "CPLUS_INCLUDE_PATH",
+};
+
+// The names comgr gives its ISAs: "amdgcn-amd-amdhsa--gfx90a".
+constexpr std::string_view isa_prefix = "amdgcn-amd-amdhsa--";
+
+class ComgrMetadata {
+public:
+  ComgrMetadata(const ComgrFunctions &comgr, amd_comgr_metadata_node_t node)
+      : comgr_(comgr), node_(node) {}
+  ComgrMetadata(const ComgrMetadata &) = delete;
+  ComgrMetadata &operator=(const ComgrMetadata &) = delete;
+  ~ComgrMetadata() { comgr_.destroy_metadata(node_); }
+  amd_comgr_metadata_node_t node() const { return node_; }
+
+private:
+  const ComgrFunctions &comgr_;
+  amd_comgr_metadata_node_t node_;
+};
+
+void check_comgr(amd_comgr_status_t status, const char *call) {
+  if (status != comgr_success)
+    throw Error(Errc::compiler_unavailable,
+                std::string("comgr: ") + call + " failed with status " + std::to_string(status));
+}
+
+std::string metadata_string(const ComgrFunctions &comgr, amd_comgr_metadata_node_t node) {
+  std::size_t size = 0;
+  check_comgr(comgr.get_metadata_string(node, &size, nullptr), "amd_comgr_get_metadata_string");
+  std::string text(size, '\0'); // size counts the terminating NUL
+  check_comgr(comgr.get_metadata_string(node, &size, text.data()), "amd_comgr_get_metadata_string");
+  text.resize(size > 0 ? size - 1 : 0);
+  return text;
+}
+
+// The keys of the ISA's "Features" map ("sramecc", "xnack"): the features a target id may set.
+std::vector<std::string> isa_features(const ComgrFunctions &comgr, const char *isa) {
+  amd_comgr_metadata_node_t node{};
+  check_comgr(comgr.get_isa_metadata(isa, &node), "amd_comgr_get_isa_metadata");
+  ComgrMetadata metadata(comgr, node);
+  amd_comgr_metadata_node_t features_node{};
+  if (comgr.metadata_lookup(metadata.node(), "Features", &features_node) != comgr_success)
+    return {}; // no "Features" entry: the processor has none
+  ComgrMetadata features_map(comgr, features_node);
+
+  struct Collected {
+    const ComgrFunctions &comgr;
+    std::vector<std::string> names;
+  } collected{comgr, {}};
+  auto collect = [](amd_comgr_metadata_node_t key, amd_comgr_metadata_node_t,
+                    void *user_data) -> amd_comgr_status_t {
+    auto &into = *static_cast<Collected *>(user_data);
+    try { // an exception must not unwind through comgr's C frames
+      into.names.push_back(metadata_string(into.comgr, key));
+      return comgr_success;
+    } catch (const Error &) {
+      return 1; // stops the iteration, which then reports AMD_COMGR_STATUS_ERROR
+    }
+  };
+  check_comgr(comgr.iterate_map_metadata(features_map.node(), collect, &collected),
+              "amd_comgr_iterate_map_metadata");
+  std::sort(collected.names.begin(), collected.names.end());
+  return std::move(collected.names);
+}
+
+std::vector<TargetSupport> comgr_targets(const ComgrFunctions &comgr) {
+  std::size_t count = 0;
+  check_comgr(comgr.get_isa_count(&count), "amd_comgr_get_isa_count");
+  std::vector<TargetSupport> targets;
+  for (std::size_t i = 0; i < count; ++i) {
+    const char *isa = nullptr;
+    check_comgr(comgr.get_isa_name(i, &isa), "amd_comgr_get_isa_name");
+    std::string_view name(isa);
+    if (!name.starts_with(isa_prefix))
+      continue; // not an AMDHSA GPU ISA (none in comgr 2.4, but the list is comgr's to extend)
+    targets.push_back({std::string(name.substr(isa_prefix.size())), isa_features(comgr, isa)});
+  }
+  return targets;
+}
+
+// "5.2.21153" from "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5.2.21153": the HIP release, which
+// hiprtcVersion (9.0 in every 5.x release) does not tell. A library without a version in its file
+// name is identified by its path instead.
+std::string library_version(const std::string &real_path) {
+  std::size_t suffix = real_path.rfind(".so.");
+  return suffix == std::string::npos ? real_path : real_path.substr(suffix + 4);
+}
+
+std::string directory_of(const std::string &path) { return path.substr(0, path.rfind('/')); }
+
+std::string demangle(const std::string &symbol) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> readable(
+      abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 ? readable.get() : symbol;
+}
+
+// The kernels of an AMDGPU code object, as a C++ programmer writes them: each kernel has a
+// "<mangled name>.kd" descriptor symbol.
+std::vector<std::string> kernel_names(std::span<const std::byte> code) {
+  std::vector<std::string> kernels;
+  std::optional<ElfSummary> elf = read_elf(code);
+  if (!elf)
+    return kernels;
+  constexpr std::string_view descriptor = ".kd";
+  for (const std::string &symbol : elf->symbols)
+    if (symbol.ends_with(descriptor))
+      kernels.push_back(demangle(symbol.substr(0, symbol.size() - descriptor.size())));
+  return kernels;
+}
+
+// comgr compiles in a temporary directory and the log names headers by their path there,
+// "/tmp/comgr-1a2b3c/include/kjit/util.h". The log names them as the request does instead, which
+// also keeps it the same from one compile to the next. (The source is named by translation_unit's
+// #line directive.)
+std::string readable_log(const std::string &log) {
+  static const std::regex header_directory(R"([^\s:]*/comgr-[^/\s]+/include/)");
+  return std::regex_replace(log, header_directory, "");
+}
+
+class HiprtcCompiler final : public Compiler {
+public:
+  HiprtcCompiler(DynamicLibrary hiprtc_library, DynamicLibrary comgr_library)
+      : hiprtc_library_(std::move(hiprtc_library)), comgr_library_(std::move(comgr_library)),
+        hiprtc_(hiprtc_library_), comgr_(comgr_library_) {
+    std::lock_guard lock(hiprtc_calls);
+    int major = 0, minor = 0;
+    check_status(hiprtc_, hiprtc_.version(&major, &minor), "hiprtc", "hiprtcVersion",
+                 Errc::compiler_unavailable);
+    std::size_t comgr_major = 0, comgr_minor = 0;
+    comgr_.get_version(&comgr_major, &comgr_minor);
+    identity_ = "hiprtc " + std::to_string(major) + "." + std::to_string(minor) + " (HIP " +
+                library_version(hiprtc_library_.real_path()) + ", comgr " +
+                std::to_string(comgr_major) + "." + std::to_string(comgr_minor) + ")";
+    targets_ = comgr_targets(comgr_);
+  }
+
+  Vendor vendor() const override { return Vendor::amd; }
+  std::string_view name() const override { return "hiprtc"; }
+  const std::string &identity() const override { return identity_; }
+  const std::vector<TargetSupport> &supported_targets() const override { return targets_; }
+
+  std::vector<std::pair<std::string, std::string>> environment() const override {
+    std::vector<std::pair<std::string, std::string>> set;
+    for (const char *variable : code_changing_variables)
+      if (const char *value = std::getenv(variable))
+        set.emplace_back(variable, value);
+    return set;
+  }
+
+  CompileResult compile(const CompileRequest &request) const override;
+
+private:
+  DynamicLibrary hiprtc_library_;
+  DynamicLibrary comgr_library_;
+  HiprtcFunctions hiprtc_;
+  ComgrFunctions comgr_;
+  std::string identity_;
+  std::vector<TargetSupport> targets_;
+};
+
+CompileResult HiprtcCompiler::compile(const CompileRequest &request) const {
+  check_supported(request.target);
+  std::vector<std::string> options = canonicalize_options(request.options);
+  options.push_back("--offload-arch=" + request.target.id());
+
+  std::lock_guard lock(hiprtc_calls);
+  VendorProgram program(hiprtc_, request);
+  int status = program.compile(options);
+  CompileResult result{.code = {}, .lowered_names = {}, .log = readable_log(program.log())};
+  if (status != 0) {
+    // clang's diagnostics: "scale.hip:3:10: error: ...", "kjit/util.h:2:1: fatal error: ...".
+    static const std::regex error_location(R"(^([^:]+):(\d+):\d+: (?:fatal )?error:)");
+    throw compile_failure(request, result.log, error_location, status_name(hiprtc_, status));
+  }
+  result.code = program.code();
+  for (const std::string &expression : request.name_expressions) {
+    std::optional<std::string> lowered = program.lowered_name(expression, status);
+    if (!lowered) {
+      std::string kernels;
+      for (const std::string &kernel : kernel_names(result.code))
+        kernels += "\n  " + kernel;
+      throw Error(Errc::compile_error,
+                  request.program_name + ": name expression '" + expression +
+                      "' could not be lowered to a kernel name (" + status_name(hiprtc_, status) +
+                      ")",
+                  "hiprtc finds a name expression by comparing its text with the demangled "
+                  "kernel names, so spell each type by its underlying name as the compiler prints "
+                  "it (__half, not a typedef or alias such as half) and each integer argument as "
+                  "a plain literal (4096, not 4096u or a constant's name).\nKernels in the "
+                  "program:" +
+                      (kernels.empty() ? std::string("\n  none") : kernels));
+    }
+    result.lowered_names.push_back(std::move(*lowered));
+  }
+  return result;
+}
+
+} // namespace
+
+std::unique_ptr<Compiler> load_hiprtc() {
+  std::vector<std::string> hiprtc_candidates = library_candidates(
+      // hiprtc later moved from libamdhip64 to its own libhiprtc, and a libamdhip64 that no
+      // longer exports it is passed over by the required-symbol check below.
+      {"libhiprtc.so.6", "libhiprtc.so.5", "libamdhip64.so.5", "libhiprtc.so", "libamdhip64.so"},
+      {directory_from_environment("ROCM_PATH", "lib"),
+       directory_from_environment("HIP_PATH", "lib"), "/opt/rocm/lib"});
+  DynamicLibrary hiprtc =
+      DynamicLibrary::open_first("hiprtc", hiprtc_candidates, "hiprtcCreateProgram");
+  // hiprtc itself dlopens libamd_comgr.so.2; the same soname gives the same comgr.
+  std::vector<std::string> comgr_candidates =
+      library_candidates({"libamd_comgr.so.2"}, {directory_of(hiprtc.real_path())});
+  DynamicLibrary comgr =
+      DynamicLibrary::open_first("comgr", comgr_candidates, "amd_comgr_get_isa_metadata");
+  return std::make_unique<HiprtcCompiler>(std::move(hiprtc), std::move(comgr));
+}
+
+} // namespace kjit::jit

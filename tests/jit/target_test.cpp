@@ -1,0 +1,91 @@
+#include "kjit/error.hpp"
+#include "kjit/jit/target.hpp"
+
+#include <gtest/gtest.h>
+
+namespace kjit::jit {
+namespace {
+
+TEST(TargetParse, AmdProcessorAlone) {
+  Target target = Target::parse("gfx90a");
+  EXPECT_EQ(target.vendor(), Vendor::amd);
+  EXPECT_EQ(target.arch(), "gfx90a");
+  EXPECT_TRUE(target.features().empty());
+  EXPECT_EQ(target.id(), "gfx90a");
+}
+
+TEST(TargetParse, AmdFeaturesAreParsedAndSortedByName) {
+  Target target = Target::parse("gfx90a:xnack-:sramecc+");
+  EXPECT_EQ(target.arch(), "gfx90a");
+  std::vector<TargetFeature> expected{{"sramecc", true}, {"xnack", false}};
+  EXPECT_EQ(target.features(), expected);
+  EXPECT_EQ(target.id(), "gfx90a:sramecc+:xnack-");
+}
+
+TEST(TargetParse, FeatureOrderDoesNotChangeTheTarget) {
+  Target written_one_way = Target::parse("gfx90a:xnack-:sramecc+");
+  Target written_the_other = Target::parse("gfx90a:sramecc+:xnack-");
+  EXPECT_EQ(written_one_way, written_the_other);
+  EXPECT_EQ(written_one_way.hash(), written_the_other.hash());
+}
+
+TEST(TargetParse, DifferentTargetsDiffer) {
+  EXPECT_NE(Target::parse("gfx906"), Target::parse("gfx908"));
+  EXPECT_NE(Target::parse("gfx906").hash(), Target::parse("gfx908").hash());
+  EXPECT_NE(Target::parse("gfx90a"), Target::parse("gfx90a:xnack-"));
+  EXPECT_NE(Target::parse("gfx90a:xnack+"), Target::parse("gfx90a:xnack-"));
+  EXPECT_NE(Target::parse("sm_90"), Target::parse("sm_90a"));
+}
+
+TEST(TargetParse, NvidiaTargets) {
+  for (const char *text : {"sm_75", "sm_90", "sm_90a", "sm_100f", "sm_121"}) {
+    Target target = Target::parse(text);
+    EXPECT_EQ(target.vendor(), Vendor::nvidia) << text;
+    EXPECT_EQ(target.arch(), text);
+    EXPECT_EQ(target.id(), text);
+    EXPECT_TRUE(target.features().empty());
+  }
+}
+
+TEST(TargetParse, RdnaProcessorNamesParse) {
+  EXPECT_EQ(Target::parse("gfx1030").arch(), "gfx1030");
+  EXPECT_EQ(Target::parse("gfx1100").arch(), "gfx1100"); // parses; support is the compiler's call
+}
+
+class BadTarget : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(BadTarget, IsRefusedWithTheTextAndTheExpectedForms) {
+  try {
+    Target::parse(GetParam());
+    FAIL() << "'" << GetParam() << "' parsed";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_target);
+    std::string message = error.what();
+    EXPECT_NE(message.find(std::string("'") + GetParam() + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find("gfx90a:sramecc+:xnack-"), std::string::npos) << message;
+    EXPECT_NE(message.find("sm_90a"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << "one line: " << message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TargetParse, BadTarget,
+                         ::testing::Values("", "gfx", "gfx90g", "GFX90A", "gfx90A", " gfx90a",
+                                           "gfx90a ", "gfx090a", "gfx90a:", "gfx90a:xnack",
+                                           "gfx90a:xnack+:", "gfx90a:+", "gfx90a:Xnack+",
+                                           "gfx90a:xnack+:xnack-", "gfx90a:xnack+:xnack+",
+                                           "gfx90a::xnack+", "sm_", "sm_9x", "sm_090", "sm_90b",
+                                           "sm_90af", "sm_90:xnack+", "SM_90", "compute_90", "90",
+                                           "nvidia", "sm90"));
+
+TEST(TargetParse, DuplicateFeatureIsNamedInTheMessage) {
+  try {
+    Target::parse("gfx90a:xnack+:xnack-");
+    FAIL();
+  } catch (const Error &error) {
+    EXPECT_NE(std::string(error.what()).find("feature 'xnack' is given twice"), std::string::npos)
+        << error.what();
+  }
+}
+
+} // namespace
+} // namespace kjit::jit
