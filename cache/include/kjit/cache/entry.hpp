@@ -24,14 +24,14 @@ inline constexpr std::uint32_t kEntryFormatVersion = 1;
 
 struct EntryHeader {
   Key key;
-  std::string target;              // canonical target id; checked against the one asked for
-  std::string template_name;       // for listings
+  std::string target;               // canonical target id; checked against the one asked for
+  std::string template_name;        // for listings
   std::vector<KeyField> key_inputs; // everything the key was computed from, in order
   // Kernel name expression -> lowered (mangled) name, in the order compiled.
   std::vector<std::pair<std::string, std::string>> kernels;
-  std::string compiler;            // compiler identity
-  std::int64_t created_unix = 0;   // seconds since the epoch
-  double compile_ms = 0;           // how long the compiler took (what a hit saves)
+  std::string compiler;          // compiler identity
+  std::int64_t created_unix = 0; // seconds since the epoch
+  double compile_ms = 0;         // how long the compiler took (what a hit saves)
   bool operator==(const EntryHeader &) const = default;
 };
 
@@ -42,8 +42,8 @@ struct Entry {
 };
 
 // The header is JSON: key (hex), target, template, key_inputs and kernels (arrays of [string,
-// string] pairs), compiler, created_unix, compile_ms. Throws Error(cache_io) when a header string is
-// not valid UTF-8 (JSON cannot hold it, and replacing bytes would misreport the key inputs).
+// string] pairs), compiler, created_unix, compile_ms. Throws Error(cache_io) when a header string
+// is not valid UTF-8 (JSON cannot hold it, and replacing bytes would misreport the key inputs).
 std::vector<std::byte> encode_entry(const Entry &entry);
 
 // Either an entry or the reason the bytes are not one ("bad magic", "format version 7, this

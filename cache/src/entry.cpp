@@ -1,0 +1,214 @@
+#include "kjit/cache/entry.hpp"
+
+#include "kjit/error.hpp"
+
+#include <nlohmann/json.hpp>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace kjit::cache {
+
+namespace {
+
+using Json = nlohmann::ordered_json; // ordered: the header reads key, target, template... on disk
+using StringPairs = std::vector<std::pair<std::string, std::string>>;
+
+constexpr std::array<char, 8> kMagic = {'K', 'J', 'I', 'T', 'E', 'N', 'T', '\0'};
+constexpr std::size_t kPreludeSize = 24; // magic, version, header length, code length
+constexpr std::size_t kChecksumSize = 16;
+constexpr std::size_t kSmallestEntry = kPreludeSize + kChecksumSize;
+
+// Writes `value` little-endian at `at`; returns the position after it.
+template <class Unsigned> std::byte *store_le(std::byte *at, Unsigned value) {
+  for (std::size_t i = 0; i < sizeof(Unsigned); ++i)
+    *at++ = static_cast<std::byte>(value >> (8 * i));
+  return at;
+}
+
+template <class Unsigned> Unsigned load_le(const std::byte *bytes) {
+  Unsigned value = 0;
+  for (std::size_t i = 0; i < sizeof(Unsigned); ++i)
+    value |= static_cast<Unsigned>(std::to_integer<unsigned>(bytes[i])) << (8 * i);
+  return value;
+}
+
+std::byte *store_bytes(std::byte *at, const void *bytes, std::size_t size) {
+  if (size != 0) // memcpy's pointers must be valid even for no bytes; an empty vector's may not be
+    std::memcpy(at, bytes, size);
+  return at + size;
+}
+
+// Writes the checksum of `covered` at `at` in its on-disk order: high 64 bits, then low.
+void store_checksum(std::byte *at, std::span<const std::byte> covered) {
+  XXH128_hash_t hash = XXH3_128bits(covered.data(), covered.size());
+  store_le(store_le(at, hash.high64), hash.low64);
+}
+
+std::string header_json(const EntryHeader &header) {
+  Json json = {
+      {"key", header.key.hex()},
+      {"target", header.target},
+      {"template", header.template_name},
+      {"key_inputs", header.key_inputs},
+      {"kernels", header.kernels},
+      {"compiler", header.compiler},
+      {"created_unix", header.created_unix},
+      {"compile_ms", header.compile_ms},
+  };
+  try {
+    // Strict UTF-8: replacing bytes would make key_inputs differ from what was hashed.
+    return json.dump();
+  } catch (const Json::exception &error) {
+    throw Error(Errc::cache_io,
+                "cannot encode cache entry header for " + header.key.hex() + ": " + error.what());
+  }
+}
+
+// What is wrong with a header that parses as JSON but is not an EntryHeader.
+struct BadHeader : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const Json &field(const Json &object, const std::string &name) {
+  auto found = object.find(name);
+  if (found == object.end())
+    throw BadHeader("missing field '" + name + "'");
+  return *found;
+}
+
+std::string string_field(const Json &object, const std::string &name) {
+  const Json &value = field(object, name);
+  if (!value.is_string())
+    throw BadHeader("field '" + name + "' is not a string");
+  return value.get<std::string>();
+}
+
+StringPairs string_pairs_field(const Json &object, const std::string &name) {
+  const Json &value = field(object, name);
+  auto is_string_pair = [](const Json &pair) {
+    return pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string();
+  };
+  if (!value.is_array())
+    throw BadHeader("field '" + name + "' is not a list of [string, string] pairs");
+  StringPairs pairs;
+  pairs.reserve(value.size());
+  for (const Json &pair : value) {
+    if (!is_string_pair(pair))
+      throw BadHeader("field '" + name + "' is not a list of [string, string] pairs");
+    pairs.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
+  }
+  return pairs;
+}
+
+std::int64_t integer_field(const Json &object, const std::string &name) {
+  const Json &value = field(object, name);
+  bool fits = value.is_number_integer() &&
+              (!value.is_number_unsigned() ||
+               value.get<std::uint64_t>() <= std::numeric_limits<std::int64_t>::max());
+  if (!fits)
+    throw BadHeader("field '" + name + "' is not a 64-bit integer");
+  return value.get<std::int64_t>();
+}
+
+double number_field(const Json &object, const std::string &name) {
+  const Json &value = field(object, name);
+  if (!value.is_number())
+    throw BadHeader("field '" + name + "' is not a number");
+  return value.get<double>();
+}
+
+// Throws BadHeader or a nlohmann exception; decode_entry turns either into a problem.
+EntryHeader parse_header(std::string_view text) {
+  Json json = Json::parse(text.begin(), text.end());
+  if (!json.is_object())
+    throw BadHeader("not a JSON object");
+  EntryHeader header;
+  std::optional<Key> key = Key::from_hex(string_field(json, "key"));
+  if (!key)
+    throw BadHeader("field 'key' is not 64 hex digits");
+  header.key = *key;
+  header.target = string_field(json, "target");
+  header.template_name = string_field(json, "template");
+  header.key_inputs = string_pairs_field(json, "key_inputs");
+  header.kernels = string_pairs_field(json, "kernels");
+  header.compiler = string_field(json, "compiler");
+  header.created_unix = integer_field(json, "created_unix");
+  header.compile_ms = number_field(json, "compile_ms");
+  return header;
+}
+
+Decoded rejected(std::string problem) { return Decoded{std::nullopt, std::move(problem)}; }
+
+} // namespace
+
+std::vector<std::byte> encode_entry(const Entry &entry) {
+  std::string header = header_json(entry.header);
+  if (header.size() > std::numeric_limits<std::uint32_t>::max())
+    throw Error(Errc::cache_io, "cannot encode cache entry " + entry.header.key.hex() +
+                                    ": header is larger than 4 GiB");
+  std::vector<std::byte> out(kSmallestEntry + header.size() + entry.code.size());
+  std::byte *at = store_bytes(out.data(), kMagic.data(), kMagic.size());
+  at = store_le<std::uint32_t>(at, kEntryFormatVersion);
+  at = store_le<std::uint32_t>(at, static_cast<std::uint32_t>(header.size()));
+  at = store_le<std::uint64_t>(at, entry.code.size());
+  at = store_bytes(at, header.data(), header.size());
+  at = store_bytes(at, entry.code.data(), entry.code.size());
+  store_checksum(at, std::span(out).first(out.size() - kChecksumSize));
+  return out;
+}
+
+Decoded decode_entry(std::span<const std::byte> bytes) {
+  const std::size_t size = bytes.size();
+  // The magic is checked on what is there, so a short foreign file reads as "bad magic".
+  auto magic_bytes = bytes.first(std::min(size, kMagic.size()));
+  if (!std::equal(magic_bytes.begin(), magic_bytes.end(), kMagic.begin(),
+                  [](std::byte byte, char expected) { return byte == std::byte(expected); }))
+    return rejected("bad magic");
+  if (size < kSmallestEntry)
+    return rejected("truncated: " + std::to_string(size) + " bytes, the smallest entry is " +
+                    std::to_string(kSmallestEntry));
+
+  auto version = load_le<std::uint32_t>(bytes.data() + 8);
+  if (version != kEntryFormatVersion)
+    return rejected("format version " + std::to_string(version) + ", this kjit reads " +
+                    std::to_string(kEntryFormatVersion));
+
+  // Both lengths are untrusted: compare them with the room there is, never add them blindly.
+  std::uint64_t header_length = load_le<std::uint32_t>(bytes.data() + 12);
+  std::uint64_t code_length = load_le<std::uint64_t>(bytes.data() + 16);
+  const std::uint64_t room = size - kSmallestEntry;
+  if (header_length > room || code_length > room - header_length) {
+    if (code_length > std::numeric_limits<std::uint64_t>::max() - kSmallestEntry - header_length)
+      return rejected("truncated: " + std::to_string(size) +
+                      " bytes, header says more than 2^64 (code length " +
+                      std::to_string(code_length) + ")");
+    return rejected("truncated: " + std::to_string(size) + " bytes, header says " +
+                    std::to_string(kSmallestEntry + header_length + code_length));
+  }
+  if (header_length + code_length != room)
+    return rejected("trailing bytes: " + std::to_string(size) + " bytes, header says " +
+                    std::to_string(kSmallestEntry + header_length + code_length));
+
+  std::array<std::byte, kChecksumSize> checksum;
+  store_checksum(checksum.data(), bytes.first(size - kChecksumSize));
+  if (std::memcmp(checksum.data(), bytes.data() + size - kChecksumSize, kChecksumSize) != 0)
+    return rejected("checksum mismatch");
+
+  Entry entry;
+  try {
+    const char *header_text = reinterpret_cast<const char *>(bytes.data() + kPreludeSize);
+    entry.header = parse_header({header_text, header_length});
+  } catch (const std::exception &error) { // BadHeader or any nlohmann::json::exception
+    return rejected(std::string("header: ") + error.what());
+  }
+  auto code = bytes.subspan(kPreludeSize + header_length, code_length);
+  entry.code.assign(code.begin(), code.end());
+  return Decoded{std::move(entry), {}};
+}
+
+} // namespace kjit::cache
