@@ -61,11 +61,12 @@ std::string mismatch(const Param &param, const Value &value) {
 
 // Element types are spelled by their underlying names in name expressions: hiprtc 5.2 looks
 // expressions up among demangled symbols, where the prelude's alias `half` appears as `__half`.
+// bfloat16 is the prelude's own type on AMD and CUDA's on NVIDIA (see kjit/prelude.h).
 std::string spell_type(const std::string &type, Vendor vendor) {
   if (type == "half")
     return "__half";
   if (type == "bfloat16")
-    return vendor == Vendor::amd ? "hip_bfloat16" : "__nv_bfloat16";
+    return vendor == Vendor::amd ? "kjit::bfloat16" : "__nv_bfloat16";
   return type;
 }
 

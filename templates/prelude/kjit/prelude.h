@@ -4,9 +4,26 @@
 
 #if defined(__HIPCC_RTC__) || defined(__HIP__)
 #define KJIT_HIP 1
-// hiprtc has the HIP headers built in: __half and hip_bfloat16 need no #include.
+// hiprtc has the HIP headers built in: __half needs no #include (and including them again from
+// /usr/include breaks). hiprtc 5.2 has no bfloat16 type it can compile (hip_bfloat16.h pulls in
+// host headers; __bf16 "is not supported on this target"), so kjit defines one: the top 16
+// bits of a float, rounded to nearest even, as hip_bfloat16 and __nv_bfloat16 store it.
 typedef __half half;
-typedef hip_bfloat16 bfloat16;
+namespace kjit {
+struct bfloat16 {
+  unsigned short bits;
+  bfloat16() = default;
+  __device__ explicit bfloat16(float value) {
+    const unsigned u = __float_as_uint(value);
+    if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it a quiet NaN
+      bits = static_cast<unsigned short>((u >> 16) | 0x40u);
+    else
+      bits = static_cast<unsigned short>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+  __device__ explicit operator float() const { return __uint_as_float(unsigned(bits) << 16); }
+};
+} // namespace kjit
+typedef kjit::bfloat16 bfloat16;
 #define KJIT_RESTRICT __restrict__
 #else
 #define KJIT_CUDA 1

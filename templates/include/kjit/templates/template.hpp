@@ -82,9 +82,9 @@ struct TemplateHeader {
 };
 
 struct TemplateOptions {
-  std::string kernel;                // the __global__ function template; default: the template name
-  std::vector<TemplateHeader> headers;
-  std::vector<std::string> compile_options;
+  std::string kernel = {}; // the __global__ function template; default: the template name
+  std::vector<TemplateHeader> headers = {};
+  std::vector<std::string> compile_options = {};
 };
 
 class Template;

@@ -1,0 +1,90 @@
+#pragma once
+// The Runtime: from a template and its parameters to a code object, through the tiers
+// memory -> prebuilt -> user disk -> compile (DESIGN.md §2).
+#include "kjit/cache/key.hpp"
+#include "kjit/jit/compiler.hpp"
+#include "kjit/jit/target.hpp"
+#include "kjit/runtime/config.hpp"
+#include "kjit/templates/template.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kjit {
+
+// Where a Runtime found a code object the first time it was asked for it.
+enum class Origin { compiled, user_cache, prebuilt };
+std::string_view to_string(Origin origin);
+
+// A compiled variant: the code object and what is needed to load and launch its kernel.
+class CodeObject {
+public:
+  const cache::Key &key() const { return key_; }
+  const jit::Target &target() const { return target_; }
+  std::span<const std::byte> code() const { return code_; }
+  // The kernel's name expression ("scale<__half, 4096>") and lowered (mangled) name.
+  const std::string &expression() const { return expression_; }
+  const std::string &lowered_name() const { return lowered_name_; }
+  Origin origin() const { return origin_; }
+  // How long the compiler took when this variant was compiled (in this or an earlier process).
+  double compile_ms() const { return compile_ms_; }
+  // The user-tier or prebuilt file holding it; empty when it lives in memory only.
+  const std::filesystem::path &entry_path() const { return entry_path_; }
+
+private:
+  friend class Runtime;
+  CodeObject(cache::Key key, jit::Target target, std::vector<std::byte> code,
+             std::string expression, std::string lowered_name, Origin origin, double compile_ms,
+             std::filesystem::path entry_path);
+  cache::Key key_;
+  jit::Target target_;
+  std::vector<std::byte> code_;
+  std::string expression_;
+  std::string lowered_name_;
+  Origin origin_;
+  double compile_ms_;
+  std::filesystem::path entry_path_;
+};
+
+class Runtime {
+public:
+  explicit Runtime(Config config = Config::from_environment());
+  ~Runtime();
+  Runtime(const Runtime &) = delete;
+  Runtime &operator=(const Runtime &) = delete;
+
+  const Config &config() const;
+
+  // What this Runtime did on its slow path (memory hits are not counted: that path stays free
+  // of shared writes).
+  struct Counters {
+    std::uint64_t compiled = 0;
+    std::uint64_t user_cache_hits = 0;
+    std::uint64_t prebuilt_hits = 0;
+  };
+  Counters counters() const;
+
+  // The variant of `tmpl` for `params` on `target`: from memory, the prebuilt tier, the user
+  // tier, or compiled and stored. The reference stays valid for the Runtime's life. Safe to call
+  // from many threads; concurrent requests for one missing variant compile it once.
+  //
+  // Throws Error: bad_parameter, unsupported_target, bad_option, compile_error (with the log),
+  // compiler_unavailable, not_prebuilt (KJIT_MODE=prebuilt). An unusable cache directory is not
+  // an error: kjit warns once and keeps the variant in memory.
+  const CodeObject &compile(const Template &tmpl, const Params &params, const jit::Target &target);
+
+  // The compiler for `vendor`, loaded on first use. Throws Error(compiler_unavailable).
+  const jit::Compiler &compiler(Vendor vendor);
+
+private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace kjit

@@ -1,0 +1,67 @@
+#include "kjit/runtime/config.hpp"
+
+#include "kjit/error.hpp"
+
+#include <cstdlib>
+#include <pwd.h>
+#include <string>
+#include <unistd.h>
+
+namespace kjit {
+
+namespace {
+
+std::string environment(const char *name) {
+  const char *value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+std::filesystem::path home_directory() {
+  std::string home = environment("HOME");
+  if (!home.empty())
+    return home;
+  // A service account without HOME still has a passwd entry.
+  if (const passwd *entry = getpwuid(geteuid()); entry != nullptr && entry->pw_dir != nullptr)
+    return entry->pw_dir;
+  return {};
+}
+
+std::filesystem::path default_cache_dir() {
+  if (auto xdg = environment("XDG_CACHE_HOME"); !xdg.empty())
+    return std::filesystem::path(xdg) / "kjit";
+  auto home = home_directory();
+  return home.empty() ? std::filesystem::path() : home / ".cache" / "kjit";
+}
+
+[[noreturn]] void bad_config(const char *name, const std::string &value, const char *accepts) {
+  throw Error(Errc::bad_config,
+              std::string(name) + "='" + value + "' is not valid; it accepts " + accepts);
+}
+
+} // namespace
+
+Config Config::from_environment() {
+  Config config;
+  if (auto mode = environment("KJIT_MODE"); !mode.empty()) {
+    if (mode == "jit")
+      config.mode = Mode::jit;
+    else if (mode == "prebuilt")
+      config.mode = Mode::prebuilt;
+    else
+      bad_config("KJIT_MODE", mode, "jit or prebuilt");
+  }
+  if (auto rebuild = environment("KJIT_REBUILD"); !rebuild.empty()) {
+    if (rebuild != "0" && rebuild != "1")
+      bad_config("KJIT_REBUILD", rebuild, "0 or 1");
+    config.rebuild = rebuild == "1";
+  }
+  auto cache_dir = environment("KJIT_CACHE_DIR");
+  config.cache_dir = cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir);
+  auto prebuilt_dir = environment("KJIT_PREBUILT_DIR");
+  config.prebuilt_dir = prebuilt_dir.empty()
+                            ? std::filesystem::path(KJIT_INSTALL_PREFIX) / "share/kjit/prebuilt"
+                            : std::filesystem::path(prebuilt_dir);
+  return config;
+}
+
+} // namespace kjit

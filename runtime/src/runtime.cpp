@@ -1,0 +1,256 @@
+#include "kjit/runtime/runtime.hpp"
+
+#include "kjit/cache/disk_store.hpp"
+#include "kjit/error.hpp"
+#include "kjit/log.hpp"
+#include "memory_tier.hpp"
+#include "variant.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+
+namespace kjit {
+
+std::string_view to_string(Origin origin) {
+  switch (origin) {
+  case Origin::compiled: return "compiled";
+  case Origin::user_cache: return "user cache";
+  case Origin::prebuilt: return "prebuilt";
+  }
+  return "?";
+}
+
+CodeObject::CodeObject(cache::Key key, jit::Target target, std::vector<std::byte> code,
+                       std::string expression, std::string lowered_name, Origin origin,
+                       double compile_ms, std::filesystem::path entry_path)
+    : key_(key), target_(std::move(target)), code_(std::move(code)),
+      expression_(std::move(expression)), lowered_name_(std::move(lowered_name)), origin_(origin),
+      compile_ms_(compile_ms), entry_path_(std::move(entry_path)) {}
+
+namespace {
+
+// One compiler per vendor for the whole process: loading one reads the target list and version
+// from the vendor library, which a fresh Runtime should not pay for again. A failed load is
+// retried on the next request.
+const jit::Compiler &process_compiler(Vendor vendor) {
+  static std::mutex mutex;
+  static std::unique_ptr<jit::Compiler> compilers[2];
+  std::lock_guard lock(mutex);
+  auto &slot = compilers[static_cast<int>(vendor)];
+  if (!slot)
+    slot = jit::load_compiler(vendor);
+  return *slot;
+}
+
+} // namespace
+
+class Runtime::Impl {
+public:
+  explicit Impl(Config config) : config_(std::move(config)) {
+    if (!config_.prebuilt_dir.empty() && std::filesystem::is_directory(config_.prebuilt_dir))
+      prebuilt_.emplace(config_.prebuilt_dir, cache::Access::read_only);
+    if (!config_.cache_dir.empty())
+      user_.emplace(config_.cache_dir, cache::Access::read_write);
+    else
+      log().warn("no cache directory (HOME and KJIT_CACHE_DIR unset): variants stay in memory");
+  }
+
+  const Config &config() const { return config_; }
+  Runtime::Counters counters() const {
+    return {compiled_.load(), user_cache_hits_.load(), prebuilt_hits_.load()};
+  }
+
+  const jit::Compiler &compiler(Vendor vendor) { return process_compiler(vendor); }
+
+  const CodeObject &compile(const Template &tmpl, const Params &params,
+                            const jit::Target &target) {
+    const std::uint64_t hash = MemoryTier::hash(tmpl, params, target);
+    if (const CodeObject *hit = memory_.find(hash, tmpl, params, target))
+      return *hit;
+    const CodeObject &object = resolve(tmpl.bind(params), target);
+    memory_.insert(hash, tmpl, params, target, &object);
+    return object;
+  }
+
+private:
+  // Single flight: the first thread to ask for a key resolves it, the others wait for its result
+  // (or its exception).
+  const CodeObject &resolve(const Instance &instance, const jit::Target &target) {
+    const jit::Compiler &jit_compiler = compiler(target.vendor());
+    jit_compiler.check_supported(target);
+    Variant variant = describe_variant(instance, target, jit_compiler);
+
+    std::promise<const CodeObject *> promise;
+    std::shared_future<const CodeObject *> pending;
+    {
+      std::lock_guard lock(objects_mutex_);
+      if (auto found = objects_.find(variant.key); found != objects_.end())
+        return *found->second;
+      if (auto running = in_flight_.find(variant.key); running != in_flight_.end())
+        pending = running->second;
+      else
+        in_flight_.emplace(variant.key, promise.get_future().share());
+    }
+    if (pending.valid())
+      return *pending.get();
+
+    try {
+      auto object = load_or_build(instance, variant, jit_compiler);
+      std::lock_guard lock(objects_mutex_);
+      const CodeObject &stored = *objects_.emplace(variant.key, std::move(object)).first->second;
+      in_flight_.erase(variant.key);
+      promise.set_value(&stored);
+      return stored;
+    } catch (...) {
+      std::lock_guard lock(objects_mutex_);
+      in_flight_.erase(variant.key);
+      promise.set_exception(std::current_exception());
+      throw;
+    }
+  }
+
+  std::unique_ptr<CodeObject> from_entry(const Variant &variant, cache::Lookup &found,
+                                         Origin origin) {
+    auto &entry = *found.entry;
+    if (entry.header.kernels.size() != 1) {
+      log().warn("ignoring cache entry {}: it holds {} kernels, expected 1", found.path.string(),
+                 entry.header.kernels.size());
+      return nullptr;
+    }
+    return std::unique_ptr<CodeObject>(new CodeObject(
+        variant.key, variant.request.target, std::move(entry.code),
+        entry.header.kernels[0].first, entry.header.kernels[0].second, origin,
+        entry.header.compile_ms, found.path));
+  }
+
+  // The prebuilt tier, then the user tier. A bad entry is reported once and treated as a miss;
+  // in the user tier the compile that follows rewrites it.
+  std::unique_ptr<CodeObject> lookup(const Variant &variant) {
+    const std::string &target = variant.request.target.id();
+    for (auto [store, origin] : {std::pair{&prebuilt_, Origin::prebuilt},
+                                 std::pair{&user_, Origin::user_cache}}) {
+      if (!store->has_value())
+        continue;
+      cache::Lookup found = (*store)->read(variant.key, target);
+      if (found.status == cache::Lookup::Status::hit)
+        if (auto object = from_entry(variant, found, origin)) {
+          ++(origin == Origin::prebuilt ? prebuilt_hits_ : user_cache_hits_);
+          return object;
+        }
+      if (found.status == cache::Lookup::Status::rejected)
+        log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
+    }
+    return nullptr;
+  }
+
+  [[noreturn]] void not_prebuilt(const Instance &instance, const jit::Target &target) {
+    const Template &tmpl = instance.source_template();
+    std::string params;
+    for (const auto &[name, value] : instance.values())
+      params += " -p " + name + "=" + value.to_string();
+    throw Error(Errc::not_prebuilt,
+                tmpl.name() + " (" + instance.canonical_params() + ") for " + target.id() +
+                    " is in no prebuilt or cached tier and KJIT_MODE=prebuilt forbids compiling; "
+                    "add it with: kjit compile " +
+                    tmpl.name() + params + " --target " + target.id());
+  }
+
+  // Warns once per Runtime, then keeps variants in memory only.
+  void disk_unusable(const Error &error) {
+    if (!user_disabled_.exchange(true))
+      log().warn("{}; variants compiled by this process are kept in memory only",
+                 error.summary());
+  }
+
+  std::unique_ptr<CodeObject> load_or_build(const Instance &instance, const Variant &variant,
+                                            const jit::Compiler &jit_compiler) {
+    if (!config_.rebuild)
+      if (auto object = lookup(variant))
+        return object;
+    if (config_.mode == Mode::prebuilt)
+      not_prebuilt(instance, variant.request.target);
+
+    // The lock makes concurrent processes compile a variant once: whoever waited finds the
+    // entry the holder published.
+    std::optional<cache::FileLock> lock;
+    if (user_ && !user_disabled_) {
+      try {
+        lock.emplace(user_->lock(variant.key));
+      } catch (const Error &error) {
+        disk_unusable(error);
+      }
+      if (lock && !config_.rebuild) {
+        cache::Lookup found = user_->read(variant.key, variant.request.target.id());
+        if (found.status == cache::Lookup::Status::hit)
+          if (auto object = from_entry(variant, found, Origin::user_cache)) {
+            ++user_cache_hits_;
+            return object;
+          }
+      }
+    }
+
+    const auto started = std::chrono::steady_clock::now();
+    jit::CompileResult result = jit_compiler.compile(variant.request);
+    ++compiled_;
+    const double compile_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
+
+    cache::Entry entry{
+        .header =
+            {
+                .key = variant.key,
+                .target = variant.request.target.id(),
+                .template_name = instance.source_template().name(),
+                .key_inputs = variant.key_inputs.fields(),
+                .kernels = {{variant.request.name_expressions[0], result.lowered_names[0]}},
+                .compiler = std::string(jit_compiler.identity()),
+                .created_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count(),
+                .compile_ms = compile_ms,
+            },
+        .code = std::move(result.code),
+    };
+    std::filesystem::path entry_path;
+    if (lock) {
+      try {
+        user_->write(entry);
+        entry_path = user_->entry_path(variant.key, entry.header.target);
+      } catch (const Error &error) {
+        disk_unusable(error);
+      }
+    }
+    return std::unique_ptr<CodeObject>(
+        new CodeObject(variant.key, variant.request.target, std::move(entry.code),
+                       entry.header.kernels[0].first, entry.header.kernels[0].second,
+                       Origin::compiled, compile_ms, std::move(entry_path)));
+  }
+
+  Config config_;
+  std::optional<cache::DiskStore> prebuilt_;
+  std::optional<cache::DiskStore> user_;
+  std::atomic<bool> user_disabled_ = false;
+  std::atomic<std::uint64_t> compiled_ = 0, user_cache_hits_ = 0, prebuilt_hits_ = 0;
+
+  MemoryTier memory_;
+  std::mutex objects_mutex_;
+  std::map<cache::Key, std::unique_ptr<CodeObject>> objects_;
+  std::map<cache::Key, std::shared_future<const CodeObject *>> in_flight_;
+};
+
+Runtime::Runtime(Config config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+Runtime::~Runtime() = default;
+const Config &Runtime::config() const { return impl_->config(); }
+Runtime::Counters Runtime::counters() const { return impl_->counters(); }
+const jit::Compiler &Runtime::compiler(Vendor vendor) { return impl_->compiler(vendor); }
+const CodeObject &Runtime::compile(const Template &tmpl, const Params &params,
+                                   const jit::Target &target) {
+  return impl_->compile(tmpl, params, target);
+}
+
+} // namespace kjit

@@ -1,0 +1,70 @@
+#include "variant.hpp"
+
+#include "kjit/jit/options.hpp"
+#include "kjit/templates/library.hpp"
+
+#include <algorithm>
+
+namespace kjit {
+
+int warp_size(const jit::Target &target) {
+  if (target.vendor() == Vendor::nvidia)
+    return 32;
+  const std::string &arch = target.arch(); // "gfx" then the version: gfx90a, gfx1030
+  return arch.size() >= 7 ? 32 : 64;
+}
+
+namespace {
+
+std::string param_text(const Value &value) {
+  return (value.is_integer() ? "int:" : "type:") + value.to_string();
+}
+
+} // namespace
+
+Variant describe_variant(const Instance &instance, const jit::Target &target,
+                         const jit::Compiler &compiler) {
+  const Template &tmpl = instance.source_template();
+  std::vector<jit::Header> headers = {{templates::prelude().name, templates::prelude().content}};
+  for (const auto &header : tmpl.headers())
+    headers.push_back({header.name, header.content});
+  std::vector<std::string> options = tmpl.compile_options();
+  options.push_back("-DKJIT_WARP_SIZE=" + std::to_string(warp_size(target)));
+  Variant variant{
+      .request = {.program_name = tmpl.name() + ".hip",
+                  .source = tmpl.source(),
+                  .pre_includes = {templates::prelude().name},
+                  .headers = std::move(headers),
+                  .name_expressions = {instance.expression(target.vendor())},
+                  .options = jit::canonicalize_options(options),
+                  .target = target},
+      .key_inputs = {},
+      .key = {},
+  };
+  const auto &request = variant.request;
+
+  auto &key = variant.key_inputs;
+  key.add("template", tmpl.name());
+  key.add("source", cache::sha256_hex(request.source));
+  auto sorted_headers = request.headers;
+  std::sort(sorted_headers.begin(), sorted_headers.end(),
+            [](const auto &a, const auto &b) { return a.name < b.name; });
+  for (const auto &header : sorted_headers)
+    key.add("header:" + header.name, cache::sha256_hex(header.content));
+  for (const auto &include : request.pre_includes)
+    key.add("pre-include", include);
+  for (const auto &expression : request.name_expressions)
+    key.add("expression", expression);
+  for (const auto &[name, value] : instance.values())
+    key.add("param:" + name, param_text(value));
+  for (const auto &option : request.options)
+    key.add("option", option);
+  key.add("target", target.id());
+  key.add("compiler", compiler.identity());
+  for (const auto &[name, value] : compiler.environment())
+    key.add("env:" + name, value);
+  variant.key = key.finish();
+  return variant;
+}
+
+} // namespace kjit

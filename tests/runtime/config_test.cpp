@@ -1,0 +1,55 @@
+#include "kjit/error.hpp"
+#include "kjit/runtime/config.hpp"
+#include "tests/support/scoped_environment.hpp"
+
+#include <gtest/gtest.h>
+
+namespace kjit {
+namespace {
+
+using testing::ScopedEnvironment;
+
+TEST(Config, ReadsTheEnvironment) {
+  ScopedEnvironment env;
+  env.set("KJIT_MODE", "prebuilt");
+  env.set("KJIT_REBUILD", "1");
+  env.set("KJIT_CACHE_DIR", "/tmp/kjit-config-test");
+  env.set("KJIT_PREBUILT_DIR", "/opt/kjit/prebuilt");
+  const Config config = Config::from_environment();
+  EXPECT_EQ(config.mode, Mode::prebuilt);
+  EXPECT_TRUE(config.rebuild);
+  EXPECT_EQ(config.cache_dir, "/tmp/kjit-config-test");
+  EXPECT_EQ(config.prebuilt_dir, "/opt/kjit/prebuilt");
+}
+
+TEST(Config, DefaultsFollowXdgThenHome) {
+  ScopedEnvironment env;
+  env.set("KJIT_MODE", nullptr);
+  env.set("KJIT_REBUILD", nullptr);
+  env.set("KJIT_CACHE_DIR", nullptr);
+  env.set("XDG_CACHE_HOME", "/xdg");
+  EXPECT_EQ(Config::from_environment().cache_dir, "/xdg/kjit");
+  env.set("XDG_CACHE_HOME", nullptr);
+  env.set("HOME", "/home/someone");
+  EXPECT_EQ(Config::from_environment().cache_dir, "/home/someone/.cache/kjit");
+  EXPECT_EQ(Config::from_environment().mode, Mode::jit);
+  EXPECT_FALSE(Config::from_environment().rebuild);
+}
+
+TEST(Config, RejectsValuesItDoesNotKnow) {
+  ScopedEnvironment env;
+  env.set("KJIT_MODE", "sometimes");
+  try {
+    Config::from_environment();
+    FAIL() << "KJIT_MODE=sometimes was accepted";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_config);
+    EXPECT_STREQ(error.what(), "KJIT_MODE='sometimes' is not valid; it accepts jit or prebuilt");
+  }
+  env.set("KJIT_MODE", nullptr);
+  env.set("KJIT_REBUILD", "yes");
+  EXPECT_THROW(Config::from_environment(), Error);
+}
+
+} // namespace
+} // namespace kjit

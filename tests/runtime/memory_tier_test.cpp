@@ -1,0 +1,81 @@
+#include "runtime/src/memory_tier.hpp"
+
+#include <atomic>
+#include <gtest/gtest.h>
+#include <thread>
+
+namespace kjit {
+namespace {
+
+// The tier stores pointers it never dereferences: distinct fake addresses are enough.
+const CodeObject *fake_object(std::uintptr_t n) {
+  return reinterpret_cast<const CodeObject *>((n + 1) * 64);
+}
+
+const Template tmpl("scale", "", {{"T", Param::type({"float", "half"})},
+                                  {"N", Param::integer(0, 1 << 30)}});
+
+TEST(MemoryTier, FindsWhatWasInsertedWhateverTheParameterOrder) {
+  MemoryTier tier;
+  const auto target = jit::Target::parse("gfx90a");
+  const Params params = {{"T", "half"}, {"N", 64}};
+  const Params reordered = {{"N", 64}, {"T", "half"}};
+  EXPECT_EQ(MemoryTier::hash(tmpl, params, target), MemoryTier::hash(tmpl, reordered, target));
+  tier.insert(MemoryTier::hash(tmpl, params, target), tmpl, params, target, fake_object(1));
+  EXPECT_EQ(tier.find(MemoryTier::hash(tmpl, reordered, target), tmpl, reordered, target),
+            fake_object(1));
+}
+
+TEST(MemoryTier, MissesOnAnyDifference) {
+  MemoryTier tier;
+  const auto gfx90a = jit::Target::parse("gfx90a");
+  const Params params = {{"T", "half"}, {"N", 64}};
+  tier.insert(MemoryTier::hash(tmpl, params, gfx90a), tmpl, params, gfx90a, fake_object(1));
+
+  const auto gfx908 = jit::Target::parse("gfx908");
+  EXPECT_EQ(tier.find(MemoryTier::hash(tmpl, params, gfx908), tmpl, params, gfx908), nullptr);
+  const Params other = {{"T", "half"}, {"N", 65}};
+  EXPECT_EQ(tier.find(MemoryTier::hash(tmpl, other, gfx90a), tmpl, other, gfx90a), nullptr);
+  const Template edited("scale", "// edited", {{"T", Param::type({"float", "half"})},
+                                               {"N", Param::integer(0, 1 << 30)}});
+  EXPECT_EQ(tier.find(MemoryTier::hash(edited, params, gfx90a), edited, params, gfx90a), nullptr);
+}
+
+// Readers probe without a lock while a writer inserts enough entries to grow the table many
+// times: every entry a reader sees must be the one inserted for its parameters.
+TEST(MemoryTier, ReadersSeeConsistentEntriesWhileTheTableGrows) {
+  MemoryTier tier;
+  const auto target = jit::Target::parse("gfx90a");
+  constexpr int count = 20000;
+  std::atomic<int> published = 0;
+  std::atomic<bool> wrong = false;
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r)
+    readers.emplace_back([&] {
+      while (published.load() < count) {
+        const int seen = published.load();
+        for (int n = std::max(0, seen - 64); n < seen; ++n) {
+          const Params params = {{"T", "float"}, {"N", n}};
+          if (tier.find(MemoryTier::hash(tmpl, params, target), tmpl, params, target) !=
+              fake_object(n))
+            wrong = true;
+        }
+      }
+    });
+  for (int n = 0; n < count; ++n) {
+    const Params params = {{"T", "float"}, {"N", n}};
+    tier.insert(MemoryTier::hash(tmpl, params, target), tmpl, params, target, fake_object(n));
+    published.store(n + 1);
+  }
+  for (auto &reader : readers)
+    reader.join();
+  EXPECT_FALSE(wrong);
+  for (int n = 0; n < count; ++n) {
+    const Params params = {{"N", n}, {"T", "float"}};
+    ASSERT_EQ(tier.find(MemoryTier::hash(tmpl, params, target), tmpl, params, target),
+              fake_object(n));
+  }
+}
+
+} // namespace
+} // namespace kjit

@@ -1,0 +1,246 @@
+// The first-call path end to end with the real compilers: compile, publish, hit in memory, hit
+// on disk in a fresh Runtime, single flight, bad entries rewritten, unusable cache directories,
+// the prebuilt tier and mode.
+#include "kjit/cache/entry.hpp"
+#include "kjit/kjit.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/log_capture.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <barrier>
+#include <functional>
+#include <gtest/gtest.h>
+#include <thread>
+
+namespace kjit {
+namespace {
+
+using testing::LogCapture;
+using testing::read_file_bytes;
+using testing::write_file_bytes;
+using testing::TempDir;
+
+const Template scale("scale", R"(template <typename T, int N>
+__global__ void scale(T *x, float a) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
+})",
+                     {{"T", Param::type({"float", "half", "bfloat16"})},
+                      {"N", Param::integer(1, 1 << 20)}});
+
+const Params half_4096 = {{"T", "half"}, {"N", 4096}};
+
+class RuntimeTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    try {
+      Runtime probe(config());
+      probe.compiler(Vendor::amd);
+    } catch (const Error &error) {
+      GTEST_SKIP() << "hiprtc is not available: " << error.summary();
+    }
+  }
+  Config config() const {
+    Config config;
+    config.cache_dir = dir / "cache";
+    config.prebuilt_dir = dir / "no-prebuilt";
+    return config;
+  }
+  // A damaged entry is a miss with one warning, and the compile that follows rewrites it.
+  void expect_rewritten_after(const std::function<void(std::vector<std::byte> &)> &damage) {
+    std::filesystem::path entry;
+    {
+      Runtime rt(config());
+      entry = rt.compile(scale, half_4096, gfx90a).entry_path();
+    }
+    auto bytes = read_file_bytes(entry);
+    damage(bytes);
+    write_file_bytes(entry, bytes);
+
+    LogCapture captured;
+    Runtime rt(config());
+    EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::compiled);
+    EXPECT_EQ(captured.warnings(), 1) << captured.text();
+    EXPECT_NE(captured.text().find(entry.string()), std::string::npos) << captured.text();
+    EXPECT_TRUE(cache::decode_entry(read_file_bytes(entry)).entry.has_value())
+        << "the entry was rewritten";
+    EXPECT_EQ(Runtime(config()).compile(scale, half_4096, gfx90a).origin(), Origin::user_cache);
+  }
+
+  TempDir dir;
+  const jit::Target gfx90a = jit::Target::parse("gfx90a");
+};
+
+TEST_F(RuntimeTest, FirstCallCompilesAndPublishesThenHitsMemory) {
+  Runtime rt(config());
+  const CodeObject &first = rt.compile(scale, half_4096, gfx90a);
+  EXPECT_EQ(first.origin(), Origin::compiled);
+  EXPECT_EQ(first.expression(), "scale<__half, 4096>");
+  EXPECT_EQ(first.lowered_name(), "_Z5scaleI6__halfLi4096EEvPT_f");
+  EXPECT_GT(first.compile_ms(), 0);
+  ASSERT_TRUE(std::filesystem::is_regular_file(first.entry_path()));
+  EXPECT_EQ(first.entry_path().extension(), ".kjit");
+
+  const CodeObject &again = rt.compile(scale, {{"N", 4096}, {"T", "half"}}, gfx90a);
+  EXPECT_EQ(&again, &first) << "the in-memory tier returns the object it holds";
+  EXPECT_EQ(rt.counters().compiled, 1u);
+}
+
+TEST_F(RuntimeTest, AFreshRuntimeHitsTheDiskWithoutCompiling) {
+  std::vector<std::byte> compiled;
+  {
+    Runtime rt(config());
+    const CodeObject &object = rt.compile(scale, half_4096, gfx90a);
+    compiled.assign(object.code().begin(), object.code().end());
+  }
+  Runtime fresh(config());
+  const CodeObject &loaded = fresh.compile(scale, half_4096, gfx90a);
+  EXPECT_EQ(loaded.origin(), Origin::user_cache);
+  EXPECT_EQ(fresh.counters().compiled, 0u);
+  EXPECT_EQ(fresh.counters().user_cache_hits, 1u);
+  EXPECT_TRUE(std::equal(loaded.code().begin(), loaded.code().end(), compiled.begin(),
+                         compiled.end()));
+  EXPECT_EQ(loaded.lowered_name(), "_Z5scaleI6__halfLi4096EEvPT_f");
+}
+
+TEST_F(RuntimeTest, EightThreadsAskingForOneMissingVariantCauseOneCompile) {
+  Runtime rt(config());
+  constexpr int threads = 8;
+  std::barrier start(threads);
+  std::vector<const CodeObject *> got(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      start.arrive_and_wait();
+      got[t] = &rt.compile(scale, half_4096, gfx90a);
+    });
+  for (auto &worker : workers)
+    worker.join();
+  EXPECT_EQ(rt.counters().compiled, 1u);
+  for (const CodeObject *object : got)
+    EXPECT_EQ(object, got[0]);
+}
+
+TEST_F(RuntimeTest, RebuildIgnoresCachedEntries) {
+  { Runtime(config()).compile(scale, half_4096, gfx90a); }
+  Config rebuild = config();
+  rebuild.rebuild = true;
+  Runtime rt(rebuild);
+  EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::compiled);
+}
+
+TEST_F(RuntimeTest, AFlippedByteIsAMissAndTheEntryIsRewritten) {
+  expect_rewritten_after([](auto &bytes) { bytes[bytes.size() / 2] ^= std::byte{0x10}; });
+}
+
+TEST_F(RuntimeTest, ATruncatedEntryIsAMissAndTheEntryIsRewritten) {
+  expect_rewritten_after([](auto &bytes) { bytes.resize(bytes.size() / 3); });
+}
+
+TEST_F(RuntimeTest, AnUnwritableCacheDirectoryKeepsVariantsInMemoryWithOneWarning) {
+  write_file_bytes(dir / "a-file", {});
+  Config unwritable = config();
+  unwritable.cache_dir = dir / "a-file" / "cache"; // ENOTDIR, even for root
+  LogCapture captured;
+  Runtime rt(unwritable);
+  const CodeObject &first = rt.compile(scale, half_4096, gfx90a);
+  const CodeObject &second = rt.compile(scale, {{"T", "float"}, {"N", 64}}, gfx90a);
+  EXPECT_EQ(first.origin(), Origin::compiled);
+  EXPECT_EQ(second.origin(), Origin::compiled);
+  EXPECT_TRUE(first.entry_path().empty());
+  EXPECT_FALSE(first.code().empty());
+  EXPECT_EQ(captured.warnings(), 1) << captured.text();
+}
+
+TEST_F(RuntimeTest, PrebuiltModeNeverCompilesAndNamesTheCommandThatWould) {
+  Config prebuilt = config();
+  prebuilt.mode = Mode::prebuilt;
+  Runtime rt(prebuilt);
+  try {
+    rt.compile(scale, half_4096, gfx90a);
+    FAIL() << "a miss in prebuilt mode compiled";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::not_prebuilt);
+    EXPECT_NE(error.summary().find("scale (N=4096,T=half) for gfx90a"), std::string::npos)
+        << error.summary();
+    EXPECT_NE(error.summary().find("kjit compile scale -p T=half -p N=4096 --target gfx90a"),
+              std::string::npos)
+        << error.summary();
+  }
+  EXPECT_EQ(rt.counters().compiled, 0u);
+}
+
+TEST_F(RuntimeTest, ThePrebuiltTierServesFirstAndIsNeverWritten) {
+  Config filler = config();
+  filler.cache_dir = dir / "prebuilt";
+  { Runtime(filler).compile(scale, half_4096, gfx90a); }
+
+  Config reader = config();
+  reader.prebuilt_dir = dir / "prebuilt";
+  reader.mode = Mode::prebuilt;
+  Runtime rt(reader);
+  EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::prebuilt);
+  EXPECT_EQ(rt.counters().prebuilt_hits, 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir / "cache" / "v1"));
+}
+
+// An entry for gfx90a placed where the gfx908 entry belongs is never loaded for gfx908.
+TEST_F(RuntimeTest, AnEntryForAnotherTargetIsNeverLoaded) {
+  const auto gfx908 = jit::Target::parse("gfx908");
+  std::filesystem::path gfx908_path, gfx90a_path;
+  {
+    Runtime rt(config());
+    gfx908_path = rt.compile(scale, half_4096, gfx908).entry_path();
+    gfx90a_path = rt.compile(scale, half_4096, gfx90a).entry_path();
+  }
+  std::filesystem::copy_file(gfx90a_path, gfx908_path,
+                             std::filesystem::copy_options::overwrite_existing);
+  Config prebuilt = config();
+  prebuilt.mode = Mode::prebuilt;
+  LogCapture captured;
+  Runtime rt(prebuilt);
+  EXPECT_THROW(rt.compile(scale, half_4096, gfx908), Error);
+  EXPECT_EQ(captured.warnings(), 1) << captured.text();
+}
+
+TEST_F(RuntimeTest, BadInputsAreClearErrors) {
+  Runtime rt(config());
+  auto expect_code = [&](const std::function<void()> &action, Errc code) {
+    try {
+      action();
+      ADD_FAILURE() << "no error, expected " << to_string(code);
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), code) << error.what();
+    }
+  };
+  expect_code([&] { rt.compile(scale, {{"T", "double"}, {"N", 4}}, gfx90a); },
+              Errc::bad_parameter);
+  expect_code([&] { rt.compile(scale, half_4096, jit::Target::parse("gfx942")); },
+              Errc::unsupported_target);
+  expect_code([&] { rt.compile(scale, half_4096, jit::Target::parse("gfx1030:xnack+")); },
+              Errc::unsupported_target);
+  const Template with_include_path("t", "__global__ void t() {}", {},
+                                   {.compile_options = {"-I/usr/include"}});
+  expect_code([&] { rt.compile(with_include_path, {}, gfx90a); }, Errc::bad_option);
+  EXPECT_EQ(rt.counters().compiled, 0u);
+}
+
+TEST_F(RuntimeTest, ACompileErrorShowsTheLogWithTheTemplatesLineNumbers) {
+  const Template broken("broken", "template <int N>\n__global__ void broken(int *x) {\n"
+                                  "  x[0] = N + undeclared_name;\n}\n",
+                        {{"N", Param::integer(0, 10)}});
+  Runtime rt(config());
+  try {
+    rt.compile(broken, {{"N", 1}}, gfx90a);
+    FAIL() << "the broken template compiled";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::compile_error);
+    EXPECT_NE(error.detail().find("broken.hip:3:"), std::string::npos) << error.detail();
+    EXPECT_NE(error.detail().find("undeclared_name"), std::string::npos) << error.detail();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "cache" / "v1" / "gfx90a"))
+      << "nothing is published for a failed compile";
+}
+
+} // namespace
+} // namespace kjit

@@ -1,0 +1,253 @@
+// The kjit command line: inspect compilers and templates, compile variants into the cache.
+// Exit status (DESIGN.md §5): 0 success, 1 a check failed, 2 bad usage or input, with one
+// clear line on stderr.
+#include "table.hpp"
+
+#include "kjit/kjit.hpp"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace kjit::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr int exit_bad_input = 2;
+
+void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
+
+std::string join(const std::vector<std::string> &items) {
+  std::string out;
+  for (const auto &item : items)
+    out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// ---- kjit targets ---------------------------------------------------------------------------
+
+int run_targets(bool as_json) {
+  json compilers = json::array();
+  Table table({"compiler", "version", "targets"});
+  for (Vendor vendor : {Vendor::amd, Vendor::nvidia}) {
+    try {
+      auto compiler = jit::load_compiler(vendor);
+      std::vector<std::string> names;
+      json targets = json::array();
+      for (const auto &support : compiler->supported_targets()) {
+        std::string name = support.arch;
+        for (const auto &feature : support.features)
+          name += ":" + feature + "±";
+        names.push_back(name);
+        targets.push_back({{"arch", support.arch}, {"features", support.features}});
+      }
+      compilers.push_back({{"vendor", to_string(vendor)},
+                           {"compiler", compiler->name()},
+                           {"available", true},
+                           {"version", compiler->identity()},
+                           {"targets", targets}});
+      table.add({std::string(compiler->name()), compiler->identity(), join(names)});
+    } catch (const Error &error) {
+      compilers.push_back(
+          {{"vendor", to_string(vendor)}, {"available", false}, {"reason", error.summary()}});
+      table.add({std::string(to_string(vendor)), "unavailable", error.summary()});
+    }
+  }
+  if (as_json)
+    print_json({{"compilers", compilers}});
+  else
+    table.print(std::cout);
+  return 0;
+}
+
+// ---- kjit templates -------------------------------------------------------------------------
+
+int run_templates(bool as_json) {
+  json listing = json::array();
+  Table table({"template", "parameter", "accepts", "default"});
+  for (const Template &tmpl : templates::builtin()) {
+    json params = json::array();
+    for (const auto &[name, param] : tmpl.params()) {
+      const std::string fallback = param.fallback() ? param.fallback()->to_string() : "";
+      json item = {{"name", name},
+                   {"kind", param.kind() == Param::Kind::type ? "type" : "integer"},
+                   {"accepts", param.describe()}};
+      if (param.kind() == Param::Kind::type)
+        item["allowed"] = param.allowed_types();
+      else if (!param.allowed_integers().empty())
+        item["allowed"] = param.allowed_integers();
+      else
+        item["range"] = {param.min(), param.max()};
+      if (param.fallback())
+        item["default"] = param.fallback()->is_integer() ? json(param.fallback()->integer())
+                                                         : json(fallback);
+      params.push_back(item);
+      table.add({params.size() == 1 ? tmpl.name() : "", name, param.describe(), fallback});
+    }
+    listing.push_back({{"name", tmpl.name()}, {"kernel", tmpl.kernel()}, {"params", params}});
+  }
+  if (as_json)
+    print_json({{"templates", listing}});
+  else
+    table.print(std::cout);
+  return 0;
+}
+
+// ---- kjit compile ---------------------------------------------------------------------------
+
+struct CompileArgs {
+  std::string template_name;
+  std::string source_file;
+  std::string kernel;
+  std::vector<std::string> params;
+  std::string target;
+};
+
+Params parse_params(const std::vector<std::string> &items) {
+  Params params;
+  for (const auto &item : items) {
+    const auto equals = item.find('=');
+    if (equals == std::string::npos || equals == 0)
+      throw Error(Errc::bad_parameter, "-p " + item + ": expected NAME=VALUE");
+    std::string name = item.substr(0, equals);
+    std::string text = item.substr(equals + 1);
+    // A value that reads as a whole integer is an integer; anything else names a type.
+    std::int64_t integer = 0;
+    std::istringstream in(text);
+    if (in >> integer && in.peek() == std::char_traits<char>::eof())
+      params.emplace_back(std::move(name), integer);
+    else
+      params.emplace_back(std::move(name), std::move(text));
+  }
+  return params;
+}
+
+std::string read_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(Errc::bad_parameter, "cannot read --source " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A template for a source file given on the command line: its parameters are those given, in
+// the order given, each accepting exactly the value given.
+Template template_from_file(const CompileArgs &args, const Params &params) {
+  std::vector<ParamDecl> decls;
+  for (const auto &[name, value] : params)
+    decls.push_back({name, value.is_integer()
+                               ? Param::integer(value.integer(), value.integer())
+                               : Param::type({value.type()})});
+  return Template(args.kernel, read_file(args.source_file), std::move(decls),
+                  TemplateOptions{.kernel = args.kernel});
+}
+
+int run_compile(const CompileArgs &args, bool as_json) {
+  if (args.source_file.empty() == args.template_name.empty())
+    throw Error(Errc::bad_parameter,
+                "name a library template (kjit compile scale ...) or give --source FILE, not both");
+  if (!args.source_file.empty() && args.kernel.empty())
+    throw Error(Errc::bad_parameter, "--source needs --kernel NAME");
+  if (args.target.empty())
+    throw Error(Errc::bad_target, "--target is required (e.g. --target gfx90a or sm_90)");
+
+  const Params params = parse_params(args.params);
+  std::optional<Template> from_file;
+  if (!args.source_file.empty())
+    from_file.emplace(template_from_file(args, params));
+  const Template &tmpl = from_file ? *from_file : templates::find(args.template_name);
+  const auto target = jit::Target::parse(args.target);
+
+  Runtime runtime;
+  const auto started = std::chrono::steady_clock::now();
+  const CodeObject &object = runtime.compile(tmpl, params, target);
+  const double elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+          .count();
+  const bool cached = object.origin() != Origin::compiled;
+  const double compile_ms = cached ? 0.0 : object.compile_ms();
+
+  if (as_json) {
+    print_json({{"key", object.key().hex()},
+                {"cached", cached},
+                {"origin", to_string(object.origin())},
+                {"template", tmpl.name()},
+                {"kernel", object.expression()},
+                {"lowered_name", object.lowered_name()},
+                {"target", target.id()},
+                {"compile_ms", compile_ms},
+                {"elapsed_ms", elapsed_ms},
+                {"code_bytes", object.code().size()},
+                {"entry", object.entry_path().string()}});
+    return 0;
+  }
+  std::cout << object.expression() << " for " << target.id() << ": "
+            << (cached ? "cache hit (" + std::string(to_string(object.origin())) + ")"
+                       : "compiled in " + std::to_string(static_cast<long>(compile_ms)) + " ms")
+            << ", " << object.code().size() << " bytes\n"
+            << "  key   " << object.key().hex() << '\n'
+            << "  entry " << (object.entry_path().empty() ? "(memory only)" : object.entry_path().string())
+            << '\n';
+  return 0;
+}
+
+int run(int argc, char **argv) {
+  CLI::App app{"kjit: JIT kernel compiler and cache for GPU kernels (hiprtc, NVRTC)", "kjit"};
+  app.require_subcommand(1);
+  bool as_json = false;
+  app.add_flag("--json", as_json, "print one JSON document instead of a table");
+
+  auto *targets = app.add_subcommand("targets", "compilers found and the targets each supports");
+  auto *templates_cmd =
+      app.add_subcommand("templates", "templates and their parameters (type, values, default)");
+  CompileArgs compile_args;
+  auto *compile = app.add_subcommand("compile", "compile one variant into the cache (or hit it)");
+  compile->add_option("template", compile_args.template_name, "a template from `kjit templates`");
+  compile->add_option("--source", compile_args.source_file, "compile a kernel from this file");
+  compile->add_option("--kernel", compile_args.kernel, "the kernel template in --source");
+  compile->add_option("-p,--param", compile_args.params, "NAME=VALUE, repeatable, in order");
+  compile->add_option("--target", compile_args.target, "gfx90a, gfx90a:sramecc+:xnack-, sm_90...");
+  for (auto *command : {targets, templates_cmd, compile})
+    command->add_flag("--json", as_json, "print one JSON document instead of a table");
+
+  if (argc > 1 && argv[1][0] != '-' && app.get_subcommands([&](CLI::App *command) {
+                                         return command->get_name() == argv[1];
+                                       }).empty())
+    throw Error(Errc::bad_parameter, std::string("unknown command '") + argv[1] +
+                                         "'; commands: targets, templates, compile");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError &error) {
+    std::cerr << "kjit: " << error.what() << " (see kjit --help)\n";
+    return exit_bad_input;
+  }
+  if (*targets)
+    return run_targets(as_json);
+  if (*templates_cmd)
+    return run_templates(as_json);
+  return run_compile(compile_args, as_json);
+}
+
+} // namespace
+} // namespace kjit::cli
+
+int main(int argc, char **argv) {
+  try {
+    return kjit::cli::run(argc, argv);
+  } catch (const kjit::Error &error) {
+    std::cerr << "kjit: " << error.summary() << '\n';
+    if (!error.detail().empty())
+      std::cerr << error.detail() << '\n';
+    return kjit::cli::exit_bad_input;
+  } catch (const std::exception &error) {
+    std::cerr << "kjit: internal error: " << error.what() << '\n';
+    return kjit::cli::exit_bad_input;
+  }
+}
