@@ -7,16 +7,15 @@
 #include <chrono>
 #include <cstdio>
 
-static const kjit::Template scale{
-    "scale",
-    R"(
+static const kjit::Template scale{"scale",
+                                  R"(
 template <typename T, int N>
 __global__ void scale(T* x, float a) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
 })",
-    {{"T", kjit::Param::type({"float", "half", "bfloat16"})},
-     {"N", kjit::Param::integer(1, 1 << 20)}}};
+                                  {{"T", kjit::Param::type({"float", "half", "bfloat16"})},
+                                   {"N", kjit::Param::integer(1, 1 << 20)}}};
 
 static double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

@@ -4,19 +4,32 @@ namespace kjit {
 
 std::string_view to_string(Errc code) {
   switch (code) {
-  case Errc::unknown_template: return "unknown template";
-  case Errc::bad_parameter: return "bad parameter";
-  case Errc::bad_target: return "bad target";
-  case Errc::unsupported_target: return "unsupported target";
-  case Errc::bad_option: return "bad option";
-  case Errc::compile_error: return "compile error";
-  case Errc::compiler_unavailable: return "compiler unavailable";
-  case Errc::cache_io: return "cache i/o";
-  case Errc::not_prebuilt: return "not prebuilt";
-  case Errc::bad_config: return "bad configuration";
-  case Errc::no_device: return "no device";
-  case Errc::device_error: return "device error";
-  case Errc::bad_argument: return "bad argument";
+  case Errc::unknown_template:
+    return "unknown template";
+  case Errc::bad_parameter:
+    return "bad parameter";
+  case Errc::bad_target:
+    return "bad target";
+  case Errc::unsupported_target:
+    return "unsupported target";
+  case Errc::bad_option:
+    return "bad option";
+  case Errc::compile_error:
+    return "compile error";
+  case Errc::compiler_unavailable:
+    return "compiler unavailable";
+  case Errc::cache_io:
+    return "cache i/o";
+  case Errc::not_prebuilt:
+    return "not prebuilt";
+  case Errc::bad_config:
+    return "bad configuration";
+  case Errc::no_device:
+    return "no device";
+  case Errc::device_error:
+    return "device error";
+  case Errc::bad_argument:
+    return "bad argument";
   }
   return "error";
 }

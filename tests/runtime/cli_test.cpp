@@ -80,8 +80,8 @@ TEST_F(CliTest, CompilesAKernelFromASourceFile) {
     GTEST_SKIP() << "hiprtc is not available";
   const auto source = write_source(
       "mine.hip", "template <typename T, int N> __global__ void mine(T *x) { x[0] = N; }\n");
-  const CliRun run =
-      kjit("compile --source " + source + " --kernel mine -p T=half -p N=4096 --target gfx90a --json");
+  const CliRun run = kjit("compile --source " + source +
+                          " --kernel mine -p T=half -p N=4096 --target gfx90a --json");
   ASSERT_EQ(run.status, 0) << run.err;
   const auto result = nlohmann::json::parse(run.out);
   EXPECT_EQ(result["kernel"], "mine<__half, 4096>");

@@ -17,8 +17,8 @@ namespace {
 
 using testing::LogCapture;
 using testing::read_file_bytes;
-using testing::write_file_bytes;
 using testing::TempDir;
+using testing::write_file_bytes;
 
 const Template scale("scale", R"(template <typename T, int N>
 __global__ void scale(T *x, float a) {
@@ -98,8 +98,8 @@ TEST_F(RuntimeTest, AFreshRuntimeHitsTheDiskWithoutCompiling) {
   EXPECT_EQ(loaded.origin(), Origin::user_cache);
   EXPECT_EQ(fresh.counters().compiled, 0u);
   EXPECT_EQ(fresh.counters().user_cache_hits, 1u);
-  EXPECT_TRUE(std::equal(loaded.code().begin(), loaded.code().end(), compiled.begin(),
-                         compiled.end()));
+  EXPECT_TRUE(
+      std::equal(loaded.code().begin(), loaded.code().end(), compiled.begin(), compiled.end()));
   EXPECT_EQ(loaded.lowered_name(), "_Z5scaleI6__halfLi4096EEvPT_f");
 }
 
@@ -213,8 +213,7 @@ TEST_F(RuntimeTest, BadInputsAreClearErrors) {
       EXPECT_EQ(error.code(), code) << error.what();
     }
   };
-  expect_code([&] { rt.compile(scale, {{"T", "double"}, {"N", 4}}, gfx90a); },
-              Errc::bad_parameter);
+  expect_code([&] { rt.compile(scale, {{"T", "double"}, {"N", 4}}, gfx90a); }, Errc::bad_parameter);
   expect_code([&] { rt.compile(scale, half_4096, jit::Target::parse("gfx942")); },
               Errc::unsupported_target);
   expect_code([&] { rt.compile(scale, half_4096, jit::Target::parse("gfx1030:xnack+")); },
@@ -226,8 +225,9 @@ TEST_F(RuntimeTest, BadInputsAreClearErrors) {
 }
 
 TEST_F(RuntimeTest, ACompileErrorShowsTheLogWithTheTemplatesLineNumbers) {
-  const Template broken("broken", "template <int N>\n__global__ void broken(int *x) {\n"
-                                  "  x[0] = N + undeclared_name;\n}\n",
+  const Template broken("broken",
+                        "template <int N>\n__global__ void broken(int *x) {\n"
+                        "  x[0] = N + undeclared_name;\n}\n",
                         {{"N", Param::integer(0, 10)}});
   Runtime rt(config());
   try {

@@ -66,8 +66,7 @@ TEST(VariantKey, ChangesWithEveryInput) {
 TEST(VariantKey, ThePreludeIsAHashedHeader) {
   const Template tmpl("t", "", {});
   const FakeCompiler compiler;
-  const Variant variant =
-      describe_variant(tmpl.bind({}), jit::Target::parse("gfx90a"), compiler);
+  const Variant variant = describe_variant(tmpl.bind({}), jit::Target::parse("gfx90a"), compiler);
   bool prelude_hashed = false;
   for (const auto &[name, value] : variant.key_inputs.fields())
     prelude_hashed |= name == "header:kjit/prelude.h" && value.size() == 64;

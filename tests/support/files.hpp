@@ -20,7 +20,8 @@ inline std::vector<std::byte> read_file_bytes(const std::filesystem::path &path)
 inline void write_file_bytes(const std::filesystem::path &path,
                              const std::vector<std::byte> &bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char *>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 } // namespace kjit::testing

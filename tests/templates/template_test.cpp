@@ -8,9 +8,9 @@ namespace kjit {
 namespace {
 
 Template make_scale(std::string source = "template <typename T, int N> __global__ void scale();") {
-  return Template("scale", std::move(source),
-                  {{"T", Param::type({"float", "half", "bfloat16"})},
-                   {"N", Param::integer(1, 1 << 20, 256)}});
+  return Template(
+      "scale", std::move(source),
+      {{"T", Param::type({"float", "half", "bfloat16"})}, {"N", Param::integer(1, 1 << 20, 256)}});
 }
 
 // The error's code and a fragment its message must contain.
@@ -44,38 +44,71 @@ TEST(Template, FillsDefaults) {
 TEST(Template, RejectsBadParameters) {
   const Template scale = make_scale();
   expect_error([&] { scale.bind({{"N", 16}}); }, Errc::bad_parameter, "'T' is missing");
-  expect_error([&] { scale.bind({{"T", "double"}}); }, Errc::bad_parameter,
-               "T = double is not allowed; T is a type, one of float, half, bfloat16");
-  expect_error([&] { scale.bind({{"T", "float"}, {"N", 0}}); }, Errc::bad_parameter,
-               "N = 0 is out of range; N is an integer in [1, 1048576]");
+  expect_error(
+      [&] {
+        scale.bind({{"T", "double"}});
+      },
+      Errc::bad_parameter, "T = double is not allowed; T is a type, one of float, half, bfloat16");
+  expect_error(
+      [&] {
+        scale.bind({{"T", "float"}, {"N", 0}});
+      },
+      Errc::bad_parameter, "N = 0 is out of range; N is an integer in [1, 1048576]");
   expect_error([&] { scale.bind({{"T", 4}}); }, Errc::bad_parameter, "expected a type");
-  expect_error([&] { scale.bind({{"T", "float"}, {"N", "float"}}); }, Errc::bad_parameter,
-               "expected an integer");
-  expect_error([&] { scale.bind({{"T", "float"}, {"M", 1}}); }, Errc::bad_parameter,
-               "unknown parameter 'M'; its parameters are T, N");
-  expect_error([&] { scale.bind({{"T", "float"}, {"T", "half"}}); }, Errc::bad_parameter,
-               "given twice");
+  expect_error(
+      [&] {
+        scale.bind({{"T", "float"}, {"N", "float"}});
+      },
+      Errc::bad_parameter, "expected an integer");
+  expect_error(
+      [&] {
+        scale.bind({{"T", "float"}, {"M", 1}});
+      },
+      Errc::bad_parameter, "unknown parameter 'M'; its parameters are T, N");
+  expect_error(
+      [&] {
+        scale.bind({{"T", "float"}, {"T", "half"}});
+      },
+      Errc::bad_parameter, "given twice");
 }
 
 TEST(Template, OneOfAcceptsOnlyItsValues) {
   const Template tiled("gemm", "", {{"TILE", Param::one_of({64, 128, 256})}});
   EXPECT_EQ(tiled.bind({{"TILE", 128}}).expression(Vendor::amd), "gemm<128>");
-  expect_error([&] { tiled.bind({{"TILE", 100}}); }, Errc::bad_parameter,
-               "an integer, one of 64, 128, 256");
+  expect_error(
+      [&] {
+        tiled.bind({{"TILE", 100}});
+      },
+      Errc::bad_parameter, "an integer, one of 64, 128, 256");
 }
 
 TEST(Template, RejectsMalformedSchemas) {
   expect_error([] { Template("bad name", "", {}); }, Errc::bad_parameter, "not an identifier");
-  expect_error([] { Template("t", "", {{"T", Param::type({})}}); }, Errc::bad_parameter,
-               "allows no type");
-  expect_error([] { Template("t", "", {{"T", Param::type({"float; evil()"})}}); },
-               Errc::bad_parameter, "not a C++ type name");
-  expect_error([] { Template("t", "", {{"N", Param::integer(5, 1)}}); }, Errc::bad_parameter,
-               "empty range");
-  expect_error([] { Template("t", "", {{"N", Param::integer(1, 4, 9)}}); }, Errc::bad_parameter,
-               "default 9 is out of range");
-  expect_error([] { Template("t", "", {{"N", Param::integer(1, 4)}, {"N", Param::integer(1, 4)}}); },
-               Errc::bad_parameter, "declared twice");
+  expect_error(
+      [] {
+        Template("t", "", {{"T", Param::type({})}});
+      },
+      Errc::bad_parameter, "allows no type");
+  expect_error(
+      [] {
+        Template("t", "", {{"T", Param::type({"float; evil()"})}});
+      },
+      Errc::bad_parameter, "not a C++ type name");
+  expect_error(
+      [] {
+        Template("t", "", {{"N", Param::integer(5, 1)}});
+      },
+      Errc::bad_parameter, "empty range");
+  expect_error(
+      [] {
+        Template("t", "", {{"N", Param::integer(1, 4, 9)}});
+      },
+      Errc::bad_parameter, "default 9 is out of range");
+  expect_error(
+      [] {
+        Template("t", "", {{"N", Param::integer(1, 4)}, {"N", Param::integer(1, 4)}});
+      },
+      Errc::bad_parameter, "declared twice");
   expect_error([] { Param::one_of({}); }, Errc::bad_parameter, "at least one value");
 }
 
@@ -83,10 +116,11 @@ TEST(Template, FingerprintFollowsEverythingThatDefinesIt) {
   const auto base = make_scale().fingerprint();
   EXPECT_EQ(make_scale().fingerprint(), base);
   EXPECT_NE(make_scale("// edited\n").fingerprint(), base);
-  EXPECT_NE(Template("scale", "template <typename T, int N> __global__ void scale();",
-                     {{"T", Param::type({"float", "half"})}, {"N", Param::integer(1, 1 << 20, 256)}})
-                .fingerprint(),
-            base);
+  EXPECT_NE(
+      Template("scale", "template <typename T, int N> __global__ void scale();",
+               {{"T", Param::type({"float", "half"})}, {"N", Param::integer(1, 1 << 20, 256)}})
+          .fingerprint(),
+      base);
   EXPECT_NE(Template("scale", "template <typename T, int N> __global__ void scale();",
                      {{"T", Param::type({"float", "half", "bfloat16"})},
                       {"N", Param::integer(1, 1 << 20, 256)}},

@@ -83,8 +83,8 @@ int run_templates(bool as_json) {
       else
         item["range"] = {param.min(), param.max()};
       if (param.fallback())
-        item["default"] = param.fallback()->is_integer() ? json(param.fallback()->integer())
-                                                         : json(fallback);
+        item["default"] =
+            param.fallback()->is_integer() ? json(param.fallback()->integer()) : json(fallback);
       params.push_back(item);
       table.add({params.size() == 1 ? tmpl.name() : "", name, param.describe(), fallback});
     }
@@ -140,9 +140,8 @@ std::string read_file(const std::string &path) {
 Template template_from_file(const CompileArgs &args, const Params &params) {
   std::vector<ParamDecl> decls;
   for (const auto &[name, value] : params)
-    decls.push_back({name, value.is_integer()
-                               ? Param::integer(value.integer(), value.integer())
-                               : Param::type({value.type()})});
+    decls.push_back({name, value.is_integer() ? Param::integer(value.integer(), value.integer())
+                                              : Param::type({value.type()})});
   return Template(args.kernel, read_file(args.source_file), std::move(decls),
                   TemplateOptions{.kernel = args.kernel});
 }
@@ -167,8 +166,7 @@ int run_compile(const CompileArgs &args, bool as_json) {
   const auto started = std::chrono::steady_clock::now();
   const CodeObject &object = runtime.compile(tmpl, params, target);
   const double elapsed_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-          .count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   const bool cached = object.origin() != Origin::compiled;
   const double compile_ms = cached ? 0.0 : object.compile_ms();
 
@@ -191,7 +189,8 @@ int run_compile(const CompileArgs &args, bool as_json) {
                        : "compiled in " + std::to_string(static_cast<long>(compile_ms)) + " ms")
             << ", " << object.code().size() << " bytes\n"
             << "  key   " << object.key().hex() << '\n'
-            << "  entry " << (object.entry_path().empty() ? "(memory only)" : object.entry_path().string())
+            << "  entry "
+            << (object.entry_path().empty() ? "(memory only)" : object.entry_path().string())
             << '\n';
   return 0;
 }
@@ -215,9 +214,9 @@ int run(int argc, char **argv) {
   for (auto *command : {targets, templates_cmd, compile})
     command->add_flag("--json", as_json, "print one JSON document instead of a table");
 
-  if (argc > 1 && argv[1][0] != '-' && app.get_subcommands([&](CLI::App *command) {
-                                         return command->get_name() == argv[1];
-                                       }).empty())
+  if (argc > 1 && argv[1][0] != '-' &&
+      app.get_subcommands([&](CLI::App *command) { return command->get_name() == argv[1]; })
+          .empty())
     throw Error(Errc::bad_parameter, std::string("unknown command '") + argv[1] +
                                          "'; commands: targets, templates, compile");
   try {

@@ -21,8 +21,8 @@ struct Header {
 };
 
 struct CompileRequest {
-  std::string program_name;                  // the file name the log shows: "scale.hip"
-  std::string source;                        // the template source, as its author wrote it
+  std::string program_name; // the file name the log shows: "scale.hip"
+  std::string source;       // the template source, as its author wrote it
   // Headers #included before `source`, in order (the kjit prelude). The compiler prepends the
   // #include lines followed by `#line 1 "<program_name>"`, so that line numbers in the log
   // and in the numbered excerpt are those of `source` itself.
@@ -34,9 +34,9 @@ struct CompileRequest {
 };
 
 struct CompileResult {
-  std::vector<std::byte> code;             // AMDGPU code object (ELF) or cubin
-  std::vector<std::string> lowered_names;  // one per name expression, same order
-  std::string log;                         // warnings; empty when the compiler said nothing
+  std::vector<std::byte> code;            // AMDGPU code object (ELF) or cubin
+  std::vector<std::string> lowered_names; // one per name expression, same order
+  std::string log;                        // warnings; empty when the compiler said nothing
 };
 
 // What the compiler can emit for one processor.
