@@ -55,10 +55,11 @@ public:
   // log: the caller decides what a rejection means. Never throws.
   Lookup read(const Key &key, std::string_view target) const;
 
-  // Publishes atomically: a unique temp file in the entry's directory, write, fsync, rename,
-  // fsync the directory. Directories are created 0700. Throws Error(cache_io) with the path and
-  // errno text, leaving no temp file behind; a read_only store throws too, and an invalid target
-  // id throws Error(bad_target).
+  // Publishes atomically: a unique temp file in the entry's directory, written, closed, then
+  // renamed over the entry's name. Not fsynced: the checksum every read verifies turns an entry a
+  // power loss cut short into a miss. Directories are created 0700. Throws Error(cache_io) with
+  // the path and errno text, leaving no temp file behind; a read_only store throws too, and an
+  // invalid target id throws Error(bad_target).
   void write(const Entry &entry) const;
 
   // Removes the entry file if present (a rejected entry before rewriting). A read_only store
