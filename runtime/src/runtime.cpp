@@ -4,6 +4,7 @@
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
 #include "memory_tier.hpp"
+#include "signature.hpp"
 #include "variant.hpp"
 
 #include <algorithm>
@@ -17,9 +18,12 @@ namespace kjit {
 
 std::string_view to_string(Origin origin) {
   switch (origin) {
-  case Origin::compiled: return "compiled";
-  case Origin::user_cache: return "user cache";
-  case Origin::prebuilt: return "prebuilt";
+  case Origin::compiled:
+    return "compiled";
+  case Origin::user_cache:
+    return "user cache";
+  case Origin::prebuilt:
+    return "prebuilt";
   }
   return "?";
 }
@@ -66,14 +70,44 @@ public:
 
   const jit::Compiler &compiler(Vendor vendor) { return process_compiler(vendor); }
 
-  const CodeObject &compile(const Template &tmpl, const Params &params,
-                            const jit::Target &target) {
-    const std::uint64_t hash = MemoryTier::hash(tmpl, params, target);
-    if (const CodeObject *hit = memory_.find(hash, tmpl, params, target))
+  const CodeObject &compile(const Template &tmpl, const Params &params, const jit::Target &target) {
+    const std::uint64_t hash = memory_hash(tmpl, params, target, 0);
+    if (const CodeObject *hit = code_objects_.find(hash, tmpl, params, target))
       return *hit;
     const CodeObject &object = resolve(tmpl.bind(params), target);
-    memory_.insert(hash, tmpl, params, target, &object);
+    code_objects_.insert(hash, tmpl, params, target, &object);
     return object;
+  }
+
+  const Kernel &kernel(const Template &tmpl, const Params &params, const Device &device) {
+    // Two devices of one target share code objects but not loaded modules.
+    const std::uint64_t scope =
+        (static_cast<std::uint64_t>(device.backend()) << 32) | (device.ordinal() + 1u);
+    const std::uint64_t hash = memory_hash(tmpl, params, device.target(), scope);
+    if (const Kernel *hit = kernels_.find(hash, tmpl, params, device.target(), scope))
+      return *hit;
+
+    const CodeObject &code = compile(tmpl, params, device.target());
+    std::lock_guard lock(loaded_mutex_);
+    auto &slot = loaded_[{code.key(), scope}];
+    if (!slot) {
+      Module module = Module::load(device, code.code());
+      Kernel kernel =
+          module.kernel(code.lowered_name(), signature_of(tmpl.bind(params)), code.expression());
+      slot = std::make_unique<Loaded>(Loaded{std::move(module), std::move(kernel)});
+    }
+    kernels_.insert(hash, tmpl, params, device.target(), &slot->kernel, scope);
+    return slot->kernel;
+  }
+
+  const Device &default_device() {
+    // Resolved once: devices() reads KJIT_BACKEND, which a launch path should not do each call.
+    // A failure is not remembered, so a later call tries again.
+    if (const Device *known = default_device_.load(std::memory_order_acquire))
+      return *known;
+    const Device &first = devices().front();
+    default_device_.store(&first, std::memory_order_release);
+    return first;
   }
 
 private:
@@ -122,17 +156,16 @@ private:
       return nullptr;
     }
     return std::unique_ptr<CodeObject>(new CodeObject(
-        variant.key, variant.request.target, std::move(entry.code),
-        entry.header.kernels[0].first, entry.header.kernels[0].second, origin,
-        entry.header.compile_ms, found.path));
+        variant.key, variant.request.target, std::move(entry.code), entry.header.kernels[0].first,
+        entry.header.kernels[0].second, origin, entry.header.compile_ms, found.path));
   }
 
   // The prebuilt tier, then the user tier. A bad entry is reported once and treated as a miss;
   // in the user tier the compile that follows rewrites it.
   std::unique_ptr<CodeObject> lookup(const Variant &variant) {
     const std::string &target = variant.request.target.id();
-    for (auto [store, origin] : {std::pair{&prebuilt_, Origin::prebuilt},
-                                 std::pair{&user_, Origin::user_cache}}) {
+    for (auto [store, origin] :
+         {std::pair{&prebuilt_, Origin::prebuilt}, std::pair{&user_, Origin::user_cache}}) {
       if (!store->has_value())
         continue;
       cache::Lookup found = (*store)->read(variant.key, target);
@@ -162,8 +195,7 @@ private:
   // Warns once per Runtime, then keeps variants in memory only.
   void disk_unusable(const Error &error) {
     if (!user_disabled_.exchange(true))
-      log().warn("{}; variants compiled by this process are kept in memory only",
-                 error.summary());
+      log().warn("{}; variants compiled by this process are kept in memory only", error.summary());
   }
 
   std::unique_ptr<CodeObject> load_or_build(const Instance &instance, const Variant &variant,
@@ -225,10 +257,9 @@ private:
         disk_unusable(error);
       }
     }
-    return std::unique_ptr<CodeObject>(
-        new CodeObject(variant.key, variant.request.target, std::move(entry.code),
-                       entry.header.kernels[0].first, entry.header.kernels[0].second,
-                       Origin::compiled, compile_ms, std::move(entry_path)));
+    return std::unique_ptr<CodeObject>(new CodeObject(
+        variant.key, variant.request.target, std::move(entry.code), entry.header.kernels[0].first,
+        entry.header.kernels[0].second, Origin::compiled, compile_ms, std::move(entry_path)));
   }
 
   Config config_;
@@ -237,7 +268,17 @@ private:
   std::atomic<bool> user_disabled_ = false;
   std::atomic<std::uint64_t> compiled_ = 0, user_cache_hits_ = 0, prebuilt_hits_ = 0;
 
-  MemoryTier memory_;
+  MemoryTier<CodeObject> code_objects_;
+  MemoryTier<Kernel> kernels_;
+  std::atomic<const Device *> default_device_ = nullptr;
+
+  // A module stays loaded, and its kernel valid, for the Runtime's life.
+  struct Loaded {
+    Module module;
+    Kernel kernel;
+  };
+  std::mutex loaded_mutex_;
+  std::map<std::pair<cache::Key, std::uint64_t>, std::unique_ptr<Loaded>> loaded_;
   std::mutex objects_mutex_;
   std::map<cache::Key, std::unique_ptr<CodeObject>> objects_;
   std::map<cache::Key, std::shared_future<const CodeObject *>> in_flight_;
@@ -248,6 +289,12 @@ Runtime::~Runtime() = default;
 const Config &Runtime::config() const { return impl_->config(); }
 Runtime::Counters Runtime::counters() const { return impl_->counters(); }
 const jit::Compiler &Runtime::compiler(Vendor vendor) { return impl_->compiler(vendor); }
+const Kernel &Runtime::kernel(const Template &tmpl, const Params &params) {
+  return impl_->kernel(tmpl, params, impl_->default_device());
+}
+const Kernel &Runtime::kernel(const Template &tmpl, const Params &params, const Device &device) {
+  return impl_->kernel(tmpl, params, device);
+}
 const CodeObject &Runtime::compile(const Template &tmpl, const Params &params,
                                    const jit::Target &target) {
   return impl_->compile(tmpl, params, target);

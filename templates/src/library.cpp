@@ -21,10 +21,12 @@ std::vector<Template> make_builtin() {
   std::vector<Template> all;
   all.emplace_back("axpy", std::string(embedded::axpy_hip),
                    std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
-                                          {"ITEMS", Param::one_of({1, 2, 4, 8}, 4)}});
+                                          {"ITEMS", Param::one_of({1, 2, 4, 8}, 4)}},
+                   TemplateOptions{.arguments = {"const T*", "T*", "float", "int"}});
   all.emplace_back("scale", std::string(embedded::scale_hip),
                    std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
-                                          {"N", Param::integer(1, 1 << 30)}});
+                                          {"N", Param::integer(1, 1 << 30)}},
+                   TemplateOptions{.arguments = {"T*", "float"}});
   return all;
 }
 

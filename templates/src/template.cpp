@@ -13,8 +13,9 @@ namespace {
 bool is_identifier(std::string_view text) {
   if (text.empty() || !(std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_'))
     return false;
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 // A type name as it may appear in a template argument list: identifiers, '::', template
@@ -94,9 +95,7 @@ private:
 
 } // namespace
 
-std::string Value::to_string() const {
-  return is_integer() ? std::to_string(integer()) : type();
-}
+std::string Value::to_string() const { return is_integer() ? std::to_string(integer()) : type(); }
 
 Param Param::type(std::vector<std::string> allowed, std::optional<std::string> fallback) {
   Param p;
@@ -181,6 +180,11 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
     fingerprint.add(header.name).add(header.content);
   for (const auto &option : options_.compile_options)
     fingerprint.add(option);
+  for (const auto &argument : options_.arguments) {
+    if (!is_type_name(argument))
+      bad_parameter(name_ + ": kernel argument type '" + argument + "' is not a C++ type name");
+    fingerprint.add(argument);
+  }
   fingerprint_ = fingerprint.finish();
 }
 
@@ -242,6 +246,27 @@ std::string Instance::canonical_params() const {
     out += name + "=" + value.to_string();
   }
   return out;
+}
+
+std::vector<std::string> Instance::argument_types() const {
+  static const std::regex identifier(R"([A-Za-z_][A-Za-z0-9_]*)");
+  std::vector<std::string> resolved;
+  for (const std::string &declared : template_->arguments()) {
+    // Replace whole identifiers only: T in "T*" but not in "Tile*".
+    std::string out;
+    auto last = declared.cbegin();
+    for (std::sregex_iterator it(declared.begin(), declared.end(), identifier), end; it != end;
+         ++it) {
+      out.append(last, declared.cbegin() + it->position());
+      auto value = std::find_if(values_.begin(), values_.end(),
+                                [&](const auto &pair) { return pair.first == it->str(); });
+      out += value != values_.end() && value->second.is_type() ? value->second.type() : it->str();
+      last = declared.cbegin() + it->position() + it->length();
+    }
+    out.append(last, declared.cend());
+    resolved.push_back(std::move(out));
+  }
+  return resolved;
 }
 
 } // namespace kjit

@@ -7,44 +7,59 @@
 namespace kjit {
 namespace {
 
+class CodeObject;
+
 // The tier stores pointers it never dereferences: distinct fake addresses are enough.
 const CodeObject *fake_object(std::uintptr_t n) {
   return reinterpret_cast<const CodeObject *>((n + 1) * 64);
 }
 
-const Template tmpl("scale", "", {{"T", Param::type({"float", "half"})},
-                                  {"N", Param::integer(0, 1 << 30)}});
+const Template tmpl("scale", "",
+                    {{"T", Param::type({"float", "half"})}, {"N", Param::integer(0, 1 << 30)}});
 
 TEST(MemoryTier, FindsWhatWasInsertedWhateverTheParameterOrder) {
-  MemoryTier tier;
+  MemoryTier<CodeObject> tier;
   const auto target = jit::Target::parse("gfx90a");
   const Params params = {{"T", "half"}, {"N", 64}};
   const Params reordered = {{"N", 64}, {"T", "half"}};
-  EXPECT_EQ(MemoryTier::hash(tmpl, params, target), MemoryTier::hash(tmpl, reordered, target));
-  tier.insert(MemoryTier::hash(tmpl, params, target), tmpl, params, target, fake_object(1));
-  EXPECT_EQ(tier.find(MemoryTier::hash(tmpl, reordered, target), tmpl, reordered, target),
+  EXPECT_EQ(memory_hash(tmpl, params, target, 0), memory_hash(tmpl, reordered, target, 0));
+  tier.insert(memory_hash(tmpl, params, target, 0), tmpl, params, target, fake_object(1));
+  EXPECT_EQ(tier.find(memory_hash(tmpl, reordered, target, 0), tmpl, reordered, target),
             fake_object(1));
 }
 
 TEST(MemoryTier, MissesOnAnyDifference) {
-  MemoryTier tier;
+  MemoryTier<CodeObject> tier;
   const auto gfx90a = jit::Target::parse("gfx90a");
   const Params params = {{"T", "half"}, {"N", 64}};
-  tier.insert(MemoryTier::hash(tmpl, params, gfx90a), tmpl, params, gfx90a, fake_object(1));
+  tier.insert(memory_hash(tmpl, params, gfx90a, 0), tmpl, params, gfx90a, fake_object(1));
 
   const auto gfx908 = jit::Target::parse("gfx908");
-  EXPECT_EQ(tier.find(MemoryTier::hash(tmpl, params, gfx908), tmpl, params, gfx908), nullptr);
+  EXPECT_EQ(tier.find(memory_hash(tmpl, params, gfx908, 0), tmpl, params, gfx908), nullptr);
   const Params other = {{"T", "half"}, {"N", 65}};
-  EXPECT_EQ(tier.find(MemoryTier::hash(tmpl, other, gfx90a), tmpl, other, gfx90a), nullptr);
-  const Template edited("scale", "// edited", {{"T", Param::type({"float", "half"})},
-                                               {"N", Param::integer(0, 1 << 30)}});
-  EXPECT_EQ(tier.find(MemoryTier::hash(edited, params, gfx90a), edited, params, gfx90a), nullptr);
+  EXPECT_EQ(tier.find(memory_hash(tmpl, other, gfx90a, 0), tmpl, other, gfx90a), nullptr);
+  const Template edited("scale", "// edited",
+                        {{"T", Param::type({"float", "half"})}, {"N", Param::integer(0, 1 << 30)}});
+  EXPECT_EQ(tier.find(memory_hash(edited, params, gfx90a, 0), edited, params, gfx90a), nullptr);
+}
+
+TEST(MemoryTier, ScopesKeepDevicesApart) {
+  MemoryTier<CodeObject> tier;
+  const auto target = jit::Target::parse("sm_90a");
+  const Params params = {{"T", "half"}, {"N", 64}};
+  tier.insert(memory_hash(tmpl, params, target, 1), tmpl, params, target, fake_object(1), 1);
+  tier.insert(memory_hash(tmpl, params, target, 2), tmpl, params, target, fake_object(2), 2);
+  EXPECT_EQ(tier.find(memory_hash(tmpl, params, target, 1), tmpl, params, target, 1),
+            fake_object(1));
+  EXPECT_EQ(tier.find(memory_hash(tmpl, params, target, 2), tmpl, params, target, 2),
+            fake_object(2));
+  EXPECT_EQ(tier.find(memory_hash(tmpl, params, target, 0), tmpl, params, target, 0), nullptr);
 }
 
 // Readers probe without a lock while a writer inserts enough entries to grow the table many
 // times: every entry a reader sees must be the one inserted for its parameters.
 TEST(MemoryTier, ReadersSeeConsistentEntriesWhileTheTableGrows) {
-  MemoryTier tier;
+  MemoryTier<CodeObject> tier;
   const auto target = jit::Target::parse("gfx90a");
   constexpr int count = 20000;
   std::atomic<int> published = 0;
@@ -56,7 +71,7 @@ TEST(MemoryTier, ReadersSeeConsistentEntriesWhileTheTableGrows) {
         const int seen = published.load();
         for (int n = std::max(0, seen - 64); n < seen; ++n) {
           const Params params = {{"T", "float"}, {"N", n}};
-          if (tier.find(MemoryTier::hash(tmpl, params, target), tmpl, params, target) !=
+          if (tier.find(memory_hash(tmpl, params, target, 0), tmpl, params, target) !=
               fake_object(n))
             wrong = true;
         }
@@ -64,7 +79,7 @@ TEST(MemoryTier, ReadersSeeConsistentEntriesWhileTheTableGrows) {
     });
   for (int n = 0; n < count; ++n) {
     const Params params = {{"T", "float"}, {"N", n}};
-    tier.insert(MemoryTier::hash(tmpl, params, target), tmpl, params, target, fake_object(n));
+    tier.insert(memory_hash(tmpl, params, target, 0), tmpl, params, target, fake_object(n));
     published.store(n + 1);
   }
   for (auto &reader : readers)
@@ -72,7 +87,7 @@ TEST(MemoryTier, ReadersSeeConsistentEntriesWhileTheTableGrows) {
   EXPECT_FALSE(wrong);
   for (int n = 0; n < count; ++n) {
     const Params params = {{"N", n}, {"T", "float"}};
-    ASSERT_EQ(tier.find(MemoryTier::hash(tmpl, params, target), tmpl, params, target),
+    ASSERT_EQ(tier.find(memory_hash(tmpl, params, target, 0), tmpl, params, target),
               fake_object(n));
   }
 }

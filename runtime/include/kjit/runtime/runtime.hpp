@@ -5,6 +5,8 @@
 #include "kjit/jit/compiler.hpp"
 #include "kjit/jit/target.hpp"
 #include "kjit/runtime/config.hpp"
+#include "kjit/runtime/device.hpp"
+#include "kjit/runtime/kernel.hpp"
 #include "kjit/templates/template.hpp"
 
 #include <cstddef>
@@ -78,6 +80,15 @@ public:
   // compiler_unavailable, not_prebuilt (KJIT_MODE=prebuilt). An unusable cache directory is not
   // an error: kjit warns once and keeps the variant in memory.
   const CodeObject &compile(const Template &tmpl, const Params &params, const jit::Target &target);
+
+  // The variant compiled for `device` (default: the first GPU of KJIT_BACKEND), loaded onto it and
+  // ready to launch, checked against the argument types the template declares
+  // (TemplateOptions::arguments). Found again in memory on every later call; the reference stays
+  // valid for the Runtime's life. Throws what compile() throws, and Error(no_device),
+  // Error(device_error) when the driver refuses the code, Error(bad_argument) when the template
+  // declares no arguments (load those with Module::load and name the signature).
+  const Kernel &kernel(const Template &tmpl, const Params &params);
+  const Kernel &kernel(const Template &tmpl, const Params &params, const Device &device);
 
   // The compiler for `vendor`, loaded on first use. Throws Error(compiler_unavailable).
   const jit::Compiler &compiler(Vendor vendor);

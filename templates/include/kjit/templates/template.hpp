@@ -23,8 +23,9 @@ public:
   Value(std::string type_name) : v_(std::move(type_name)) {}
   Value(std::string_view type_name) : v_(std::string(type_name)) {}
   template <typename I>
-    requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, char>)
-  Value(I integer) : v_(static_cast<std::int64_t>(integer)) {}
+  requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, char>)
+      Value(I integer)
+      : v_(static_cast<std::int64_t>(integer)) {}
 
   bool is_integer() const { return std::holds_alternative<std::int64_t>(v_); }
   bool is_type() const { return !is_integer(); }
@@ -51,8 +52,7 @@ public:
   static Param integer(std::int64_t min, std::int64_t max,
                        std::optional<std::int64_t> fallback = {});
   // An integer parameter from a fixed set (tile shapes: {64, 128, 256}).
-  static Param one_of(std::vector<std::int64_t> allowed,
-                      std::optional<std::int64_t> fallback = {});
+  static Param one_of(std::vector<std::int64_t> allowed, std::optional<std::int64_t> fallback = {});
 
   Kind kind() const { return kind_; }
   const std::vector<std::string> &allowed_types() const { return types_; }
@@ -77,7 +77,7 @@ struct ParamDecl {
 };
 
 struct TemplateHeader {
-  std::string name;    // as the source #includes it
+  std::string name; // as the source #includes it
   std::string content;
 };
 
@@ -85,6 +85,10 @@ struct TemplateOptions {
   std::string kernel = {}; // the __global__ function template; default: the template name
   std::vector<TemplateHeader> headers = {};
   std::vector<std::string> compile_options = {};
+  // The kernel's parameter types as the source declares them, in terms of the template's type
+  // parameters: {"const T*", "T*", "float", "int"}. Launches are checked against them. Empty:
+  // the template declares none (callers then name the signature themselves).
+  std::vector<std::string> arguments = {};
 };
 
 class Template;
@@ -100,6 +104,9 @@ public:
   std::string expression(Vendor vendor) const;
   // "N=4096,T=half": sorted by name, for keys and listings.
   std::string canonical_params() const;
+  // The template's declared kernel argument types with type parameters replaced by their values
+  // ("T*" with T=half reads "half*"). Empty when the template declares none.
+  std::vector<std::string> argument_types() const;
 
 private:
   friend class Template;
@@ -120,6 +127,7 @@ public:
   const std::vector<ParamDecl> &params() const { return params_; }
   const std::vector<TemplateHeader> &headers() const { return options_.headers; }
   const std::vector<std::string> &compile_options() const { return options_.compile_options; }
+  const std::vector<std::string> &arguments() const { return options_.arguments; }
   // 128 bits over everything that defines the template; identity in the in-memory tier.
   const std::pair<std::uint64_t, std::uint64_t> &fingerprint() const { return fingerprint_; }
 

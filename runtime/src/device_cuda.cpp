@@ -1,0 +1,105 @@
+// The CUDA driver API backend: libcuda.so.1, installed with the NVIDIA driver. Symbol names are
+// the ones cuda.h (CUDA 13.0) maps its API names to: cuMemAlloc is cuMemAlloc_v2 and so on;
+// cuLaunchKernel is the legacy-default-stream entry point (cuda.h maps it to
+// cuLaunchKernel_ptsz only under CUDA_API_PER_THREAD_DEFAULT_STREAM).
+#include "device_driver.hpp"
+
+#include <string>
+
+namespace kjit::detail {
+namespace {
+
+// CUdevice_attribute (cuda.h).
+constexpr int compute_capability_major = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int compute_capability_minor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+
+// CUDA-only calls. CUcontext is a pointer to an opaque struct, declared void * here.
+struct CudaCalls {
+  DriverCall<DriverResult(DriverResult, const char **)> get_error_name{"cuGetErrorName"};
+  DriverCall<DriverResult(DriverResult, const char **)> get_error_string{"cuGetErrorString"};
+  DriverCall<DriverResult(int *, int, int)> device_get_attribute{"cuDeviceGetAttribute"};
+  DriverCall<DriverResult(void **, int)> primary_context_retain{"cuDevicePrimaryCtxRetain"};
+  DriverCall<DriverResult(void **)> context_get_current{"cuCtxGetCurrent"};
+  DriverCall<DriverResult(void *)> context_set_current{"cuCtxSetCurrent"};
+};
+CudaCalls cuda;
+
+std::string describe(DriverResult result) {
+  const char *name = nullptr;
+  const char *text = nullptr;
+  if (cuda.get_error_name(result, &name) != 0 || name == nullptr)
+    return "CUDA error " + std::to_string(result);
+  if (cuda.get_error_string(result, &text) != 0 || text == nullptr)
+    return name;
+  return std::string(name) + " (" + text + ")";
+}
+
+// From compute capability 9.0 on, NVIDIA splits each processor's instructions into a portable
+// set (sm_90) and an arch-specific one (sm_90a: wgmma, setmaxnreg) that only that compute
+// capability runs. Code JIT-compiled for the device it runs on should have all of them.
+DriverResult native_target(int device, std::string *target) {
+  int major = 0;
+  int minor = 0;
+  if (DriverResult result = cuda.device_get_attribute(&major, compute_capability_major, device))
+    return result;
+  if (DriverResult result = cuda.device_get_attribute(&minor, compute_capability_minor, device))
+    return result;
+  *target = "sm_" + std::to_string(major * 10 + minor) + (major >= 9 ? "a" : "");
+  return 0;
+}
+
+// The primary context, the one the CUDA runtime (and so PyTorch, CuPy) uses: memory and modules
+// are shared with the host program. Retained for the process's life.
+DriverResult primary_context(int device, Context *context) {
+  void *made = nullptr;
+  DriverResult result = cuda.primary_context_retain(&made, device);
+  *context = reinterpret_cast<Context>(made);
+  return result;
+}
+
+DriverResult current_context(Context *context) {
+  void *current = nullptr;
+  DriverResult result = cuda.context_get_current(&current);
+  *context = reinterpret_cast<Context>(current);
+  return result;
+}
+
+DriverResult set_current_context(Context context) {
+  return cuda.context_set_current(reinterpret_cast<void *>(context));
+}
+
+} // namespace
+
+DriverApi &cuda_driver() {
+  static DriverApi api{
+      .backend = Backend::cuda,
+      .libraries = {"libcuda.so.1"},
+      .library_label = "libcuda.so.1",
+      .device_file = nullptr, // libcuda names a missing device itself (CUDA_ERROR_NO_DEVICE)
+      .init = {"cuInit"},
+      .device_count = {"cuDeviceGetCount"},
+      .device_get = {"cuDeviceGet"},
+      .device_name = {"cuDeviceGetName"},
+      .module_load_data = {"cuModuleLoadData"},
+      .module_get_function = {"cuModuleGetFunction"},
+      .module_unload = {"cuModuleUnload"},
+      .launch_kernel = {"cuLaunchKernel"},
+      .function_attribute = {"cuFuncGetAttribute"},
+      .allocate = {"cuMemAlloc_v2"},
+      .free_memory = {"cuMemFree_v2"},
+      .copy_to_device = {"cuMemcpyHtoD_v2"},
+      .copy_to_host = {"cuMemcpyDtoH_v2"},
+      .synchronize = {"cuCtxSynchronize"},
+      .vendor_symbols = {bind(cuda.get_error_name), bind(cuda.get_error_string),
+                         bind(cuda.device_get_attribute), bind(cuda.primary_context_retain),
+                         bind(cuda.context_get_current), bind(cuda.context_set_current)},
+      .describe = describe,
+      .native_target = {"cuDeviceGetAttribute", native_target},
+      .device_context = {"cuDevicePrimaryCtxRetain", primary_context},
+      .current_context = {"cuCtxGetCurrent", current_context},
+      .set_current_context = {"cuCtxSetCurrent", set_current_context},
+  };
+  return api;
+}
+
+} // namespace kjit::detail

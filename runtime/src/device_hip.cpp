@@ -1,0 +1,179 @@
+// The HIP backend: libamdhip64 from ROCm. Its module API mirrors the CUDA driver API (see
+// device_driver.hpp); declarations follow hip_runtime_api.h of ROCm 5.2 and, for the
+// ROCm 6 properties layout, of ROCm 6 and later.
+#include "device_driver.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+namespace kjit::detail {
+namespace {
+
+// hipDeviceProp_t up to gcnArchName, the one field kjit reads, in both layouts HIP has had.
+// ROCm 5 (hipDeviceProp_tR0000 from ROCm 6 on), filled by hipGetDeviceProperties:
+struct PropertiesR0000 {
+  char name[256];
+  std::size_t totalGlobalMem, sharedMemPerBlock;
+  int regsPerBlock, warpSize, maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3], clockRate,
+      memoryClockRate, memoryBusWidth;
+  std::size_t totalConstMem;
+  int major, minor, multiProcessorCount, l2CacheSize, maxThreadsPerMultiProcessor, computeMode,
+      clockInstructionRate;
+  unsigned arch; // hipDeviceArch_t: 17 one-bit fields of an unsigned
+  int concurrentKernels, pciDomainID, pciBusID, pciDeviceID;
+  std::size_t maxSharedMemoryPerMultiProcessor;
+  int isMultiGpuBoard, canMapHostMemory, gcnArch;
+  char gcnArchName[256];
+};
+// offsetof(hipDeviceProp_t, gcnArchName) with ROCm 5.2's header.
+static_assert(offsetof(PropertiesR0000, gcnArchName) == 396);
+
+// ROCm 6 and later (hipDeviceProp_tR0600), filled by hipGetDevicePropertiesR0600:
+struct PropertiesR0600 {
+  char name[256];
+  char uuid[16];
+  char luid[8];
+  unsigned luidDeviceNodeMask;
+  std::size_t totalGlobalMem, sharedMemPerBlock;
+  int regsPerBlock, warpSize;
+  std::size_t memPitch;
+  int maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3], clockRate;
+  std::size_t totalConstMem;
+  int major, minor;
+  std::size_t textureAlignment, texturePitchAlignment;
+  int deviceOverlap, multiProcessorCount, kernelExecTimeoutEnabled, integrated, canMapHostMemory,
+      computeMode, maxTexture1D, maxTexture1DMipmap, maxTexture1DLinear, maxTexture2D[2],
+      maxTexture2DMipmap[2], maxTexture2DLinear[3], maxTexture2DGather[2], maxTexture3D[3],
+      maxTexture3DAlt[3], maxTextureCubemap, maxTexture1DLayered[2], maxTexture2DLayered[3],
+      maxTextureCubemapLayered[2], maxSurface1D, maxSurface2D[2], maxSurface3D[3],
+      maxSurface1DLayered[2], maxSurface2DLayered[3], maxSurfaceCubemap,
+      maxSurfaceCubemapLayered[2];
+  std::size_t surfaceAlignment;
+  int concurrentKernels, ECCEnabled, pciBusID, pciDeviceID, pciDomainID, tccDriver,
+      asyncEngineCount, unifiedAddressing, memoryClockRate, memoryBusWidth, l2CacheSize,
+      persistingL2CacheMaxSize, maxThreadsPerMultiProcessor, streamPrioritiesSupported,
+      globalL1CacheSupported, localL1CacheSupported;
+  std::size_t sharedMemPerMultiprocessor;
+  int regsPerMultiprocessor, managedMemory, isMultiGpuBoard, multiGpuBoardGroupID,
+      hostNativeAtomicSupported, singleToDoublePrecisionPerfRatio, pageableMemoryAccess,
+      concurrentManagedAccess, computePreemptionSupported, canUseHostPointerForRegisteredMem,
+      cooperativeLaunch, cooperativeMultiDeviceLaunch;
+  std::size_t sharedMemPerBlockOptin;
+  int pageableMemoryAccessUsesHostPageTables, directManagedMemAccessFromHost,
+      maxBlocksPerMultiProcessor, accessPolicyMaxWindowSize;
+  std::size_t reservedSharedMemPerBlock;
+  int hostRegisterSupported, sparseHipArraySupported, hostRegisterReadOnlySupported,
+      timelineSemaphoreInteropSupported, memoryPoolsSupported, gpuDirectRDMASupported;
+  unsigned gpuDirectRDMAFlushWritesOptions;
+  int gpuDirectRDMAWritesOrdering;
+  unsigned memoryPoolSupportedHandleTypes;
+  int deferredMappingHipArraySupported, ipcEventSupported, clusterLaunch, unifiedFunctionPointers,
+      reserved[63], hipReserved[32];
+  char gcnArchName[256];
+};
+// offsetof(hipDeviceProp_tR0600, gcnArchName), as ROCm's header lays it out.
+static_assert(offsetof(PropertiesR0600, gcnArchName) == 1160);
+
+// Room for either whole struct (ROCm 6's is 1.5 KB, members past gcnArchName included).
+constexpr std::size_t properties_room = 4096;
+
+// HIP-only calls. The properties functions are optional: a library has one or the other.
+struct HipCalls {
+  DriverCall<const char *(DriverResult)> get_error_name{"hipGetErrorName"};
+  DriverCall<const char *(DriverResult)> get_error_string{"hipGetErrorString"};
+  DriverCall<DriverResult(void *, int)> get_properties_r0600{"hipGetDevicePropertiesR0600"};
+  DriverCall<DriverResult(void *, int)> get_properties_r0000{"hipGetDeviceProperties"};
+  DriverCall<DriverResult(int *)> get_device{"hipGetDevice"};
+  DriverCall<DriverResult(int)> set_device{"hipSetDevice"};
+};
+HipCalls hip;
+
+constexpr DriverResult hip_error_not_supported = 801; // hipErrorNotSupported
+
+std::string describe(DriverResult result) {
+  const char *name = hip.get_error_name(result);
+  const char *text = hip.get_error_string(result);
+  if (name == nullptr)
+    return "HIP error " + std::to_string(result);
+  // ROCm 5 returns the name again as the description.
+  if (text == nullptr || std::strcmp(name, text) == 0)
+    return name;
+  return std::string(name) + " (" + text + ")";
+}
+
+// The full target id with the device's features ("gfx90a:sramecc+:xnack-"), which only the
+// properties struct carries.
+DriverResult native_target(int device, std::string *target) {
+  alignas(std::max_align_t) std::array<char, properties_room> properties{};
+  std::size_t arch_offset = offsetof(PropertiesR0600, gcnArchName);
+  DriverResult result = hip_error_not_supported;
+  if (hip.get_properties_r0600.function != nullptr) {
+    result = hip.get_properties_r0600(properties.data(), device);
+  } else if (hip.get_properties_r0000.function != nullptr) {
+    arch_offset = offsetof(PropertiesR0000, gcnArchName);
+    result = hip.get_properties_r0000(properties.data(), device);
+  }
+  if (result == 0) {
+    const char *arch = properties.data() + arch_offset;
+    target->assign(arch, strnlen(arch, sizeof PropertiesR0000::gcnArchName));
+  }
+  return result;
+}
+
+// HIP's current context is the thread's current device; ordinal + 1, so that 0 stays "none".
+DriverResult device_context(int device, Context *context) {
+  *context = static_cast<Context>(device) + 1;
+  return 0;
+}
+
+DriverResult current_context(Context *context) {
+  int device = 0;
+  DriverResult result = hip.get_device(&device);
+  *context = static_cast<Context>(device) + 1;
+  return result;
+}
+
+DriverResult set_current_context(Context context) {
+  return hip.set_device(static_cast<int>(context - 1));
+}
+
+} // namespace
+
+DriverApi &hip_driver() {
+  static DriverApi api{
+      .backend = Backend::hip,
+      // The unversioned name is what a ROCm install's ldconfig or LD_LIBRARY_PATH provides; the
+      // sonames cover a runtime-only install, newest first.
+      .libraries = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"},
+      .library_label = "libamdhip64",
+      .device_file = "/dev/kfd", // ROCm reports its absence only as hipErrorInvalidDevice
+      .init = {"hipInit"},
+      .device_count = {"hipGetDeviceCount"},
+      .device_get = {"hipDeviceGet"},
+      .device_name = {"hipDeviceGetName"},
+      .module_load_data = {"hipModuleLoadData"},
+      .module_get_function = {"hipModuleGetFunction"},
+      .module_unload = {"hipModuleUnload"},
+      .launch_kernel = {"hipModuleLaunchKernel"},
+      .function_attribute = {"hipFuncGetAttribute"},
+      .allocate = {"hipMalloc"},
+      .free_memory = {"hipFree"},
+      .copy_to_device = {"hipMemcpyHtoD"},
+      .copy_to_host = {"hipMemcpyDtoH"},
+      .synchronize = {"hipDeviceSynchronize"},
+      .vendor_symbols = {bind(hip.get_error_name), bind(hip.get_error_string),
+                         bind(hip.get_properties_r0600, false),
+                         bind(hip.get_properties_r0000, false), bind(hip.get_device),
+                         bind(hip.set_device)},
+      .describe = describe,
+      .native_target = {"hipGetDeviceProperties", native_target},
+      .device_context = {"hipSetDevice", device_context},
+      .current_context = {"hipGetDevice", current_context},
+      .set_current_context = {"hipSetDevice", set_current_context},
+  };
+  return api;
+}
+
+} // namespace kjit::detail

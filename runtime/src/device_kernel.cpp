@@ -1,0 +1,136 @@
+// Modules, kernels and launches, shared by both backends.
+#include "device_driver.hpp"
+#include "kjit/log.hpp"
+#include "kjit/runtime/kernel.hpp"
+
+namespace kjit {
+
+KernelSignature::KernelSignature(std::vector<KernelParameter> parameters)
+    : parameters_(std::move(parameters)) {
+  sizes_.reserve(parameters_.size());
+  for (const KernelParameter &parameter : parameters_)
+    sizes_.push_back(parameter.size);
+}
+
+std::string KernelSignature::to_string() const {
+  std::string text = "(";
+  for (const KernelParameter &parameter : parameters_)
+    text += (text.size() > 1 ? ", " : "") + parameter.type;
+  return text + ")";
+}
+
+namespace {
+
+std::string arguments(std::size_t count) {
+  return std::to_string(count) + (count == 1 ? " argument" : " arguments");
+}
+
+} // namespace
+
+void KernelSignature::report_mismatch(std::string_view kernel,
+                                      std::span<const std::uint32_t> given_sizes,
+                                      std::span<const std::string_view> given_types) const {
+  const std::string prefix = std::string(kernel) + ": ";
+  if (given_sizes.size() != parameters_.size())
+    throw Error(Errc::bad_argument, prefix + arguments(given_sizes.size()) +
+                                        " given, the kernel takes " +
+                                        arguments(parameters_.size()) + " " + to_string());
+  for (std::size_t i = 0; i < given_sizes.size(); ++i)
+    if (given_sizes[i] != parameters_[i].size)
+      throw Error(Errc::bad_argument, prefix + "argument " + std::to_string(i + 1) + " is " +
+                                          std::to_string(given_sizes[i]) + " bytes (" +
+                                          std::string(given_types[i]) + "), the kernel takes " +
+                                          std::to_string(parameters_[i].size) + " (" +
+                                          parameters_[i].type + ")");
+  throw Error(Errc::bad_argument, prefix + "arguments do not match " + to_string());
+}
+
+Module Module::load(const Device &device, std::span<const std::byte> code_object) {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device);
+  if (code_object.empty())
+    throw Error(Errc::bad_argument,
+                "cannot load an empty code object on " + detail::describe_device(state));
+  const detail::DriverApi &api = *state.api;
+  detail::ScopedContext current(state);
+  void *handle = nullptr;
+  detail::check(state, api.module_load_data, api.module_load_data(&handle, code_object.data()));
+  return Module(device, handle);
+}
+
+Module::Module(Module &&other) noexcept
+    : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)) {}
+
+Module &Module::operator=(Module &&other) noexcept {
+  std::swap(device_, other.device_);
+  std::swap(handle_, other.handle_);
+  return *this;
+}
+
+Module::~Module() {
+  if (handle_ == nullptr)
+    return;
+  const detail::DeviceState &state = detail::DeviceAccess::state(device_);
+  try {
+    detail::ScopedContext current(state);
+    if (detail::DriverResult result = state.api->module_unload(handle_); result != 0)
+      detail::warn_driver_error(state, state.api->module_unload.symbol, result);
+  } catch (const Error &error) {
+    log().warn("leaving a module loaded: {}", error.summary());
+  }
+}
+
+Kernel Module::kernel(const std::string &lowered_name, KernelSignature signature,
+                      std::string display_name) const {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device_);
+  const detail::DriverApi &api = *state.api;
+  detail::ScopedContext current(state);
+  void *function = nullptr;
+  if (detail::DriverResult result =
+          api.module_get_function(&function, handle_, lowered_name.c_str());
+      result != 0)
+    throw Error(Errc::device_error, std::string(api.module_get_function.symbol) +
+                                        " found no kernel '" + lowered_name +
+                                        "' in the module on " + detail::describe_device(state) +
+                                        ": " + api.describe(result));
+  int registers = 0;
+  int max_threads_per_block = 0;
+  detail::check(state, api.function_attribute,
+                api.function_attribute(&registers, detail::function_attribute_num_regs, function));
+  detail::check(state, api.function_attribute,
+                api.function_attribute(&max_threads_per_block,
+                                       detail::function_attribute_max_threads_per_block, function));
+  return Kernel(device_, function, std::move(signature),
+                display_name.empty() ? lowered_name : std::move(display_name), registers,
+                max_threads_per_block);
+}
+
+namespace {
+
+[[noreturn]] void launch_failed(const detail::DeviceState &state, const std::string &kernel,
+                                Dim3 grid, Dim3 block, unsigned shared_bytes,
+                                detail::DriverResult result) {
+  auto shape = [](Dim3 d) {
+    return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) +
+           ")";
+  };
+  throw Error(Errc::device_error, std::string(state.api->launch_kernel.symbol) + " of " + kernel +
+                                      " on " + detail::describe_device(state) + " with grid " +
+                                      shape(grid) + ", block " + shape(block) + ", " +
+                                      std::to_string(shared_bytes) +
+                                      " shared bytes failed: " + state.api->describe(result));
+}
+
+} // namespace
+
+void Kernel::launch_packed(Dim3 grid, Dim3 block, unsigned shared_bytes, Stream stream,
+                           void **args) const {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device_);
+  detail::ScopedContext current(state);
+  const detail::DriverResult result =
+      state.api->launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                               shared_bytes, stream, args, nullptr);
+  if (result != 0) [[unlikely]]
+    launch_failed(state, name_, grid, block, shared_bytes, result);
+}
+
+} // namespace kjit

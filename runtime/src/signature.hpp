@@ -1,0 +1,13 @@
+#pragma once
+// From a template's declared kernel argument types to the signature launches are checked
+// against (sizes as the host ABI lays them out, which is what the drivers copy).
+#include "kjit/runtime/kernel.hpp"
+#include "kjit/templates/template.hpp"
+
+namespace kjit {
+
+// Throws Error(bad_argument) when the template declares no arguments or one whose size kjit
+// cannot know (a struct): such templates are launched with an explicit KernelSignature.
+KernelSignature signature_of(const Instance &instance);
+
+} // namespace kjit
