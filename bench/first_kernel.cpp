@@ -1,0 +1,118 @@
+// A fresh process with a warm cache: from process start to its first kernel finished, minus
+// the driver's own initialisation (cuInit / hipInit and the context), which any GPU program pays.
+//
+//   kjit_first_kernel            measure: run itself once to warm the cache, then 10 times, and
+//                                print the median of each phase
+//   kjit_first_kernel --child    one fresh process: prints "driver_ms kjit_ms" when its kernel
+//                                has finished
+//
+// The parent times from spawn to that line (so the program's loading counts) and subtracts the
+// driver's part the child measured.
+#include "kjit/kjit.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <spawn.h>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+extern char **environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+const kjit::Template scale("scale", R"(template <typename T, int N>
+__global__ void scale(T *x, float a) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
+})",
+                           {{"T", kjit::Param::type({"float"})},
+                            {"N", kjit::Param::integer(1, 4096)}},
+                           {.arguments = {"T*", "float"}});
+
+int child() {
+  const auto start = Clock::now();
+  const kjit::Device &device = kjit::devices().front();        // cuInit, device query
+  kjit::DeviceBuffer x = device.allocate(256 * sizeof(float)); // the context
+  const auto driver_ready = Clock::now();
+  kjit::Runtime rt;
+  const kjit::Kernel &kernel = rt.kernel(scale, {{"T", "float"}, {"N", 256}}, device);
+  kernel.launch(1, 256, 0, nullptr, x.as<float>(), 2.0f);
+  device.synchronize();
+  const auto done = Clock::now();
+  std::printf("%.3f %.3f\n", ms_between(start, driver_ready), ms_between(driver_ready, done));
+  std::fflush(stdout);
+  return 0;
+}
+
+struct ChildRun {
+  double wall_ms, driver_ms, kjit_ms;
+};
+
+ChildRun run_child(const char *self) {
+  int out[2];
+  if (pipe(out) != 0)
+    throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  char child_flag[] = "--child";
+  char *argv[] = {const_cast<char *>(self), child_flag, nullptr};
+  const auto spawned = Clock::now();
+  pid_t pid = 0;
+  if (posix_spawn(&pid, self, &actions, nullptr, argv, environ) != 0)
+    throw std::runtime_error("spawn failed");
+  close(out[1]);
+  char line[128] = {};
+  const ssize_t n = read(out[0], line, sizeof line - 1); // the line arrives when the kernel is done
+  const auto reported = Clock::now();
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ChildRun run{ms_between(spawned, reported), 0, 0};
+  if (n <= 0 || std::sscanf(line, "%lf %lf", &run.driver_ms, &run.kjit_ms) != 2)
+    throw std::runtime_error("the child reported nothing (exit status " + std::to_string(status) +
+                             ")");
+  return run;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv) try {
+  if (argc > 1 && std::string(argv[1]) == "--child")
+    return child();
+  run_child(argv[0]); // warms the cache: this one compiles
+  std::vector<double> wall, driver, start_to_kernel_minus_driver, kjit_part;
+  for (int i = 0; i < 10; ++i) {
+    const ChildRun run = run_child(argv[0]);
+    wall.push_back(run.wall_ms);
+    driver.push_back(run.driver_ms);
+    start_to_kernel_minus_driver.push_back(run.wall_ms - run.driver_ms);
+    kjit_part.push_back(run.kjit_ms);
+  }
+  std::printf("fresh process, warm cache, median of 10:\n"
+              "  process start to first kernel finished  %8.2f ms\n"
+              "  of which driver init (cuInit + context)  %8.2f ms\n"
+              "  start to kernel done, minus driver init  %8.2f ms\n"
+              "  of which kjit (Runtime, disk hit, module load, launch, sync) %8.2f ms\n",
+              median(wall), median(driver), median(start_to_kernel_minus_driver),
+              median(kjit_part));
+  return 0;
+} catch (const std::exception &error) {
+  std::fprintf(stderr, "kjit_first_kernel: %s\n", error.what());
+  return 1;
+}

@@ -1,0 +1,227 @@
+// The first-call path's costs (issue: kjit core, "Measured"):
+//   - an in-memory hit from parameters;
+//   - a disk hit in a fresh Runtime, from call to code object in hand, for a ~50 KB entry;
+//   - a cold compile, against the vendor compiler called directly on the same input.
+// Each kjit figure has its baseline measured in the same run.
+#include "bench/raw_compilers.hpp"
+#include "kjit/kjit.hpp"
+#include "runtime/src/variant.hpp"
+
+#include <algorithm>
+#include <benchmark/benchmark.h>
+#include <chrono>
+#include <fcntl.h>
+#include <filesystem>
+#include <random>
+#include <unistd.h>
+
+namespace kjit::bench {
+namespace {
+
+const Template scale("scale", R"(template <typename T, int N>
+__global__ void scale(T *x, float a) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
+})",
+                     {{"T", Param::type({"float", "half", "bfloat16"})},
+                      {"N", Param::integer(1, 1 << 20)}});
+
+// Unrolled transcendental math: a code object of about 50 KB, the size the disk-hit bar names.
+const Template large("large", R"(template <typename T, int UNROLL>
+__global__ void large(T *x, int n) {
+  float acc = 0.f;
+#pragma unroll
+  for (int k = 0; k < UNROLL; ++k)
+    acc = acc * 0.999f + sinf(kjit::to_float(x[(threadIdx.x + k * 37) % n]) * (k + 1));
+  x[threadIdx.x % n] = kjit::from_float<T>(acc);
+})",
+                     {{"T", Param::type({"float", "half"})}, {"UNROLL", Param::integer(1, 4096)}});
+
+// UNROLL chosen per vendor so that both entries come out near 50 KB.
+Params large_params(const jit::Target &target) {
+  return {{"T", "float"}, {"UNROLL", target.vendor() == Vendor::amd ? 46 : 30}};
+}
+
+// A cache directory for one benchmark, removed after.
+class ScratchCache {
+public:
+  ScratchCache() {
+    std::random_device random;
+    path_ = std::filesystem::temp_directory_path() / ("kjit-bench-" + std::to_string(random()));
+  }
+  ~ScratchCache() { std::filesystem::remove_all(path_); }
+  Config config(bool rebuild = false) const {
+    Config config;
+    config.cache_dir = path_;
+    config.prebuilt_dir = path_ / "none";
+    config.rebuild = rebuild;
+    return config;
+  }
+
+private:
+  std::filesystem::path path_;
+};
+
+jit::Target target_of(const benchmark::State &state) {
+  return jit::Target::parse(state.range(0) == 0 ? "gfx90a" : "sm_90");
+}
+
+bool compiler_missing(benchmark::State &state, Runtime &rt, const jit::Target &target) {
+  try {
+    rt.compiler(target.vendor());
+    return false;
+  } catch (const Error &error) {
+    state.SkipWithError(error.summary().c_str());
+    return true;
+  }
+}
+
+void BM_MemoryHit(benchmark::State &state) {
+  ScratchCache cache;
+  Runtime rt(cache.config());
+  const auto target = target_of(state);
+  if (compiler_missing(state, rt, target))
+    return;
+  const Params params = {{"T", "half"}, {"N", 4096}};
+  rt.compile(scale, params, target);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(&rt.compile(scale, params, target));
+}
+
+// The same, building the parameter list from literals on every call as most callers will.
+void BM_MemoryHitBuildingParams(benchmark::State &state) {
+  ScratchCache cache;
+  Runtime rt(cache.config());
+  const auto target = target_of(state);
+  if (compiler_missing(state, rt, target))
+    return;
+  rt.compile(scale, {{"T", "half"}, {"N", 4096}}, target);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(&rt.compile(scale, {{"T", "half"}, {"N", 4096}}, target));
+}
+
+// From the call on a fresh Runtime to the code object in hand: read, verify (checksum, key,
+// target, owner), copy out. The Runtime's construction is timed too.
+void BM_DiskHitFreshRuntime(benchmark::State &state) {
+  ScratchCache cache;
+  const auto target = target_of(state);
+  std::filesystem::path entry;
+  {
+    Runtime rt(cache.config());
+    if (compiler_missing(state, rt, target))
+      return;
+    entry = rt.compile(large, large_params(target), target).entry_path();
+  }
+  for (auto _ : state) {
+    Runtime rt(cache.config());
+    const CodeObject &object = rt.compile(large, large_params(target), target);
+    if (object.origin() != Origin::user_cache)
+      state.SkipWithError("not a disk hit");
+    benchmark::DoNotOptimize(object.code().data());
+  }
+  state.counters["entry_bytes"] = static_cast<double>(std::filesystem::file_size(entry));
+}
+
+// Baseline for the disk hit: open, read and close the same entry file, verifying nothing.
+void BM_DiskReadRawFile(benchmark::State &state) {
+  ScratchCache cache;
+  const auto target = target_of(state);
+  Runtime rt(cache.config());
+  if (compiler_missing(state, rt, target))
+    return;
+  const auto entry = rt.compile(large, large_params(target), target).entry_path();
+  std::vector<char> buffer(std::filesystem::file_size(entry));
+  for (auto _ : state) {
+    const int fd = ::open(entry.c_str(), O_RDONLY | O_CLOEXEC);
+    benchmark::DoNotOptimize(::read(fd, buffer.data(), buffer.size()));
+    ::close(fd);
+  }
+  state.counters["entry_bytes"] = static_cast<double>(buffer.size());
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// A cold compile through kjit (KJIT_REBUILD: lookup skipped, lock, compile, publish the entry)
+// against the vendor compiler called directly on the same translation unit, alternating the two
+// (and which goes first) so that drift on the machine affects both alike. Two views of kjit's
+// overhead, both over the median raw compile:
+//   overhead_pct  the median of the paired differences (kjit - raw) of each iteration;
+//   own_pct       the time kjit spends outside the vendor compiler's call within the same call
+//                 (key, lock, entry encoding and publication), which compile noise cannot hide.
+void BM_ColdCompileOverhead(benchmark::State &state) {
+  ScratchCache cache;
+  const auto target = target_of(state);
+  Runtime rt(cache.config(true));
+  if (compiler_missing(state, rt, target))
+    return;
+  const Params params = {{"T", "half"}, {"N", 4096}};
+  const jit::CompileRequest request =
+      describe_variant(scale.bind(params), target, rt.compiler(target.vendor())).request;
+  std::vector<double> raw_ms, kjit_ms, own_ms;
+  auto time_raw = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(raw_compile(request).data());
+    raw_ms.push_back(ms_since(start));
+  };
+  auto time_kjit = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    Runtime fresh(cache.config(true));
+    const CodeObject &object = fresh.compile(scale, params, target);
+    benchmark::DoNotOptimize(object.code().data());
+    kjit_ms.push_back(ms_since(start));
+    own_ms.push_back(kjit_ms.back() - object.compile_ms());
+  };
+  bool raw_first = true;
+  for (auto _ : state) {
+    // Alternate which runs first, so that neither always inherits the other's warm caches.
+    try {
+      if (raw_first) {
+        time_raw();
+        time_kjit();
+      } else {
+        time_kjit();
+        time_raw();
+      }
+    } catch (const std::exception &error) {
+      state.SkipWithError(error.what());
+      return;
+    }
+    raw_first = !raw_first;
+    state.SetIterationTime(kjit_ms.back() / 1000.0);
+  }
+  std::vector<double> differences(raw_ms.size());
+  for (std::size_t i = 0; i < raw_ms.size(); ++i)
+    differences[i] = kjit_ms[i] - raw_ms[i];
+  const double raw = median(raw_ms);
+  state.counters["raw_ms"] = raw;
+  state.counters["kjit_ms"] = median(kjit_ms);
+  state.counters["overhead_pct"] = 100.0 * median(differences) / raw;
+  state.counters["own_ms"] = median(own_ms);
+  state.counters["own_pct"] = 100.0 * median(own_ms) / raw;
+}
+
+// range(0): 0 = gfx90a through hiprtc, 1 = sm_90 through NVRTC.
+BENCHMARK(BM_MemoryHit)->ArgName("nvidia")->Arg(0)->Arg(1);
+BENCHMARK(BM_MemoryHitBuildingParams)->ArgName("nvidia")->Arg(0)->Arg(1);
+BENCHMARK(BM_DiskHitFreshRuntime)->ArgName("nvidia")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DiskReadRawFile)->ArgName("nvidia")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ColdCompileOverhead)
+    ->ArgName("nvidia")
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(60)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+} // namespace
+} // namespace kjit::bench
+
+BENCHMARK_MAIN();
