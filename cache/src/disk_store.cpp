@@ -1,15 +1,9 @@
 #include "kjit/cache/disk_store.hpp"
 
+#include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <charconv>
-#include <cstring>
-#include <fcntl.h>
-#include <random>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace kjit::cache {
@@ -17,32 +11,6 @@ namespace kjit::cache {
 namespace fs = std::filesystem;
 
 namespace {
-
-class UniqueFd {
-public:
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  UniqueFd(const UniqueFd &) = delete;
-  UniqueFd &operator=(const UniqueFd &) = delete;
-
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  // Closes now and returns close's result: after a write, a failed close can mean lost data.
-  int close() { return ::close(std::exchange(fd_, -1)); }
-
-private:
-  int fd_;
-};
-
-std::string errno_text() { return std::strerror(errno); }
-
-std::string octal(unsigned value) {
-  char text[16];
-  return std::string(text, std::to_chars(text, text + sizeof text, value, 8).ptr);
-}
 
 // The directory name of a target id, or nullopt for one that could leave its directory. Target ids
 // are validated upstream; this is defence in depth, since the name becomes a path.
@@ -65,146 +33,6 @@ fs::path entry_path_in(const fs::path &versioned_root, const std::string &target
   std::string hex = key.hex();
   return versioned_root / target_directory / hex.substr(0, 2) / (hex + ".kjit");
 }
-
-// Why a file or directory with this status may not be trusted, or "" when it may: someone other
-// than this user or root could have planted or changed what is in it.
-std::string untrusted_reason(const struct stat &status) {
-  if (status.st_uid != ::geteuid() && status.st_uid != 0)
-    return "owned by uid " + std::to_string(status.st_uid) + ", not by this user (uid " +
-           std::to_string(::geteuid()) + ") or root";
-  if ((status.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return "writable by group or others (mode " + octal(status.st_mode & 07777) + ")";
-  return {};
-}
-
-// Creates `directory` and its missing parents with mode 0700. Returns "" or what failed. Existing
-// directories keep their mode: the root may be one the user made on purpose.
-std::string make_private_directories(const fs::path &directory) {
-  auto make = [&directory] { return ::mkdir(directory.c_str(), 0700) == 0 ? 0 : errno; };
-  int error = make();
-  fs::path parent = directory.parent_path();
-  if (error == ENOENT && !parent.empty() && parent != directory) {
-    if (std::string problem = make_private_directories(parent); !problem.empty())
-      return problem;
-    error = make();
-  }
-  if (error == 0 || error == EEXIST)
-    return {};
-  return "create directory " + directory.string() + ": " + std::strerror(error);
-}
-
-struct TrustedFile {
-  bool missing = false;
-  std::string problem; // set when a file is there but may not be loaded
-  std::vector<std::byte> bytes;
-};
-
-// Reads `path` when it is a regular file that neither it nor its directory lets another user
-// change. Opening through the directory's descriptor checks the directory that is really used.
-TrustedFile read_trusted_file(const fs::path &path) {
-  TrustedFile file;
-  auto refuse = [&file](std::string problem) {
-    file.problem = std::move(problem);
-    return std::move(file);
-  };
-  UniqueFd directory(::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!directory) {
-    // No directory, or a file where a directory of the path should be: there is no entry to
-    // reject. Writing will report the path once, if it is really unusable.
-    file.missing = errno == ENOENT || errno == ENOTDIR;
-    if (file.missing)
-      return file;
-    return refuse("cannot open its directory: " + errno_text());
-  }
-  struct stat status {};
-  if (::fstat(directory.get(), &status) != 0)
-    return refuse("cannot stat its directory: " + errno_text());
-  if (std::string reason = untrusted_reason(status); !reason.empty())
-    return refuse("its directory is " + reason);
-
-  // O_NONBLOCK: a FIFO planted there must not hang the open; fstat rejects it below.
-  UniqueFd fd(::openat(directory.get(), path.filename().c_str(),
-                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) {
-    file.missing = errno == ENOENT;
-    if (file.missing)
-      return file;
-    return refuse(errno == ELOOP ? "is a symbolic link" : "cannot open: " + errno_text());
-  }
-  if (::fstat(fd.get(), &status) != 0)
-    return refuse("cannot stat: " + errno_text());
-  if (!S_ISREG(status.st_mode))
-    return refuse("not a regular file");
-  if (std::string reason = untrusted_reason(status); !reason.empty())
-    return refuse("file is " + reason);
-
-  file.bytes.resize(static_cast<std::size_t>(status.st_size));
-  std::size_t done = 0;
-  while (done < file.bytes.size()) {
-    ssize_t got = ::read(fd.get(), file.bytes.data() + done, file.bytes.size() - done);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      return refuse("cannot read: " + errno_text());
-    if (got == 0)
-      break; // shorter than fstat said: decode_entry reports the truncation
-    done += static_cast<std::size_t>(got);
-  }
-  file.bytes.resize(done);
-  return file;
-}
-
-// A temp file name no other process or thread uses: the pid, a per-process random number (pids
-// repeat across containers sharing a cache) and a counter. The leading '.' keeps it out of
-// listings; ".tmp." marks it for cleanup after a crash.
-std::string unique_temp_name(const Key &key) {
-  static const std::uint64_t process_nonce = [] {
-    std::random_device random;
-    return std::uint64_t{random()} << 32 | random();
-  }();
-  static std::atomic<std::uint64_t> counter{0};
-  char nonce[17];
-  std::string name(1, '.'); // appended piece by piece: GCC 12 warns wrongly on "." + string
-  name += key.hex();
-  name += ".tmp.";
-  name += std::to_string(::getpid());
-  name += '.';
-  name.append(nonce, std::to_chars(nonce, nonce + sizeof nonce, process_nonce, 16).ptr);
-  name += '.';
-  name += std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
-  return name;
-}
-
-bool write_all(int fd, std::span<const std::byte> bytes) {
-  while (!bytes.empty()) {
-    ssize_t wrote = ::write(fd, bytes.data(), bytes.size());
-    if (wrote < 0 && errno == EINTR)
-      continue;
-    if (wrote < 0)
-      return false;
-    bytes = bytes.subspan(static_cast<std::size_t>(wrote));
-  }
-  return true;
-}
-
-// Unlinks the temp file when publication fails part way, so nothing half-written stays behind.
-class TempFileGuard {
-public:
-  TempFileGuard(int directory_fd, const std::string &name)
-      : directory_fd_(directory_fd), name_(name) {}
-  ~TempFileGuard() {
-    if (armed_)
-      ::unlinkat(directory_fd_, name_.c_str(), 0);
-  }
-  TempFileGuard(const TempFileGuard &) = delete;
-  TempFileGuard &operator=(const TempFileGuard &) = delete;
-  void disarm() { armed_ = false; }
-
-private:
-  int directory_fd_;
-  const std::string &name_;
-  bool armed_ = true;
-};
 
 // "v<N>": a new entry format gets a tree of its own, so kjit versions can share one root.
 std::string version_directory() {
@@ -242,7 +70,7 @@ Lookup DiskStore::read(const Key &key, std::string_view target) const {
       return reject(invalid_target_problem(target));
     lookup.path = entry_path_in(versioned_root_, *directory, key);
 
-    TrustedFile file = read_trusted_file(lookup.path);
+    PrivateFile file = read_private_file(lookup.path);
     if (file.missing)
       return lookup;
     if (!file.problem.empty())
@@ -270,39 +98,7 @@ void DiskStore::write(const Entry &entry) const {
   };
   if (access_ == Access::read_only)
     throw failure(read_only_problem(root_));
-  const std::vector<std::byte> bytes = encode_entry(entry);
-
-  const fs::path directory_path = path.parent_path();
-  if (std::string problem = make_private_directories(directory_path); !problem.empty())
-    throw failure(problem);
-  UniqueFd directory(::open(directory_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!directory)
-    throw failure("open directory: " + errno_text());
-  // read() would refuse every entry in such a directory: say so once instead of compiling forever.
-  struct stat status {};
-  if (::fstat(directory.get(), &status) != 0)
-    throw failure("stat directory: " + errno_text());
-  if (std::string reason = untrusted_reason(status); !reason.empty())
-    throw failure("its directory is " + reason + ", so entries in it are not loaded");
-
-  const std::string temp_name = unique_temp_name(entry.header.key);
-  UniqueFd file(::openat(directory.get(), temp_name.c_str(),
-                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!file)
-    throw failure("create " + temp_name + ": " + errno_text());
-  TempFileGuard guard(directory.get(), temp_name);
-  // The name appears only once the whole file is written and closed, so no reader ever sees a
-  // partial entry under it (PyTorch #132756 renamed before closing and served truncated cubins).
-  // No fsync: after a power loss a file may hold less than was written, but every read verifies
-  // the checksum, so such an entry is a miss that gets rewritten, never a wrong binary. The fsyncs
-  // cost more than 2% of a 35 ms NVRTC compile on this machine's disk.
-  if (!write_all(file.get(), bytes))
-    throw failure("write: " + errno_text());
-  if (file.close() != 0)
-    throw failure("close: " + errno_text());
-  if (::renameat(directory.get(), temp_name.c_str(), directory.get(), path.filename().c_str()) != 0)
-    throw failure("rename: " + errno_text());
-  guard.disarm();
+  publish_private_file(path, encode_entry(entry), entry.header.key.hex(), "cache entry");
 }
 
 void DiskStore::remove(const Key &key, std::string_view target) const {

@@ -1,12 +1,9 @@
 #include "kjit/cache/key.hpp"
 
 #include "kjit/cache/entry.hpp"
-#include "kjit/error.hpp"
-
-#include <openssl/evp.h>
+#include "sha256.hpp"
 
 #include <charconv>
-#include <memory>
 #include <span>
 
 namespace kjit::cache {
@@ -25,42 +22,14 @@ int hex_value(char c) {
   return -1;
 }
 
-// An incremental SHA-256, so that key_of hashes the fields in place instead of concatenating them.
-class Sha256 {
-public:
-  Sha256() : context_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) {
-    if (!context_ || EVP_DigestInit_ex(context_.get(), EVP_sha256(), nullptr) != 1)
-      fail();
-  }
-
-  void update(std::string_view bytes) {
-    if (EVP_DigestUpdate(context_.get(), bytes.data(), bytes.size()) != 1)
-      fail();
-  }
-
-  // One string of the key serialisation: its length in decimal, ':', then the string.
-  void update_length_prefixed(std::string_view text) {
-    char prefix[24];
-    char *end = std::to_chars(prefix, prefix + sizeof prefix - 1, text.size()).ptr;
-    *end++ = ':';
-    update({prefix, static_cast<std::size_t>(end - prefix)});
-    update(text);
-  }
-
-  std::array<std::uint8_t, 32> finish() {
-    std::array<std::uint8_t, 32> digest{};
-    unsigned int length = 0;
-    if (EVP_DigestFinal_ex(context_.get(), digest.data(), &length) != 1 || length != digest.size())
-      fail();
-    return digest;
-  }
-
-private:
-  // OpenSSL only fails here when it cannot allocate or its provider is broken.
-  [[noreturn]] static void fail() { throw Error(Errc::cache_io, "SHA-256 failed in OpenSSL"); }
-
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context_;
-};
+// One string of the key serialisation: its length in decimal, ':', then the string.
+void update_length_prefixed(Sha256 &sha, std::string_view text) {
+  char prefix[24];
+  char *end = std::to_chars(prefix, prefix + sizeof prefix - 1, text.size()).ptr;
+  *end++ = ':';
+  sha.update({prefix, static_cast<std::size_t>(end - prefix)});
+  sha.update(text);
+}
 
 std::string to_hex(std::span<const std::uint8_t> bytes) {
   std::string hex(bytes.size() * 2, '\0');
@@ -101,8 +70,8 @@ Key KeyBuilder::finish() const { return key_of(fields_); }
 Key key_of(const std::vector<KeyField> &fields) {
   Sha256 sha;
   for (const auto &[name, value] : fields) {
-    sha.update_length_prefixed(name);
-    sha.update_length_prefixed(value);
+    update_length_prefixed(sha, name);
+    update_length_prefixed(sha, value);
     sha.update("\n");
   }
   return Key{sha.finish()};

@@ -45,6 +45,8 @@ public:
   DiskStore(std::filesystem::path root, Access access);
 
   const std::filesystem::path &root() const { return root_; }
+  // <root>/v<N>: where this entry format's files live.
+  const std::filesystem::path &versioned_root() const { return versioned_root_; }
   Access access() const { return access_; }
   // Throws Error(bad_target) for a target id that cannot name a directory (above).
   std::filesystem::path entry_path(const Key &key, std::string_view target) const;

@@ -1,0 +1,38 @@
+#pragma once
+// Files that only this user (or root) can change: the primitives under the disk tier, shared with
+// the other state kjit keeps beside its entries (the compiler memo).
+//
+// Trust: a file is read only when it is a regular file and neither it nor the directory holding
+// it is owned by another user or writable by group or others. Directories are created 0700;
+// existing ones keep the mode their owner chose.
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kjit::cache {
+
+// Creates `directory` and its missing parents with mode 0700. Returns "" or what failed.
+std::string make_private_directories(const std::filesystem::path &directory);
+
+struct PrivateFile {
+  bool missing = false;
+  std::string problem; // set when a file is there but may not be read (or could not be)
+  std::vector<std::byte> bytes;
+};
+
+// Reads `path` when it is trusted (above). No file, or no directory, is `missing`; a directory, a
+// symbolic link, a FIFO or an untrusted file is a `problem`. Never throws for I/O.
+PrivateFile read_private_file(const std::filesystem::path &path);
+
+// Publishes `bytes` as `path`: a unique temp file ".<temp_stem>.tmp.<pid>.<random>.<n>" in the
+// same directory, written, closed, then renamed over `path`, so that no reader ever sees part of
+// it. Not fsynced: what kjit stores is verified when read, and losing it costs a recompile.
+// Creates the directory (0700) and refuses one that a reader would not trust. Throws
+// Error(cache_io) "cannot write <what> <path>: <step>: <errno text>", leaving no temp file.
+void publish_private_file(const std::filesystem::path &path, std::span<const std::byte> bytes,
+                          std::string_view temp_stem, std::string_view what);
+
+} // namespace kjit::cache
