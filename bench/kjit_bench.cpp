@@ -164,7 +164,9 @@ void BM_ColdCompileOverhead(benchmark::State &state) {
     return;
   const Params params = {{"T", "half"}, {"N", 4096}};
   const jit::CompileRequest request =
-      describe_variant(scale.bind(params), target, rt.compiler(target.vendor())).request;
+      describe_variant(scale.bind(params), target,
+                       CompilerIdentity::of(rt.compiler(target.vendor())))
+          .request;
   std::vector<double> raw_ms, kjit_ms, own_ms;
   auto time_raw = [&] {
     const auto start = std::chrono::steady_clock::now();

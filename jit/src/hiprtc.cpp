@@ -259,6 +259,14 @@ public:
     return set;
   }
 
+  std::vector<std::string> environment_variables() const override {
+    return {std::begin(code_changing_variables), std::end(code_changing_variables)};
+  }
+
+  std::vector<std::string> library_files() const override {
+    return {hiprtc_library_.real_path(), comgr_library_.real_path()};
+  }
+
   CompileResult compile(const CompileRequest &request) const override;
 
 private:

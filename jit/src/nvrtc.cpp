@@ -127,6 +127,7 @@ public:
   const std::vector<TargetSupport> &supported_targets() const override { return targets_; }
   // NVRTC reads no environment variable that changes its code (it ignores CPATH, unlike comgr).
   std::vector<std::pair<std::string, std::string>> environment() const override { return {}; }
+  std::vector<std::string> library_files() const override { return {library_.real_path()}; }
 
   CompileResult compile(const CompileRequest &request) const override;
 

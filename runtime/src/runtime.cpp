@@ -1,5 +1,6 @@
 #include "kjit/runtime/runtime.hpp"
 
+#include "compiler_memo.hpp"
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
@@ -40,15 +41,25 @@ namespace {
 // One compiler per vendor for the whole process: loading one reads the target list and version
 // from the vendor library, which a fresh Runtime should not pay for again. A failed load is
 // retried on the next request.
-const jit::Compiler &process_compiler(Vendor vendor) {
-  static std::mutex mutex;
-  static std::unique_ptr<jit::Compiler> compilers[2];
-  std::lock_guard lock(mutex);
-  auto &slot = compilers[static_cast<int>(vendor)];
-  if (!slot)
-    slot = jit::load_compiler(vendor);
-  return *slot;
-}
+class ProcessCompilers {
+public:
+  static const jit::Compiler &load(Vendor vendor) {
+    std::lock_guard lock(mutex_);
+    auto &slot = compilers_[static_cast<int>(vendor)];
+    if (!slot)
+      slot = jit::load_compiler(vendor);
+    return *slot;
+  }
+  // The compiler when this process has loaded it already; nullptr otherwise.
+  static const jit::Compiler *loaded(Vendor vendor) {
+    std::lock_guard lock(mutex_);
+    return compilers_[static_cast<int>(vendor)].get();
+  }
+
+private:
+  static inline std::mutex mutex_;
+  static inline std::unique_ptr<jit::Compiler> compilers_[2];
+};
 
 } // namespace
 
@@ -57,9 +68,10 @@ public:
   explicit Impl(Config config) : config_(std::move(config)) {
     if (!config_.prebuilt_dir.empty() && std::filesystem::is_directory(config_.prebuilt_dir))
       prebuilt_.emplace(config_.prebuilt_dir, cache::Access::read_only);
-    if (!config_.cache_dir.empty())
+    if (!config_.cache_dir.empty()) {
       user_.emplace(config_.cache_dir, cache::Access::read_write);
-    else
+      memo_.emplace(user_->versioned_root() / "compilers");
+    } else
       log().warn("no cache directory (HOME and KJIT_CACHE_DIR unset): variants stay in memory");
   }
 
@@ -68,7 +80,7 @@ public:
     return {compiled_.load(), user_cache_hits_.load(), prebuilt_hits_.load()};
   }
 
-  const jit::Compiler &compiler(Vendor vendor) { return process_compiler(vendor); }
+  const jit::Compiler &compiler(Vendor vendor) { return ProcessCompilers::load(vendor); }
 
   const CodeObject &compile(const Template &tmpl, const Params &params, const jit::Target &target) {
     const std::uint64_t hash = memory_hash(tmpl, params, target, 0);
@@ -114,9 +126,7 @@ private:
   // Single flight: the first thread to ask for a key resolves it, the others wait for its result
   // (or its exception).
   const CodeObject &resolve(const Instance &instance, const jit::Target &target) {
-    const jit::Compiler &jit_compiler = compiler(target.vendor());
-    jit_compiler.check_supported(target);
-    Variant variant = describe_variant(instance, target, jit_compiler);
+    Variant variant = describe_variant(instance, target, compiler_identity(target.vendor()));
 
     std::promise<const CodeObject *> promise;
     std::shared_future<const CodeObject *> pending;
@@ -133,7 +143,7 @@ private:
       return *pending.get();
 
     try {
-      auto object = load_or_build(instance, variant, jit_compiler);
+      auto object = load_or_build(instance, variant);
       std::lock_guard lock(objects_mutex_);
       const CodeObject &stored = *objects_.emplace(variant.key, std::move(object)).first->second;
       in_flight_.erase(variant.key);
@@ -198,13 +208,43 @@ private:
       log().warn("{}; variants compiled by this process are kept in memory only", error.summary());
   }
 
-  std::unique_ptr<CodeObject> load_or_build(const Instance &instance, const Variant &variant,
-                                            const jit::Compiler &jit_compiler) {
+  // What keys need of `vendor`'s compiler: the loaded compiler's identity once this process has
+  // loaded it, else the memo's, so that a process whose variants are all cached never loads it.
+  // The memo is written when the compiler is loaded and the memo did not name it.
+  CompilerIdentity compiler_identity(Vendor vendor) {
+    std::lock_guard lock(identity_mutex_);
+    std::optional<CompilerIdentity> &known = identities_[static_cast<int>(vendor)];
+    const jit::Compiler *loaded = ProcessCompilers::loaded(vendor);
+    if (!known && memo_)
+      known = memo_->read(vendor);
+    if (!loaded && known)
+      return *known;
+    if (!loaded)
+      loaded = &compiler(vendor);
+    if (CompilerIdentity identity = CompilerIdentity::of(*loaded); identity != known) {
+      if (memo_ && config_.mode == Mode::jit) // a prebuilt-mode process writes nothing
+        memo_->write(*loaded);
+      known = std::move(identity);
+    }
+    return *known;
+  }
+
+  std::unique_ptr<CodeObject> load_or_build(const Instance &instance, const Variant &variant) {
     if (!config_.rebuild)
       if (auto object = lookup(variant))
         return object;
+    const jit::Target &target = variant.request.target;
     if (config_.mode == Mode::prebuilt)
-      not_prebuilt(instance, variant.request.target);
+      not_prebuilt(instance, target);
+
+    const jit::Compiler &jit_compiler = compiler(target.vendor());
+    jit_compiler.check_supported(target);
+    if (CompilerIdentity loaded = compiler_identity(target.vendor()); loaded != variant.compiler) {
+      // The memo named another compiler than the one the loader found (one installed elsewhere on
+      // the search path since): key the variant by the real one.
+      log().info("{} is not the compiler the memo named: keying by it", loaded.identity);
+      return load_or_build(instance, describe_variant(instance, target, loaded));
+    }
 
     // The lock makes concurrent processes compile a variant once: whoever waited finds the
     // entry the holder published.
@@ -265,6 +305,9 @@ private:
   Config config_;
   std::optional<cache::DiskStore> prebuilt_;
   std::optional<cache::DiskStore> user_;
+  std::optional<CompilerMemo> memo_; // beside the user tier
+  std::mutex identity_mutex_;
+  std::optional<CompilerIdentity> identities_[2]; // per vendor, as last known to this Runtime
   std::atomic<bool> user_disabled_ = false;
   std::atomic<std::uint64_t> compiled_ = 0, user_cache_hits_ = 0, prebuilt_hits_ = 0;
 

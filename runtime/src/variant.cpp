@@ -23,7 +23,7 @@ std::string param_text(const Value &value) {
 } // namespace
 
 Variant describe_variant(const Instance &instance, const jit::Target &target,
-                         const jit::Compiler &compiler) {
+                         const CompilerIdentity &compiler) {
   const Template &tmpl = instance.source_template();
   std::vector<jit::Header> headers = {{templates::prelude().name, templates::prelude().content}};
   for (const auto &header : tmpl.headers())
@@ -38,6 +38,7 @@ Variant describe_variant(const Instance &instance, const jit::Target &target,
                   .name_expressions = {instance.expression(target.vendor())},
                   .options = jit::canonicalize_options(options),
                   .target = target},
+      .compiler = compiler,
       .key_inputs = {},
       .key = {},
   };
@@ -60,8 +61,8 @@ Variant describe_variant(const Instance &instance, const jit::Target &target,
   for (const auto &option : request.options)
     key.add("option", option);
   key.add("target", target.id());
-  key.add("compiler", compiler.identity());
-  for (const auto &[name, value] : compiler.environment())
+  key.add("compiler", compiler.identity);
+  for (const auto &[name, value] : compiler.environment)
     key.add("env:" + name, value);
   variant.key = key.finish();
   return variant;

@@ -7,15 +7,28 @@
 
 namespace kjit {
 
+// What a key needs to know of the compiler: its identity and the environment that changes its
+// code. Known from the loaded compiler, or from a memo without loading it (compiler_memo.hpp).
+struct CompilerIdentity {
+  std::string identity;
+  std::vector<std::pair<std::string, std::string>> environment;
+
+  static CompilerIdentity of(const jit::Compiler &compiler) {
+    return {compiler.identity(), compiler.environment()};
+  }
+  bool operator==(const CompilerIdentity &) const = default;
+};
+
 struct Variant {
   jit::CompileRequest request;
+  CompilerIdentity compiler; // as keyed
   cache::KeyBuilder key_inputs;
   cache::Key key;
 };
 
 // Throws Error(bad_option) when the template's compile options cannot be keyed.
 Variant describe_variant(const Instance &instance, const jit::Target &target,
-                         const jit::Compiler &compiler);
+                         const CompilerIdentity &compiler);
 
 // Wavefront width of `target`: 64 on GCN/CDNA (gfx9 and older), 32 on RDNA (gfx10 and newer,
 // hiprtc's default there) and on NVIDIA.

@@ -22,10 +22,11 @@ struct CliRun {
 class CliTest : public ::testing::Test {
 protected:
   // Runs `kjit <args>` with its own cache directory; stdout and stderr are kept apart.
-  CliRun kjit(const std::string &args) const {
+  // `environment`: more VARIABLE=value assignments for the command.
+  CliRun kjit(const std::string &args, const std::string &environment = "") const {
     const auto err_file = dir / "stderr";
-    const std::string command = "KJIT_CACHE_DIR='" + (dir / "cache").string() + "' '" + KJIT_CLI +
-                                "' " + args + " 2>'" + err_file.string() + "'";
+    const std::string command = environment + " KJIT_CACHE_DIR='" + (dir / "cache").string() +
+                                "' '" + KJIT_CLI + "' " + args + " 2>'" + err_file.string() + "'";
     CliRun run;
     FILE *pipe = ::popen(command.c_str(), "r");
     char buffer[4096];
@@ -73,6 +74,22 @@ TEST_F(CliTest, CompileTwiceCompilesOnceAndAgreesOnTheKey) {
   EXPECT_EQ(b["compile_ms"], 0.0);
   EXPECT_EQ(b["key"], a["key"]);
   EXPECT_EQ(b["entry"], a["entry"]);
+}
+
+// The second process keys the variant with the compiler identity the first one remembered, so it
+// never loads the 100 MB compiler library (the loader logs each library at debug level).
+TEST_F(CliTest, ASecondProcessHitsTheDiskWithoutLoadingTheCompiler) {
+  if (!hiprtc_available())
+    GTEST_SKIP() << "hiprtc is not available";
+  const std::string args = "compile scale -p T=half -p N=4096 --target gfx90a --json";
+  const CliRun first = kjit(args, "KJIT_LOG_LEVEL=debug");
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(first.err.find("hiprtc: loaded"), std::string::npos) << first.err;
+  const CliRun second = kjit(args, "KJIT_LOG_LEVEL=debug");
+  ASSERT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(nlohmann::json::parse(second.out)["cached"], true);
+  EXPECT_EQ(second.err.find("hiprtc: loaded"), std::string::npos) << second.err;
+  EXPECT_EQ(nlohmann::json::parse(second.out)["key"], nlohmann::json::parse(first.out)["key"]);
 }
 
 TEST_F(CliTest, CompilesAKernelFromASourceFile) {

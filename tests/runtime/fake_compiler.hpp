@@ -17,6 +17,15 @@ public:
   }
   const std::vector<jit::TargetSupport> &supported_targets() const override { return targets_; }
   jit::CompileResult compile(const jit::CompileRequest &) const override { return {}; }
+  std::vector<std::string> environment_variables() const override {
+    std::vector<std::string> names;
+    for (const auto &[name, value] : environment_)
+      names.push_back(name);
+    return names;
+  }
+  std::vector<std::string> library_files() const override { return library_files_; }
+
+  std::vector<std::string> library_files_; // none by default: nothing to remember it by
 
 private:
   std::string identity_;

@@ -25,7 +25,9 @@ cache::Key key_of(const Inputs &in) {
                       {{"T", Param::type({"float", "half"})}, {"N", Param::integer(1, 1 << 20)}},
                       {.headers = in.headers, .compile_options = in.options});
   const FakeCompiler compiler(in.compiler_identity, in.environment);
-  return describe_variant(tmpl.bind(in.params), jit::Target::parse(in.target), compiler).key;
+  return describe_variant(tmpl.bind(in.params), jit::Target::parse(in.target),
+                          CompilerIdentity::of(compiler))
+      .key;
 }
 
 TEST(VariantKey, IsStableForTheSameInputs) {
@@ -66,7 +68,8 @@ TEST(VariantKey, ChangesWithEveryInput) {
 TEST(VariantKey, ThePreludeIsAHashedHeader) {
   const Template tmpl("t", "", {});
   const FakeCompiler compiler;
-  const Variant variant = describe_variant(tmpl.bind({}), jit::Target::parse("gfx90a"), compiler);
+  const Variant variant =
+      describe_variant(tmpl.bind({}), jit::Target::parse("gfx90a"), CompilerIdentity::of(compiler));
   bool prelude_hashed = false;
   for (const auto &[name, value] : variant.key_inputs.fields())
     prelude_hashed |= name == "header:kjit/prelude.h" && value.size() == 64;
@@ -82,7 +85,8 @@ TEST(VariantKey, WarpSizeComesFromTheTarget) {
   const Template tmpl("t", "", {});
   const FakeCompiler compiler;
   const auto options =
-      describe_variant(tmpl.bind({}), jit::Target::parse("gfx1030"), compiler).request.options;
+      describe_variant(tmpl.bind({}), jit::Target::parse("gfx1030"), CompilerIdentity::of(compiler))
+          .request.options;
   EXPECT_NE(std::find(options.begin(), options.end(), "-DKJIT_WARP_SIZE=32"), options.end());
 }
 

@@ -57,6 +57,13 @@ public:
   // Environment variables this compiler reads that change the code it emits, with their values
   // now (unset ones omitted). Part of every key.
   virtual std::vector<std::pair<std::string, std::string>> environment() const = 0;
+  // The names of those variables, set or not: what a later process reads to know environment()
+  // without loading the compiler.
+  virtual std::vector<std::string> environment_variables() const { return {}; }
+  // The files the compiler was loaded from (symbolic links followed). identity() stays what it is
+  // while none of them changes, so a later process can take it from a memo checked against these
+  // files instead of loading the library (ccache's compiler_check=mtime). Empty: not memoisable.
+  virtual std::vector<std::string> library_files() const { return {}; }
   // The processors this library can compile for, as the library itself reports them.
   virtual const std::vector<TargetSupport> &supported_targets() const = 0;
 

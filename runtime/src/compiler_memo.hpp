@@ -1,0 +1,41 @@
+#pragma once
+// A compiler's identity remembered on disk, so that a process whose variants are all cached never
+// loads the compiler. Loading NVRTC or hiprtc is a dlopen of a 100 MB library (about 25 ms on a
+// 2-core machine) just to read a version for the key; ccache faces the same question for its
+// compilers and by default answers it from the compiler file's size and mtime (compiler_check).
+//
+// One file per vendor and per way of finding the library:
+//   <cache root>/v<N>/compilers/<vendor>-<16 hex>.json
+// where the hex is a hash of what steers dlopen's search: the variables naming library
+// directories (LD_LIBRARY_PATH, CUDA_HOME, ROCM_PATH...), /etc/ld.so.cache, and the executable
+// (its RUNPATH). It holds the identity, the names of the code-changing variables, and the path,
+// device, inode, size and mtime of every library file the compiler was loaded from. It is used
+// only while each file still matches and the memo is owned by this user and writable by no one
+// else; anything else is a miss, and the compiler is loaded and the memo rewritten.
+#include "kjit/jit/compiler.hpp"
+#include "variant.hpp"
+
+#include <filesystem>
+#include <optional>
+
+namespace kjit {
+
+class CompilerMemo {
+public:
+  // `directory`: <cache root>/v<N>/compilers; created 0700 on the first write.
+  explicit CompilerMemo(std::filesystem::path directory);
+
+  // The identity the memo holds for `vendor`, with the environment read now; nullopt when there
+  // is none or it no longer matches the library files. Never throws.
+  std::optional<CompilerIdentity> read(Vendor vendor) const;
+
+  // Remembers `compiler`. Published by rename; a failure is logged at debug level and otherwise
+  // ignored (the memo only saves time). Never throws.
+  void write(const jit::Compiler &compiler) const;
+
+private:
+  std::filesystem::path file(Vendor vendor) const;
+  std::filesystem::path directory_;
+};
+
+} // namespace kjit
