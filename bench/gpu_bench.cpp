@@ -3,11 +3,12 @@
 //   - a raw cuLaunchKernel / hipModuleLaunchKernel;
 //   - Kernel::launch through a held Kernel (argument check + one launch call);
 //   - rt.kernel(tmpl, params).launch(...) on every call (in-memory lookup + the above).
-// Every benchmark launches the same tiny kernel and synchronises once per 1024 launches, so
-// the figure is the per-launch cost with the launch queue kept busy, as a training loop sees it.
+// All three launch the same tiny kernel in bursts onto an idle device: the host's cost of a launch.
 #include "kjit/kjit.hpp"
 
+#include <algorithm>
 #include <benchmark/benchmark.h>
+#include <chrono>
 #include <dlfcn.h>
 
 namespace kjit::bench {
@@ -21,7 +22,6 @@ __global__ void scale(T *x, float a) {
                      {{"T", Param::type({"float", "half"})}, {"N", Param::integer(1, 1 << 20)}},
                      {.arguments = {"T*", "float"}});
 const Params params = {{"T", "float"}, {"N", 256}};
-constexpr int batch = 1024;
 
 // cuLaunchKernel and hipModuleLaunchKernel share one signature.
 using RawLaunch = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -56,62 +56,66 @@ struct Fixture {
   const Kernel *kernel = nullptr;
 };
 
-// Synchronises every `batch` launches; the last partial batch too.
-template <typename Launch> void run_launches(benchmark::State &state, Fixture &f, Launch launch) {
-  int pending = 0;
-  for (auto _ : state) {
-    launch();
-    if (++pending == batch) {
-      f.device->synchronize();
-      pending = 0;
-    }
-  }
-  f.device->synchronize();
-  state.SetItemsProcessed(state.iterations());
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
-void BM_LaunchRawDriver(benchmark::State &state) {
+// The host's cost of one launch three ways, interleaved so that drift on the machine affects all
+// alike: each iteration issues a burst of `burst` launches per way onto an idle device (shorter
+// than the driver's queue, so the GPU's speed is not what is timed) and times the burst alone.
+// Counters: the median per-launch time of each way, and the medians of the paired differences
+// from the raw launch in the same iteration.
+void BM_LaunchCost(benchmark::State &state) {
   Fixture f(state);
   if (!f.ready())
     return;
-  const RawLaunch launch = raw_launch_for(*f.device);
-  if (launch == nullptr) {
+  const RawLaunch raw_launch = raw_launch_for(*f.device);
+  if (raw_launch == nullptr) {
     state.SkipWithError("driver launch symbol not found");
     return;
   }
+  constexpr int burst = 128;
   float *x = f.buffer->as<float>();
   float a = 1.0f;
   void *args[] = {&x, &a};
   void *function = f.kernel->native_handle();
-  // kjit left the device's context current on this thread (it restores only a different one).
-  int failures = 0;
-  run_launches(state, f, [&] {
-    failures += launch(function, 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr) != 0;
-  });
-  if (failures != 0)
-    state.SkipWithError("the raw driver launch failed");
-}
-
-void BM_LaunchHeldKernel(benchmark::State &state) {
-  Fixture f(state);
-  if (!f.ready())
-    return;
-  float *x = f.buffer->as<float>();
-  run_launches(state, f, [&] { f.kernel->launch(1, 256, 0, nullptr, x, 1.0f); });
-}
-
-void BM_LaunchThroughRuntimeLookup(benchmark::State &state) {
-  Fixture f(state);
-  if (!f.ready())
-    return;
-  float *x = f.buffer->as<float>();
   Runtime &rt = *f.runtime;
-  run_launches(state, f, [&] { rt.kernel(scale, params).launch(1, 256, 0, nullptr, x, 1.0f); });
+  int raw_failures = 0;
+  auto time_burst = [&](auto launch) {
+    f.device->synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < burst; ++i)
+      launch();
+    const auto stop = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::micro>(stop - start).count() / burst;
+  };
+  std::vector<double> raw, held, lookup, held_extra, lookup_extra;
+  for (auto _ : state) {
+    // kjit left the device's context current on this thread (it restores only a different one).
+    raw.push_back(time_burst([&] {
+      raw_failures += raw_launch(function, 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr) != 0;
+    }));
+    held.push_back(time_burst([&] { f.kernel->launch(1, 256, 0, nullptr, x, 1.0f); }));
+    lookup.push_back(
+        time_burst([&] { rt.kernel(scale, params).launch(1, 256, 0, nullptr, x, 1.0f); }));
+    held_extra.push_back(held.back() - raw.back());
+    lookup_extra.push_back(lookup.back() - raw.back());
+    state.SetIterationTime((raw.back() + held.back() + lookup.back()) * burst / 1e6);
+  }
+  f.device->synchronize();
+  if (raw_failures != 0) {
+    state.SkipWithError("the raw driver launch failed");
+    return;
+  }
+  state.counters["raw_us"] = median(raw);
+  state.counters["held_us"] = median(held);
+  state.counters["lookup_us"] = median(lookup);
+  state.counters["held_minus_raw_us"] = median(held_extra);
+  state.counters["lookup_minus_raw_us"] = median(lookup_extra);
 }
 
-BENCHMARK(BM_LaunchRawDriver)->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(BM_LaunchHeldKernel)->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(BM_LaunchThroughRuntimeLookup)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(BM_LaunchCost)->Iterations(2000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 } // namespace
 } // namespace kjit::bench

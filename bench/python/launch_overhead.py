@@ -1,28 +1,28 @@
-"""Per-launch cost of CuPy's RawKernel and of a Triton kernel, measured as kjit_gpu_bench
-measures its own: the same tiny kernel (scale 256 floats), launched back to back on the default
-stream, synchronising once per 1024 launches. Prints one line per library, median of 5 runs.
+"""Per-launch host cost of CuPy's RawKernel and of a Triton kernel, measured as kjit_gpu_bench
+measures its own: the same tiny kernel (scale 256 floats) launched in bursts of 128 onto an idle
+device, timing the burst alone. Prints one line per library: the median over 2000 bursts.
 
     python3 bench/python/launch_overhead.py
 """
 import statistics
 import time
 
-BATCH = 1024
-ROUNDS = 20  # batches per run
+BURST = 128
+BURSTS = 2000
 
 
 def per_launch_us(launch, synchronize):
     launch()
     synchronize()
-    runs = []
-    for _ in range(5):
+    samples = []
+    for _ in range(BURSTS):
+        synchronize()
         start = time.perf_counter()
-        for _ in range(ROUNDS):
-            for _ in range(BATCH):
-                launch()
-            synchronize()
-        runs.append((time.perf_counter() - start) / (ROUNDS * BATCH) * 1e6)
-    return statistics.median(runs)
+        for _ in range(BURST):
+            launch()
+        samples.append((time.perf_counter() - start) / BURST * 1e6)
+    synchronize()
+    return statistics.median(samples)
 
 
 def cupy_raw_kernel():
