@@ -8,26 +8,20 @@
 //
 // The parent times from spawn to that line (so the program's loading counts) and subtracts the
 // driver's part the child measured.
+#include "bench/child_process.hpp"
 #include "kjit/kjit.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <spawn.h>
+#include <stdexcept>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
-
-extern char **environ;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
+using kjit::bench::ms_between;
 
 const kjit::Template scale("scale", R"(template <typename T, int N>
 __global__ void scale(T *x, float a) {
@@ -53,35 +47,15 @@ int child() {
   return 0;
 }
 
-struct ChildRun {
+struct PhaseRun {
   double wall_ms, driver_ms, kjit_ms;
 };
 
-ChildRun run_child(const char *self) {
-  int out[2];
-  if (pipe(out) != 0)
-    throw std::runtime_error("pipe failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, out[0]);
-  char child_flag[] = "--child";
-  char *argv[] = {const_cast<char *>(self), child_flag, nullptr};
-  const auto spawned = Clock::now();
-  pid_t pid = 0;
-  if (posix_spawn(&pid, self, &actions, nullptr, argv, environ) != 0)
-    throw std::runtime_error("spawn failed");
-  close(out[1]);
-  char line[128] = {};
-  const ssize_t n = read(out[0], line, sizeof line - 1); // the line arrives when the kernel is done
-  const auto reported = Clock::now();
-  close(out[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ChildRun run{ms_between(spawned, reported), 0, 0};
-  if (n <= 0 || std::sscanf(line, "%lf %lf", &run.driver_ms, &run.kjit_ms) != 2)
-    throw std::runtime_error("the child reported nothing (exit status " + std::to_string(status) +
-                             ")");
+PhaseRun run_phases(const char *self) {
+  const kjit::bench::ChildRun child = kjit::bench::run_child(self, "--child");
+  PhaseRun run{child.wall_ms, 0, 0};
+  if (std::sscanf(child.line.c_str(), "%lf %lf", &run.driver_ms, &run.kjit_ms) != 2)
+    throw std::runtime_error("unexpected child output: " + child.line);
   return run;
 }
 
@@ -95,10 +69,10 @@ double median(std::vector<double> values) {
 int main(int argc, char **argv) try {
   if (argc > 1 && std::string(argv[1]) == "--child")
     return child();
-  run_child(argv[0]); // warms the cache: this one compiles
+  run_phases(argv[0]); // warms the cache: this one compiles
   std::vector<double> wall, driver, start_to_kernel_minus_driver, kjit_part;
   for (int i = 0; i < 10; ++i) {
-    const ChildRun run = run_child(argv[0]);
+    const PhaseRun run = run_phases(argv[0]);
     wall.push_back(run.wall_ms);
     driver.push_back(run.driver_ms);
     start_to_kernel_minus_driver.push_back(run.wall_ms - run.driver_ms);
