@@ -15,9 +15,11 @@ extern const std::string_view axpy_hip;
 
 namespace {
 
-const std::vector<std::string> element_types = {"float", "half", "bfloat16"};
-
 std::vector<Template> make_builtin() {
+  // Local, not a namespace-scope global: builtin() may run during another translation unit's
+  // static initialisation (a `const Template &t = find(...)` at namespace scope), before such a
+  // global would be constructed.
+  const std::vector<std::string> element_types = {"float", "half", "bfloat16"};
   std::vector<Template> all;
   all.emplace_back("axpy", std::string(embedded::axpy_hip),
                    std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},

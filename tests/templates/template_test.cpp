@@ -24,6 +24,16 @@ void expect_error(const std::function<void()> &action, Errc code, const std::str
   }
 }
 
+// Looked up while this file's statics are initialised, in an order the library does not control:
+// the built-in templates must already be whole then (a user's namespace-scope reference does this).
+const Template &axpy_found_at_static_initialisation = templates::find("axpy");
+
+TEST(Library, BuiltinTemplatesCanBeFoundDuringStaticInitialisation) {
+  EXPECT_EQ(axpy_found_at_static_initialisation.name(), "axpy");
+  EXPECT_EQ(axpy_found_at_static_initialisation.bind({{"T", "half"}}).canonical_params(),
+            "ITEMS=4,T=half");
+}
+
 TEST(Template, BindsInDeclarationOrderAndSpellsUnderlyingTypes) {
   const Template scale = make_scale();
   const Instance instance = scale.bind({{"N", 4096}, {"T", "half"}});
