@@ -25,13 +25,8 @@ namespace {
 using kjit::bench::ms_between;
 using kjit::bench::run_child;
 
-const kjit::Template scale("scale", R"(template <typename T, int N>
-__global__ void scale(T *x, float a) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
-})",
-                           {{"T", kjit::Param::type({"float", "half"})},
-                            {"N", kjit::Param::integer(1, 1 << 20)}});
+// The built-in scale template: x[i] *= a for i < N.
+const kjit::Template &scale = kjit::templates::find("scale");
 
 // Prints the origin and the milliseconds from main to the code object.
 int child(const std::string &target) {

@@ -14,13 +14,8 @@
 namespace kjit::bench {
 namespace {
 
-const Template scale("scale", R"(template <typename T, int N>
-__global__ void scale(T *x, float a) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
-})",
-                     {{"T", Param::type({"float", "half"})}, {"N", Param::integer(1, 1 << 20)}},
-                     {.arguments = {"T*", "float"}});
+// The built-in scale template: x[i] *= a for i < N.
+const Template &scale = templates::find("scale");
 const Params params = {{"T", "float"}, {"N", 256}};
 
 // cuLaunchKernel and hipModuleLaunchKernel share one signature.

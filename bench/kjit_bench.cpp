@@ -19,13 +19,8 @@
 namespace kjit::bench {
 namespace {
 
-const Template scale("scale", R"(template <typename T, int N>
-__global__ void scale(T *x, float a) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
-})",
-                     {{"T", Param::type({"float", "half", "bfloat16"})},
-                      {"N", Param::integer(1, 1 << 20)}});
+// The built-in scale template: x[i] *= a for i < N.
+const Template &scale = templates::find("scale");
 
 // Unrolled transcendental math: a code object of about 50 KB, the size the disk-hit bar names.
 const Template large("large", R"(template <typename T, int UNROLL>
