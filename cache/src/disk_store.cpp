@@ -4,6 +4,9 @@
 #include "kjit/error.hpp"
 
 #include <algorithm>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace kjit::cache {
@@ -84,6 +87,7 @@ Lookup DiskStore::read(const Key &key, std::string_view target) const {
     if (header.target != target)
       return reject("entry is for " + header.target + ", expected " + std::string(target));
     lookup.status = Lookup::Status::hit;
+    lookup.last_use_ns = file.mtime_ns;
     lookup.entry = std::move(decoded.entry);
     return lookup;
   } catch (const std::exception &error) { // out of memory: still a rejected read, not a throw
@@ -99,6 +103,17 @@ void DiskStore::write(const Entry &entry) const {
   if (access_ == Access::read_only)
     throw failure(read_only_problem(root_));
   publish_private_file(path, encode_entry(entry), entry.header.key.hex(), "cache entry");
+}
+
+void DiskStore::record_use(const Lookup &hit) const {
+  constexpr std::int64_t minute_ns = 60'000'000'000;
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const std::int64_t now_ns = std::int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+  if (access_ == Access::read_only || hit.status != Lookup::Status::hit ||
+      now_ns - hit.last_use_ns < minute_ns)
+    return;
+  ::utimensat(AT_FDCWD, hit.path.c_str(), nullptr, 0); // a failure only ages the entry
 }
 
 void DiskStore::remove(const Key &key, std::string_view target) const {

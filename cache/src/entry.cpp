@@ -19,7 +19,7 @@ using Json = nlohmann::ordered_json; // ordered: the header reads key, target, t
 using StringPairs = std::vector<std::pair<std::string, std::string>>;
 
 constexpr std::array<char, 8> kMagic = {'K', 'J', 'I', 'T', 'E', 'N', 'T', '\0'};
-constexpr std::size_t kPreludeSize = 24; // magic, version, header length, code length
+constexpr std::size_t kPreludeSize = kEntryPreludeSize; // magic, version, both lengths
 constexpr std::size_t kChecksumSize = 16;
 constexpr std::size_t kSmallestEntry = kPreludeSize + kChecksumSize;
 
@@ -162,21 +162,55 @@ std::vector<std::byte> encode_entry(const Entry &entry) {
   return out;
 }
 
-Decoded decode_entry(std::span<const std::byte> bytes) {
+namespace {
+
+// What is wrong with the magic and version at the start of `bytes` (at least `smallest` long
+// for a whole entry), or "".
+std::string prelude_problem(std::span<const std::byte> bytes, std::size_t smallest) {
   const std::size_t size = bytes.size();
   // The magic is checked on what is there, so a short foreign file reads as "bad magic".
   auto magic_bytes = bytes.first(std::min(size, kMagic.size()));
   if (!std::equal(magic_bytes.begin(), magic_bytes.end(), kMagic.begin(),
                   [](std::byte byte, char expected) { return byte == std::byte(expected); }))
-    return rejected("bad magic");
-  if (size < kSmallestEntry)
-    return rejected("truncated: " + std::to_string(size) + " bytes, the smallest entry is " +
-                    std::to_string(kSmallestEntry));
-
+    return "bad magic";
+  if (size < smallest)
+    return "truncated: " + std::to_string(size) + " bytes, the smallest entry is " +
+           std::to_string(kSmallestEntry);
   auto version = load_le<std::uint32_t>(bytes.data() + 8);
   if (version != kEntryFormatVersion)
-    return rejected("format version " + std::to_string(version) + ", this kjit reads " +
-                    std::to_string(kEntryFormatVersion));
+    return "format version " + std::to_string(version) + ", this kjit reads " +
+           std::to_string(kEntryFormatVersion);
+  return {};
+}
+
+} // namespace
+
+std::optional<EntryHeader> decode_header(std::span<const std::byte> prefix, std::string &problem,
+                                         std::size_t *needed_bytes) {
+  problem = prelude_problem(prefix, kPreludeSize);
+  if (!problem.empty())
+    return std::nullopt;
+  const std::size_t needed = kPreludeSize + load_le<std::uint32_t>(prefix.data() + 12);
+  if (needed_bytes != nullptr)
+    *needed_bytes = needed;
+  if (prefix.size() < needed) {
+    problem = "truncated: " + std::to_string(prefix.size()) + " bytes, the header ends at " +
+              std::to_string(needed);
+    return std::nullopt;
+  }
+  try {
+    const char *text = reinterpret_cast<const char *>(prefix.data() + kPreludeSize);
+    return parse_header({text, needed - kPreludeSize});
+  } catch (const std::exception &error) { // BadHeader or any nlohmann::json::exception
+    problem = std::string("header: ") + error.what();
+    return std::nullopt;
+  }
+}
+
+Decoded decode_entry(std::span<const std::byte> bytes) {
+  const std::size_t size = bytes.size();
+  if (std::string problem = prelude_problem(bytes, kSmallestEntry); !problem.empty())
+    return rejected(std::move(problem));
 
   // Both lengths are untrusted: compare them with the room there is, never add them blindly.
   std::uint64_t header_length = load_le<std::uint32_t>(bytes.data() + 12);

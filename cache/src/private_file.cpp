@@ -160,6 +160,7 @@ PrivateFile read_private_file(const fs::path &path) {
   if (std::string reason = untrusted_reason(status); !reason.empty())
     return refuse("file is " + reason);
 
+  file.mtime_ns = std::int64_t{status.st_mtim.tv_sec} * 1000000000 + status.st_mtim.tv_nsec;
   file.bytes.resize(static_cast<std::size_t>(status.st_size));
   std::size_t done = 0;
   while (done < file.bytes.size()) {

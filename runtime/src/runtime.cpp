@@ -182,6 +182,7 @@ private:
       if (found.status == cache::Lookup::Status::hit)
         if (auto object = from_entry(variant, found, origin)) {
           ++(origin == Origin::prebuilt ? prebuilt_hits_ : user_cache_hits_);
+          (*store)->record_use(found);
           return object;
         }
       if (found.status == cache::Lookup::Status::rejected)

@@ -38,6 +38,7 @@ struct Lookup {
   std::optional<Entry> entry;
   std::string problem;
   std::filesystem::path path;
+  std::int64_t last_use_ns = 0; // a hit's mtime: when it was written or last used
 };
 
 class DiskStore {
@@ -63,6 +64,11 @@ public:
   // the path and errno text, leaving no temp file behind; a read_only store throws too, and an
   // invalid target id throws Error(bad_target).
   void write(const Entry &entry) const;
+
+  // Records that `hit` was used now, for least-recently-used pruning: sets its mtime to now unless
+  // it was set less than a minute ago (so a burst of processes does not write it each time). A
+  // read_only store records nothing. Never throws.
+  void record_use(const Lookup &hit) const;
 
   // Removes the entry file if present (a rejected entry before rewriting). A read_only store
   // removes nothing. Never throws.

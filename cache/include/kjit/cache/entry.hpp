@@ -56,4 +56,14 @@ struct Decoded {
 };
 Decoded decode_entry(std::span<const std::byte> bytes);
 
+// The size of the fixed prelude before the header (magic, version, lengths).
+inline constexpr std::size_t kEntryPreludeSize = 24;
+
+// The header alone, from the first bytes of an entry: `prefix` holds at least the prelude, and
+// `header_bytes` (when not nullopt) says how many bytes the whole prefix must hold to include the
+// header, for a caller that reads in two steps. Checks magic, version and the header only; the
+// code and the checksum are not read. nullopt with `problem` set otherwise.
+std::optional<EntryHeader> decode_header(std::span<const std::byte> prefix, std::string &problem,
+                                         std::size_t *needed_bytes = nullptr);
+
 } // namespace kjit::cache

@@ -6,6 +6,7 @@
 // it is owned by another user or writable by group or others. Directories are created 0700;
 // existing ones keep the mode their owner chose.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -21,6 +22,7 @@ struct PrivateFile {
   bool missing = false;
   std::string problem; // set when a file is there but may not be read (or could not be)
   std::vector<std::byte> bytes;
+  std::int64_t mtime_ns = 0; // the file's modification time, when it was read
 };
 
 // Reads `path` when it is trusted (above). No file, or no directory, is `missing`; a directory, a

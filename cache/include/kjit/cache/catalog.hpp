@@ -1,0 +1,60 @@
+#pragma once
+// What a disk tier holds, for the `kjit cache` commands: the entries found by walking its tree,
+// their headers, their verification, and pruning by recency.
+//
+// Recency is kept by kjit, not by atime (which noatime and relatime mounts freeze): a read-write
+// DiskStore sets an entry's mtime to now when it serves a hit (at most once a minute per entry),
+// so an entry's mtime is the last time it was written or used.
+#include "kjit/cache/disk_store.hpp"
+#include "kjit/cache/entry.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kjit::cache {
+
+// One entry file as the tree shows it, before its content is read.
+struct StoredEntry {
+  std::filesystem::path path;
+  std::string target; // from its directory, ':' restored ("gfx90a:sramecc+:xnack-")
+  Key key;            // from its file name
+  std::uint64_t bytes = 0;
+  std::int64_t last_use_ns = 0; // mtime: written or last served as a hit
+};
+
+// Every "<target>/<2 hex>/<64 hex>.kjit" under the store's versioned root, in no set order. Files
+// whose names are not entry names (temp files, the lock, stats) are left out. Reads directories
+// and file status only. A missing root is an empty list; an unreadable directory throws
+// Error(cache_io) naming it.
+std::vector<StoredEntry> scan(const DiskStore &store);
+
+// The header of the entry at `path`, reading the prelude and the header but not the code or the
+// checksum (listings stay fast; verify() checks everything). nullopt with `problem` set when the
+// file is not an entry kjit can read.
+std::optional<EntryHeader> read_header(const std::filesystem::path &path, std::string &problem);
+
+// Everything that makes the file a valid entry where it lies in `store`: the store's trust rules,
+// magic, version, lengths and checksum, the key in the header equal to the key of its key inputs
+// and to its file name, and the target equal to its directory's. "" when valid, else the problem.
+// Does not count as a use.
+std::string verify(const DiskStore &store, const StoredEntry &entry);
+
+struct PruneResult {
+  std::size_t removed = 0;
+  std::uint64_t removed_bytes = 0;
+  std::size_t kept = 0;
+  std::uint64_t kept_bytes = 0;
+};
+
+// Removes entries, least recently used first, until the store holds at most `max_bytes` (when
+// set), and every entry not used since `unused_since_ns` (when set); also temp files that a
+// crashed writer left more than an hour ago. Safe while other processes read or write: a reader
+// keeps the file it opened, a miss is recompiled, and a write in progress is a temp file.
+// Throws Error(cache_io) for a read-only store.
+PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes,
+                  std::optional<std::int64_t> unused_since_ns);
+
+} // namespace kjit::cache

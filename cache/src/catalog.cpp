@@ -1,0 +1,185 @@
+#include "kjit/cache/catalog.hpp"
+
+#include "kjit/error.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <memory>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace kjit::cache {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t stale_temp_ns = 3600LL * 1000000000; // a writer that long gone crashed
+
+std::int64_t mtime_ns(const struct stat &status) {
+  return std::int64_t{status.st_mtim.tv_sec} * 1000000000 + status.st_mtim.tv_nsec;
+}
+
+std::int64_t now_ns() {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return std::int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+}
+
+bool is_hex(std::string_view text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+struct DirCloser {
+  void operator()(DIR *dir) const { ::closedir(dir); }
+};
+using Dir = std::unique_ptr<DIR, DirCloser>;
+
+// Calls `each(name, is_directory_or_unknown)` for every name in `path` but "." and "..".
+// A missing directory has no names; any other failure to open it throws Error(cache_io).
+template <typename Each> void list_directory(const fs::path &path, Each each) {
+  Dir dir(::opendir(path.c_str()));
+  if (!dir) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return;
+    throw Error(Errc::cache_io, "cannot list " + path.string() + ": " + std::strerror(errno));
+  }
+  while (const struct dirent *item = ::readdir(dir.get())) {
+    const std::string_view name = item->d_name;
+    if (name == "." || name == "..")
+      continue;
+    each(name, item->d_type == DT_DIR || item->d_type == DT_UNKNOWN);
+  }
+}
+
+// A file in an entry directory: an entry, or a writer's temp file.
+struct TempFile {
+  fs::path path;
+  std::int64_t mtime_ns;
+};
+
+// Walks <versioned root>/<target>/<2 hex>/ and sorts what it finds into entries and temp files.
+void walk(const DiskStore &store, std::vector<StoredEntry> &entries,
+          std::vector<TempFile> *temp_files) {
+  const fs::path &root = store.versioned_root();
+  list_directory(root, [&](std::string_view target_name, bool maybe_directory) {
+    if (!maybe_directory || target_name.front() == '.')
+      return;
+    std::string target(target_name);
+    std::replace(target.begin(), target.end(), '_', ':');
+    const fs::path target_path = root / target_name;
+    list_directory(target_path, [&](std::string_view shard, bool shard_maybe_directory) {
+      if (!shard_maybe_directory || shard.size() != 2 || !is_hex(shard))
+        return;
+      const fs::path shard_path = target_path / shard;
+      list_directory(shard_path, [&](std::string_view name, bool) {
+        const bool entry_name = name.size() == 64 + 5 && name.substr(0, 2) == shard &&
+                                name.ends_with(".kjit") && is_hex(name.substr(0, 64));
+        const bool temp_name = name.front() == '.' && name.find(".tmp.") != name.npos;
+        if (!entry_name && !(temp_name && temp_files != nullptr))
+          return;
+        fs::path path = shard_path / name;
+        struct stat status {};
+        if (::lstat(path.c_str(), &status) != 0) // removed since listed
+          return;
+        if (temp_name) {
+          temp_files->push_back({std::move(path), mtime_ns(status)});
+          return;
+        }
+        entries.push_back({std::move(path), target, *Key::from_hex(name.substr(0, 64)),
+                           static_cast<std::uint64_t>(status.st_size), mtime_ns(status)});
+      });
+    });
+  });
+}
+
+} // namespace
+
+std::vector<StoredEntry> scan(const DiskStore &store) {
+  std::vector<StoredEntry> entries;
+  walk(store, entries, nullptr);
+  return entries;
+}
+
+std::optional<EntryHeader> read_header(const fs::path &path, std::string &problem) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    problem = std::string("cannot open: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  // Most headers fit in the first read; a longer one is read whole in a second.
+  std::vector<std::byte> prefix(4096);
+  ssize_t got = ::pread(fd, prefix.data(), prefix.size(), 0);
+  std::size_t needed = 0;
+  std::optional<EntryHeader> header;
+  if (got >= 0) {
+    prefix.resize(static_cast<std::size_t>(got));
+    header = decode_header(prefix, problem, &needed);
+    if (!header && needed > prefix.size() && needed <= (std::size_t{64} << 20)) {
+      prefix.resize(needed);
+      got = ::pread(fd, prefix.data(), needed, 0);
+      if (got >= 0) {
+        prefix.resize(static_cast<std::size_t>(got));
+        header = decode_header(prefix, problem);
+      }
+    }
+  }
+  if (got < 0)
+    problem = std::string("cannot read: ") + std::strerror(errno);
+  ::close(fd);
+  return header;
+}
+
+std::string verify(const DiskStore &store, const StoredEntry &entry) {
+  Lookup lookup = store.read(entry.key, entry.target);
+  if (lookup.status == Lookup::Status::miss)
+    return "removed while verifying";
+  if (lookup.status == Lookup::Status::rejected)
+    return lookup.problem;
+  if (lookup.path != entry.path)
+    return "not where its target and key put it (" + lookup.path.string() + ")";
+  const Key computed = key_of(lookup.entry->header.key_inputs);
+  if (computed != entry.key)
+    return "its key inputs hash to " + computed.hex() + ", not to its key";
+  return {};
+}
+
+PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes,
+                  std::optional<std::int64_t> unused_since_ns) {
+  if (store.access() == Access::read_only)
+    throw Error(Errc::cache_io, "cannot prune " + store.root().string() + ": it is read-only");
+  std::vector<StoredEntry> entries;
+  std::vector<TempFile> temp_files;
+  walk(store, entries, &temp_files);
+  for (const TempFile &temp : temp_files)
+    if (now_ns() - temp.mtime_ns > stale_temp_ns)
+      ::unlink(temp.path.c_str());
+
+  std::sort(entries.begin(), entries.end(), [](const StoredEntry &a, const StoredEntry &b) {
+    return a.last_use_ns < b.last_use_ns;
+  });
+  PruneResult result;
+  for (const StoredEntry &entry : entries)
+    result.kept_bytes += entry.bytes;
+  result.kept = entries.size();
+  for (const StoredEntry &entry : entries) {
+    const bool too_old = unused_since_ns && entry.last_use_ns < *unused_since_ns;
+    const bool too_big = max_bytes && result.kept_bytes > *max_bytes;
+    if (!too_old && !too_big)
+      break; // sorted by recency: every later entry is newer and the size fits
+    if (::unlink(entry.path.c_str()) != 0 && errno != ENOENT)
+      continue; // left in place: it still counts
+    ++result.removed;
+    result.removed_bytes += entry.bytes;
+    --result.kept;
+    result.kept_bytes -= entry.bytes;
+  }
+  return result;
+}
+
+} // namespace kjit::cache
