@@ -70,8 +70,7 @@ void walk(const DiskStore &store, std::vector<StoredEntry> &entries,
   list_directory(root, [&](std::string_view target_name, bool maybe_directory) {
     if (!maybe_directory || target_name.front() == '.')
       return;
-    std::string target(target_name);
-    std::replace(target.begin(), target.end(), '_', ':');
+    const std::string target = target_of_directory(target_name);
     const fs::path target_path = root / target_name;
     list_directory(target_path, [&](std::string_view shard, bool shard_maybe_directory) {
       if (!shard_maybe_directory || shard.size() != 2 || !is_hex(shard))

@@ -50,6 +50,17 @@ std::string read_only_problem(const fs::path &root) {
 
 } // namespace
 
+std::string target_of_directory(std::string_view directory) {
+  std::string target(directory);
+  for (std::size_t at = target.find('_'); at != std::string::npos; at = target.find('_', at + 1)) {
+    const std::size_t part_end = std::min(target.find('_', at + 1), target.size());
+    const char last = target[part_end - 1];
+    if (part_end > at + 1 && (last == '+' || last == '-'))
+      target[at] = ':';
+  }
+  return target;
+}
+
 DiskStore::DiskStore(fs::path root, Access access)
     : root_(std::move(root)), versioned_root_(root_ / version_directory()), access_(access) {}
 

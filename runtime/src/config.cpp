@@ -1,6 +1,7 @@
 #include "kjit/runtime/config.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/units.hpp"
 
 #include <cstdlib>
 #include <pwd.h>
@@ -54,6 +55,12 @@ Config Config::from_environment() {
     if (rebuild != "0" && rebuild != "1")
       bad_config("KJIT_REBUILD", rebuild, "0 or 1");
     config.rebuild = rebuild == "1";
+  }
+  if (auto size = environment("KJIT_CACHE_SIZE"); !size.empty()) {
+    const std::optional<std::uint64_t> bytes = parse_size(size, 1024 * 1024);
+    if (!bytes)
+      bad_config("KJIT_CACHE_SIZE", size, "a size in megabytes, or with a unit: 500M, 20G");
+    config.cache_size_bytes = *bytes;
   }
   auto cache_dir = environment("KJIT_CACHE_DIR");
   config.cache_dir = cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir);

@@ -1,7 +1,9 @@
 #include "kjit/runtime/runtime.hpp"
 
 #include "compiler_memo.hpp"
+#include "kjit/cache/catalog.hpp"
 #include "kjit/cache/disk_store.hpp"
+#include "kjit/cache/stats.hpp"
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
 #include "memory_tier.hpp"
@@ -75,9 +77,32 @@ public:
       log().warn("no cache directory (HOME and KJIT_CACHE_DIR unset): variants stay in memory");
   }
 
+  // Leaves what this Runtime did in the cache's statistics and keeps the user tier within
+  // KJIT_CACHE_SIZE, once per Runtime rather than on any hot path. A prebuilt-mode Runtime writes
+  // nothing.
+  ~Impl() {
+    if (!user_ || user_disabled_ || config_.mode != Mode::jit)
+      return;
+    cache::StatsFiles(user_->versioned_root() / "stats").add(counters_);
+    if (config_.cache_size_bytes == 0 || counters_.compiles == 0)
+      return;
+    try {
+      const cache::PruneResult pruned =
+          cache::prune(*user_, config_.cache_size_bytes, std::nullopt);
+      if (pruned.removed > 0)
+        log().info("removed {} least recently used entries ({} bytes) to keep {} within "
+                   "KJIT_CACHE_SIZE",
+                   pruned.removed, pruned.removed_bytes, config_.cache_dir.string());
+    } catch (const std::exception &error) {
+      log().warn("cannot keep {} within KJIT_CACHE_SIZE: {}", config_.cache_dir.string(),
+                 error.what());
+    }
+  }
+
   const Config &config() const { return config_; }
   Runtime::Counters counters() const {
-    return {compiled_.load(), user_cache_hits_.load(), prebuilt_hits_.load()};
+    std::lock_guard lock(counters_mutex_);
+    return {counters_.compiles, counters_.user_hits, counters_.prebuilt_hits};
   }
 
   const jit::Compiler &compiler(Vendor vendor) { return ProcessCompilers::load(vendor); }
@@ -170,6 +195,12 @@ private:
         entry.header.kernels[0].second, origin, entry.header.compile_ms, found.path));
   }
 
+  void count_hit(const CodeObject &object) {
+    std::lock_guard lock(counters_mutex_);
+    ++(object.origin() == Origin::prebuilt ? counters_.prebuilt_hits : counters_.user_hits);
+    counters_.saved_ms += object.compile_ms();
+  }
+
   // The prebuilt tier, then the user tier. A bad entry is reported once and treated as a miss;
   // in the user tier the compile that follows rewrites it.
   std::unique_ptr<CodeObject> lookup(const Variant &variant) {
@@ -181,7 +212,7 @@ private:
       cache::Lookup found = (*store)->read(variant.key, target);
       if (found.status == cache::Lookup::Status::hit)
         if (auto object = from_entry(variant, found, origin)) {
-          ++(origin == Origin::prebuilt ? prebuilt_hits_ : user_cache_hits_);
+          count_hit(*object);
           (*store)->record_use(found);
           return object;
         }
@@ -260,18 +291,26 @@ private:
         cache::Lookup found = user_->read(variant.key, variant.request.target.id());
         if (found.status == cache::Lookup::Status::hit)
           if (auto object = from_entry(variant, found, Origin::user_cache)) {
-            ++user_cache_hits_;
+            count_hit(*object);
             return object;
           }
       }
     }
 
+    {
+      std::lock_guard counting(counters_mutex_);
+      ++counters_.misses;
+    }
     const auto started = std::chrono::steady_clock::now();
     jit::CompileResult result = jit_compiler.compile(variant.request);
-    ++compiled_;
     const double compile_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
+    {
+      std::lock_guard counting(counters_mutex_);
+      ++counters_.compiles;
+      counters_.compile_ms += compile_ms;
+    }
 
     cache::Entry entry{
         .header =
@@ -310,7 +349,8 @@ private:
   std::mutex identity_mutex_;
   std::optional<CompilerIdentity> identities_[2]; // per vendor, as last known to this Runtime
   std::atomic<bool> user_disabled_ = false;
-  std::atomic<std::uint64_t> compiled_ = 0, user_cache_hits_ = 0, prebuilt_hits_ = 0;
+  mutable std::mutex counters_mutex_; // the slow path's counters: one update per disk access
+  cache::CacheCounters counters_;
 
   MemoryTier<CodeObject> code_objects_;
   MemoryTier<Kernel> kernels_;

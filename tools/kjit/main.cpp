@@ -1,6 +1,8 @@
-// The kjit command line: inspect compilers and templates, compile variants into the cache.
+// The kjit command line: inspect compilers and templates, compile variants into the cache, and
+// inspect and manage the cache (cache_command.cpp).
 // Exit status (DESIGN.md §5): 0 success, 1 a check failed, 2 bad usage or input, with one
 // clear line on stderr.
+#include "cache_command.hpp"
 #include "table.hpp"
 
 #include "kjit/kjit.hpp"
@@ -213,12 +215,14 @@ int run(int argc, char **argv) {
   compile->add_option("--target", compile_args.target, "gfx90a, gfx90a:sramecc+:xnack-, sm_90...");
   for (auto *command : {targets, templates_cmd, compile})
     command->add_flag("--json", as_json, "print one JSON document instead of a table");
+  CacheArgs cache_args;
+  CLI::App *cache = add_cache_command(app, cache_args, as_json);
 
   if (argc > 1 && argv[1][0] != '-' &&
       app.get_subcommands([&](CLI::App *command) { return command->get_name() == argv[1]; })
           .empty())
     throw Error(Errc::bad_parameter, std::string("unknown command '") + argv[1] +
-                                         "'; commands: targets, templates, compile");
+                                         "'; commands: targets, templates, compile, cache");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &help) {
@@ -231,6 +235,8 @@ int run(int argc, char **argv) {
     return run_targets(as_json);
   if (*templates_cmd)
     return run_templates(as_json);
+  if (*cache)
+    return run_cache(*cache, cache_args, as_json);
   return run_compile(compile_args, as_json);
 }
 

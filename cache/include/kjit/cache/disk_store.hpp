@@ -41,6 +41,11 @@ struct Lookup {
   std::int64_t last_use_ns = 0; // a hit's mtime: when it was written or last used
 };
 
+// The target id a target directory name stands for: the inverse of the ':' -> '_' mapping, where
+// a '_' was a ':' exactly when it introduces a feature (a part ending in '+' or '-'):
+// "gfx90a_sramecc+_xnack-" -> "gfx90a:sramecc+:xnack-", while "sm_90a" stays "sm_90a".
+std::string target_of_directory(std::string_view directory);
+
 class DiskStore {
 public:
   DiskStore(std::filesystem::path root, Access access);

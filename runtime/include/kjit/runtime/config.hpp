@@ -1,5 +1,6 @@
 #pragma once
 // Runtime configuration, read from the environment (DESIGN.md §4) or set in code.
+#include <cstdint>
 #include <filesystem>
 
 namespace kjit {
@@ -18,8 +19,12 @@ struct Config {
   std::filesystem::path prebuilt_dir;
   // Ignore every cached entry and recompile (entries are still written).
   bool rebuild = false;
+  // The user tier's bound in bytes: a Runtime that wrote entries prunes the least recently used
+  // when it ends, down to this. 0: unbounded.
+  std::uint64_t cache_size_bytes = 0;
 
-  // KJIT_MODE (jit|prebuilt), KJIT_CACHE_DIR, KJIT_PREBUILT_DIR, KJIT_REBUILD (0|1).
+  // KJIT_MODE (jit|prebuilt), KJIT_CACHE_DIR, KJIT_PREBUILT_DIR, KJIT_REBUILD (0|1),
+  // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G).
   // Throws Error(bad_config) naming the variable, its value and what it accepts.
   static Config from_environment();
 };

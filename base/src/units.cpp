@@ -1,0 +1,93 @@
+#include "kjit/units.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <string>
+
+namespace kjit {
+
+namespace {
+
+// The number at the start of `text` (digits, one optional fraction) and what follows it.
+std::optional<double> leading_number(std::string_view text, std::string_view &rest) {
+  const std::size_t end = text.find_first_not_of("0123456789.");
+  const std::string_view digits = text.substr(0, end);
+  if (digits.empty() || digits.front() == '.' || digits.find('.') != digits.rfind('.'))
+    return std::nullopt;
+  rest = end == std::string_view::npos ? std::string_view() : text.substr(end);
+  return std::stod(std::string(digits));
+}
+
+} // namespace
+
+std::optional<std::uint64_t> parse_size(std::string_view text, std::uint64_t bare_unit) {
+  std::string_view suffix;
+  const std::optional<double> number = leading_number(text, suffix);
+  if (!number)
+    return std::nullopt;
+  double unit = static_cast<double>(bare_unit);
+  if (!suffix.empty()) {
+    const char scale = static_cast<char>(std::toupper(static_cast<unsigned char>(suffix.front())));
+    const std::string_view tail = suffix.substr(1);
+    if (tail != "" && tail != "B" && tail != "iB" && tail != "b")
+      return std::nullopt;
+    switch (scale) {
+    case 'K':
+      unit = 1024.0;
+      break;
+    case 'M':
+      unit = 1024.0 * 1024;
+      break;
+    case 'G':
+      unit = 1024.0 * 1024 * 1024;
+      break;
+    case 'T':
+      unit = 1024.0 * 1024 * 1024 * 1024;
+      break;
+    case 'B':
+      if (!tail.empty())
+        return std::nullopt;
+      unit = 1;
+      break;
+    default:
+      return std::nullopt;
+    }
+  }
+  const double bytes = std::floor(*number * unit);
+  if (!(bytes < 18446744073709551616.0)) // 2^64, and NaN
+    return std::nullopt;
+  return static_cast<std::uint64_t>(bytes);
+}
+
+std::optional<std::int64_t> parse_duration_seconds(std::string_view text) {
+  std::string_view suffix;
+  const std::optional<double> number = leading_number(text, suffix);
+  if (!number || suffix.size() != 1)
+    return std::nullopt;
+  double seconds_per_unit = 0;
+  switch (suffix.front()) {
+  case 's':
+    seconds_per_unit = 1;
+    break;
+  case 'm':
+    seconds_per_unit = 60;
+    break;
+  case 'h':
+    seconds_per_unit = 3600;
+    break;
+  case 'd':
+    seconds_per_unit = 86400;
+    break;
+  case 'w':
+    seconds_per_unit = 7 * 86400;
+    break;
+  default:
+    return std::nullopt;
+  }
+  const double seconds = std::floor(*number * seconds_per_unit);
+  if (!(seconds < 9.2e18))
+    return std::nullopt;
+  return static_cast<std::int64_t>(seconds);
+}
+
+} // namespace kjit

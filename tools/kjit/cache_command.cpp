@@ -1,0 +1,551 @@
+#include "cache_command.hpp"
+
+#include "table.hpp"
+
+#include "kjit/cache/catalog.hpp"
+#include "kjit/cache/stats.hpp"
+#include "kjit/kjit.hpp"
+#include "kjit/units.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <tuple>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace kjit::cli {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr int exit_check_failed = 1;
+
+// The two tiers as the environment configures them (KJIT_CACHE_DIR, KJIT_PREBUILT_DIR).
+struct Tiers {
+  Config config = Config::from_environment();
+  std::optional<cache::DiskStore> user;
+  std::optional<cache::DiskStore> prebuilt;
+
+  Tiers() {
+    if (config.cache_dir.empty())
+      throw Error(Errc::bad_config, "no cache directory: set KJIT_CACHE_DIR (HOME is not set)");
+    user.emplace(config.cache_dir, cache::Access::read_write);
+    if (!config.prebuilt_dir.empty() && fs::is_directory(config.prebuilt_dir))
+      prebuilt.emplace(config.prebuilt_dir, cache::Access::read_only);
+  }
+};
+
+struct Listed {
+  cache::StoredEntry stored;
+  const cache::DiskStore *store;
+  std::string tier; // "user", "prebuilt"
+};
+
+std::vector<Listed> list_entries(const Tiers &tiers) {
+  std::vector<Listed> all;
+  for (auto [store, tier] :
+       {std::pair{&tiers.user, "user"}, std::pair{&tiers.prebuilt, "prebuilt"}})
+    if (store->has_value())
+      for (cache::StoredEntry &stored : cache::scan(**store))
+        all.push_back({std::move(stored), &**store, tier});
+  return all;
+}
+
+// The headers of `entries`, read on every core: a listing of 100,000 entries is I/O and JSON
+// parsing, which both cores can share.
+std::vector<std::optional<cache::EntryHeader>> read_headers(const std::vector<Listed> &entries,
+                                                            std::vector<std::string> &problems) {
+  std::vector<std::optional<cache::EntryHeader>> headers(entries.size());
+  problems.assign(entries.size(), {});
+  const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<std::thread> threads;
+  for (std::size_t w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      for (std::size_t i = w; i < entries.size(); i += workers)
+        headers[i] = cache::read_header(entries[i].stored.path, problems[i]);
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  return headers;
+}
+
+// "N=4096 T=half" from the key inputs "param:N" = "int:4096", "param:T" = "type:half".
+std::string parameters_of(const cache::EntryHeader &header) {
+  std::string out;
+  for (const auto &[name, value] : header.key_inputs) {
+    if (!name.starts_with("param:"))
+      continue;
+    const std::size_t colon = value.find(':');
+    out += (out.empty() ? "" : " ") + name.substr(6) + "=" +
+           (colon == std::string::npos ? value : value.substr(colon + 1));
+  }
+  return out;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+std::int64_t now_ns() {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return std::int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+}
+
+// "42s ago", "5m ago", "3h ago", "12d ago".
+std::string age(std::int64_t then_ns) {
+  const std::int64_t seconds = std::max<std::int64_t>(0, (now_ns() - then_ns) / 1000000000);
+  char text[32];
+  if (seconds < 120)
+    std::snprintf(text, sizeof text, "%" PRId64 "s ago", seconds);
+  else if (seconds < 7200)
+    std::snprintf(text, sizeof text, "%" PRId64 "m ago", seconds / 60);
+  else if (seconds < 2 * 86400)
+    std::snprintf(text, sizeof text, "%" PRId64 "h ago", seconds / 3600);
+  else
+    std::snprintf(text, sizeof text, "%" PRId64 "d ago", seconds / 86400);
+  return text;
+}
+
+// "2026-11-22T15:04:05Z"
+std::string iso_time(std::int64_t unix_ns) {
+  const std::time_t seconds = static_cast<std::time_t>(unix_ns / 1000000000);
+  std::tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
+
+// ---- ls ---------------------------------------------------------------------------------------
+
+int run_ls(const CacheArgs &args, bool as_json) {
+  const Tiers tiers;
+  std::vector<Listed> entries = list_entries(tiers);
+  if (!args.target.empty())
+    std::erase_if(entries, [&](const Listed &e) { return e.stored.target != args.target; });
+  std::vector<std::string> problems;
+  std::vector<std::optional<cache::EntryHeader>> headers = read_headers(entries, problems);
+
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (args.template_name.empty() ||
+        (headers[i] && headers[i]->template_name == args.template_name))
+      order.push_back(i);
+  static const std::string unknown_template;
+  auto template_of = [&](std::size_t i) -> const std::string & {
+    return headers[i] ? headers[i]->template_name : unknown_template;
+  };
+  std::function<bool(std::size_t, std::size_t)> before;
+  if (args.sort == "recent")
+    before = [&](std::size_t a, std::size_t b) {
+      return entries[a].stored.last_use_ns > entries[b].stored.last_use_ns;
+    };
+  else if (args.sort == "size")
+    before = [&](std::size_t a, std::size_t b) {
+      return entries[a].stored.bytes > entries[b].stored.bytes;
+    };
+  else if (args.sort == "template")
+    before = [&](std::size_t a, std::size_t b) {
+      return std::forward_as_tuple(template_of(a), entries[a].stored.target) <
+             std::forward_as_tuple(template_of(b), entries[b].stored.target);
+    };
+  else if (args.sort == "target")
+    before = [&](std::size_t a, std::size_t b) {
+      return std::forward_as_tuple(entries[a].stored.target, template_of(a)) <
+             std::forward_as_tuple(entries[b].stored.target, template_of(b));
+    };
+  else
+    throw Error(Errc::bad_parameter,
+                "--sort " + args.sort + ": expected recent, size, template or target");
+  std::stable_sort(order.begin(), order.end(), before);
+
+  if (as_json) {
+    json rows = json::array();
+    for (std::size_t i : order) {
+      const cache::StoredEntry &stored = entries[i].stored;
+      json row = {{"key", stored.key.hex()},
+                  {"tier", entries[i].tier},
+                  {"target", stored.target},
+                  {"bytes", stored.bytes},
+                  {"last_use", iso_time(stored.last_use_ns)},
+                  {"path", stored.path.string()}};
+      if (headers[i]) {
+        row["template"] = headers[i]->template_name;
+        row["parameters"] = parameters_of(*headers[i]);
+        row["kernels"] = headers[i]->kernels;
+      } else {
+        row["problem"] = problems[i];
+      }
+      rows.push_back(std::move(row));
+    }
+    print_json(rows);
+    return 0;
+  }
+  Table table({"key", "template", "parameters", "target", "size", "last use", "tier"});
+  for (std::size_t i : order) {
+    const cache::StoredEntry &stored = entries[i].stored;
+    table.add({stored.key.hex().substr(0, 12),
+               headers[i] ? headers[i]->template_name : "(unreadable: " + problems[i] + ")",
+               headers[i] ? parameters_of(*headers[i]) : "", stored.target,
+               human_bytes(stored.bytes), age(stored.last_use_ns), entries[i].tier});
+  }
+  table.print(std::cout);
+  return 0;
+}
+
+// ---- stats ------------------------------------------------------------------------------------
+
+int run_stats(bool as_json) {
+  const Tiers tiers;
+  struct Totals {
+    std::size_t entries = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Totals> by_tier_target; // (tier, target)
+  for (const Listed &entry : list_entries(tiers)) {
+    Totals &totals = by_tier_target[{entry.tier, entry.stored.target}];
+    ++totals.entries;
+    totals.bytes += entry.stored.bytes;
+  }
+  const cache::CacheCounters counters =
+      cache::StatsFiles(tiers.user->versioned_root() / "stats").total();
+
+  if (as_json) {
+    json rows = json::array();
+    for (const auto &[where, totals] : by_tier_target)
+      rows.push_back({{"tier", where.first},
+                      {"target", where.second},
+                      {"entries", totals.entries},
+                      {"bytes", totals.bytes}});
+    print_json({{"cache_dir", tiers.config.cache_dir.string()},
+                {"prebuilt_dir", tiers.config.prebuilt_dir.string()},
+                {"tiers", rows},
+                {"counters",
+                 {{"user_hits", counters.user_hits},
+                  {"prebuilt_hits", counters.prebuilt_hits},
+                  {"misses", counters.misses},
+                  {"compiles", counters.compiles},
+                  {"compile_ms", counters.compile_ms},
+                  {"saved_ms", counters.saved_ms}}}});
+    return 0;
+  }
+  std::cout << "user tier     " << tiers.config.cache_dir.string() << '\n'
+            << "prebuilt tier " << tiers.config.prebuilt_dir.string()
+            << (tiers.prebuilt ? "" : " (absent)") << "\n\n";
+  Table table({"tier", "target", "entries", "size"});
+  Totals all;
+  for (const auto &[where, totals] : by_tier_target) {
+    table.add(
+        {where.first, where.second, std::to_string(totals.entries), human_bytes(totals.bytes)});
+    all.entries += totals.entries;
+    all.bytes += totals.bytes;
+  }
+  table.add({"all", "", std::to_string(all.entries), human_bytes(all.bytes)});
+  table.print(std::cout);
+  const std::uint64_t lookups = counters.user_hits + counters.prebuilt_hits + counters.misses;
+  std::printf(
+      "\nhits            %" PRIu64 " (user %" PRIu64 ", prebuilt %" PRIu64 ")%s\n"
+      "misses          %" PRIu64 "\n"
+      "compiles        %" PRIu64 ", %.1f s in the compiler\n"
+      "time saved      %.1f s of compiling, by hits\n",
+      counters.user_hits + counters.prebuilt_hits, counters.user_hits, counters.prebuilt_hits,
+      lookups == 0 ? ""
+                   : (", " + std::to_string(100 * (lookups - counters.misses) / lookups) +
+                      "% of disk lookups")
+                         .c_str(),
+      counters.misses, counters.compiles, counters.compile_ms / 1000, counters.saved_ms / 1000);
+  return 0;
+}
+
+// ---- show -------------------------------------------------------------------------------------
+
+const Listed &find_by_prefix(const std::vector<Listed> &entries, const std::string &prefix) {
+  const bool hex = !prefix.empty() && prefix.size() <= 64 &&
+                   prefix.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!hex)
+    throw Error(Errc::bad_parameter,
+                "'" + prefix + "' is not a key prefix (1 to 64 lowercase hex digits)");
+  std::vector<const Listed *> found;
+  for (const Listed &entry : entries)
+    if (entry.stored.key.hex().starts_with(prefix))
+      found.push_back(&entry);
+  if (found.empty())
+    throw Error(Errc::bad_parameter, "no cache entry has a key starting with " + prefix);
+  if (found.size() > 1) {
+    std::string candidates;
+    for (const Listed *entry : found) {
+      if (!candidates.empty()) // appended piece by piece: GCC 12 warns wrongly on "\n" + string
+        candidates += '\n';
+      candidates += entry->stored.key.hex() + "  " + entry->stored.target + "  " + entry->tier;
+    }
+    throw Error(Errc::bad_parameter,
+                "key prefix " + prefix + " is ambiguous: " + std::to_string(found.size()) +
+                    " entries match; give more digits",
+                candidates);
+  }
+  return *found.front();
+}
+
+// The disassembler for `target`'s code objects, or "" with `looked_for` naming what was tried.
+std::string find_disassembler(const jit::Target &target, std::string &looked_for) {
+  const std::vector<std::string> candidates =
+      target.vendor() == Vendor::amd
+          ? std::vector<std::string>{"llvm-objdump", "/opt/rocm/llvm/bin/llvm-objdump"}
+          : std::vector<std::string>{"nvdisasm", "/usr/local/cuda/bin/nvdisasm"};
+  for (const std::string &candidate : candidates) {
+    looked_for += (looked_for.empty() ? "" : ", ") + candidate;
+    if (candidate.front() == '/') {
+      if (::access(candidate.c_str(), X_OK) == 0)
+        return candidate;
+      continue;
+    }
+    const char *path = std::getenv("PATH");
+    std::string_view directories = path != nullptr ? path : "";
+    while (!directories.empty()) {
+      const std::size_t colon = directories.find(':');
+      const std::string full = std::string(directories.substr(0, colon)) + "/" + candidate;
+      if (::access(full.c_str(), X_OK) == 0)
+        return full;
+      directories = colon == std::string_view::npos ? "" : directories.substr(colon + 1);
+    }
+  }
+  return {};
+}
+
+// Writes the code object to a temp file and runs the vendor's disassembler on it; its output goes
+// straight to ours.
+int disassemble(const cache::Entry &entry) {
+  const jit::Target target = jit::Target::parse(entry.header.target);
+  std::string looked_for;
+  const std::string tool = find_disassembler(target, looked_for);
+  if (tool.empty())
+    throw Error(Errc::bad_parameter,
+                "no disassembler for " + target.id() + " found (looked for " + looked_for + ")");
+  char temp[] = "/tmp/kjit-code-XXXXXX";
+  const int fd = ::mkstemp(temp);
+  if (fd < 0)
+    throw Error(Errc::cache_io, "cannot create a temp file for the code object");
+  const bool written =
+      ::write(fd, entry.code.data(), entry.code.size()) == static_cast<ssize_t>(entry.code.size());
+  ::close(fd);
+  std::vector<std::string> argv_text = {tool};
+  if (target.vendor() == Vendor::amd)
+    argv_text.insert(argv_text.end(), {"-d", "--mcpu=" + target.arch()});
+  argv_text.push_back(temp);
+  std::vector<char *> argv;
+  for (std::string &arg : argv_text)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::cout << std::flush;
+  pid_t pid = 0;
+  int status = -1;
+  if (written && ::posix_spawn(&pid, tool.c_str(), nullptr, nullptr, argv.data(), environ) == 0)
+    ::waitpid(pid, &status, 0);
+  ::unlink(temp);
+  if (!written || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error(Errc::cache_io, tool + " could not disassemble the code object");
+  return 0;
+}
+
+int run_show(const CacheArgs &args, bool as_json) {
+  const Tiers tiers;
+  const std::vector<Listed> entries = list_entries(tiers);
+  const Listed &chosen = find_by_prefix(entries, args.key_prefix);
+  const std::string problem = cache::verify(*chosen.store, chosen.stored);
+  cache::Lookup lookup = chosen.store->read(chosen.stored.key, chosen.stored.target);
+  std::string header_problem;
+  const std::optional<cache::EntryHeader> header =
+      lookup.entry ? lookup.entry->header : cache::read_header(chosen.stored.path, header_problem);
+
+  if (as_json) {
+    json out = {{"key", chosen.stored.key.hex()},
+                {"tier", chosen.tier},
+                {"path", chosen.stored.path.string()},
+                {"bytes", chosen.stored.bytes},
+                {"last_use", iso_time(chosen.stored.last_use_ns)},
+                {"valid", problem.empty()}};
+    if (!problem.empty())
+      out["problem"] = problem;
+    if (header) {
+      out["template"] = header->template_name;
+      out["target"] = header->target;
+      out["compiler"] = header->compiler;
+      out["created"] = iso_time(header->created_unix * 1000000000);
+      out["compile_ms"] = header->compile_ms;
+      out["kernels"] = header->kernels;
+      out["key_inputs"] = header->key_inputs;
+    }
+    if (lookup.entry)
+      out["code_bytes"] = lookup.entry->code.size();
+    print_json(out);
+  } else {
+    std::cout << "key        " << chosen.stored.key.hex() << '\n'
+              << "tier       " << chosen.tier << '\n'
+              << "path       " << chosen.stored.path.string() << '\n'
+              << "size       " << human_bytes(chosen.stored.bytes) << '\n'
+              << "last use   " << iso_time(chosen.stored.last_use_ns) << " ("
+              << age(chosen.stored.last_use_ns) << ")\n"
+              << "valid      " << (problem.empty() ? "yes" : "no: " + problem) << '\n';
+    if (header) {
+      std::cout << "template   " << header->template_name << '\n'
+                << "target     " << header->target << '\n'
+                << "compiler   " << header->compiler << '\n'
+                << "created    " << iso_time(header->created_unix * 1000000000) << '\n'
+                << "compile    " << header->compile_ms << " ms\n";
+      if (lookup.entry)
+        std::cout << "code       " << lookup.entry->code.size() << " bytes\n";
+      std::cout << "kernels\n";
+      for (const auto &[expression, lowered] : header->kernels)
+        std::cout << "  " << expression << "  ->  " << lowered << '\n';
+      std::cout << "key inputs\n";
+      for (const auto &[name, value] : header->key_inputs)
+        std::cout << "  " << name << " = " << value << '\n';
+    } else {
+      std::cout << "header     unreadable: " << header_problem << '\n';
+    }
+  }
+  if (args.disassemble) {
+    if (!lookup.entry)
+      throw Error(Errc::cache_io, "cannot disassemble an invalid entry: " + problem);
+    return disassemble(*lookup.entry);
+  }
+  return problem.empty() ? 0 : exit_check_failed;
+}
+
+// ---- verify, prune, clear
+// ------------------------------------------------------------------------
+
+int run_verify(const CacheArgs &args, bool as_json) {
+  const Tiers tiers;
+  const std::vector<Listed> entries = list_entries(tiers);
+  json bad = json::array();
+  Table table({"key", "tier", "problem", "action"});
+  for (const Listed &entry : entries) {
+    const std::string problem = cache::verify(*entry.store, entry.stored);
+    if (problem.empty())
+      continue;
+    std::string action = "none";
+    if (args.fix) {
+      if (entry.store->access() == cache::Access::read_only)
+        action = "kept (read-only tier)";
+      else
+        action = fs::remove_all(entry.stored.path) > 0 ? "removed" : "already gone";
+    }
+    bad.push_back({{"key", entry.stored.key.hex()},
+                   {"tier", entry.tier},
+                   {"path", entry.stored.path.string()},
+                   {"problem", problem},
+                   {"action", action}});
+    table.add({entry.stored.key.hex().substr(0, 12), entry.tier, problem, action});
+  }
+  if (as_json)
+    print_json({{"checked", entries.size()}, {"bad", bad}});
+  else {
+    if (!bad.empty())
+      table.print(std::cout);
+    std::cout << entries.size() << " entries checked, " << bad.size() << " bad\n";
+  }
+  return bad.empty() ? 0 : exit_check_failed;
+}
+
+int print_pruned(const cache::PruneResult &result, bool as_json) {
+  if (as_json)
+    print_json({{"removed", result.removed},
+                {"removed_bytes", result.removed_bytes},
+                {"kept", result.kept},
+                {"kept_bytes", result.kept_bytes}});
+  else
+    std::cout << "removed " << result.removed << " entries (" << human_bytes(result.removed_bytes)
+              << "), kept " << result.kept << " (" << human_bytes(result.kept_bytes) << ")\n";
+  return 0;
+}
+
+int run_prune(const CacheArgs &args, bool as_json) {
+  if (args.max_size.empty() && args.older_than.empty())
+    throw Error(Errc::bad_parameter, "prune needs --max-size SIZE and/or --older-than AGE");
+  std::optional<std::uint64_t> max_bytes;
+  if (!args.max_size.empty() && !(max_bytes = parse_size(args.max_size)))
+    throw Error(Errc::bad_parameter,
+                "--max-size " + args.max_size + ": expected a size such as 500M, 2G or 1048576");
+  std::optional<std::int64_t> unused_since_ns;
+  if (!args.older_than.empty()) {
+    const std::optional<std::int64_t> seconds = parse_duration_seconds(args.older_than);
+    if (!seconds)
+      throw Error(Errc::bad_parameter, "--older-than " + args.older_than +
+                                           ": expected an age such as 30m, 12h, 7d or 2w");
+    unused_since_ns = now_ns() - *seconds * 1000000000;
+  }
+  const Tiers tiers;
+  return print_pruned(cache::prune(*tiers.user, max_bytes, unused_since_ns), as_json);
+}
+
+int run_clear(bool as_json) {
+  const Tiers tiers;
+  return print_pruned(cache::prune(*tiers.user, 0, std::nullopt), as_json);
+}
+
+} // namespace
+
+CLI::App *add_cache_command(CLI::App &app, CacheArgs &args, bool &as_json) {
+  CLI::App *cache = app.add_subcommand("cache", "inspect and manage the cache");
+  cache->require_subcommand(1);
+  CLI::App *ls = cache->add_subcommand("ls", "list entries of both tiers");
+  ls->add_option("--target", args.target, "only entries for this target id");
+  ls->add_option("--template", args.template_name, "only entries of this template");
+  ls->add_option("--sort", args.sort, "recent (default), size, template or target");
+  cache->add_subcommand("stats", "entries and bytes per tier and target; hits, misses, compiles");
+  CLI::App *show = cache->add_subcommand("show", "one entry: header, key inputs, kernels");
+  show->add_option("key", args.key_prefix, "the key or a unique prefix of it")->required();
+  show->add_flag("--disassemble", args.disassemble, "disassemble the code object");
+  CLI::App *verify = cache->add_subcommand("verify", "check every entry; exit 1 if any is bad");
+  verify->add_flag("--fix", args.fix, "remove the bad entries (user tier)");
+  CLI::App *prune = cache->add_subcommand("prune", "remove least recently used entries");
+  prune->add_option("--max-size", args.max_size, "keep at most this much: 500M, 2G...");
+  prune->add_option("--older-than", args.older_than, "remove entries unused for: 12h, 7d...");
+  cache->add_subcommand("clear", "remove every entry of the user tier");
+  for (CLI::App *command : cache->get_subcommands({}))
+    command->add_flag("--json", as_json, "print one JSON document instead of a table");
+  cache->add_flag("--json", as_json, "print one JSON document instead of a table");
+  return cache;
+}
+
+int run_cache(const CLI::App &cache, const CacheArgs &args, bool as_json) {
+  const std::string command = cache.get_subcommands().front()->get_name();
+  if (command == "ls")
+    return run_ls(args, as_json);
+  if (command == "stats")
+    return run_stats(as_json);
+  if (command == "show")
+    return run_show(args, as_json);
+  if (command == "verify")
+    return run_verify(args, as_json);
+  if (command == "prune")
+    return run_prune(args, as_json);
+  return run_clear(as_json);
+}
+
+} // namespace kjit::cli
