@@ -6,6 +6,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sys/wait.h>
 
 namespace kjit {
@@ -148,6 +149,120 @@ TEST_F(CliTest, ListsTemplatesAndTargets) {
   const CliRun targets = kjit("targets --json");
   ASSERT_EQ(targets.status, 0) << targets.err;
   EXPECT_EQ(nlohmann::json::parse(targets.out)["compilers"].size(), 2u);
+}
+
+// `kjit cache`, as a script drives it: list, inspect, verify, repair and trim the user tier.
+class CliCacheTest : public CliTest {
+protected:
+  void SetUp() override {
+    if (!hiprtc_available())
+      GTEST_SKIP() << "hiprtc is not available";
+  }
+  // Compiles scale<half, N> for gfx90a; returns its key.
+  std::string compile(int n) const {
+    const CliRun run =
+        kjit("compile scale -p T=half -p N=" + std::to_string(n) + " --target gfx90a --json");
+    EXPECT_EQ(run.status, 0) << run.err;
+    return nlohmann::json::parse(run.out)["key"];
+  }
+  nlohmann::json json_of(const std::string &args, int status = 0) const {
+    const CliRun run = kjit(args + " --json");
+    EXPECT_EQ(run.status, status) << args << "\n" << run.err;
+    return nlohmann::json::parse(run.out);
+  }
+};
+
+TEST_F(CliCacheTest, ListsShowsAndCountsWhatWasCompiled) {
+  const std::string first = compile(64), second = compile(128);
+  const nlohmann::json listing = json_of("cache ls --sort template");
+  ASSERT_EQ(listing.size(), 2u);
+  std::set<std::string> parameters;
+  for (const auto &row : listing) {
+    EXPECT_EQ(row["template"], "scale");
+    EXPECT_EQ(row["target"], "gfx90a");
+    EXPECT_EQ(row["tier"], "user");
+    EXPECT_GT(row["bytes"].get<int>(), 1000);
+    parameters.insert(row["parameters"]);
+  }
+  EXPECT_EQ(parameters, (std::set<std::string>{"T=half N=64", "T=half N=128"}));
+  EXPECT_TRUE(json_of("cache ls --template axpy").empty());
+  EXPECT_TRUE(json_of("cache ls --target sm_90").empty());
+
+  const nlohmann::json shown = json_of("cache show " + first.substr(0, 10));
+  EXPECT_EQ(shown["key"], first);
+  EXPECT_EQ(shown["valid"], true);
+  EXPECT_EQ(shown["kernels"][0][0], "scale<__half, 64>");
+  EXPECT_FALSE(shown["key_inputs"].empty());
+
+  const nlohmann::json stats = json_of("cache stats");
+  ASSERT_EQ(stats["tiers"].size(), 1u);
+  EXPECT_EQ(stats["tiers"][0]["entries"], 2);
+  EXPECT_EQ(stats["counters"]["compiles"], 2);
+  compile(64); // a hit in a new process
+  EXPECT_EQ(json_of("cache stats")["counters"]["user_hits"], 1);
+  EXPECT_NE(kjit("cache ls").out.find("N=128"), std::string::npos) << "the table lists it";
+}
+
+TEST_F(CliCacheTest, VerifyFindsABadEntryAndFixRemovesIt) {
+  compile(64);
+  const std::string bad_key = compile(128);
+  const std::filesystem::path bad_path = json_of("cache show " + bad_key)["path"];
+  {
+    std::fstream file(bad_path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(100);
+    file.put('\x7f');
+  }
+  const nlohmann::json report = json_of("cache verify", 1);
+  EXPECT_EQ(report["checked"], 2);
+  ASSERT_EQ(report["bad"].size(), 1u);
+  EXPECT_EQ(report["bad"][0]["key"], bad_key);
+  EXPECT_EQ(report["bad"][0]["problem"], "checksum mismatch");
+  EXPECT_EQ(json_of("cache verify --fix", 1)["bad"][0]["action"], "removed");
+  EXPECT_FALSE(std::filesystem::exists(bad_path));
+  EXPECT_TRUE(json_of("cache verify")["bad"].empty());
+}
+
+TEST_F(CliCacheTest, PruneAndClear) {
+  for (int n : {1, 2, 3})
+    compile(n);
+  const nlohmann::json pruned = json_of("cache prune --older-than 1h");
+  EXPECT_EQ(pruned["removed"], 0);
+  EXPECT_EQ(pruned["kept"], 3);
+  const nlohmann::json trimmed = json_of("cache prune --max-size 9K");
+  EXPECT_GE(trimmed["removed"], 1);
+  EXPECT_LE(trimmed["kept_bytes"].get<int>(), 9 * 1024);
+  EXPECT_EQ(json_of("cache ls").size(), trimmed["kept"].get<std::size_t>());
+  EXPECT_EQ(json_of("cache clear")["kept"], 0);
+  EXPECT_TRUE(json_of("cache ls").empty());
+}
+
+TEST_F(CliCacheTest, BadInputIsExitTwoWithOneClearLineAndChangesNothing) {
+  std::vector<std::string> keys;
+  // Enough entries that two share a first hex digit (at most 17, by pigeonhole).
+  std::string shared;
+  for (int n = 1; shared.empty(); ++n) {
+    keys.push_back(compile(n));
+    for (std::size_t i = 0; i + 1 < keys.size() && shared.empty(); ++i)
+      if (keys[i][0] == keys.back()[0])
+        shared = keys.back().substr(0, 1);
+  }
+  const CliRun ambiguous = kjit("cache show " + shared);
+  EXPECT_EQ(ambiguous.status, 2);
+  EXPECT_NE(ambiguous.err.find("is ambiguous"), std::string::npos) << ambiguous.err;
+  for (const std::string &key : keys) {
+    if (key[0] == shared[0]) {
+      EXPECT_NE(ambiguous.err.find(key), std::string::npos) << "candidates are listed";
+    }
+  }
+
+  expect_bad_input("cache show " + std::string(64, '0'), "no cache entry has a key starting with");
+  expect_bad_input("cache show xyz", "is not a key prefix");
+  expect_bad_input("cache prune", "prune needs --max-size");
+  expect_bad_input("cache prune --max-size lots", "--max-size lots: expected a size");
+  expect_bad_input("cache prune --older-than 7", "--older-than 7: expected an age");
+  expect_bad_input("cache ls --sort colour", "--sort colour");
+  expect_bad_input("cache frobnicate", "unknown cache command 'frobnicate'; commands: ls, stats");
+  EXPECT_EQ(json_of("cache ls").size(), keys.size()) << "nothing was removed";
 }
 
 } // namespace

@@ -49,6 +49,25 @@ TEST(Config, RejectsValuesItDoesNotKnow) {
   env.set("KJIT_MODE", nullptr);
   env.set("KJIT_REBUILD", "yes");
   EXPECT_THROW(Config::from_environment(), Error);
+  env.set("KJIT_REBUILD", nullptr);
+  env.set("KJIT_CACHE_SIZE", "lots");
+  try {
+    Config::from_environment();
+    FAIL() << "KJIT_CACHE_SIZE=lots was accepted";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_config);
+    EXPECT_NE(error.summary().find("KJIT_CACHE_SIZE='lots'"), std::string::npos);
+  }
+}
+
+TEST(Config, CacheSizeIsInMegabytesUnlessAUnitIsGiven) {
+  ScopedEnvironment env;
+  env.set("KJIT_CACHE_SIZE", nullptr);
+  EXPECT_EQ(Config::from_environment().cache_size_bytes, 0u) << "unbounded by default";
+  env.set("KJIT_CACHE_SIZE", "512");
+  EXPECT_EQ(Config::from_environment().cache_size_bytes, 512u << 20);
+  env.set("KJIT_CACHE_SIZE", "20G");
+  EXPECT_EQ(Config::from_environment().cache_size_bytes, 20ull << 30);
 }
 
 } // namespace

@@ -1,7 +1,9 @@
 // The first-call path end to end with the real compilers: compile, publish, hit in memory, hit
 // on disk in a fresh Runtime, single flight, bad entries rewritten, unusable cache directories,
 // the prebuilt tier and mode.
+#include "kjit/cache/catalog.hpp"
 #include "kjit/cache/entry.hpp"
+#include "kjit/cache/stats.hpp"
 #include "kjit/kjit.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/log_capture.hpp"
@@ -240,6 +242,51 @@ TEST_F(RuntimeTest, ACompileErrorShowsTheLogWithTheTemplatesLineNumbers) {
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "cache" / "v1" / "gfx90a"))
       << "nothing is published for a failed compile";
+}
+
+// What a Runtime did is in the cache's statistics once it ends, for `kjit cache stats`.
+TEST_F(RuntimeTest, EachRuntimeLeavesItsCountsInTheCacheStatistics) {
+  const cache::StatsFiles stats(dir / "cache" / "v1" / "stats");
+  { Runtime(config()).compile(scale, half_4096, gfx90a); }
+  cache::CacheCounters after_compile = stats.total();
+  EXPECT_EQ(after_compile.misses, 1u);
+  EXPECT_EQ(after_compile.compiles, 1u);
+  EXPECT_GT(after_compile.compile_ms, 0);
+  EXPECT_EQ(after_compile.user_hits, 0u);
+  {
+    Runtime rt(config());
+    rt.compile(scale, half_4096, gfx90a);
+    rt.compile(scale, half_4096, gfx90a); // a memory hit: not counted
+  }
+  const cache::CacheCounters after_hit = stats.total();
+  EXPECT_EQ(after_hit.user_hits, 1u);
+  EXPECT_EQ(after_hit.compiles, 1u);
+  EXPECT_DOUBLE_EQ(after_hit.saved_ms, after_compile.compile_ms)
+      << "a hit saves the compile time its entry recorded";
+}
+
+// A Runtime that compiled leaves the user tier within its bound, least recently used out first.
+TEST_F(RuntimeTest, KjitCacheSizeKeepsTheUserTierWithinItsBound) {
+  std::uintmax_t one_entry = 0;
+  {
+    Runtime rt(config());
+    one_entry = std::filesystem::file_size(rt.compile(scale, half_4096, gfx90a).entry_path());
+  }
+  Config bounded = config();
+  bounded.cache_size_bytes = 2 * one_entry + one_entry / 2; // room for two entries
+  for (int n : {1, 2, 3}) {
+    Runtime rt(bounded);
+    rt.compile(scale, {{"T", "half"}, {"N", n}}, gfx90a);
+  }
+  const cache::DiskStore store(dir / "cache", cache::Access::read_only);
+  std::uintmax_t total = 0;
+  for (const cache::StoredEntry &entry : cache::scan(store))
+    total += entry.bytes;
+  EXPECT_LE(total, bounded.cache_size_bytes);
+  EXPECT_EQ(cache::scan(store).size(), 2u);
+  EXPECT_EQ(Runtime(config()).compile(scale, {{"T", "half"}, {"N", 3}}, gfx90a).origin(),
+            Origin::user_cache)
+      << "the most recent entry stays";
 }
 
 } // namespace

@@ -218,11 +218,22 @@ int run(int argc, char **argv) {
   CacheArgs cache_args;
   CLI::App *cache = add_cache_command(app, cache_args, as_json);
 
-  if (argc > 1 && argv[1][0] != '-' &&
-      app.get_subcommands([&](CLI::App *command) { return command->get_name() == argv[1]; })
-          .empty())
-    throw Error(Errc::bad_parameter, std::string("unknown command '") + argv[1] +
-                                         "'; commands: targets, templates, compile, cache");
+  // CLI11 would say only "a subcommand is required": name the word and what is accepted.
+  auto check_command = [](const CLI::App &parent, const char *word, const std::string &what) {
+    if (word[0] == '-')
+      return;
+    std::string names;
+    for (const CLI::App *command : parent.get_subcommands({})) {
+      if (command->get_name() == word)
+        return;
+      names += (names.empty() ? "" : ", ") + command->get_name();
+    }
+    throw Error(Errc::bad_parameter, "unknown " + what + " '" + word + "'; commands: " + names);
+  };
+  if (argc > 1)
+    check_command(app, argv[1], "command");
+  if (argc > 2 && std::string_view(argv[1]) == "cache")
+    check_command(*cache, argv[2], "cache command");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &help) {

@@ -1,0 +1,40 @@
+// Sizes and durations as people type them, and one clear refusal for anything else.
+#include "kjit/units.hpp"
+
+#include <gtest/gtest.h>
+
+namespace kjit {
+namespace {
+
+TEST(ParseSize, ReadsNumbersWithBinaryUnits) {
+  EXPECT_EQ(parse_size("0"), 0u);
+  EXPECT_EQ(parse_size("1048576"), 1048576u);
+  EXPECT_EQ(parse_size("64K"), 64u * 1024);
+  EXPECT_EQ(parse_size("500M"), 500u * 1024 * 1024);
+  EXPECT_EQ(parse_size("500MB"), 500u * 1024 * 1024);
+  EXPECT_EQ(parse_size("2GiB"), 2ull << 30);
+  EXPECT_EQ(parse_size("1.5G"), 3ull << 29);
+  EXPECT_EQ(parse_size("1T"), 1ull << 40);
+  EXPECT_EQ(parse_size("100B"), 100u);
+  EXPECT_EQ(parse_size("20", 1024 * 1024), 20u << 20) << "a bare number counts the bare unit";
+}
+
+TEST(ParseSize, RefusesWhatIsNotASize) {
+  for (const char *bad : {"", "M", "-1", "1..5G", ".5G", "10X", "10 G", "1e9", "5GG", "5Gb2",
+                          "99999999999999999999T"})
+    EXPECT_EQ(parse_size(bad), std::nullopt) << bad;
+}
+
+TEST(ParseDuration, NeedsAUnit) {
+  EXPECT_EQ(parse_duration_seconds("30s"), 30);
+  EXPECT_EQ(parse_duration_seconds("90m"), 5400);
+  EXPECT_EQ(parse_duration_seconds("12h"), 43200);
+  EXPECT_EQ(parse_duration_seconds("7d"), 604800);
+  EXPECT_EQ(parse_duration_seconds("2w"), 1209600);
+  EXPECT_EQ(parse_duration_seconds("1.5h"), 5400);
+  for (const char *bad : {"", "7", "d", "-1d", "7y", "7dd", "1 d"})
+    EXPECT_EQ(parse_duration_seconds(bad), std::nullopt) << bad;
+}
+
+} // namespace
+} // namespace kjit

@@ -1,0 +1,202 @@
+// The catalog behind `kjit cache`: what scan() finds, header-only reads, verification of every
+// way an entry can be wrong where it lies, least-recently-used pruning and kjit's own recency.
+#include "kjit/cache/catalog.hpp"
+#include "kjit/error.hpp"
+#include "support.hpp"
+
+#include <algorithm>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+namespace kjit::cache {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::read_bytes;
+using testing::sample_entry;
+using testing::write_bytes;
+
+constexpr std::int64_t second_ns = 1000000000;
+
+std::int64_t mtime_of(const fs::path &path) {
+  struct stat status {};
+  ::stat(path.c_str(), &status);
+  return std::int64_t{status.st_mtim.tv_sec} * second_ns + status.st_mtim.tv_nsec;
+}
+
+void set_mtime(const fs::path &path, std::int64_t unix_seconds) {
+  const struct timespec times[2] = {{unix_seconds, 0}, {unix_seconds, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0) << path;
+}
+
+class CatalogTest : public ::testing::Test {
+protected:
+  // Writes an entry for `seed` and returns its path.
+  fs::path put(const std::string &seed, const std::string &target = testing::kTarget,
+               std::size_t code_size = 64) {
+    const Entry entry = sample_entry(seed, target, code_size);
+    store.write(entry);
+    return store.entry_path(entry.header.key, target);
+  }
+  std::vector<std::string> problems() const {
+    std::vector<std::string> found;
+    for (const StoredEntry &entry : scan(store))
+      if (std::string problem = verify(store, entry); !problem.empty())
+        found.push_back(problem);
+    return found;
+  }
+
+  testing::ScratchDir dir;
+  DiskStore store{dir.path(), Access::read_write};
+};
+
+TEST(TargetDirectories, MapBackToTheirTargetIds) {
+  for (const char *id : {"gfx90a", "gfx90a:sramecc+:xnack-", "gfx1030", "gfx908:xnack+", "sm_90",
+                         "sm_90a", "sm_100f"}) {
+    testing::ScratchDir dir;
+    const DiskStore store(dir.path(), Access::read_write);
+    const std::string directory = store.entry_path(sample_entry("x", id).header.key, id)
+                                      .parent_path()
+                                      .parent_path()
+                                      .filename();
+    EXPECT_EQ(target_of_directory(directory), id) << directory;
+  }
+}
+
+TEST_F(CatalogTest, ScanFindsEveryEntryWithItsTargetKeyAndSizeAndNothingElse) {
+  const fs::path a = put("a", "gfx90a:sramecc+:xnack-", 100);
+  const fs::path b = put("b", "sm_90", 3000);
+  // Things that live in the tree but are not entries.
+  write_bytes(a.parent_path() / ".tmp-partial.tmp.1.2.3", read_bytes(a));
+  write_bytes(a.parent_path() / "notes.txt", read_bytes(a));
+  store.lock(sample_entry("a").header.key); // creates <root>/v1/lock
+  std::vector<StoredEntry> found = scan(store);
+  std::sort(found.begin(), found.end(),
+            [](const StoredEntry &x, const StoredEntry &y) { return x.target < y.target; });
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].path, a);
+  EXPECT_EQ(found[0].target, "gfx90a:sramecc+:xnack-");
+  EXPECT_EQ(found[0].key, sample_entry("a", "gfx90a:sramecc+:xnack-").header.key);
+  EXPECT_EQ(found[0].bytes, fs::file_size(a));
+  EXPECT_EQ(found[1].path, b);
+  EXPECT_EQ(found[1].target, "sm_90");
+  EXPECT_EQ(found[1].last_use_ns, mtime_of(b));
+  EXPECT_TRUE(scan(DiskStore(dir.path() / "absent", Access::read_only)).empty());
+}
+
+TEST_F(CatalogTest, ReadHeaderNeedsNeitherTheCodeNorTheChecksum) {
+  const fs::path path = put("a", testing::kTarget, 20000);
+  std::vector<std::byte> bytes = read_bytes(path);
+  bytes.resize(bytes.size() - 10000); // the code cut short: not an entry, but its header reads
+  write_bytes(path, bytes);
+  std::string problem;
+  const std::optional<EntryHeader> header = read_header(path, problem);
+  ASSERT_TRUE(header.has_value()) << problem;
+  EXPECT_EQ(*header, sample_entry("a", testing::kTarget, 20000).header);
+  EXPECT_NE(verify(store, scan(store).front()).find("truncated"), std::string::npos);
+
+  write_bytes(path, std::vector<std::byte>(10, std::byte{'x'}));
+  EXPECT_FALSE(read_header(path, problem).has_value());
+  EXPECT_EQ(problem, "bad magic");
+}
+
+TEST_F(CatalogTest, VerifyPassesGoodEntriesAndNamesWhatIsWrongWithBadOnes) {
+  put("good");
+  EXPECT_TRUE(problems().empty());
+
+  const fs::path flipped = put("flipped");
+  std::vector<std::byte> bytes = read_bytes(flipped);
+  bytes[bytes.size() / 2] ^= std::byte{0x40};
+  write_bytes(flipped, bytes);
+
+  // A valid entry copied under another key's name.
+  const fs::path moved = put("moved");
+  write_bytes(moved, read_bytes(put("good")));
+
+  // A valid file whose header claims a key its key inputs do not hash to.
+  Entry forged = sample_entry("forged");
+  forged.header.key_inputs.back().second = "gfx908";
+  store.write(forged);
+
+  // An entry for gfx90a placed in the gfx908 directory.
+  const Entry other_target = sample_entry("elsewhere", "gfx90a");
+  fs::path wrong_place = store.entry_path(other_target.header.key, "gfx908");
+  fs::create_directories(wrong_place.parent_path());
+  write_bytes(wrong_place, encode_entry(other_target));
+
+  std::vector<std::string> found = problems();
+  std::sort(found.begin(), found.end());
+  ASSERT_EQ(found.size(), 4u) << ::testing::PrintToString(found);
+  EXPECT_EQ(found[0], "checksum mismatch");
+  EXPECT_NE(found[1].find("entry holds key"), std::string::npos) << found[1];
+  EXPECT_NE(found[2].find("entry is for gfx90a, expected gfx908"), std::string::npos) << found[2];
+  EXPECT_NE(found[3].find("its key inputs hash to"), std::string::npos) << found[3];
+}
+
+TEST_F(CatalogTest, VerifyRefusesAnEntryOthersCanWrite) {
+  const fs::path path = put("shared");
+  ::chmod(path.c_str(), 0666);
+  const std::vector<std::string> found = problems();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NE(found[0].find("writable by group or others"), std::string::npos) << found[0];
+}
+
+TEST_F(CatalogTest, PruneRemovesLeastRecentlyUsedFirstDownToTheSize) {
+  std::vector<fs::path> paths;
+  for (int i = 0; i < 5; ++i) {
+    paths.push_back(put("entry " + std::to_string(i), testing::kTarget, 1000));
+    set_mtime(paths.back(), 1700000000 + 100 * i); // entry 0 is the least recently used
+  }
+  const std::uint64_t each = fs::file_size(paths[0]);
+  const PruneResult result = prune(store, 3 * each, std::nullopt);
+  EXPECT_EQ(result.removed, 2u);
+  EXPECT_EQ(result.removed_bytes, 2 * each);
+  EXPECT_EQ(result.kept, 3u);
+  EXPECT_EQ(result.kept_bytes, 3 * each);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(fs::exists(paths[i]), i >= 2) << i;
+}
+
+TEST_F(CatalogTest, PruneByAgeAndLeavesAWriterInProgressAlone) {
+  const fs::path old_entry = put("old");
+  const fs::path new_entry = put("new");
+  set_mtime(old_entry, 1700000000);
+  const fs::path stale_temp = old_entry.parent_path() / ".abc.tmp.1.2.3";
+  const fs::path fresh_temp = new_entry.parent_path() / ".def.tmp.4.5.6";
+  write_bytes(stale_temp, read_bytes(old_entry));
+  write_bytes(fresh_temp, read_bytes(new_entry));
+  set_mtime(stale_temp, 1700000000);
+
+  const PruneResult result = prune(store, std::nullopt, mtime_of(new_entry) - 3600 * second_ns);
+  EXPECT_EQ(result.removed, 1u);
+  EXPECT_FALSE(fs::exists(old_entry));
+  EXPECT_TRUE(fs::exists(new_entry));
+  EXPECT_FALSE(fs::exists(stale_temp)) << "a crashed writer's temp file is cleaned up";
+  EXPECT_TRUE(fs::exists(fresh_temp)) << "a writer in progress keeps its temp file";
+  EXPECT_THROW(prune(DiskStore(dir.path(), Access::read_only), 0, std::nullopt), Error);
+}
+
+TEST_F(CatalogTest, AHitIsRecordedAsAUseAtMostOnceAMinute) {
+  const Entry entry = sample_entry("used");
+  const fs::path path = put("used");
+  set_mtime(path, 1700000000);
+  Lookup hit = store.read(entry.header.key, entry.header.target);
+  ASSERT_EQ(hit.status, Lookup::Status::hit);
+  EXPECT_EQ(hit.last_use_ns, 1700000000 * second_ns);
+  store.record_use(hit);
+  const std::int64_t used = mtime_of(path);
+  EXPECT_GT(used, 1700000000 * second_ns + 86400 * second_ns) << "set to now";
+
+  set_mtime(path, used / second_ns - 10); // used ten seconds ago: not written again
+  Lookup recent = store.read(entry.header.key, entry.header.target);
+  store.record_use(recent);
+  EXPECT_EQ(mtime_of(path), (used / second_ns - 10) * second_ns);
+
+  set_mtime(path, 1700000000);
+  DiskStore(dir.path(), Access::read_only).record_use(hit);
+  EXPECT_EQ(mtime_of(path), 1700000000 * second_ns) << "a read-only tier records nothing";
+}
+
+} // namespace
+} // namespace kjit::cache
