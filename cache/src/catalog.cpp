@@ -3,12 +3,14 @@
 #include "kjit/error.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <memory>
 #include <sys/stat.h>
+#include <thread>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,52 +42,55 @@ struct DirCloser {
 };
 using Dir = std::unique_ptr<DIR, DirCloser>;
 
-// Calls `each(name, is_directory_or_unknown)` for every name in `path` but "." and "..".
-// A missing directory has no names; any other failure to open it throws Error(cache_io).
-template <typename Each> void list_directory(const fs::path &path, Each each) {
+// Calls `each(name, is_directory_or_unknown, directory_fd)` for every name in `path` but "." and
+// "..". A missing directory has no names; any other failure to open it throws Error(cache_io).
+template <typename Each> void list_directory(const std::string &path, Each each) {
   Dir dir(::opendir(path.c_str()));
   if (!dir) {
     if (errno == ENOENT || errno == ENOTDIR)
       return;
-    throw Error(Errc::cache_io, "cannot list " + path.string() + ": " + std::strerror(errno));
+    throw Error(Errc::cache_io, "cannot list " + path + ": " + std::strerror(errno));
   }
+  const int fd = ::dirfd(dir.get());
   while (const struct dirent *item = ::readdir(dir.get())) {
     const std::string_view name = item->d_name;
     if (name == "." || name == "..")
       continue;
-    each(name, item->d_type == DT_DIR || item->d_type == DT_UNKNOWN);
+    each(name, item->d_type == DT_DIR || item->d_type == DT_UNKNOWN, fd);
   }
 }
 
 // A file in an entry directory: an entry, or a writer's temp file.
 struct TempFile {
-  fs::path path;
+  std::string path;
   std::int64_t mtime_ns;
 };
 
 // Walks <versioned root>/<target>/<2 hex>/ and sorts what it finds into entries and temp files.
+// Paths are built as strings and each entry's status is read relative to its directory: at
+// 100,000 entries, std::filesystem::path arithmetic and full-path lookups were most of the time.
 void walk(const DiskStore &store, std::vector<StoredEntry> &entries,
           std::vector<TempFile> *temp_files) {
-  const fs::path &root = store.versioned_root();
-  list_directory(root, [&](std::string_view target_name, bool maybe_directory) {
+  const std::string root = store.versioned_root().string();
+  list_directory(root, [&](std::string_view target_name, bool maybe_directory, int) {
     if (!maybe_directory || target_name.front() == '.')
       return;
     const std::string target = target_of_directory(target_name);
-    const fs::path target_path = root / target_name;
-    list_directory(target_path, [&](std::string_view shard, bool shard_maybe_directory) {
+    const std::string target_path = root + '/' + std::string(target_name);
+    list_directory(target_path, [&](std::string_view shard, bool shard_maybe_directory, int) {
       if (!shard_maybe_directory || shard.size() != 2 || !is_hex(shard))
         return;
-      const fs::path shard_path = target_path / shard;
-      list_directory(shard_path, [&](std::string_view name, bool) {
+      const std::string shard_path = target_path + '/' + std::string(shard);
+      list_directory(shard_path, [&](std::string_view name, bool, int shard_fd) {
         const bool entry_name = name.size() == 64 + 5 && name.substr(0, 2) == shard &&
                                 name.ends_with(".kjit") && is_hex(name.substr(0, 64));
         const bool temp_name = name.front() == '.' && name.find(".tmp.") != name.npos;
         if (!entry_name && !(temp_name && temp_files != nullptr))
           return;
-        fs::path path = shard_path / name;
         struct stat status {};
-        if (::lstat(path.c_str(), &status) != 0) // removed since listed
-          return;
+        if (::fstatat(shard_fd, std::string(name).c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0)
+          return; // removed since listed
+        std::string path = shard_path + '/' + std::string(name);
         if (temp_name) {
           temp_files->push_back({std::move(path), mtime_ns(status)});
           return;
@@ -111,21 +116,19 @@ std::optional<EntryHeader> read_header(const fs::path &path, std::string &proble
     problem = std::string("cannot open: ") + std::strerror(errno);
     return std::nullopt;
   }
-  // Most headers fit in the first read; a longer one is read whole in a second.
-  std::vector<std::byte> prefix(4096);
-  ssize_t got = ::pread(fd, prefix.data(), prefix.size(), 0);
+  // Most headers fit in the first read (uninitialised: it is overwritten); a longer one is read
+  // whole in a second.
+  std::byte first[4096];
+  ssize_t got = ::pread(fd, first, sizeof first, 0);
   std::size_t needed = 0;
   std::optional<EntryHeader> header;
   if (got >= 0) {
-    prefix.resize(static_cast<std::size_t>(got));
-    header = decode_header(prefix, problem, &needed);
-    if (!header && needed > prefix.size() && needed <= (std::size_t{64} << 20)) {
-      prefix.resize(needed);
-      got = ::pread(fd, prefix.data(), needed, 0);
-      if (got >= 0) {
-        prefix.resize(static_cast<std::size_t>(got));
-        header = decode_header(prefix, problem);
-      }
+    header = decode_header({first, static_cast<std::size_t>(got)}, problem, &needed);
+    if (!header && needed > static_cast<std::size_t>(got) && needed <= (std::size_t{64} << 20)) {
+      std::vector<std::byte> whole(needed);
+      got = ::pread(fd, whole.data(), needed, 0);
+      if (got >= 0)
+        header = decode_header({whole.data(), static_cast<std::size_t>(got)}, problem);
     }
   }
   if (got < 0)
@@ -162,22 +165,42 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
   std::sort(entries.begin(), entries.end(), [](const StoredEntry &a, const StoredEntry &b) {
     return a.last_use_ns < b.last_use_ns;
   });
-  PruneResult result;
+  // The victims first, least recently used first; then they are removed on several threads,
+  // since an unlink is a journal write that costs about 0.2 ms on this VM's ext4 and they overlap.
+  std::uint64_t total_bytes = 0;
   for (const StoredEntry &entry : entries)
-    result.kept_bytes += entry.bytes;
-  result.kept = entries.size();
-  for (const StoredEntry &entry : entries) {
+    total_bytes += entry.bytes;
+  std::size_t victims = 0;
+  for (std::uint64_t remaining = total_bytes; victims < entries.size(); ++victims) {
+    const StoredEntry &entry = entries[victims];
     const bool too_old = unused_since_ns && entry.last_use_ns < *unused_since_ns;
-    const bool too_big = max_bytes && result.kept_bytes > *max_bytes;
+    const bool too_big = max_bytes && remaining > *max_bytes;
     if (!too_old && !too_big)
       break; // sorted by recency: every later entry is newer and the size fits
-    if (::unlink(entry.path.c_str()) != 0 && errno != ENOENT)
-      continue; // left in place: it still counts
-    ++result.removed;
-    result.removed_bytes += entry.bytes;
-    --result.kept;
-    result.kept_bytes -= entry.bytes;
+    remaining -= entry.bytes;
   }
+  std::vector<char> removed(victims, 0);
+  std::atomic<std::size_t> next{0};
+  auto remove_some = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < victims;)
+      removed[i] = ::unlink(entries[i].path.c_str()) == 0 || errno == ENOENT;
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < std::min<std::size_t>(8, victims); ++t)
+    threads.emplace_back(remove_some);
+  remove_some();
+  for (std::thread &thread : threads)
+    thread.join();
+
+  PruneResult result{
+      .removed = 0, .removed_bytes = 0, .kept = entries.size(), .kept_bytes = total_bytes};
+  for (std::size_t i = 0; i < victims; ++i)
+    if (removed[i]) { // one that could not be removed stays, and counts
+      ++result.removed;
+      result.removed_bytes += entries[i].bytes;
+      --result.kept;
+      result.kept_bytes -= entries[i].bytes;
+    }
   return result;
 }
 

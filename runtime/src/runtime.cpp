@@ -312,22 +312,7 @@ private:
       counters_.compile_ms += compile_ms;
     }
 
-    cache::Entry entry{
-        .header =
-            {
-                .key = variant.key,
-                .target = variant.request.target.id(),
-                .template_name = instance.source_template().name(),
-                .key_inputs = variant.key_inputs.fields(),
-                .kernels = {{variant.request.name_expressions[0], result.lowered_names[0]}},
-                .compiler = std::string(jit_compiler.identity()),
-                .created_unix = std::chrono::duration_cast<std::chrono::seconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count(),
-                .compile_ms = compile_ms,
-            },
-        .code = std::move(result.code),
-    };
+    cache::Entry entry = make_entry(instance, variant, jit_compiler, std::move(result), compile_ms);
     std::filesystem::path entry_path;
     if (lock) {
       try {

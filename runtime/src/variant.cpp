@@ -4,6 +4,7 @@
 #include "kjit/templates/library.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace kjit {
 
@@ -66,6 +67,27 @@ Variant describe_variant(const Instance &instance, const jit::Target &target,
     key.add("env:" + name, value);
   variant.key = key.finish();
   return variant;
+}
+
+cache::Entry make_entry(const Instance &instance, const Variant &variant,
+                        const jit::Compiler &compiler, jit::CompileResult result,
+                        double compile_ms) {
+  return cache::Entry{
+      .header =
+          {
+              .key = variant.key,
+              .target = variant.request.target.id(),
+              .template_name = instance.source_template().name(),
+              .key_inputs = variant.key_inputs.fields(),
+              .kernels = {{variant.request.name_expressions[0], result.lowered_names[0]}},
+              .compiler = compiler.identity(),
+              .created_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count(),
+              .compile_ms = compile_ms,
+          },
+      .code = std::move(result.code),
+  };
 }
 
 } // namespace kjit

@@ -1,6 +1,7 @@
 #pragma once
 // From a bound template instance and a target to what the compiler is given and the cache key
 // that names its output (DESIGN.md §2). Every input that can change the code is in the key.
+#include "kjit/cache/entry.hpp"
 #include "kjit/cache/key.hpp"
 #include "kjit/jit/compiler.hpp"
 #include "kjit/templates/template.hpp"
@@ -29,6 +30,11 @@ struct Variant {
 // Throws Error(bad_option) when the template's compile options cannot be keyed.
 Variant describe_variant(const Instance &instance, const jit::Target &target,
                          const CompilerIdentity &compiler);
+
+// The cache entry for `variant` compiled to `result` by `compiler` in `compile_ms`, stamped now.
+cache::Entry make_entry(const Instance &instance, const Variant &variant,
+                        const jit::Compiler &compiler, jit::CompileResult result,
+                        double compile_ms);
 
 // Wavefront width of `target`: 64 on GCN/CDNA (gfx9 and older), 32 on RDNA (gfx10 and newer,
 // hiprtc's default there) and on NVIDIA.

@@ -75,11 +75,11 @@ TEST_F(CatalogTest, ScanFindsEveryEntryWithItsTargetKeyAndSizeAndNothingElse) {
   std::sort(found.begin(), found.end(),
             [](const StoredEntry &x, const StoredEntry &y) { return x.target < y.target; });
   ASSERT_EQ(found.size(), 2u);
-  EXPECT_EQ(found[0].path, a);
+  EXPECT_EQ(found[0].path, a.string());
   EXPECT_EQ(found[0].target, "gfx90a:sramecc+:xnack-");
   EXPECT_EQ(found[0].key, sample_entry("a", "gfx90a:sramecc+:xnack-").header.key);
   EXPECT_EQ(found[0].bytes, fs::file_size(a));
-  EXPECT_EQ(found[1].path, b);
+  EXPECT_EQ(found[1].path, b.string());
   EXPECT_EQ(found[1].target, "sm_90");
   EXPECT_EQ(found[1].last_use_ns, mtime_of(b));
   EXPECT_TRUE(scan(DiskStore(dir.path() / "absent", Access::read_only)).empty());

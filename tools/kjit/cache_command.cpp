@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
-#include <tuple>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -20,6 +19,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 extern char **environ;
@@ -192,7 +192,7 @@ int run_ls(const CacheArgs &args, bool as_json) {
                   {"target", stored.target},
                   {"bytes", stored.bytes},
                   {"last_use", iso_time(stored.last_use_ns)},
-                  {"path", stored.path.string()}};
+                  {"path", stored.path}};
       if (headers[i]) {
         row["template"] = headers[i]->template_name;
         row["parameters"] = parameters_of(*headers[i]);
@@ -225,8 +225,10 @@ int run_stats(bool as_json) {
     std::size_t entries = 0;
     std::uint64_t bytes = 0;
   };
-  std::map<std::pair<std::string, std::string>, Totals> by_tier_target; // (tier, target)
-  for (const Listed &entry : list_entries(tiers)) {
+  const std::vector<Listed> entries = list_entries(tiers);
+  // Keyed by views into `entries`: no strings are built per entry.
+  std::map<std::pair<std::string_view, std::string_view>, Totals> by_tier_target;
+  for (const Listed &entry : entries) {
     Totals &totals = by_tier_target[{entry.tier, entry.stored.target}];
     ++totals.entries;
     totals.bytes += entry.stored.bytes;
@@ -259,8 +261,8 @@ int run_stats(bool as_json) {
   Table table({"tier", "target", "entries", "size"});
   Totals all;
   for (const auto &[where, totals] : by_tier_target) {
-    table.add(
-        {where.first, where.second, std::to_string(totals.entries), human_bytes(totals.bytes)});
+    table.add({std::string(where.first), std::string(where.second), std::to_string(totals.entries),
+               human_bytes(totals.bytes)});
     all.entries += totals.entries;
     all.bytes += totals.bytes;
   }
@@ -384,7 +386,7 @@ int run_show(const CacheArgs &args, bool as_json) {
   if (as_json) {
     json out = {{"key", chosen.stored.key.hex()},
                 {"tier", chosen.tier},
-                {"path", chosen.stored.path.string()},
+                {"path", chosen.stored.path},
                 {"bytes", chosen.stored.bytes},
                 {"last_use", iso_time(chosen.stored.last_use_ns)},
                 {"valid", problem.empty()}};
@@ -405,7 +407,7 @@ int run_show(const CacheArgs &args, bool as_json) {
   } else {
     std::cout << "key        " << chosen.stored.key.hex() << '\n'
               << "tier       " << chosen.tier << '\n'
-              << "path       " << chosen.stored.path.string() << '\n'
+              << "path       " << chosen.stored.path << '\n'
               << "size       " << human_bytes(chosen.stored.bytes) << '\n'
               << "last use   " << iso_time(chosen.stored.last_use_ns) << " ("
               << age(chosen.stored.last_use_ns) << ")\n"
@@ -457,7 +459,7 @@ int run_verify(const CacheArgs &args, bool as_json) {
     }
     bad.push_back({{"key", entry.stored.key.hex()},
                    {"tier", entry.tier},
-                   {"path", entry.stored.path.string()},
+                   {"path", entry.stored.path},
                    {"problem", problem},
                    {"action", action}});
     table.add({entry.stored.key.hex().substr(0, 12), entry.tier, problem, action});

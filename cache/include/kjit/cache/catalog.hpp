@@ -18,7 +18,7 @@ namespace kjit::cache {
 
 // One entry file as the tree shows it, before its content is read.
 struct StoredEntry {
-  std::filesystem::path path;
+  std::string path;   // not a std::filesystem::path, whose parsing showed in 100,000-entry scans
   std::string target; // from its directory, ':' restored ("gfx90a:sramecc+:xnack-")
   Key key;            // from its file name
   std::uint64_t bytes = 0;
