@@ -30,6 +30,8 @@ std::string_view to_string(Errc code) {
     return "device error";
   case Errc::bad_argument:
     return "bad argument";
+  case Errc::bad_archive:
+    return "bad archive";
   }
   return "error";
 }

@@ -178,14 +178,15 @@ PrivateFile read_private_file(const fs::path &path) {
 }
 
 void publish_private_file(const fs::path &path, std::span<const std::byte> bytes,
-                          std::string_view temp_stem, std::string_view what) {
+                          std::string_view temp_stem, std::string_view what, Placement placement) {
   auto failure = [&path, what](const std::string &step) {
     return Error(Errc::cache_io,
                  "cannot write " + std::string(what) + " " + path.string() + ": " + step);
   };
-  const fs::path directory_path = path.parent_path();
-  if (std::string problem = make_private_directories(directory_path); !problem.empty())
-    throw failure(problem);
+  const fs::path directory_path = path.parent_path().empty() ? "." : path.parent_path();
+  if (placement == Placement::private_directory)
+    if (std::string problem = make_private_directories(directory_path); !problem.empty())
+      throw failure(problem);
   UniqueFd directory(::open(directory_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!directory)
     throw failure("open directory: " + errno_text());
@@ -193,8 +194,9 @@ void publish_private_file(const fs::path &path, std::span<const std::byte> bytes
   struct stat status {};
   if (::fstat(directory.get(), &status) != 0)
     throw failure("stat directory: " + errno_text());
-  if (std::string reason = untrusted_reason(status); !reason.empty())
-    throw failure("its directory is " + reason + ", so entries in it are not loaded");
+  if (placement == Placement::private_directory)
+    if (std::string reason = untrusted_reason(status); !reason.empty())
+      throw failure("its directory is " + reason + ", so entries in it are not loaded");
 
   const std::string temp_name = unique_temp_name(temp_stem);
   UniqueFd file(::openat(directory.get(), temp_name.c_str(),

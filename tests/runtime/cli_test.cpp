@@ -236,6 +236,23 @@ TEST_F(CliCacheTest, PruneAndClear) {
   EXPECT_TRUE(json_of("cache ls").empty());
 }
 
+TEST_F(CliCacheTest, ExportThenImportBringsTheEntriesBack) {
+  const std::string first = compile(64), second = compile(128);
+  const std::string archive = (dir / "warm.kjitar").string();
+  EXPECT_EQ(json_of("cache export " + archive)["entries"], 2);
+  EXPECT_EQ(json_of("cache clear")["removed"], 2);
+  const nlohmann::json imported = json_of("cache import " + archive);
+  EXPECT_EQ(imported["entries"], 2);
+  std::set<std::string> keys;
+  for (const auto &row : json_of("cache ls"))
+    keys.insert(row["key"]);
+  EXPECT_EQ(keys, (std::set<std::string>{first, second}));
+  EXPECT_EQ(json_of("cache import " + archive)["skipped"], 2);
+  expect_bad_input("cache import " + write_source("notes.txt", "not an archive"),
+                   "not a kjit cache archive");
+  expect_bad_input("cache import", "archive is required");
+}
+
 TEST_F(CliCacheTest, BadInputIsExitTwoWithOneClearLineAndChangesNothing) {
   std::vector<std::string> keys;
   // Enough entries that two share a first hex digit (at most 17, by pigeonhole).

@@ -2,6 +2,7 @@
 
 #include "table.hpp"
 
+#include "kjit/cache/archive.hpp"
 #include "kjit/cache/catalog.hpp"
 #include "kjit/cache/stats.hpp"
 #include "kjit/kjit.hpp"
@@ -505,6 +506,20 @@ int run_prune(const CacheArgs &args, bool as_json) {
   return print_pruned(cache::prune(*tiers.user, max_bytes, unused_since_ns), as_json);
 }
 
+int print_archive(const std::string &done, const std::string &archive,
+                  const cache::ArchiveSummary &summary, const char *skipped_as, bool as_json) {
+  if (as_json)
+    print_json({{"archive", archive},
+                {"entries", summary.entries},
+                {"bytes", summary.bytes},
+                {"skipped", summary.skipped}});
+  else
+    std::cout << done << " " << summary.entries << " entries (" << human_bytes(summary.bytes)
+              << ") " << (done == "exported" ? "to " : "from ") << archive << "; "
+              << summary.skipped << " " << skipped_as << '\n';
+  return 0;
+}
+
 int run_clear(bool as_json) {
   const Tiers tiers;
   return print_pruned(cache::prune(*tiers.user, 0, std::nullopt), as_json);
@@ -529,6 +544,12 @@ CLI::App *add_cache_command(CLI::App &app, CacheArgs &args, bool &as_json) {
   prune->add_option("--max-size", args.max_size, "keep at most this much: 500M, 2G...");
   prune->add_option("--older-than", args.older_than, "remove entries unused for: 12h, 7d...");
   cache->add_subcommand("clear", "remove every entry of the user tier");
+  cache->add_subcommand("export", "write the valid entries of the user tier to one archive file")
+      ->add_option("archive", args.archive, "the archive to write")
+      ->required();
+  cache->add_subcommand("import", "check an archive whole, then add its entries to the user tier")
+      ->add_option("archive", args.archive, "the archive to read")
+      ->required();
   for (CLI::App *command : cache->get_subcommands({}))
     command->add_flag("--json", as_json, "print one JSON document instead of a table");
   cache->add_flag("--json", as_json, "print one JSON document instead of a table");
@@ -547,6 +568,16 @@ int run_cache(const CLI::App &cache, const CacheArgs &args, bool as_json) {
     return run_verify(args, as_json);
   if (command == "prune")
     return run_prune(args, as_json);
+  if (command == "export") {
+    const Tiers tiers;
+    return print_archive("exported", args.archive, cache::export_archive(*tiers.user, args.archive),
+                         "invalid, left out", as_json);
+  }
+  if (command == "import") {
+    const Tiers tiers;
+    return print_archive("imported", args.archive, cache::import_archive(*tiers.user, args.archive),
+                         "already present", as_json);
+  }
   return run_clear(as_json);
 }
 

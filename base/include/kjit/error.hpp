@@ -22,6 +22,7 @@ enum class Errc {
   no_device,            // no GPU (or no driver) for a request that needs one
   device_error,         // the driver refused a call
   bad_argument,         // a kernel launch whose arguments do not match the kernel
+  bad_archive,          // a cache archive that is truncated, altered or not kjit's
 };
 
 std::string_view to_string(Errc code);

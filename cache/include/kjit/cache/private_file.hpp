@@ -29,12 +29,18 @@ struct PrivateFile {
 // symbolic link, a FIFO or an untrusted file is a `problem`. Never throws for I/O.
 PrivateFile read_private_file(const std::filesystem::path &path);
 
-// Publishes `bytes` as `path`: a unique temp file ".<temp_stem>.tmp.<pid>.<random>.<n>" in the
-// same directory, written, closed, then renamed over `path`, so that no reader ever sees part of
-// it. Not fsynced: what kjit stores is verified when read, and losing it costs a recompile.
-// Creates the directory (0700) and refuses one that a reader would not trust. Throws
-// Error(cache_io) "cannot write <what> <path>: <step>: <errno text>", leaving no temp file.
+// Where publish_private_file may put a file: in kjit's own tree (created 0700 as needed, refused
+// when a reader would not trust it), or in a directory the user named (a file to carry
+// elsewhere, such as an exported archive, which is verified by its content when read).
+enum class Placement { private_directory, existing_directory };
+
+// Publishes `bytes` as `path` (mode 0600): a unique temp file ".<temp_stem>.tmp.<pid>.<random>.<n>"
+// in the same directory, written, closed, then renamed over `path`, so that no reader ever sees
+// part of it. Not fsynced: what kjit stores is verified when read, and losing it costs a
+// recompile. Throws Error(cache_io) "cannot write <what> <path>: <step>: <errno text>", leaving
+// no temp file.
 void publish_private_file(const std::filesystem::path &path, std::span<const std::byte> bytes,
-                          std::string_view temp_stem, std::string_view what);
+                          std::string_view temp_stem, std::string_view what,
+                          Placement placement = Placement::private_directory);
 
 } // namespace kjit::cache

@@ -1,0 +1,37 @@
+#pragma once
+// A warm cache as one file, to move between machines: `kjit cache export` / `import`.
+//
+//   offset 0   8 bytes   magic "KJITARC\0"
+//          8   u32 LE    format version (1)
+//         12   u32 LE    entry count N
+//         16   N times:  u64 LE length L, then L bytes: an entry file exactly as on disk
+//        end   16 bytes  XXH3-128 of every byte before it (high 64 bits, then low, LE)
+//
+// Each entry carries its own checksum; the archive's covers the framing, so a cut-off or altered
+// archive is refused whole before anything is written.
+#include "kjit/cache/disk_store.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+
+namespace kjit::cache {
+
+struct ArchiveSummary {
+  std::size_t entries = 0; // exported, or imported (written)
+  std::uint64_t bytes = 0;
+  std::size_t skipped = 0; // export: invalid entries left out; import: entries already present
+};
+
+// Writes every entry of `store` that verify() finds valid into `archive`, published atomically.
+// Throws Error(cache_io) when the file cannot be written.
+ArchiveSummary export_archive(const DiskStore &store, const std::filesystem::path &archive);
+
+// Checks the whole archive before writing anything: framing, lengths, checksum, and for each
+// entry that it decodes, that its key is the key of its key inputs and that its target can name
+// a directory. Then writes the entries not already present. Throws Error(bad_archive) naming the
+// archive and the problem, with the store unchanged; Error(cache_io) for a read-only store or a
+// failed write.
+ArchiveSummary import_archive(const DiskStore &store, const std::filesystem::path &archive);
+
+} // namespace kjit::cache

@@ -1,0 +1,167 @@
+#include "kjit/cache/archive.hpp"
+
+#include "kjit/cache/catalog.hpp"
+#include "kjit/cache/private_file.hpp"
+#include "kjit/error.hpp"
+
+#include <array>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <xxhash.h>
+
+namespace kjit::cache {
+
+namespace {
+
+constexpr std::array<char, 8> magic = {'K', 'J', 'I', 'T', 'A', 'R', 'C', '\0'};
+constexpr std::uint32_t archive_version = 1;
+constexpr std::size_t prelude_size = 16; // magic, version, count
+constexpr std::size_t checksum_size = 16;
+
+void append_le(std::vector<std::byte> &out, std::uint64_t value, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; ++i)
+    out.push_back(static_cast<std::byte>(value >> (8 * i)));
+}
+
+std::uint64_t load_le(const std::byte *at, std::size_t bytes) {
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < bytes; ++i)
+    value |= static_cast<std::uint64_t>(std::to_integer<unsigned>(at[i])) << (8 * i);
+  return value;
+}
+
+std::array<std::byte, checksum_size> checksum_of(std::span<const std::byte> covered) {
+  const XXH128_hash_t hash = XXH3_128bits(covered.data(), covered.size());
+  std::vector<std::byte> out;
+  append_le(out, hash.high64, 8);
+  append_le(out, hash.low64, 8);
+  std::array<std::byte, checksum_size> bytes;
+  std::copy(out.begin(), out.end(), bytes.begin());
+  return bytes;
+}
+
+// An entry as it travels: checked, with the place it will be written.
+struct Incoming {
+  Entry entry;
+  std::uint64_t bytes;
+};
+
+// Parses and checks every byte of `archive`; throws Error(bad_archive) naming `path`.
+std::vector<Incoming> read_archive(const DiskStore &store, const std::filesystem::path &path) {
+  auto bad = [&path](const std::string &problem) {
+    return Error(Errc::bad_archive, path.string() + ": " + problem + "; nothing was imported");
+  };
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error))
+    throw bad("not a file");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof())
+    throw bad("cannot read it");
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte *>(chars.data()),
+                                         chars.size());
+  if (bytes.size() < magic.size() || std::memcmp(bytes.data(), magic.data(), magic.size()) != 0)
+    throw bad("not a kjit cache archive (bad magic)");
+  if (bytes.size() < prelude_size + checksum_size)
+    throw bad("truncated: " + std::to_string(bytes.size()) + " bytes");
+  const std::uint64_t version = load_le(bytes.data() + 8, 4);
+  if (version != archive_version)
+    throw bad("archive format " + std::to_string(version) + ", this kjit reads " +
+              std::to_string(archive_version));
+  const std::uint64_t count = load_le(bytes.data() + 12, 4);
+
+  // The lengths first, against the room there is, so that a cut-off archive says so.
+  std::size_t at = prelude_size;
+  const std::size_t end = bytes.size() - checksum_size;
+  std::vector<std::span<const std::byte>> files;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    if (end - at < 8)
+      throw bad("truncated: entry " + std::to_string(i + 1) + " of " + std::to_string(count) +
+                " is missing");
+    const std::uint64_t length = load_le(bytes.data() + at, 8);
+    at += 8;
+    if (length > end - at)
+      throw bad("truncated: entry " + std::to_string(i + 1) + " of " + std::to_string(count) +
+                " is cut short");
+    files.push_back(bytes.subspan(at, length));
+    at += length;
+  }
+  if (at != end)
+    throw bad("trailing bytes after its " + std::to_string(count) + " entries");
+  if (std::memcmp(checksum_of(bytes.first(end)).data(), bytes.data() + end, checksum_size) != 0)
+    throw bad("checksum mismatch: the archive was altered or damaged");
+
+  std::vector<Incoming> incoming;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string which = "entry " + std::to_string(i + 1);
+    Decoded decoded = decode_entry(files[i]);
+    if (!decoded.entry)
+      throw bad(which + " is not a valid entry: " + decoded.problem);
+    const EntryHeader &header = decoded.entry->header;
+    if (key_of(header.key_inputs) != header.key)
+      throw bad(which + " (" + header.key.hex() +
+                ") does not match its content: its key inputs "
+                "hash to another key");
+    try {
+      store.entry_path(header.key, header.target); // refuses a target that cannot name a directory
+    } catch (const Error &refused) {
+      throw bad(which + ": " + refused.summary());
+    }
+    incoming.push_back({std::move(*decoded.entry), files[i].size()});
+  }
+  return incoming;
+}
+
+} // namespace
+
+ArchiveSummary export_archive(const DiskStore &store, const std::filesystem::path &archive) {
+  std::vector<std::byte> out(magic.size());
+  std::memcpy(out.data(), magic.data(), magic.size());
+  append_le(out, archive_version, 4);
+  const std::size_t count_at = out.size();
+  append_le(out, 0, 4);
+  ArchiveSummary summary;
+  for (const StoredEntry &entry : scan(store)) {
+    if (!verify(store, entry).empty()) {
+      ++summary.skipped;
+      continue;
+    }
+    const PrivateFile file = read_private_file(entry.path);
+    if (file.missing || !file.problem.empty()) { // removed or replaced since verified
+      ++summary.skipped;
+      continue;
+    }
+    append_le(out, file.bytes.size(), 8);
+    out.insert(out.end(), file.bytes.begin(), file.bytes.end());
+    ++summary.entries;
+    summary.bytes += file.bytes.size();
+  }
+  for (std::size_t i = 0; i < 4; ++i)
+    out[count_at + i] = static_cast<std::byte>(summary.entries >> (8 * i));
+  const auto checksum = checksum_of(out);
+  out.insert(out.end(), checksum.begin(), checksum.end());
+  publish_private_file(archive, out, archive.filename().string(), "cache archive",
+                       Placement::existing_directory);
+  return summary;
+}
+
+ArchiveSummary import_archive(const DiskStore &store, const std::filesystem::path &archive) {
+  if (store.access() == Access::read_only)
+    throw Error(Errc::cache_io,
+                "cannot import into " + store.root().string() + ": it is read-only");
+  ArchiveSummary summary;
+  for (const Incoming &incoming : read_archive(store, archive)) {
+    const EntryHeader &header = incoming.entry.header;
+    if (store.read(header.key, header.target).status == Lookup::Status::hit) {
+      ++summary.skipped;
+      continue;
+    }
+    store.write(incoming.entry);
+    ++summary.entries;
+    summary.bytes += incoming.bytes;
+  }
+  return summary;
+}
+
+} // namespace kjit::cache

@@ -1,0 +1,167 @@
+// Moving a warm cache as one archive: a round trip is byte-exact, and any archive that is cut,
+// altered, foreign or carries an entry that is not what it claims is refused whole, with the
+// destination unchanged.
+#include "kjit/cache/archive.hpp"
+#include "kjit/cache/catalog.hpp"
+#include "kjit/error.hpp"
+#include "support.hpp"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+#include <map>
+#include <xxhash.h>
+
+namespace kjit::cache {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::read_bytes;
+using testing::sample_entry;
+using testing::write_bytes;
+
+// Every file under `root` with its bytes, relative to it: what "unchanged" means.
+std::map<std::string, std::vector<std::byte>> snapshot(const fs::path &root) {
+  std::map<std::string, std::vector<std::byte>> files;
+  if (fs::exists(root))
+    for (const auto &item : fs::recursive_directory_iterator(root))
+      files[fs::relative(item.path(), root).string()] =
+          item.is_regular_file() ? read_bytes(item.path()) : std::vector<std::byte>{};
+  return files;
+}
+
+// An archive assembled by hand from entry files, with a valid archive checksum: the framing the
+// format documents, written independently of export_archive.
+std::vector<std::byte> assemble(const std::vector<std::vector<std::byte>> &entries) {
+  std::vector<std::byte> out;
+  auto put = [&out](std::uint64_t value, int bytes) {
+    for (int i = 0; i < bytes; ++i)
+      out.push_back(static_cast<std::byte>(value >> (8 * i)));
+  };
+  for (char c : std::string("KJITARC", 8))
+    out.push_back(static_cast<std::byte>(c));
+  put(1, 4);
+  put(entries.size(), 4);
+  for (const auto &entry : entries) {
+    put(entry.size(), 8);
+    out.insert(out.end(), entry.begin(), entry.end());
+  }
+  const XXH128_hash_t hash = XXH3_128bits(out.data(), out.size());
+  put(hash.high64, 8);
+  put(hash.low64, 8);
+  return out;
+}
+
+class ArchiveTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    for (const char *target : {"gfx90a:sramecc+:xnack-", "gfx1030", "sm_90"})
+      for (const char *seed : {"one", "two"})
+        source.write(sample_entry(seed, target, 3000));
+  }
+  // Imports `bytes` as an archive into the destination; expects Error(bad_archive) whose message
+  // holds `fragment`, and nothing written.
+  void expect_refused(const std::vector<std::byte> &bytes, const std::string &fragment) {
+    write_bytes(archive, bytes);
+    const auto before = snapshot(dir.path() / "destination");
+    try {
+      import_archive(destination, archive);
+      ADD_FAILURE() << "imported an archive with: " << fragment;
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_archive) << error.summary();
+      EXPECT_NE(error.summary().find(fragment), std::string::npos) << error.summary();
+    }
+    EXPECT_EQ(snapshot(dir.path() / "destination"), before) << fragment;
+  }
+
+  testing::ScratchDir dir;
+  DiskStore source{dir.path() / "source", Access::read_write};
+  DiskStore destination{dir.path() / "destination", Access::read_write};
+  fs::path archive = dir.path() / "warm.kjitar";
+};
+
+TEST_F(ArchiveTest, ARoundTripGivesTheSameEntriesByteForByte) {
+  const ArchiveSummary exported = export_archive(source, archive);
+  EXPECT_EQ(exported.entries, 6u);
+  EXPECT_EQ(exported.skipped, 0u);
+  const ArchiveSummary imported = import_archive(destination, archive);
+  EXPECT_EQ(imported.entries, 6u);
+  EXPECT_EQ(imported.bytes, exported.bytes);
+  EXPECT_EQ(snapshot(destination.versioned_root()), snapshot(source.versioned_root()));
+  for (const StoredEntry &entry : scan(destination))
+    EXPECT_EQ(destination.read(entry.key, entry.target).status, Lookup::Status::hit);
+
+  const auto before = snapshot(dir.path() / "destination");
+  const ArchiveSummary again = import_archive(destination, archive);
+  EXPECT_EQ(again.entries, 0u);
+  EXPECT_EQ(again.skipped, 6u);
+  EXPECT_EQ(snapshot(dir.path() / "destination"), before);
+}
+
+TEST_F(ArchiveTest, ExportLeavesOutAnEntryThatFailsVerification) {
+  const Entry entry = sample_entry("one", "gfx1030", 3000);
+  const fs::path path = source.entry_path(entry.header.key, entry.header.target);
+  std::vector<std::byte> bytes = read_bytes(path);
+  bytes[bytes.size() / 2] ^= std::byte{1};
+  write_bytes(path, bytes);
+  const ArchiveSummary exported = export_archive(source, archive);
+  EXPECT_EQ(exported.entries, 5u);
+  EXPECT_EQ(exported.skipped, 1u);
+  import_archive(destination, archive);
+  EXPECT_EQ(destination.read(entry.header.key, entry.header.target).status, Lookup::Status::miss);
+}
+
+TEST_F(ArchiveTest, CutAlteredAndForeignArchivesAreRefusedWhole) {
+  export_archive(source, archive);
+  const std::vector<std::byte> good = read_bytes(archive);
+  for (std::size_t cut = 0; cut < good.size(); cut += std::max<std::size_t>(1, good.size() / 97))
+    expect_refused(std::vector<std::byte>(good.begin(), good.begin() + cut),
+                   cut < 8 ? "bad magic" : "truncated");
+  for (std::size_t at : {std::size_t{9}, std::size_t{20}, good.size() / 2, good.size() - 1}) {
+    std::vector<std::byte> altered = good;
+    altered[at] ^= std::byte{0x10};
+    // Byte 9 is in the version; byte 20 in the first entry's length, which then overruns.
+    expect_refused(altered, at == 9    ? "archive format"
+                            : at == 20 ? "truncated: entry 1 of 6 is cut short"
+                                       : "checksum mismatch");
+  }
+  std::vector<std::byte> longer = good;
+  longer.insert(longer.end() - 16, std::byte{0});
+  expect_refused(longer, "trailing bytes");
+
+  const std::string text = "not an archive at all, but long enough to have a header";
+  expect_refused({reinterpret_cast<const std::byte *>(text.data()),
+                  reinterpret_cast<const std::byte *>(text.data()) + text.size()},
+                 "bad magic");
+  expect_refused(encode_entry(sample_entry("one")), "bad magic");
+}
+
+TEST_F(ArchiveTest, AnEntryThatIsNotWhatItClaimsIsRefusedWhole) {
+  const std::vector<std::byte> good_entry = encode_entry(sample_entry("good"));
+  Entry forged = sample_entry("forged");
+  forged.header.key_inputs.back().second = "gfx908"; // the key no longer follows from its inputs
+  expect_refused(assemble({good_entry, encode_entry(forged)}), "does not match its content");
+
+  std::vector<std::byte> damaged = encode_entry(sample_entry("damaged"));
+  damaged[damaged.size() / 2] ^= std::byte{1};
+  expect_refused(assemble({good_entry, damaged}), "entry 2 is not a valid entry");
+
+  expect_refused(assemble({good_entry, encode_entry(sample_entry("evil", "../evil"))}),
+                 "cannot name a cache directory");
+}
+
+TEST_F(ArchiveTest, WhatIsNotAnArchiveFileIsRefused) {
+  try {
+    import_archive(destination, dir.path() / "absent.kjitar");
+    ADD_FAILURE() << "a missing file was imported";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_archive);
+  }
+  EXPECT_THROW(import_archive(destination, dir.path()), Error);
+  export_archive(source, archive);
+  EXPECT_THROW(import_archive(DiskStore(dir.path() / "destination", Access::read_only), archive),
+               Error);
+  EXPECT_FALSE(fs::exists(dir.path() / "destination"));
+}
+
+} // namespace
+} // namespace kjit::cache
