@@ -1,5 +1,6 @@
 #include "kjit/cache/catalog.hpp"
 
+#include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
 
 #include <algorithm>
@@ -21,16 +22,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::int64_t stale_temp_ns = 3600LL * 1000000000; // a writer that long gone crashed
-
-std::int64_t mtime_ns(const struct stat &status) {
-  return std::int64_t{status.st_mtim.tv_sec} * 1000000000 + status.st_mtim.tv_nsec;
-}
-
-std::int64_t now_ns() {
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  return std::int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
-}
 
 bool is_hex(std::string_view text) {
   return std::all_of(text.begin(), text.end(),
@@ -92,11 +83,11 @@ void walk(const DiskStore &store, std::vector<StoredEntry> &entries,
           return; // removed since listed
         std::string path = shard_path + '/' + std::string(name);
         if (temp_name) {
-          temp_files->push_back({std::move(path), mtime_ns(status)});
+          temp_files->push_back({std::move(path), unix_ns(status.st_mtim)});
           return;
         }
         entries.push_back({std::move(path), target, *Key::from_hex(name.substr(0, 64)),
-                           static_cast<std::uint64_t>(status.st_size), mtime_ns(status)});
+                           static_cast<std::uint64_t>(status.st_size), unix_ns(status.st_mtim)});
       });
     });
   });
@@ -159,7 +150,7 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
   std::vector<TempFile> temp_files;
   walk(store, entries, &temp_files);
   for (const TempFile &temp : temp_files)
-    if (now_ns() - temp.mtime_ns > stale_temp_ns)
+    if (unix_now_ns() - temp.mtime_ns > stale_temp_ns)
       ::unlink(temp.path.c_str());
 
   std::sort(entries.begin(), entries.end(), [](const StoredEntry &a, const StoredEntry &b) {

@@ -118,9 +118,7 @@ void DiskStore::write(const Entry &entry) const {
 
 void DiskStore::record_use(const Lookup &hit) const {
   constexpr std::int64_t minute_ns = 60'000'000'000;
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  const std::int64_t now_ns = std::int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+  const std::int64_t now_ns = unix_now_ns();
   if (access_ == Access::read_only || hit.status != Lookup::Status::hit ||
       now_ns - hit.last_use_ns < minute_ns)
     return;

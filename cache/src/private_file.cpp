@@ -109,6 +109,16 @@ private:
 };
 } // namespace
 
+std::int64_t unix_ns(const struct timespec &time) {
+  return std::int64_t{time.tv_sec} * 1000000000 + time.tv_nsec;
+}
+
+std::int64_t unix_now_ns() {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return unix_ns(now);
+}
+
 std::string make_private_directories(const fs::path &directory) {
   auto make = [&directory] { return ::mkdir(directory.c_str(), 0700) == 0 ? 0 : errno; };
   int error = make();
@@ -160,7 +170,7 @@ PrivateFile read_private_file(const fs::path &path) {
   if (std::string reason = untrusted_reason(status); !reason.empty())
     return refuse("file is " + reason);
 
-  file.mtime_ns = std::int64_t{status.st_mtim.tv_sec} * 1000000000 + status.st_mtim.tv_nsec;
+  file.mtime_ns = unix_ns(status.st_mtim);
   file.bytes.resize(static_cast<std::size_t>(status.st_size));
   std::size_t done = 0;
   while (done < file.bytes.size()) {

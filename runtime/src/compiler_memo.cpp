@@ -24,7 +24,7 @@ json file_identity(const std::string &path) {
       {"device", status.st_dev},
       {"inode", status.st_ino},
       {"size", status.st_size},
-      {"mtime_ns", std::int64_t{status.st_mtim.tv_sec} * 1000000000 + status.st_mtim.tv_nsec},
+      {"mtime_ns", cache::unix_ns(status.st_mtim)},
   };
 }
 

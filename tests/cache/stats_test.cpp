@@ -54,7 +54,9 @@ TEST(StatsFiles, ADamagedShardCountsAsZeroAndClearZeroesAll) {
   testing::ScratchDir dir;
   const StatsFiles stats(dir.path() / "stats");
   stats.add(one_compile_and_one_hit());
-  std::ofstream(dir.path() / "stats" / "15.json") << "{\"compiles\": \"many\", \"misses\": 3";
+  // Another process's shard (this one writes shard pid % 16).
+  const std::string other_shard = std::to_string((::getpid() + 1) % 16) + ".json";
+  std::ofstream(dir.path() / "stats" / other_shard) << "{\"compiles\": \"many\", \"misses\": 3";
   EXPECT_EQ(stats.total(), one_compile_and_one_hit());
   stats.clear();
   EXPECT_TRUE(stats.total().empty());

@@ -4,6 +4,7 @@
 
 #include "kjit/cache/archive.hpp"
 #include "kjit/cache/catalog.hpp"
+#include "kjit/cache/private_file.hpp"
 #include "kjit/cache/stats.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/units.hpp"
@@ -108,15 +109,10 @@ std::string human_bytes(std::uint64_t bytes) {
   return text;
 }
 
-std::int64_t now_ns() {
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  return std::int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
-}
-
 // "42s ago", "5m ago", "3h ago", "12d ago".
 std::string age(std::int64_t then_ns) {
-  const std::int64_t seconds = std::max<std::int64_t>(0, (now_ns() - then_ns) / 1000000000);
+  const std::int64_t seconds =
+      std::max<std::int64_t>(0, (cache::unix_now_ns() - then_ns) / 1000000000);
   char text[32];
   if (seconds < 120)
     std::snprintf(text, sizeof text, "%" PRId64 "s ago", seconds);
@@ -500,7 +496,7 @@ int run_prune(const CacheArgs &args, bool as_json) {
     if (!seconds)
       throw Error(Errc::bad_parameter, "--older-than " + args.older_than +
                                            ": expected an age such as 30m, 12h, 7d or 2w");
-    unused_since_ns = now_ns() - *seconds * 1000000000;
+    unused_since_ns = cache::unix_now_ns() - *seconds * 1000000000;
   }
   const Tiers tiers;
   return print_pruned(cache::prune(*tiers.user, max_bytes, unused_since_ns), as_json);

@@ -11,9 +11,15 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <time.h>
 #include <vector>
 
 namespace kjit::cache {
+
+// Nanoseconds since the epoch, of a file time (struct stat's st_mtim) and of now, on the clock
+// file times use. kjit's recency of entries is their mtime in these units.
+std::int64_t unix_ns(const struct timespec &time);
+std::int64_t unix_now_ns();
 
 // Creates `directory` and its missing parents with mode 0700. Returns "" or what failed.
 std::string make_private_directories(const std::filesystem::path &directory);

@@ -1,7 +1,7 @@
 #pragma once
 // What the cache did, kept across processes as ccache keeps its statistics: small JSON files
 // under <root>/v<N>/stats/, one per shard so that concurrent processes rarely wait for each other,
-// each updated under an fcntl OFD lock by a whole-file rewrite. A process adds what it did when
+// each rewritten in place under an fcntl OFD lock. A process adds what it did when
 // its Runtime ends; memory hits are not counted (that path makes no shared writes).
 #include <cstdint>
 #include <filesystem>
