@@ -33,7 +33,7 @@ Sha256::Sha256()
 void Sha256::compress(const std::uint8_t *block) {
   std::uint32_t schedule[64];
   for (int i = 0; i < 16; ++i)
-    schedule[i] = load_big_endian(block + 4 * i);
+    schedule[i] = load_big_endian(block + std::size_t{4} * i);
   for (int i = 16; i < 64; ++i) {
     const std::uint32_t s0 =
         std::rotr(schedule[i - 15], 7) ^ std::rotr(schedule[i - 15], 18) ^ (schedule[i - 15] >> 3);

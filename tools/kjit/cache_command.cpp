@@ -118,7 +118,7 @@ std::string age(std::int64_t then_ns) {
     std::snprintf(text, sizeof text, "%" PRId64 "s ago", seconds);
   else if (seconds < 7200)
     std::snprintf(text, sizeof text, "%" PRId64 "m ago", seconds / 60);
-  else if (seconds < 2 * 86400)
+  else if (seconds < 2 * std::int64_t{86400})
     std::snprintf(text, sizeof text, "%" PRId64 "h ago", seconds / 3600);
   else
     std::snprintf(text, sizeof text, "%" PRId64 "d ago", seconds / 86400);
@@ -326,7 +326,7 @@ std::string find_disassembler(const jit::Target &target, std::string &looked_for
     std::string_view directories = path != nullptr ? path : "";
     while (!directories.empty()) {
       const std::size_t colon = directories.find(':');
-      const std::string full = std::string(directories.substr(0, colon)) + "/" + candidate;
+      std::string full = std::string(directories.substr(0, colon)) + "/" + candidate;
       if (::access(full.c_str(), X_OK) == 0)
         return full;
       directories = colon == std::string_view::npos ? "" : directories.substr(colon + 1);
