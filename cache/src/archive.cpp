@@ -4,6 +4,7 @@
 #include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <fstream>
@@ -122,7 +123,11 @@ ArchiveSummary export_archive(const DiskStore &store, const std::filesystem::pat
   const std::size_t count_at = out.size();
   append_le(out, 0, 4);
   ArchiveSummary summary;
-  for (const StoredEntry &entry : scan(store)) {
+  // In path order (target, then key), so that one cache always gives the same archive.
+  std::vector<StoredEntry> entries = scan(store);
+  std::sort(entries.begin(), entries.end(),
+            [](const StoredEntry &a, const StoredEntry &b) { return a.path < b.path; });
+  for (const StoredEntry &entry : entries) {
     if (!verify(store, entry).empty()) {
       ++summary.skipped;
       continue;

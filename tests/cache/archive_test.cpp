@@ -97,6 +97,27 @@ TEST_F(ArchiveTest, ARoundTripGivesTheSameEntriesByteForByte) {
   EXPECT_EQ(snapshot(dir.path() / "destination"), before);
 }
 
+// Entries go in path order (target directory, then key), whatever order the directories list
+// them in, so that one cache always gives the same archive.
+TEST_F(ArchiveTest, EntriesAreWrittenInPathOrder) {
+  for (int seed = 0; seed < 40; ++seed)
+    source.write(sample_entry("many " + std::to_string(seed), "gfx1030", 100));
+  export_archive(source, archive);
+  const std::vector<std::byte> bytes = read_bytes(archive);
+  std::vector<std::string> paths;
+  for (std::size_t at = 16; at + 16 < bytes.size();) {
+    std::uint64_t length = 0;
+    for (int i = 0; i < 8; ++i)
+      length |= std::uint64_t{std::to_integer<unsigned>(bytes[at + i])} << (8 * i);
+    const Decoded decoded = decode_entry(std::span(bytes).subspan(at + 8, length));
+    ASSERT_TRUE(decoded.entry.has_value()) << decoded.problem;
+    paths.push_back(source.entry_path(decoded.entry->header.key, decoded.entry->header.target));
+    at += 8 + length;
+  }
+  ASSERT_EQ(paths.size(), 46u);
+  EXPECT_TRUE(std::is_sorted(paths.begin(), paths.end()));
+}
+
 TEST_F(ArchiveTest, ExportLeavesOutAnEntryThatFailsVerification) {
   const Entry entry = sample_entry("one", "gfx1030", 3000);
   const fs::path path = source.entry_path(entry.header.key, entry.header.target);

@@ -23,7 +23,8 @@ struct ArchiveSummary {
   std::size_t skipped = 0; // export: invalid entries left out; import: entries already present
 };
 
-// Writes every entry of `store` that verify() finds valid into `archive`, published atomically.
+// Writes every entry of `store` that verify() finds valid into `archive`, published atomically, in
+// path order: the same cache gives the same archive byte for byte. Recency is not carried.
 // Throws Error(cache_io) when the file cannot be written.
 ArchiveSummary export_archive(const DiskStore &store, const std::filesystem::path &archive);
 
