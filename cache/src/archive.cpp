@@ -1,5 +1,6 @@
 #include "kjit/cache/archive.hpp"
 
+#include "file_format.hpp"
 #include "kjit/cache/catalog.hpp"
 #include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
@@ -9,7 +10,6 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <xxhash.h>
 
 namespace kjit::cache {
 
@@ -18,31 +18,9 @@ namespace {
 constexpr std::array<char, 8> magic = {'K', 'J', 'I', 'T', 'A', 'R', 'C', '\0'};
 constexpr std::uint32_t archive_version = 1;
 constexpr std::size_t prelude_size = 16; // magic, version, count
-constexpr std::size_t checksum_size = 16;
+using format::checksum_size;
 
-void append_le(std::vector<std::byte> &out, std::uint64_t value, std::size_t bytes) {
-  for (std::size_t i = 0; i < bytes; ++i)
-    out.push_back(static_cast<std::byte>(value >> (8 * i)));
-}
-
-std::uint64_t load_le(const std::byte *at, std::size_t bytes) {
-  std::uint64_t value = 0;
-  for (std::size_t i = 0; i < bytes; ++i)
-    value |= static_cast<std::uint64_t>(std::to_integer<unsigned>(at[i])) << (8 * i);
-  return value;
-}
-
-std::array<std::byte, checksum_size> checksum_of(std::span<const std::byte> covered) {
-  const XXH128_hash_t hash = XXH3_128bits(covered.data(), covered.size());
-  std::vector<std::byte> out;
-  append_le(out, hash.high64, 8);
-  append_le(out, hash.low64, 8);
-  std::array<std::byte, checksum_size> bytes;
-  std::copy(out.begin(), out.end(), bytes.begin());
-  return bytes;
-}
-
-// An entry as it travels: checked, with the place it will be written.
+// An entry as it travels: checked, with the size of its file.
 struct Incoming {
   Entry entry;
   std::uint64_t bytes;
@@ -66,11 +44,11 @@ std::vector<Incoming> read_archive(const DiskStore &store, const std::filesystem
     throw bad("not a kjit cache archive (bad magic)");
   if (bytes.size() < prelude_size + checksum_size)
     throw bad("truncated: " + std::to_string(bytes.size()) + " bytes");
-  const std::uint64_t version = load_le(bytes.data() + 8, 4);
+  const std::uint64_t version = format::load_le<std::uint32_t>(bytes.data() + 8);
   if (version != archive_version)
     throw bad("archive format " + std::to_string(version) + ", this kjit reads " +
               std::to_string(archive_version));
-  const std::uint64_t count = load_le(bytes.data() + 12, 4);
+  const std::uint64_t count = format::load_le<std::uint32_t>(bytes.data() + 12);
 
   // The lengths first, against the room there is, so that a cut-off archive says so.
   std::size_t at = prelude_size;
@@ -80,7 +58,7 @@ std::vector<Incoming> read_archive(const DiskStore &store, const std::filesystem
     if (end - at < 8)
       throw bad("truncated: entry " + std::to_string(i + 1) + " of " + std::to_string(count) +
                 " is missing");
-    const std::uint64_t length = load_le(bytes.data() + at, 8);
+    const std::uint64_t length = format::load_le<std::uint64_t>(bytes.data() + at);
     at += 8;
     if (length > end - at)
       throw bad("truncated: entry " + std::to_string(i + 1) + " of " + std::to_string(count) +
@@ -90,7 +68,8 @@ std::vector<Incoming> read_archive(const DiskStore &store, const std::filesystem
   }
   if (at != end)
     throw bad("trailing bytes after its " + std::to_string(count) + " entries");
-  if (std::memcmp(checksum_of(bytes.first(end)).data(), bytes.data() + end, checksum_size) != 0)
+  if (std::memcmp(format::checksum_of(bytes.first(end)).data(), bytes.data() + end,
+                  checksum_size) != 0)
     throw bad("checksum mismatch: the archive was altered or damaged");
 
   std::vector<Incoming> incoming;
@@ -119,9 +98,9 @@ std::vector<Incoming> read_archive(const DiskStore &store, const std::filesystem
 ArchiveSummary export_archive(const DiskStore &store, const std::filesystem::path &archive) {
   std::vector<std::byte> out(magic.size());
   std::memcpy(out.data(), magic.data(), magic.size());
-  append_le(out, archive_version, 4);
+  format::append_le<std::uint32_t>(out, archive_version);
   const std::size_t count_at = out.size();
-  append_le(out, 0, 4);
+  format::append_le<std::uint32_t>(out, 0);
   ArchiveSummary summary;
   // In path order (target, then key), so that one cache always gives the same archive.
   std::vector<StoredEntry> entries = scan(store);
@@ -137,14 +116,13 @@ ArchiveSummary export_archive(const DiskStore &store, const std::filesystem::pat
       ++summary.skipped;
       continue;
     }
-    append_le(out, file.bytes.size(), 8);
+    format::append_le<std::uint64_t>(out, file.bytes.size());
     out.insert(out.end(), file.bytes.begin(), file.bytes.end());
     ++summary.entries;
     summary.bytes += file.bytes.size();
   }
-  for (std::size_t i = 0; i < 4; ++i)
-    out[count_at + i] = static_cast<std::byte>(summary.entries >> (8 * i));
-  const auto checksum = checksum_of(out);
+  format::store_le(out.data() + count_at, static_cast<std::uint32_t>(summary.entries));
+  const format::Checksum checksum = format::checksum_of(out);
   out.insert(out.end(), checksum.begin(), checksum.end());
   publish_private_file(archive, out, archive.filename().string(), "cache archive",
                        Placement::existing_directory);

@@ -1,11 +1,11 @@
 #include "kjit/cache/entry.hpp"
 
+#include "file_format.hpp"
 #include "kjit/error.hpp"
 
 #include <nlohmann/json.hpp>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <array>
@@ -22,33 +22,13 @@ using StringPairs = std::vector<std::pair<std::string, std::string>>;
 
 constexpr std::array<char, 8> kMagic = {'K', 'J', 'I', 'T', 'E', 'N', 'T', '\0'};
 constexpr std::size_t kPreludeSize = kEntryPreludeSize; // magic, version, both lengths
-constexpr std::size_t kChecksumSize = 16;
+constexpr std::size_t kChecksumSize = format::checksum_size;
 constexpr std::size_t kSmallestEntry = kPreludeSize + kChecksumSize;
-
-// Writes `value` little-endian at `at`; returns the position after it.
-template <class Unsigned> std::byte *store_le(std::byte *at, Unsigned value) {
-  for (std::size_t i = 0; i < sizeof(Unsigned); ++i)
-    *at++ = static_cast<std::byte>(value >> (8 * i));
-  return at;
-}
-
-template <class Unsigned> Unsigned load_le(const std::byte *bytes) {
-  Unsigned value = 0;
-  for (std::size_t i = 0; i < sizeof(Unsigned); ++i)
-    value |= static_cast<Unsigned>(std::to_integer<unsigned>(bytes[i])) << (8 * i);
-  return value;
-}
 
 std::byte *store_bytes(std::byte *at, const void *bytes, std::size_t size) {
   if (size != 0) // memcpy's pointers must be valid even for no bytes; an empty vector's may not be
     std::memcpy(at, bytes, size);
   return at + size;
-}
-
-// Writes the checksum of `covered` at `at` in its on-disk order: high 64 bits, then low.
-void store_checksum(std::byte *at, std::span<const std::byte> covered) {
-  XXH128_hash_t hash = XXH3_128bits(covered.data(), covered.size());
-  store_le(store_le(at, hash.high64), hash.low64);
 }
 
 std::string header_json(const EntryHeader &header) {
@@ -170,12 +150,14 @@ std::vector<std::byte> encode_entry(const Entry &entry) {
                                     ": header is larger than 4 GiB");
   std::vector<std::byte> out(kSmallestEntry + header.size() + entry.code.size());
   std::byte *at = store_bytes(out.data(), kMagic.data(), kMagic.size());
-  at = store_le<std::uint32_t>(at, kEntryFormatVersion);
-  at = store_le<std::uint32_t>(at, static_cast<std::uint32_t>(header.size()));
-  at = store_le<std::uint64_t>(at, entry.code.size());
+  at = format::store_le<std::uint32_t>(at, kEntryFormatVersion);
+  at = format::store_le<std::uint32_t>(at, static_cast<std::uint32_t>(header.size()));
+  at = format::store_le<std::uint64_t>(at, entry.code.size());
   at = store_bytes(at, header.data(), header.size());
   at = store_bytes(at, entry.code.data(), entry.code.size());
-  store_checksum(at, std::span(out).first(out.size() - kChecksumSize));
+  const format::Checksum checksum =
+      format::checksum_of(std::span(out).first(out.size() - kChecksumSize));
+  std::copy(checksum.begin(), checksum.end(), at);
   return out;
 }
 
@@ -193,7 +175,7 @@ std::string prelude_problem(std::span<const std::byte> bytes, std::size_t smalle
   if (size < smallest)
     return "truncated: " + std::to_string(size) + " bytes, the smallest entry is " +
            std::to_string(kSmallestEntry);
-  auto version = load_le<std::uint32_t>(bytes.data() + 8);
+  auto version = format::load_le<std::uint32_t>(bytes.data() + 8);
   if (version != kEntryFormatVersion)
     return "format version " + std::to_string(version) + ", this kjit reads " +
            std::to_string(kEntryFormatVersion);
@@ -207,7 +189,7 @@ std::optional<EntryHeader> decode_header(std::span<const std::byte> prefix, std:
   problem = prelude_problem(prefix, kPreludeSize);
   if (!problem.empty())
     return std::nullopt;
-  const std::size_t needed = kPreludeSize + load_le<std::uint32_t>(prefix.data() + 12);
+  const std::size_t needed = kPreludeSize + format::load_le<std::uint32_t>(prefix.data() + 12);
   if (needed_bytes != nullptr)
     *needed_bytes = needed;
   if (prefix.size() < needed) {
@@ -230,8 +212,8 @@ Decoded decode_entry(std::span<const std::byte> bytes) {
     return rejected(std::move(problem));
 
   // Both lengths are untrusted: compare them with the room there is, never add them blindly.
-  std::uint64_t header_length = load_le<std::uint32_t>(bytes.data() + 12);
-  std::uint64_t code_length = load_le<std::uint64_t>(bytes.data() + 16);
+  std::uint64_t header_length = format::load_le<std::uint32_t>(bytes.data() + 12);
+  std::uint64_t code_length = format::load_le<std::uint64_t>(bytes.data() + 16);
   const std::uint64_t room = size - kSmallestEntry;
   if (header_length > room || code_length > room - header_length) {
     if (code_length > std::numeric_limits<std::uint64_t>::max() - kSmallestEntry - header_length)
@@ -245,8 +227,7 @@ Decoded decode_entry(std::span<const std::byte> bytes) {
     return rejected("trailing bytes: " + std::to_string(size) + " bytes, header says " +
                     std::to_string(kSmallestEntry + header_length + code_length));
 
-  std::array<std::byte, kChecksumSize> checksum;
-  store_checksum(checksum.data(), bytes.first(size - kChecksumSize));
+  const format::Checksum checksum = format::checksum_of(bytes.first(size - kChecksumSize));
   if (std::memcmp(checksum.data(), bytes.data() + size - kChecksumSize, kChecksumSize) != 0)
     return rejected("checksum mismatch");
 
