@@ -87,4 +87,10 @@ Target Target::parse(std::string_view text) {
   return target;
 }
 
+int Target::warp_size() const {
+  if (vendor_ == Vendor::nvidia)
+    return 32;
+  return arch_.size() >= 7 ? 32 : 64; // "gfx" then the version: gfx90a (CDNA), gfx1030 (RDNA)
+}
+
 } // namespace kjit::jit

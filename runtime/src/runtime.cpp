@@ -358,6 +358,7 @@ Runtime::~Runtime() = default;
 const Config &Runtime::config() const { return impl_->config(); }
 Runtime::Counters Runtime::counters() const { return impl_->counters(); }
 const jit::Compiler &Runtime::compiler(Vendor vendor) { return impl_->compiler(vendor); }
+const Device &Runtime::default_device() { return impl_->default_device(); }
 const Kernel &Runtime::kernel(const Template &tmpl, const Params &params) {
   return impl_->kernel(tmpl, params, impl_->default_device());
 }

@@ -8,13 +8,6 @@
 
 namespace kjit {
 
-int warp_size(const jit::Target &target) {
-  if (target.vendor() == Vendor::nvidia)
-    return 32;
-  const std::string &arch = target.arch(); // "gfx" then the version: gfx90a, gfx1030
-  return arch.size() >= 7 ? 32 : 64;
-}
-
 namespace {
 
 std::string param_text(const Value &value) {
@@ -30,7 +23,7 @@ Variant describe_variant(const Instance &instance, const jit::Target &target,
   for (const auto &header : tmpl.headers())
     headers.push_back({header.name, header.content});
   std::vector<std::string> options = tmpl.compile_options();
-  options.push_back("-DKJIT_WARP_SIZE=" + std::to_string(warp_size(target)));
+  options.push_back("-DKJIT_WARP_SIZE=" + std::to_string(target.warp_size()));
   Variant variant{
       .request = {.program_name = tmpl.name() + ".hip",
                   .source = tmpl.source(),

@@ -36,8 +36,4 @@ cache::Entry make_entry(const Instance &instance, const Variant &variant,
                         const jit::Compiler &compiler, jit::CompileResult result,
                         double compile_ms);
 
-// Wavefront width of `target`: 64 on GCN/CDNA (gfx9 and older), 32 on RDNA (gfx10 and newer,
-// hiprtc's default there) and on NVIDIA.
-int warp_size(const jit::Target &target);
-
 } // namespace kjit

@@ -78,10 +78,10 @@ TEST(VariantKey, ThePreludeIsAHashedHeader) {
 }
 
 TEST(VariantKey, WarpSizeComesFromTheTarget) {
-  EXPECT_EQ(warp_size(jit::Target::parse("gfx90a")), 64);
-  EXPECT_EQ(warp_size(jit::Target::parse("gfx908")), 64);
-  EXPECT_EQ(warp_size(jit::Target::parse("gfx1030")), 32);
-  EXPECT_EQ(warp_size(jit::Target::parse("sm_90")), 32);
+  EXPECT_EQ(jit::Target::parse("gfx90a").warp_size(), 64);
+  EXPECT_EQ(jit::Target::parse("gfx908").warp_size(), 64);
+  EXPECT_EQ(jit::Target::parse("gfx1030").warp_size(), 32);
+  EXPECT_EQ(jit::Target::parse("sm_90").warp_size(), 32);
   const Template tmpl("t", "", {});
   const FakeCompiler compiler;
   const auto options =

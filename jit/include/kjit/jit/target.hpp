@@ -33,6 +33,9 @@ public:
   const std::vector<TargetFeature> &features() const { return features_; }
   // Canonical id: arch followed by ":name+" / ":name-" for each feature in name order.
   const std::string &id() const { return id_; }
+  // Wavefront width: 64 on GCN/CDNA (gfx9 and older), 32 on RDNA (gfx10 and newer, hiprtc's
+  // default there) and on NVIDIA. Kernels see it as KJIT_WARP_SIZE; hosts pick launch shapes by it.
+  int warp_size() const;
   // A hash of id(), computed once at parse time, for in-memory lookups.
   std::uint64_t hash() const { return hash_; }
 

@@ -90,6 +90,10 @@ public:
   const Kernel &kernel(const Template &tmpl, const Params &params);
   const Kernel &kernel(const Template &tmpl, const Params &params, const Device &device);
 
+  // The device kernel(tmpl, params) launches on: the first GPU of KJIT_BACKEND, found once.
+  // Throws Error(no_device) with the reason where there is none.
+  const Device &default_device();
+
   // The compiler for `vendor`, loaded on first use. Throws Error(compiler_unavailable).
   const jit::Compiler &compiler(Vendor vendor);
 
