@@ -44,3 +44,53 @@ namespace kjit {
 template <typename T> __device__ inline float to_float(T x) { return static_cast<float>(x); }
 template <typename T> __device__ inline T from_float(float x) { return static_cast<T>(x); }
 } // namespace kjit
+
+// Reductions across a warp and across a block, for kernels that reduce a row (norms, softmax,
+// quantisation scales). Every lane of the warp (thread of the block) must call them, and gets the
+// result. The block forms take blockDim.x a multiple of KJIT_WARP_SIZE and at most
+// KJIT_WARP_SIZE warps, and synchronise the block twice.
+namespace kjit {
+
+template <typename T> __device__ inline T shuffle_xor(T value, int lane_mask) {
+#if KJIT_HIP
+  return __shfl_xor(value, lane_mask, KJIT_WARP_SIZE);
+#else
+  return __shfl_xor_sync(0xffffffffu, value, lane_mask, KJIT_WARP_SIZE);
+#endif
+}
+
+struct Sum {
+  template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct Max {
+  template <typename T> __device__ T operator()(T a, T b) const { return a > b ? a : b; }
+};
+
+template <typename Op, typename T> __device__ inline T warp_reduce(T value, Op op) {
+#pragma unroll
+  for (int mask = KJIT_WARP_SIZE / 2; mask > 0; mask /= 2)
+    value = op(value, shuffle_xor(value, mask));
+  return value;
+}
+
+template <typename Op, typename T> __device__ inline T block_reduce(T value, Op op) {
+  __shared__ T partial[KJIT_WARP_SIZE];
+  const int lane = threadIdx.x % KJIT_WARP_SIZE;
+  const int warp = threadIdx.x / KJIT_WARP_SIZE;
+  const int warps = blockDim.x / KJIT_WARP_SIZE;
+  value = warp_reduce(value, op);
+  if (lane == 0)
+    partial[warp] = value;
+  __syncthreads();
+  value = partial[lane < warps ? lane : 0];
+  value = warp_reduce(value, op);
+  __syncthreads(); // partial[] may be reused by the caller's next reduction
+  return value;
+}
+
+template <typename T> __device__ inline T warp_sum(T value) { return warp_reduce(value, Sum{}); }
+template <typename T> __device__ inline T warp_max(T value) { return warp_reduce(value, Max{}); }
+template <typename T> __device__ inline T block_sum(T value) { return block_reduce(value, Sum{}); }
+template <typename T> __device__ inline T block_max(T value) { return block_reduce(value, Max{}); }
+
+} // namespace kjit
