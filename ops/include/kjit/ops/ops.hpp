@@ -2,3 +2,6 @@
 // kjit's operators: one C++ call per operator that picks the template variant for its shapes
 // and types, compiles or loads it through a Runtime, and launches it on the Runtime's device.
 #include "kjit/ops/element.hpp"
+#include "kjit/ops/gemm.hpp"
+#include "kjit/ops/quant.hpp"
+#include "kjit/ops/rotary.hpp"
