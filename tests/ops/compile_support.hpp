@@ -13,8 +13,6 @@ namespace kjit::ops::compile_testing {
 
 class OpsCompileTest : public ::testing::Test {
 protected:
-  Runtime &runtime() { return runtime_; }
-
   // Compiles `params` of the built-in template `name` for `target` and checks that the code
   // object is an ELF for the target's vendor holding the kernel's symbol. A missing compiler
   // (hiprtc or NVRTC not installed) skips the calling test.
@@ -35,6 +33,21 @@ protected:
       return ::testing::AssertionFailure()
              << object.expression() << ": no symbol " << object.lowered_name();
     return ::testing::AssertionSuccess();
+  }
+
+  // Passes when compiling `params` of `name` for `target` fails with a compile error whose log
+  // holds `message` (a static_assert or #error of the template).
+  ::testing::AssertionResult refuses_to_compile(const std::string &name, const Params &params,
+                                                const std::string &target,
+                                                const std::string &message) {
+    try {
+      runtime_.compile(templates::find(name), params, jit::Target::parse(target));
+    } catch (const Error &error) {
+      if (error.code() == Errc::compile_error && error.detail().find(message) != std::string::npos)
+        return ::testing::AssertionSuccess();
+      return ::testing::AssertionFailure() << error.summary() << "\n" << error.detail();
+    }
+    return ::testing::AssertionFailure() << name << " compiled for " << target;
   }
 
   void SetUp() override {

@@ -10,8 +10,7 @@ namespace {
 using gpu_testing::OpsGpuTest;
 
 template <Element T> class GemmGpuTest : public OpsGpuTest {};
-using ElementTypes = ::testing::Types<float, Half, BFloat16>;
-TYPED_TEST_SUITE(GemmGpuTest, ElementTypes);
+TYPED_TEST_SUITE(GemmGpuTest, gpu_testing::ElementTypes);
 
 struct GemmShape {
   int m, n, k;

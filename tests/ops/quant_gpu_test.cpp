@@ -24,27 +24,27 @@ protected:
     }
     return input;
   }
-  DeviceBuffer bytes_of(std::size_t count, unsigned char value) {
-    const std::vector<unsigned char> bytes(count, value);
-    DeviceBuffer buffer = this->device().allocate(count);
-    buffer.write(bytes.data(), count);
-    return buffer;
-  }
-  template <typename Q> std::vector<Q> read_back(const DeviceBuffer &buffer, std::size_t count) {
+  // Runs quantise(out, scales, input) on the device with `out` poisoned by `poison` and the
+  // scales by NaN; checks the scales against `expected_scales` and returns out.
+  template <typename Q, typename Quantise>
+  std::vector<Q> run(const std::vector<T> &input, const std::vector<double> &expected_scales,
+                     unsigned char poison, Quantise quantise) {
+    const std::vector<unsigned char> poisoned_out(input.size(), poison);
+    DeviceBuffer in = this->upload(input), out = this->device().allocate(input.size());
+    out.write(poisoned_out.data(), poisoned_out.size());
+    DeviceBuffer scales = this->template poisoned<float>(expected_scales.size());
+    quantise(out.as<Q>(), scales.as<float>(), in.as<T>());
     this->device().synchronize();
-    std::vector<Q> host(count);
-    buffer.read(host.data(), count * sizeof(Q));
-    return host;
-  }
-  // A scale is max|x| (exact in float) divided by 127 or 448 in float: one rounding.
-  static ::testing::AssertionResult scales_match(const std::vector<float> &got,
-                                                 const std::vector<double> &expected) {
-    return gpu_testing::all_close(std::span<const float>(got), std::span<const double>(expected),
-                                  0.0, 0x1p-23);
+    std::vector<Q> got(input.size());
+    out.read(got.data(), got.size());
+    std::vector<float> got_scales(expected_scales.size());
+    scales.read(got_scales.data(), got_scales.size() * sizeof(float));
+    // A scale is max|x| (exact in float) divided by 127 or 448 in float: one rounding.
+    EXPECT_TRUE(gpu_testing::all_close(got_scales, expected_scales, 0.0, 0x1p-23)) << "scales";
+    return got;
   }
 };
-using ElementTypes = ::testing::Types<float, Half, BFloat16>;
-TYPED_TEST_SUITE(QuantGpuTest, ElementTypes);
+TYPED_TEST_SUITE(QuantGpuTest, gpu_testing::ElementTypes);
 
 struct QuantShape {
   int rows, hidden;
@@ -60,22 +60,17 @@ TYPED_TEST(QuantGpuTest, Int8MatchesTheReferenceWithinOneUnit) {
   std::mt19937 rng(99);
   for (const QuantShape &s : shapes) {
     QUANT_TRACE(s);
-    const std::size_t count = static_cast<std::size_t>(s.rows) * s.hidden;
     const auto input = this->rows_of(s.rows, s.hidden, rng);
-    DeviceBuffer in = this->upload(input);
-    // Poison: -128, which the operator never writes (|x / scale| <= 127 rounds to at most 127).
-    DeviceBuffer out = this->bytes_of(count, 0x80);
-    DeviceBuffer scales = this->template poisoned<float>(s.rows);
-    dynamic_per_token_quant_int8<T>(this->runtime(), out.as<std::int8_t>(), scales.as<float>(),
-                                    in.as<T>(), s.rows, s.hidden);
-    const auto got = this->template read_back<std::int8_t>(out, count);
-    const auto got_scales = this->template read_back<float>(scales, s.rows);
     const auto expected = reference::dynamic_per_token_quant_int8<T>(input, s.rows, s.hidden);
-    EXPECT_TRUE(this->scales_match(got_scales, expected.scales));
+    // Poison: -128, which the operator never writes (|x / scale| <= 127 rounds to at most 127).
+    const auto got = this->template run<std::int8_t>(
+        input, expected.scales, 0x80, [&](std::int8_t *out, float *scales, const T *in) {
+          dynamic_per_token_quant_int8<T>(this->runtime(), out, scales, in, s.rows, s.hidden);
+        });
     // x / scale in float differs from the exact quotient by a few float roundings, so a quotient
     // within that of a half-way point may round the other way: one unit at most.
     std::size_t wrong = 0;
-    for (std::size_t i = 0; i < count && wrong < 5; ++i)
+    for (std::size_t i = 0; i < got.size() && wrong < 5; ++i)
       if (got[i] == -128 || std::abs(got[i] - expected.values[i]) > 1) {
         ++wrong;
         ADD_FAILURE() << "[" << i << "] got " << int(got[i]) << ", expected "
@@ -99,20 +94,16 @@ TYPED_TEST(QuantGpuTest, Fp8MatchesTheReferenceWithinOneStepWhereTheTargetHasIt)
   std::mt19937 rng(7);
   for (const QuantShape &s : shapes) {
     QUANT_TRACE(s);
-    const std::size_t count = static_cast<std::size_t>(s.rows) * s.hidden;
     const auto input = this->rows_of(s.rows, s.hidden, rng);
-    DeviceBuffer in = this->upload(input);
-    DeviceBuffer out = this->bytes_of(count, 0xFF); // NaN in e4m3
-    DeviceBuffer scales = this->template poisoned<float>(s.rows);
-    dynamic_per_token_quant_fp8<T>(this->runtime(), out.as<std::uint8_t>(), scales.as<float>(),
-                                   in.as<T>(), s.rows, s.hidden);
-    const auto got = this->template read_back<std::uint8_t>(out, count);
-    const auto got_scales = this->template read_back<float>(scales, s.rows);
     const auto expected = reference::dynamic_per_token_quant_fp8<T>(input, s.rows, s.hidden);
-    EXPECT_TRUE(this->scales_match(got_scales, expected.scales));
+    const auto got = this->template run<std::uint8_t>(
+        input, expected.scales, 0xFF /* NaN in e4m3 */,
+        [&](std::uint8_t *out, float *scales, const T *in) {
+          dynamic_per_token_quant_fp8<T>(this->runtime(), out, scales, in, s.rows, s.hidden);
+        });
     // As for int8, a quotient near a half-way point may round to the neighbouring e4m3 value.
     std::size_t wrong = 0;
-    for (std::size_t i = 0; i < count && wrong < 5; ++i) {
+    for (std::size_t i = 0; i < got.size() && wrong < 5; ++i) {
       const double value = decode_e4m3(got[i]), want = decode_e4m3(expected.values[i]);
       if (!(std::fabs(value - want) <= e4m3_step(want))) {
         ++wrong;

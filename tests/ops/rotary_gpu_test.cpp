@@ -9,8 +9,7 @@ namespace {
 using gpu_testing::OpsGpuTest;
 
 template <Element T> class RotaryGpuTest : public OpsGpuTest {};
-using ElementTypes = ::testing::Types<float, Half, BFloat16>;
-TYPED_TEST_SUITE(RotaryGpuTest, ElementTypes);
+TYPED_TEST_SUITE(RotaryGpuTest, gpu_testing::ElementTypes);
 
 struct RotaryShape {
   int tokens, q_heads, kv_heads, head_size, rotary_dim;
