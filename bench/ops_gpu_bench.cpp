@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,7 +47,8 @@ __global__ void copy16(const uint4 *KJIT_RESTRICT from, uint4 *KJIT_RESTRICT to,
        i += (long long)gridDim.x * blockDim.x)
     to[i] = from[i];
 })",
-                             {}, TemplateOptions{.arguments = {"const uint4*", "uint4*", "long long"}});
+                             {},
+                             TemplateOptions{.arguments = {"const uint4*", "uint4*", "long long"}});
 
 // Random values in [-1, 1) on the device, `count` elements of T.
 template <Element T> DeviceBuffer random_on(const Device &device, std::size_t count) {
@@ -82,15 +84,22 @@ struct Bench {
                 ms, bytes / ms * 1e-6, bytes / copy * 1e-6, copy / ms);
   }
 
-  template <Element T> void gemm_row(int size) {
+  // gemm() as a user calls it (tensor cores where the device has them), or the portable kernel
+  // with `tiles`.
+  template <Element T> void gemm_row(int size, std::optional<GemmTiles> tiles = {}) {
     const std::size_t count = static_cast<std::size_t>(size) * size;
     DeviceBuffer a = random_on<T>(device, count), b = random_on<T>(device, count);
     DeviceBuffer c = device.allocate(count * sizeof(T));
     const int launches = size >= 8192 ? 2 : 10;
     const double ms = median_ms_per_launch(device, launches, [&] {
-      gemm<T>(rt, c.as<T>(), a.as<T>(), b.as<T>(), size, size, size);
+      if (tiles)
+        gemm<T>(rt, c.as<T>(), a.as<T>(), b.as<T>(), size, size, size, *tiles);
+      else
+        gemm<T>(rt, c.as<T>(), a.as<T>(), b.as<T>(), size, size, size);
     });
-    std::printf("| gemm | %d x %d x %d | %s | %.3f | %.1f TFLOP/s |\n", size, size, size,
+    const char *kernel =
+        !tiles && gemm_has_tensor_cores<T>(device.target()) ? "gemm (mma.sync)" : "gemm (portable)";
+    std::printf("| %s | %d x %d x %d | %s | %.3f | %.1f TFLOP/s |\n", kernel, size, size, size,
                 std::string(element_name<T>()).c_str(), ms,
                 2.0 * size * size * static_cast<double>(size) / ms * 1e-9);
   }
@@ -164,6 +173,7 @@ int main() {
       bench.gemm_row<Half>(size);
       bench.gemm_row<BFloat16>(size);
     }
+    bench.gemm_row<Half>(4096, gemm_tiles_for(4096, 4096, 4096));
   } catch (const kjit::Error &error) {
     std::printf("no result: %s\n", error.summary().c_str());
     return error.code() == kjit::Errc::no_device ? 0 : 1;

@@ -2,6 +2,7 @@
 // What the operators' wrappers share: argument checks that name the operator, and the alignment
 // test behind their choice of packed access width.
 #include "kjit/error.hpp"
+#include "kjit/jit/target.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -21,5 +22,16 @@ inline bool aligned(const void *pointer, std::size_t bytes) {
 }
 
 inline int divide_up(int x, int by) { return (x + by - 1) / by; }
+
+// The compute capability of an NVIDIA target as a number ("sm_89" 89, "sm_90a" 90); 0 for AMD.
+inline int nvidia_compute_capability(const jit::Target &target) {
+  if (target.vendor() != Vendor::nvidia)
+    return 0;
+  const std::string &arch = target.arch(); // "sm_" then the digits
+  int capability = 0;
+  for (std::size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i)
+    capability = capability * 10 + (arch[i] - '0');
+  return capability;
+}
 
 } // namespace kjit::ops::detail

@@ -57,14 +57,7 @@ void dynamic_per_token_quant_fp8(Runtime &rt, std::uint8_t *out, float *scales, 
 }
 
 bool has_fp8_e4m3(const jit::Target &target) {
-  if (target.vendor() != Vendor::nvidia)
-    return false;
-  // "sm_89", "sm_90a": the compute capability follows "sm_".
-  const std::string &arch = target.arch();
-  int capability = 0;
-  for (std::size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i)
-    capability = capability * 10 + (arch[i] - '0');
-  return capability >= 89;
+  return detail::nvidia_compute_capability(target) >= 89;
 }
 
 void require_fp8_e4m3(const jit::Target &target) {

@@ -15,6 +15,7 @@ extern const std::string_view packed_h;
 extern const std::string_view rotary_hip;
 extern const std::string_view quant_hip;
 extern const std::string_view gemm_hip;
+extern const std::string_view gemm_mma_hip;
 } // namespace embedded
 
 namespace {
@@ -47,17 +48,27 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                    TemplateOptions{.headers = {packed},
                                    .compile_options = {"-DKJIT_QUANT_FP8"},
                                    .arguments = {"unsigned char*", "float*", "const T*"}});
+  const TemplateOptions gemm_options{
+      .arguments = {"T*", "const T*", "const T*", "int", "int", "int"}};
   const Param block = Param::one_of({16, 32, 64, 128, 256}, 128);
   const Param thread = Param::one_of({1, 2, 4, 8}, 8);
-  all.emplace_back(
-      "gemm", std::string(embedded::gemm_hip),
-      std::vector<ParamDecl>{{"T", Param::type(element_types, "half")},
-                             {"BLOCK_M", block},
-                             {"BLOCK_N", block},
-                             {"BLOCK_K", Param::one_of({8, 16, 32}, 16)},
-                             {"THREAD_M", thread},
-                             {"THREAD_N", thread}},
-      TemplateOptions{.arguments = {"T*", "const T*", "const T*", "int", "int", "int"}});
+  all.emplace_back("gemm", std::string(embedded::gemm_hip),
+                   std::vector<ParamDecl>{{"T", Param::type(element_types, "half")},
+                                          {"BLOCK_M", block},
+                                          {"BLOCK_N", block},
+                                          {"BLOCK_K", Param::one_of({8, 16, 32}, 16)},
+                                          {"THREAD_M", thread},
+                                          {"THREAD_N", thread}},
+                   gemm_options);
+  // The same GEMM on NVIDIA tensor cores (mma.sync, sm_80 and newer), for the 16-bit types.
+  all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip),
+                   std::vector<ParamDecl>{{"T", Param::type({"half", "bfloat16"}, "half")},
+                                          {"BLOCK_M", Param::one_of({64, 128, 256}, 128)},
+                                          {"BLOCK_N", Param::one_of({64, 128, 256}, 128)},
+                                          {"BLOCK_K", Param::one_of({16, 32, 64}, 32)},
+                                          {"WARPS_M", Param::one_of({1, 2, 4}, 2)},
+                                          {"WARPS_N", Param::one_of({1, 2, 4}, 4)}},
+                   gemm_options);
 }
 
 std::vector<Template> make_builtin() {

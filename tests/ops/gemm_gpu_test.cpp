@@ -55,23 +55,35 @@ TYPED_TEST(GemmGpuTest, MatchesTheReferenceForSizesThatAreNotMultiplesOfTheTiles
       {127, 17, 1000},
       {128, 128, 17},
       {1000, 128, 127},
+      {2049, 2047, 40}, // 128 x 128 tiles
       {257, 300, 129, GemmTiles{128, 128, 16, 8, 8}},
       {100, 70, 33, GemmTiles{32, 64, 8, 2, 4}},
+      {127, 17, 65, GemmTiles{64, 64, 16, 4, 4}},
   };
+  // Without tiles: tensor cores where the device has them for T (half and bfloat16 on NVIDIA),
+  // the portable kernel otherwise; with tiles, always the portable kernel.
+  const bool tensor_cores = gemm_has_tensor_cores<T>(this->device().target());
   std::mt19937 rng(2024);
   for (const GemmShape &s : shapes) {
     const GemmTiles tiles = s.tiles.value_or(gemm_tiles_for(s.m, s.n, s.k));
-    SCOPED_TRACE(::testing::Message()
-                 << s.m << " x " << s.n << " x " << s.k << ", tiles " << tiles.block_m << "x"
-                 << tiles.block_n << "x" << tiles.block_k << " / " << tiles.thread_m << "x"
-                 << tiles.thread_n);
+    ::testing::Message trace;
+    trace << s.m << " x " << s.n << " x " << s.k;
+    if (!s.tiles && tensor_cores)
+      trace << ", tensor cores";
+    else
+      trace << ", portable, tiles " << tiles.block_m << "x" << tiles.block_n << "x" << tiles.block_k
+            << " / " << tiles.thread_m << "x" << tiles.thread_n;
+    SCOPED_TRACE(trace);
     const auto a = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
     const auto b = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.k) * s.n, rng, -1, 1);
     DeviceBuffer a_on_device = this->upload(a), b_on_device = this->upload(b);
     const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
     DeviceBuffer c = this->template poisoned<T>(c_count);
-    gemm<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), b_on_device.as<T>(), s.m, s.n, s.k,
-            tiles);
+    if (s.tiles)
+      gemm<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), b_on_device.as<T>(), s.m, s.n, s.k,
+              *s.tiles);
+    else
+      gemm<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), b_on_device.as<T>(), s.m, s.n, s.k);
     const auto got = this->template download<T>(c, c_count);
     const auto exact = reference::gemm<T>(a, b, s.m, s.n, s.k);
     const auto magnitudes = reference::gemm<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k);

@@ -23,6 +23,27 @@ TEST_F(OpsCompileTest, GemmDefaultVariantsCompileForGfx90aAndSm90) {
   }
 }
 
+TEST_F(OpsCompileTest, GemmMmaCompilesForSm90AndNamesWhyNotForAmd) {
+  for (const char *type : {"half", "bfloat16"}) {
+    EXPECT_TRUE(compiles("gemm_mma", {{"T", type}}, "sm_90")) << type;
+    EXPECT_TRUE(compiles("gemm_mma",
+                         {{"T", type}, {"BLOCK_M", 64}, {"BLOCK_N", 64}, {"WARPS_N", 2}}, "sm_90"))
+        << type;
+  }
+  EXPECT_TRUE(refuses_to_compile("gemm_mma", {}, "gfx90a", "mma.sync is NVIDIA's"));
+}
+
+TEST(GemmTensorCores, HalfAndBFloat16OnNvidiaSm80AndNewer) {
+  for (const char *target : {"sm_80", "sm_90a", "sm_100"}) {
+    const auto parsed = jit::Target::parse(target);
+    EXPECT_TRUE(gemm_has_tensor_cores<Half>(parsed)) << target;
+    EXPECT_TRUE(gemm_has_tensor_cores<BFloat16>(parsed)) << target;
+    EXPECT_FALSE(gemm_has_tensor_cores<float>(parsed)) << target;
+  }
+  for (const char *target : {"sm_75", "gfx90a", "gfx1030"})
+    EXPECT_FALSE(gemm_has_tensor_cores<Half>(jit::Target::parse(target))) << target;
+}
+
 TEST(GemmReference, MultipliesATwoByThreeByAThreeByTwo) {
   const std::vector<float> a = {1, 2, 3, 4, 5, 6};
   const std::vector<float> b = {7, 8, 9, 10, 11, 12};
@@ -31,6 +52,7 @@ TEST(GemmReference, MultipliesATwoByThreeByAThreeByTwo) {
 
 TEST(GemmTilesFor, LargeTilesOnlyWhereThereAreEnoughOfThem) {
   EXPECT_EQ(gemm_tiles_for(4096, 4096, 4096), (GemmTiles{128, 128, 16, 8, 8}));
+  EXPECT_EQ(gemm_tiles_for(2048, 2048, 1), (GemmTiles{128, 128, 16, 8, 8}));
   EXPECT_EQ(gemm_tiles_for(1000, 1000, 1000), (GemmTiles{64, 64, 16, 4, 4}));
   EXPECT_EQ(gemm_tiles_for(1, 1, 1), (GemmTiles{64, 64, 16, 4, 4}));
 }

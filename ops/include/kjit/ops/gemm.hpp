@@ -20,16 +20,22 @@ struct GemmTiles {
   bool operator==(const GemmTiles &) const = default;
 };
 
-// The tiles gemm() uses for these sizes: 128 x 128 blocks where C is large enough to fill the
-// device with them, 64 x 64 below.
+// The portable kernel's tiles for these sizes: 128 x 128 blocks where C is large enough to fill
+// the device with them, 64 x 64 below.
 GemmTiles gemm_tiles_for(int m, int n, int k);
 
-// Throws Error(bad_argument) for a non-positive size, a null pointer or tiles the template does
-// not take (see the gemm template's schema: the thread count must lie in [32, 1024]); what
-// Runtime::kernel throws.
+// Whether gemm() without tiles runs on tensor cores for T on `target` (the gemm_mma template:
+// half and bfloat16 on NVIDIA sm_80 and newer); otherwise it runs the portable gemm template.
+template <Element T> bool gemm_has_tensor_cores(const jit::Target &target);
+
+// The portable kernel (every vendor and type) with these tiles. Throws Error(bad_argument) for
+// a non-positive size, a null pointer or tiles whose thread count is outside [32, 1024] or that
+// need more than 48 KiB of shared memory; Error(bad_parameter) for a tile size the gemm
+// template's schema does not list; what Runtime::kernel throws.
 template <Element T>
 void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, const GemmTiles &tiles,
           Stream stream = nullptr);
+// Tensor cores where gemm_has_tensor_cores<T>, else the portable kernel with gemm_tiles_for.
 template <Element T>
 void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, Stream stream = nullptr);
 
