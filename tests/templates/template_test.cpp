@@ -2,7 +2,9 @@
 #include "kjit/templates/library.hpp"
 #include "kjit/templates/template.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
+#include <string>
 
 namespace kjit {
 namespace {
@@ -144,8 +146,16 @@ TEST(Library, ShipsThePreludeAndFindsTemplatesByName) {
   EXPECT_NE(templates::prelude().content.find("KJIT_WARP_SIZE"), std::string::npos);
   const Template &scale = templates::find("scale");
   EXPECT_NE(scale.source().find("__global__ void scale"), std::string::npos);
+  std::string names; // every built-in template, in name order
+  for (const Template &t : templates::builtin())
+    names += (names.empty() ? "" : ", ") + t.name();
+  EXPECT_TRUE(names.starts_with("axpy, ")) << names;
+  EXPECT_NE(names.find(", scale"), std::string::npos) << names;
   expect_error([] { templates::find("nope"); }, Errc::unknown_template,
-               "unknown template 'nope'; known templates: axpy, scale");
+               "unknown template 'nope'; known templates: " + names);
+  EXPECT_TRUE(
+      std::is_sorted(templates::builtin().begin(), templates::builtin().end(),
+                     [](const Template &a, const Template &b) { return a.name() < b.name(); }));
 }
 
 } // namespace
