@@ -46,13 +46,17 @@ void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const
   const std::size_t out_bytes = static_cast<std::size_t>(rows) * d * sizeof(T);
   detail::require_disjoint(out, out_bytes, x, 2 * out_bytes, op, "out and x");
   const int vec = detail::vector_width(sizeof(T), d, {out, x});
-  const int warp = rt.default_device().target().warp_size();
-  // One block per row, enough threads that each handles UNROLL vectors of the row in one pass.
-  const std::int64_t wanted = (d / vec + vectors_per_thread - 1) / vectors_per_thread;
-  const int threads = static_cast<int>(std::clamp<std::int64_t>(
-      static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(wanted))), warp, 1024));
   static const Template &tmpl = templates::find("gated_activation");
   const Kernel &kernel = rt.kernel(tmpl, {{"ACT", act}, {"T", element_name<T>()}, {"VEC", vec}});
+  const int warp = rt.default_device().target().warp_size();
+  // One block per row, enough threads that each handles UNROLL vectors of the row in one pass,
+  // within what the kernel's registers allow in one block (the kernel loops over longer rows).
+  const std::int64_t wanted = (d / vec + vectors_per_thread - 1) / vectors_per_thread;
+  const auto most = static_cast<std::int64_t>(
+      std::bit_floor(static_cast<unsigned>(std::max(kernel.max_threads_per_block(), warp))));
+  const int threads = static_cast<int>(std::clamp<std::int64_t>(
+      static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(wanted))), warp,
+      std::min<std::int64_t>(most, 1024)));
   kernel.launch(Dim3(static_cast<unsigned>(rows)), Dim3(static_cast<unsigned>(threads)), 0, stream,
                 out, x, d);
 }

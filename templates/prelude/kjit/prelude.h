@@ -59,11 +59,15 @@ template <typename T> __device__ inline T shuffle_xor(T value, int lane_mask) {
 #endif
 }
 
+// Each operation names what a lane without a value contributes: nothing to a sum; to a maximum,
+// any value of the set itself (the maximum is idempotent), so no type needs an infinity.
 struct Sum {
   template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
+  template <typename T> __device__ static T neutral(T) { return T(0); }
 };
 struct Max {
   template <typename T> __device__ T operator()(T a, T b) const { return a > b ? a : b; }
+  template <typename T> __device__ static T neutral(T member) { return member; }
 };
 
 template <typename Op, typename T> __device__ inline T warp_reduce(T value, Op op) {
@@ -82,7 +86,7 @@ template <typename Op, typename T> __device__ inline T block_reduce(T value, Op 
   if (lane == 0)
     partial[warp] = value;
   __syncthreads();
-  value = partial[lane < warps ? lane : 0];
+  value = lane < warps ? partial[lane] : Op::neutral(partial[0]);
   value = warp_reduce(value, op);
   __syncthreads(); // partial[] may be reused by the caller's next reduction
   return value;
