@@ -82,8 +82,12 @@ template <typename Op, typename T> __device__ inline T block_reduce(T value, Op 
   if (lane == 0)
     partial[warp] = value;
   __syncthreads();
-  value = partial[lane < warps ? lane : 0];
-  value = warp_reduce(value, op);
+  // Every thread folds the warps' partials in order (broadcast reads): a shuffle reduction over
+  // the first `warps` lanes would need an identity for the lanes past them, or it counts a
+  // partial twice in a sum.
+  value = partial[0];
+  for (int w = 1; w < warps; ++w)
+    value = op(value, partial[w]);
   __syncthreads(); // partial[] may be reused by the caller's next reduction
   return value;
 }
