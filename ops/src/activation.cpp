@@ -23,7 +23,7 @@ void activation(Runtime &rt, std::string_view op, T *out, const T *x, std::int64
   detail::require(n >= 0, op, "n is " + std::to_string(n) + ", must be >= 0");
   if (n == 0)
     return;
-  const int vec = detail::vector_width(sizeof(T), 1, {out, x});
+  const int vec = detail::vector_width(sizeof(T), {out, x});
   const std::int64_t per_block = activation_threads * vectors_per_thread * vec;
   const std::int64_t blocks = (n + per_block - 1) / per_block;
   detail::require(blocks <= std::numeric_limits<int>::max(), op,

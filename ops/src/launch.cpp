@@ -29,17 +29,20 @@ void require_disjoint(const void *a, std::size_t a_bytes, const void *b, std::si
           std::string(names) + " overlap");
 }
 
+int vector_width(std::size_t element_bytes, std::initializer_list<const void *> pointers) {
+  int width = static_cast<int>(16 / element_bytes);
+  for (const void *pointer : pointers)
+    while (width > 1 && reinterpret_cast<std::uintptr_t>(pointer) % (element_bytes * width) != 0)
+      width /= 2;
+  return width;
+}
+
 int vector_width(std::size_t element_bytes, std::int64_t length,
                  std::initializer_list<const void *> pointers) {
-  for (int width = static_cast<int>(16 / element_bytes); width > 1; width /= 2) {
-    const std::size_t bytes = element_bytes * static_cast<std::size_t>(width);
-    bool aligned = length % width == 0;
-    for (const void *pointer : pointers)
-      aligned = aligned && reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
-    if (aligned)
-      return width;
-  }
-  return 1;
+  int width = vector_width(element_bytes, pointers);
+  while (length % width != 0)
+    width /= 2;
+  return width;
 }
 
 RowShape row_shape(std::size_t element_bytes, int length, int warp_size,

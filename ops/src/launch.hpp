@@ -27,8 +27,10 @@ void require_disjoint(const void *a, std::size_t a_bytes, const void *b, std::si
                       std::string_view op, std::string_view names);
 
 // The widest vector (in elements, at most 16 bytes) whose accesses are aligned: every pointer is
-// a multiple of its byte size and `length` (a row's, so that every row starts aligned) a multiple
-// of its element count. 1 when nothing wider fits.
+// a multiple of its byte size. 1 when nothing wider fits. For one flat array.
+int vector_width(std::size_t element_bytes, std::initializer_list<const void *> pointers);
+// The same for arrays of rows of `length` elements: every row must start aligned, so the width
+// also divides `length`.
 int vector_width(std::size_t element_bytes, std::int64_t length,
                  std::initializer_list<const void *> pointers);
 

@@ -120,16 +120,24 @@ __global__ void fused_add_rms_norm(T *x, T *residual, const T *KJIT_RESTRICT w, 
   Row r;
   r.load(x_row, active);
   // The new residual, rounded to T as it is stored: the norm is that of the stored residual.
+  // Every load is issued before the first store.
 #pragma unroll
   for (int k = 0; k < Row::PER; ++k) {
     if (!active || !Row::holds(k))
       continue;
-    kjit::Vec<T, VEC> sum = kjit::load_vec<VEC>(residual_row + Row::offset(k));
+    const kjit::Vec<T, VEC> old = kjit::load_vec<VEC>(residual_row + Row::offset(k));
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-      sum.at[e] = kjit::from_float<T>(r.v[k][e] + kjit::to_float(sum.at[e]));
-      r.v[k][e] = kjit::to_float(sum.at[e]);
-    }
+    for (int e = 0; e < VEC; ++e)
+      r.v[k][e] = kjit::to_float(kjit::from_float<T>(r.v[k][e] + kjit::to_float(old.at[e])));
+  }
+#pragma unroll
+  for (int k = 0; k < Row::PER; ++k) {
+    if (!active || !Row::holds(k))
+      continue;
+    kjit::Vec<T, VEC> sum;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+      sum.at[e] = kjit::from_float<T>(r.v[k][e]); // exact: r.v holds T values
     kjit::store_vec<VEC>(residual_row + Row::offset(k), sum);
   }
   const float scale = rsqrtf(r.sum_of_squares(0.0f) / HIDDEN + eps);

@@ -160,6 +160,10 @@ TEST(OpsLaunchShape, VectorWidthFollowsAlignmentAndLength) {
   EXPECT_EQ(detail::vector_width(2, 1000, {at(4096)}), 8);
   EXPECT_EQ(detail::vector_width(2, 1002, {at(4096)}), 2); // rows after the first 4-aligned only
   EXPECT_EQ(detail::vector_width(2, 127, {at(4096)}), 1);
+  // A flat array: its length does not matter, only the pointers.
+  EXPECT_EQ(detail::vector_width(2, {at(4096), at(8192)}), 8);
+  EXPECT_EQ(detail::vector_width(4, {at(4096), at(4104)}), 2);
+  EXPECT_EQ(detail::vector_width(2, {at(4098)}), 1);
 }
 
 TEST(OpsLaunchShape, RowsTakeAWarpOrMoreAndShareBlocksWhenSmall) {

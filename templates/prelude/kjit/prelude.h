@@ -59,15 +59,11 @@ template <typename T> __device__ inline T shuffle_xor(T value, int lane_mask) {
 #endif
 }
 
-// Each operation names what a lane without a value contributes: nothing to a sum; to a maximum,
-// any value of the set itself (the maximum is idempotent), so no type needs an infinity.
 struct Sum {
   template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
-  template <typename T> __device__ static T neutral(T) { return T(0); }
 };
 struct Max {
   template <typename T> __device__ T operator()(T a, T b) const { return a > b ? a : b; }
-  template <typename T> __device__ static T neutral(T member) { return member; }
 };
 
 template <typename Op, typename T> __device__ inline T warp_reduce(T value, Op op) {
@@ -86,8 +82,12 @@ template <typename Op, typename T> __device__ inline T block_reduce(T value, Op 
   if (lane == 0)
     partial[warp] = value;
   __syncthreads();
-  value = lane < warps ? partial[lane] : Op::neutral(partial[0]);
-  value = warp_reduce(value, op);
+  // Every thread folds the warps' partials in order (broadcast reads): a shuffle reduction over
+  // the first `warps` lanes would need an identity for the lanes past them, or it counts a
+  // partial twice in a sum.
+  value = partial[0];
+  for (int w = 1; w < warps; ++w)
+    value = op(value, partial[w]);
   __syncthreads(); // partial[] may be reused by the caller's next reduction
   return value;
 }
