@@ -150,7 +150,11 @@ struct Bench {
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  if (argc > 1) { // tools/gpu-check asks every bench program for --help
+    std::printf("usage: %s\n  prints the operators' GEMM TFLOP/s and bandwidth table\n", argv[0]);
+    return 0;
+  }
   try {
     Bench bench;
     std::printf("device: %s (%s)\n\n", bench.device.name().c_str(),

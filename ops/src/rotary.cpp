@@ -14,7 +14,8 @@ namespace {
 constexpr std::string_view op = "rotary_embedding";
 
 // The widest VEC (pairs per packed access) that keeps every access of the kernel aligned and at
-// most 16 bytes: VEC elements of the cache, VEC (NeoX) or 2 * VEC (GPT-J) of a head.
+// most 16 bytes: VEC elements of the cache, VEC (NeoX) or 2 * VEC (GPT-J) of a head. VEC 1 reads
+// element by element, aligned wherever T is.
 template <Element T>
 int pairs_per_access(const T *query, const T *key, const T *cos_sin_cache, int head_size,
                      int rotary_dim, RotaryStyle style) {

@@ -5,12 +5,14 @@
 // (BLOCK_M / WARPS_M) x (BLOCK_N / WARPS_N) tile of 16 x 8 mma.sync.m16n8k16 tiles. Per step of
 // BLOCK_K, the block stages A as [m][k] and B transposed as [n][k] in shared memory (rows padded
 // by 8 elements so that the fragment loads of a warp fall in distinct banks), zero outside the
-// matrices, so M, N and K need not be multiples of the tiles. Fragments follow the PTX ISA's
+// matrices, so M, N and K need not be multiples of the tiles. Global reads are 16 bytes wide
+// where the matrices' rows allow it. Fragments follow the PTX ISA's
 // layout for m16n8k16: lane = 4 * group + t; A's registers hold (row, k) pairs
 // (group [+8], 2t [+8]), B's (k, n) = (2t [+8], group), C's (group [+8], 2t + {0, 1}).
 #if KJIT_HIP
 #error "kjit gemm_mma: mma.sync is NVIDIA's (sm_80 and newer); on AMD targets use the gemm template"
 #else
+#include "kjit/packed.h"
 
 namespace kjit_gemm_mma {
 
@@ -38,6 +40,34 @@ template <typename T> __device__ inline unsigned pair(const T *at) {
   return *reinterpret_cast<const unsigned *>(at);
 }
 
+// Reads the ROWS x COLS tile at (row0, col0) of the row-major `rows` x `cols` matrix `from` in
+// chunks of 8 consecutive elements of a row (16 bytes: one load where `vectors` says that rows
+// start 16-byte aligned and the chunk lies inside the matrix; element by element, zero outside,
+// otherwise) and hands each to store(r, c, chunk). Consecutive threads take consecutive chunks.
+template <int ROWS, int COLS, int THREADS, typename T, typename Store>
+__device__ inline void stage(const T *from, int rows, int cols, int row0, int col0, bool vectors,
+                             Store store) {
+  static_assert(COLS % 8 == 0, "whole chunks per tile row");
+  for (int i = threadIdx.x; i < ROWS * COLS / 8; i += THREADS) {
+    const int r = i / (COLS / 8), c = i % (COLS / 8) * 8;
+    const int row = row0 + r, col = col0 + c;
+    const T *at = from + static_cast<long long>(row) * cols + col;
+    kjit::Packed<T, 8> chunk;
+    if (vectors && row < rows && col + 8 <= cols) {
+      chunk = kjit::load_packed<8>(at);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        chunk.v[j] = row < rows && col + j < cols ? at[j] : kjit::from_float<T>(0.0f);
+    }
+    store(r, c, chunk);
+  }
+}
+
+__device__ inline bool aligned16(const void *pointer) {
+  return (reinterpret_cast<unsigned long long>(pointer) & 15) == 0;
+}
+
 } // namespace kjit_gemm_mma
 
 template <typename T, int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARPS_M, int WARPS_N>
@@ -57,21 +87,23 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
   const int group = lane / 4, t = lane % 4;
   const int warp_row = (warp / WARPS_N) * WARP_M, warp_col = (warp % WARPS_N) * WARP_N;
   const int block_row = blockIdx.y * BLOCK_M, block_col = blockIdx.x * BLOCK_N;
-  const T zero = kjit::from_float<T>(0.0f);
+  // Whole 16-byte chunks of a row are aligned when the matrix is and its rows are 8k elements.
+  const bool a_vectors = kjit_gemm_mma::aligned16(a) && k % 8 == 0;
+  const bool b_vectors = kjit_gemm_mma::aligned16(b) && n % 8 == 0;
   float acc[TILES_M][TILES_N][4] = {};
 
   for (int k0 = 0; k0 < k; k0 += BLOCK_K) {
-    // Consecutive threads read consecutive elements of a row of A (along k) or B (along n).
-    for (int i = threadIdx.x; i < BLOCK_M * BLOCK_K; i += THREADS) {
-      const int r = i / BLOCK_K, kk = i % BLOCK_K;
-      const int row = block_row + r, col = k0 + kk;
-      a_tile[r * LD + kk] = row < m && col < k ? a[static_cast<long long>(row) * k + col] : zero;
-    }
-    for (int i = threadIdx.x; i < BLOCK_K * BLOCK_N; i += THREADS) {
-      const int kk = i / BLOCK_N, nn = i % BLOCK_N;
-      const int row = k0 + kk, col = block_col + nn;
-      b_tile[nn * LD + kk] = row < k && col < n ? b[static_cast<long long>(row) * n + col] : zero;
-    }
+    kjit_gemm_mma::stage<BLOCK_M, BLOCK_K, THREADS>(
+        a, m, k, block_row, k0, a_vectors,
+        [&](int r, int kk, const kjit::Packed<T, 8> &chunk) {
+          kjit::store_packed(a_tile + r * LD + kk, chunk); // LD * sizeof(T) is 16k bytes
+        });
+    kjit_gemm_mma::stage<BLOCK_K, BLOCK_N, THREADS>(
+        b, k, n, k0, block_col, b_vectors, [&](int kk, int nn, const kjit::Packed<T, 8> &chunk) {
+#pragma unroll
+          for (int j = 0; j < 8; ++j)
+            b_tile[(nn + j) * LD + kk] = chunk.v[j];
+        });
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < BLOCK_K; kk += 16) {

@@ -7,7 +7,7 @@
 // cache[pos][ROTARY_DIM / 2 + i]:  x' = x cos - y sin,  y' = y cos + x sin.
 //
 // One block per token; each thread rotates VEC pairs at a time with packed loads (the host picks
-// VEC so that every access is aligned). Positions outside [0, max_position) leave their token
+// VEC so that every access is aligned; VEC 1 needs no more than T's own alignment). Positions outside [0, max_position) leave their token
 // unrotated rather than read outside the cache.
 #include "kjit/packed.h"
 
@@ -37,20 +37,34 @@ __device__ inline void rotate_head(T *head, const T *cos, const T *sin, int firs
     kjit::store_packed(head + first, x);
     kjit::store_packed(head + ROTARY_DIM / 2 + first, y);
   } else {
-    kjit::Packed<T, 2 * VEC> pairs = kjit::load_packed<2 * VEC>(head + 2 * first);
+    // Adjacent pairs: one packed access of 2 * VEC elements, or element by element for VEC 1 (a
+    // pair need not be aligned as a whole: the host falls back to VEC 1 where it is not).
+    T *pairs = head + 2 * first;
+    kjit::Packed<T, 2 * VEC> both;
+    if (VEC == 1) {
+      both.v[0] = pairs[0];
+      both.v[1] = pairs[1];
+    } else {
+      both = kjit::load_packed<2 * VEC>(pairs);
+    }
     kjit::Packed<T, VEC> x, y;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      x.v[k] = pairs.v[2 * k];
-      y.v[k] = pairs.v[2 * k + 1];
+      x.v[k] = both.v[2 * k];
+      y.v[k] = both.v[2 * k + 1];
     }
     rotate(x, y, c, s);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      pairs.v[2 * k] = x.v[k];
-      pairs.v[2 * k + 1] = y.v[k];
+      both.v[2 * k] = x.v[k];
+      both.v[2 * k + 1] = y.v[k];
     }
-    kjit::store_packed(head + 2 * first, pairs);
+    if (VEC == 1) {
+      pairs[0] = both.v[0];
+      pairs[1] = both.v[1];
+    } else {
+      kjit::store_packed(pairs, both);
+    }
   }
 }
 

@@ -91,8 +91,8 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                    TemplateOptions{.headers = {packed},
                                    .compile_options = {"-DKJIT_QUANT_FP8"},
                                    .arguments = {"unsigned char*", "float*", "const T*"}});
-  const TemplateOptions gemm_options{
-      .arguments = {"T*", "const T*", "const T*", "int", "int", "int"}};
+  const std::vector<std::string> gemm_arguments = {"T*",  "const T*", "const T*",
+                                                   "int", "int",      "int"};
   const Param block = Param::one_of({16, 32, 64, 128, 256}, 128);
   const Param thread = Param::one_of({1, 2, 4, 8}, 8);
   all.emplace_back("gemm", std::string(embedded::gemm_hip),
@@ -102,7 +102,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                           {"BLOCK_K", Param::one_of({8, 16, 32}, 16)},
                                           {"THREAD_M", thread},
                                           {"THREAD_N", thread}},
-                   gemm_options);
+                   TemplateOptions{.arguments = gemm_arguments});
   // The same GEMM on NVIDIA tensor cores (mma.sync, sm_80 and newer), for the 16-bit types.
   all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip),
                    std::vector<ParamDecl>{{"T", Param::type({"half", "bfloat16"}, "half")},
@@ -111,7 +111,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                           {"BLOCK_K", Param::one_of({16, 32, 64}, 32)},
                                           {"WARPS_M", Param::one_of({1, 2, 4}, 2)},
                                           {"WARPS_N", Param::one_of({1, 2, 4}, 4)}},
-                   gemm_options);
+                   TemplateOptions{.headers = {packed}, .arguments = gemm_arguments});
 }
 
 std::vector<Template> make_builtin() {

@@ -37,7 +37,7 @@ TYPED_TEST(RotaryGpuTest, RotatesQueryAndKeyAsTheReferenceDoes) {
   using T = TypeParam;
   const RotaryShape shapes[] = {
       {1, 4, 1, 64, 64, RotaryStyle::neox},
-      {1, 4, 1, 64, 64, RotaryStyle::neox, 1}, // misaligned: one pair per access
+      {3, 4, 1, 64, 64, RotaryStyle::gptj, 1}, // misaligned: element by element
       {7, 8, 2, 128, 128, RotaryStyle::gptj},
       {33, 3, 3, 80, 34, RotaryStyle::neox}, // rotary_dim / 2 odd: one pair per access
       {33, 2, 1, 80, 48, RotaryStyle::gptj},

@@ -13,10 +13,12 @@ TEST_F(OpsCompileTest, RotaryDefaultVariantsCompileForGfx90aAndSm90) {
     for (const char *type : {"float", "half", "bfloat16"})
       EXPECT_TRUE(compiles("rotary_embedding", {{"T", type}}, target)) << type;
     EXPECT_TRUE(compiles("rotary_embedding", {{"NEOX", 0}}, target)) << "GPT-J style";
-    // An odd-ish head with a partial rotation, one pair per access.
-    EXPECT_TRUE(compiles("rotary_embedding",
-                         {{"T", "half"}, {"HEAD_SIZE", 80}, {"ROTARY_DIM", 34}, {"VEC", 1}},
-                         target));
+    // An odd-ish head with a partial rotation, one pair per access, in both styles.
+    for (int neox : {0, 1})
+      EXPECT_TRUE(compiles(
+          "rotary_embedding",
+          {{"T", "half"}, {"HEAD_SIZE", 80}, {"ROTARY_DIM", 34}, {"NEOX", neox}, {"VEC", 1}},
+          target));
   }
 }
 
