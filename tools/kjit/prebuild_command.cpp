@@ -5,7 +5,6 @@
 #include "kjit/templates/sets.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -259,19 +258,11 @@ prebuild::BatchResult build_or_report(const Plan &plan, const prebuild::Compiler
   }
 }
 
-// In-process threads: for compilers that are safe to call from several threads (NVRTC), or one
-// job. hiprtc 5.2 is not (jit/src/hiprtc.cpp): concurrent programs crash or return wrong code.
-void run_in_threads(const Plan &plan, const prebuild::Compilers &compilers,
-                    const std::vector<std::size_t> &pending, int jobs, const BatchDone &done) {
-  std::atomic<std::size_t> next = 0;
-  auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < pending.size();)
-      done(pending[i], build_or_report(plan, compilers, pending[i]));
-  };
-  std::vector<std::jthread> threads;
-  for (int j = 1; j < jobs; ++j)
-    threads.emplace_back(work);
-  work();
+// One job: the batches one after another, in this process.
+void run_here(const Plan &plan, const prebuild::Compilers &compilers,
+              const std::vector<std::size_t> &pending, const BatchDone &done) {
+  for (std::size_t index : pending)
+    done(index, build_or_report(plan, compilers, index));
 }
 
 // One worker process: `kjit __prebuild-worker <the same plan>`, fed batch numbers on stdin.
@@ -316,8 +307,11 @@ std::string exit_text(int status) {
   return "exit status " + std::to_string(WEXITSTATUS(status));
 }
 
-// Worker processes: each loads the compiler once and builds batch after batch. A worker that dies
-// (hiprtc aborting) fails its batch, and another takes its place.
+// Worker processes: each loads the compiler once and builds batch after batch. Processes, not
+// threads: hiprtc 5.2 crashes or returns wrong code when two threads compile at once
+// (jit/src/hiprtc.cpp), and NVRTC 13, though safe, runs one compile at a time per process (4
+// threads took as long as 4 compiles in a row). A worker that dies (hiprtc aborting) fails its
+// batch, and another takes its place.
 void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_argv,
                       const std::vector<std::size_t> &pending, int jobs, const BatchDone &done) {
   std::vector<Worker> workers;
@@ -477,12 +471,11 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
     for (std::string &failure : result.failures)
       total.failures.push_back(std::move(failure));
   };
-  const bool hiprtc = std::find(vendors.begin(), vendors.end(), Vendor::amd) != vendors.end();
   if (!pending.empty()) {
-    if (hiprtc && jobs > 1)
+    if (jobs > 1)
       run_in_processes(plan, worker_argv(plan, args), pending, jobs, done);
     else
-      run_in_threads(plan, compilers, pending, jobs, done);
+      run_here(plan, compilers, pending, done);
     prebuild::finish_tier(compilers, vendors, plan.out);
   }
   std::sort(total.failures.begin(), total.failures.end());
