@@ -18,10 +18,9 @@ namespace {
 
 // Batch sizes (prebuild.hpp): aim for this many batches per (template, target)...
 constexpr std::size_t kBatchesPerGroup = 8;
-// ...of at least this many variants (below it the compiler's fixed cost dominates)...
+// ...of at least this many variants (below it the compiler's fixed cost dominates), and at most
+// kMaxBatch (one program's compile time grows with it).
 constexpr std::size_t kMinBatch = 4;
-// ...and at most this many (one program's compile time grows with it).
-constexpr std::size_t kMaxBatch = 16;
 
 std::string group_of(const Variant &variant) {
   return variant.instance.source_template().name() + '\n' + variant.target.id();
@@ -47,7 +46,7 @@ std::string Variant::describe() const {
          target.id();
 }
 
-std::vector<Batch> make_batches(std::vector<Variant> variants) {
+std::vector<Batch> make_batches(std::vector<Variant> variants, std::size_t max_batch) {
   // Grouped by template and target, each group in parameter order: the order sets list them in
   // does not change a program.
   std::map<std::string, std::map<std::string, Variant>> groups;
@@ -58,8 +57,9 @@ std::vector<Batch> make_batches(std::vector<Variant> variants) {
   std::vector<Batch> batches;
   for (auto &[group, members] : groups) {
     const std::size_t n = members.size();
-    const std::size_t size =
-        std::clamp((n + kBatchesPerGroup - 1) / kBatchesPerGroup, kMinBatch, kMaxBatch);
+    max_batch = std::max<std::size_t>(max_batch, 1);
+    const std::size_t size = std::clamp((n + kBatchesPerGroup - 1) / kBatchesPerGroup,
+                                        std::min(kMinBatch, max_batch), max_batch);
     const std::size_t count = (n + size - 1) / size;
     auto next = members.begin();
     for (std::size_t b = 0; b < count; ++b) {

@@ -148,7 +148,10 @@ Plan make_plan(const PrebuildArgs &args) {
     throw Error(Errc::bad_parameter,
                 "level " + std::to_string(plan.level) + " has no variants in " +
                     (args.sets.empty() ? std::string("the built-in sets") : "the sets given"));
-  plan.batches = prebuild::make_batches(std::move(variants));
+  if (args.max_batch < 1 || args.max_batch > prebuild::kMaxBatch)
+    throw Error(Errc::bad_parameter, "--max-batch " + std::to_string(args.max_batch) +
+                                         ": from 1 to " + std::to_string(prebuild::kMaxBatch));
+  plan.batches = prebuild::make_batches(std::move(variants), args.max_batch);
   for (const auto &batch : plan.batches)
     plan.variants += batch.variants.size();
   plan.out = output_directory(args);
@@ -422,6 +425,8 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
                      "1 core, 2 inference, 3 minimal (default PREBUILD_KERNELS, else 1)");
     each->add_option("--sets", args.sets,
                      "a set file to build instead of the built-in sets (repeatable)");
+    each->add_option("--max-batch", args.max_batch,
+                     "variants per program at most (default 16; 1 compiles each alone)");
     each->add_option(
         "--out", args.out,
         "the prebuilt tier (default KJIT_PREBUILT_DIR, else <prefix>/share/kjit/prebuilt)");

@@ -13,6 +13,7 @@ struct PrebuildArgs {
   std::optional<int> jobs;       // default MAX_JOBS, else cores and free memory
   std::string out;               // default the configured prebuilt tier
   std::vector<std::string> sets; // set files instead of the built-in sets
+  std::size_t max_batch = 16;    // variants per program at most (1: no batching)
 };
 
 // Adds `prebuild` and the hidden worker command it starts to `app`; returns {prebuild, worker}.

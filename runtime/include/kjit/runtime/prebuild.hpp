@@ -43,8 +43,12 @@ struct Batch {
   std::vector<Variant> variants;
 };
 
-// Sorts, removes duplicates and cuts `variants` into batches (above). Deterministic.
-std::vector<Batch> make_batches(std::vector<Variant> variants);
+// The most variants one program holds by default (above).
+inline constexpr std::size_t kMaxBatch = 16;
+
+// Sorts, removes duplicates and cuts `variants` into batches (above) of at most `max_batch`
+// (1: every variant alone, the baseline the batching is measured against). Deterministic.
+std::vector<Batch> make_batches(std::vector<Variant> variants, std::size_t max_batch = kMaxBatch);
 
 // What keys need of each vendor's compiler, read from the loaded compilers.
 class Compilers {
