@@ -299,10 +299,37 @@ private:
     return *known;
   }
 
+  // A prebuilt entry for the portable form of the target: prebuilds name targets as GPU_ARCHS
+  // does ("gfx90a", "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-",
+  // "sm_90a"). Code for an AMD processor with no feature named is built for either setting of each
+  // ("any"), and sm_90 code runs on an sm_90a device, so it serves; the reverse never does.
+  std::unique_ptr<CodeObject> portable_prebuilt(const Instance &instance, const Variant &variant) {
+    const jit::Target &target = variant.request.target;
+    std::string arch = target.arch();
+    if (target.vendor() == Vendor::nvidia && (arch.ends_with('a') || arch.ends_with('f')))
+      arch.pop_back();
+    if (!prebuilt_ || arch == target.id())
+      return nullptr;
+    const jit::Target portable = jit::Target::parse(arch);
+    const Variant generic = describe_variant(instance, portable, variant.compiler);
+    cache::Lookup found = prebuilt_->read(generic.key, portable.id());
+    if (found.status == cache::Lookup::Status::rejected)
+      log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
+    if (found.status != cache::Lookup::Status::hit)
+      return nullptr;
+    auto object = from_entry(variant, found, Origin::prebuilt);
+    if (object)
+      count_hit(*object);
+    return object;
+  }
+
   std::unique_ptr<CodeObject> load_or_build(const Instance &instance, const Variant &variant) {
-    if (!config_.rebuild)
+    if (!config_.rebuild) {
       if (auto object = lookup(variant))
         return object;
+      if (auto object = portable_prebuilt(instance, variant))
+        return object;
+    }
     const jit::Target &target = variant.request.target;
     if (config_.mode == Mode::prebuilt)
       not_prebuilt(instance, target);

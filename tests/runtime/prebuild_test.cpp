@@ -158,6 +158,23 @@ TEST_F(PrebuildCliTest, AMissNamesTheVariantTargetAndPrebuildCommand) {
       << in_level.err;
 }
 
+// GPU_ARCHS names processors ("gfx90a"); a device asks for its own target id with features.
+// Code built for no feature setting runs under either, so it serves that device; another
+// processor's never does.
+TEST_F(PrebuildCliTest, APrebuildForAProcessorServesItsFeatureSettings) {
+  const fs::path tier = dir / "prebuilt";
+  ASSERT_EQ(kjit("prebuild --targets gfx90a --level 3 --out " + tier.string()).status, 0);
+  for (const char *device : {"gfx90a:sramecc+:xnack-", "gfx90a:xnack+"}) {
+    const CliRun run =
+        kjit(std::string("compile scale -p T=half -p N=4096 --json --target ") + device,
+             prebuilt_env(tier));
+    ASSERT_EQ(run.status, 0) << device << ": " << run.err;
+    EXPECT_EQ(nlohmann::json::parse(run.out)["origin"], "prebuilt") << device;
+  }
+  EXPECT_EQ(kjit("compile scale -p T=half -p N=4096 --target gfx908", prebuilt_env(tier)).status,
+            2);
+}
+
 // AITER #3846: code built for one GPU loaded on another. A gfx90a entry is never loaded for
 // gfx1030: not by its key (the target is in it), nor when planted at the gfx1030 entry's path.
 TEST_F(PrebuildCliTest, AnEntryForAnotherTargetIsNeverLoaded) {
