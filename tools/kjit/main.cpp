@@ -229,7 +229,8 @@ int run(int argc, char **argv) {
     for (const CLI::App *command : parent.get_subcommands({})) {
       if (command->get_name() == word)
         return;
-      names += (names.empty() ? "" : ", ") + command->get_name();
+      if (!command->get_group().empty()) // hidden commands have none
+        names += (names.empty() ? "" : ", ") + command->get_name();
     }
     throw Error(Errc::bad_parameter, "unknown " + what + " '" + word + "'; commands: " + names);
   };
