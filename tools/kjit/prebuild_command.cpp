@@ -311,10 +311,12 @@ std::string exit_text(int status) {
 }
 
 // Worker processes: each loads the compiler once and builds batch after batch. Processes, not
-// threads: hiprtc 5.2 crashes or returns wrong code when two threads compile at once
-// (jit/src/hiprtc.cpp), and NVRTC 13, though safe, runs one compile at a time per process (4
-// threads took as long as 4 compiles in a row). A worker that dies (hiprtc aborting) fails its
-// batch, and another takes its place.
+// threads: hiprtc 5.2 crashes or returns other code when threads compile at once (bench/
+// rtc_threads.cpp: 2 of 12 rounds of 8 threads returned other code, one earlier run crashed in
+// malloc). NVRTC 13 returned the same code from threads, but whether it compiles in parallel
+// within one process was not settled on this 2-core shared machine (one run: 4 threads no faster
+// than 4 compiles in a row); processes do, for both, at one compiler load (tens of ms) a worker.
+// A worker that dies fails its batch, and another takes its place.
 void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_argv,
                       const std::vector<std::size_t> &pending, int jobs, const BatchDone &done) {
   std::vector<Worker> workers;
