@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <sys/stat.h>
 
@@ -22,8 +23,15 @@ constexpr std::size_t kBatchesPerGroup = 8;
 // kMaxBatch (one program's compile time grows with it).
 constexpr std::size_t kMinBatch = 4;
 
+// Variants that may share a program: one template (by name, then content, so that two set files'
+// templates of one name stay apart) and one target. Sorts by name first.
 std::string group_of(const Variant &variant) {
-  return variant.instance.source_template().name() + '\n' + variant.target.id();
+  const Template &tmpl = variant.instance.source_template();
+  char fingerprint[34];
+  std::snprintf(fingerprint, sizeof fingerprint, "%016llx%016llx",
+                static_cast<unsigned long long>(tmpl.fingerprint().first),
+                static_cast<unsigned long long>(tmpl.fingerprint().second));
+  return tmpl.name() + '\n' + fingerprint + '\n' + variant.target.id();
 }
 
 // Prebuilt entries are stamped with no clock: the same inputs give the same bytes.

@@ -70,6 +70,18 @@ TEST(PrebuildBatchesTest, OneTemplateAndTargetPerBatchBalancedAndIndependentOfOr
   EXPECT_EQ(small[0].variants.size(), 3u);
 }
 
+TEST(PrebuildBatchesTest, TemplatesOfOneNameButOtherSourcesNeverShareAProgram) {
+  const std::vector<ParamDecl> params = {{"N", Param::integer(1, 9)}};
+  const Template a("k", "template <int N> __global__ void k() {}", params);
+  const Template b("k", "template <int N> __global__ void k() { /* other */ }", params);
+  const auto gfx90a = jit::Target::parse("gfx90a");
+  const auto batches =
+      prebuild::make_batches({{a.bind({{"N", 1}}), gfx90a}, {b.bind({{"N", 1}}), gfx90a}});
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_NE(&batches[0].variants[0].instance.source_template(),
+            &batches[1].variants[0].instance.source_template());
+}
+
 class PrebuildCliTest : public CliTest {
 protected:
   void SetUp() override {
