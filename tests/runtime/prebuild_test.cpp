@@ -130,9 +130,14 @@ protected:
 
 TEST_F(PrebuildCliTest, PrebuiltModeFindsTheEntriesWithoutLoadingACompilerAndARerunDoesNothing) {
   const fs::path tier = dir / "prebuilt";
-  const CliRun built = kjit("prebuild --targets gfx90a --level 3 --json --out " + tier.string());
+  // As cmake --install runs it: the targets and level from GPU_ARCHS and PREBUILD_KERNELS.
+  const CliRun built = kjit("prebuild --json --out " + tier.string(),
+                            "GPU_ARCHS='gfx90a' PREBUILD_KERNELS=3 MAX_JOBS=1");
   ASSERT_EQ(built.status, 0) << built.err;
   const auto summary = nlohmann::json::parse(built.out);
+  EXPECT_EQ(summary["level"], 3);
+  EXPECT_EQ(summary["targets"], "gfx90a");
+  EXPECT_EQ(summary["jobs"], 1);
   EXPECT_EQ(summary["built"], summary["variants"]);
   EXPECT_GT(summary["bytes"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(entries(tier), summary["variants"].get<std::size_t>());
@@ -253,6 +258,12 @@ TEST_F(PrebuildCliTest, BadInputIsOneLineAndExitStatusTwo) {
   expect_bad_input("prebuild --targets gfx90a --out " + (dir / "a_file" / "tier").string(),
                    "cannot write the prebuilt tier");
   expect_bad_input("prebuild --targets gfx90a --jobs 0" + out, "--jobs 0");
+  const CliRun max_jobs = kjit("prebuild --targets gfx90a" + out, "MAX_JOBS=many");
+  EXPECT_EQ(max_jobs.status, 2);
+  EXPECT_NE(max_jobs.err.find("MAX_JOBS='many'"), std::string::npos) << max_jobs.err;
+  const CliRun level = kjit("prebuild --targets gfx90a" + out, "PREBUILD_KERNELS=9");
+  EXPECT_EQ(level.status, 2);
+  EXPECT_NE(level.err.find("PREBUILD_KERNELS '9' is not a level"), std::string::npos) << level.err;
   EXPECT_FALSE(fs::exists(dir / "prebuilt" / "v1")) << "nothing was built";
 }
 
