@@ -192,6 +192,21 @@ TEST_F(PrebuildCliTest, APrebuildForAProcessorServesItsFeatureSettings) {
             2);
 }
 
+// A machine with no compiler, in the default JIT mode: the prebuilt tier's identity still finds
+// its entries; a variant it lacks is a clear error, not a crash.
+TEST_F(PrebuildCliTest, WithoutACompilerThePrebuiltTierStillServes) {
+  const fs::path tier = dir / "prebuilt";
+  ASSERT_EQ(kjit("prebuild --targets gfx90a --level 3 --out " + tier.string()).status, 0);
+  const std::string no_compiler =
+      "KJIT_PREBUILT_DIR='" + tier.string() + "' LD_PRELOAD='" KJIT_NO_COMPILERS "'";
+  const CliRun hit = kjit("compile scale -p T=half -p N=4096 --target gfx90a --json", no_compiler);
+  ASSERT_EQ(hit.status, 0) << hit.err;
+  EXPECT_EQ(nlohmann::json::parse(hit.out)["origin"], "prebuilt");
+  const CliRun miss = kjit("compile scale -p T=half -p N=4097 --target gfx90a", no_compiler);
+  EXPECT_EQ(miss.status, 2);
+  EXPECT_NE(miss.err.find("hiprtc could not be loaded"), std::string::npos) << miss.err;
+}
+
 // AITER #3846: code built for one GPU loaded on another. A gfx90a entry is never loaded for
 // gfx1030: not by its key (the target is in it), nor when planted at the gfx1030 entry's path.
 TEST_F(PrebuildCliTest, AnEntryForAnotherTargetIsNeverLoaded) {
