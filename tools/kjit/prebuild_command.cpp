@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <fstream>
 #include <functional>
@@ -319,8 +321,12 @@ std::string exit_text(int status) {
 // A worker that dies fails its batch, and another takes its place.
 void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_argv,
                       const std::vector<std::size_t> &pending, int jobs, const BatchDone &done) {
-  std::vector<Worker> workers;
+  // A deque: spawning a replacement must not move the workers that `owners` points to.
+  std::deque<Worker> workers;
   std::size_t next = 0;
+  // A worker that died leaves a pipe whose write would kill this process: the write fails
+  // instead, and the worker's end of file reports its batch.
+  ::signal(SIGPIPE, SIG_IGN);
   auto feed = [&](Worker &worker) {
     worker.batch.reset();
     if (next == pending.size()) {
@@ -330,8 +336,7 @@ void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_a
     }
     worker.batch = pending[next++];
     const std::string line = std::to_string(*worker.batch) + '\n';
-    if (::write(worker.to, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-      ; // the worker died: its end of file below reports the batch
+    [[maybe_unused]] const ssize_t written = ::write(worker.to, line.data(), line.size());
   };
   for (int j = 0; j < jobs; ++j) {
     workers.push_back(spawn_worker(worker_argv));
@@ -355,6 +360,8 @@ void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_a
       Worker &worker = *owners[p];
       char chunk[4096];
       const ssize_t n = ::read(worker.from, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR)
+        continue;
       if (n > 0) {
         worker.buffer.append(chunk, static_cast<std::size_t>(n));
         for (std::size_t end; (end = worker.buffer.find('\n')) != std::string::npos;) {
@@ -395,8 +402,9 @@ std::vector<std::string> worker_argv(const Plan &plan, const PrebuildArgs &args)
   std::string targets;
   for (const jit::Target &target : plan.targets)
     targets += (targets.empty() ? "" : ";") + target.id();
-  std::vector<std::string> argv = {"kjit",  kWorkerCommand, "--targets",
-                                   targets, "--out",        plan.out.string()};
+  std::vector<std::string> argv = {
+      "kjit",  kWorkerCommand,    "--targets",   targets,
+      "--out", plan.out.string(), "--max-batch", std::to_string(args.max_batch)};
   if (plan.level != 0)
     argv.insert(argv.end(), {"--level", std::to_string(plan.level)});
   for (const std::string &file : args.sets)
@@ -517,7 +525,7 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
   }
   if (total.failures.empty())
     return 0;
-  std::cerr << "kjit: " << total.failures.size() << " variants failed to compile:\n";
+  std::cerr << "kjit: " << total.failures.size() << " of " << to_build << " variants not built:\n";
   for (const std::string &failure : total.failures)
     std::cerr << "  " << failure << '\n';
   return 1;
