@@ -5,8 +5,8 @@
 #   bench/prebuild_scaling.sh [TARGET] [JOBS...]
 #     TARGET   default gfx90a; JOBS default "1 2" (e.g. 1 2 4 8 16 on a 16-core machine)
 #   KJIT       the kjit binary (default build/release/tools/kjit, else build/gpu-bundle/bin/kjit)
-#   SET        core (default: the built-in level 1) or large (a generated set of 1,542 variants:
-#              scale in 3 types x 512 sizes and axpy, so that 16 jobs have ~100 programs to share)
+#   SET        core (default: the built-in level 1) or large (a generated set of 3,084 variants:
+#              scale in 3 types x 1,024 sizes and axpy, so that 16 jobs have ~200 programs to share)
 #   BASELINE   1 (default) times the alone baseline; 0 skips it (it is long for SET=large)
 #   REPEAT     runs per --jobs, the fastest reported (default 3)
 #
@@ -29,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 
 selection=(--level 1)
 if [[ ${SET:-core} == large ]]; then
-  sizes=$(seq -s, 1 512)
+  sizes=$(seq -s, 1 1024)
   cat >"$work/large.json" <<JSON
 {"name": "large", "level": 1, "variants": [
   {"template": "scale", "params": {"T": ["float", "half", "bfloat16"], "N": [$sizes]}},
@@ -38,37 +38,42 @@ JSON
   selection=(--sets "$work/large.json")
 fi
 
-# Seconds of the fastest of REPEAT runs of `kjit prebuild "$@"`, each into a fresh tier.
+# Seconds of the fastest of REPEAT runs of `kjit prebuild "$@"`, each into a fresh tier; sets
+# `variants` from the summary.
 fastest() {
-  local best="" run seconds
+  local best="" run summary seconds
   for ((run = 0; run < ${REPEAT:-3}; run++)); do
     rm -rf "$work/tier"
-    seconds=$("$kjit" prebuild --targets "$target" "${selection[@]}" --out "$work/tier" --json "$@" \
-      2>/dev/null | sed -n 's/.*"seconds": \([0-9.e+-]*\).*/\1/p')
-    [[ -n $seconds ]] || { echo "prebuild_scaling: kjit prebuild $* failed" >&2; exit 1; }
+    summary=$("$kjit" prebuild --targets "$target" "${selection[@]}" --out "$work/tier" --json "$@" \
+      2>/dev/null) || { echo "prebuild_scaling: kjit prebuild $* failed" >&2; exit 1; }
+    seconds=$(sed -n 's/.*"seconds": \([0-9.e+-]*\).*/\1/p' <<<"$summary")
+    variants=$(sed -n 's/.*"variants": \([0-9]*\).*/\1/p' <<<"$summary")
     best=$(awk -v a="$seconds" -v b="$best" 'BEGIN { print (b == "" || a < b) ? a : b }')
   done
-  echo "$best"
+  result=$best
 }
 
-variants=$("$kjit" prebuild --targets "$target" "${selection[@]}" --out "$work/count" --json \
-  --jobs "${jobs_list[-1]}" 2>/dev/null | sed -n 's/.*"variants": \([0-9]*\).*/\1/p')
-echo "kjit prebuild, $variants variants (SET=${SET:-core}) for $target on $(nproc) cores, $(uname -n);" \
-  "fastest of ${REPEAT:-3} runs"
-echo
-echo "| run | seconds | variants/s | vs each alone | vs --jobs 1 |"
-echo "| --- | ---: | ---: | ---: | ---: |"
+rows=()
 alone=""
 if [[ ${BASELINE:-1} == 1 ]]; then
-  alone=$(fastest --jobs 1 --max-batch 1)
-  awk -v s="$alone" -v n="$variants" \
-    'BEGIN { printf "| each alone, in sequence | %.2f | %.1f | 1.00x | |\n", s, n / s }'
+  fastest --jobs 1 --max-batch 1
+  alone=$result
+  rows+=("$(awk -v s="$alone" -v n="$variants" \
+    'BEGIN { printf "| each alone, in sequence | %.2f | %.1f | 1.00x | |", s, n / s }')")
 fi
 one=""
 for jobs in "${jobs_list[@]}"; do
-  seconds=$(fastest --jobs "$jobs")
+  fastest --jobs "$jobs"
+  seconds=$result
   [[ -n $one ]] || one=$seconds
-  awk -v s="$seconds" -v n="$variants" -v a="$alone" -v o="$one" -v j="$jobs" 'BEGIN {
-    printf "| --jobs %d | %.2f | %.1f | %s | %.2fx |\n", j, s, n / s,
-      (a == "" ? "" : sprintf("%.2fx", a / s)), o / s }'
+  rows+=("$(awk -v s="$seconds" -v n="$variants" -v a="$alone" -v o="$one" -v j="$jobs" 'BEGIN {
+    printf "| --jobs %d | %.2f | %.1f | %s | %.2fx |", j, s, n / s,
+      (a == "" ? "" : sprintf("%.2fx", a / s)), o / s }')")
 done
+
+echo "kjit prebuild, $variants variants (SET=${SET:-core}) for $target on $(nproc) cores," \
+  "$(uname -n); fastest of ${REPEAT:-3} runs"
+echo
+echo "| run | seconds | variants/s | vs each alone | vs --jobs ${jobs_list[0]} |"
+echo "| --- | ---: | ---: | ---: | ---: |"
+printf '%s\n' "${rows[@]}"
