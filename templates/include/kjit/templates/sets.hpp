@@ -3,22 +3,17 @@
 // the JSON files in templates/sets/, embedded into the library like the kernel sources; a user's
 // library declares its own in files of the same format (kjit prebuild --sets FILE).
 //
-// One set per file:
+// One set per file (the fields, then an example):
 //
-//   {
-//     "name": "core",                     identifies the set in messages
-//     "level": 1,                         PREBUILD_KERNELS / --level: 1 core, 2 inference, 3
-//     minimal "description": "...",               optional "values": {"types": ["half", "float"],
-//     "sizes": [1024, 4096]},    optional, named lists "models": {"Llama-3-8B": {"hidden": 4096,
-//     "intermediate": 14336}}, optional: "@hidden" is
-//                                         every model's "hidden" value (sorted, each once)
-//     "templates": [                      optional, user sets only: templates from source files
-//       {"name": "my_kernel", "source": "my_kernel.hip", "arguments": ["T*", "int"]}
-//     ],
-//     "variants": [
-//       {"template": "scale", "params": {"T": "@types", "N": [256, 4096]}}
-//     ]
-//   }
+//   "name"         identifies the set in messages
+//   "level"        PREBUILD_KERNELS / --level: 1 core, 2 inference, 3 minimal
+//   "description"  optional
+//   "values"       optional named lists: {"types": ["half", "float"], "sizes": [1024, 4096]}
+//   "models"       optional: {"Llama-3-8B": {"hidden": 4096, "intermediate": 14336}}; "@hidden"
+//                  is every model's "hidden" value (sorted, each once)
+//   "templates"    optional, user sets only: templates from source files,
+//                  [{"name": "my_kernel", "source": "my_kernel.hip", "arguments": ["T*", "int"]}]
+//   "variants"     [{"template": "scale", "params": {"T": "@types", "N": [256, 4096]}}]
 //
 // Each variants item names a template (built-in, or one of the file's "templates") and, per
 // parameter, one value, a list of values, or "@name" (a "values" list or a "models" field); it
