@@ -43,13 +43,18 @@ template <typename T> __device__ inline unsigned pair(const T *at) {
 // Reads the ROWS x COLS tile at (row0, col0) of the row-major `rows` x `cols` matrix `from` in
 // chunks of 8 consecutive elements of a row (16 bytes: one load where `vectors` says that rows
 // start 16-byte aligned and the chunk lies inside the matrix; element by element, zero outside,
-// otherwise) and hands each to store(r, c, chunk). Consecutive threads take consecutive chunks.
-template <int ROWS, int COLS, int THREADS, typename T, typename Store>
+// otherwise) and hands each to store(r, c, chunk). Consecutive threads take the chunks of
+// RUN consecutive rows in one column, then the next column: RUN 1 walks along rows; RUN 8 lets
+// a warp store 4 columns of 8 rows, which spreads B's transposed stores over more banks while
+// each row's reads stay 64 contiguous bytes.
+template <int ROWS, int COLS, int RUN, int THREADS, typename T, typename Store>
 __device__ inline void stage(const T *from, int rows, int cols, int row0, int col0, bool vectors,
                              Store store) {
-  static_assert(COLS % 8 == 0, "whole chunks per tile row");
+  static_assert(COLS % 8 == 0 && ROWS % RUN == 0, "whole chunks and runs per tile");
+  constexpr int RUN_CHUNKS = RUN * COLS / 8; // the chunks of RUN rows
   for (int i = threadIdx.x; i < ROWS * COLS / 8; i += THREADS) {
-    const int r = i / (COLS / 8), c = i % (COLS / 8) * 8;
+    const int run = i / RUN_CHUNKS, in_run = i % RUN_CHUNKS;
+    const int r = run * RUN + in_run % RUN, c = in_run / RUN * 8;
     const int row = row0 + r, col = col0 + c;
     const T *at = from + static_cast<long long>(row) * cols + col;
     kjit::Packed<T, 8> chunk;
@@ -93,12 +98,12 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
   float acc[TILES_M][TILES_N][4] = {};
 
   for (int k0 = 0; k0 < k; k0 += BLOCK_K) {
-    kjit_gemm_mma::stage<BLOCK_M, BLOCK_K, THREADS>(
+    kjit_gemm_mma::stage<BLOCK_M, BLOCK_K, 1, THREADS>(
         a, m, k, block_row, k0, a_vectors,
         [&](int r, int kk, const kjit::Packed<T, 8> &chunk) {
           kjit::store_packed(a_tile + r * LD + kk, chunk); // LD * sizeof(T) is 16k bytes
         });
-    kjit_gemm_mma::stage<BLOCK_K, BLOCK_N, THREADS>(
+    kjit_gemm_mma::stage<BLOCK_K, BLOCK_N, 8, THREADS>(
         b, k, n, k0, block_col, b_vectors, [&](int kk, int nn, const kjit::Packed<T, 8> &chunk) {
 #pragma unroll
           for (int j = 0; j < 8; ++j)
