@@ -6,7 +6,7 @@
 // BLOCK_K, the block stages A as [m][k] and B transposed as [n][k] in shared memory (rows padded
 // by 8 elements so that the fragment loads of a warp fall in distinct banks), zero outside the
 // matrices, so M, N and K need not be multiples of the tiles. Global reads are 16 bytes wide
-// where the matrices' rows allow it. Fragments follow the PTX ISA's
+// where the matrices' rows allow it, and the next step's are issued before this step's mma. Fragments follow the PTX ISA's
 // layout for m16n8k16: lane = 4 * group + t; A's registers hold (row, k) pairs
 // (group [+8], 2t [+8]), B's (k, n) = (2t [+8], group), C's (group [+8], 2t + {0, 1}).
 #if KJIT_HIP
@@ -40,34 +40,58 @@ template <typename T> __device__ inline unsigned pair(const T *at) {
   return *reinterpret_cast<const unsigned *>(at);
 }
 
-// Reads the ROWS x COLS tile at (row0, col0) of the row-major `rows` x `cols` matrix `from` in
-// chunks of 8 consecutive elements of a row (16 bytes: one load where `vectors` says that rows
-// start 16-byte aligned and the chunk lies inside the matrix; element by element, zero outside,
-// otherwise) and hands each to store(r, c, chunk). Consecutive threads take the chunks of
-// RUN consecutive rows in one column, then the next column: RUN 1 walks along rows; RUN 8 lets
-// a warp store 4 columns of 8 rows, which spreads B's transposed stores over more banks while
-// each row's reads stay 64 contiguous bytes.
-template <int ROWS, int COLS, int RUN, int THREADS, typename T, typename Store>
-__device__ inline void stage(const T *from, int rows, int cols, int row0, int col0, bool vectors,
-                             Store store) {
+// One thread's share of a ROWS x COLS tile of a row-major matrix, held in registers between
+// the read from global memory (of the next step) and the store to shared memory (after this
+// step's compute), so that the read's latency overlaps the compute. The tile is cut into chunks
+// of 8 consecutive elements of a row: 16 bytes, one load where `vectors` says rows start 16-byte
+// aligned and the chunk lies inside the matrix; element by element, zero outside, otherwise.
+// Consecutive threads take the chunks of RUN consecutive rows in one column, then the next
+// column: RUN 1 walks along rows; RUN 8 lets a warp store 4 columns of 8 rows, which spreads B's
+// transposed stores over more banks while each row's reads stay 64 contiguous bytes.
+template <int ROWS, int COLS, int RUN, int THREADS, typename T> struct TileShare {
   static_assert(COLS % 8 == 0 && ROWS % RUN == 0, "whole chunks and runs per tile");
-  constexpr int RUN_CHUNKS = RUN * COLS / 8; // the chunks of RUN rows
-  for (int i = threadIdx.x; i < ROWS * COLS / 8; i += THREADS) {
+  static constexpr int CHUNKS = ROWS * COLS / 8, RUN_CHUNKS = RUN * COLS / 8;
+  static constexpr int ITEMS = (CHUNKS + THREADS - 1) / THREADS;
+  kjit::Packed<T, 8> chunks[ITEMS];
+
+  // Chunk `item` of this thread: its row and first column in the tile; false past the tile.
+  __device__ static bool place(int item, int &r, int &c) {
+    const int i = item * THREADS + int(threadIdx.x);
     const int run = i / RUN_CHUNKS, in_run = i % RUN_CHUNKS;
-    const int r = run * RUN + in_run % RUN, c = in_run / RUN * 8;
-    const int row = row0 + r, col = col0 + c;
-    const T *at = from + static_cast<long long>(row) * cols + col;
-    kjit::Packed<T, 8> chunk;
-    if (vectors && row < rows && col + 8 <= cols) {
-      chunk = kjit::load_packed<8>(at);
-    } else {
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        chunk.v[j] = row < rows && col + j < cols ? at[j] : kjit::from_float<T>(0.0f);
-    }
-    store(r, c, chunk);
+    r = run * RUN + in_run % RUN;
+    c = in_run / RUN * 8;
+    return i < CHUNKS;
   }
-}
+
+  // Reads the tile at (row0, col0) of the `rows` x `cols` matrix `from`.
+  __device__ void read(const T *from, int rows, int cols, int row0, int col0, bool vectors) {
+#pragma unroll
+    for (int item = 0; item < ITEMS; ++item) {
+      int r, c;
+      if (!place(item, r, c))
+        continue;
+      const int row = row0 + r, col = col0 + c;
+      const T *at = from + static_cast<long long>(row) * cols + col;
+      if (vectors && row < rows && col + 8 <= cols) {
+        chunks[item] = kjit::load_packed<8>(at);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          chunks[item].v[j] = row < rows && col + j < cols ? at[j] : kjit::from_float<T>(0.0f);
+      }
+    }
+  }
+
+  // Hands each chunk to store(r, c, chunk).
+  template <typename Store> __device__ void write(Store store) const {
+#pragma unroll
+    for (int item = 0; item < ITEMS; ++item) {
+      int r, c;
+      if (place(item, r, c))
+        store(r, c, chunks[item]);
+    }
+  }
+};
 
 __device__ inline bool aligned16(const void *pointer) {
   return (reinterpret_cast<unsigned long long>(pointer) & 15) == 0;
@@ -75,8 +99,10 @@ __device__ inline bool aligned16(const void *pointer) {
 
 } // namespace kjit_gemm_mma
 
+// Two blocks per multiprocessor (at most 128 registers a thread for 256 threads): one block's
+// mma overlaps the other's staging.
 template <typename T, int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARPS_M, int WARPS_N>
-__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
+__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
     gemm_mma(T *KJIT_RESTRICT c, const T *KJIT_RESTRICT a, const T *KJIT_RESTRICT b, int m, int n,
              int k) {
   constexpr int THREADS = 32 * WARPS_M * WARPS_N;
@@ -97,19 +123,24 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
   const bool b_vectors = kjit_gemm_mma::aligned16(b) && n % 8 == 0;
   float acc[TILES_M][TILES_N][4] = {};
 
+  kjit_gemm_mma::TileShare<BLOCK_M, BLOCK_K, 1, THREADS, T> a_share;
+  kjit_gemm_mma::TileShare<BLOCK_K, BLOCK_N, 8, THREADS, T> b_share;
+  a_share.read(a, m, k, block_row, 0, a_vectors);
+  b_share.read(b, k, n, 0, block_col, b_vectors);
   for (int k0 = 0; k0 < k; k0 += BLOCK_K) {
-    kjit_gemm_mma::stage<BLOCK_M, BLOCK_K, 1, THREADS>(
-        a, m, k, block_row, k0, a_vectors,
-        [&](int r, int kk, const kjit::Packed<T, 8> &chunk) {
-          kjit::store_packed(a_tile + r * LD + kk, chunk); // LD * sizeof(T) is 16k bytes
-        });
-    kjit_gemm_mma::stage<BLOCK_K, BLOCK_N, 8, THREADS>(
-        b, k, n, k0, block_col, b_vectors, [&](int kk, int nn, const kjit::Packed<T, 8> &chunk) {
+    a_share.write([&](int r, int kk, const kjit::Packed<T, 8> &chunk) {
+      kjit::store_packed(a_tile + r * LD + kk, chunk); // LD * sizeof(T) is 16k bytes
+    });
+    b_share.write([&](int kk, int nn, const kjit::Packed<T, 8> &chunk) {
 #pragma unroll
-          for (int j = 0; j < 8; ++j)
-            b_tile[(nn + j) * LD + kk] = chunk.v[j];
-        });
+      for (int j = 0; j < 8; ++j)
+        b_tile[(nn + j) * LD + kk] = chunk.v[j];
+    });
     __syncthreads();
+    if (k0 + BLOCK_K < k) { // the next step's tiles, in flight during this step's compute
+      a_share.read(a, m, k, block_row, k0 + BLOCK_K, a_vectors);
+      b_share.read(b, k, n, k0 + BLOCK_K, block_col, b_vectors);
+    }
 #pragma unroll
     for (int kk = 0; kk < BLOCK_K; kk += 16) {
       unsigned a_frag[TILES_M][4], b_frag[TILES_N][2];
