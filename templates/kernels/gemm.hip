@@ -30,8 +30,7 @@ __device__ inline void stage(float *to, const T *from, int rows, int cols, int r
 } // namespace kjit_gemm
 
 template <typename T, int BLOCK_M, int BLOCK_N, int BLOCK_K, int THREAD_M, int THREAD_N>
-__global__ void
-__launch_bounds__((BLOCK_M / THREAD_M) * (BLOCK_N / THREAD_N))
+__global__ void __launch_bounds__((BLOCK_M / THREAD_M) * (BLOCK_N / THREAD_N))
     gemm(T *KJIT_RESTRICT c, const T *KJIT_RESTRICT a, const T *KJIT_RESTRICT b, int m, int n,
          int k) {
   constexpr int THREADS_M = BLOCK_M / THREAD_M, THREADS_N = BLOCK_N / THREAD_N;

@@ -6,9 +6,10 @@
 // BLOCK_K, the block stages A as [m][k] and B transposed as [n][k] in shared memory (rows padded
 // by 8 elements so that the fragment loads of a warp fall in distinct banks), zero outside the
 // matrices, so M, N and K need not be multiples of the tiles. Global reads are 16 bytes wide
-// where the matrices' rows allow it, and the next step's are issued before this step's mma. Fragments follow the PTX ISA's
-// layout for m16n8k16: lane = 4 * group + t; A's registers hold (row, k) pairs
-// (group [+8], 2t [+8]), B's (k, n) = (2t [+8], group), C's (group [+8], 2t + {0, 1}).
+// where the matrices' rows allow it, and the next step's are issued before this step's mma.
+// Fragments follow the PTX ISA's layout for m16n8k16, lane = 4 * group + t: A's registers hold
+// (row, k) = (group [+8], 2t [+8] + {0, 1}), B's (k, n) = (2t [+8] + {0, 1}, group), C's
+// (row, n) = (group [+8], 2t + {0, 1}).
 #if KJIT_HIP
 #error "kjit gemm_mma: mma.sync is NVIDIA's (sm_80 and newer); on AMD targets use the gemm template"
 #else

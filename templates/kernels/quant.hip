@@ -92,8 +92,8 @@ template <typename T, int HIDDEN, int VEC, int THREADS>
 __global__ void __launch_bounds__(THREADS)
     dynamic_per_token_quant_int8(signed char *KJIT_RESTRICT out, float *KJIT_RESTRICT scales,
                                  const T *KJIT_RESTRICT input) {
-  kjit_quant::quantise_row<T, HIDDEN, VEC, THREADS, signed char, kjit_quant::ToInt8>(
-      out, scales, input, 127.0f);
+  kjit_quant::quantise_row<T, HIDDEN, VEC, THREADS, signed char, kjit_quant::ToInt8>(out, scales,
+                                                                                     input, 127.0f);
 }
 
 #if defined(KJIT_QUANT_FP8)
