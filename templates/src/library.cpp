@@ -11,6 +11,8 @@ namespace embedded {
 extern const std::string_view prelude_h;
 extern const std::string_view scale_hip;
 extern const std::string_view axpy_hip;
+extern const std::string_view activation_hip;
+extern const std::string_view rowwise_hip;
 extern const std::string_view packed_h;
 extern const std::string_view rotary_hip;
 extern const std::string_view quant_hip;
@@ -19,6 +21,47 @@ extern const std::string_view gemm_mma_hip;
 } // namespace embedded
 
 namespace {
+
+// The activations and the row-wise operators (norms, softmax): see their sources for what each
+// parameter means. Every one takes T among `element_types` and a vector width VEC (elements per
+// access: 16 bytes is 4 floats or 8 halves); the row-wise ones also HIDDEN (COLS), the row's
+// length, unrolled by the compiler, and THREADS per row.
+void add_activations_and_rowwise(std::vector<Template> &all,
+                                 const std::vector<std::string> &element_types) {
+  const auto vec = [] { return Param::one_of({1, 2, 4, 8}, 4); };
+  const auto threads = [] { return Param::one_of({32, 64, 128, 256, 512, 1024}, 256); };
+  // A thread holds at most 64 elements of a row, so 1024 threads cover 65536 at most; 32768
+  // keeps every default-width variant within float's 32 per thread.
+  const auto hidden = [] { return Param::integer(1, 32768, 4096); };
+  all.emplace_back(
+      "activation", std::string(embedded::activation_hip),
+      std::vector<ParamDecl>{
+          {"ACT", Param::type({"silu", "gelu", "gelu_tanh", "relu", "sigmoid"}, "silu")},
+          {"T", Param::type(element_types, "float")},
+          {"VEC", vec()}},
+      TemplateOptions{.arguments = {"T*", "const T*", "long long"}});
+  all.emplace_back(
+      "gated_activation", std::string(embedded::activation_hip),
+      std::vector<ParamDecl>{{"ACT", Param::type({"silu", "gelu", "gelu_tanh"}, "silu")},
+                             {"T", Param::type(element_types, "float")},
+                             {"VEC", vec()}},
+      TemplateOptions{.arguments = {"T*", "const T*", "int"}});
+  const auto row_params = [&](const char *length) {
+    return std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
+                                  {length, hidden()},
+                                  {"VEC", vec()},
+                                  {"THREADS", threads()}};
+  };
+  all.emplace_back("rms_norm", std::string(embedded::rowwise_hip), row_params("HIDDEN"),
+                   TemplateOptions{.arguments = {"T*", "const T*", "const T*", "float", "int"}});
+  all.emplace_back("fused_add_rms_norm", std::string(embedded::rowwise_hip), row_params("HIDDEN"),
+                   TemplateOptions{.arguments = {"T*", "T*", "const T*", "float", "int"}});
+  all.emplace_back(
+      "layer_norm", std::string(embedded::rowwise_hip), row_params("HIDDEN"),
+      TemplateOptions{.arguments = {"T*", "const T*", "const T*", "const T*", "float", "int"}});
+  all.emplace_back("softmax", std::string(embedded::rowwise_hip), row_params("COLS"),
+                   TemplateOptions{.arguments = {"T*", "const T*", "float", "int", "int"}});
+}
 
 // Rotary embedding, per-token quantisation and the GEMM (kjit::ops). Row and head lengths are
 // parameters so that the compiler unrolls; VEC is the packed access width the operator picks
@@ -85,6 +128,7 @@ std::vector<Template> make_builtin() {
                    std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
                                           {"N", Param::integer(1, 1 << 30)}},
                    TemplateOptions{.arguments = {"T*", "float"}});
+  add_activations_and_rowwise(all, element_types);
   add_rotary_quant_gemm(all, element_types);
   std::sort(all.begin(), all.end(),
             [](const Template &a, const Template &b) { return a.name() < b.name(); });

@@ -82,8 +82,12 @@ template <typename Op, typename T> __device__ inline T block_reduce(T value, Op 
   if (lane == 0)
     partial[warp] = value;
   __syncthreads();
-  value = partial[lane < warps ? lane : 0];
-  value = warp_reduce(value, op);
+  // Every thread folds the warps' partials in order (broadcast reads): a shuffle reduction over
+  // the first `warps` lanes would need an identity for the lanes past them, or it counts a
+  // partial twice in a sum.
+  value = partial[0];
+  for (int w = 1; w < warps; ++w)
+    value = op(value, partial[w]);
   __syncthreads(); // partial[] may be reused by the caller's next reduction
   return value;
 }
@@ -92,5 +96,52 @@ template <typename T> __device__ inline T warp_sum(T value) { return warp_reduce
 template <typename T> __device__ inline T warp_max(T value) { return warp_reduce(value, Max{}); }
 template <typename T> __device__ inline T block_sum(T value) { return block_reduce(value, Sum{}); }
 template <typename T> __device__ inline T block_max(T value) { return block_reduce(value, Max{}); }
+
+} // namespace kjit
+
+// Reductions across the THREADS consecutive threads that share one row of a row-wise kernel
+// (norms, softmax): the block is THREADS wide (blockDim.x == THREADS, a power of two) and holds
+// blockDim.y rows. A row of at most a warp reduces with shuffles inside aligned groups of THREADS
+// lanes, so several rows share a warp and a block; a wider row takes the whole block
+// (blockDim.y == 1) through block_reduce. Every thread of the block must call it.
+namespace kjit {
+
+template <int THREADS, typename Op, typename T> __device__ inline T row_reduce(T value, Op op) {
+  static_assert(THREADS > 0 && (THREADS & (THREADS - 1)) == 0, "THREADS is a power of two");
+  if (THREADS > KJIT_WARP_SIZE) {
+    value = block_reduce(value, op);
+  } else {
+#pragma unroll
+    for (int mask = THREADS / 2; mask > 0; mask /= 2)
+      value = op(value, shuffle_xor(value, mask));
+  }
+  return value;
+}
+
+template <int THREADS, typename T> __device__ inline T row_sum(T value) {
+  return row_reduce<THREADS>(value, Sum{});
+}
+template <int THREADS, typename T> __device__ inline T row_max(T value) {
+  return row_reduce<THREADS>(value, Max{});
+}
+
+// N consecutive elements moved as one access: 16 bytes (a float4, 8 halves) is the widest load
+// and store both vendors issue. The address must be aligned to sizeof(T) * N; kernels pick N at
+// compile time from parameters the host chose knowing the pointers and the row length.
+template <typename T, int N> struct alignas(sizeof(T) * N) Vec {
+  T at[N];
+};
+
+template <int N, typename T> __device__ inline Vec<T, N> load_vec(const T *p) {
+  return *reinterpret_cast<const Vec<T, N> *>(p);
+}
+template <int N, typename T> __device__ inline void store_vec(T *p, const Vec<T, N> &v) {
+  *reinterpret_cast<Vec<T, N> *>(p) = v;
+}
+
+// e^x through the hardware's base-2 exponential (one multiply and one instruction on both
+// vendors; relative error about 2^-21 for |x| < 80): for kernels whose result is rounded to a
+// 16-bit float or that tolerate float's last few bits.
+__device__ inline float fast_exp(float x) { return __expf(x); }
 
 } // namespace kjit

@@ -1,0 +1,133 @@
+#include "kjit/ops/activation.hpp"
+
+#include "launch.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+namespace kjit::ops {
+
+namespace {
+
+// The template's UNROLL: vectors each thread of `activation` handles.
+constexpr std::int64_t vectors_per_thread = 4;
+constexpr int activation_threads = 256;
+
+template <Element T>
+void activation(Runtime &rt, std::string_view op, T *out, const T *x, std::int64_t n,
+                Stream stream) {
+  detail::require_pointer(out, op, "out");
+  detail::require_pointer(x, op, "x");
+  detail::require(n >= 0, op, "n is " + std::to_string(n) + ", must be >= 0");
+  if (n == 0)
+    return;
+  const int vec = detail::vector_width(sizeof(T), {out, x});
+  const std::int64_t per_block = activation_threads * vectors_per_thread * vec;
+  const std::int64_t blocks = (n + per_block - 1) / per_block;
+  detail::require(blocks <= std::numeric_limits<int>::max(), op,
+                  "n is " + std::to_string(n) + ", more than one launch covers");
+  static const Template &tmpl = templates::find("activation");
+  const Kernel &kernel = rt.kernel(tmpl, {{"ACT", op}, {"T", element_name<T>()}, {"VEC", vec}});
+  kernel.launch(Dim3(static_cast<unsigned>(blocks)), Dim3(activation_threads), 0, stream, out, x,
+                static_cast<long long>(n));
+}
+
+template <Element T>
+void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const T *x, int rows,
+           int d, Stream stream) {
+  detail::require_pointer(out, op, "out");
+  detail::require_pointer(x, op, "x");
+  detail::require(rows >= 0, op, "rows is " + std::to_string(rows) + ", must be >= 0");
+  detail::require_range(d, 1, std::numeric_limits<int>::max() / 2, op, "d");
+  if (rows == 0)
+    return;
+  const std::size_t out_bytes = static_cast<std::size_t>(rows) * d * sizeof(T);
+  detail::require_disjoint(out, out_bytes, x, 2 * out_bytes, op, "out and x");
+  const int vec = detail::vector_width(sizeof(T), d, {out, x});
+  static const Template &tmpl = templates::find("gated_activation");
+  const Kernel &kernel = rt.kernel(tmpl, {{"ACT", act}, {"T", element_name<T>()}, {"VEC", vec}});
+  const int warp = rt.default_device().target().warp_size();
+  // One block per row, enough threads that each handles UNROLL vectors of the row in one pass,
+  // within what the kernel's registers allow in one block (the kernel loops over longer rows).
+  const std::int64_t wanted = (d / vec + vectors_per_thread - 1) / vectors_per_thread;
+  const auto most = static_cast<std::int64_t>(
+      std::bit_floor(static_cast<unsigned>(std::max(kernel.max_threads_per_block(), warp))));
+  const int threads = static_cast<int>(std::clamp<std::int64_t>(
+      static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(wanted))), warp,
+      std::min<std::int64_t>(most, 1024)));
+  kernel.launch(Dim3(static_cast<unsigned>(rows)), Dim3(static_cast<unsigned>(threads)), 0, stream,
+                out, x, d);
+}
+
+} // namespace
+
+template <Element T> void silu(Runtime &rt, T *out, const T *x, std::int64_t n, Stream stream) {
+  activation(rt, "silu", out, x, n, stream);
+}
+template <Element T> void gelu(Runtime &rt, T *out, const T *x, std::int64_t n, Stream stream) {
+  activation(rt, "gelu", out, x, n, stream);
+}
+template <Element T>
+void gelu_tanh(Runtime &rt, T *out, const T *x, std::int64_t n, Stream stream) {
+  activation(rt, "gelu_tanh", out, x, n, stream);
+}
+template <Element T> void relu(Runtime &rt, T *out, const T *x, std::int64_t n, Stream stream) {
+  activation(rt, "relu", out, x, n, stream);
+}
+template <Element T> void sigmoid(Runtime &rt, T *out, const T *x, std::int64_t n, Stream stream) {
+  activation(rt, "sigmoid", out, x, n, stream);
+}
+
+template <Element T>
+void silu_and_mul(Runtime &rt, T *out, const T *x, int rows, int d, Stream stream) {
+  gated(rt, "silu_and_mul", "silu", out, x, rows, d, stream);
+}
+template <Element T>
+void gelu_and_mul(Runtime &rt, T *out, const T *x, int rows, int d, Stream stream) {
+  gated(rt, "gelu_and_mul", "gelu", out, x, rows, d, stream);
+}
+template <Element T>
+void gelu_tanh_and_mul(Runtime &rt, T *out, const T *x, int rows, int d, Stream stream) {
+  gated(rt, "gelu_tanh_and_mul", "gelu_tanh", out, x, rows, d, stream);
+}
+
+#define KJIT_INSTANTIATE_ACTIVATIONS(T)                                                            \
+  template void silu<T>(Runtime &, T *, const T *, std::int64_t, Stream);                          \
+  template void gelu<T>(Runtime &, T *, const T *, std::int64_t, Stream);                          \
+  template void gelu_tanh<T>(Runtime &, T *, const T *, std::int64_t, Stream);                     \
+  template void relu<T>(Runtime &, T *, const T *, std::int64_t, Stream);                          \
+  template void sigmoid<T>(Runtime &, T *, const T *, std::int64_t, Stream);                       \
+  template void silu_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                      \
+  template void gelu_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                      \
+  template void gelu_tanh_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);
+KJIT_INSTANTIATE_ACTIVATIONS(float)
+KJIT_INSTANTIATE_ACTIVATIONS(Half)
+KJIT_INSTANTIATE_ACTIVATIONS(BFloat16)
+#undef KJIT_INSTANTIATE_ACTIVATIONS
+
+namespace reference {
+
+double silu(double x) { return x * sigmoid(x); }
+double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh(double x) {
+  const double sqrt_2_over_pi = 0.79788456080286535588;
+  return 0.5 * x * (1.0 + std::tanh(sqrt_2_over_pi * (x + 0.044715 * x * x * x)));
+}
+double relu(double x) { return x < 0 ? 0.0 : x; }
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+std::vector<double> gated(double (*f)(double), std::span<const double> x, int rows, int d) {
+  std::vector<double> out(static_cast<std::size_t>(rows) * d);
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < d; ++i) {
+      const double *row = x.data() + static_cast<std::size_t>(r) * 2 * d;
+      out[static_cast<std::size_t>(r) * d + i] = f(row[i]) * row[d + i];
+    }
+  return out;
+}
+
+} // namespace reference
+
+} // namespace kjit::ops

@@ -1,0 +1,63 @@
+#include "launch.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace kjit::ops::detail {
+
+void require(bool condition, std::string_view op, const std::string &what) {
+  if (!condition)
+    throw Error(Errc::bad_argument, "kjit::ops::" + std::string(op) + ": " + what);
+}
+
+void require_pointer(const void *pointer, std::string_view op, std::string_view name) {
+  require(pointer != nullptr, op, std::string(name) + " is null");
+}
+
+void require_range(std::int64_t value, std::int64_t min, std::int64_t max, std::string_view op,
+                   std::string_view name) {
+  require(value >= min && value <= max, op,
+          std::string(name) + " is " + std::to_string(value) + ", must be in [" +
+              std::to_string(min) + ", " + std::to_string(max) + "]");
+}
+
+void require_disjoint(const void *a, std::size_t a_bytes, const void *b, std::size_t b_bytes,
+                      std::string_view op, std::string_view names) {
+  const auto first = reinterpret_cast<std::uintptr_t>(a);
+  const auto second = reinterpret_cast<std::uintptr_t>(b);
+  require(first + a_bytes <= second || second + b_bytes <= first, op,
+          std::string(names) + " overlap");
+}
+
+int vector_width(std::size_t element_bytes, std::initializer_list<const void *> pointers) {
+  int width = static_cast<int>(16 / element_bytes);
+  for (const void *pointer : pointers)
+    while (width > 1 && reinterpret_cast<std::uintptr_t>(pointer) % (element_bytes * width) != 0)
+      width /= 2;
+  return width;
+}
+
+int vector_width(std::size_t element_bytes, std::int64_t length,
+                 std::initializer_list<const void *> pointers) {
+  int width = vector_width(element_bytes, pointers);
+  while (length % width != 0)
+    width /= 2;
+  return width;
+}
+
+RowShape row_shape(std::size_t element_bytes, int length, int warp_size,
+                   std::initializer_list<const void *> pointers) {
+  const int vec = vector_width(element_bytes, length, pointers);
+  const int vectors = length / vec;
+  // About four vectors per thread: four independent 16-byte loads in flight each, with the
+  // reduction's cost spread over enough elements. The template holds at most 64 elements per
+  // thread: 1024 threads and 32768 elements give at most 32 + VEC.
+  constexpr int vectors_per_thread = 4;
+  const int wanted = (vectors + vectors_per_thread - 1) / vectors_per_thread;
+  const int threads =
+      std::clamp(static_cast<int>(std::bit_ceil(static_cast<unsigned>(wanted))), warp_size, 1024);
+  const int rows_per_block = threads <= warp_size ? std::max(1, 256 / threads) : 1;
+  return {vec, threads, rows_per_block};
+}
+
+} // namespace kjit::ops::detail

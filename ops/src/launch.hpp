@@ -1,0 +1,71 @@
+#pragma once
+// What the operators share: argument checks that throw one clear Error(bad_argument), and the
+// launch shapes picked from the row length, the pointers' alignment and the device's target.
+#include "kjit/error.hpp"
+#include "kjit/ops/element.hpp"
+#include "kjit/runtime/runtime.hpp"
+#include "kjit/templates/library.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace kjit::ops::detail {
+
+// Throws Error(bad_argument) "kjit::ops::<op>: <what>" unless `condition`.
+void require(bool condition, std::string_view op, const std::string &what);
+// Throws unless `pointer` is set: "kjit::ops::rms_norm: weight is null".
+void require_pointer(const void *pointer, std::string_view op, std::string_view name);
+// Throws unless `value` lies in [min, max]: "kjit::ops::rms_norm: hidden is 0, must be in
+// [1, 32768]".
+void require_range(std::int64_t value, std::int64_t min, std::int64_t max, std::string_view op,
+                   std::string_view name);
+// Throws unless the byte ranges [a, a + a_bytes) and [b, b + b_bytes) are disjoint.
+void require_disjoint(const void *a, std::size_t a_bytes, const void *b, std::size_t b_bytes,
+                      std::string_view op, std::string_view names);
+
+// The widest vector (in elements, at most 16 bytes) whose accesses are aligned: every pointer is
+// a multiple of its byte size. 1 when nothing wider fits. For one flat array.
+int vector_width(std::size_t element_bytes, std::initializer_list<const void *> pointers);
+// The same for arrays of rows of `length` elements: every row must start aligned, so the width
+// also divides `length`.
+int vector_width(std::size_t element_bytes, std::int64_t length,
+                 std::initializer_list<const void *> pointers);
+
+// The shape of a row-wise launch (templates rowwise.hip): VEC elements per access, THREADS per
+// row (a power of two, at least the warp, enough that each thread holds about four vectors) and
+// rows per block (several when a row takes at most one warp, so that a block has 256 threads).
+struct RowShape {
+  int vec;
+  int threads;
+  int rows_per_block;
+};
+RowShape row_shape(std::size_t element_bytes, int length, int warp_size,
+                   std::initializer_list<const void *> pointers);
+
+// The longest row the row-wise templates take (their HIDDEN/COLS parameter's maximum).
+inline constexpr int max_row_length = 32768;
+
+// Compiles (or finds) the row-wise template `name` for T and a row of `length` elements
+// (parameter `length_param`), and launches it over `rows` rows with `args`.
+template <Element T, typename... Args>
+void launch_rowwise(Runtime &rt, const Template &tmpl, const char *length_param, int rows,
+                    int length, std::initializer_list<const void *> pointers, Stream stream,
+                    const Args &...args) {
+  const RowShape shape =
+      row_shape(sizeof(T), length, rt.default_device().target().warp_size(), pointers);
+  const Kernel &kernel = rt.kernel(tmpl, {{"T", element_name<T>()},
+                                          {length_param, length},
+                                          {"VEC", shape.vec},
+                                          {"THREADS", shape.threads}});
+  const unsigned blocks =
+      static_cast<unsigned>((rows + shape.rows_per_block - 1) / shape.rows_per_block);
+  kernel.launch(
+      Dim3(blocks),
+      Dim3(static_cast<unsigned>(shape.threads), static_cast<unsigned>(shape.rows_per_block)), 0,
+      stream, args...);
+}
+
+} // namespace kjit::ops::detail

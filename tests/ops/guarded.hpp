@@ -1,0 +1,35 @@
+#pragma once
+// Outputs with a guard band: `count` elements the operator writes followed by `guard` it must
+// not, all poisoned (NaN), so that both a missed write and a write past the end are caught.
+#include "tests/ops/gpu_support.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace kjit::ops::gpu_testing {
+
+inline constexpr std::size_t guard_elements = 256;
+
+// Every byte of the guard band after `count` elements of T is still 0xFF.
+template <Element T>
+::testing::AssertionResult guard_intact(const DeviceBuffer &buffer, std::size_t count) {
+  std::vector<unsigned char> bytes(buffer.size());
+  buffer.device().synchronize();
+  buffer.read(bytes.data(), bytes.size());
+  const auto first = bytes.begin() + static_cast<std::ptrdiff_t>(count * sizeof(T));
+  const auto changed = std::find_if(first, bytes.end(), [](unsigned char b) { return b != 0xFF; });
+  if (changed == bytes.end())
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "written past the end: byte " << (changed - first) << " of the guard band";
+}
+
+// `host` followed by a poisoned guard band, on the device.
+template <Element T> std::vector<T> with_guard(std::vector<T> host) {
+  T poison;
+  std::memset(&poison, 0xFF, sizeof poison);
+  host.insert(host.end(), guard_elements, poison);
+  return host;
+}
+
+} // namespace kjit::ops::gpu_testing

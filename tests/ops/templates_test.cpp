@@ -1,0 +1,105 @@
+// The operators' templates compile for gfx90a (hiprtc) and sm_90 (NVRTC) in the variants the
+// operators pick, and the code object holds the kernel: read back as an ELF of the right machine
+// with the kernel's symbol in it.
+#include "kjit/error.hpp"
+#include "kjit/jit/elf.hpp"
+#include "kjit/ops/element.hpp"
+#include "kjit/runtime/runtime.hpp"
+#include "kjit/templates/library.hpp"
+#include "ops/src/launch.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+namespace kjit::ops {
+namespace {
+
+struct Variant {
+  std::string target;
+  std::string name;
+  Params params;
+};
+
+std::string describe(const Variant &variant) {
+  std::string text = variant.target + "_" + variant.name;
+  for (const auto &[name, value] : variant.params)
+    text += "_" + name + value.to_string();
+  return text;
+}
+
+// A row-wise template as the operators launch it for rows of `length` with aligned pointers.
+template <Element T>
+Variant rowwise(const std::string &target, const std::string &name, int length) {
+  const void *aligned = reinterpret_cast<const void *>(std::uintptr_t{4096});
+  const int warp = jit::Target::parse(target).warp_size();
+  const detail::RowShape shape = detail::row_shape(sizeof(T), length, warp, {aligned});
+  return {target,
+          name,
+          {{"T", element_name<T>()},
+           {name == "softmax" ? "COLS" : "HIDDEN", length},
+           {"VEC", shape.vec},
+           {"THREADS", shape.threads}}};
+}
+
+template <Element T>
+Variant activation(const std::string &target, const std::string &name, const std::string &act) {
+  return {target, name, {{"ACT", act}, {"T", element_name<T>()}, {"VEC", 16 / sizeof(T)}}};
+}
+
+std::vector<Variant> variants() {
+  std::vector<Variant> all;
+  for (const std::string target : {"gfx90a", "sm_90"}) {
+    for (const std::string name : {"rms_norm", "fused_add_rms_norm", "layer_norm", "softmax"}) {
+      all.push_back(rowwise<float>(target, name, 8192));
+      all.push_back(rowwise<Half>(target, name, 8192));
+      all.push_back(rowwise<BFloat16>(target, name, 8192));
+      all.push_back(rowwise<Half>(target, name, 127)); // scalar accesses, one warp per row
+    }
+    for (const std::string name : {"activation", "gated_activation"}) {
+      all.push_back(activation<float>(target, name, "silu"));
+      all.push_back(activation<Half>(target, name, "silu"));
+      all.push_back(activation<BFloat16>(target, name, "silu"));
+      all.push_back(activation<BFloat16>(target, name, "gelu"));
+      all.push_back(activation<Half>(target, name, "gelu_tanh"));
+    }
+    all.push_back(activation<Half>(target, "activation", "relu"));
+    all.push_back(activation<Half>(target, "activation", "sigmoid"));
+  }
+  return all;
+}
+
+class OpsTemplateCompiles : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(OpsTemplateCompiles, CodeObjectHoldsTheKernel) {
+  const Variant &variant = GetParam();
+  const jit::Target target = jit::Target::parse(variant.target);
+  kjit::testing::TempDir dir;
+  Config config;
+  config.cache_dir = dir / "cache";
+  config.prebuilt_dir = dir / "no-prebuilt";
+  Runtime rt(config);
+  try {
+    rt.compiler(target.vendor());
+  } catch (const Error &error) {
+    if (error.code() == Errc::compiler_unavailable)
+      GTEST_SKIP() << error.summary();
+    throw;
+  }
+  const CodeObject &code = rt.compile(templates::find(variant.name), variant.params, target);
+  const auto elf = jit::read_elf(code.code());
+  ASSERT_TRUE(elf.has_value()) << code.expression() << ": not an ELF";
+  EXPECT_EQ(elf->machine,
+            target.vendor() == Vendor::amd ? jit::elf_machine_amdgpu : jit::elf_machine_cuda);
+  EXPECT_NE(std::find(elf->symbols.begin(), elf->symbols.end(), code.lowered_name()),
+            elf->symbols.end())
+      << code.expression() << ": no symbol " << code.lowered_name();
+}
+
+INSTANTIATE_TEST_SUITE_P(Defaults, OpsTemplateCompiles, ::testing::ValuesIn(variants()),
+                         [](const auto &info) { return describe(info.param); });
+
+} // namespace
+} // namespace kjit::ops
