@@ -3,10 +3,11 @@
 //
 // Each block computes BLOCK_M x BLOCK_N of C with WARPS_M x WARPS_N warps, each warp a
 // (BLOCK_M / WARPS_M) x (BLOCK_N / WARPS_N) tile of 16 x 8 mma.sync.m16n8k16 tiles. Per step of
-// BLOCK_K, the block stages A as [m][k] and B transposed as [n][k] in shared memory (rows padded
-// by 8 elements so that the fragment loads of a warp fall in distinct banks), zero outside the
-// matrices, so M, N and K need not be multiples of the tiles. Global reads are 16 bytes wide
-// where the matrices' rows allow it, and the next step's are issued before this step's mma.
+// BLOCK_K, the block stages A as [m][k] and B as [k][n] in shared memory (rows padded by 8
+// elements so that a warp's fragment loads fall in distinct banks), zero outside the matrices,
+// so M, N and K need not be multiples of the tiles; B's fragments come out of it transposed by
+// ldmatrix. Global reads are 16 bytes wide where the matrices' rows allow it, and the next
+// step's are issued before this step's mma.
 // Fragments follow the PTX ISA's layout for m16n8k16, lane = 4 * group + t: A's registers hold
 // (row, k) = (group [+8], 2t [+8] + {0, 1}), B's (k, n) = (2t [+8] + {0, 1}, group), C's
 // (row, n) = (group [+8], 2t + {0, 1}).
@@ -35,6 +36,16 @@ template <> struct Mma<bfloat16> {
   }
 };
 
+// Four 8 x 8 matrices of 16-bit elements from shared memory, transposed: lanes 8i..8i+7 give the
+// addresses of matrix i's 8 rows (16 bytes each, 16-byte aligned), and lane 4g + t receives in
+// r[i] the elements (2t, g) and (2t + 1, g) of matrix i (row, column), the lower in the low half.
+__device__ inline void ldmatrix_x4_trans(unsigned (&r)[4], const void *row) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
 // Two consecutive elements of a shared-memory row as one 32-bit register (the lower element in
 // the low half, as mma expects); `at` is at an even element offset.
 template <typename T> __device__ inline unsigned pair(const T *at) {
@@ -46,21 +57,18 @@ template <typename T> __device__ inline unsigned pair(const T *at) {
 // step's compute), so that the read's latency overlaps the compute. The tile is cut into chunks
 // of 8 consecutive elements of a row: 16 bytes, one load where `vectors` says rows start 16-byte
 // aligned and the chunk lies inside the matrix; element by element, zero outside, otherwise.
-// Consecutive threads take the chunks of RUN consecutive rows in one column, then the next
-// column: RUN 1 walks along rows; RUN 8 lets a warp store 4 columns of 8 rows, which spreads B's
-// transposed stores over more banks while each row's reads stay 64 contiguous bytes.
-template <int ROWS, int COLS, int RUN, int THREADS, typename T> struct TileShare {
-  static_assert(COLS % 8 == 0 && ROWS % RUN == 0, "whole chunks and runs per tile");
-  static constexpr int CHUNKS = ROWS * COLS / 8, RUN_CHUNKS = RUN * COLS / 8;
+// Consecutive threads take consecutive chunks along a row: coalesced reads.
+template <int ROWS, int COLS, int THREADS, typename T> struct TileShare {
+  static_assert(COLS % 8 == 0, "whole chunks per tile row");
+  static constexpr int CHUNKS = ROWS * COLS / 8;
   static constexpr int ITEMS = (CHUNKS + THREADS - 1) / THREADS;
   kjit::Packed<T, 8> chunks[ITEMS];
 
   // Chunk `item` of this thread: its row and first column in the tile; false past the tile.
   __device__ static bool place(int item, int &r, int &c) {
     const int i = item * THREADS + int(threadIdx.x);
-    const int run = i / RUN_CHUNKS, in_run = i % RUN_CHUNKS;
-    r = run * RUN + in_run % RUN;
-    c = in_run / RUN * 8;
+    r = i / (COLS / 8);
+    c = i % (COLS / 8) * 8;
     return i < CHUNKS;
   }
 
@@ -109,11 +117,12 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
   constexpr int THREADS = 32 * WARPS_M * WARPS_N;
   constexpr int WARP_M = BLOCK_M / WARPS_M, WARP_N = BLOCK_N / WARPS_N;
   constexpr int TILES_M = WARP_M / 16, TILES_N = WARP_N / 8;
-  constexpr int LD = BLOCK_K + 8; // padded row, in elements
-  static_assert(WARP_M % 16 == 0 && WARP_N % 8 == 0 && BLOCK_K % 16 == 0, "mma tile shapes");
-  static_assert((BLOCK_M + BLOCK_N) * LD * 2 <= 48 * 1024, "tiles exceed 48 KiB of shared memory");
-  __shared__ __align__(16) T a_tile[BLOCK_M * LD]; // [m][k]
-  __shared__ __align__(16) T b_tile[BLOCK_N * LD]; // [n][k]: B transposed
+  constexpr int LD = BLOCK_K + 8;   // A's padded row, in elements
+  constexpr int B_LD = BLOCK_N + 8; // B's: 8 rows of a ldmatrix fall in distinct banks
+  static_assert(WARP_M % 16 == 0 && WARP_N % 16 == 0 && BLOCK_K % 16 == 0, "mma tile shapes");
+  static_assert((BLOCK_M * LD + BLOCK_K * B_LD) * 2 <= 48 * 1024, "tiles exceed 48 KiB");
+  __shared__ __align__(16) T a_tile[BLOCK_M * LD];   // [m][k]
+  __shared__ __align__(16) T b_tile[BLOCK_K * B_LD]; // [k][n]
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int group = lane / 4, t = lane % 4;
@@ -124,8 +133,8 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
   const bool b_vectors = kjit_gemm_mma::aligned16(b) && n % 8 == 0;
   float acc[TILES_M][TILES_N][4] = {};
 
-  kjit_gemm_mma::TileShare<BLOCK_M, BLOCK_K, 1, THREADS, T> a_share;
-  kjit_gemm_mma::TileShare<BLOCK_K, BLOCK_N, 8, THREADS, T> b_share;
+  kjit_gemm_mma::TileShare<BLOCK_M, BLOCK_K, THREADS, T> a_share;
+  kjit_gemm_mma::TileShare<BLOCK_K, BLOCK_N, THREADS, T> b_share;
   a_share.read(a, m, k, block_row, 0, a_vectors);
   b_share.read(b, k, n, 0, block_col, b_vectors);
   for (int k0 = 0; k0 < k; k0 += BLOCK_K) {
@@ -133,9 +142,7 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
       kjit::store_packed(a_tile + r * LD + kk, chunk); // LD * sizeof(T) is 16k bytes
     });
     b_share.write([&](int kk, int nn, const kjit::Packed<T, 8> &chunk) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        b_tile[(nn + j) * LD + kk] = chunk.v[j];
+      kjit::store_packed(b_tile + kk * B_LD + nn, chunk); // B_LD * sizeof(T) is 16k bytes
     });
     __syncthreads();
     if (k0 + BLOCK_K < k) { // the next step's tiles, in flight during this step's compute
@@ -153,11 +160,19 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
         a_frag[i][2] = kjit_gemm_mma::pair(rows + 8);
         a_frag[i][3] = kjit_gemm_mma::pair(rows + 8 * LD + 8);
       }
+      // Two n-tiles per ldmatrix: matrices (k 0-7, n 0-7), (k 8-15, n 0-7), then n 8-15; lane
+      // 8i + r points at row r of matrix i.
 #pragma unroll
-      for (int j = 0; j < TILES_N; ++j) {
-        const T *column = b_tile + (warp_col + j * 8 + group) * LD + kk + 2 * t;
-        b_frag[j][0] = kjit_gemm_mma::pair(column);
-        b_frag[j][1] = kjit_gemm_mma::pair(column + 8);
+      for (int j = 0; j < TILES_N; j += 2) {
+        const int matrix = lane / 8, row = lane % 8;
+        const T *rows =
+            b_tile + (kk + (matrix % 2) * 8 + row) * B_LD + warp_col + j * 8 + (matrix / 2) * 8;
+        unsigned pairs[4];
+        kjit_gemm_mma::ldmatrix_x4_trans(pairs, rows);
+        b_frag[j][0] = pairs[0];
+        b_frag[j][1] = pairs[1];
+        b_frag[j + 1][0] = pairs[2];
+        b_frag[j + 1][1] = pairs[3];
       }
 #pragma unroll
       for (int i = 0; i < TILES_M; ++i)
