@@ -5,8 +5,8 @@
 // (BLOCK_M / WARPS_M) x (BLOCK_N / WARPS_N) tile of 16 x 8 mma.sync.m16n8k16 tiles. Per step of
 // BLOCK_K, the block stages A as [m][k] and B as [k][n] in shared memory (rows padded by 8
 // elements so that a warp's fragment loads fall in distinct banks), zero outside the matrices,
-// so M, N and K need not be multiples of the tiles; B's fragments come out of it transposed by
-// ldmatrix. Global reads are 16 bytes wide where the matrices' rows allow it, and the next
+// so M, N and K need not be multiples of the tiles; fragments come out of it by ldmatrix (B's
+// transposed). Global reads are 16 bytes wide where the matrices' rows allow it, and the next
 // step's are issued before this step's mma.
 // Fragments follow the PTX ISA's layout for m16n8k16, lane = 4 * group + t: A's registers hold
 // (row, k) = (group [+8], 2t [+8] + {0, 1}), B's (k, n) = (2t [+8] + {0, 1}, group), C's
@@ -36,20 +36,20 @@ template <> struct Mma<bfloat16> {
   }
 };
 
-// Four 8 x 8 matrices of 16-bit elements from shared memory, transposed: lanes 8i..8i+7 give the
-// addresses of matrix i's 8 rows (16 bytes each, 16-byte aligned), and lane 4g + t receives in
-// r[i] the elements (2t, g) and (2t + 1, g) of matrix i (row, column), the lower in the low half.
-__device__ inline void ldmatrix_x4_trans(unsigned (&r)[4], const void *row) {
+// Four 8 x 8 matrices of 16-bit elements from shared memory: lanes 8i..8i+7 give the addresses
+// of matrix i's 8 rows (16 bytes each, 16-byte aligned), and lane 4g + t receives in r[i] the
+// elements (g, 2t) and (g, 2t + 1) of matrix i (row, column), the lower in the low half; with
+// TRANSPOSE, (2t, g) and (2t + 1, g).
+template <bool TRANSPOSE> __device__ inline void ldmatrix_x4(unsigned (&r)[4], const void *row) {
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// Two consecutive elements of a shared-memory row as one 32-bit register (the lower element in
-// the low half, as mma expects); `at` is at an even element offset.
-template <typename T> __device__ inline unsigned pair(const T *at) {
-  return *reinterpret_cast<const unsigned *>(at);
+  if (TRANSPOSE)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
 }
 
 // One thread's share of a ROWS x COLS tile of a row-major matrix, held in registers between
@@ -152,23 +152,22 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
 #pragma unroll
     for (int kk = 0; kk < BLOCK_K; kk += 16) {
       unsigned a_frag[TILES_M][4], b_frag[TILES_N][2];
+      // Lane 8i + r points at row r of matrix i. A's matrices are (rows 0-7, k 0-7), (rows 8-15,
+      // k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15): its four fragment registers in order.
+      const int matrix = lane / 8, row = lane % 8;
 #pragma unroll
       for (int i = 0; i < TILES_M; ++i) {
-        const T *rows = a_tile + (warp_row + i * 16 + group) * LD + kk + 2 * t;
-        a_frag[i][0] = kjit_gemm_mma::pair(rows);
-        a_frag[i][1] = kjit_gemm_mma::pair(rows + 8 * LD);
-        a_frag[i][2] = kjit_gemm_mma::pair(rows + 8);
-        a_frag[i][3] = kjit_gemm_mma::pair(rows + 8 * LD + 8);
+        kjit_gemm_mma::ldmatrix_x4<false>(
+            a_frag[i],
+            a_tile + (warp_row + i * 16 + (matrix % 2) * 8 + row) * LD + kk + (matrix / 2) * 8);
       }
-      // Two n-tiles per ldmatrix: matrices (k 0-7, n 0-7), (k 8-15, n 0-7), then n 8-15; lane
-      // 8i + r points at row r of matrix i.
+      // B's, transposed, serve two n-tiles: (k 0-7, n 0-7), (k 8-15, n 0-7), then n 8-15.
 #pragma unroll
       for (int j = 0; j < TILES_N; j += 2) {
-        const int matrix = lane / 8, row = lane % 8;
         const T *rows =
             b_tile + (kk + (matrix % 2) * 8 + row) * B_LD + warp_col + j * 8 + (matrix / 2) * 8;
         unsigned pairs[4];
-        kjit_gemm_mma::ldmatrix_x4_trans(pairs, rows);
+        kjit_gemm_mma::ldmatrix_x4<true>(pairs, rows);
         b_frag[j][0] = pairs[0];
         b_frag[j][1] = pairs[1];
         b_frag[j + 1][0] = pairs[2];
