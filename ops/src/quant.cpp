@@ -12,11 +12,11 @@ namespace kjit::ops {
 
 namespace {
 
-// Checks the arguments, picks the variant of `template_name` and launches it: one block per row.
+// Checks the arguments, picks the variant of `tmpl` and launches it: one block per row.
 template <Element T>
-void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float *scales,
-                   const T *input, int rows, int hidden, Stream stream) {
-  const std::string_view op = template_name;
+void quantise_rows(Runtime &rt, const Template &tmpl, void *out, float *scales, const T *input,
+                   int rows, int hidden, Stream stream) {
+  const std::string_view op = tmpl.name();
   detail::require(out != nullptr && scales != nullptr && input != nullptr, op, "null pointer");
   detail::require(rows > 0, op, "rows must be positive, not " + std::to_string(rows));
   detail::require(hidden >= 1 && hidden <= 65536, op,
@@ -35,9 +35,8 @@ void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float
   int threads = 64;
   while (threads < 1024 && threads * 8 < hidden / vec)
     threads *= 2;
-  const Kernel &kernel =
-      rt.kernel(templates::find(template_name),
-                {{"T", element_name<T>()}, {"HIDDEN", hidden}, {"VEC", vec}, {"THREADS", threads}});
+  const Kernel &kernel = rt.kernel(
+      tmpl, {{"T", element_name<T>()}, {"HIDDEN", hidden}, {"VEC", vec}, {"THREADS", threads}});
   kernel.launch(Dim3(rows), Dim3(threads), 0, stream, out, scales, input);
 }
 
@@ -46,14 +45,16 @@ void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float
 template <Element T>
 void dynamic_per_token_quant_int8(Runtime &rt, std::int8_t *out, float *scales, const T *input,
                                   int rows, int hidden, Stream stream) {
-  quantise_rows(rt, "dynamic_per_token_quant_int8", out, scales, input, rows, hidden, stream);
+  static const Template &tmpl = templates::find("dynamic_per_token_quant_int8");
+  quantise_rows(rt, tmpl, out, scales, input, rows, hidden, stream);
 }
 
 template <Element T>
 void dynamic_per_token_quant_fp8(Runtime &rt, std::uint8_t *out, float *scales, const T *input,
                                  int rows, int hidden, Stream stream) {
   require_fp8_e4m3(rt.default_device().target());
-  quantise_rows(rt, "dynamic_per_token_quant_fp8", out, scales, input, rows, hidden, stream);
+  static const Template &tmpl = templates::find("dynamic_per_token_quant_fp8");
+  quantise_rows(rt, tmpl, out, scales, input, rows, hidden, stream);
 }
 
 bool has_fp8_e4m3(const jit::Target &target) {

@@ -30,20 +30,20 @@ __device__ inline void stage(float *to, const T *from, int rows, int cols, int r
 } // namespace kjit_gemm
 
 template <typename T, int BLOCK_M, int BLOCK_N, int BLOCK_K, int THREAD_M, int THREAD_N>
-__global__ void
-__launch_bounds__((BLOCK_M / THREAD_M) * (BLOCK_N / THREAD_N))
+__global__ void __launch_bounds__((BLOCK_M / THREAD_M) * (BLOCK_N / THREAD_N))
     gemm(T *KJIT_RESTRICT c, const T *KJIT_RESTRICT a, const T *KJIT_RESTRICT b, int m, int n,
          int k) {
   constexpr int THREADS_M = BLOCK_M / THREAD_M, THREADS_N = BLOCK_N / THREAD_N;
   constexpr int THREADS = THREADS_M * THREADS_N;
   // A's tile is stored [BLOCK_K][BLOCK_M + 4]: the padding spreads the transposed stores over
-  // the banks and keeps each row 16-byte aligned.
+  // the banks and keeps each row 16-byte aligned, so that a thread's THREAD_M (THREAD_N)
+  // consecutive values are read with 16-byte loads.
   constexpr int A_LD = BLOCK_M + 4;
   static_assert(BLOCK_M % THREAD_M == 0 && BLOCK_N % THREAD_N == 0, "thread tiles must divide");
   static_assert(THREADS >= 32 && THREADS <= 1024, "(BLOCK_M/THREAD_M)*(BLOCK_N/THREAD_N) threads");
   static_assert((BLOCK_K * (A_LD + BLOCK_N)) * 4 <= 48 * 1024, "tiles exceed 48 KiB of LDS");
-  __shared__ float a_tile[BLOCK_K * A_LD];
-  __shared__ float b_tile[BLOCK_K * BLOCK_N];
+  alignas(16) __shared__ float a_tile[BLOCK_K * A_LD];
+  alignas(16) __shared__ float b_tile[BLOCK_K * BLOCK_N];
 
   const int thread_row = threadIdx.x / THREADS_N, thread_col = threadIdx.x % THREADS_N;
   const int block_row = blockIdx.y * BLOCK_M, block_col = blockIdx.x * BLOCK_N;

@@ -3,12 +3,14 @@
 //
 // Each block computes BLOCK_M x BLOCK_N of C with WARPS_M x WARPS_N warps, each warp a
 // (BLOCK_M / WARPS_M) x (BLOCK_N / WARPS_N) tile of 16 x 8 mma.sync.m16n8k16 tiles. Per step of
-// BLOCK_K, the block stages A as [m][k] and B transposed as [n][k] in shared memory (rows padded
-// by 8 elements so that the fragment loads of a warp fall in distinct banks), zero outside the
-// matrices, so M, N and K need not be multiples of the tiles. Global reads are 16 bytes wide
-// where the matrices' rows allow it. Fragments follow the PTX ISA's
-// layout for m16n8k16: lane = 4 * group + t; A's registers hold (row, k) pairs
-// (group [+8], 2t [+8]), B's (k, n) = (2t [+8], group), C's (group [+8], 2t + {0, 1}).
+// BLOCK_K, the block stages A as [m][k] and B as [k][n] in shared memory (rows padded by 8
+// elements so that a warp's fragment loads fall in distinct banks), zero outside the matrices,
+// so M, N and K need not be multiples of the tiles; fragments come out of it by ldmatrix (B's
+// transposed). Global reads are 16 bytes wide where the matrices' rows allow it, and the next
+// step's are issued before this step's mma.
+// Fragments follow the PTX ISA's layout for m16n8k16, lane = 4 * group + t: A's registers hold
+// (row, k) = (group [+8], 2t [+8] + {0, 1}), B's (k, n) = (2t [+8] + {0, 1}, group), C's
+// (row, n) = (group [+8], 2t + {0, 1}).
 #if KJIT_HIP
 #error "kjit gemm_mma: mma.sync is NVIDIA's (sm_80 and newer); on AMD targets use the gemm template"
 #else
@@ -34,35 +36,71 @@ template <> struct Mma<bfloat16> {
   }
 };
 
-// Two consecutive elements of a shared-memory row as one 32-bit register (the lower element in
-// the low half, as mma expects); `at` is at an even element offset.
-template <typename T> __device__ inline unsigned pair(const T *at) {
-  return *reinterpret_cast<const unsigned *>(at);
+// Four 8 x 8 matrices of 16-bit elements from shared memory: lanes 8i..8i+7 give the addresses
+// of matrix i's 8 rows (16 bytes each, 16-byte aligned), and lane 4g + t receives in r[i] the
+// elements (g, 2t) and (g, 2t + 1) of matrix i (row, column), the lower in the low half; with
+// TRANSPOSE, (2t, g) and (2t + 1, g).
+template <bool TRANSPOSE> __device__ inline void ldmatrix_x4(unsigned (&r)[4], const void *row) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if (TRANSPOSE)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
 }
 
-// Reads the ROWS x COLS tile at (row0, col0) of the row-major `rows` x `cols` matrix `from` in
-// chunks of 8 consecutive elements of a row (16 bytes: one load where `vectors` says that rows
-// start 16-byte aligned and the chunk lies inside the matrix; element by element, zero outside,
-// otherwise) and hands each to store(r, c, chunk). Consecutive threads take consecutive chunks.
-template <int ROWS, int COLS, int THREADS, typename T, typename Store>
-__device__ inline void stage(const T *from, int rows, int cols, int row0, int col0, bool vectors,
-                             Store store) {
+// One thread's share of a ROWS x COLS tile of a row-major matrix, held in registers between
+// the read from global memory (of the next step) and the store to shared memory (after this
+// step's compute), so that the read's latency overlaps the compute. The tile is cut into chunks
+// of 8 consecutive elements of a row: 16 bytes, one load where `vectors` says rows start 16-byte
+// aligned and the chunk lies inside the matrix; element by element, zero outside, otherwise.
+// Consecutive threads take consecutive chunks along a row: coalesced reads.
+template <int ROWS, int COLS, int THREADS, typename T> struct TileShare {
   static_assert(COLS % 8 == 0, "whole chunks per tile row");
-  for (int i = threadIdx.x; i < ROWS * COLS / 8; i += THREADS) {
-    const int r = i / (COLS / 8), c = i % (COLS / 8) * 8;
-    const int row = row0 + r, col = col0 + c;
-    const T *at = from + static_cast<long long>(row) * cols + col;
-    kjit::Packed<T, 8> chunk;
-    if (vectors && row < rows && col + 8 <= cols) {
-      chunk = kjit::load_packed<8>(at);
-    } else {
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        chunk.v[j] = row < rows && col + j < cols ? at[j] : kjit::from_float<T>(0.0f);
-    }
-    store(r, c, chunk);
+  static constexpr int CHUNKS = ROWS * COLS / 8;
+  static constexpr int ITEMS = (CHUNKS + THREADS - 1) / THREADS;
+  kjit::Packed<T, 8> chunks[ITEMS];
+
+  // Chunk `item` of this thread: its row and first column in the tile; false past the tile.
+  __device__ static bool place(int item, int &r, int &c) {
+    const int i = item * THREADS + int(threadIdx.x);
+    r = i / (COLS / 8);
+    c = i % (COLS / 8) * 8;
+    return i < CHUNKS;
   }
-}
+
+  // Reads the tile at (row0, col0) of the `rows` x `cols` matrix `from`.
+  __device__ void read(const T *from, int rows, int cols, int row0, int col0, bool vectors) {
+#pragma unroll
+    for (int item = 0; item < ITEMS; ++item) {
+      int r, c;
+      if (!place(item, r, c))
+        continue;
+      const int row = row0 + r, col = col0 + c;
+      const T *at = from + static_cast<long long>(row) * cols + col;
+      if (vectors && row < rows && col + 8 <= cols) {
+        chunks[item] = kjit::load_packed<8>(at);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          chunks[item].v[j] = row < rows && col + j < cols ? at[j] : kjit::from_float<T>(0.0f);
+      }
+    }
+  }
+
+  // Hands each chunk to store(r, c, chunk).
+  template <typename Store> __device__ void write(Store store) const {
+#pragma unroll
+    for (int item = 0; item < ITEMS; ++item) {
+      int r, c;
+      if (place(item, r, c))
+        store(r, c, chunks[item]);
+    }
+  }
+};
 
 __device__ inline bool aligned16(const void *pointer) {
   return (reinterpret_cast<unsigned long long>(pointer) & 15) == 0;
@@ -70,18 +108,21 @@ __device__ inline bool aligned16(const void *pointer) {
 
 } // namespace kjit_gemm_mma
 
+// Two blocks per multiprocessor (at most 128 registers a thread for 256 threads): one block's
+// mma overlaps the other's staging.
 template <typename T, int BLOCK_M, int BLOCK_N, int BLOCK_K, int WARPS_M, int WARPS_N>
-__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
+__global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
     gemm_mma(T *KJIT_RESTRICT c, const T *KJIT_RESTRICT a, const T *KJIT_RESTRICT b, int m, int n,
              int k) {
   constexpr int THREADS = 32 * WARPS_M * WARPS_N;
   constexpr int WARP_M = BLOCK_M / WARPS_M, WARP_N = BLOCK_N / WARPS_N;
   constexpr int TILES_M = WARP_M / 16, TILES_N = WARP_N / 8;
-  constexpr int LD = BLOCK_K + 8; // padded row, in elements
-  static_assert(WARP_M % 16 == 0 && WARP_N % 8 == 0 && BLOCK_K % 16 == 0, "mma tile shapes");
-  static_assert((BLOCK_M + BLOCK_N) * LD * 2 <= 48 * 1024, "tiles exceed 48 KiB of shared memory");
-  __shared__ __align__(16) T a_tile[BLOCK_M * LD]; // [m][k]
-  __shared__ __align__(16) T b_tile[BLOCK_N * LD]; // [n][k]: B transposed
+  constexpr int LD = BLOCK_K + 8;   // A's padded row, in elements
+  constexpr int B_LD = BLOCK_N + 8; // B's: 8 rows of a ldmatrix fall in distinct banks
+  static_assert(WARP_M % 16 == 0 && WARP_N % 16 == 0 && BLOCK_K % 16 == 0, "mma tile shapes");
+  static_assert((BLOCK_M * LD + BLOCK_K * B_LD) * 2 <= 48 * 1024, "tiles exceed 48 KiB");
+  __shared__ __align__(16) T a_tile[BLOCK_M * LD];   // [m][k]
+  __shared__ __align__(16) T b_tile[BLOCK_K * B_LD]; // [k][n]
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int group = lane / 4, t = lane % 4;
@@ -92,35 +133,45 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
   const bool b_vectors = kjit_gemm_mma::aligned16(b) && n % 8 == 0;
   float acc[TILES_M][TILES_N][4] = {};
 
+  kjit_gemm_mma::TileShare<BLOCK_M, BLOCK_K, THREADS, T> a_share;
+  kjit_gemm_mma::TileShare<BLOCK_K, BLOCK_N, THREADS, T> b_share;
+  a_share.read(a, m, k, block_row, 0, a_vectors);
+  b_share.read(b, k, n, 0, block_col, b_vectors);
   for (int k0 = 0; k0 < k; k0 += BLOCK_K) {
-    kjit_gemm_mma::stage<BLOCK_M, BLOCK_K, THREADS>(
-        a, m, k, block_row, k0, a_vectors,
-        [&](int r, int kk, const kjit::Packed<T, 8> &chunk) {
-          kjit::store_packed(a_tile + r * LD + kk, chunk); // LD * sizeof(T) is 16k bytes
-        });
-    kjit_gemm_mma::stage<BLOCK_K, BLOCK_N, THREADS>(
-        b, k, n, k0, block_col, b_vectors, [&](int kk, int nn, const kjit::Packed<T, 8> &chunk) {
-#pragma unroll
-          for (int j = 0; j < 8; ++j)
-            b_tile[(nn + j) * LD + kk] = chunk.v[j];
-        });
+    a_share.write([&](int r, int kk, const kjit::Packed<T, 8> &chunk) {
+      kjit::store_packed(a_tile + r * LD + kk, chunk); // LD * sizeof(T) is 16k bytes
+    });
+    b_share.write([&](int kk, int nn, const kjit::Packed<T, 8> &chunk) {
+      kjit::store_packed(b_tile + kk * B_LD + nn, chunk); // B_LD * sizeof(T) is 16k bytes
+    });
     __syncthreads();
+    if (k0 + BLOCK_K < k) { // the next step's tiles, in flight during this step's compute
+      a_share.read(a, m, k, block_row, k0 + BLOCK_K, a_vectors);
+      b_share.read(b, k, n, k0 + BLOCK_K, block_col, b_vectors);
+    }
 #pragma unroll
     for (int kk = 0; kk < BLOCK_K; kk += 16) {
       unsigned a_frag[TILES_M][4], b_frag[TILES_N][2];
+      // Lane 8i + r points at row r of matrix i. A's matrices are (rows 0-7, k 0-7), (rows 8-15,
+      // k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15): its four fragment registers in order.
+      const int matrix = lane / 8, row = lane % 8;
 #pragma unroll
       for (int i = 0; i < TILES_M; ++i) {
-        const T *rows = a_tile + (warp_row + i * 16 + group) * LD + kk + 2 * t;
-        a_frag[i][0] = kjit_gemm_mma::pair(rows);
-        a_frag[i][1] = kjit_gemm_mma::pair(rows + 8 * LD);
-        a_frag[i][2] = kjit_gemm_mma::pair(rows + 8);
-        a_frag[i][3] = kjit_gemm_mma::pair(rows + 8 * LD + 8);
+        kjit_gemm_mma::ldmatrix_x4<false>(
+            a_frag[i],
+            a_tile + (warp_row + i * 16 + (matrix % 2) * 8 + row) * LD + kk + (matrix / 2) * 8);
       }
+      // B's, transposed, serve two n-tiles: (k 0-7, n 0-7), (k 8-15, n 0-7), then n 8-15.
 #pragma unroll
-      for (int j = 0; j < TILES_N; ++j) {
-        const T *column = b_tile + (warp_col + j * 8 + group) * LD + kk + 2 * t;
-        b_frag[j][0] = kjit_gemm_mma::pair(column);
-        b_frag[j][1] = kjit_gemm_mma::pair(column + 8);
+      for (int j = 0; j < TILES_N; j += 2) {
+        const T *rows =
+            b_tile + (kk + (matrix % 2) * 8 + row) * B_LD + warp_col + j * 8 + (matrix / 2) * 8;
+        unsigned pairs[4];
+        kjit_gemm_mma::ldmatrix_x4<true>(pairs, rows);
+        b_frag[j][0] = pairs[0];
+        b_frag[j][1] = pairs[1];
+        b_frag[j + 1][0] = pairs[2];
+        b_frag[j + 1][1] = pairs[3];
       }
 #pragma unroll
       for (int i = 0; i < TILES_M; ++i)

@@ -7,8 +7,8 @@
 // cache[pos][ROTARY_DIM / 2 + i]:  x' = x cos - y sin,  y' = y cos + x sin.
 //
 // One block per token; each thread rotates VEC pairs at a time with packed loads (the host picks
-// VEC so that every access is aligned; VEC 1 needs no more than T's own alignment). Positions outside [0, max_position) leave their token
-// unrotated rather than read outside the cache.
+// VEC so that every access is aligned; VEC 1 needs no more than T's own alignment). Positions
+// outside [0, max_position) leave their token unrotated rather than read outside the cache.
 #include "kjit/packed.h"
 
 namespace kjit_rotary {

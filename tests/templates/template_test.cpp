@@ -149,8 +149,9 @@ TEST(Library, ShipsThePreludeAndFindsTemplatesByName) {
   std::string names; // every built-in template, in name order
   for (const Template &t : templates::builtin())
     names += (names.empty() ? "" : ", ") + t.name();
-  EXPECT_TRUE(names.starts_with("axpy, ")) << names;
-  EXPECT_NE(names.find(", scale"), std::string::npos) << names;
+  for (const char *name : {"axpy", "scale"})
+    EXPECT_NE((", " + names + ", ").find(", " + std::string(name) + ", "), std::string::npos)
+        << names;
   expect_error([] { templates::find("nope"); }, Errc::unknown_template,
                "unknown template 'nope'; known templates: " + names);
   EXPECT_TRUE(

@@ -5,9 +5,7 @@
 
 namespace kjit {
 
-template <typename T, int N> struct alignas(sizeof(T) * N) Packed {
-  T v[N];
-};
+template <typename T, int N> struct alignas(sizeof(T) * N) Packed { T v[N]; };
 
 template <int N, typename T> __device__ inline Packed<T, N> load_packed(const T *from) {
   return *reinterpret_cast<const Packed<T, N> *>(from);

@@ -2,7 +2,8 @@
 // Dynamic per-token quantisation, as vLLM's dynamic_per_token_scaled_fp8_quant and
 // dynamic_scaled_int8_quant: each row of input [rows, hidden] (device pointers, contiguous) gets
 // its own scale, scales[row] = max|x| / QMAX, and out[row] = round(x / scale) saturated to the
-// output's range; a row of zeros gets scale 0 and zeros.
+// output's range, computed in float as x * (1 / scale) as vLLM does (so within one unit, or one
+// fp8 step, of the exact rounding); a row of zeros gets scale 0 and zeros.
 //
 //   int8:        QMAX 127, round to nearest even, out int8 [rows, hidden];
 //   fp8 e4m3fn:  QMAX 448, out [rows, hidden] as e4m3 bytes (decode_e4m3 reads them); NVIDIA
