@@ -2,6 +2,7 @@
 
 #include "checks.hpp"
 #include "kjit/templates/library.hpp"
+#include "variants.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -21,12 +22,23 @@ void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float
   detail::require(rows > 0, op, "rows must be positive, not " + std::to_string(rows));
   detail::require(hidden >= 1 && hidden <= 65536, op,
                   "hidden " + std::to_string(hidden) + " is outside [1, 65536]");
+  const detail::Variant variant = detail::quant_variant(template_name, hidden, out, input);
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  kernel.launch(Dim3(rows), Dim3(variant.integer("THREADS")), 0, stream, out, scales, input);
+}
+
+} // namespace
+
+namespace detail {
+
+template <Element T>
+Variant quant_variant(std::string_view template_name, int hidden, const void *out, const T *input) {
   // The widest packed access (at most 16 bytes of input) that divides the row and keeps the
   // input (VEC elements) and the one-byte outputs (VEC bytes) aligned.
   int vec = 1;
   for (int candidate : {8, 4, 2})
     if (candidate * sizeof(T) <= 16 && hidden % candidate == 0 &&
-        detail::aligned(input, candidate * sizeof(T)) && detail::aligned(out, candidate)) {
+        aligned(input, candidate * sizeof(T)) && aligned(out, candidate)) {
       vec = candidate;
       break;
     }
@@ -35,13 +47,11 @@ void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float
   int threads = 64;
   while (threads < 1024 && threads * 8 < hidden / vec)
     threads *= 2;
-  const Kernel &kernel =
-      rt.kernel(templates::find(template_name),
-                {{"T", element_name<T>()}, {"HIDDEN", hidden}, {"VEC", vec}, {"THREADS", threads}});
-  kernel.launch(Dim3(rows), Dim3(threads), 0, stream, out, scales, input);
+  return {&templates::find(template_name),
+          {{"T", element_name<T>()}, {"HIDDEN", hidden}, {"VEC", vec}, {"THREADS", threads}}};
 }
 
-} // namespace
+} // namespace detail
 
 template <Element T>
 void dynamic_per_token_quant_int8(Runtime &rt, std::int8_t *out, float *scales, const T *input,
@@ -138,6 +148,8 @@ Quantized<std::uint8_t> dynamic_per_token_quant_fp8(std::span<const T> input, in
                                                 int, Stream);                                      \
   template void dynamic_per_token_quant_fp8<T>(Runtime &, std::uint8_t *, float *, const T *, int, \
                                                int, Stream);                                       \
+  template detail::Variant detail::quant_variant<T>(std::string_view, int, const void *,           \
+                                                    const T *);                                    \
   template reference::Quantized<std::int8_t> reference::dynamic_per_token_quant_int8<T>(           \
       std::span<const T>, int, int);                                                               \
   template reference::Quantized<std::uint8_t> reference::dynamic_per_token_quant_fp8<T>(           \
