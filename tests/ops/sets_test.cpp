@@ -138,41 +138,41 @@ template <Element T> void add_core(Requests &requests) {
   }
 }
 
-void expect_held(const Requests &requests, int level) {
-  for (const std::string &variant : requests.missing_from(level))
-    ADD_FAILURE() << "level " << level << " for " << requests.target().id() << " lacks " << variant;
+// Asks the wrappers of sm_90 (32-wide warps) and gfx90a (64-wide) for what `add` names, and
+// fails naming each variant that `level` lacks.
+template <typename Add> void expect_level_holds(int level, Add add) {
+  for (const char *target : {"sm_90", "gfx90a"}) {
+    Requests requests(target);
+    add(requests);
+    for (const std::string &variant : requests.missing_from(level))
+      ADD_FAILURE() << "level " << level << " for " << target << " lacks " << variant;
+  }
 }
 
 TEST(OpsSetsTest, TheInferenceLevelHoldsWhatTheWrappersPickForEveryModel) {
-  for (const char *target : {"sm_90", "gfx90a"}) {
-    Requests requests(target);
+  expect_level_holds(2, [](Requests &requests) {
     add_inference<Half>(requests);
     add_inference<BFloat16>(requests);
-    expect_held(requests, 2);
-  }
+  });
 }
 
 TEST(OpsSetsTest, TheCoreLevelHoldsWhatTheWrappersPickForItsSizes) {
-  for (const char *target : {"sm_90", "gfx90a"}) {
-    Requests requests(target);
+  expect_level_holds(1, [](Requests &requests) {
     add_core<float>(requests);
     add_core<Half>(requests);
     add_core<BFloat16>(requests);
-    expect_held(requests, 1);
-  }
+  });
 }
 
 TEST(OpsSetsTest, TheMinimalLevelHoldsLlama3_8BsNormAndGatedActivationInBFloat16) {
-  for (const char *target : {"sm_90", "gfx90a"}) {
-    Requests requests(target);
+  expect_level_holds(3, [](Requests &requests) {
     requests.add(detail::rowwise_variant<BFloat16>(detail::rms_norm_kernel, 4096, requests.warp(),
                                                    {aligned<BFloat16>()})
                      .variant,
                  "rms_norm");
     requests.add(detail::gated_variant("silu", 14336, aligned<BFloat16>(), aligned<BFloat16>()),
                  "silu_and_mul");
-    expect_held(requests, 3);
-  }
+  });
 }
 
 // The check itself: what a set lacks is named, with the shape that asked for it; and a variant
