@@ -24,7 +24,8 @@
 // arguments), accepting the values the file lists; its path is relative to the set file.
 //
 // To add variants to a level, add an item to that level's file, or a new file with that "level"
-// in templates/sets/ (every *.json there is embedded).
+// in templates/sets/ (every *.json there is embedded). For kjit::ops, list exactly what the
+// wrappers pick (ops/src/variants.hpp); tests/ops/sets_test.cpp checks each level against them.
 #include "kjit/templates/template.hpp"
 
 #include <algorithm>
