@@ -6,7 +6,7 @@ include(CMakePackageConfigHelpers)
 set(GPU_ARCHS "$ENV{GPU_ARCHS}" CACHE STRING "targets cmake --install prebuilds for (';'-separated, native: the GPUs found)")
 set(PREBUILD_KERNELS "$ENV{PREBUILD_KERNELS}" CACHE STRING "0 none, 1 core, 2 inference, 3 minimal set at install")
 
-set(kjit_libraries kjit_base kjit_jit kjit_cache kjit_templates kjit_runtime)
+set(kjit_libraries kjit_base kjit_jit kjit_cache kjit_templates kjit_runtime kjit_ops)
 foreach(library IN LISTS kjit_libraries)
   string(REPLACE "kjit_" "" folder ${library})
   set_target_properties(${library} PROPERTIES EXPORT_NAME ${folder})

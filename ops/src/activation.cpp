@@ -23,13 +23,13 @@ void activation(Runtime &rt, std::string_view op, T *out, const T *x, std::int64
   detail::require(n >= 0, op, "n is " + std::to_string(n) + ", must be >= 0");
   if (n == 0)
     return;
-  const int vec = detail::vector_width(sizeof(T), {out, x});
+  const detail::Variant variant = detail::activation_variant(op, out, x);
+  const int vec = variant.integer("VEC");
   const std::int64_t per_block = activation_threads * vectors_per_thread * vec;
   const std::int64_t blocks = (n + per_block - 1) / per_block;
   detail::require(blocks <= std::numeric_limits<int>::max(), op,
                   "n is " + std::to_string(n) + ", more than one launch covers");
-  static const Template &tmpl = templates::find("activation");
-  const Kernel &kernel = rt.kernel(tmpl, {{"ACT", op}, {"T", element_name<T>()}, {"VEC", vec}});
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.launch(Dim3(static_cast<unsigned>(blocks)), Dim3(activation_threads), 0, stream, out, x,
                 static_cast<long long>(n));
 }
@@ -45,9 +45,9 @@ void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const
     return;
   const std::size_t out_bytes = static_cast<std::size_t>(rows) * d * sizeof(T);
   detail::require_disjoint(out, out_bytes, x, 2 * out_bytes, op, "out and x");
-  const int vec = detail::vector_width(sizeof(T), d, {out, x});
-  static const Template &tmpl = templates::find("gated_activation");
-  const Kernel &kernel = rt.kernel(tmpl, {{"ACT", act}, {"T", element_name<T>()}, {"VEC", vec}});
+  const detail::Variant variant = detail::gated_variant(act, d, out, x);
+  const int vec = variant.integer("VEC");
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int warp = rt.default_device().target().warp_size();
   // One block per row, enough threads that each handles UNROLL vectors of the row in one pass,
   // within what the kernel's registers allow in one block (the kernel loops over longer rows).
@@ -62,6 +62,22 @@ void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const
 }
 
 } // namespace
+
+namespace detail {
+
+template <Element T> Variant activation_variant(std::string_view act, const T *out, const T *x) {
+  static const Template &tmpl = templates::find("activation");
+  return {&tmpl,
+          {{"ACT", act}, {"T", element_name<T>()}, {"VEC", vector_width(sizeof(T), {out, x})}}};
+}
+
+template <Element T> Variant gated_variant(std::string_view act, int d, const T *out, const T *x) {
+  static const Template &tmpl = templates::find("gated_activation");
+  return {&tmpl,
+          {{"ACT", act}, {"T", element_name<T>()}, {"VEC", vector_width(sizeof(T), d, {out, x})}}};
+}
+
+} // namespace detail
 
 template <Element T> void silu(Runtime &rt, T *out, const T *x, std::int64_t n, Stream stream) {
   activation(rt, "silu", out, x, n, stream);
@@ -101,7 +117,9 @@ void gelu_tanh_and_mul(Runtime &rt, T *out, const T *x, int rows, int d, Stream 
   template void sigmoid<T>(Runtime &, T *, const T *, std::int64_t, Stream);                       \
   template void silu_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                      \
   template void gelu_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                      \
-  template void gelu_tanh_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);
+  template void gelu_tanh_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                 \
+  template detail::Variant detail::activation_variant<T>(std::string_view, const T *, const T *);  \
+  template detail::Variant detail::gated_variant<T>(std::string_view, int, const T *, const T *);
 KJIT_INSTANTIATE_ACTIVATIONS(float)
 KJIT_INSTANTIATE_ACTIVATIONS(Half)
 KJIT_INSTANTIATE_ACTIVATIONS(BFloat16)

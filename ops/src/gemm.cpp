@@ -2,6 +2,7 @@
 
 #include "checks.hpp"
 #include "kjit/templates/library.hpp"
+#include "variants.hpp"
 
 #include <algorithm>
 #include <string>
@@ -38,21 +39,44 @@ Dim3 grid_for(int m, int n, int block_m, int block_n) {
 template <Element T>
 void gemm_on_tensor_cores(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k,
                           Stream stream) {
+  const detail::Variant variant = detail::gemm_mma_variant<T>(m, n);
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  const int block = variant.integer("BLOCK_M");
+  kernel.launch(grid_for(m, n, block, block),
+                Dim3(32 * variant.integer("WARPS_M") * variant.integer("WARPS_N")), 0, stream, c, a,
+                b, m, n, k);
+}
+
+} // namespace
+
+namespace detail {
+
+template <Element T> Variant gemm_mma_variant(int m, int n) {
   // 8 warps of 64 x 32 on 128 x 128 blocks, or 4 warps of 32 x 32 on 64 x 64 ones.
   const bool large = large_tiles_pay(m, n);
   const int block = large ? 128 : 64, warps_m = 2, warps_n = large ? 4 : 2;
   static const Template &tmpl = templates::find("gemm_mma");
-  const Kernel &kernel = rt.kernel(tmpl, {{"T", element_name<T>()},
-                                          {"BLOCK_M", block},
-                                          {"BLOCK_N", block},
-                                          {"BLOCK_K", 32},
-                                          {"WARPS_M", warps_m},
-                                          {"WARPS_N", warps_n}});
-  kernel.launch(grid_for(m, n, block, block), Dim3(32 * warps_m * warps_n), 0, stream, c, a, b, m,
-                n, k);
+  return {&tmpl,
+          {{"T", element_name<T>()},
+           {"BLOCK_M", block},
+           {"BLOCK_N", block},
+           {"BLOCK_K", 32},
+           {"WARPS_M", warps_m},
+           {"WARPS_N", warps_n}}};
 }
 
-} // namespace
+template <Element T> Variant gemm_variant(const GemmTiles &tiles) {
+  static const Template &tmpl = templates::find("gemm");
+  return {&tmpl,
+          {{"T", element_name<T>()},
+           {"BLOCK_M", tiles.block_m},
+           {"BLOCK_N", tiles.block_n},
+           {"BLOCK_K", tiles.block_k},
+           {"THREAD_M", tiles.thread_m},
+           {"THREAD_N", tiles.thread_n}}};
+}
+
+} // namespace detail
 
 GemmTiles gemm_tiles_for(int m, int n, int /*k*/) {
   if (large_tiles_pay(m, n))
@@ -79,13 +103,8 @@ void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, const 
   detail::require(tiles.block_k * (tiles.block_m + 4 + tiles.block_n) * 4 <= 48 * 1024, op,
                   "tiles need more than 48 KiB of shared memory");
   const Dim3 grid = grid_for(m, n, tiles.block_m, tiles.block_n);
-  static const Template &tmpl = templates::find("gemm");
-  const Kernel &kernel = rt.kernel(tmpl, {{"T", element_name<T>()},
-                                          {"BLOCK_M", tiles.block_m},
-                                          {"BLOCK_N", tiles.block_n},
-                                          {"BLOCK_K", tiles.block_k},
-                                          {"THREAD_M", tiles.thread_m},
-                                          {"THREAD_N", tiles.thread_n}});
+  const detail::Variant variant = detail::gemm_variant<T>(tiles);
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.launch(grid, Dim3(threads), 0, stream, c, a, b, m, n, k);
 }
 
@@ -123,6 +142,8 @@ std::vector<double> gemm(std::span<const T> a, std::span<const T> b, int m, int 
                         Stream);                                                                   \
   template void gemm<T>(Runtime &, T *, const T *, const T *, int, int, int, Stream);              \
   template bool gemm_has_tensor_cores<T>(const jit::Target &);                                     \
+  template detail::Variant detail::gemm_mma_variant<T>(int, int);                                  \
+  template detail::Variant detail::gemm_variant<T>(const GemmTiles &);                             \
   template std::vector<double> reference::gemm<T>(std::span<const T>, std::span<const T>, int,     \
                                                   int, int);
 KJIT_INSTANTIATE(float)

@@ -5,6 +5,7 @@
 #include "kjit/ops/element.hpp"
 #include "kjit/runtime/runtime.hpp"
 #include "kjit/templates/library.hpp"
+#include "variants.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -48,18 +49,42 @@ RowShape row_shape(std::size_t element_bytes, int length, int warp_size,
 // The longest row the row-wise templates take (their HIDDEN/COLS parameter's maximum).
 inline constexpr int max_row_length = 32768;
 
-// Compiles (or finds) the row-wise template `name` for T and a row of `length` elements
-// (parameter `length_param`), and launches it over `rows` rows with `args`.
+// A row-wise operator: its template and the name of the template's row length parameter.
+struct RowwiseKernel {
+  std::string_view name;
+  const char *length_param;
+};
+inline constexpr RowwiseKernel rms_norm_kernel{"rms_norm", "HIDDEN"};
+inline constexpr RowwiseKernel fused_add_rms_norm_kernel{"fused_add_rms_norm", "HIDDEN"};
+inline constexpr RowwiseKernel layer_norm_kernel{"layer_norm", "HIDDEN"};
+inline constexpr RowwiseKernel softmax_kernel{"softmax", "COLS"};
+
+// The variant of `op` for T and rows of `length` elements, and the shape it launches with.
+struct RowwiseVariant {
+  Variant variant;
+  RowShape shape;
+};
+template <Element T>
+RowwiseVariant rowwise_variant(const RowwiseKernel &op, int length, int warp_size,
+                               std::initializer_list<const void *> pointers) {
+  const RowShape shape = row_shape(sizeof(T), length, warp_size, pointers);
+  return {{&templates::find(op.name),
+           {{"T", element_name<T>()},
+            {op.length_param, length},
+            {"VEC", shape.vec},
+            {"THREADS", shape.threads}}},
+          shape};
+}
+
+// Compiles (or finds) the row-wise template of `op` for T and a row of `length` elements, and
+// launches it over `rows` rows with `args`.
 template <Element T, typename... Args>
-void launch_rowwise(Runtime &rt, const Template &tmpl, const char *length_param, int rows,
-                    int length, std::initializer_list<const void *> pointers, Stream stream,
+void launch_rowwise(Runtime &rt, const RowwiseKernel &op, int rows, int length,
+                    std::initializer_list<const void *> pointers, Stream stream,
                     const Args &...args) {
-  const RowShape shape =
-      row_shape(sizeof(T), length, rt.default_device().target().warp_size(), pointers);
-  const Kernel &kernel = rt.kernel(tmpl, {{"T", element_name<T>()},
-                                          {length_param, length},
-                                          {"VEC", shape.vec},
-                                          {"THREADS", shape.threads}});
+  const auto [variant, shape] =
+      rowwise_variant<T>(op, length, rt.default_device().target().warp_size(), pointers);
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const unsigned blocks =
       static_cast<unsigned>((rows + shape.rows_per_block - 1) / shape.rows_per_block);
   kernel.launch(

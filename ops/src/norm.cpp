@@ -26,9 +26,8 @@ void rms_norm(Runtime &rt, T *out, const T *x, const T *weight, float eps, int r
   check_norm("rms_norm", rows, hidden, eps, {{out, "out"}, {x, "x"}, {weight, "weight"}});
   if (rows == 0)
     return;
-  static const Template &tmpl = templates::find("rms_norm");
-  detail::launch_rowwise<T>(rt, tmpl, "HIDDEN", rows, hidden, {out, x, weight}, stream, out, x,
-                            weight, eps, rows);
+  detail::launch_rowwise<T>(rt, detail::rms_norm_kernel, rows, hidden, {out, x, weight}, stream,
+                            out, x, weight, eps, rows);
 }
 
 template <Element T>
@@ -40,9 +39,8 @@ void fused_add_rms_norm(Runtime &rt, T *x, T *residual, const T *weight, float e
     return;
   const std::size_t bytes = static_cast<std::size_t>(rows) * hidden * sizeof(T);
   detail::require_disjoint(x, bytes, residual, bytes, op, "x and residual");
-  static const Template &tmpl = templates::find("fused_add_rms_norm");
-  detail::launch_rowwise<T>(rt, tmpl, "HIDDEN", rows, hidden, {x, residual, weight}, stream, x,
-                            residual, weight, eps, rows);
+  detail::launch_rowwise<T>(rt, detail::fused_add_rms_norm_kernel, rows, hidden,
+                            {x, residual, weight}, stream, x, residual, weight, eps, rows);
 }
 
 template <Element T>
@@ -52,9 +50,8 @@ void layer_norm(Runtime &rt, T *out, const T *x, const T *weight, const T *bias,
              {{out, "out"}, {x, "x"}, {weight, "weight"}, {bias, "bias"}});
   if (rows == 0)
     return;
-  static const Template &tmpl = templates::find("layer_norm");
-  detail::launch_rowwise<T>(rt, tmpl, "HIDDEN", rows, hidden, {out, x, weight, bias}, stream, out,
-                            x, weight, bias, eps, rows);
+  detail::launch_rowwise<T>(rt, detail::layer_norm_kernel, rows, hidden, {out, x, weight, bias},
+                            stream, out, x, weight, bias, eps, rows);
 }
 
 #define KJIT_INSTANTIATE_NORMS(T)                                                                  \

@@ -2,6 +2,7 @@
 
 #include "checks.hpp"
 #include "kjit/templates/library.hpp"
+#include "variants.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -12,21 +13,32 @@ namespace kjit::ops {
 
 namespace {
 
-// Checks the arguments, picks the variant of `tmpl` and launches it: one block per row.
+// Checks the arguments, picks the variant of `template_name` and launches it: one block per row.
 template <Element T>
-void quantise_rows(Runtime &rt, const Template &tmpl, void *out, float *scales, const T *input,
-                   int rows, int hidden, Stream stream) {
-  const std::string_view op = tmpl.name();
+void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float *scales,
+                   const T *input, int rows, int hidden, Stream stream) {
+  const std::string_view op = template_name;
   detail::require(out != nullptr && scales != nullptr && input != nullptr, op, "null pointer");
   detail::require(rows > 0, op, "rows must be positive, not " + std::to_string(rows));
   detail::require(hidden >= 1 && hidden <= 65536, op,
                   "hidden " + std::to_string(hidden) + " is outside [1, 65536]");
+  const detail::Variant variant = detail::quant_variant(template_name, hidden, out, input);
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  kernel.launch(Dim3(rows), Dim3(variant.integer("THREADS")), 0, stream, out, scales, input);
+}
+
+} // namespace
+
+namespace detail {
+
+template <Element T>
+Variant quant_variant(std::string_view template_name, int hidden, const void *out, const T *input) {
   // The widest packed access (at most 16 bytes of input) that divides the row and keeps the
   // input (VEC elements) and the one-byte outputs (VEC bytes) aligned.
   int vec = 1;
   for (int candidate : {8, 4, 2})
     if (candidate * sizeof(T) <= 16 && hidden % candidate == 0 &&
-        detail::aligned(input, candidate * sizeof(T)) && detail::aligned(out, candidate)) {
+        aligned(input, candidate * sizeof(T)) && aligned(out, candidate)) {
       vec = candidate;
       break;
     }
@@ -35,26 +47,23 @@ void quantise_rows(Runtime &rt, const Template &tmpl, void *out, float *scales, 
   int threads = 64;
   while (threads < 1024 && threads * 8 < hidden / vec)
     threads *= 2;
-  const Kernel &kernel = rt.kernel(
-      tmpl, {{"T", element_name<T>()}, {"HIDDEN", hidden}, {"VEC", vec}, {"THREADS", threads}});
-  kernel.launch(Dim3(rows), Dim3(threads), 0, stream, out, scales, input);
+  return {&templates::find(template_name),
+          {{"T", element_name<T>()}, {"HIDDEN", hidden}, {"VEC", vec}, {"THREADS", threads}}};
 }
 
-} // namespace
+} // namespace detail
 
 template <Element T>
 void dynamic_per_token_quant_int8(Runtime &rt, std::int8_t *out, float *scales, const T *input,
                                   int rows, int hidden, Stream stream) {
-  static const Template &tmpl = templates::find("dynamic_per_token_quant_int8");
-  quantise_rows(rt, tmpl, out, scales, input, rows, hidden, stream);
+  quantise_rows(rt, "dynamic_per_token_quant_int8", out, scales, input, rows, hidden, stream);
 }
 
 template <Element T>
 void dynamic_per_token_quant_fp8(Runtime &rt, std::uint8_t *out, float *scales, const T *input,
                                  int rows, int hidden, Stream stream) {
   require_fp8_e4m3(rt.default_device().target());
-  static const Template &tmpl = templates::find("dynamic_per_token_quant_fp8");
-  quantise_rows(rt, tmpl, out, scales, input, rows, hidden, stream);
+  quantise_rows(rt, "dynamic_per_token_quant_fp8", out, scales, input, rows, hidden, stream);
 }
 
 bool has_fp8_e4m3(const jit::Target &target) {
@@ -139,6 +148,8 @@ Quantized<std::uint8_t> dynamic_per_token_quant_fp8(std::span<const T> input, in
                                                 int, Stream);                                      \
   template void dynamic_per_token_quant_fp8<T>(Runtime &, std::uint8_t *, float *, const T *, int, \
                                                int, Stream);                                       \
+  template detail::Variant detail::quant_variant<T>(std::string_view, int, const void *,           \
+                                                    const T *);                                    \
   template reference::Quantized<std::int8_t> reference::dynamic_per_token_quant_int8<T>(           \
       std::span<const T>, int, int);                                                               \
   template reference::Quantized<std::uint8_t> reference::dynamic_per_token_quant_fp8<T>(           \

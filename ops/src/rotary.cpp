@@ -2,6 +2,7 @@
 
 #include "checks.hpp"
 #include "kjit/templates/library.hpp"
+#include "variants.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -32,6 +33,22 @@ int pairs_per_access(const T *query, const T *key, const T *cos_sin_cache, int h
 
 } // namespace
 
+namespace detail {
+
+template <Element T>
+Variant rotary_variant(int head_size, int rotary_dim, RotaryStyle style, const T *query,
+                       const T *key, const T *cos_sin_cache) {
+  static const Template &tmpl = templates::find("rotary_embedding");
+  return {&tmpl,
+          {{"T", element_name<T>()},
+           {"HEAD_SIZE", head_size},
+           {"ROTARY_DIM", rotary_dim},
+           {"NEOX", style == RotaryStyle::neox ? 1 : 0},
+           {"VEC", pairs_per_access(query, key, cos_sin_cache, head_size, rotary_dim, style)}}};
+}
+
+} // namespace detail
+
 template <Element T>
 void rotary_embedding(Runtime &rt, const std::int64_t *positions, T *query, T *key,
                       const T *cos_sin_cache, int max_position, int tokens, int q_heads,
@@ -47,16 +64,13 @@ void rotary_embedding(Runtime &rt, const std::int64_t *positions, T *query, T *k
   detail::require(rotary_dim >= 2 && rotary_dim <= head_size && rotary_dim % 2 == 0, op,
                   "rotary_dim " + std::to_string(rotary_dim) +
                       " must be even and in [2, head_size = " + std::to_string(head_size) + "]");
-  static const Template &tmpl = templates::find("rotary_embedding");
-  const int vec = pairs_per_access(query, key, cos_sin_cache, head_size, rotary_dim, style);
+  const detail::Variant variant =
+      detail::rotary_variant(head_size, rotary_dim, style, query, key, cos_sin_cache);
+  const int vec = variant.integer("VEC");
   const int warp = rt.default_device().target().warp_size();
   const int items = (q_heads + kv_heads) * (rotary_dim / 2 / vec);
   const int threads = std::min(512, detail::divide_up(items, warp) * warp);
-  const Kernel &kernel = rt.kernel(tmpl, {{"T", element_name<T>()},
-                                          {"HEAD_SIZE", head_size},
-                                          {"ROTARY_DIM", rotary_dim},
-                                          {"NEOX", style == RotaryStyle::neox ? 1 : 0},
-                                          {"VEC", vec}});
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.launch(Dim3(tokens), Dim3(threads), 0, stream, positions, query, key, cos_sin_cache,
                 max_position, q_heads, kv_heads);
 }
@@ -95,6 +109,8 @@ std::vector<double> rotary_embedding(std::span<const std::int64_t> positions, st
 #define KJIT_INSTANTIATE(T)                                                                        \
   template void rotary_embedding<T>(Runtime &, const std::int64_t *, T *, T *, const T *, int,     \
                                     int, int, int, int, int, RotaryStyle, Stream);                 \
+  template detail::Variant detail::rotary_variant<T>(int, int, RotaryStyle, const T *, const T *,  \
+                                                     const T *);                                   \
   template std::vector<double> reference::rotary_embedding<T>(                                     \
       std::span<const std::int64_t>, std::span<const T>, std::span<const T>, int, int, int,        \
       RotaryStyle);

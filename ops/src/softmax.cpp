@@ -22,9 +22,8 @@ void softmax(Runtime &rt, T *out, const T *x, float scale, int rows, int cols, i
                       std::to_string(rows) + ")");
   if (rows == 0)
     return;
-  static const Template &tmpl = templates::find("softmax");
-  detail::launch_rowwise<T>(rt, tmpl, "COLS", rows, cols, {out, x}, stream, out, x, scale, rows,
-                            causal_queries);
+  detail::launch_rowwise<T>(rt, detail::softmax_kernel, rows, cols, {out, x}, stream, out, x, scale,
+                            rows, causal_queries);
 }
 
 template void softmax<float>(Runtime &, float *, const float *, float, int, int, int, Stream);

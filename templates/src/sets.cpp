@@ -71,6 +71,26 @@ public:
     return listed;
   }
 
+  // A variants item's "vendors": empty when it has none (every vendor).
+  std::vector<Vendor> vendors(const json &variant) const {
+    std::vector<Vendor> listed;
+    auto found = variant.find("vendors");
+    if (found == variant.end())
+      return listed;
+    if (!found->is_array() || found->empty())
+      fail("\"vendors\" must list \"amd\", \"nvidia\" or both");
+    for (const json &item : *found) {
+      const std::string name = item.is_string() ? item.get<std::string>() : item.dump();
+      if (name == to_string(Vendor::amd))
+        listed.push_back(Vendor::amd);
+      else if (name == to_string(Vendor::nvidia))
+        listed.push_back(Vendor::nvidia);
+      else
+        fail("\"vendors\": " + name + " is neither \"amd\" nor \"nvidia\"");
+    }
+    return listed;
+  }
+
 private:
   std::vector<Value> named(const std::string &name, const std::string &where) const {
     if (auto values = document_.find("values"); values != document_.end() && values->contains(name))
@@ -189,8 +209,9 @@ VariantSet VariantSet::parse(std::string_view json_text, std::string origin,
       const json params = variant.value("params", json::object());
       for (const auto &[param, values] : params.items())
         axes.emplace_back(param, parser.values(param, values));
+      const std::vector<Vendor> vendors = parser.vendors(variant);
       for (Params &params : combinations(axes))
-        set.variants_.push_back({tmpl, std::move(params)});
+        set.variants_.push_back({tmpl, std::move(params), vendors});
     }
   } catch (const Error &error) {
     if (error.summary().starts_with(set.origin_))

@@ -267,6 +267,21 @@ TEST_F(PrebuildCliTest, AVariantThatDoesNotCompileIsListedAndTheOthersAreBuilt) 
   EXPECT_EQ(nlohmann::json::parse(found.out)["origin"], "prebuilt");
 }
 
+TEST_F(PrebuildCliTest, AVariantForAnotherVendorIsNotBuilt) {
+  write_source("mine.hip", "template <int N> __global__ void mine(int *x) { x[0] = N; }\n");
+  const std::string set = write_source("vendors.json", R"({"name": "v", "level": 1,
+                          "templates": [{"name": "mine", "source": "mine.hip"}],
+                          "variants": [{"template": "mine", "params": {"N": [1, 2]}},
+                                       {"template": "mine", "params": {"N": 3},
+                                        "vendors": ["nvidia"]}]})");
+  const fs::path tier = dir / "prebuilt";
+  const CliRun run =
+      kjit("prebuild --json --sets " + set + " --targets gfx90a --out " + tier.string());
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["variants"], 2) << "N=3 is for NVIDIA targets only";
+  EXPECT_EQ(entries(tier), 2u);
+}
+
 TEST_F(PrebuildCliTest, BadInputIsOneLineAndExitStatusTwo) {
   const std::string out = " --out " + (dir / "prebuilt").string();
   std::ofstream(dir / "a_file") << "x";

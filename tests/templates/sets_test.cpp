@@ -58,6 +58,23 @@ TEST(SetsTest, ListsNamedValuesAndModelFieldsExpandToEveryCombination) {
                                                "axpy ITEMS=1,T=float", "axpy ITEMS=8,T=float"}));
 }
 
+TEST(SetsTest, AnItemsVendorsLimitItsVariantsToThoseTargets) {
+  const VariantSet set = VariantSet::parse(
+      R"({"name": "t", "level": 1,
+          "variants": [{"template": "scale", "params": {"N": [1, 2]}, "vendors": ["nvidia"]},
+                       {"template": "axpy", "vendors": ["amd", "nvidia"]},
+                       {"template": "axpy", "params": {"ITEMS": 8}}]})",
+      "t.json", {});
+  ASSERT_EQ(set.variants().size(), 4u);
+  for (std::size_t i : {0u, 1u}) {
+    EXPECT_TRUE(set.variants()[i].for_vendor(Vendor::nvidia));
+    EXPECT_FALSE(set.variants()[i].for_vendor(Vendor::amd)) << "scale is for nvidia only";
+  }
+  for (std::size_t i : {2u, 3u})
+    for (Vendor vendor : {Vendor::amd, Vendor::nvidia})
+      EXPECT_TRUE(set.variants()[i].for_vendor(vendor)) << i << " " << to_string(vendor);
+}
+
 TEST(SetsTest, BadSetsAreOneClearErrorNamingTheFile) {
   const std::pair<const char *, const char *> cases[] = {
       {"{", "not a JSON object"},
@@ -71,6 +88,10 @@ TEST(SetsTest, BadSetsAreOneClearErrorNamingTheFile) {
        "no values"},
       {R"({"name": "x", "level": 1, "variants": [{"template": "scale", "params": {"N": 1.5}}]})",
        "neither a type nor an integer"},
+      {R"({"name": "x", "level": 1, "variants": [{"template": "scale", "vendors": ["intel"]}]})",
+       "\"vendors\": intel is neither"},
+      {R"({"name": "x", "level": 1, "variants": [{"template": "scale", "vendors": []}]})",
+       "\"vendors\" must list"},
       {R"({"name": "x", "level": 1, "templates": [{"name": "k", "source": "missing.hip"}],
            "variants": [{"template": "k"}]})",
        "cannot read template source"},

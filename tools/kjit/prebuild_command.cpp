@@ -143,7 +143,8 @@ Plan make_plan(const PrebuildArgs &args) {
         }
       }();
       for (const jit::Target &target : plan.targets)
-        variants.push_back({instance, target});
+        if (variant.for_vendor(target.vendor()))
+          variants.push_back({instance, target});
     }
   }
   if (variants.empty())

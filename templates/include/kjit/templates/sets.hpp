@@ -14,6 +14,8 @@
 //   "templates"    optional, user sets only: templates from source files,
 //                  [{"name": "my_kernel", "source": "my_kernel.hip", "arguments": ["T*", "int"]}]
 //   "variants"     [{"template": "scale", "params": {"T": "@types", "N": [256, 4096]}}]
+//                  an item may add "vendors": ["nvidia"] (or "amd"): compiled for those targets
+//                  only (what one vendor's compiler refuses, or what only its wrappers ask for)
 //
 // Each variants item names a template (built-in, or one of the file's "templates") and, per
 // parameter, one value, a list of values, or "@name" (a "values" list or a "models" field); it
@@ -22,9 +24,11 @@
 // arguments), accepting the values the file lists; its path is relative to the set file.
 //
 // To add variants to a level, add an item to that level's file, or a new file with that "level"
-// in templates/sets/ (every *.json there is embedded).
+// in templates/sets/ (every *.json there is embedded). For kjit::ops, list exactly what the
+// wrappers pick (ops/src/variants.hpp); tests/ops/sets_test.cpp checks each level against them.
 #include "kjit/templates/template.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -35,8 +39,13 @@ namespace kjit::templates {
 
 // One instantiation a set names.
 struct SetVariant {
-  const Template *tmpl; // built-in, or owned by the set
-  Params params;        // as listed (defaults not yet applied)
+  const Template *tmpl;        // built-in, or owned by the set
+  Params params;               // as listed (defaults not yet applied)
+  std::vector<Vendor> vendors; // the targets' vendors it is for; empty: every vendor
+
+  bool for_vendor(Vendor vendor) const {
+    return vendors.empty() || std::find(vendors.begin(), vendors.end(), vendor) != vendors.end();
+  }
 };
 
 class VariantSet {

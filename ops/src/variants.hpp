@@ -1,0 +1,45 @@
+#pragma once
+// The variant (a built-in template and its parameter values) each operator asks the runtime for:
+// pure functions of the shapes, the pointers' alignment and the target's warp size. The wrappers
+// compile and launch exactly what these return, and tests/ops/sets_test.cpp checks that the
+// prebuilt sets (templates/sets/*.json) hold what they return for the shapes the sets promise.
+#include "kjit/ops/element.hpp"
+#include "kjit/ops/gemm.hpp"
+#include "kjit/ops/rotary.hpp"
+#include "kjit/templates/library.hpp"
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+namespace kjit::ops::detail {
+
+struct Variant {
+  const Template *tmpl;
+  Params params;
+
+  // An integer parameter's value, for the launch geometry that follows from it ("VEC").
+  int integer(std::string_view name) const {
+    auto found = std::find_if(params.begin(), params.end(),
+                              [&](const auto &param) { return param.first == name; });
+    return static_cast<int>(found->second.integer());
+  }
+};
+
+// An elementwise activation `act` ("silu") from x into out (flat arrays).
+template <Element T> Variant activation_variant(std::string_view act, const T *out, const T *x);
+// A gated activation `act` ("silu"): rows of 2 * d elements of x into rows of d of out.
+template <Element T> Variant gated_variant(std::string_view act, int d, const T *out, const T *x);
+// Per-token quantisation of rows of `hidden`: `template_name` is
+// "dynamic_per_token_quant_int8" or "dynamic_per_token_quant_fp8".
+template <Element T>
+Variant quant_variant(std::string_view template_name, int hidden, const void *out, const T *input);
+template <Element T>
+Variant rotary_variant(int head_size, int rotary_dim, RotaryStyle style, const T *query,
+                       const T *key, const T *cos_sin_cache);
+// gemm() on tensor cores (where gemm_has_tensor_cores<T>), for C of m x n.
+template <Element T> Variant gemm_mma_variant(int m, int n);
+// gemm() with these tiles (the portable kernel).
+template <Element T> Variant gemm_variant(const GemmTiles &tiles);
+
+} // namespace kjit::ops::detail
