@@ -69,11 +69,12 @@ constexpr std::int64_t activation_blocks(std::int64_t n, int vec) {
   return (n + per_block - 1) / per_block;
 }
 // The gated activations' block (template `gated_activation`, one block per row): enough threads
-// that each takes `activation_unroll` vectors of the row in one pass, at least a warp.
+// that each takes `activation_unroll` vectors of the row in one pass, at least a warp and at
+// most the template's bound of 256 (longer rows take several passes).
 constexpr int gated_threads(int d, int vec, int warp_size) {
   const int wanted = (d / vec + activation_unroll - 1) / activation_unroll;
   return std::clamp(static_cast<int>(std::bit_ceil(static_cast<unsigned>(wanted))), warp_size,
-                    1024);
+                    activation_threads);
 }
 
 // The longest row the row-wise templates take (their HIDDEN/COLS parameter's maximum).

@@ -9,7 +9,8 @@
 // elements per access (16 bytes at VEC = 16 / sizeof(T)). The host picks VEC so that every vector
 // access is aligned: the pointers are aligned to VEC * sizeof(T) and, for the gated form, d is a
 // multiple of VEC. Each thread first issues UNROLL independent loads, then computes and stores,
-// so that enough bytes are in flight to cover the memory latency.
+// so that enough bytes are in flight to cover the memory latency. Blocks have at most 256
+// threads (the bound keeps the compiler to the registers that allows).
 
 struct silu {
   __device__ static float apply(float x) { return x / (1.0f + kjit::fast_exp(-x)); }
@@ -19,7 +20,9 @@ struct sigmoid {
 };
 // x * Phi(x), Phi the standard normal distribution function.
 struct gelu {
-  __device__ static float apply(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+  __device__ static float apply(float x) {
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  }
 };
 // The tanh approximation of gelu (torch's approximate="tanh").
 struct gelu_tanh {
@@ -38,7 +41,7 @@ constexpr int UNROLL = 4;
 } // namespace kjit_activation
 
 template <typename ACT, typename T, int VEC>
-__global__ void activation(T *out, const T *x, long long n) {
+__global__ void __launch_bounds__(256) activation(T *out, const T *x, long long n) {
   using kjit_activation::UNROLL;
   const long long vectors = n / VEC;
   const long long first = static_cast<long long>(blockIdx.x) * blockDim.x * UNROLL + threadIdx.x;
@@ -67,7 +70,7 @@ __global__ void activation(T *out, const T *x, long long n) {
 }
 
 template <typename ACT, typename T, int VEC>
-__global__ void gated_activation(T *out, const T *x, int d) {
+__global__ void __launch_bounds__(256) gated_activation(T *out, const T *x, int d) {
   using kjit_activation::UNROLL;
   const int vectors = d / VEC;
   const T *a = x + static_cast<long long>(blockIdx.x) * 2 * d;

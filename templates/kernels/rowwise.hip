@@ -21,6 +21,11 @@
 // loops unroll and the array has a fixed size. The host picks VEC dividing HIDDEN with every
 // pointer aligned to VEC * sizeof(T). `out` may be `x` (each thread writes only what it read).
 
+// The block holds THREADS threads, or 256 when a row takes a warp or less: bounding it lets
+// the compiler keep to the registers such a block may have (64 per thread at 1024 threads),
+// where unbounded it may take more and the launch would fail.
+#define KJIT_ROW_BOUNDS __launch_bounds__(THREADS > 256 ? THREADS : 256)
+
 namespace kjit_rowwise {
 
 template <typename T, int HIDDEN, int VEC, int THREADS> struct Row {
@@ -36,8 +41,12 @@ template <typename T, int HIDDEN, int VEC, int THREADS> struct Row {
   }
   // Whether vector k of this thread lies inside the row: a constant for all but the last k when
   // THREADS divides VECTORS.
-  static __device__ bool holds(int k) { return k * THREADS + static_cast<int>(threadIdx.x) < VECTORS; }
-  static __device__ int offset(int k) { return (k * THREADS + static_cast<int>(threadIdx.x)) * VEC; }
+  static __device__ bool holds(int k) {
+    return k * THREADS + static_cast<int>(threadIdx.x) < VECTORS;
+  }
+  static __device__ int offset(int k) {
+    return (k * THREADS + static_cast<int>(threadIdx.x)) * VEC;
+  }
 
   float v[PER][VEC];
 
@@ -87,7 +96,8 @@ template <typename T, int HIDDEN, int VEC, int THREADS> struct Row {
 } // namespace kjit_rowwise
 
 template <typename T, int HIDDEN, int VEC, int THREADS>
-__global__ void rms_norm(T *out, const T *x, const T *KJIT_RESTRICT w, float eps, int rows) {
+__global__ void KJIT_ROW_BOUNDS rms_norm(T *out, const T *x, const T *KJIT_RESTRICT w, float eps,
+                                         int rows) {
   using Row = kjit_rowwise::Row<T, HIDDEN, VEC, THREADS>;
   const long long row = Row::index();
   const bool active = row < rows;
@@ -110,8 +120,8 @@ __global__ void rms_norm(T *out, const T *x, const T *KJIT_RESTRICT w, float eps
 }
 
 template <typename T, int HIDDEN, int VEC, int THREADS>
-__global__ void fused_add_rms_norm(T *x, T *residual, const T *KJIT_RESTRICT w, float eps,
-                                   int rows) {
+__global__ void KJIT_ROW_BOUNDS fused_add_rms_norm(T *x, T *residual, const T *KJIT_RESTRICT w,
+                                                   float eps, int rows) {
   using Row = kjit_rowwise::Row<T, HIDDEN, VEC, THREADS>;
   const long long row = Row::index();
   const bool active = row < rows;
@@ -157,8 +167,8 @@ __global__ void fused_add_rms_norm(T *x, T *residual, const T *KJIT_RESTRICT w, 
 }
 
 template <typename T, int HIDDEN, int VEC, int THREADS>
-__global__ void layer_norm(T *out, const T *x, const T *KJIT_RESTRICT w, const T *KJIT_RESTRICT b,
-                           float eps, int rows) {
+__global__ void KJIT_ROW_BOUNDS layer_norm(T *out, const T *x, const T *KJIT_RESTRICT w,
+                                           const T *KJIT_RESTRICT b, float eps, int rows) {
   using Row = kjit_rowwise::Row<T, HIDDEN, VEC, THREADS>;
   const long long row = Row::index();
   const bool active = row < rows;
@@ -186,7 +196,8 @@ __global__ void layer_norm(T *out, const T *x, const T *KJIT_RESTRICT w, const T
 }
 
 template <typename T, int COLS, int VEC, int THREADS>
-__global__ void softmax(T *out, const T *x, float scale, int rows, int causal_queries) {
+__global__ void KJIT_ROW_BOUNDS softmax(T *out, const T *x, float scale, int rows,
+                                        int causal_queries) {
   using Row = kjit_rowwise::Row<T, COLS, VEC, THREADS>;
   const long long row = Row::index();
   const bool active = row < rows;

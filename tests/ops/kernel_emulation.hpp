@@ -23,6 +23,7 @@
 #define __global__
 #define __device__
 #define __shared__ static
+#define __launch_bounds__(...)
 
 struct EmulatedDim3 {
   unsigned x = 1, y = 1, z = 1;
