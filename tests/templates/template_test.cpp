@@ -2,6 +2,7 @@
 #include "kjit/templates/library.hpp"
 #include "kjit/templates/template.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 namespace kjit {
@@ -144,8 +145,16 @@ TEST(Library, ShipsThePreludeAndFindsTemplatesByName) {
   EXPECT_NE(templates::prelude().content.find("KJIT_WARP_SIZE"), std::string::npos);
   const Template &scale = templates::find("scale");
   EXPECT_NE(scale.source().find("__global__ void scale"), std::string::npos);
+  // The list names every built-in template, in name order.
+  std::string known;
+  for (const Template &tmpl : templates::builtin())
+    known += (known.empty() ? "" : ", ") + tmpl.name();
+  EXPECT_NE(known.find("axpy, "), std::string::npos);
+  EXPECT_TRUE(
+      std::is_sorted(templates::builtin().begin(), templates::builtin().end(),
+                     [](const Template &a, const Template &b) { return a.name() < b.name(); }));
   expect_error([] { templates::find("nope"); }, Errc::unknown_template,
-               "unknown template 'nope'; known templates: axpy, scale");
+               "unknown template 'nope'; known templates: " + known);
 }
 
 } // namespace
