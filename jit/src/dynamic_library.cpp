@@ -1,12 +1,15 @@
 #include "dynamic_library.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/jit/elf.hpp"
 #include "kjit/log.hpp"
 
 #include <climits>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <filesystem>
 #include <link.h>
+#include <optional>
 #include <utility>
 
 namespace kjit::jit {
@@ -100,6 +103,12 @@ std::string directory_from_environment(const char *name, std::string_view suffix
   if (value == nullptr || *value == '\0')
     return {};
   return std::string(value) + "/" + std::string(suffix);
+}
+
+std::string build_id_text(const DynamicLibrary &library) {
+  const std::string file = std::filesystem::path(library.real_path()).filename().string();
+  const std::optional<std::string> id = read_build_id_of_file(library.real_path());
+  return id ? file + " build " + *id : file + " without build id";
 }
 
 } // namespace kjit::jit

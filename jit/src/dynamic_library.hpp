@@ -49,6 +49,10 @@ private:
 std::vector<std::string> library_candidates(std::initializer_list<std::string_view> names,
                                             std::initializer_list<std::string> directories);
 
+// "libnvrtc.so.13 build 65be0db3...": the library's file name and GNU build id (see
+// read_build_id), for compiler identities; "... without build id" when it has none.
+std::string build_id_text(const DynamicLibrary &library);
+
 // "$NAME/suffix" when the environment variable NAME is set and not empty, "" otherwise.
 std::string directory_from_environment(const char *name, std::string_view suffix);
 

@@ -1,6 +1,7 @@
 #include "kjit/jit/elf.hpp"
 
 #include <cstring>
+#include <fstream>
 
 namespace kjit::jit {
 namespace {
@@ -11,10 +12,20 @@ constexpr std::size_t elf_header_size = 64;
 constexpr std::size_t section_header_size = 64;
 constexpr std::size_t symbol_size = 24;
 constexpr std::uint32_t section_type_symtab = 2;
+constexpr std::size_t program_header_size = 56;
+constexpr std::uint32_t program_type_note = 4; // PT_NOTE
+constexpr std::uint32_t note_type_gnu_build_id = 3;
+
+constexpr std::uint64_t align4(std::uint64_t n) { return (n + 3) & ~std::uint64_t(3); }
 
 class Reader {
 public:
   explicit Reader(std::span<const std::byte> image) : image_(image) {}
+
+  bool has_elf64_header() const {
+    constexpr unsigned char magic[] = {0x7f, 'E', 'L', 'F', 2 /* 64-bit */, 1 /* little endian */};
+    return contains(0, elf_header_size) && std::memcmp(image_.data(), magic, sizeof magic) == 0;
+  }
 
   bool contains(std::uint64_t offset, std::uint64_t size) const {
     return offset <= image_.size() && size <= image_.size() - offset;
@@ -48,8 +59,7 @@ private:
 
 std::optional<ElfSummary> read_elf(std::span<const std::byte> image) {
   Reader elf(image);
-  constexpr unsigned char magic[] = {0x7f, 'E', 'L', 'F', 2 /* 64-bit */, 1 /* little endian */};
-  if (!elf.contains(0, elf_header_size) || std::memcmp(image.data(), magic, sizeof magic) != 0)
+  if (!elf.has_elf64_header())
     return std::nullopt;
 
   ElfSummary summary;
@@ -87,6 +97,55 @@ std::optional<ElfSummary> read_elf(std::span<const std::byte> image) {
     }
   }
   return summary;
+}
+
+std::optional<std::string> read_build_id(std::span<const std::byte> image) {
+  Reader elf(image);
+  if (!elf.has_elf64_header())
+    return std::nullopt;
+  const std::uint64_t table = elf.read(32, 8);      // e_phoff
+  const std::uint64_t entry_size = elf.read(54, 2); // e_phentsize
+  const std::uint64_t count = elf.read(56, 2);      // e_phnum
+  if (entry_size < program_header_size || !elf.contains(table, count * entry_size))
+    return std::nullopt;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::uint64_t header = table + i * entry_size;
+    if (elf.read(header, 4) != program_type_note)
+      continue;
+    const std::uint64_t notes = elf.read(header + 8, 8), notes_size = elf.read(header + 32, 8);
+    if (!elf.contains(notes, notes_size))
+      continue;
+    // Each note: name size, description size, type, then name and description, each padded to
+    // four bytes.
+    for (std::uint64_t note = notes; note + 12 <= notes + notes_size;) {
+      const std::uint64_t name_size = elf.read(note, 4), description_size = elf.read(note + 4, 4);
+      const std::uint64_t name = note + 12, description = name + align4(name_size);
+      const std::uint64_t next = description + align4(description_size);
+      if (next > notes + notes_size)
+        break;
+      if (elf.read(note + 8, 4) == note_type_gnu_build_id && name_size == 4 &&
+          std::memcmp(image.data() + name, "GNU", 4) == 0 && description_size > 0) {
+        static constexpr char digits[] = "0123456789abcdef";
+        std::string hex;
+        for (std::uint64_t b = 0; b < description_size; ++b) {
+          const auto byte = std::to_integer<unsigned>(image[description + b]);
+          hex += digits[byte >> 4];
+          hex += digits[byte & 15];
+        }
+        return hex;
+      }
+      note = next;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> read_build_id_of_file(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  std::vector<std::byte> prefix(64 * 1024);
+  file.read(reinterpret_cast<char *>(prefix.data()), static_cast<std::streamsize>(prefix.size()));
+  prefix.resize(static_cast<std::size_t>(file.gcount()));
+  return read_build_id(prefix);
 }
 
 } // namespace kjit::jit

@@ -242,7 +242,8 @@ public:
     comgr_.get_version(&comgr_major, &comgr_minor);
     identity_ = "hiprtc " + std::to_string(major) + "." + std::to_string(minor) + " (HIP " +
                 library_version(hiprtc_library_.real_path()) + ", comgr " +
-                std::to_string(comgr_major) + "." + std::to_string(comgr_minor) + ")";
+                std::to_string(comgr_major) + "." + std::to_string(comgr_minor) + "; " +
+                build_id_text(hiprtc_library_) + ", " + build_id_text(comgr_library_) + ")";
     targets_ = comgr_targets(comgr_);
   }
 

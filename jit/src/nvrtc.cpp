@@ -113,11 +113,14 @@ public:
     check(nvrtc_.get_num_supported_archs(&count), "nvrtcGetNumSupportedArchs");
     std::vector<int> archs(std::size_t(std::max(count, 0)));
     check(nvrtc_.get_supported_archs(archs.data()), "nvrtcGetSupportedArchs");
-    identity_ = "nvrtc " + std::to_string(major) + "." + std::to_string(minor);
     targets_ = nvrtc_targets(archs, major, minor);
 
     std::filesystem::path directory = std::filesystem::path(library_.real_path()).parent_path();
     builtins_ = preload_builtins(directory, major, minor);
+    // NVRTC's version has no patch level: a toolkit update keeps "13.0" while the code generator
+    // and the headers beside it change. The libraries' build ids tell one build from another.
+    identity_ = "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " (" +
+                build_id_text(library_) + (builtins_ ? ", " + build_id_text(*builtins_) : "") + ")";
     cuda_include_directory_ = cuda_include_directory(directory);
   }
 

@@ -39,6 +39,7 @@ void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const
   const std::size_t out_bytes = static_cast<std::size_t>(rows) * d * sizeof(T);
   detail::require_disjoint(out, out_bytes, x, 2 * out_bytes, op, "out and x");
   const int vec = detail::vector_width(sizeof(T), d, {out, x});
+  // At most 256 threads: the kernel's __launch_bounds__, within its registers' limit.
   const int threads = detail::gated_threads(d, vec, rt.default_device().target().warp_size());
   static const Template &tmpl = templates::find("gated_activation");
   const Kernel &kernel = rt.kernel(tmpl, {{"ACT", act}, {"T", element_name<T>()}, {"VEC", vec}});

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <xxhash.h>
@@ -42,7 +43,48 @@ std::string library_search_inputs() {
   return inputs;
 }
 
+// The identity in `content`, with the current values of its code-changing variables.
+std::optional<CompilerIdentity> identity_with_environment(const json &content) {
+  CompilerIdentity identity{content.at("identity").get<std::string>(), {}};
+  for (const json &variable : content.at("environment_variables"))
+    if (const char *value = std::getenv(variable.get<std::string>().c_str()))
+      identity.environment.emplace_back(variable.get<std::string>(), value);
+  return identity;
+}
+
+json identity_json(const jit::Compiler &compiler) {
+  return {{"identity", compiler.identity()},
+          {"environment_variables", compiler.environment_variables()}};
+}
+
+std::filesystem::path tier_identity_file(const std::filesystem::path &versioned_root,
+                                         Vendor vendor) {
+  return versioned_root / "compilers" / (std::string(to_string(vendor)) + ".json");
+}
+
 } // namespace
+
+void write_tier_identity(const std::filesystem::path &versioned_root,
+                         const jit::Compiler &compiler) {
+  const std::filesystem::path path = tier_identity_file(versioned_root, compiler.vendor());
+  const std::string text = identity_json(compiler).dump(2) + '\n';
+  cache::publish_private_file(path, std::as_bytes(std::span(text)), path.stem().string(),
+                              "prebuilt compiler identity");
+}
+
+std::optional<CompilerIdentity> read_tier_identity(const std::filesystem::path &versioned_root,
+                                                   Vendor vendor) {
+  std::ifstream in(tier_identity_file(versioned_root, vendor));
+  if (!in)
+    return std::nullopt;
+  const json content = json::parse(in, nullptr, false);
+  try {
+    return identity_with_environment(content);
+  } catch (const json::exception &error) { // a discarded (unparsable) value lands here too
+    log().warn("prebuilt compiler identity in {}: {}", versioned_root.string(), error.what());
+    return std::nullopt;
+  }
+}
 
 CompilerMemo::CompilerMemo(std::filesystem::path directory) : directory_(std::move(directory)) {}
 
@@ -72,11 +114,7 @@ std::optional<CompilerIdentity> CompilerMemo::read(Vendor vendor) const {
     for (const json &library : libraries)
       if (file_identity(library.at("path").get<std::string>()) != library.at("file"))
         return std::nullopt; // the compiler was replaced: load it and remember the new one
-    CompilerIdentity identity{content.at("identity").get<std::string>(), {}};
-    for (const json &variable : content.at("environment_variables"))
-      if (const char *value = std::getenv(variable.get<std::string>().c_str()))
-        identity.environment.emplace_back(variable.get<std::string>(), value);
-    return identity;
+    return identity_with_environment(content);
   } catch (const json::exception &error) { // a discarded (unparsable) value lands here too
     log().debug("compiler memo {}: {}", path.string(), error.what());
     return std::nullopt;
@@ -90,10 +128,9 @@ void CompilerMemo::write(const jit::Compiler &compiler) const {
     libraries.push_back({{"path", library}, {"file", file_identity(library)}});
   if (libraries.empty())
     return;
-  const std::string text = json{
-      {"identity", compiler.identity()},
-      {"environment_variables", compiler.environment_variables()},
-      {"libraries", libraries}}.dump(2);
+  json memo = identity_json(compiler);
+  memo["libraries"] = libraries;
+  const std::string text = memo.dump(2);
   try {
     cache::publish_private_file(path, std::as_bytes(std::span(text)), path.stem().string(),
                                 "compiler memo");

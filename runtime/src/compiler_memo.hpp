@@ -38,4 +38,14 @@ private:
   std::filesystem::path directory_;
 };
 
+// The identity a prebuilt tier was built with, shipped in it so that a machine with no compiler
+// (KJIT_MODE=prebuilt in production) computes the keys of its entries:
+//   <versioned root>/compilers/<vendor>.json   {"identity": ..., "environment_variables": [...]}
+// Written by `kjit prebuild` (deterministic bytes); throws Error(cache_io) when it cannot be.
+void write_tier_identity(const std::filesystem::path &versioned_root,
+                         const jit::Compiler &compiler);
+// nullopt when the tier holds none for `vendor` or it does not parse. Never throws.
+std::optional<CompilerIdentity> read_tier_identity(const std::filesystem::path &versioned_root,
+                                                   Vendor vendor);
+
 } // namespace kjit

@@ -6,6 +6,7 @@
 #include "kjit/cache/stats.hpp"
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
+#include "kjit/templates/sets.hpp"
 #include "memory_tier.hpp"
 #include "signature.hpp"
 #include "variant.hpp"
@@ -222,16 +223,29 @@ private:
     return nullptr;
   }
 
+  // Names the variant and the prebuild command that adds it: its built-in level when one has it,
+  // else a set file listing it.
   [[noreturn]] void not_prebuilt(const Instance &instance, const jit::Target &target) {
     const Template &tmpl = instance.source_template();
     std::string params;
     for (const auto &[name, value] : instance.values())
-      params += " -p " + name + "=" + value.to_string();
+      params += std::string(params.empty() ? "" : ", ") + "\"" + name +
+                "\": " + (value.is_integer() ? value.to_string() : "\"" + value.to_string() + "\"");
+    const std::string destination =
+        " --targets \"" + target.id() + "\" --out " +
+        (config_.prebuilt_dir.empty() ? std::string("DIR") : config_.prebuilt_dir.string());
+    const int level = templates::builtin_level_of(instance);
+    const std::string command = level != 0
+                                    ? "kjit prebuild --level " + std::to_string(level) + destination
+                                    : "kjit prebuild --sets FILE" + destination +
+                                          " with FILE's \"variants\" "
+                                          "listing {\"template\": \"" +
+                                          tmpl.name() + "\", \"params\": {" + params + "}}";
     throw Error(Errc::not_prebuilt,
                 tmpl.name() + " (" + instance.canonical_params() + ") for " + target.id() +
                     " is in no prebuilt or cached tier and KJIT_MODE=prebuilt forbids compiling; "
-                    "add it with: kjit compile " +
-                    tmpl.name() + params + " --target " + target.id());
+                    "add it with: " +
+                    command);
   }
 
   // Warns once per Runtime, then keeps variants in memory only.
@@ -240,19 +254,43 @@ private:
       log().warn("{}; variants compiled by this process are kept in memory only", error.summary());
   }
 
-  // What keys need of `vendor`'s compiler: the loaded compiler's identity once this process has
-  // loaded it, else the memo's, so that a process whose variants are all cached never loads it.
-  // The memo is written when the compiler is loaded and the memo did not name it.
+  // What keys need of `vendor`'s compiler. In prebuilt mode: the identity the prebuilt tier was
+  // built with, so that no compiler is needed (nor consulted: one installed since must not change
+  // the keys of what was shipped). Otherwise the loaded compiler's once this process has loaded
+  // it, else the memo's, so that a process whose variants are all cached never loads it; the memo
+  // is written when the compiler is loaded and the memo did not name it. Where no compiler can be
+  // loaded, the prebuilt tier's identity still finds its entries.
   CompilerIdentity compiler_identity(Vendor vendor) {
     std::lock_guard lock(identity_mutex_);
     std::optional<CompilerIdentity> &known = identities_[static_cast<int>(vendor)];
+    if (config_.mode == Mode::prebuilt && !known && prebuilt_)
+      known = read_tier_identity(prebuilt_->versioned_root(), vendor);
     const jit::Compiler *loaded = ProcessCompilers::loaded(vendor);
     if (!known && memo_)
       known = memo_->read(vendor);
+    if (config_.mode == Mode::prebuilt && known)
+      return *known;
     if (!loaded && known)
       return *known;
-    if (!loaded)
-      loaded = &compiler(vendor);
+    if (!loaded) {
+      try {
+        loaded = &compiler(vendor);
+      } catch (const Error &error) {
+        if (error.code() != Errc::compiler_unavailable)
+          throw;
+        std::optional<CompilerIdentity> shipped =
+            prebuilt_ ? read_tier_identity(prebuilt_->versioned_root(), vendor) : std::nullopt;
+        if (shipped)
+          return *shipped; // not remembered: a compiler installed later is loaded then
+        if (config_.mode == Mode::prebuilt)
+          throw Error(Errc::not_prebuilt, "the prebuilt tier " + config_.prebuilt_dir.string() +
+                                              " holds no " + std::string(to_string(vendor)) +
+                                              " variants (no compiler identity) "
+                                              "and KJIT_MODE=prebuilt forbids compiling: " +
+                                              error.summary());
+        throw;
+      }
+    }
     if (CompilerIdentity identity = CompilerIdentity::of(*loaded); identity != known) {
       if (memo_ && config_.mode == Mode::jit) // a prebuilt-mode process writes nothing
         memo_->write(*loaded);
@@ -261,10 +299,37 @@ private:
     return *known;
   }
 
+  // A prebuilt entry for the portable form of the target: prebuilds name targets as GPU_ARCHS
+  // does ("gfx90a", "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-",
+  // "sm_90a"). Code for an AMD processor with no feature named is built for either setting of each
+  // ("any"), and sm_90 code runs on an sm_90a device, so it serves; the reverse never does.
+  std::unique_ptr<CodeObject> portable_prebuilt(const Instance &instance, const Variant &variant) {
+    const jit::Target &target = variant.request.target;
+    std::string arch = target.arch();
+    if (target.vendor() == Vendor::nvidia && (arch.ends_with('a') || arch.ends_with('f')))
+      arch.pop_back();
+    if (!prebuilt_ || arch == target.id())
+      return nullptr;
+    const jit::Target portable = jit::Target::parse(arch);
+    const Variant generic = describe_variant(instance, portable, variant.compiler);
+    cache::Lookup found = prebuilt_->read(generic.key, portable.id());
+    if (found.status == cache::Lookup::Status::rejected)
+      log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
+    if (found.status != cache::Lookup::Status::hit)
+      return nullptr;
+    auto object = from_entry(variant, found, Origin::prebuilt);
+    if (object)
+      count_hit(*object);
+    return object;
+  }
+
   std::unique_ptr<CodeObject> load_or_build(const Instance &instance, const Variant &variant) {
-    if (!config_.rebuild)
+    if (!config_.rebuild) {
       if (auto object = lookup(variant))
         return object;
+      if (auto object = portable_prebuilt(instance, variant))
+        return object;
+    }
     const jit::Target &target = variant.request.target;
     if (config_.mode == Mode::prebuilt)
       not_prebuilt(instance, target);

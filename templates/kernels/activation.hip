@@ -12,32 +12,53 @@
 // so that enough bytes are in flight to cover the memory latency. Blocks have at most 256
 // threads (the bound keeps the compiler to the registers that allows).
 
+// Each activation in two precisions: FAST for 16-bit outputs, where the hardware's approximate
+// exponential and division (relative error about 2^-21, far below half's 2^-11) keep the kernel
+// memory-bound; IEEE division and tanhf otherwise, so that float outputs stay within a few ulp.
+// Approximate division by a huge denominator gives 0 where the true quotient underflows anyway.
+template <bool FAST> __device__ inline float divide(float a, float b) {
+  if (FAST)
+    return __fdividef(a, b);
+  return a / b;
+}
+
 struct silu {
-  __device__ static float apply(float x) { return x / (1.0f + kjit::fast_exp(-x)); }
+  template <bool FAST> __device__ static float apply(float x) {
+    return divide<FAST>(x, 1.0f + kjit::fast_exp(-x));
+  }
 };
 struct sigmoid {
-  __device__ static float apply(float x) { return 1.0f / (1.0f + kjit::fast_exp(-x)); }
+  template <bool FAST> __device__ static float apply(float x) {
+    return divide<FAST>(1.0f, 1.0f + kjit::fast_exp(-x));
+  }
 };
 // x * Phi(x), Phi the standard normal distribution function.
 struct gelu {
-  __device__ static float apply(float x) {
+  template <bool FAST> __device__ static float apply(float x) {
     return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
   }
 };
-// The tanh approximation of gelu (torch's approximate="tanh").
+// The tanh approximation of gelu (torch's approximate="tanh"): 0.5 x (1 + tanh(u)), which is
+// x / (1 + e^(-2u)) exactly, without tanh's cost or its cancellation near u = 0 in the FAST form.
 struct gelu_tanh {
-  __device__ static float apply(float x) {
+  template <bool FAST> __device__ static float apply(float x) {
     const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    if (FAST)
+      return __fdividef(x, 1.0f + kjit::fast_exp(-2.0f * inner));
     return 0.5f * x * (1.0f + tanhf(inner));
   }
 };
 // NaN stays NaN, as in torch.relu.
 struct relu {
-  __device__ static float apply(float x) { return x < 0.0f ? 0.0f : x; }
+  template <bool FAST> __device__ static float apply(float x) { return x < 0.0f ? 0.0f : x; }
 };
 
 namespace kjit_activation {
 constexpr int UNROLL = 4;
+// The FAST forms for 16-bit element types (see above).
+template <typename ACT, typename T> __device__ inline float apply(float x) {
+  return ACT::template apply<(sizeof(T) < 4)>(x);
+}
 } // namespace kjit_activation
 
 template <typename ACT, typename T, int VEC>
@@ -58,14 +79,15 @@ __global__ void __launch_bounds__(256) activation(T *out, const T *x, long long 
     if (i < vectors) {
 #pragma unroll
       for (int e = 0; e < VEC; ++e)
-        v[k].at[e] = kjit::from_float<T>(ACT::apply(kjit::to_float(v[k].at[e])));
+        v[k].at[e] =
+            kjit::from_float<T>(kjit_activation::apply<ACT, T>(kjit::to_float(v[k].at[e])));
       kjit::store_vec<VEC>(out + i * VEC, v[k]);
     }
   }
   // The last n % VEC elements, one per thread of the first block.
   if (VEC > 1 && blockIdx.x == 0 && threadIdx.x < n - vectors * VEC) {
     const long long i = vectors * VEC + threadIdx.x;
-    out[i] = kjit::from_float<T>(ACT::apply(kjit::to_float(x[i])));
+    out[i] = kjit::from_float<T>(kjit_activation::apply<ACT, T>(kjit::to_float(x[i])));
   }
 }
 
@@ -92,8 +114,9 @@ __global__ void __launch_bounds__(256) gated_activation(T *out, const T *x, int 
       if (j < vectors) {
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
-          va[k].at[e] = kjit::from_float<T>(ACT::apply(kjit::to_float(va[k].at[e])) *
-                                            kjit::to_float(vb[k].at[e]));
+          va[k].at[e] =
+              kjit::from_float<T>(kjit_activation::apply<ACT, T>(kjit::to_float(va[k].at[e])) *
+                                  kjit::to_float(vb[k].at[e]));
         kjit::store_vec<VEC>(y + j * VEC, va[k]);
       }
     }

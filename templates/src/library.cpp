@@ -13,6 +13,11 @@ extern const std::string_view scale_hip;
 extern const std::string_view axpy_hip;
 extern const std::string_view activation_hip;
 extern const std::string_view rowwise_hip;
+extern const std::string_view packed_h;
+extern const std::string_view rotary_hip;
+extern const std::string_view quant_hip;
+extern const std::string_view gemm_hip;
+extern const std::string_view gemm_mma_hip;
 } // namespace embedded
 
 namespace {
@@ -58,6 +63,57 @@ void add_activations_and_rowwise(std::vector<Template> &all,
                    TemplateOptions{.arguments = {"T*", "const T*", "float", "int", "int"}});
 }
 
+// Rotary embedding, per-token quantisation and the GEMM (kjit::ops). Row and head lengths are
+// parameters so that the compiler unrolls; VEC is the packed access width the operator picks
+// from the alignment of its pointers.
+void add_rotary_quant_gemm(std::vector<Template> &all,
+                           const std::vector<std::string> &element_types) {
+  const TemplateHeader packed{"kjit/packed.h", std::string(embedded::packed_h)};
+  all.emplace_back("rotary_embedding", std::string(embedded::rotary_hip),
+                   std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
+                                          {"HEAD_SIZE", Param::integer(2, 1024, 128)},
+                                          {"ROTARY_DIM", Param::integer(2, 1024, 128)},
+                                          {"NEOX", Param::one_of({0, 1}, 1)},
+                                          {"VEC", Param::one_of({1, 2, 4, 8}, 2)}},
+                   TemplateOptions{.headers = {packed},
+                                   .arguments = {"const long long*", "T*", "T*", "const T*", "int",
+                                                 "int", "int"}});
+  const auto quant_params = [&] {
+    return std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
+                                  {"HIDDEN", Param::integer(1, 65536, 4096)},
+                                  {"VEC", Param::one_of({1, 2, 4, 8}, 4)},
+                                  {"THREADS", Param::one_of({64, 128, 256, 512, 1024}, 256)}};
+  };
+  all.emplace_back(
+      "dynamic_per_token_quant_int8", std::string(embedded::quant_hip), quant_params(),
+      TemplateOptions{.headers = {packed}, .arguments = {"signed char*", "float*", "const T*"}});
+  all.emplace_back("dynamic_per_token_quant_fp8", std::string(embedded::quant_hip), quant_params(),
+                   TemplateOptions{.headers = {packed},
+                                   .compile_options = {"-DKJIT_QUANT_FP8"},
+                                   .arguments = {"unsigned char*", "float*", "const T*"}});
+  const std::vector<std::string> gemm_arguments = {"T*",  "const T*", "const T*",
+                                                   "int", "int",      "int"};
+  const Param block = Param::one_of({16, 32, 64, 128, 256}, 128);
+  const Param thread = Param::one_of({1, 2, 4, 8}, 8);
+  all.emplace_back("gemm", std::string(embedded::gemm_hip),
+                   std::vector<ParamDecl>{{"T", Param::type(element_types, "half")},
+                                          {"BLOCK_M", block},
+                                          {"BLOCK_N", block},
+                                          {"BLOCK_K", Param::one_of({8, 16, 32}, 16)},
+                                          {"THREAD_M", thread},
+                                          {"THREAD_N", thread}},
+                   TemplateOptions{.arguments = gemm_arguments});
+  // The same GEMM on NVIDIA tensor cores (mma.sync, sm_80 and newer), for the 16-bit types.
+  all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip),
+                   std::vector<ParamDecl>{{"T", Param::type({"half", "bfloat16"}, "half")},
+                                          {"BLOCK_M", Param::one_of({64, 128, 256}, 128)},
+                                          {"BLOCK_N", Param::one_of({64, 128, 256}, 128)},
+                                          {"BLOCK_K", Param::one_of({16, 32, 64}, 32)},
+                                          {"WARPS_M", Param::one_of({1, 2, 4}, 2)},
+                                          {"WARPS_N", Param::one_of({1, 2, 4}, 4)}},
+                   TemplateOptions{.headers = {packed}, .arguments = gemm_arguments});
+}
+
 std::vector<Template> make_builtin() {
   // Local, not a namespace-scope global: builtin() may run during another translation unit's
   // static initialisation (a `const Template &t = find(...)` at namespace scope), before such a
@@ -73,6 +129,7 @@ std::vector<Template> make_builtin() {
                                           {"N", Param::integer(1, 1 << 30)}},
                    TemplateOptions{.arguments = {"T*", "float"}});
   add_activations_and_rowwise(all, element_types);
+  add_rotary_quant_gemm(all, element_types);
   std::sort(all.begin(), all.end(),
             [](const Template &a, const Template &b) { return a.name() < b.name(); });
   return all;

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
 
 namespace kjit::jit {
 namespace {
@@ -91,6 +94,31 @@ TEST(ReadElf, RefusesTablesThatPointOutsideTheImage) {
   std::size_t first_symbol_name = 64 + std::string("\0kernel\0", 8).size() + 24;
   bad_name[first_symbol_name] = std::byte{0xff}; // name offset beyond .strtab
   EXPECT_FALSE(read_elf(bad_name));
+}
+
+// Checked against binutils' reader on a real file: this test program, which Debian's toolchain
+// links with a build id.
+TEST(ReadBuildId, AgreesWithReadelf) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::string readelf;
+  if (FILE *pipe = popen(("readelf -n '" + self + "' 2>/dev/null").c_str(), "r")) {
+    char buffer[4096];
+    while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe))
+      readelf.append(buffer, n);
+    pclose(pipe);
+  }
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(readelf, found, std::regex("Build ID: ([0-9a-f]+)")))
+      << "readelf printed no build id:\n"
+      << readelf;
+  EXPECT_EQ(read_build_id_of_file(self), found[1].str());
+}
+
+TEST(ReadBuildId, NoneInAFileWithoutNotesOrOutsideThePrefix) {
+  EXPECT_EQ(read_build_id(ElfBuilder().build(elf_machine_cuda, 0, {"kernel"})), std::nullopt);
+  EXPECT_EQ(read_build_id_of_file("/nonexistent/library.so"), std::nullopt);
+  std::vector<std::byte> not_elf(100, std::byte{0x7f});
+  EXPECT_EQ(read_build_id(not_elf), std::nullopt);
 }
 
 } // namespace

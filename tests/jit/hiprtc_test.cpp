@@ -24,10 +24,11 @@ constexpr std::uint32_t feature_mask = 0xf00;
 constexpr std::uint32_t xnack_any = 0x100, xnack_off = 0x200;
 constexpr std::uint32_t sramecc_any = 0x400, sramecc_on = 0xc00;
 
-TEST_F(HiprtcTest, IdentityNamesHiprtcHipAndComgrVersions) {
-  EXPECT_TRUE(
-      std::regex_match(compiler().identity(),
-                       std::regex(R"(hiprtc \d+\.\d+ \(HIP \d+\.\d+\.\d+, comgr \d+\.\d+\))")))
+TEST_F(HiprtcTest, IdentityNamesHiprtcHipAndComgrVersionsAndBuilds) {
+  EXPECT_TRUE(std::regex_match(
+      compiler().identity(),
+      std::regex(R"(hiprtc \d+\.\d+ \(HIP \d+\.\d+\.\d+, comgr \d+\.\d+; )"
+                 R"(libamdhip64\S+ build [0-9a-f]{40}, libamd_comgr\S+ build [0-9a-f]{40}\))")))
       << compiler().identity();
   EXPECT_EQ(compiler().name(), "hiprtc");
   EXPECT_EQ(compiler().vendor(), Vendor::amd);

@@ -14,8 +14,12 @@ __global__ void scale(T* x) {
 }
 )";
 
-TEST_F(NvrtcTest, IdentityNamesTheNvrtcVersion) {
-  EXPECT_TRUE(std::regex_match(compiler().identity(), std::regex(R"(nvrtc \d+\.\d+)")))
+// The version alone has no patch level; the build ids of libnvrtc and its builtins tell a toolkit
+// update apart.
+TEST_F(NvrtcTest, IdentityNamesTheNvrtcVersionAndBuild) {
+  EXPECT_TRUE(std::regex_match(compiler().identity(),
+                               std::regex(R"(nvrtc \d+\.\d+ \(libnvrtc\S+ build [0-9a-f]{40}, )"
+                                          R"(libnvrtc-builtins\S+ build [0-9a-f]{40}\))")))
       << compiler().identity();
   EXPECT_EQ(compiler().name(), "nvrtc");
   EXPECT_EQ(compiler().vendor(), Vendor::nvidia);

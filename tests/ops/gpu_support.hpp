@@ -60,6 +60,9 @@ private:
   std::optional<Runtime> runtime_;
 };
 
+// For typed tests over every element type: TYPED_TEST_SUITE(MyTest, ElementTypes).
+using ElementTypes = ::testing::Types<float, Half, BFloat16>;
+
 // `count` values uniform in [low, high), rounded to T.
 template <Element T>
 std::vector<T> random_elements(std::size_t count, std::mt19937 &rng, double low, double high) {

@@ -86,6 +86,7 @@ template <typename T> T __shfl_xor(T value, int mask, int width) {
 
 inline float __expf(float x) { return std::exp(x); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __fdividef(float a, float b) { return a / b; }
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
 inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }

@@ -165,7 +165,7 @@ TEST_F(RuntimeTest, PrebuiltModeNeverCompilesAndNamesTheCommandThatWould) {
     EXPECT_EQ(error.code(), Errc::not_prebuilt);
     EXPECT_NE(error.summary().find("scale (N=4096,T=half) for gfx90a"), std::string::npos)
         << error.summary();
-    EXPECT_NE(error.summary().find("kjit compile scale -p T=half -p N=4096 --target gfx90a"),
+    EXPECT_NE(error.summary().find("kjit prebuild --sets FILE --targets \"gfx90a\""),
               std::string::npos)
         << error.summary();
   }

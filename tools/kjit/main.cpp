@@ -3,6 +3,7 @@
 // Exit status (DESIGN.md §5): 0 success, 1 a check failed, 2 bad usage or input, with one
 // clear line on stderr.
 #include "cache_command.hpp"
+#include "prebuild_command.hpp"
 #include "table.hpp"
 
 #include "kjit/kjit.hpp"
@@ -217,6 +218,8 @@ int run(int argc, char **argv) {
     command->add_flag("--json", as_json, "print one JSON document instead of a table");
   CacheArgs cache_args;
   CLI::App *cache = add_cache_command(app, cache_args, as_json);
+  PrebuildArgs prebuild_args;
+  auto [prebuild, prebuild_worker] = add_prebuild_command(app, prebuild_args, as_json);
 
   // CLI11 would say only "a subcommand is required": name the word and what is accepted.
   auto check_command = [](const CLI::App &parent, const char *word, const std::string &what) {
@@ -226,7 +229,8 @@ int run(int argc, char **argv) {
     for (const CLI::App *command : parent.get_subcommands({})) {
       if (command->get_name() == word)
         return;
-      names += (names.empty() ? "" : ", ") + command->get_name();
+      if (!command->get_group().empty()) // hidden commands have none
+        names += (names.empty() ? "" : ", ") + command->get_name();
     }
     throw Error(Errc::bad_parameter, "unknown " + what + " '" + word + "'; commands: " + names);
   };
@@ -248,6 +252,10 @@ int run(int argc, char **argv) {
     return run_templates(as_json);
   if (*cache)
     return run_cache(*cache, cache_args, as_json);
+  if (*prebuild)
+    return run_prebuild(prebuild_args, as_json);
+  if (*prebuild_worker)
+    return run_prebuild_worker(prebuild_args);
   return run_compile(compile_args, as_json);
 }
 

@@ -24,4 +24,13 @@ struct ElfSummary {
 // header or section that points outside the image).
 std::optional<ElfSummary> read_elf(std::span<const std::byte> image);
 
+// The GNU build id of an ELF64 file (its NT_GNU_BUILD_ID note, in lower-case hex as `readelf -n`
+// prints it), found through the PT_NOTE program headers. `image` may be a prefix of the file:
+// linkers put the notes in its first page. nullopt when the file has no build id or the prefix
+// does not reach it. It names one build of a library exactly, where a version number does not
+// (a toolkit patch release keeps "nvrtc 13.0").
+std::optional<std::string> read_build_id(std::span<const std::byte> image);
+// read_build_id over the first 64 KiB of the file at `path`; nullopt when it cannot be read.
+std::optional<std::string> read_build_id_of_file(const std::string &path);
+
 } // namespace kjit::jit

@@ -1,0 +1,186 @@
+// kjit_gemm_gpu_bench: the GEMM's TFLOP/s and the rotary embedding's and per-token
+// quantisation's bandwidth on the device, each memory-bound figure next to a device-to-device
+// copy of as many bytes measured in the same run (bench/python/gemm_torch.py times torch on the
+// same shapes). Prints one table; run through tools/gpu-check --run.
+//
+// Every operator is launched once to compile and warm up; then the median of 5 batches, each
+// timed on the host from the first launch to the device's synchronisation, divided by its
+// launches (batches are long enough, 20+ ms, that the launch and synchronisation costs vanish).
+#include "kjit/kjit.hpp"
+#include "kjit/ops/ops.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace kjit;
+using namespace kjit::ops;
+
+double median_ms_per_launch(const Device &device, int launches, const std::function<void()> &run) {
+  run();
+  device.synchronize();
+  std::vector<double> batches;
+  for (int batch = 0; batch < 5; ++batch) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < launches; ++i)
+      run();
+    device.synchronize();
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    batches.push_back(elapsed.count() / launches);
+  }
+  std::sort(batches.begin(), batches.end());
+  return batches[batches.size() / 2];
+}
+
+// A 16-byte-per-thread grid-stride copy: the bandwidth baseline.
+const Template copy_template("copy16", R"(
+__global__ void copy16(const uint4 *KJIT_RESTRICT from, uint4 *KJIT_RESTRICT to, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    to[i] = from[i];
+})",
+                             {},
+                             TemplateOptions{.arguments = {"const uint4*", "uint4*", "long long"}});
+
+// Random values in [-1, 1) on the device, `count` elements of T.
+template <Element T> DeviceBuffer random_on(const Device &device, std::size_t count) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::vector<T> host(count);
+  for (T &value : host)
+    value = from_double<T>(uniform(rng));
+  DeviceBuffer buffer = device.allocate(count * sizeof(T));
+  buffer.write(host.data(), host.size() * sizeof(T));
+  return buffer;
+}
+
+struct Bench {
+  Runtime rt;
+  const Device &device = rt.default_device();
+
+  // Milliseconds per copy of `bytes` (read once, written once).
+  double copy_ms(std::size_t bytes) {
+    DeviceBuffer from = device.allocate(bytes), to = device.allocate(bytes);
+    const Kernel &kernel = rt.kernel(copy_template, {});
+    const long long n = static_cast<long long>(bytes / 16);
+    const unsigned blocks = static_cast<unsigned>(std::min<long long>(n / 256 + 1, 65536));
+    return median_ms_per_launch(device, 20, [&] {
+      kernel.launch(Dim3(blocks), Dim3(256), 0, nullptr, from.as<const void>(), to.data(), n);
+    });
+  }
+
+  void bandwidth_row(const std::string &op, const std::string &shape, const char *type,
+                     std::size_t bytes, double ms) {
+    const double copy = copy_ms(bytes / 2);
+    std::printf("| %s | %s | %s | %.3f | %.0f | %.0f | %.2f |\n", op.c_str(), shape.c_str(), type,
+                ms, bytes / ms * 1e-6, bytes / copy * 1e-6, copy / ms);
+  }
+
+  // gemm() as a user calls it (tensor cores where the device has them), or the portable kernel
+  // with `tiles`.
+  template <Element T> void gemm_row(int size, std::optional<GemmTiles> tiles = {}) {
+    const std::size_t count = static_cast<std::size_t>(size) * size;
+    DeviceBuffer a = random_on<T>(device, count), b = random_on<T>(device, count);
+    DeviceBuffer c = device.allocate(count * sizeof(T));
+    const int launches = size >= 8192 ? 2 : 10;
+    const double ms = median_ms_per_launch(device, launches, [&] {
+      if (tiles)
+        gemm<T>(rt, c.as<T>(), a.as<T>(), b.as<T>(), size, size, size, *tiles);
+      else
+        gemm<T>(rt, c.as<T>(), a.as<T>(), b.as<T>(), size, size, size);
+    });
+    const char *kernel =
+        !tiles && gemm_has_tensor_cores<T>(device.target()) ? "gemm (mma.sync)" : "gemm (portable)";
+    std::printf("| %s | %d x %d x %d | %s | %.3f | %.1f TFLOP/s |\n", kernel, size, size, size,
+                std::string(element_name<T>()).c_str(), ms,
+                2.0 * size * size * static_cast<double>(size) / ms * 1e-9);
+  }
+
+  template <Element T> void rotary_row(int tokens, int q_heads, int kv_heads, int head_size) {
+    const int max_position = 8192;
+    const std::size_t q_count = static_cast<std::size_t>(tokens) * q_heads * head_size;
+    const std::size_t k_count = static_cast<std::size_t>(tokens) * kv_heads * head_size;
+    DeviceBuffer q = random_on<T>(device, q_count), k = random_on<T>(device, k_count);
+    DeviceBuffer cache = random_on<T>(device, static_cast<std::size_t>(max_position) * head_size);
+    std::vector<std::int64_t> host_positions(tokens);
+    for (int t = 0; t < tokens; ++t)
+      host_positions[t] = t % max_position;
+    DeviceBuffer positions = device.allocate(tokens * sizeof(std::int64_t));
+    positions.write(host_positions.data(), tokens * sizeof(std::int64_t));
+    const double ms = median_ms_per_launch(device, 50, [&] {
+      rotary_embedding<T>(rt, positions.as<std::int64_t>(), q.as<T>(), k.as<T>(), cache.as<T>(),
+                          max_position, tokens, q_heads, kv_heads, head_size, head_size,
+                          RotaryStyle::neox);
+    });
+    // q and k read and written once; the cache rows and positions read once per token.
+    const std::size_t bytes = 2 * (q_count + k_count) * sizeof(T) +
+                              static_cast<std::size_t>(tokens) * (head_size * sizeof(T) + 8);
+    bandwidth_row("rotary_embedding (NeoX)",
+                  std::to_string(tokens) + " tokens, " + std::to_string(q_heads) + "/" +
+                      std::to_string(kv_heads) + " heads of " + std::to_string(head_size),
+                  std::string(element_name<T>()).c_str(), bytes, ms);
+  }
+
+  template <Element T> void quant_row(int rows, int hidden, bool fp8) {
+    const std::size_t count = static_cast<std::size_t>(rows) * hidden;
+    DeviceBuffer input = random_on<T>(device, count);
+    DeviceBuffer out = device.allocate(count), scales = device.allocate(rows * sizeof(float));
+    const double ms = median_ms_per_launch(device, 50, [&] {
+      if (fp8)
+        dynamic_per_token_quant_fp8<T>(rt, out.as<std::uint8_t>(), scales.as<float>(),
+                                       input.as<T>(), rows, hidden);
+      else
+        dynamic_per_token_quant_int8<T>(rt, out.as<std::int8_t>(), scales.as<float>(),
+                                        input.as<T>(), rows, hidden);
+    });
+    const std::size_t bytes = count * (sizeof(T) + 1) + rows * sizeof(float);
+    bandwidth_row(fp8 ? "quant fp8 e4m3" : "quant int8",
+                  std::to_string(rows) + " x " + std::to_string(hidden),
+                  std::string(element_name<T>()).c_str(), bytes, ms);
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc > 1) { // tools/gpu-check asks every bench program for --help
+    std::printf("usage: %s\n  prints the operators' GEMM TFLOP/s and bandwidth table\n", argv[0]);
+    return 0;
+  }
+  try {
+    Bench bench;
+    std::printf("device: %s (%s)\n\n", bench.device.name().c_str(),
+                bench.device.target().id().c_str());
+    std::printf("| op | shape | type | ms | GB/s | copy GB/s | of copy |\n");
+    std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+    bench.rotary_row<Half>(16384, 32, 8, 128);
+    bench.rotary_row<BFloat16>(16384, 32, 8, 128);
+    bench.rotary_row<float>(16384, 32, 8, 128);
+    const bool fp8 = has_fp8_e4m3(bench.device.target());
+    for (bool as_fp8 : {false, true}) {
+      if (as_fp8 && !fp8)
+        continue;
+      bench.quant_row<Half>(8192, 8192, as_fp8);
+      bench.quant_row<BFloat16>(8192, 8192, as_fp8);
+      bench.quant_row<float>(8192, 8192, as_fp8);
+    }
+    std::printf("\n| op | shape | type | ms | rate |\n| --- | --- | --- | --- | --- |\n");
+    for (int size : {4096, 8192}) {
+      bench.gemm_row<Half>(size);
+      bench.gemm_row<BFloat16>(size);
+    }
+    bench.gemm_row<Half>(4096, gemm_tiles_for(4096, 4096, 4096));
+  } catch (const kjit::Error &error) {
+    std::printf("no result: %s\n", error.summary().c_str());
+    return error.code() == kjit::Errc::no_device ? 0 : 1;
+  }
+  return 0;
+}

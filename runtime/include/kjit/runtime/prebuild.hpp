@@ -1,0 +1,88 @@
+#pragma once
+// Prebuilding: compiling sets of variants ahead of time into a read-only prebuilt tier
+// (`kjit prebuild`, `cmake --install`, kjit_prebuild() in CMake).
+//
+// Batching. The instantiations of one template for one target share a compiler program: one
+// code object holding several kernels, the compiler's fixed cost paid once (hiprtc 5.2: 373 ms
+// for a variant alone, 55 ms each sixteen to a program). Each variant still gets an entry of its
+// own, under exactly the key a JIT compile of it would have (the key names what the variant's
+// kernel is made from, and that does not change with its neighbours in the program), holding the
+// whole code object and its own kernel alone in the header's kernel list, so the Runtime loads it
+// as it loads any entry and finds its kernel by its lowered name. The cost is disk: a batch's code
+// object is stored once per variant in it.
+//
+// Reproducible. Batches are a function of the variants and targets alone, never of the number of
+// jobs or the order the sets list them: per (template, target), variants sorted by their
+// parameters, cut into balanced batches of 4 to 16 (eight batches where that fits, so that the
+// jobs have work without a batch serialising the build, and sixteen at most so that no program
+// grows into AITER's 551 s module). Entries carry created_unix = 0 and compile_ms = 0 (no clock)
+// and nothing path-dependent, so the same inputs give byte-identical files.
+//
+// The prebuilt tier also holds the compilers' identities (<root>/v<N>/compilers/<vendor>.json),
+// so that a process in KJIT_MODE=prebuilt computes keys without a compiler installed. One per
+// vendor: prebuilding into a tier with another compiler version leaves the older entries unused
+// (their keys name the older compiler); prebuild into a fresh directory then.
+#include "kjit/jit/target.hpp"
+#include "kjit/runtime/runtime.hpp"
+#include "kjit/templates/template.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kjit::prebuild {
+
+struct Variant {
+  Instance instance;
+  jit::Target target;
+  // "scale (N=4096,T=half) for gfx90a"
+  std::string describe() const;
+};
+
+// Variants of one template for one target, compiled as one program.
+struct Batch {
+  std::vector<Variant> variants;
+};
+
+// The most variants one program holds by default (above).
+inline constexpr std::size_t kMaxBatch = 16;
+
+// Sorts, removes duplicates and cuts `variants` into batches (above) of at most `max_batch`
+// (1: every variant alone, the baseline the batching is measured against). Deterministic.
+std::vector<Batch> make_batches(std::vector<Variant> variants, std::size_t max_batch = kMaxBatch);
+
+// What keys need of each vendor's compiler, read from the loaded compilers.
+class Compilers {
+public:
+  // Loads the compiler of every vendor `targets` name and checks each target is supported.
+  // Throws Error(compiler_unavailable), Error(unsupported_target).
+  explicit Compilers(const std::vector<jit::Target> &targets);
+  const jit::Compiler &of(Vendor vendor) const;
+
+private:
+  const jit::Compiler *compilers_[2] = {nullptr, nullptr};
+};
+
+// Whether every variant of `batch` has a valid entry in the tier at `root`.
+bool up_to_date(const Batch &batch, const Compilers &compilers, const std::filesystem::path &root);
+
+struct BatchResult {
+  std::size_t built = 0;             // entries written
+  std::uint64_t bytes = 0;           // their size on disk
+  double compile_ms = 0;             // time in the compiler
+  std::vector<std::string> failures; // "scale (N=..,T=..) for gfx90a: <error>", one per variant
+};
+
+// Compiles `batch` as one program and writes one entry per variant into the tier at `root`. When
+// the program does not compile, each variant is compiled alone, so that one bad variant does not
+// cost the others; those that fail are listed. Throws only when entries cannot be written.
+BatchResult build(const Batch &batch, const Compilers &compilers,
+                  const std::filesystem::path &root);
+
+// Writes the identity of every compiler `compilers` holds into the tier at `root` and makes the
+// tier readable by everyone (directories 0755, files 0644): it is a shared, read-only tier.
+void finish_tier(const Compilers &compilers, const std::vector<Vendor> &vendors,
+                 const std::filesystem::path &root);
+
+} // namespace kjit::prebuild

@@ -1,0 +1,181 @@
+#include "kjit/runtime/prebuild.hpp"
+
+#include "compiler_memo.hpp"
+#include "kjit/cache/disk_store.hpp"
+#include "kjit/error.hpp"
+#include "variant.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <sys/stat.h>
+
+namespace kjit::prebuild {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Batch sizes (prebuild.hpp): aim for this many batches per (template, target)...
+constexpr std::size_t kBatchesPerGroup = 8;
+// ...of at least this many variants (below it the compiler's fixed cost dominates), and at most
+// kMaxBatch (one program's compile time grows with it).
+constexpr std::size_t kMinBatch = 4;
+
+// Variants that may share a program: one template (by name, then content, so that two set files'
+// templates of one name stay apart) and one target. Sorts by name first.
+std::string group_of(const Variant &variant) {
+  const Template &tmpl = variant.instance.source_template();
+  char fingerprint[34];
+  std::snprintf(fingerprint, sizeof fingerprint, "%016llx%016llx",
+                static_cast<unsigned long long>(tmpl.fingerprint().first),
+                static_cast<unsigned long long>(tmpl.fingerprint().second));
+  return tmpl.name() + '\n' + fingerprint + '\n' + variant.target.id();
+}
+
+// Prebuilt entries are stamped with no clock: the same inputs give the same bytes.
+cache::Entry reproducible_entry(cache::Entry entry) {
+  entry.header.created_unix = 0;
+  entry.header.compile_ms = 0;
+  return entry;
+}
+
+std::uint64_t size_on_disk(const fs::path &path) {
+  std::error_code ignored;
+  const auto size = fs::file_size(path, ignored);
+  return ignored ? 0 : size;
+}
+
+} // namespace
+
+std::string Variant::describe() const {
+  return instance.source_template().name() + " (" + instance.canonical_params() + ") for " +
+         target.id();
+}
+
+std::vector<Batch> make_batches(std::vector<Variant> variants, std::size_t max_batch) {
+  // Grouped by template and target, each group in parameter order: the order sets list them in
+  // does not change a program.
+  std::map<std::string, std::map<std::string, Variant>> groups;
+  for (Variant &variant : variants) {
+    std::string params = variant.instance.canonical_params();
+    groups[group_of(variant)].try_emplace(std::move(params), std::move(variant));
+  }
+  std::vector<Batch> batches;
+  for (auto &[group, members] : groups) {
+    const std::size_t n = members.size();
+    max_batch = std::max<std::size_t>(max_batch, 1);
+    const std::size_t size = std::clamp((n + kBatchesPerGroup - 1) / kBatchesPerGroup,
+                                        std::min(kMinBatch, max_batch), max_batch);
+    const std::size_t count = (n + size - 1) / size;
+    auto next = members.begin();
+    for (std::size_t b = 0; b < count; ++b) {
+      // Balanced: the first n % count batches take one more.
+      const std::size_t take = n / count + (b < n % count ? 1 : 0);
+      Batch batch;
+      for (std::size_t i = 0; i < take; ++i, ++next)
+        batch.variants.push_back(std::move(next->second));
+      batches.push_back(std::move(batch));
+    }
+  }
+  return batches;
+}
+
+Compilers::Compilers(const std::vector<jit::Target> &targets) {
+  static std::unique_ptr<jit::Compiler> loaded[2]; // once per process, as the Runtime does
+  for (const jit::Target &target : targets) {
+    auto &slot = loaded[static_cast<int>(target.vendor())];
+    if (!slot)
+      slot = jit::load_compiler(target.vendor());
+    slot->check_supported(target);
+    compilers_[static_cast<int>(target.vendor())] = slot.get();
+  }
+}
+
+const jit::Compiler &Compilers::of(Vendor vendor) const {
+  const jit::Compiler *compiler = compilers_[static_cast<int>(vendor)];
+  if (compiler == nullptr)
+    throw Error(Errc::compiler_unavailable,
+                "no " + std::string(to_string(vendor)) + " compiler was loaded for this prebuild");
+  return *compiler;
+}
+
+bool up_to_date(const Batch &batch, const Compilers &compilers, const fs::path &root) {
+  const cache::DiskStore store(root, cache::Access::read_only);
+  return std::all_of(batch.variants.begin(), batch.variants.end(), [&](const Variant &variant) {
+    const kjit::Variant described =
+        describe_variant(variant.instance, variant.target,
+                         CompilerIdentity::of(compilers.of(variant.target.vendor())));
+    return store.read(described.key, variant.target.id()).status == cache::Lookup::Status::hit;
+  });
+}
+
+BatchResult build(const Batch &batch, const Compilers &compilers, const fs::path &root) {
+  BatchResult result;
+  if (batch.variants.empty())
+    return result;
+  const cache::DiskStore store(root, cache::Access::read_write);
+  const jit::Compiler &compiler = compilers.of(batch.variants.front().target.vendor());
+  const CompilerIdentity identity = CompilerIdentity::of(compiler);
+
+  std::vector<kjit::Variant> described;
+  for (const Variant &variant : batch.variants)
+    described.push_back(describe_variant(variant.instance, variant.target, identity));
+
+  // Compiles variants [first, first + count) as one program and writes their entries.
+  auto compile = [&](std::size_t first, std::size_t count) {
+    jit::CompileRequest request = described[first].request;
+    request.name_expressions.clear();
+    for (std::size_t i = first; i < first + count; ++i)
+      request.name_expressions.push_back(described[i].request.name_expressions.front());
+    const auto started = std::chrono::steady_clock::now();
+    jit::CompileResult program = compiler.compile(request);
+    result.compile_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
+    for (std::size_t i = first; i < first + count; ++i) {
+      jit::CompileResult own{program.code, {program.lowered_names[i - first]}, {}};
+      const cache::Entry entry = reproducible_entry(
+          make_entry(batch.variants[i].instance, described[i], compiler, std::move(own), 0));
+      store.write(entry);
+      result.bytes += size_on_disk(store.entry_path(entry.header.key, entry.header.target));
+      ++result.built;
+    }
+  };
+
+  try {
+    compile(0, described.size());
+  } catch (const Error &error) {
+    if (error.code() != Errc::compile_error)
+      throw;
+    for (std::size_t i = 0; i < described.size(); ++i) {
+      try {
+        compile(i, 1);
+      } catch (const Error &alone) {
+        if (alone.code() != Errc::compile_error)
+          throw;
+        result.failures.push_back(batch.variants[i].describe() + ": " + alone.summary());
+      }
+    }
+  }
+  return result;
+}
+
+void finish_tier(const Compilers &compilers, const std::vector<Vendor> &vendors,
+                 const fs::path &root) {
+  const cache::DiskStore store(root, cache::Access::read_only);
+  for (Vendor vendor : vendors)
+    write_tier_identity(store.versioned_root(), compilers.of(vendor));
+  for (const fs::directory_entry &item : fs::recursive_directory_iterator(store.versioned_root())) {
+    if (item.is_symlink())
+      continue;
+    const bool directory = item.is_directory();
+    if (!directory && item.path().filename() == "lock")
+      continue;
+    ::chmod(item.path().c_str(), directory ? 0755 : 0644);
+  }
+  ::chmod(store.versioned_root().c_str(), 0755);
+}
+
+} // namespace kjit::prebuild

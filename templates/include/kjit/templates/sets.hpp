@@ -1,0 +1,78 @@
+#pragma once
+// Variant sets: which instantiations `kjit prebuild` compiles ahead of time. The built-in sets are
+// the JSON files in templates/sets/, embedded into the library like the kernel sources; a user's
+// library declares its own in files of the same format (kjit prebuild --sets FILE).
+//
+// One set per file (the fields, then an example):
+//
+//   "name"         identifies the set in messages
+//   "level"        PREBUILD_KERNELS / --level: 1 core, 2 inference, 3 minimal
+//   "description"  optional
+//   "values"       optional named lists: {"types": ["half", "float"], "sizes": [1024, 4096]}
+//   "models"       optional: {"Llama-3-8B": {"hidden": 4096, "intermediate": 14336}}; "@hidden"
+//                  is every model's "hidden" value (sorted, each once)
+//   "templates"    optional, user sets only: templates from source files,
+//                  [{"name": "my_kernel", "source": "my_kernel.hip", "arguments": ["T*", "int"]}]
+//   "variants"     [{"template": "scale", "params": {"T": "@types", "N": [256, 4096]}}]
+//
+// Each variants item names a template (built-in, or one of the file's "templates") and, per
+// parameter, one value, a list of values, or "@name" (a "values" list or a "models" field); it
+// stands for every combination. Parameters left out take the template's default. A template from
+// a source file takes its parameters in the order "params" lists them (the kernel's template
+// arguments), accepting the values the file lists; its path is relative to the set file.
+//
+// To add variants to a level, add an item to that level's file, or a new file with that "level"
+// in templates/sets/ (every *.json there is embedded).
+#include "kjit/templates/template.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kjit::templates {
+
+// One instantiation a set names.
+struct SetVariant {
+  const Template *tmpl; // built-in, or owned by the set
+  Params params;        // as listed (defaults not yet applied)
+};
+
+class VariantSet {
+public:
+  const std::string &name() const { return name_; }
+  int level() const { return level_; }
+  // Where it came from, for messages: "built-in set core.json", or the file's path.
+  const std::string &origin() const { return origin_; }
+  // Every combination, in the order the file lists them.
+  const std::vector<SetVariant> &variants() const { return variants_; }
+
+  // Parses a set. `base_dir` resolves the paths of source templates. Throws Error(bad_parameter)
+  // naming `origin` and what is wrong (bad JSON, a missing field, an unknown template or "@name",
+  // a value of the wrong kind); parameter values are checked against the template when bound.
+  static VariantSet parse(std::string_view json_text, std::string origin,
+                          const std::filesystem::path &base_dir);
+  // Reads and parses a set file. Throws Error(bad_parameter) when it cannot be read.
+  static VariantSet read_file(const std::filesystem::path &path);
+
+  VariantSet(VariantSet &&) noexcept = default;
+  VariantSet &operator=(VariantSet &&) noexcept = default;
+
+private:
+  VariantSet() = default;
+  std::string name_;
+  int level_ = 0;
+  std::string origin_;
+  std::vector<std::unique_ptr<Template>> templates_; // stable addresses for SetVariant::tmpl
+  std::vector<SetVariant> variants_;
+};
+
+// The sets embedded from templates/sets/*.json, in file name order.
+const std::vector<VariantSet> &builtin_sets();
+
+// The lowest built-in level whose sets name this instance (its template's parameters after
+// defaults), or 0 when none does: what a prebuilt-mode miss suggests to prebuild.
+int builtin_level_of(const Instance &instance);
+
+} // namespace kjit::templates

@@ -1,0 +1,95 @@
+// gemm on the device against the double-precision reference.
+#include "tests/ops/gpu_support.hpp"
+
+#include <cmath>
+#include <optional>
+
+namespace kjit::ops {
+namespace {
+
+using gpu_testing::OpsGpuTest;
+
+template <Element T> class GemmGpuTest : public OpsGpuTest {};
+TYPED_TEST_SUITE(GemmGpuTest, gpu_testing::ElementTypes);
+
+struct GemmShape {
+  int m, n, k;
+  std::optional<GemmTiles> tiles = {}; // gemm_tiles_for's when empty
+};
+
+// The error of a float accumulation of k products is at most about k * 2^-24 times the sum of
+// their magnitudes (each addition rounds once, relative to a partial sum bounded by that sum);
+// then the result is rounded to T once, half a unit of T. So each element is checked against
+// k * 2^-23 * sum|a||b| + epsilon<T>() * |exact|: twice each bound, for the margin.
+template <Element T>
+::testing::AssertionResult within_accumulation_error(const std::vector<T> &got,
+                                                     const std::vector<double> &exact,
+                                                     const std::vector<double> &magnitudes, int k) {
+  std::size_t wrong = 0;
+  std::string first;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double value = to_double(got[i]);
+    const double bound = k * 0x1p-23 * magnitudes[i] + epsilon<T>() * std::fabs(exact[i]);
+    if (std::fabs(value - exact[i]) <= bound) // NaN (poison left behind) fails
+      continue;
+    if (++wrong <= 5)
+      first += "\n  [" + std::to_string(i) + "] got " + std::to_string(value) + ", expected " +
+               std::to_string(exact[i]) + " within " + std::to_string(bound);
+  }
+  if (wrong == 0)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << wrong << " of " << got.size() << " wrong:" << first;
+}
+
+template <Element T> std::vector<T> magnitudes_of(std::vector<T> values) {
+  for (T &value : values)
+    value = from_double<T>(std::fabs(to_double(value)));
+  return values;
+}
+
+TYPED_TEST(GemmGpuTest, MatchesTheReferenceForSizesThatAreNotMultiplesOfTheTiles) {
+  using T = TypeParam;
+  const GemmShape shapes[] = {
+      {1, 1, 1},
+      {17, 127, 128},
+      {127, 17, 1000},
+      {128, 128, 17},
+      {1000, 128, 127},
+      {2049, 2047, 40}, // 128 x 128 tiles
+      {257, 300, 129, GemmTiles{128, 128, 16, 8, 8}},
+      {100, 70, 33, GemmTiles{32, 64, 8, 2, 4}},
+      {127, 17, 65, GemmTiles{64, 64, 16, 4, 4}},
+  };
+  // Without tiles: tensor cores where the device has them for T (half and bfloat16 on NVIDIA),
+  // the portable kernel otherwise; with tiles, always the portable kernel.
+  const bool tensor_cores = gemm_has_tensor_cores<T>(this->device().target());
+  std::mt19937 rng(2024);
+  for (const GemmShape &s : shapes) {
+    const GemmTiles tiles = s.tiles.value_or(gemm_tiles_for(s.m, s.n, s.k));
+    ::testing::Message trace;
+    trace << s.m << " x " << s.n << " x " << s.k;
+    if (!s.tiles && tensor_cores)
+      trace << ", tensor cores";
+    else
+      trace << ", portable, tiles " << tiles.block_m << "x" << tiles.block_n << "x" << tiles.block_k
+            << " / " << tiles.thread_m << "x" << tiles.thread_n;
+    SCOPED_TRACE(trace);
+    const auto a = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
+    const auto b = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.k) * s.n, rng, -1, 1);
+    DeviceBuffer a_on_device = this->upload(a), b_on_device = this->upload(b);
+    const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
+    DeviceBuffer c = this->template poisoned<T>(c_count);
+    if (s.tiles)
+      gemm<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), b_on_device.as<T>(), s.m, s.n, s.k,
+              *s.tiles);
+    else
+      gemm<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), b_on_device.as<T>(), s.m, s.n, s.k);
+    const auto got = this->template download<T>(c, c_count);
+    const auto exact = reference::gemm<T>(a, b, s.m, s.n, s.k);
+    const auto magnitudes = reference::gemm<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k);
+    EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
+  }
+}
+
+} // namespace
+} // namespace kjit::ops

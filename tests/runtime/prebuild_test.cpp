@@ -1,0 +1,292 @@
+// Prebuilding: batches are a function of the variants alone; `kjit prebuild` writes entries that a
+// fresh process in KJIT_MODE=prebuilt finds without a compiler, does nothing when nothing
+// changed, writes the same bytes every time, keeps going past a variant that does not compile,
+// and refuses bad input with one line.
+#include "cli_fixture.hpp"
+#include "kjit/runtime/prebuild.hpp"
+#include "kjit/templates/library.hpp"
+#include "tests/support/files.hpp"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace kjit {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<prebuild::Variant> scale_variants(int sizes, const std::vector<std::string> &targets) {
+  std::vector<prebuild::Variant> all;
+  const Template &scale = templates::find("scale");
+  for (const std::string &target : targets)
+    for (const char *type : {"float", "half"})
+      for (int n = 1; n <= sizes; ++n)
+        all.push_back({scale.bind({{"T", type}, {"N", n}}), jit::Target::parse(target)});
+  return all;
+}
+
+std::vector<std::string> describe(const std::vector<prebuild::Batch> &batches) {
+  std::vector<std::string> out;
+  for (const auto &batch : batches) {
+    std::string text;
+    for (const auto &variant : batch.variants)
+      text += variant.describe() + ";";
+    out.push_back(text);
+  }
+  return out;
+}
+
+TEST(PrebuildBatchesTest, OneTemplateAndTargetPerBatchBalancedAndIndependentOfOrder) {
+  std::vector<prebuild::Variant> variants = scale_variants(50, {"gfx90a", "gfx1030"});
+  variants.push_back(variants.front()); // a duplicate is built once
+  const auto batches = prebuild::make_batches(variants);
+  std::size_t total = 0;
+  std::map<std::string, std::vector<std::size_t>> sizes; // per target
+  for (const auto &batch : batches) {
+    const auto &first = batch.variants.front();
+    for (const auto &variant : batch.variants) {
+      EXPECT_EQ(&variant.instance.source_template(), &first.instance.source_template());
+      EXPECT_EQ(variant.target, first.target);
+    }
+    sizes[first.target.id()].push_back(batch.variants.size());
+    total += batch.variants.size();
+  }
+  EXPECT_EQ(total, 200u);
+  for (const auto &[target, each] : sizes) {
+    EXPECT_EQ(each.size(), 8u) << target << ": 100 variants in eight programs";
+    EXPECT_LE(*std::max_element(each.begin(), each.end()) -
+                  *std::min_element(each.begin(), each.end()),
+              1u);
+  }
+  std::shuffle(variants.begin(), variants.end(), std::mt19937(7));
+  EXPECT_EQ(describe(prebuild::make_batches(variants)), describe(batches));
+
+  const auto large = prebuild::make_batches(scale_variants(400, {"gfx90a"}));
+  EXPECT_EQ(large.size(), 50u) << "at most sixteen variants to a program";
+  const auto small = prebuild::make_batches(scale_variants(3, {"gfx90a"}));
+  ASSERT_EQ(small.size(), 2u) << "at least four to a program where there are four";
+  EXPECT_EQ(small[0].variants.size(), 3u);
+}
+
+TEST(PrebuildBatchesTest, TemplatesOfOneNameButOtherSourcesNeverShareAProgram) {
+  const std::vector<ParamDecl> params = {{"N", Param::integer(1, 9)}};
+  const Template a("k", "template <int N> __global__ void k() {}", params);
+  const Template b("k", "template <int N> __global__ void k() { /* other */ }", params);
+  const auto gfx90a = jit::Target::parse("gfx90a");
+  const auto batches =
+      prebuild::make_batches({{a.bind({{"N", 1}}), gfx90a}, {b.bind({{"N", 1}}), gfx90a}});
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_NE(&batches[0].variants[0].instance.source_template(),
+            &batches[1].variants[0].instance.source_template());
+}
+
+class PrebuildCliTest : public CliTest {
+protected:
+  void SetUp() override {
+    if (!hiprtc_available())
+      GTEST_SKIP() << "hiprtc is not available";
+  }
+  // A user set: `mine` in 2 x `sizes` variants, and optionally `broken`, which fails for N=3.
+  std::string user_set(int sizes, bool with_broken) const {
+    write_source("mine.hip", "template <typename T, int N> __global__ void mine(T *x) {\n"
+                             "  if (threadIdx.x < N) x[threadIdx.x] += T(1);\n}\n");
+    write_source("broken.hip", "template <typename T, int N> __global__ void broken(T *x) {\n"
+                               "  static_assert(N != 3, \"three is refused\");\n}\n");
+    std::string ns;
+    for (int n = 1; n <= sizes; ++n)
+      ns += (n > 1 ? ", " : "") + std::to_string(n);
+    return write_source(
+        "set.json",
+        R"({"name": "mine", "level": 1,
+            "templates": [{"name": "mine", "source": "mine.hip"},
+                          {"name": "broken", "source": "broken.hip"}],
+            "variants": [{"template": "mine", "params": {"T": ["float", "int"], "N": [)" +
+            ns + "]}}" +
+            (with_broken
+                 ? R"(, {"template": "broken", "params": {"T": "float", "N": [1, 2, 3, 4]}})"
+                 : "") +
+            "]}");
+  }
+  // Every file under `root`, relative path -> bytes.
+  static std::map<std::string, std::vector<std::byte>> tree(const fs::path &root) {
+    std::map<std::string, std::vector<std::byte>> files;
+    for (const auto &item : fs::recursive_directory_iterator(root))
+      if (item.is_regular_file())
+        files[fs::relative(item.path(), root).string()] = testing::read_file_bytes(item.path());
+    return files;
+  }
+  static std::size_t entries(const fs::path &root) {
+    std::size_t count = 0;
+    for (const auto &item : fs::recursive_directory_iterator(root))
+      count += item.path().extension() == ".kjit";
+    return count;
+  }
+  std::string prebuilt_env(const fs::path &tier) const {
+    return "KJIT_MODE=prebuilt KJIT_PREBUILT_DIR='" + tier.string() + "'";
+  }
+};
+
+TEST_F(PrebuildCliTest, PrebuiltModeFindsTheEntriesWithoutLoadingACompilerAndARerunDoesNothing) {
+  const fs::path tier = dir / "prebuilt";
+  // As cmake --install runs it: the targets and level from GPU_ARCHS and PREBUILD_KERNELS.
+  const CliRun built = kjit("prebuild --json --out " + tier.string(),
+                            "GPU_ARCHS='gfx90a' PREBUILD_KERNELS=3 MAX_JOBS=1");
+  ASSERT_EQ(built.status, 0) << built.err;
+  const auto summary = nlohmann::json::parse(built.out);
+  EXPECT_EQ(summary["level"], 3);
+  EXPECT_EQ(summary["targets"], "gfx90a");
+  EXPECT_EQ(summary["jobs"], 1);
+  EXPECT_EQ(summary["built"], summary["variants"]);
+  EXPECT_GT(summary["bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(entries(tier), summary["variants"].get<std::size_t>());
+  EXPECT_EQ(fs::status(tier / "v1").permissions() & fs::perms::others_read, fs::perms::others_read)
+      << "a prebuilt tier is readable by everyone";
+
+  // A fresh process with an empty user tier (no compiler memo): LD_DEBUG lists every library the
+  // loader opens, and hiprtc's is not among them.
+  const CliRun hit = kjit("compile scale -p T=half -p N=4096 --target gfx90a --json",
+                          prebuilt_env(tier) + " LD_DEBUG=files");
+  ASSERT_EQ(hit.status, 0) << hit.err;
+  EXPECT_EQ(nlohmann::json::parse(hit.out)["origin"], "prebuilt");
+  EXPECT_EQ(hit.err.find("libamdhip64"), std::string::npos) << "the compiler was loaded";
+  EXPECT_NE(hit.err.find("file="), std::string::npos) << "LD_DEBUG reported no library";
+
+  const auto before = tree(tier);
+  const CliRun again = kjit("prebuild --targets gfx90a --level 3 --out " + tier.string());
+  EXPECT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.out.find("nothing to do"), std::string::npos) << again.out;
+  EXPECT_EQ(tree(tier), before);
+}
+
+TEST_F(PrebuildCliTest, AMissNamesTheVariantTargetAndPrebuildCommand) {
+  const fs::path tier = dir / "prebuilt";
+  ASSERT_EQ(kjit("prebuild --targets gfx90a --level 3 --out " + tier.string()).status, 0);
+  const CliRun unknown =
+      kjit("compile scale -p T=half -p N=4097 --target gfx90a", prebuilt_env(tier));
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("scale (N=4097,T=half) for gfx90a"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("kjit prebuild --sets FILE --targets \"gfx90a\""), std::string::npos)
+      << unknown.err;
+  const CliRun in_level =
+      kjit("compile scale -p T=float -p N=1024 --target gfx90a", prebuilt_env(tier));
+  EXPECT_NE(in_level.err.find("kjit prebuild --level 1 --targets \"gfx90a\""), std::string::npos)
+      << in_level.err;
+}
+
+// GPU_ARCHS names processors ("gfx90a"); a device asks for its own target id with features.
+// Code built for no feature setting runs under either, so it serves that device; another
+// processor's never does.
+TEST_F(PrebuildCliTest, APrebuildForAProcessorServesItsFeatureSettings) {
+  const fs::path tier = dir / "prebuilt";
+  ASSERT_EQ(kjit("prebuild --targets gfx90a --level 3 --out " + tier.string()).status, 0);
+  for (const char *device : {"gfx90a:sramecc+:xnack-", "gfx90a:xnack+"}) {
+    const CliRun run =
+        kjit(std::string("compile scale -p T=half -p N=4096 --json --target ") + device,
+             prebuilt_env(tier));
+    ASSERT_EQ(run.status, 0) << device << ": " << run.err;
+    EXPECT_EQ(nlohmann::json::parse(run.out)["origin"], "prebuilt") << device;
+  }
+  EXPECT_EQ(kjit("compile scale -p T=half -p N=4096 --target gfx908", prebuilt_env(tier)).status,
+            2);
+}
+
+// A machine with no compiler, in the default JIT mode: the prebuilt tier's identity still finds
+// its entries; a variant it lacks is a clear error, not a crash.
+TEST_F(PrebuildCliTest, WithoutACompilerThePrebuiltTierStillServes) {
+  const fs::path tier = dir / "prebuilt";
+  ASSERT_EQ(kjit("prebuild --targets gfx90a --level 3 --out " + tier.string()).status, 0);
+  const std::string no_compiler =
+      "KJIT_PREBUILT_DIR='" + tier.string() + "' LD_PRELOAD='" KJIT_NO_COMPILERS "'";
+  const CliRun hit = kjit("compile scale -p T=half -p N=4096 --target gfx90a --json", no_compiler);
+  ASSERT_EQ(hit.status, 0) << hit.err;
+  EXPECT_EQ(nlohmann::json::parse(hit.out)["origin"], "prebuilt");
+  const CliRun miss = kjit("compile scale -p T=half -p N=4097 --target gfx90a", no_compiler);
+  EXPECT_EQ(miss.status, 2);
+  EXPECT_NE(miss.err.find("hiprtc could not be loaded"), std::string::npos) << miss.err;
+}
+
+// AITER #3846: code built for one GPU loaded on another. A gfx90a entry is never loaded for
+// gfx1030: not by its key (the target is in it), nor when planted at the gfx1030 entry's path.
+TEST_F(PrebuildCliTest, AnEntryForAnotherTargetIsNeverLoaded) {
+  const fs::path tier = dir / "prebuilt";
+  ASSERT_EQ(kjit("prebuild --targets gfx90a --level 3 --out " + tier.string()).status, 0);
+  const std::string gfx1030 = "compile scale -p T=half -p N=4096 --target gfx1030 --json";
+  EXPECT_EQ(kjit(gfx1030, prebuilt_env(tier)).status, 2);
+
+  const CliRun jit = kjit(gfx1030); // the gfx1030 key and entry path, from the user tier
+  ASSERT_EQ(jit.status, 0) << jit.err;
+  const auto compiled = nlohmann::json::parse(jit.out);
+  fs::remove(compiled["entry"].get<std::string>()); // only the planted one is left to find
+  const std::string key = compiled["key"];
+  const fs::path planted = tier / "v1" / "gfx1030" / key.substr(0, 2) / (key + ".kjit");
+  fs::create_directories(planted.parent_path());
+  for (const auto &item : fs::recursive_directory_iterator(tier / "v1" / "gfx90a"))
+    if (item.path().extension() == ".kjit") {
+      fs::copy_file(item.path(), planted, fs::copy_options::overwrite_existing);
+      const CliRun refused = kjit(gfx1030, prebuilt_env(tier));
+      EXPECT_EQ(refused.status, 2) << item.path();
+      EXPECT_NE(refused.err.find("ignoring cache entry"), std::string::npos) << refused.err;
+    }
+}
+
+TEST_F(PrebuildCliTest, TheSameInputsGiveByteIdenticalTiersWhateverTheJobs) {
+  const std::string set = user_set(6, false);
+  ASSERT_EQ(
+      kjit("prebuild --sets " + set + " --targets gfx90a --jobs 1 --out " + (dir / "one").string())
+          .status,
+      0);
+  ASSERT_EQ(
+      kjit("prebuild --sets " + set + " --targets gfx90a --jobs 2 --out " + (dir / "two").string())
+          .status,
+      0);
+  const auto one = tree(dir / "one");
+  EXPECT_EQ(entries(dir / "one"), 12u);
+  EXPECT_EQ(one, tree(dir / "two"));
+  // Smaller programs change the code objects, but every worker builds the programs planned.
+  const CliRun smaller = kjit("prebuild --sets " + set + " --targets gfx90a --jobs 2 --json " +
+                              "--max-batch 4 --out " + (dir / "smaller").string());
+  ASSERT_EQ(smaller.status, 0) << smaller.err;
+  EXPECT_EQ(nlohmann::json::parse(smaller.out)["batches"], 3);
+  EXPECT_EQ(entries(dir / "smaller"), 12u);
+}
+
+TEST_F(PrebuildCliTest, AVariantThatDoesNotCompileIsListedAndTheOthersAreBuilt) {
+  const fs::path tier = dir / "prebuilt";
+  const CliRun run =
+      kjit("prebuild --sets " + user_set(2, true) + " --targets gfx90a --out " + tier.string());
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("1 of 8 variants not built"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("broken (N=3,T=float) for gfx90a"), std::string::npos) << run.err;
+  EXPECT_EQ(entries(tier), 7u) << "four of mine and three of broken";
+  const CliRun found = kjit("compile --source " + (dir / "broken.hip").string() +
+                                " --kernel broken -p T=float -p N=4 --target gfx90a --json",
+                            prebuilt_env(tier));
+  ASSERT_EQ(found.status, 0) << found.err;
+  EXPECT_EQ(nlohmann::json::parse(found.out)["origin"], "prebuilt");
+}
+
+TEST_F(PrebuildCliTest, BadInputIsOneLineAndExitStatusTwo) {
+  const std::string out = " --out " + (dir / "prebuilt").string();
+  std::ofstream(dir / "a_file") << "x";
+  expect_bad_input("prebuild --targets gfx90a --level 4" + out, "not a level");
+  expect_bad_input("prebuild --targets gfx942" + out, "gfx942 is not supported");
+  expect_bad_input("prebuild --targets 'gfx90a;GFX90A'" + out, "bad target 'GFX90A'");
+  expect_bad_input("prebuild --targets ';'" + out, "names no target");
+  expect_bad_input("prebuild --level 2 --targets gfx90a --sets " + user_set(1, false) + out,
+                   "level 2 has no variants");
+  expect_bad_input("prebuild --targets gfx90a --out " + (dir / "a_file" / "tier").string(),
+                   "cannot write the prebuilt tier");
+  expect_bad_input("prebuild --targets gfx90a --jobs 0" + out, "--jobs 0");
+  const CliRun max_jobs = kjit("prebuild --targets gfx90a" + out, "MAX_JOBS=many");
+  EXPECT_EQ(max_jobs.status, 2);
+  EXPECT_NE(max_jobs.err.find("MAX_JOBS='many'"), std::string::npos) << max_jobs.err;
+  const CliRun level = kjit("prebuild --targets gfx90a" + out, "PREBUILD_KERNELS=9");
+  EXPECT_EQ(level.status, 2);
+  EXPECT_NE(level.err.find("PREBUILD_KERNELS '9' is not a level"), std::string::npos) << level.err;
+  EXPECT_FALSE(fs::exists(dir / "prebuilt" / "v1")) << "nothing was built";
+}
+
+} // namespace
+} // namespace kjit

@@ -1,0 +1,97 @@
+// Variant sets: the built-in ones parse and bind; the format expands lists, "@values" and
+// "@model fields"; a bad file is one clear error naming it.
+#include "kjit/error.hpp"
+#include "kjit/templates/library.hpp"
+#include "kjit/templates/sets.hpp"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+#include <map>
+#include <set>
+
+namespace kjit {
+namespace {
+
+using templates::VariantSet;
+
+std::set<std::string> bound(const VariantSet &set) {
+  std::set<std::string> all;
+  for (const auto &variant : set.variants())
+    all.insert(variant.tmpl->name() + " " + variant.tmpl->bind(variant.params).canonical_params());
+  return all;
+}
+
+TEST(SetsTest, BuiltInSetsCoverEachLevelAndEveryVariantBinds) {
+  std::map<int, std::size_t> per_level;
+  for (const VariantSet &set : templates::builtin_sets())
+    per_level[set.level()] += bound(set).size(); // binding checks every value against the schema
+  EXPECT_GE(per_level[1], 48u) << "the core set is what the prebuild measurement compiles";
+  EXPECT_GT(per_level[2], 0u);
+  EXPECT_GT(per_level[3], 0u);
+  EXPECT_LT(per_level[3], per_level[1]) << "minimal is smaller than core";
+}
+
+TEST(SetsTest, TheInferenceSetHoldsTheModelsSizes) {
+  const auto &sets = templates::builtin_sets();
+  auto inference = std::find_if(sets.begin(), sets.end(),
+                                [](const VariantSet &set) { return set.level() == 2; });
+  ASSERT_NE(inference, sets.end());
+  const std::set<std::string> variants = bound(*inference);
+  for (const char *expected : {"scale N=4096,T=half", "scale N=14336,T=bfloat16",
+                               "scale N=8192,T=float", "scale N=3584,T=half"})
+    EXPECT_TRUE(variants.count(expected)) << expected;
+  EXPECT_FALSE(variants.count("scale N=14336,T=float")) << "intermediate sizes in half/bf16 only";
+}
+
+TEST(SetsTest, ListsNamedValuesAndModelFieldsExpandToEveryCombination) {
+  const VariantSet set = VariantSet::parse(R"({
+    "name": "t", "level": 2,
+    "models": {"a": {"hidden": 2048}, "b": {"hidden": 1024}, "c": {"hidden": 2048}},
+    "values": {"types": ["half", "float"]},
+    "variants": [{"template": "scale", "params": {"T": "@types", "N": "@hidden"}},
+                 {"template": "axpy", "params": {"ITEMS": [1, 8]}}]})",
+                                           "t.json", {});
+  EXPECT_EQ(set.name(), "t");
+  EXPECT_EQ(set.level(), 2);
+  EXPECT_EQ(bound(set), (std::set<std::string>{"scale N=1024,T=half", "scale N=2048,T=half",
+                                               "scale N=1024,T=float", "scale N=2048,T=float",
+                                               "axpy ITEMS=1,T=float", "axpy ITEMS=8,T=float"}));
+}
+
+TEST(SetsTest, BadSetsAreOneClearErrorNamingTheFile) {
+  const std::pair<const char *, const char *> cases[] = {
+      {"{", "not a JSON object"},
+      {R"({"name": "x", "variants": []})", "\"level\""},
+      {R"({"name": "x", "level": 4, "variants": []})", "\"level\""},
+      {R"({"name": "x", "level": 1})", "\"variants\""},
+      {R"({"name": "x", "level": 1, "variants": [{"template": "nope"}]})", "unknown template"},
+      {R"({"name": "x", "level": 1, "variants": [{"template": "scale", "params": {"N": "@n"}}]})",
+       "\"@n\""},
+      {R"({"name": "x", "level": 1, "variants": [{"template": "scale", "params": {"N": []}}]})",
+       "no values"},
+      {R"({"name": "x", "level": 1, "variants": [{"template": "scale", "params": {"N": 1.5}}]})",
+       "neither a type nor an integer"},
+      {R"({"name": "x", "level": 1, "templates": [{"name": "k", "source": "missing.hip"}],
+           "variants": [{"template": "k"}]})",
+       "cannot read template source"},
+  };
+  for (const auto &[text, fragment] : cases) {
+    try {
+      VariantSet::parse(text, "my.json", "/nonexistent");
+      ADD_FAILURE() << "no error for " << text;
+    } catch (const Error &error) {
+      EXPECT_EQ(error.summary().rfind("my.json: ", 0), 0u) << error.summary();
+      EXPECT_NE(error.summary().find(fragment), std::string::npos) << error.summary();
+    }
+  }
+}
+
+TEST(SetsTest, TheBuiltInLevelOfAVariantIsTheLowestThatNamesIt) {
+  const Template &scale = templates::find("scale");
+  EXPECT_EQ(templates::builtin_level_of(scale.bind({{"T", "half"}, {"N", 4096}})), 1);
+  EXPECT_EQ(templates::builtin_level_of(scale.bind({{"T", "half"}, {"N", 14336}})), 2);
+  EXPECT_EQ(templates::builtin_level_of(scale.bind({{"T", "half"}, {"N", 4097}})), 0);
+}
+
+} // namespace
+} // namespace kjit

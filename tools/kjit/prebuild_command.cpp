@@ -1,0 +1,546 @@
+#include "prebuild_command.hpp"
+
+#include "kjit/kjit.hpp"
+#include "kjit/runtime/prebuild.hpp"
+#include "kjit/templates/sets.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fcntl.h>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <sched.h>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace kjit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char *kWorkerCommand = "__prebuild-worker";
+// What one hiprtc job can take (DESIGN.md §4): jobs are bounded by free memory as well as cores.
+constexpr std::uint64_t kJobMemoryBytes = 1536ull << 20;
+
+std::string environment(const char *name) {
+  const char *value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+std::string trim(std::string text) {
+  const auto first = text.find_first_not_of(" \t");
+  const auto last = text.find_last_not_of(" \t");
+  return first == std::string::npos ? "" : text.substr(first, last - first + 1);
+}
+
+// ---- what to build ----------------------------------------------------------------------------
+
+struct Plan {
+  int level = 0; // 0: every set given
+  std::vector<jit::Target> targets;
+  std::vector<templates::VariantSet> user_sets;
+  fs::path out;
+  std::vector<prebuild::Batch> batches;
+  std::size_t variants = 0;
+};
+
+std::optional<int> parse_level(const std::string &text, const char *source) {
+  if (text.empty())
+    return std::nullopt;
+  if (text == "1" || text == "2" || text == "3")
+    return text[0] - '0';
+  throw Error(Errc::bad_parameter, std::string(source) + " '" + text +
+                                       "' is not a level: 1 (core), 2 (inference), 3 (minimal)");
+}
+
+std::vector<jit::Target> parse_targets(const std::string &list, const char *source) {
+  std::vector<jit::Target> targets;
+  std::string item;
+  std::istringstream in(list);
+  while (std::getline(in, item, ';')) {
+    item = trim(item);
+    if (item.empty())
+      continue;
+    if (item == "native") {
+      for (const Device &device : devices())
+        targets.push_back(device.target());
+      continue;
+    }
+    targets.push_back(jit::Target::parse(item));
+  }
+  if (targets.empty())
+    throw Error(Errc::bad_target, std::string(source) + " names no target (e.g. \"gfx90a;sm_90\")");
+  std::vector<jit::Target> unique;
+  for (jit::Target &target : targets)
+    if (std::find(unique.begin(), unique.end(), target) == unique.end())
+      unique.push_back(std::move(target));
+  return unique;
+}
+
+fs::path output_directory(const PrebuildArgs &args) {
+  if (!args.out.empty())
+    return args.out;
+  return Config::from_environment().prebuilt_dir;
+}
+
+// Creates the tier and checks it can be written before anything is compiled.
+void check_writable(const fs::path &out) {
+  std::error_code error;
+  fs::create_directories(out, error);
+  if (error || ::access(out.c_str(), W_OK | X_OK) != 0)
+    throw Error(Errc::cache_io, "cannot write the prebuilt tier " + out.string() + ": " +
+                                    (error ? error.message() : std::strerror(errno)));
+}
+
+Plan make_plan(const PrebuildArgs &args) {
+  Plan plan;
+  if (auto level = parse_level(args.level, "--level"))
+    plan.level = *level;
+  else if (auto from_env = parse_level(environment("PREBUILD_KERNELS"), "PREBUILD_KERNELS"))
+    plan.level = *from_env;
+  else if (args.sets.empty())
+    plan.level = 1;
+
+  if (!args.targets.empty())
+    plan.targets = parse_targets(args.targets, "--targets");
+  else if (!environment("GPU_ARCHS").empty())
+    plan.targets = parse_targets(environment("GPU_ARCHS"), "GPU_ARCHS");
+  else
+    throw Error(Errc::bad_target, "no targets: give --targets \"gfx90a;sm_90\" or set GPU_ARCHS");
+
+  for (const std::string &file : args.sets)
+    plan.user_sets.push_back(templates::VariantSet::read_file(file));
+  const auto &sets = args.sets.empty() ? templates::builtin_sets() : plan.user_sets;
+
+  std::vector<prebuild::Variant> variants;
+  std::string names;
+  for (const templates::VariantSet &set : sets) {
+    if (plan.level != 0 && set.level() != plan.level)
+      continue;
+    names += (names.empty() ? "" : ", ") + set.name();
+    for (const templates::SetVariant &variant : set.variants()) {
+      Instance instance = [&] {
+        try {
+          return variant.tmpl->bind(variant.params);
+        } catch (const Error &error) {
+          throw Error(error.code(), set.origin() + ": " + error.summary());
+        }
+      }();
+      for (const jit::Target &target : plan.targets)
+        variants.push_back({instance, target});
+    }
+  }
+  if (variants.empty())
+    throw Error(Errc::bad_parameter,
+                "level " + std::to_string(plan.level) + " has no variants in " +
+                    (args.sets.empty() ? std::string("the built-in sets") : "the sets given"));
+  if (args.max_batch < 1 || args.max_batch > prebuild::kMaxBatch)
+    throw Error(Errc::bad_parameter, "--max-batch " + std::to_string(args.max_batch) +
+                                         ": from 1 to " + std::to_string(prebuild::kMaxBatch));
+  plan.batches = prebuild::make_batches(std::move(variants), args.max_batch);
+  for (const auto &batch : plan.batches)
+    plan.variants += batch.variants.size();
+  plan.out = output_directory(args);
+  return plan;
+}
+
+// ---- how many jobs ----------------------------------------------------------------------------
+
+std::uint64_t available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string name;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> name >> kib >> unit)
+    if (name == "MemAvailable:")
+      return kib * 1024;
+  return 0;
+}
+
+int default_jobs() {
+  cpu_set_t cpus;
+  const int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0
+                        ? CPU_COUNT(&cpus)
+                        : static_cast<int>(std::thread::hardware_concurrency());
+  const std::uint64_t memory = available_memory();
+  const int by_memory = memory == 0 ? cores : static_cast<int>(memory / kJobMemoryBytes);
+  return std::max(1, std::min(cores, by_memory));
+}
+
+int job_count(const PrebuildArgs &args) {
+  if (args.jobs) {
+    if (*args.jobs < 1)
+      throw Error(Errc::bad_parameter, "--jobs " + std::to_string(*args.jobs) + ": at least 1");
+    return *args.jobs;
+  }
+  if (const std::string max_jobs = environment("MAX_JOBS"); !max_jobs.empty()) {
+    char *end = nullptr;
+    const long value = std::strtol(max_jobs.c_str(), &end, 10);
+    if (*end != '\0' || value < 1)
+      throw Error(Errc::bad_config, "MAX_JOBS='" + max_jobs + "': expected a whole number >= 1");
+    return static_cast<int>(value);
+  }
+  return default_jobs();
+}
+
+// ---- progress ---------------------------------------------------------------------------------
+
+class Progress {
+public:
+  Progress(std::size_t total, bool quiet) : total_(total), bar_(!quiet && ::isatty(2) != 0) {}
+
+  void batch_done(const prebuild::Batch &batch, const prebuild::BatchResult &result) {
+    std::lock_guard lock(mutex_);
+    done_ += batch.variants.size();
+    const prebuild::Variant &first = batch.variants.front();
+    if (bar_) {
+      constexpr int width = 30;
+      const int filled = static_cast<int>(width * done_ / total_);
+      std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
+                << done_ << "/" << total_ << " variants" << std::flush;
+      if (done_ == total_)
+        std::cerr << '\n';
+    } else {
+      std::cerr << "prebuild: " << done_ << "/" << total_ << " " << batch.variants.size() << " "
+                << first.instance.source_template().name() << " for " << first.target.id() << " in "
+                << static_cast<long>(result.compile_ms) << " ms"
+                << (result.failures.empty()
+                        ? ""
+                        : " (" + std::to_string(result.failures.size()) + " failed)")
+                << '\n';
+    }
+  }
+
+private:
+  std::mutex mutex_;
+  std::size_t total_;
+  std::size_t done_ = 0;
+  bool bar_;
+};
+
+// ---- running the batches ----------------------------------------------------------------------
+
+using BatchDone = std::function<void(std::size_t, prebuild::BatchResult)>;
+
+json result_json(const prebuild::BatchResult &result) {
+  return {{"built", result.built},
+          {"bytes", result.bytes},
+          {"compile_ms", result.compile_ms},
+          {"failures", result.failures}};
+}
+
+prebuild::BatchResult result_of(const json &line) {
+  return {line.at("built").get<std::size_t>(), line.at("bytes").get<std::uint64_t>(),
+          line.at("compile_ms").get<double>(), line.at("failures").get<std::vector<std::string>>()};
+}
+
+prebuild::BatchResult build_or_report(const Plan &plan, const prebuild::Compilers &compilers,
+                                      std::size_t index) {
+  const prebuild::Batch &batch = plan.batches[index];
+  try {
+    return prebuild::build(batch, compilers, plan.out);
+  } catch (const Error &error) { // the tier cannot be written: every variant failed
+    prebuild::BatchResult failed;
+    for (const prebuild::Variant &variant : batch.variants)
+      failed.failures.push_back(variant.describe() + ": " + error.summary());
+    return failed;
+  }
+}
+
+// One job: the batches one after another, in this process.
+void run_here(const Plan &plan, const prebuild::Compilers &compilers,
+              const std::vector<std::size_t> &pending, const BatchDone &done) {
+  for (std::size_t index : pending)
+    done(index, build_or_report(plan, compilers, index));
+}
+
+// One worker process: `kjit __prebuild-worker <the same plan>`, fed batch numbers on stdin.
+struct Worker {
+  pid_t pid = -1;
+  int to = -1;   // its stdin
+  int from = -1; // its stdout
+  std::optional<std::size_t> batch;
+  std::string buffer;
+};
+
+Worker spawn_worker(const std::vector<std::string> &argv) {
+  int in_pipe[2], out_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw Error(Errc::cache_io,
+                std::string("cannot start a prebuild worker: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  std::vector<char *> raw;
+  for (const std::string &arg : argv)
+    raw.push_back(const_cast<char *>(arg.c_str()));
+  raw.push_back(nullptr);
+  Worker worker;
+  const int failed =
+      posix_spawn(&worker.pid, "/proc/self/exe", &actions, nullptr, raw.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  if (failed != 0)
+    throw Error(Errc::cache_io,
+                std::string("cannot start a prebuild worker: ") + std::strerror(failed));
+  worker.to = in_pipe[1];
+  worker.from = out_pipe[0];
+  return worker;
+}
+
+std::string exit_text(int status) {
+  if (WIFSIGNALED(status))
+    return "signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "exit status " + std::to_string(WEXITSTATUS(status));
+}
+
+// Worker processes: each loads the compiler once and builds batch after batch. Processes, not
+// threads: hiprtc 5.2 crashes or returns other code when threads compile at once (bench/
+// rtc_threads.cpp: 2 of 12 rounds of 8 threads returned other code, one earlier run crashed in
+// malloc). NVRTC 13 returned the same code from threads, but whether it compiles in parallel
+// within one process was not settled on this 2-core shared machine (one run: 4 threads no faster
+// than 4 compiles in a row); processes do, for both, at one compiler load (tens of ms) a worker.
+// A worker that dies fails its batch, and another takes its place.
+void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_argv,
+                      const std::vector<std::size_t> &pending, int jobs, const BatchDone &done) {
+  // A deque: spawning a replacement must not move the workers that `owners` points to.
+  std::deque<Worker> workers;
+  std::size_t next = 0;
+  // A worker that died leaves a pipe whose write would kill this process: the write fails
+  // instead, and the worker's end of file reports its batch.
+  ::signal(SIGPIPE, SIG_IGN);
+  auto feed = [&](Worker &worker) {
+    worker.batch.reset();
+    if (next == pending.size()) {
+      ::close(worker.to);
+      worker.to = -1;
+      return;
+    }
+    worker.batch = pending[next++];
+    const std::string line = std::to_string(*worker.batch) + '\n';
+    [[maybe_unused]] const ssize_t written = ::write(worker.to, line.data(), line.size());
+  };
+  for (int j = 0; j < jobs; ++j) {
+    workers.push_back(spawn_worker(worker_argv));
+    feed(workers.back());
+  }
+  for (;;) {
+    std::vector<pollfd> polled;
+    std::vector<Worker *> owners;
+    for (Worker &worker : workers)
+      if (worker.from >= 0) {
+        polled.push_back({worker.from, POLLIN, 0});
+        owners.push_back(&worker);
+      }
+    if (polled.empty())
+      break;
+    if (::poll(polled.data(), polled.size(), -1) < 0 && errno != EINTR)
+      throw Error(Errc::cache_io, std::string("poll: ") + std::strerror(errno));
+    for (std::size_t p = 0; p < polled.size(); ++p) {
+      if (polled[p].revents == 0)
+        continue;
+      Worker &worker = *owners[p];
+      char chunk[4096];
+      const ssize_t n = ::read(worker.from, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n > 0) {
+        worker.buffer.append(chunk, static_cast<std::size_t>(n));
+        for (std::size_t end; (end = worker.buffer.find('\n')) != std::string::npos;) {
+          const json line = json::parse(worker.buffer.substr(0, end), nullptr, false);
+          worker.buffer.erase(0, end + 1);
+          if (worker.batch && !line.is_discarded()) {
+            done(*worker.batch, result_of(line));
+            feed(worker);
+          }
+        }
+        continue;
+      }
+      // End of file: the worker is done, or died.
+      ::close(worker.from);
+      worker.from = -1;
+      if (worker.to >= 0)
+        ::close(worker.to);
+      worker.to = -1;
+      int status = 0;
+      ::waitpid(worker.pid, &status, 0);
+      if (worker.batch) {
+        prebuild::BatchResult failed;
+        for (const prebuild::Variant &variant : plan.batches[*worker.batch].variants)
+          failed.failures.push_back(variant.describe() + ": the worker compiling it ended with " +
+                                    exit_text(status));
+        done(*worker.batch, failed);
+        worker.batch.reset();
+        if (next < pending.size()) {
+          workers.push_back(spawn_worker(worker_argv));
+          feed(workers.back());
+        }
+      }
+    }
+  }
+}
+
+std::vector<std::string> worker_argv(const Plan &plan, const PrebuildArgs &args) {
+  std::string targets;
+  for (const jit::Target &target : plan.targets)
+    targets += (targets.empty() ? "" : ";") + target.id();
+  std::vector<std::string> argv = {
+      "kjit",  kWorkerCommand,    "--targets",   targets,
+      "--out", plan.out.string(), "--max-batch", std::to_string(args.max_batch)};
+  if (plan.level != 0)
+    argv.insert(argv.end(), {"--level", std::to_string(plan.level)});
+  for (const std::string &file : args.sets)
+    argv.insert(argv.end(), {"--sets", fs::absolute(file).string()});
+  return argv;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  char text[32];
+  if (bytes >= (1u << 20))
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
+  else
+    std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
+  return text;
+}
+
+} // namespace
+
+std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildArgs &args,
+                                                       bool &as_json) {
+  auto *command = app.add_subcommand("prebuild", "compile sets of variants into a prebuilt tier");
+  auto *worker = app.add_subcommand(kWorkerCommand, "");
+  worker->group(""); // hidden: started by prebuild itself
+  for (auto *each : {command, worker}) {
+    each->add_option("--targets", args.targets,
+                     "\"gfx90a;sm_90\" (default GPU_ARCHS; native: the GPUs found)");
+    each->add_option("--level", args.level,
+                     "1 core, 2 inference, 3 minimal (default PREBUILD_KERNELS, else 1)");
+    each->add_option("--sets", args.sets,
+                     "a set file to build instead of the built-in sets (repeatable)");
+    each->add_option("--max-batch", args.max_batch,
+                     "variants per program at most (default 16; 1 compiles each alone)");
+    each->add_option(
+        "--out", args.out,
+        "the prebuilt tier (default KJIT_PREBUILT_DIR, else <prefix>/share/kjit/prebuilt)");
+  }
+  command->add_option("--jobs", args.jobs,
+                      "parallel compile jobs (default MAX_JOBS, else cores and free memory)");
+  command->add_flag("--json", as_json, "print one JSON document instead of a summary");
+  return {command, worker};
+}
+
+int run_prebuild(const PrebuildArgs &args, bool as_json) {
+  if (args.level.empty() && args.sets.empty() && environment("PREBUILD_KERNELS") == "0") {
+    std::cout << "PREBUILD_KERNELS=0: nothing to prebuild (JIT only)\n";
+    return 0;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const Plan plan = make_plan(args);
+  const int requested_jobs = job_count(args);
+  check_writable(plan.out);
+  const prebuild::Compilers compilers(plan.targets);
+
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < plan.batches.size(); ++i)
+    if (!prebuild::up_to_date(plan.batches[i], compilers, plan.out))
+      pending.push_back(i);
+  std::vector<Vendor> vendors;
+  std::string target_list;
+  for (const jit::Target &target : plan.targets) {
+    target_list += (target_list.empty() ? "" : ", ") + target.id();
+    if (std::find(vendors.begin(), vendors.end(), target.vendor()) == vendors.end())
+      vendors.push_back(target.vendor());
+  }
+
+  std::size_t to_build = 0;
+  for (std::size_t i : pending)
+    to_build += plan.batches[i].variants.size();
+  const int jobs = std::max(1, std::min<int>(requested_jobs, static_cast<int>(pending.size())));
+  Progress progress(to_build, as_json);
+  prebuild::BatchResult total;
+  std::mutex total_mutex;
+  const BatchDone done = [&](std::size_t index, prebuild::BatchResult result) {
+    progress.batch_done(plan.batches[index], result);
+    std::lock_guard lock(total_mutex);
+    total.built += result.built;
+    total.bytes += result.bytes;
+    total.compile_ms += result.compile_ms;
+    for (std::string &failure : result.failures)
+      total.failures.push_back(std::move(failure));
+  };
+  if (!pending.empty()) {
+    if (jobs > 1)
+      run_in_processes(plan, worker_argv(plan, args), pending, jobs, done);
+    else
+      run_here(plan, compilers, pending, done);
+    prebuild::finish_tier(compilers, vendors, plan.out);
+  }
+  std::sort(total.failures.begin(), total.failures.end());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  if (as_json) {
+    std::cout << json{{"out", plan.out.string()},
+                      {"targets", target_list},
+                      {"level", plan.level},
+                      {"variants", plan.variants},
+                      {"batches", plan.batches.size()},
+                      {"up_to_date", plan.variants - to_build},
+                      {"built", total.built},
+                      {"failed", total.failures},
+                      {"bytes", total.bytes},
+                      {"jobs", pending.empty() ? 0 : jobs},
+                      {"seconds", seconds}}
+                     .dump(2)
+              << '\n';
+  } else if (pending.empty()) {
+    std::cout << "nothing to do: all " << plan.variants << " variants for " << target_list
+              << " are up to date in " << plan.out.string() << '\n';
+  } else {
+    char time[32];
+    std::snprintf(time, sizeof time, "%.1f s", seconds);
+    std::cout << "prebuilt " << total.built << " of " << to_build << " variants for " << target_list
+              << " in " << time << " with " << jobs << " jobs (" << plan.batches.size()
+              << " programs; " << plan.variants - to_build
+              << " up to date): " << human_bytes(total.bytes) << " in " << plan.out.string()
+              << '\n';
+  }
+  if (total.failures.empty())
+    return 0;
+  std::cerr << "kjit: " << total.failures.size() << " of " << to_build << " variants not built:\n";
+  for (const std::string &failure : total.failures)
+    std::cerr << "  " << failure << '\n';
+  return 1;
+}
+
+int run_prebuild_worker(const PrebuildArgs &args) {
+  const Plan plan = make_plan(args);
+  const prebuild::Compilers compilers(plan.targets);
+  for (std::string line; std::getline(std::cin, line);) {
+    const std::size_t index = std::stoul(line);
+    if (index >= plan.batches.size())
+      return 2;
+    std::cout << result_json(build_or_report(plan, compilers, index)).dump() << std::endl;
+  }
+  return 0;
+}
+
+} // namespace kjit::cli
