@@ -32,10 +32,25 @@ struct sigmoid {
     return divide<FAST>(1.0f, 1.0f + kjit::fast_exp(-x));
   }
 };
-// x * Phi(x), Phi the standard normal distribution function.
+// x * Phi(x), Phi the standard normal distribution function. The FAST form takes the upper tail
+// Q(|x|) = erfc(|x| / sqrt(2)) / 2 from Numerical Recipes' erfc (Chebyshev fit, relative error
+// below 1.2e-7 everywhere: tiny negative results stay accurate), then Phi = 1 - Q or Q: no
+// branch, where erff's two ranges diverge within a warp and bound the 16-bit kernels by compute.
 struct gelu {
   template <bool FAST> __device__ static float apply(float x) {
-    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    if (!FAST)
+      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    const float z = fabsf(x) * 0.70710678118654752f;
+    const float t = __fdividef(1.0f, 1.0f + 0.5f * z);
+    // ln(erfc(z) / t) + z^2 as a polynomial in t, highest power first.
+    const float c[] = {0.17087277f,  -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f,
+                       -0.18628806f, 0.09678418f,  0.37409196f, 1.00002368f,  -1.26551223f};
+    float p = c[0];
+#pragma unroll
+    for (int i = 1; i < 10; ++i)
+      p = p * t + c[i];
+    const float upper = 0.5f * t * kjit::fast_exp(p - z * z); // Q(|x|)
+    return x * (x < 0.0f ? upper : 1.0f - upper);
   }
 };
 // The tanh approximation of gelu (torch's approximate="tanh"): 0.5 x (1 + tanh(u)), which is

@@ -202,29 +202,43 @@ __global__ void KJIT_ROW_BOUNDS softmax(T *out, const T *x, float scale, int row
   const long long row = Row::index();
   const bool active = row < rows;
   const float minus_infinity = -__int_as_float(0x7f800000);
-  const int last_visible = causal_queries > 0 && active
-                               ? static_cast<int>(row % causal_queries) + COLS - causal_queries
-                               : COLS - 1;
   Row r;
   r.load(x + row * COLS, active);
+  // In base 2: exp(scale x - m) = 2^(scale log2(e) x - m'), one multiply per element before the
+  // maximum and one subtraction before the hardware's exp2. Columns past the row's end and
+  // masked ones become -inf, which the maximum ignores and exp2 turns into 0.
+  const float scale2 = scale * 1.4426950408889634f;
+#pragma unroll
+  for (int k = 0; k < Row::PER; ++k)
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+      r.v[k][e] = Row::holds(k) ? r.v[k][e] * scale2 : minus_infinity;
+  if (causal_queries > 0) { // the same for the whole launch: no divergence
+    const int last_visible =
+        active ? static_cast<int>(row % causal_queries) + COLS - causal_queries : COLS - 1;
+#pragma unroll
+    for (int k = 0; k < Row::PER; ++k)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        if (Row::offset(k) + e > last_visible)
+          r.v[k][e] = minus_infinity;
+  }
   float maximum = minus_infinity;
 #pragma unroll
   for (int k = 0; k < Row::PER; ++k)
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-      const bool visible = Row::holds(k) && Row::offset(k) + e <= last_visible;
-      r.v[k][e] = visible ? r.v[k][e] * scale : minus_infinity;
+    for (int e = 0; e < VEC; ++e)
       maximum = fmaxf(maximum, r.v[k][e]);
-    }
   maximum = kjit::row_max<THREADS>(maximum);
-  // exp(-inf - maximum) is 0 for masked columns, unless the whole row is masked (maximum is
-  // -inf too, and the difference NaN): such a row sums to 0 and is written as zeros.
+  // A row whose every column is masked has maximum -inf: subtracting 0 instead keeps every
+  // exp2(-inf) at 0 (not NaN), so the row sums to 0 and is written as zeros.
+  const float shift = maximum == minus_infinity ? 0.0f : maximum;
   float total = 0.0f;
 #pragma unroll
   for (int k = 0; k < Row::PER; ++k)
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
-      r.v[k][e] = r.v[k][e] == minus_infinity ? 0.0f : kjit::fast_exp(r.v[k][e] - maximum);
+      r.v[k][e] = exp2f(r.v[k][e] - shift);
       total += r.v[k][e];
     }
   total = kjit::row_sum<THREADS>(total);
