@@ -174,9 +174,17 @@ int run(bool quick) {
 } // namespace kjit::bench
 
 int main(int argc, char **argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const std::string argument = argc > 1 ? argv[1] : "";
+  if (argc > 2 || (argc == 2 && argument != "--quick")) {
+    const bool help = argument == "--help" || argument == "-h";
+    std::fprintf(help ? stdout : stderr,
+                 "usage: kjit_ops_gpu_bench [--quick]\n"
+                 "  the operators' bandwidth against the device-to-device copy; --quick: 8192x8192 "
+                 "only\n");
+    return help ? 0 : 2;
+  }
   try {
-    return kjit::bench::run(quick);
+    return kjit::bench::run(argument == "--quick");
   } catch (const kjit::Error &error) {
     std::fprintf(stderr, "kjit_ops_gpu_bench: %s\n", error.what());
     return error.code() == kjit::Errc::no_device ? 0 : 1;

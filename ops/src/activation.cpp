@@ -2,18 +2,12 @@
 
 #include "launch.hpp"
 
-#include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 
 namespace kjit::ops {
 
 namespace {
-
-// The template's UNROLL: vectors each thread of `activation` handles.
-constexpr std::int64_t vectors_per_thread = 4;
-constexpr int activation_threads = 256;
 
 template <Element T>
 void activation(Runtime &rt, std::string_view op, T *out, const T *x, std::int64_t n,
@@ -24,14 +18,12 @@ void activation(Runtime &rt, std::string_view op, T *out, const T *x, std::int64
   if (n == 0)
     return;
   const detail::Variant variant = detail::activation_variant(op, out, x);
-  const int vec = variant.integer("VEC");
-  const std::int64_t per_block = activation_threads * vectors_per_thread * vec;
-  const std::int64_t blocks = (n + per_block - 1) / per_block;
+  const std::int64_t blocks = detail::activation_blocks(n, variant.integer("VEC"));
   detail::require(blocks <= std::numeric_limits<int>::max(), op,
                   "n is " + std::to_string(n) + ", more than one launch covers");
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(Dim3(static_cast<unsigned>(blocks)), Dim3(activation_threads), 0, stream, out, x,
-                static_cast<long long>(n));
+  kernel.launch(Dim3(static_cast<unsigned>(blocks)), Dim3(detail::activation_threads), 0, stream,
+                out, x, static_cast<long long>(n));
 }
 
 template <Element T>
@@ -46,17 +38,10 @@ void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const
   const std::size_t out_bytes = static_cast<std::size_t>(rows) * d * sizeof(T);
   detail::require_disjoint(out, out_bytes, x, 2 * out_bytes, op, "out and x");
   const detail::Variant variant = detail::gated_variant(act, d, out, x);
-  const int vec = variant.integer("VEC");
+  // At most 256 threads: the kernel's __launch_bounds__, within its registers' limit.
+  const int threads =
+      detail::gated_threads(d, variant.integer("VEC"), rt.default_device().target().warp_size());
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  const int warp = rt.default_device().target().warp_size();
-  // One block per row, enough threads that each handles UNROLL vectors of the row in one pass,
-  // within what the kernel's registers allow in one block (the kernel loops over longer rows).
-  const std::int64_t wanted = (d / vec + vectors_per_thread - 1) / vectors_per_thread;
-  const auto most = static_cast<std::int64_t>(
-      std::bit_floor(static_cast<unsigned>(std::max(kernel.max_threads_per_block(), warp))));
-  const int threads = static_cast<int>(std::clamp<std::int64_t>(
-      static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(wanted))), warp,
-      std::min<std::int64_t>(most, 1024)));
   kernel.launch(Dim3(static_cast<unsigned>(rows)), Dim3(static_cast<unsigned>(threads)), 0, stream,
                 out, x, d);
 }

@@ -1,8 +1,5 @@
 #include "launch.hpp"
 
-#include <algorithm>
-#include <bit>
-
 namespace kjit::ops::detail {
 
 void require(bool condition, std::string_view op, const std::string &what) {
@@ -47,17 +44,7 @@ int vector_width(std::size_t element_bytes, std::int64_t length,
 
 RowShape row_shape(std::size_t element_bytes, int length, int warp_size,
                    std::initializer_list<const void *> pointers) {
-  const int vec = vector_width(element_bytes, length, pointers);
-  const int vectors = length / vec;
-  // About four vectors per thread: four independent 16-byte loads in flight each, with the
-  // reduction's cost spread over enough elements. The template holds at most 64 elements per
-  // thread: 1024 threads and 32768 elements give at most 32 + VEC.
-  constexpr int vectors_per_thread = 4;
-  const int wanted = (vectors + vectors_per_thread - 1) / vectors_per_thread;
-  const int threads =
-      std::clamp(static_cast<int>(std::bit_ceil(static_cast<unsigned>(wanted))), warp_size, 1024);
-  const int rows_per_block = threads <= warp_size ? std::max(1, 256 / threads) : 1;
-  return {vec, threads, rows_per_block};
+  return row_shape(vector_width(element_bytes, length, pointers), length, warp_size);
 }
 
 } // namespace kjit::ops::detail

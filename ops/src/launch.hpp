@@ -7,6 +7,8 @@
 #include "kjit/templates/library.hpp"
 #include "variants.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -43,8 +45,38 @@ struct RowShape {
   int threads;
   int rows_per_block;
 };
+// For rows accessed `vec` elements at a time.
+constexpr RowShape row_shape(int vec, int length, int warp_size) {
+  // About four vectors per thread: four independent 16-byte loads in flight each, with the
+  // reduction's cost spread over enough elements. The template holds at most 64 elements per
+  // thread: 1024 threads and 32768 elements give at most 32 + VEC.
+  constexpr int vectors_per_thread = 4;
+  const int wanted = (length / vec + vectors_per_thread - 1) / vectors_per_thread;
+  const int threads =
+      std::clamp(static_cast<int>(std::bit_ceil(static_cast<unsigned>(wanted))), warp_size, 1024);
+  const int rows_per_block = threads <= warp_size ? std::max(1, 256 / threads) : 1;
+  return {vec, threads, rows_per_block};
+}
+// For rows at these pointers: the widest aligned vector_width.
 RowShape row_shape(std::size_t element_bytes, int length, int warp_size,
                    std::initializer_list<const void *> pointers);
+
+// The element-wise activations' launch (template `activation`): blocks of 256 threads, each
+// thread taking `activation_unroll` vectors of `vec` elements.
+inline constexpr int activation_threads = 256;
+inline constexpr int activation_unroll = 4; // the template's UNROLL
+constexpr std::int64_t activation_blocks(std::int64_t n, int vec) {
+  const std::int64_t per_block = std::int64_t{activation_threads} * activation_unroll * vec;
+  return (n + per_block - 1) / per_block;
+}
+// The gated activations' block (template `gated_activation`, one block per row): enough threads
+// that each takes `activation_unroll` vectors of the row in one pass, at least a warp and at
+// most the template's bound of 256 (longer rows take several passes).
+constexpr int gated_threads(int d, int vec, int warp_size) {
+  const int wanted = (d / vec + activation_unroll - 1) / activation_unroll;
+  return std::clamp(static_cast<int>(std::bit_ceil(static_cast<unsigned>(wanted))), warp_size,
+                    activation_threads);
+}
 
 // The longest row the row-wise templates take (their HIDDEN/COLS parameter's maximum).
 inline constexpr int max_row_length = 32768;

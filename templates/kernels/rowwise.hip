@@ -21,6 +21,11 @@
 // loops unroll and the array has a fixed size. The host picks VEC dividing HIDDEN with every
 // pointer aligned to VEC * sizeof(T). `out` may be `x` (each thread writes only what it read).
 
+// The block holds THREADS threads, or 256 when a row takes a warp or less: bounding it lets
+// the compiler keep to the registers such a block may have (64 per thread at 1024 threads),
+// where unbounded it may take more and the launch would fail.
+#define KJIT_ROW_BOUNDS __launch_bounds__(THREADS > 256 ? THREADS : 256)
+
 namespace kjit_rowwise {
 
 template <typename T, int HIDDEN, int VEC, int THREADS> struct Row {
@@ -36,8 +41,12 @@ template <typename T, int HIDDEN, int VEC, int THREADS> struct Row {
   }
   // Whether vector k of this thread lies inside the row: a constant for all but the last k when
   // THREADS divides VECTORS.
-  static __device__ bool holds(int k) { return k * THREADS + static_cast<int>(threadIdx.x) < VECTORS; }
-  static __device__ int offset(int k) { return (k * THREADS + static_cast<int>(threadIdx.x)) * VEC; }
+  static __device__ bool holds(int k) {
+    return k * THREADS + static_cast<int>(threadIdx.x) < VECTORS;
+  }
+  static __device__ int offset(int k) {
+    return (k * THREADS + static_cast<int>(threadIdx.x)) * VEC;
+  }
 
   float v[PER][VEC];
 
@@ -87,7 +96,8 @@ template <typename T, int HIDDEN, int VEC, int THREADS> struct Row {
 } // namespace kjit_rowwise
 
 template <typename T, int HIDDEN, int VEC, int THREADS>
-__global__ void rms_norm(T *out, const T *x, const T *KJIT_RESTRICT w, float eps, int rows) {
+__global__ void KJIT_ROW_BOUNDS rms_norm(T *out, const T *x, const T *KJIT_RESTRICT w, float eps,
+                                         int rows) {
   using Row = kjit_rowwise::Row<T, HIDDEN, VEC, THREADS>;
   const long long row = Row::index();
   const bool active = row < rows;
@@ -110,8 +120,8 @@ __global__ void rms_norm(T *out, const T *x, const T *KJIT_RESTRICT w, float eps
 }
 
 template <typename T, int HIDDEN, int VEC, int THREADS>
-__global__ void fused_add_rms_norm(T *x, T *residual, const T *KJIT_RESTRICT w, float eps,
-                                   int rows) {
+__global__ void KJIT_ROW_BOUNDS fused_add_rms_norm(T *x, T *residual, const T *KJIT_RESTRICT w,
+                                                   float eps, int rows) {
   using Row = kjit_rowwise::Row<T, HIDDEN, VEC, THREADS>;
   const long long row = Row::index();
   const bool active = row < rows;
@@ -157,8 +167,8 @@ __global__ void fused_add_rms_norm(T *x, T *residual, const T *KJIT_RESTRICT w, 
 }
 
 template <typename T, int HIDDEN, int VEC, int THREADS>
-__global__ void layer_norm(T *out, const T *x, const T *KJIT_RESTRICT w, const T *KJIT_RESTRICT b,
-                           float eps, int rows) {
+__global__ void KJIT_ROW_BOUNDS layer_norm(T *out, const T *x, const T *KJIT_RESTRICT w,
+                                           const T *KJIT_RESTRICT b, float eps, int rows) {
   using Row = kjit_rowwise::Row<T, HIDDEN, VEC, THREADS>;
   const long long row = Row::index();
   const bool active = row < rows;
@@ -186,34 +196,49 @@ __global__ void layer_norm(T *out, const T *x, const T *KJIT_RESTRICT w, const T
 }
 
 template <typename T, int COLS, int VEC, int THREADS>
-__global__ void softmax(T *out, const T *x, float scale, int rows, int causal_queries) {
+__global__ void KJIT_ROW_BOUNDS softmax(T *out, const T *x, float scale, int rows,
+                                        int causal_queries) {
   using Row = kjit_rowwise::Row<T, COLS, VEC, THREADS>;
   const long long row = Row::index();
   const bool active = row < rows;
   const float minus_infinity = -__int_as_float(0x7f800000);
-  const int last_visible = causal_queries > 0 && active
-                               ? static_cast<int>(row % causal_queries) + COLS - causal_queries
-                               : COLS - 1;
   Row r;
   r.load(x + row * COLS, active);
+  // In base 2: exp(scale x - m) = 2^(scale log2(e) x - m'), one multiply per element before the
+  // maximum and one subtraction before the hardware's exp2. Columns past the row's end and
+  // masked ones become -inf, which the maximum ignores and exp2 turns into 0.
+  const float scale2 = scale * 1.4426950408889634f;
+#pragma unroll
+  for (int k = 0; k < Row::PER; ++k)
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+      r.v[k][e] = Row::holds(k) ? r.v[k][e] * scale2 : minus_infinity;
+  if (causal_queries > 0) { // the same for the whole launch: no divergence
+    const int last_visible =
+        active ? static_cast<int>(row % causal_queries) + COLS - causal_queries : COLS - 1;
+#pragma unroll
+    for (int k = 0; k < Row::PER; ++k)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        if (Row::offset(k) + e > last_visible)
+          r.v[k][e] = minus_infinity;
+  }
   float maximum = minus_infinity;
 #pragma unroll
   for (int k = 0; k < Row::PER; ++k)
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-      const bool visible = Row::holds(k) && Row::offset(k) + e <= last_visible;
-      r.v[k][e] = visible ? r.v[k][e] * scale : minus_infinity;
+    for (int e = 0; e < VEC; ++e)
       maximum = fmaxf(maximum, r.v[k][e]);
-    }
   maximum = kjit::row_max<THREADS>(maximum);
-  // exp(-inf - maximum) is 0 for masked columns, unless the whole row is masked (maximum is
-  // -inf too, and the difference NaN): such a row sums to 0 and is written as zeros.
+  // A row whose every column is masked has maximum -inf: subtracting 0 instead keeps every
+  // exp2(-inf) at 0 (not NaN), so the row sums to 0 and is written as zeros.
+  const float shift = maximum == minus_infinity ? 0.0f : maximum;
   float total = 0.0f;
 #pragma unroll
   for (int k = 0; k < Row::PER; ++k)
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
-      r.v[k][e] = r.v[k][e] == minus_infinity ? 0.0f : kjit::fast_exp(r.v[k][e] - maximum);
+      r.v[k][e] = exp2f(r.v[k][e] - shift);
       total += r.v[k][e];
     }
   total = kjit::row_sum<THREADS>(total);

@@ -37,11 +37,7 @@ template <Element T> std::vector<Activation<T>> activations() {
           {"sigmoid", sigmoid<T>, nullptr, reference::sigmoid}};
 }
 
-template <typename T> class ActivationGpu : public OpsGpuTest {
-protected:
-  std::mt19937 rng{20261123};
-};
-using ElementTypes = ::testing::Types<float, Half, BFloat16>;
+template <typename T> class ActivationGpu : public TypedOpsGpuTest<T> {};
 TYPED_TEST_SUITE(ActivationGpu, ElementTypes);
 
 // n: a single element; a vector tail (n % 8 != 0) in one partly empty block; several blocks.

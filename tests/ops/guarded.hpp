@@ -1,10 +1,12 @@
 #pragma once
-// Outputs with a guard band: `count` elements the operator writes followed by `guard` it must
-// not, all poisoned (NaN), so that both a missed write and a write past the end are caught.
+// What the operators' GPU tests share beyond gpu_support.hpp. Outputs with a guard band: `count`
+// elements the operator writes followed by `guard` it must not, all poisoned (NaN), so that both a
+// missed write and a write past the end are caught.
 #include "tests/ops/gpu_support.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 
 namespace kjit::ops::gpu_testing {
 
@@ -31,5 +33,12 @@ template <Element T> std::vector<T> with_guard(std::vector<T> host) {
   host.insert(host.end(), guard_elements, poison);
   return host;
 }
+
+// A GPU test run once per element type, with a generator of fixed seed.
+template <typename T> class TypedOpsGpuTest : public OpsGpuTest {
+protected:
+  std::mt19937 rng{20261123};
+};
+using ElementTypes = ::testing::Types<float, Half, BFloat16>;
 
 } // namespace kjit::ops::gpu_testing

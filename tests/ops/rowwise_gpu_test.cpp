@@ -35,11 +35,22 @@ template <Element T> std::vector<Shape> shapes() {
   return {{33, 3}, {7, 1000}, {3, 8192}};
 }
 
-template <typename T> class RowwiseGpu : public OpsGpuTest {
+template <typename T> class RowwiseGpu : public TypedOpsGpuTest<T> {
 protected:
-  std::mt19937 rng{20261123};
+  void check_softmax(int rows, int cols, float scale, int queries) {
+    SCOPED_TRACE("rows " + std::to_string(rows) + ", cols " + std::to_string(cols) +
+                 ", causal_queries " + std::to_string(queries));
+    const std::size_t count = static_cast<std::size_t>(rows) * cols;
+    const auto x = random_elements<T>(count, this->rng, -4.0, 4.0);
+    DeviceBuffer dx = this->upload(x);
+    DeviceBuffer out = this->template poisoned<T>(count + guard_elements);
+    softmax(this->runtime(), out.as<T>(), dx.as<T>(), scale, rows, cols, queries);
+    const auto expected = reference::softmax(to_doubles(x), scale, rows, cols, queries);
+    EXPECT_TRUE(all_close(this->template download<T>(out, count), expected, 0x1p-24,
+                          relative_tolerance<T>()));
+    EXPECT_TRUE(guard_intact<T>(out, count));
+  }
 };
-using ElementTypes = ::testing::Types<float, Half, BFloat16>;
 TYPED_TEST_SUITE(RowwiseGpu, ElementTypes);
 
 TYPED_TEST(RowwiseGpu, RmsNormMatchesReference) {
@@ -123,37 +134,14 @@ TYPED_TEST(RowwiseGpu, LayerNormMatchesReference) {
 }
 
 TYPED_TEST(RowwiseGpu, SoftmaxMatchesReference) {
-  using T = TypeParam;
-  for (const auto [rows, cols] : shapes<T>()) {
-    for (const int queries : {0, rows}) {
-      SCOPED_TRACE("rows " + std::to_string(rows) + ", cols " + std::to_string(cols) +
-                   ", causal_queries " + std::to_string(queries));
-      const std::size_t count = static_cast<std::size_t>(rows) * cols;
-      const auto x = random_elements<T>(count, this->rng, -4.0, 4.0);
-      DeviceBuffer dx = this->upload(x);
-      DeviceBuffer out = this->template poisoned<T>(count + guard_elements);
-      softmax(this->runtime(), out.as<T>(), dx.as<T>(), 0.7f, rows, cols, queries);
-      const auto expected = reference::softmax(to_doubles(x), 0.7f, rows, cols, queries);
-      EXPECT_TRUE(all_close(this->template download<T>(out, count), expected, 0x1p-24,
-                            relative_tolerance<T>()));
-      EXPECT_TRUE(guard_intact<T>(out, count));
-    }
-  }
+  for (const auto [rows, cols] : shapes<TypeParam>())
+    for (const int queries : {0, rows})
+      this->check_softmax(rows, cols, 0.7f, queries);
 }
 
 // Batches of causal matrices whose queries outnumber the keys: the first rows see nothing.
 TYPED_TEST(RowwiseGpu, SoftmaxCausalBatchesWithFullyMaskedRows) {
-  using T = TypeParam;
-  const int queries = 12, cols = 8, rows = 3 * queries;
-  const std::size_t count = static_cast<std::size_t>(rows) * cols;
-  const auto x = random_elements<T>(count, this->rng, -4.0, 4.0);
-  DeviceBuffer dx = this->upload(x);
-  DeviceBuffer out = this->template poisoned<T>(count + guard_elements);
-  softmax(this->runtime(), out.as<T>(), dx.as<T>(), 1.0f, rows, cols, queries);
-  const auto expected = reference::softmax(to_doubles(x), 1.0f, rows, cols, queries);
-  EXPECT_TRUE(all_close(this->template download<T>(out, count), expected, 0x1p-24,
-                        relative_tolerance<T>()));
-  EXPECT_TRUE(guard_intact<T>(out, count));
+  this->check_softmax(36, 8, 1.0f, 12);
 }
 
 } // namespace

@@ -1,0 +1,102 @@
+#pragma once
+// Runs kjit's kernel sources on the CPU: a minimal emulation of the GPU execution model, enough
+// for kernels written against the prelude that synchronise only where every thread of the block
+// arrives (the row-wise and element-wise kernels): one std::thread per GPU thread of a block,
+// blocks one after another, __syncthreads as a barrier, shuffles through a per-block exchange array
+// between two barriers, __shared__ variables as statics (one block runs at a time). The prelude is
+// taken through its HIP branch, with a host __half that rounds to nearest even as the GPU's does.
+//
+// Include this, then, inside an anonymous namespace (so that two files emulating different warp
+// sizes do not share instantiations), the prelude and the kernel sources.
+#include "kjit/ops/element.hpp"
+
+#include <barrier>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <math.h>
+#include <thread>
+#include <vector>
+
+#define __HIP__ 1
+#define __global__
+#define __device__
+#define __shared__ static
+#define __launch_bounds__(...)
+
+struct EmulatedDim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+inline thread_local EmulatedDim3 threadIdx, blockIdx;
+inline EmulatedDim3 blockDim, gridDim;
+
+namespace kjit::emulation {
+
+struct EmulatedLaunch {
+  EmulatedDim3 grid, block;
+};
+
+inline std::barrier<> *block_barrier = nullptr;
+inline std::vector<std::uint64_t> exchange; // one slot per thread of the running block
+
+// Runs `kernel` (a callable running one thread's share) over `grid` x `block` threads: the
+// block's threads are started once and run the blocks in turn, meeting at a barrier between
+// blocks (so a block's __shared__ statics and the exchange array are free for the next).
+template <typename Kernel> void launch(EmulatedDim3 grid, EmulatedDim3 block, Kernel kernel) {
+  gridDim = grid;
+  blockDim = block;
+  const unsigned threads = block.x * block.y;
+  std::barrier<> barrier(threads);
+  block_barrier = &barrier;
+  exchange.assign(threads, 0);
+  std::vector<std::thread> running;
+  running.reserve(threads);
+  for (unsigned y = 0; y < block.y; ++y)
+    for (unsigned x = 0; x < block.x; ++x)
+      running.emplace_back([=, &barrier] {
+        threadIdx = {x, y, 0};
+        for (unsigned b = 0; b < grid.x; ++b) {
+          blockIdx = {b, 0, 0};
+          kernel();
+          barrier.arrive_and_wait();
+        }
+      });
+  for (std::thread &thread : running)
+    thread.join();
+}
+
+} // namespace kjit::emulation
+
+inline void __syncthreads() { kjit::emulation::block_barrier->arrive_and_wait(); }
+
+// The value of the thread whose lane is this lane xor `mask`, within groups of `width` lanes.
+template <typename T> T __shfl_xor(T value, int mask, int width) {
+  static_assert(sizeof(T) <= sizeof(std::uint64_t));
+  const unsigned self = threadIdx.y * blockDim.x + threadIdx.x;
+  const unsigned other = self ^ static_cast<unsigned>(mask);
+  std::memcpy(&kjit::emulation::exchange[self], &value, sizeof value);
+  __syncthreads();
+  T result = value;
+  if (other / width == self / width && other < blockDim.x * blockDim.y)
+    std::memcpy(&result, &kjit::emulation::exchange[other], sizeof result);
+  __syncthreads();
+  return result;
+}
+
+inline float __expf(float x) { return std::exp(x); }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
+inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
+inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
+
+// IEEE binary16, converted as the GPU converts: to nearest even.
+struct __half {
+  std::uint16_t bits;
+  __half() = default;
+  explicit __half(float value) : bits(kjit::ops::from_double<kjit::ops::Half>(value).bits) {}
+  explicit operator float() const {
+    return static_cast<float>(kjit::ops::to_double(kjit::ops::Half{bits}));
+  }
+};
