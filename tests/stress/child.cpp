@@ -1,6 +1,7 @@
 #include "child.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <fcntl.h>
 #include <fstream>
@@ -126,6 +127,40 @@ ChildOutcome run_child(const std::vector<std::string> &arguments,
 ChildOutcome run_kjit(const std::vector<std::string> &arguments, const fs::path &cache,
                       const fs::path &scratch) {
   return Child(arguments, {{"KJIT_CACHE_DIR", cache.string()}}, {}, scratch, KJIT_CLI).wait();
+}
+
+Storm run_storm(int processes, int threads, const std::vector<std::string> &arguments,
+                const fs::path &scratch) {
+  // Every child writes a byte to `ready` once its threads wait; they all start when `go` reads
+  // end of file, when this process closes its end.
+  int ready[2], go[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(go, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe failed");
+  std::vector<std::string> child_arguments = arguments;
+  child_arguments.insert(child_arguments.end(), {"--threads", std::to_string(threads), "--ready-fd",
+                                                 std::to_string(child_fd_base), "--go-fd",
+                                                 std::to_string(child_fd_base + 1)});
+  std::vector<Child> children;
+  for (int i = 0; i < processes; ++i)
+    children.emplace_back(child_arguments, std::vector<std::pair<std::string, std::string>>{},
+                          std::vector<int>{ready[1], go[0]}, scratch);
+  ::close(ready[1]);
+  ::close(go[0]);
+  for (int i = 0; i < processes; ++i) {
+    char byte;
+    if (::read(ready[0], &byte, 1) != 1)
+      break; // a child died before its threads were ready: its outcome says why
+  }
+  ::close(ready[0]);
+  const auto released = std::chrono::steady_clock::now();
+  ::close(go[1]);
+  Storm storm;
+  for (Child &child : children)
+    storm.children.push_back(child.wait());
+  storm.milliseconds =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - released)
+          .count();
+  return storm;
 }
 
 std::vector<fs::path> temp_files_under(const fs::path &root) {

@@ -58,6 +58,15 @@ ChildOutcome run_child(const std::vector<std::string> &arguments,
 ChildOutcome run_kjit(const std::vector<std::string> &arguments, const std::filesystem::path &cache,
                       const std::filesystem::path &scratch);
 
+// A storm: `processes` kjit_stress_child processes of `threads` threads each, released at the
+// same moment to ask for one variant (`arguments` say which, and where the cache is).
+struct Storm {
+  std::vector<ChildOutcome> children;
+  double milliseconds = 0; // from the release to the last child's exit
+};
+Storm run_storm(int processes, int threads, const std::vector<std::string> &arguments,
+                const std::filesystem::path &scratch);
+
 // Every temp file (".<stem>.tmp.<...>") under `root`.
 std::vector<std::filesystem::path> temp_files_under(const std::filesystem::path &root);
 

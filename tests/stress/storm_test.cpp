@@ -7,10 +7,8 @@
 #include "kjit/jit/compiler.hpp"
 #include "tests/cache/support.hpp"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <set>
-#include <unistd.h>
 
 namespace kjit::testing {
 namespace {
@@ -26,34 +24,14 @@ TEST(Storm, SixteenProcessesOfEightThreadsCompileOneMissingVariantOnce) {
   constexpr int processes = 16, threads = 8;
   cache::testing::ScratchDir scratch;
   const fs::path cache = scratch.path() / "cache";
-
-  // Every child writes a byte to `ready` once its threads wait, and they all start when `go`
-  // reads end of file: when this process closes its end.
-  int ready[2], go[2];
-  ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
-  ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
-  std::vector<Child> children;
-  for (int i = 0; i < processes; ++i)
-    children.emplace_back(std::vector<std::string>{"--cache", cache.string(), "--target", "sm_90",
-                                                   "-p", "T=half", "-p", "N=4096", "--threads",
-                                                   std::to_string(threads), "--ready-fd",
-                                                   std::to_string(child_fd_base), "--go-fd",
-                                                   std::to_string(child_fd_base + 1)},
-                          std::vector<std::pair<std::string, std::string>>{},
-                          std::vector<int>{ready[1], go[0]}, scratch.path());
-  ::close(ready[1]);
-  ::close(go[0]);
-  for (int i = 0; i < processes; ++i) {
-    char byte;
-    ASSERT_EQ(::read(ready[0], &byte, 1), 1) << "a child died before its threads were ready";
-  }
-  ::close(go[1]);
-  ::close(ready[0]);
+  const Storm storm =
+      run_storm(processes, threads,
+                {"--cache", cache.string(), "--target", "sm_90", "-p", "T=half", "-p", "N=4096"},
+                scratch.path());
 
   std::uint64_t compiled = 0, valid = 0, hits = 0;
   std::set<std::string> codes;
-  for (Child &child : children) {
-    const ChildOutcome outcome = child.wait();
+  for (const ChildOutcome &outcome : storm.children) {
     EXPECT_TRUE(outcome.succeeded()) << outcome.out << outcome.err;
     EXPECT_EQ(outcome.warnings(), 0) << outcome.err;
     compiled += outcome.number("compiled");
