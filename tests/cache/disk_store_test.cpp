@@ -258,6 +258,26 @@ TEST_F(DiskStoreTest, RemoveDeletesTheEntry) {
   store.remove(key, kTarget); // already gone: no throw
 }
 
+TEST_F(DiskStoreTest, RemoveTakesAwayADirectoryPlantedUnderTheEntryName) {
+  const fs::path path = make_entry_directory(key, kTarget);
+  fs::create_directories(path / "inside");
+  testing::write_bytes(path / "inside" / "file", sample_code(10));
+  fs::create_symlink(scratch.path(), path / "link"); // removed itself, not what it points to
+  store.remove(key, kTarget);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(path)));
+  EXPECT_TRUE(fs::exists(scratch.path())) << "the link was not followed";
+  store.write(entry);
+  EXPECT_EQ(store.read(key, kTarget).status, Status::hit);
+}
+
+TEST_F(DiskStoreTest, RemoveLeavesADirectoryTreeInADirectoryOthersCanWrite) {
+  const fs::path path = make_entry_directory(key, kTarget);
+  fs::create_directory(path);
+  fs::permissions(path.parent_path(), fs::perms(0777));
+  store.remove(key, kTarget); // others could swap the tree's contents for links while it goes
+  EXPECT_TRUE(fs::is_directory(path));
+}
+
 TEST_F(DiskStoreTest, UnsafeTargetIdsAreRefused) {
   for (const std::string &target : std::vector<std::string>{
            "", ".", "..", ".hidden", "gfx90a/..", "a/b", "gfx..90a", std::string("gfx90a\0x", 8)}) {

@@ -25,6 +25,8 @@ struct Damage {
   std::function<void(const fs::path &path, const fs::path &other)> apply;
 };
 
+void PrintTo(const Damage &damage, std::ostream *out) { *out << damage.name; }
+
 void rewrite(const fs::path &path, const std::function<void(std::vector<std::byte> &)> &edit) {
   std::vector<std::byte> bytes = read_bytes(path);
   edit(bytes);

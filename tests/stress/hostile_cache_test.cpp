@@ -181,6 +181,8 @@ struct Untrusted {
   std::function<void(const fs::path &entry)> apply;
 };
 
+void PrintTo(const Untrusted &way, std::ostream *out) { *out << way.name; }
+
 const Untrusted untrusted[] = {
     {"file_owned_by_another_user", "file is owned by uid 12345", true,
      [](const fs::path &entry) { ASSERT_EQ(::chown(entry.c_str(), 12345, 12345), 0); }},
