@@ -1,4 +1,5 @@
 #include "support.hpp"
+#include "tests/support/files.hpp"
 
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/error.hpp"
@@ -20,19 +21,8 @@ using testing::sample_code;
 using testing::sample_entry;
 using testing::ScratchDir;
 using Status = Lookup::Status;
-
-unsigned mode_of(const fs::path &path) {
-  struct stat status {};
-  return ::lstat(path.c_str(), &status) == 0 ? status.st_mode & 07777 : ~0u;
-}
-
-// Every file and directory under `root`, relative to it.
-std::set<std::string> tree(const fs::path &root) {
-  std::set<std::string> paths;
-  for (const auto &item : fs::recursive_directory_iterator(root))
-    paths.insert(fs::relative(item.path(), root).string());
-  return paths;
-}
+using kjit::testing::mode_of;
+using kjit::testing::tree;
 
 // Runs `write` and returns the Error it throws; fails the test if it throws none.
 template <class Write> Error error_from(Write &&write) {

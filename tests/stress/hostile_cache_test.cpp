@@ -8,6 +8,7 @@
 #include "kjit/kjit.hpp"
 #include "kjit/templates/library.hpp"
 #include "tests/cache/support.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/log_capture.hpp"
 
 #include <fstream>
@@ -24,18 +25,6 @@ namespace fs = std::filesystem;
 using Environment = std::vector<std::pair<std::string, std::string>>;
 
 constexpr uid_t nobody = 65534;
-
-unsigned mode_of(const fs::path &path) {
-  struct stat status {};
-  return ::lstat(path.c_str(), &status) == 0 ? status.st_mode & 07777 : ~0u;
-}
-
-std::set<std::string> tree(const fs::path &root) {
-  std::set<std::string> paths;
-  for (const auto &item : fs::recursive_directory_iterator(root))
-    paths.insert(fs::relative(item.path(), root).string());
-  return paths;
-}
 
 class HostileCache : public ::testing::Test {
 protected:
