@@ -129,7 +129,7 @@ void DiskStore::remove(const Key &key, std::string_view target) const {
   std::optional<std::string> directory = target_directory(target);
   if (access_ == Access::read_only || !directory)
     return;
-  ::unlink(entry_path_in(versioned_root_, *directory, key).c_str()); // absent is fine
+  remove_private_path(entry_path_in(versioned_root_, *directory, key)); // what fails stays a miss
 }
 
 FileLock DiskStore::lock(const Key &key) const {

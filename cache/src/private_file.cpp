@@ -187,6 +187,22 @@ PrivateFile read_private_file(const fs::path &path) {
   return file;
 }
 
+std::string remove_private_path(const fs::path &path) {
+  if (::unlink(path.c_str()) == 0 || errno == ENOENT)
+    return {};
+  if (errno != EISDIR)
+    return "remove " + path.string() + ": " + errno_text();
+  struct stat status {};
+  const fs::path directory = path.parent_path().empty() ? "." : path.parent_path();
+  if (::lstat(directory.c_str(), &status) != 0)
+    return "stat " + directory.string() + ": " + errno_text();
+  if (std::string reason = untrusted_reason(status); !reason.empty())
+    return "not removing the directory " + path.string() + ": its directory is " + reason;
+  std::error_code error;
+  fs::remove_all(path, error); // does not follow symbolic links inside the tree
+  return error ? "remove " + path.string() + ": " + error.message() : std::string();
+}
+
 void publish_private_file(const fs::path &path, std::span<const std::byte> bytes,
                           std::string_view temp_stem, std::string_view what, Placement placement) {
   auto failure = [&path, what](const std::string &step) {

@@ -359,6 +359,10 @@ private:
             count_hit(*object);
             return object;
           }
+        // Reported by lookup() already. Removed now, so that a directory planted under the
+        // entry's name (which no rename replaces) does not cost the process its disk tier.
+        if (found.status == cache::Lookup::Status::rejected)
+          user_->remove(variant.key, variant.request.target.id());
       }
     }
 

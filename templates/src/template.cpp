@@ -188,7 +188,7 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
   fingerprint_ = fingerprint.finish();
 }
 
-Instance Template::bind(const Params &given) const {
+Instance Template::bind(const Params &given) const & {
   for (std::size_t i = 0; i < given.size(); ++i) {
     const auto &name = given[i].first;
     const bool declared = std::any_of(params_.begin(), params_.end(),

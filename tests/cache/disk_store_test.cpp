@@ -1,4 +1,5 @@
 #include "support.hpp"
+#include "tests/support/files.hpp"
 
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/error.hpp"
@@ -20,19 +21,8 @@ using testing::sample_code;
 using testing::sample_entry;
 using testing::ScratchDir;
 using Status = Lookup::Status;
-
-unsigned mode_of(const fs::path &path) {
-  struct stat status {};
-  return ::lstat(path.c_str(), &status) == 0 ? status.st_mode & 07777 : ~0u;
-}
-
-// Every file and directory under `root`, relative to it.
-std::set<std::string> tree(const fs::path &root) {
-  std::set<std::string> paths;
-  for (const auto &item : fs::recursive_directory_iterator(root))
-    paths.insert(fs::relative(item.path(), root).string());
-  return paths;
-}
+using kjit::testing::mode_of;
+using kjit::testing::tree;
 
 // Runs `write` and returns the Error it throws; fails the test if it throws none.
 template <class Write> Error error_from(Write &&write) {
@@ -256,6 +246,26 @@ TEST_F(DiskStoreTest, RemoveDeletesTheEntry) {
   store.remove(key, kTarget);
   EXPECT_EQ(store.read(key, kTarget).status, Status::miss);
   store.remove(key, kTarget); // already gone: no throw
+}
+
+TEST_F(DiskStoreTest, RemoveTakesAwayADirectoryPlantedUnderTheEntryName) {
+  const fs::path path = make_entry_directory(key, kTarget);
+  fs::create_directories(path / "inside");
+  testing::write_bytes(path / "inside" / "file", sample_code(10));
+  fs::create_symlink(scratch.path(), path / "link"); // removed itself, not what it points to
+  store.remove(key, kTarget);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(path)));
+  EXPECT_TRUE(fs::exists(scratch.path())) << "the link was not followed";
+  store.write(entry);
+  EXPECT_EQ(store.read(key, kTarget).status, Status::hit);
+}
+
+TEST_F(DiskStoreTest, RemoveLeavesADirectoryTreeInADirectoryOthersCanWrite) {
+  const fs::path path = make_entry_directory(key, kTarget);
+  fs::create_directory(path);
+  fs::permissions(path.parent_path(), fs::perms(0777));
+  store.remove(key, kTarget); // others could swap the tree's contents for links while it goes
+  EXPECT_TRUE(fs::is_directory(path));
 }
 
 TEST_F(DiskStoreTest, UnsafeTargetIdsAreRefused) {

@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
+#include <string>
+#include <sys/stat.h>
 #include <vector>
 
 namespace kjit::testing {
@@ -22,6 +25,20 @@ inline void write_file_bytes(const std::filesystem::path &path,
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char *>(bytes.data()),
             static_cast<std::streamsize>(bytes.size()));
+}
+
+// The permission bits of `path` itself (a link is not followed); ~0u when it cannot be read.
+inline unsigned mode_of(const std::filesystem::path &path) {
+  struct stat status {};
+  return ::lstat(path.c_str(), &status) == 0 ? status.st_mode & 07777 : ~0u;
+}
+
+// Every file and directory under `root`, relative to it.
+inline std::set<std::string> tree(const std::filesystem::path &root) {
+  std::set<std::string> paths;
+  for (const auto &item : std::filesystem::recursive_directory_iterator(root))
+    paths.insert(std::filesystem::relative(item.path(), root).string());
+  return paths;
 }
 
 } // namespace kjit::testing

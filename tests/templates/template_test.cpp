@@ -49,7 +49,8 @@ TEST(Template, BindsInDeclarationOrderAndSpellsUnderlyingTypes) {
 }
 
 TEST(Template, FillsDefaults) {
-  const Instance instance = make_scale().bind({{"T", "float"}});
+  const Template scale = make_scale(); // outlives the Instance, which refers to it
+  const Instance instance = scale.bind({{"T", "float"}});
   EXPECT_EQ(instance.expression(Vendor::amd), "scale<float, 256>");
 }
 

@@ -75,7 +75,8 @@ public:
   // read_only store records nothing. Never throws.
   void record_use(const Lookup &hit) const;
 
-  // Removes the entry file if present (a rejected entry before rewriting). A read_only store
+  // Removes what is under the entry's name, if anything: a file, or a directory planted there
+  // (see remove_private_path), so that a rejected entry can be rewritten. A read_only store
   // removes nothing. Never throws.
   void remove(const Key &key, std::string_view target) const;
 

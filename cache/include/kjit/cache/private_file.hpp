@@ -35,6 +35,13 @@ struct PrivateFile {
 // symbolic link, a FIFO or an untrusted file is a `problem`. Never throws for I/O.
 PrivateFile read_private_file(const std::filesystem::path &path);
 
+// Removes what is at `path`: a file, a symbolic link (not what it points to), or a directory tree
+// planted where a file belongs, which a rename cannot replace. A directory tree is removed only
+// when the directory holding it is trusted (above): in a directory others can write, they could
+// swap its contents for links while it is being removed. Returns "" or what failed (no file is
+// not a failure).
+std::string remove_private_path(const std::filesystem::path &path);
+
 // Where publish_private_file may put a file: in kjit's own tree (created 0700 as needed, refused
 // when a reader would not trust it), or in a directory the user named (a file to carry
 // elsewhere, such as an exported archive, which is verified by its content when read).

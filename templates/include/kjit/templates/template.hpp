@@ -133,7 +133,9 @@ public:
 
   // Validates and completes `params`. Throws Error(bad_parameter) naming the parameter, the
   // value and what the schema allows: missing (no default), unknown, wrong kind, out of range.
-  Instance bind(const Params &params) const;
+  // The Instance refers to this Template, so a temporary one cannot bind (it would dangle).
+  Instance bind(const Params &params) const &;
+  Instance bind(const Params &params) const && = delete;
 
 private:
   std::string name_;
