@@ -46,7 +46,8 @@ struct DirCloser {
 using Dir = std::unique_ptr<DIR, DirCloser>;
 
 // Calls `each(name, is_directory_or_unknown, directory_fd)` for every name in `path` but "." and
-// "..". A missing directory has no names; any other failure to open it throws Error(cache_io).
+// ".."; `name` views the dirent's d_name, NUL-terminated and valid during the call. A missing
+// directory has no names; any other failure to open it throws Error(cache_io).
 template <typename Each> void list_directory(const std::string &path, Each each) {
   Dir dir(::opendir(path.c_str()));
   if (!dir) {
@@ -137,7 +138,8 @@ void walk(const EntryDirectory &directory, OnEntry on_entry, OnTemp on_temp = nu
     if (!entry_name && !temp_name)
       return;
     struct stat status {};
-    if (::fstatat(directory_fd, std::string(name).c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0)
+    // name views a dirent's d_name, which ends in NUL.
+    if (::fstatat(directory_fd, name.data(), &status, AT_SYMLINK_NOFOLLOW) != 0)
       return; // removed since listed
     std::string path = directory.path + '/' + std::string(name);
     if constexpr (wants_temps)
@@ -223,11 +225,17 @@ EntrySummary summary_of(EntryHeader &&header) {
   return summary;
 }
 
-bool same_rows(const std::vector<SummaryRow> &a, const std::vector<SummaryRow> &b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](const SummaryRow &x, const SummaryRow &y) {
-                      return x.key == y.key && x.version == y.version;
-                    });
+// An entry's summary to keep in its directory's file: listed[item].summary, read from `version`.
+struct Kept {
+  Key key;
+  FileVersion version;
+  std::size_t item;
+};
+
+bool same_rows(const std::vector<Kept> &kept, const std::vector<SummaryRow> &known) {
+  return std::equal(
+      kept.begin(), kept.end(), known.begin(), known.end(),
+      [](const Kept &x, const SummaryRow &y) { return x.key == y.key && x.version == y.version; });
 }
 
 // The entries of one directory with their summaries: from its summaries file where the entry file
@@ -244,15 +252,15 @@ std::vector<ListedEntry> list_directory_entries(const EntryDirectory &directory,
             [](const SummaryRow &a, const SummaryRow &b) { return a.key < b.key; });
 
   std::vector<ListedEntry> listed;
-  std::vector<SummaryRow> kept;
+  std::vector<Kept> kept;
   walk(directory, [&](StoredEntry &&entry, int directory_fd) {
     ListedEntry &item = listed.emplace_back(ListedEntry{std::move(entry), std::nullopt, {}});
     const StoredEntry &stored = item.stored;
     auto row = std::lower_bound(known.begin(), known.end(), stored.key,
                                 [](const SummaryRow &r, const Key &key) { return r.key < key; });
     if (row != known.end() && row->key == stored.key && row->version == version_of(stored)) {
-      item.summary = row->summary;
-      kept.push_back(std::move(*row));
+      item.summary = std::move(row->summary); // its key and version stay for same_rows()
+      kept.push_back({row->key, row->version, listed.size() - 1});
       return;
     }
     const std::string name = stored.path.substr(directory.path.size() + 1);
@@ -271,13 +279,15 @@ std::vector<ListedEntry> list_directory_entries(const EntryDirectory &directory,
                                 .bytes = static_cast<std::uint64_t>(status.st_size),
                                 .change_ns = unix_ns(status.st_ctim)};
     if (versioned && read_from.change_ns < settled_before_ns)
-      kept.push_back({stored.key, read_from, *item.summary});
+      kept.push_back({stored.key, read_from, listed.size() - 1});
   });
-  std::sort(kept.begin(), kept.end(),
-            [](const SummaryRow &a, const SummaryRow &b) { return a.key < b.key; });
+  std::sort(kept.begin(), kept.end(), [](const Kept &a, const Kept &b) { return a.key < b.key; });
   if (rewrite && !same_rows(kept, known)) {
+    std::vector<SummaryRow> rows;
+    for (const Kept &row : kept)
+      rows.push_back({row.key, row.version, *listed[row.item].summary});
     try {
-      publish_private_file(summaries_path, encode_summaries(kept), "summaries", "entry summaries");
+      publish_private_file(summaries_path, encode_summaries(rows), "summaries", "entry summaries");
     } catch (const Error &) {
       // The listing is complete without the file; the next one tries again.
     }
