@@ -20,30 +20,24 @@ scratch=$(mktemp -d "$PWD/build/cache-commands.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 export KJIT_PREBUILT_DIR=$scratch/none
 
-# Nanoseconds as seconds with three decimals.
-seconds() { printf '%d.%03d' $(($1 / 1000000000)) $(($1 / 1000000 % 1000)); }
-
-# The wall time, in seconds, of one run of the command given.
-once_seconds() {
-  local start
-  start=$(date +%s%N)
-  "$@" >/dev/null
-  seconds $(($(date +%s%N) - start))
+# "WALL CPU" in seconds of one run of the command given, its output discarded; CPU is user plus
+# system time of all its threads, which other engineers' builds on the machine disturb less.
+once() {
+  local TIMEFORMAT='%R %U %S' times
+  times=$({ time "$@" >/dev/null 2>&1; } 2>&1)
+  awk '{ printf "%.3f s %7.3f s", $1, $2 + $3 }' <<<"$times"
 }
 
-# The median of 3 wall times, in seconds, of the command given.
-median_seconds() {
-  local times=()
+# The run of median wall time out of 3.
+median() {
+  local runs=()
   for _ in 1 2 3; do
-    local start
-    start=$(date +%s%N)
-    "$@" >/dev/null
-    times+=($(($(date +%s%N) - start)))
+    runs+=("$(once "$@")")
   done
-  seconds "$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)"
+  printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p
 }
 
-row() { printf '%-56s %8s s%s\n' "$1" "$2" "${3:+   $3}"; }
+row() { printf '%-52s %20s%s\n' "$1" "$2" "${3:+   $3}"; }
 
 # Times `prune --max-size <half>` of the binary given on a copy of the fixture (times kept), then
 # `rm -rf` of what it left, and prints both.
@@ -52,16 +46,13 @@ time_prune() {
   export KJIT_CACHE_DIR=$scratch/prune-$label
   cp -a "$fixture" "$KJIT_CACHE_DIR"
   sync
-  local start elapsed remaining
-  start=$(date +%s%N)
-  "$kjit" cache prune --max-size "$((bytes / 2))" --json >"$scratch/pruned.json"
-  elapsed=$(($(date +%s%N) - start))
-  row "$label: kjit cache prune --max-size <half>" "$(seconds $elapsed)" \
+  local timing remaining
+  prune_half() { "$kjit" cache prune --max-size "$((bytes / 2))" --json >"$scratch/pruned.json"; }
+  timing=$(once prune_half)
+  row "$label: kjit cache prune --max-size <half>" "$timing" \
     "$(tr -d ' \n' <"$scratch/pruned.json")"
   remaining=$(find "$KJIT_CACHE_DIR/v1" -name '*.kjit' | wc -l)
-  start=$(date +%s%N)
-  rm -rf "$KJIT_CACHE_DIR"
-  row "rm -rf of the $remaining it left (baseline)" "$(seconds $(($(date +%s%N) - start)))"
+  row "rm -rf of the $remaining it left (baseline)" "$(once rm -rf "$KJIT_CACHE_DIR")"
 }
 
 kjit=$build/tools/kjit
@@ -73,16 +64,17 @@ export KJIT_CACHE_DIR=$fixture
 sync
 bytes=$(du -sb "$KJIT_CACHE_DIR/v1" | cut -f1)
 echo "cache: $count entries, $bytes bytes"
+printf '%-52s %20s\n' "command" "wall        cpu"
 row "find -printf (baseline: the tree with sizes)" \
-  "$(median_seconds find "$KJIT_CACHE_DIR/v1" -name '*.kjit' -printf '%s %p\n')"
-row "kjit cache ls, first (reads every header)" "$(once_seconds "$kjit" cache ls)"
-row "kjit cache ls" "$(median_seconds "$kjit" cache ls)"
-row "kjit cache ls --json" "$(median_seconds "$kjit" cache ls --json)"
-row "kjit cache stats" "$(median_seconds "$kjit" cache stats)"
-row "kjit cache verify" "$(median_seconds "$kjit" cache verify)"
+  "$(median find "$KJIT_CACHE_DIR/v1" -name '*.kjit' -printf '%s %p\n')"
+row "kjit cache ls, first (reads every header)" "$(once "$kjit" cache ls)"
+row "kjit cache ls" "$(median "$kjit" cache ls)"
+row "kjit cache ls --json" "$(median "$kjit" cache ls --json)"
+row "kjit cache stats" "$(median "$kjit" cache stats)"
+row "kjit cache verify" "$(median "$kjit" cache verify)"
 if [ -n "$baseline" ]; then
-  row "baseline: $baseline cache ls" "$(median_seconds "$baseline" cache ls)"
-  row "baseline: $baseline cache stats" "$(median_seconds "$baseline" cache stats)"
+  row "baseline: $baseline cache ls" "$(median "$baseline" cache ls)"
+  row "baseline: $baseline cache stats" "$(median "$baseline" cache stats)"
 fi
 time_prune "$kjit" "kjit"
 if [ -n "$baseline" ]; then
