@@ -283,6 +283,10 @@ std::vector<ListedEntry> list_directory_entries(const EntryDirectory &directory,
   });
   std::sort(kept.begin(), kept.end(), [](const Kept &a, const Kept &b) { return a.key < b.key; });
   if (rewrite && !same_rows(kept, known)) {
+    if (kept.empty()) { // its entries were removed: no file rather than an empty one
+      ::unlink(summaries_path.c_str());
+      return listed;
+    }
     std::vector<SummaryRow> rows;
     for (const Kept &row : kept)
       rows.push_back({row.key, row.version, *listed[row.item].summary});

@@ -248,6 +248,10 @@ TEST_F(ListTest, SummarisesEveryHeaderAndKeepsTheSummariesBesideTheEntries) {
   const std::vector<ListedEntry> gfx = list(store, "gfx90a");
   ASSERT_EQ(gfx.size(), 1u);
   EXPECT_EQ(gfx[0].stored.target, "gfx90a");
+
+  prune(store, 0, std::nullopt);
+  EXPECT_TRUE(listed(store).empty());
+  EXPECT_FALSE(fs::exists(summaries_of(a))) << "nothing left to summarise";
 }
 
 TEST_F(ListTest, ParametersAreTheKeyInputsNamedParam) {
