@@ -299,8 +299,8 @@ std::vector<ListedEntry> list_directory_entries(const EntryDirectory &directory,
   return listed;
 }
 
-// Removes victims[i] unless a writer holds its key or it was used or replaced since it was walked;
-// true when it is gone.
+// Removes `victim` unless a writer holds its key or it was used or replaced since the walk; true
+// when it is gone.
 bool remove_unless_busy(const StoredEntry &victim, const LockTrier &locks) {
   if (!locks.try_lock(victim.key))
     return false; // being compiled and written: the writer decides
