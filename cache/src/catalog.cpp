@@ -1,7 +1,9 @@
 #include "kjit/cache/catalog.hpp"
 
+#include "kjit/cache/file_lock.hpp"
 #include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
+#include "summary_file.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <sys/stat.h>
 #include <thread>
 #include <time.h>
+#include <type_traits>
 #include <unistd.h>
 
 namespace kjit::cache {
@@ -21,7 +24,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::int64_t stale_temp_ns = 3600LL * 1000000000; // a writer that long gone crashed
+constexpr std::int64_t second_ns = 1000000000;
+constexpr std::int64_t stale_temp_ns = 3600 * second_ns; // a writer that long gone crashed
+// How long after its last change an entry file's summary may be kept: longer than any file system's
+// timestamp granularity (ext4 with small inodes keeps whole seconds), so that a change made in the
+// same tick as the read that the summary came from cannot hide behind an unchanged ctime.
+constexpr std::int64_t settle_ns = 2 * second_ns;
+// Threads that unlink: on this VM's ext4 (mounted with discard) an unlink waits about 80 us for the
+// disk to discard the file's blocks, and those waits overlap: 16 to 32 threads remove 20,000 files
+// four to five times faster than one (BENCHMARKS.md).
+constexpr std::size_t unlink_threads = 32;
 
 bool is_hex(std::string_view text) {
   return std::all_of(text.begin(), text.end(),
@@ -34,7 +46,8 @@ struct DirCloser {
 using Dir = std::unique_ptr<DIR, DirCloser>;
 
 // Calls `each(name, is_directory_or_unknown, directory_fd)` for every name in `path` but "." and
-// "..". A missing directory has no names; any other failure to open it throws Error(cache_io).
+// ".."; `name` views the dirent's d_name, NUL-terminated and valid during the call. A missing
+// directory has no names; any other failure to open it throws Error(cache_io).
 template <typename Each> void list_directory(const std::string &path, Each each) {
   Dir dir(::opendir(path.c_str()));
   if (!dir) {
@@ -51,62 +64,130 @@ template <typename Each> void list_directory(const std::string &path, Each each)
   }
 }
 
-// A file in an entry directory: an entry, or a writer's temp file.
-struct TempFile {
+// Runs `work(i)` for every i below `count` on up to `threads` threads, each taking the next i;
+// the first exception thrown is rethrown once all have stopped.
+template <typename Work> void in_parallel(std::size_t count, std::size_t threads, Work work) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
+  auto run = [&] {
+    try {
+      for (std::size_t i; !failed && (i = next.fetch_add(1)) < count;)
+        work(i);
+    } catch (...) {
+      if (!failed.exchange(true))
+        failure = std::current_exception();
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < std::min(threads, count); ++t)
+    helpers.emplace_back(run);
+  run();
+  for (std::thread &helper : helpers)
+    helper.join();
+  if (failure)
+    std::rethrow_exception(failure);
+}
+
+std::size_t cores() { return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16); }
+
+// One "<versioned root>/<target dir>/<2 hex>" directory.
+struct EntryDirectory {
   std::string path;
-  std::int64_t mtime_ns;
+  std::string shard;  // its 2 hex digits
+  std::string target; // from the target directory, ':' restored
 };
 
-// Walks <versioned root>/<target>/<2 hex>/ and sorts what it finds into entries and temp files.
-// Paths are built as strings and each entry's status is read relative to its directory: at
-// 100,000 entries, std::filesystem::path arithmetic and full-path lookups were most of the time.
-void walk(const DiskStore &store, std::vector<StoredEntry> &entries,
-          std::vector<TempFile> *temp_files) {
+// The entry directories of every target, or of `only_target` when it is not empty.
+std::vector<EntryDirectory> entry_directories(const DiskStore &store,
+                                              const std::string &only_target) {
+  std::vector<EntryDirectory> found;
   const std::string root = store.versioned_root().string();
   list_directory(root, [&](std::string_view target_name, bool maybe_directory, int) {
     if (!maybe_directory || target_name.front() == '.')
       return;
     const std::string target = target_of_directory(target_name);
+    if (!only_target.empty() && target != only_target)
+      return;
     const std::string target_path = root + '/' + std::string(target_name);
     list_directory(target_path, [&](std::string_view shard, bool shard_maybe_directory, int) {
-      if (!shard_maybe_directory || shard.size() != 2 || !is_hex(shard))
-        return;
-      const std::string shard_path = target_path + '/' + std::string(shard);
-      list_directory(shard_path, [&](std::string_view name, bool, int shard_fd) {
-        const bool entry_name = name.size() == 64 + 5 && name.substr(0, 2) == shard &&
-                                name.ends_with(".kjit") && is_hex(name.substr(0, 64));
-        const bool temp_name = name.front() == '.' && name.find(".tmp.") != name.npos;
-        if (!entry_name && !(temp_name && temp_files != nullptr))
-          return;
-        struct stat status {};
-        if (::fstatat(shard_fd, std::string(name).c_str(), &status, AT_SYMLINK_NOFOLLOW) != 0)
-          return; // removed since listed
-        std::string path = shard_path + '/' + std::string(name);
-        if (temp_name) {
-          temp_files->push_back({std::move(path), unix_ns(status.st_mtim)});
-          return;
-        }
-        entries.push_back({std::move(path), target, *Key::from_hex(name.substr(0, 64)),
-                           static_cast<std::uint64_t>(status.st_size), unix_ns(status.st_mtim)});
-      });
+      if (shard_maybe_directory && shard.size() == 2 && is_hex(shard))
+        found.push_back({target_path + '/' + std::string(shard), std::string(shard), target});
     });
+  });
+  return found;
+}
+
+// A writer's temp file in an entry directory.
+struct TempFile {
+  std::string path;
+  std::int64_t mtime_ns;
+};
+
+// Calls `on_entry(StoredEntry&&, directory_fd)` for every entry in one entry directory and, when
+// given, `on_temp(TempFile&&)` for every temp file. Paths are built as strings and each file's
+// status is read relative to its directory: at 100,000 entries, std::filesystem::path arithmetic
+// and full-path lookups were most of the time.
+template <typename OnEntry, typename OnTemp = std::nullptr_t>
+void walk(const EntryDirectory &directory, OnEntry on_entry, OnTemp on_temp = nullptr) {
+  list_directory(directory.path, [&](std::string_view name, bool, int directory_fd) {
+    const bool entry_name = name.size() == 64 + 5 && name.substr(0, 2) == directory.shard &&
+                            name.ends_with(".kjit") && is_hex(name.substr(0, 64));
+    constexpr bool wants_temps = !std::is_same_v<OnTemp, std::nullptr_t>;
+    const bool temp_name = wants_temps && name.front() == '.' && name.find(".tmp.") != name.npos;
+    if (!entry_name && !temp_name)
+      return;
+    struct stat status {};
+    // name views a dirent's d_name, which ends in NUL.
+    if (::fstatat(directory_fd, name.data(), &status, AT_SYMLINK_NOFOLLOW) != 0)
+      return; // removed since listed
+    std::string path = directory.path + '/' + std::string(name);
+    if constexpr (wants_temps)
+      if (temp_name) {
+        on_temp(TempFile{std::move(path), unix_ns(status.st_mtim)});
+        return;
+      }
+    on_entry(StoredEntry{.path = std::move(path),
+                         .target = directory.target,
+                         .key = *Key::from_hex(name.substr(0, 64)),
+                         .bytes = static_cast<std::uint64_t>(status.st_size),
+                         .last_use_ns = unix_ns(status.st_mtim),
+                         .inode = status.st_ino,
+                         .change_ns = unix_ns(status.st_ctim)},
+             directory_fd);
   });
 }
 
-} // namespace
-
-std::vector<StoredEntry> scan(const DiskStore &store) {
-  std::vector<StoredEntry> entries;
-  walk(store, entries, nullptr);
-  return entries;
+// Every entry of `store` (of `only_target` when not empty), and its temp files when asked, walking
+// the entry directories on every core.
+void walk_all(const DiskStore &store, const std::string &only_target,
+              std::vector<StoredEntry> &entries, std::vector<TempFile> *temp_files) {
+  const std::vector<EntryDirectory> directories = entry_directories(store, only_target);
+  std::vector<std::vector<StoredEntry>> found(directories.size());
+  std::vector<std::vector<TempFile>> temps(directories.size());
+  in_parallel(directories.size(), cores(), [&](std::size_t i) {
+    auto add_entry = [&found, i](StoredEntry &&entry, int) {
+      found[i].push_back(std::move(entry));
+    };
+    if (temp_files == nullptr)
+      walk(directories[i], add_entry);
+    else
+      walk(directories[i], add_entry,
+           [&temps, i](TempFile &&temp) { temps[i].push_back(std::move(temp)); });
+  });
+  for (std::size_t i = 0; i < directories.size(); ++i) {
+    std::move(found[i].begin(), found[i].end(), std::back_inserter(entries));
+    if (temp_files != nullptr)
+      std::move(temps[i].begin(), temps[i].end(), std::back_inserter(*temp_files));
+  }
 }
 
-std::optional<EntryHeader> read_header(const fs::path &path, std::string &problem) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    problem = std::string("cannot open: ") + std::strerror(errno);
-    return std::nullopt;
-  }
+FileVersion version_of(const StoredEntry &entry) {
+  return {.inode = entry.inode, .bytes = entry.bytes, .change_ns = entry.change_ns};
+}
+
+// The header of the entry open as `fd`, reading the prelude and the header only.
+std::optional<EntryHeader> header_of(int fd, std::string &problem) {
   // Most headers fit in the first read (uninitialised: it is overwritten); a longer one is read
   // whole in a second.
   std::byte first[4096];
@@ -124,6 +205,145 @@ std::optional<EntryHeader> read_header(const fs::path &path, std::string &proble
   }
   if (got < 0)
     problem = std::string("cannot read: ") + std::strerror(errno);
+  return header;
+}
+
+int open_entry(int directory_fd, const char *path, std::string &problem) {
+  const int fd = ::openat(directory_fd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    problem = std::string("cannot open: ") + std::strerror(errno);
+  return fd;
+}
+
+EntrySummary summary_of(EntryHeader &&header) {
+  EntrySummary summary{.template_name = std::move(header.template_name),
+                       .parameters = {},
+                       .kernels = std::move(header.kernels)};
+  for (KeyField &field : header.key_inputs)
+    if (field.first.starts_with("param:"))
+      summary.parameters.push_back(std::move(field));
+  return summary;
+}
+
+// An entry's summary to keep in its directory's file: listed[item].summary, read from `version`.
+struct Kept {
+  Key key;
+  FileVersion version;
+  std::size_t item;
+};
+
+bool same_rows(const std::vector<Kept> &kept, const std::vector<SummaryRow> &known) {
+  return std::equal(
+      kept.begin(), kept.end(), known.begin(), known.end(),
+      [](const Kept &x, const SummaryRow &y) { return x.key == y.key && x.version == y.version; });
+}
+
+// The entries of one directory with their summaries: from its summaries file where the entry file
+// is the version the summary was read from, else from the entry's header. When `rewrite`, the
+// summaries file is replaced if it no longer describes the directory; a failure to write it (a
+// full disk) leaves the listing as it is.
+std::vector<ListedEntry> list_directory_entries(const EntryDirectory &directory, bool rewrite,
+                                                std::int64_t settled_before_ns) {
+  const std::string summaries_path = directory.path + '/' + kSummaryFileName;
+  std::vector<SummaryRow> known;
+  if (PrivateFile file = read_private_file(summaries_path); file.problem.empty() && !file.missing)
+    known = decode_summaries(file.bytes).value_or(std::vector<SummaryRow>{});
+  std::sort(known.begin(), known.end(),
+            [](const SummaryRow &a, const SummaryRow &b) { return a.key < b.key; });
+
+  std::vector<ListedEntry> listed;
+  std::vector<Kept> kept;
+  walk(directory, [&](StoredEntry &&entry, int directory_fd) {
+    ListedEntry &item = listed.emplace_back(ListedEntry{std::move(entry), std::nullopt, {}});
+    const StoredEntry &stored = item.stored;
+    auto row = std::lower_bound(known.begin(), known.end(), stored.key,
+                                [](const SummaryRow &r, const Key &key) { return r.key < key; });
+    if (row != known.end() && row->key == stored.key && row->version == version_of(stored)) {
+      item.summary = std::move(row->summary); // its key and version stay for same_rows()
+      kept.push_back({row->key, row->version, listed.size() - 1});
+      return;
+    }
+    const std::string name = stored.path.substr(directory.path.size() + 1);
+    const int fd = open_entry(directory_fd, name.c_str(), item.problem);
+    if (fd < 0)
+      return;
+    struct stat status {};
+    const bool versioned = ::fstat(fd, &status) == 0;
+    std::optional<EntryHeader> header = header_of(fd, item.problem);
+    ::close(fd);
+    if (!header)
+      return;
+    item.summary = summary_of(std::move(*header));
+    // The version of the file the header was read from, which may be newer than the one walked.
+    const FileVersion read_from{.inode = status.st_ino,
+                                .bytes = static_cast<std::uint64_t>(status.st_size),
+                                .change_ns = unix_ns(status.st_ctim)};
+    if (versioned && read_from.change_ns < settled_before_ns)
+      kept.push_back({stored.key, read_from, listed.size() - 1});
+  });
+  std::sort(kept.begin(), kept.end(), [](const Kept &a, const Kept &b) { return a.key < b.key; });
+  if (rewrite && !same_rows(kept, known)) {
+    if (kept.empty()) { // its entries were removed: no file rather than an empty one
+      ::unlink(summaries_path.c_str());
+      return listed;
+    }
+    std::vector<SummaryRow> rows;
+    for (const Kept &row : kept)
+      rows.push_back({row.key, row.version, *listed[row.item].summary});
+    try {
+      publish_private_file(summaries_path, encode_summaries(rows), "summaries", "entry summaries");
+    } catch (const Error &) {
+      // The listing is complete without the file; the next one tries again.
+    }
+  }
+  return listed;
+}
+
+// Removes `victim` unless a writer holds its key or it was used or replaced since the walk; true
+// when it is gone.
+bool remove_unless_busy(const StoredEntry &victim, const LockTrier &locks) {
+  if (!locks.try_lock(victim.key))
+    return false; // being compiled and written: the writer decides
+  struct stat status {};
+  bool removed;
+  if (::lstat(victim.path.c_str(), &status) != 0)
+    removed = errno == ENOENT;
+  else if (status.st_ino != victim.inode || unix_ns(status.st_mtim) != victim.last_use_ns)
+    removed = false; // used (kjit's recency) or rewritten since the walk
+  else
+    removed = ::unlink(victim.path.c_str()) == 0 || errno == ENOENT;
+  locks.unlock(victim.key);
+  return removed;
+}
+
+} // namespace
+
+std::vector<StoredEntry> scan(const DiskStore &store) {
+  std::vector<StoredEntry> entries;
+  walk_all(store, {}, entries, nullptr);
+  return entries;
+}
+
+std::vector<ListedEntry> list(const DiskStore &store, const std::string &only_target,
+                              std::int64_t now_ns) {
+  const std::vector<EntryDirectory> directories = entry_directories(store, only_target);
+  const bool rewrite = store.access() == Access::read_write;
+  const std::int64_t settled_before_ns = now_ns - settle_ns;
+  std::vector<std::vector<ListedEntry>> found(directories.size());
+  in_parallel(directories.size(), cores(), [&](std::size_t i) {
+    found[i] = list_directory_entries(directories[i], rewrite, settled_before_ns);
+  });
+  std::vector<ListedEntry> all;
+  for (std::vector<ListedEntry> &some : found)
+    std::move(some.begin(), some.end(), std::back_inserter(all));
+  return all;
+}
+
+std::optional<EntryHeader> read_header(const fs::path &path, std::string &problem) {
+  const int fd = open_entry(AT_FDCWD, path.c_str(), problem);
+  if (fd < 0)
+    return std::nullopt;
+  std::optional<EntryHeader> header = header_of(fd, problem);
   ::close(fd);
   return header;
 }
@@ -148,7 +368,7 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
     throw Error(Errc::cache_io, "cannot prune " + store.root().string() + ": it is read-only");
   std::vector<StoredEntry> entries;
   std::vector<TempFile> temp_files;
-  walk(store, entries, &temp_files);
+  walk_all(store, {}, entries, &temp_files);
   for (const TempFile &temp : temp_files)
     if (unix_now_ns() - temp.mtime_ns > stale_temp_ns)
       ::unlink(temp.path.c_str());
@@ -156,8 +376,6 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
   std::sort(entries.begin(), entries.end(), [](const StoredEntry &a, const StoredEntry &b) {
     return a.last_use_ns < b.last_use_ns;
   });
-  // The victims first, least recently used first; then they are removed on several threads,
-  // since an unlink is a journal write that costs about 0.2 ms on this VM's ext4 and they overlap.
   std::uint64_t total_bytes = 0;
   for (const StoredEntry &entry : entries)
     total_bytes += entry.bytes;
@@ -170,21 +388,17 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
       break; // sorted by recency: every later entry is newer and the size fits
     remaining -= entry.bytes;
   }
-  std::vector<char> removed(victims, 0);
-  std::atomic<std::size_t> next{0};
-  auto remove_some = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < victims;)
-      removed[i] = ::unlink(entries[i].path.c_str()) == 0 || errno == ENOENT;
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t t = 1; t < std::min<std::size_t>(8, victims); ++t)
-    threads.emplace_back(remove_some);
-  remove_some();
-  for (std::thread &thread : threads)
-    thread.join();
 
   PruneResult result{
       .removed = 0, .removed_bytes = 0, .kept = entries.size(), .kept_bytes = total_bytes};
+  if (victims == 0)
+    return result;
+  // Each victim is removed under its key's lock, so never while a writer compiles and publishes
+  // it; a reader that has it open keeps reading what it opened.
+  const LockTrier locks(store.versioned_root() / "lock");
+  std::vector<char> removed(victims, 0);
+  in_parallel(victims, unlink_threads,
+              [&](std::size_t i) { removed[i] = remove_unless_busy(entries[i], locks); });
   for (std::size_t i = 0; i < victims; ++i)
     if (removed[i]) { // one that could not be removed stays, and counts
       ++result.removed;

@@ -22,6 +22,24 @@ off_t lock_offset(const Key &key) {
   return static_cast<off_t>(prefix & ((std::uint64_t{1} << 40) - 1));
 }
 
+// fcntl(F_OFD_SETLK or F_OFD_SETLKW) of `type` on `key`'s byte, retried when interrupted.
+int set_lock(int fd, const Key &key, short type, int command) {
+  struct flock region {};
+  region.l_type = type;
+  region.l_whence = SEEK_SET;
+  region.l_start = lock_offset(key);
+  region.l_len = 1;
+  int result;
+  do {
+    result = ::fcntl(fd, command, &region);
+  } while (result < 0 && errno == EINTR);
+  return result;
+}
+
+int open_lock_file(const std::filesystem::path &lock_file) {
+  return ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+}
+
 [[noreturn]] void fail(const std::filesystem::path &lock_file, const Key &key, const char *step,
                        int error) {
   throw Error(Errc::cache_io, "cannot lock cache key " + key.hex() + " in " + lock_file.string() +
@@ -31,21 +49,12 @@ off_t lock_offset(const Key &key) {
 } // namespace
 
 FileLock::FileLock(const std::filesystem::path &lock_file, const Key &key) {
-  fd_ = ::open(lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  fd_ = open_lock_file(lock_file);
   if (fd_ < 0)
     fail(lock_file, key, "open", errno);
   // An OFD lock belongs to this open file description, not to the process: two threads with
   // their own FileLock exclude each other, and closing the descriptor releases it.
-  struct flock region {};
-  region.l_type = F_WRLCK;
-  region.l_whence = SEEK_SET;
-  region.l_start = lock_offset(key);
-  region.l_len = 1;
-  int result;
-  do {
-    result = ::fcntl(fd_, F_OFD_SETLKW, &region);
-  } while (result < 0 && errno == EINTR);
-  if (result < 0) {
+  if (set_lock(fd_, key, F_WRLCK, F_OFD_SETLKW) < 0) {
     int error = errno;
     ::close(fd_);
     fail(lock_file, key, "fcntl(F_OFD_SETLKW)", error);
@@ -67,5 +76,19 @@ FileLock &FileLock::operator=(FileLock &&other) noexcept {
   }
   return *this;
 }
+
+LockTrier::LockTrier(const std::filesystem::path &lock_file) : fd_(open_lock_file(lock_file)) {
+  if (fd_ < 0)
+    throw Error(Errc::cache_io,
+                "cannot open lock file " + lock_file.string() + ": " + std::strerror(errno));
+}
+
+LockTrier::~LockTrier() { ::close(fd_); }
+
+bool LockTrier::try_lock(const Key &key) const {
+  return set_lock(fd_, key, F_WRLCK, F_OFD_SETLK) == 0;
+}
+
+void LockTrier::unlock(const Key &key) const { set_lock(fd_, key, F_UNLCK, F_OFD_SETLK); }
 
 } // namespace kjit::cache

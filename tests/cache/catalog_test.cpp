@@ -1,13 +1,17 @@
 // The catalog behind `kjit cache`: what scan() finds, header-only reads, verification of every
 // way an entry can be wrong where it lies, least-recently-used pruning and kjit's own recency.
+#include "cache/src/summary_file.hpp"
 #include "kjit/cache/catalog.hpp"
+#include "kjit/cache/file_lock.hpp"
 #include "kjit/error.hpp"
 #include "support.hpp"
 
 #include <algorithm>
 #include <fcntl.h>
+#include <functional>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <thread>
 
 namespace kjit::cache {
 namespace {
@@ -23,6 +27,24 @@ std::int64_t mtime_of(const fs::path &path) {
   struct stat status {};
   ::stat(path.c_str(), &status);
   return std::int64_t{status.st_mtim.tv_sec} * second_ns + status.st_mtim.tv_nsec;
+}
+
+std::int64_t ctime_of(const fs::path &path) {
+  struct stat status {};
+  ::stat(path.c_str(), &status);
+  return std::int64_t{status.st_ctim.tv_sec} * second_ns + status.st_ctim.tv_nsec;
+}
+
+// Makes `change` to the file, again after a pause until its ctime has moved: a file system may keep
+// whole seconds, and a change within one tick is what a listing's settling time is for.
+void change_visibly(const fs::path &path, const std::function<void()> &change) {
+  const std::int64_t before = ctime_of(path);
+  for (int attempt = 0; attempt < 300 && ctime_of(path) == before; ++attempt) {
+    if (attempt > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    change();
+  }
+  ASSERT_NE(ctime_of(path), before) << path;
 }
 
 void set_mtime(const fs::path &path, std::int64_t unix_seconds) {
@@ -175,6 +197,134 @@ TEST_F(CatalogTest, PruneByAgeAndLeavesAWriterInProgressAlone) {
   EXPECT_FALSE(fs::exists(stale_temp)) << "a crashed writer's temp file is cleaned up";
   EXPECT_TRUE(fs::exists(fresh_temp)) << "a writer in progress keeps its temp file";
   EXPECT_THROW(prune(DiskStore(dir.path(), Access::read_only), 0, std::nullopt), Error);
+}
+
+TEST_F(CatalogTest, PruneLeavesAnEntryWhoseWriterHoldsItsKey) {
+  const fs::path busy = put("busy"), idle = put("idle");
+  const FileLock writer(store.versioned_root() / "lock", sample_entry("busy").header.key);
+  const PruneResult result = prune(store, 0, std::nullopt);
+  EXPECT_EQ(result.removed, 1u);
+  EXPECT_EQ(result.kept, 1u);
+  EXPECT_TRUE(fs::exists(busy)) << "its writer may be publishing it";
+  EXPECT_FALSE(fs::exists(idle));
+}
+
+// What `kjit cache ls` shows: each entry with its header's summary, the same whether it came from
+// the directory's summaries file or from the header.
+class ListTest : public CatalogTest {
+protected:
+  static constexpr std::int64_t later_ns = 3600 * second_ns; // every file settled by then
+  std::vector<ListedEntry> listed(const DiskStore &from, std::int64_t now_ns = unix_now_ns()) {
+    std::vector<ListedEntry> found = list(from, {}, now_ns + later_ns);
+    std::sort(found.begin(), found.end(), [](const ListedEntry &a, const ListedEntry &b) {
+      return a.stored.path < b.stored.path;
+    });
+    return found;
+  }
+  static fs::path summaries_of(const fs::path &entry) {
+    return entry.parent_path() / kSummaryFileName;
+  }
+  static std::vector<SummaryRow> rows_in(const fs::path &summaries) {
+    return decode_summaries(read_bytes(summaries)).value_or(std::vector<SummaryRow>{});
+  }
+};
+
+TEST_F(ListTest, SummarisesEveryHeaderAndKeepsTheSummariesBesideTheEntries) {
+  const fs::path a = put("a", "gfx90a");
+  put("b", "sm_90");
+  const std::vector<ListedEntry> found = listed(store);
+  ASSERT_EQ(found.size(), 2u);
+  for (const ListedEntry &entry : found) {
+    ASSERT_TRUE(entry.summary.has_value()) << entry.problem;
+    EXPECT_EQ(entry.summary->template_name, "scale");
+    EXPECT_EQ(entry.summary->kernels, sample_entry("a").header.kernels);
+  }
+  EXPECT_EQ(found[0].stored.path, a.string());
+  const std::vector<SummaryRow> rows = rows_in(summaries_of(a));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].key, found[0].stored.key);
+  EXPECT_EQ(rows[0].version.bytes, fs::file_size(a));
+
+  const std::vector<ListedEntry> gfx = list(store, "gfx90a");
+  ASSERT_EQ(gfx.size(), 1u);
+  EXPECT_EQ(gfx[0].stored.target, "gfx90a");
+
+  prune(store, 0, std::nullopt);
+  EXPECT_TRUE(listed(store).empty());
+  EXPECT_FALSE(fs::exists(summaries_of(a))) << "nothing left to summarise";
+}
+
+TEST_F(ListTest, ParametersAreTheKeyInputsNamedParam) {
+  Entry entry = sample_entry("p");
+  entry.header.key_inputs = {{"template", "scale"}, {"param:T", "type:half"}, {"param:N", "int:8"}};
+  entry.header.key = key_of(entry.header.key_inputs);
+  store.write(entry);
+  const std::vector<ListedEntry> found = listed(store);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].summary->parameters,
+            (std::vector<KeyField>{{"param:T", "type:half"}, {"param:N", "int:8"}}));
+}
+
+TEST_F(ListTest, ASummaryIsUsedOnlyWhileItsEntryFileIsUnchanged) {
+  const fs::path path = put("a");
+  const Entry written = sample_entry("a");
+  listed(store);
+  // Plant a summary that differs from the header but names the file's current version: it is
+  // shown, which proves the header was not read.
+  std::vector<SummaryRow> rows = rows_in(summaries_of(path));
+  ASSERT_EQ(rows.size(), 1u);
+  rows[0].summary.template_name = "from the summaries file";
+  write_bytes(summaries_of(path), encode_summaries(rows));
+  EXPECT_EQ(listed(store)[0].summary->template_name, "from the summaries file");
+
+  // Any change to the file, even one that keeps its size and bytes, is a new version: the header
+  // is read again and the file rewritten.
+  change_visibly(path, [&] { ::chmod(path.c_str(), 0600); });
+  std::vector<ListedEntry> found = listed(store);
+  EXPECT_EQ(found[0].summary->template_name, "scale");
+  EXPECT_EQ(rows_in(summaries_of(path))[0].summary.template_name, "scale");
+
+  // Replaced by another file: a different header in the same place.
+  Entry renamed = written;
+  renamed.header.template_name = "scale2";
+  write_bytes(path, encode_entry(renamed));
+  EXPECT_EQ(listed(store)[0].summary->template_name, "scale2");
+
+  // Damaged in place: the listing says what the header says now.
+  const std::vector<std::byte> damaged(fs::file_size(path), std::byte{'x'});
+  change_visibly(path, [&] { write_bytes(path, damaged); });
+  found = listed(store);
+  EXPECT_FALSE(found[0].summary.has_value());
+  EXPECT_EQ(found[0].problem, "bad magic");
+  EXPECT_TRUE(rows_in(summaries_of(path)).empty()) << "an unreadable header is not summarised";
+}
+
+TEST_F(ListTest, ADamagedSummariesFileIsIgnoredAndRewritten) {
+  const fs::path path = put("a");
+  listed(store);
+  std::vector<std::byte> bytes = read_bytes(summaries_of(path));
+  bytes[20] ^= std::byte{1};
+  write_bytes(summaries_of(path), bytes);
+  EXPECT_FALSE(decode_summaries(bytes).has_value());
+  EXPECT_EQ(listed(store)[0].summary->template_name, "scale");
+  EXPECT_EQ(rows_in(summaries_of(path)).size(), 1u);
+  bytes = read_bytes(summaries_of(path));
+  for (std::size_t size = 0; size < bytes.size(); ++size)
+    EXPECT_FALSE(decode_summaries(std::span(bytes).first(size)).has_value()) << size;
+}
+
+TEST_F(ListTest, AFileJustChangedIsNotSummarisedAndAReadOnlyTierWritesNothing) {
+  const fs::path path = put("a");
+  // Now, not an hour later: the entry changed too recently for a summary of it to be trusted.
+  const std::vector<ListedEntry> found = list(store);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].summary->template_name, "scale");
+  EXPECT_FALSE(fs::exists(summaries_of(path)));
+
+  const DiskStore read_only(dir.path(), Access::read_only);
+  EXPECT_EQ(listed(read_only)[0].summary->template_name, "scale");
+  EXPECT_FALSE(fs::exists(summaries_of(path)));
+  EXPECT_EQ(scan(store).size(), 1u) << "the summaries file is not an entry";
 }
 
 TEST_F(CatalogTest, AHitIsRecordedAsAUseAtMostOnceAMinute) {

@@ -159,6 +159,52 @@ TEST_F(CliCacheTest, ListsShowsAndCountsWhatWasCompiled) {
   EXPECT_NE(kjit("cache ls").out.find("N=128"), std::string::npos) << "the table lists it";
 }
 
+TEST_F(CliCacheTest, ListsAndCountsBothTiers) {
+  const std::string key = compile(64);
+  compile(128);
+  // A prebuilt tier holding what the user tier holds for gfx90a.
+  const std::filesystem::path prebuilt = dir / "prebuilt";
+  std::filesystem::create_directories(prebuilt / "v1");
+  std::filesystem::copy(dir / "cache" / "v1" / "gfx90a", prebuilt / "v1" / "gfx90a",
+                        std::filesystem::copy_options::recursive);
+  const std::string both = "KJIT_PREBUILT_DIR='" + prebuilt.string() + "'";
+  const CliRun listing = kjit("cache ls --json --sort target", both);
+  ASSERT_EQ(listing.status, 0) << listing.err;
+  std::multiset<std::string> tiers;
+  for (const auto &row : nlohmann::json::parse(listing.out)) {
+    tiers.insert(row["tier"].get<std::string>());
+    EXPECT_EQ(row["template"], "scale");
+  }
+  EXPECT_EQ(tiers, (std::multiset<std::string>{"prebuilt", "prebuilt", "user", "user"}));
+  const CliRun table = kjit("cache ls", both);
+  EXPECT_NE(table.out.find(key.substr(0, 12)), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("prebuilt"), std::string::npos) << table.out;
+  const CliRun stats = kjit("cache stats --json", both);
+  ASSERT_EQ(stats.status, 0) << stats.err;
+  const nlohmann::json rows = nlohmann::json::parse(stats.out)["tiers"];
+  ASSERT_EQ(rows.size(), 2u) << rows;
+  for (const auto &row : rows) {
+    EXPECT_EQ(row["target"], "gfx90a");
+    EXPECT_EQ(row["entries"], 2);
+  }
+}
+
+TEST_F(CliCacheTest, ShowDisassemblesWithTheObjdumpFoundAndSaysWhenThereIsNone) {
+  const std::string key = compile(64);
+  const bool rocm_objdump = std::filesystem::exists("/opt/rocm/llvm/bin/llvm-objdump");
+  if (!rocm_objdump) {
+    const CliRun none = kjit("cache show " + key + " --disassemble", "PATH=/nonexistent");
+    EXPECT_EQ(none.status, 2);
+    EXPECT_NE(none.err.find("no disassembler for gfx90a found"), std::string::npos) << none.err;
+  }
+  if (std::system("command -v llvm-objdump >/dev/null") != 0 && !rocm_objdump)
+    GTEST_SKIP() << "no llvm-objdump installed; the disassembly itself was not checked";
+  const CliRun shown = kjit("cache show " + key.substr(0, 8) + " --disassemble");
+  EXPECT_EQ(shown.status, 0) << shown.err;
+  EXPECT_NE(shown.out.find("scale<__half, 64>"), std::string::npos) << "the header comes first";
+  EXPECT_NE(shown.out.find("s_endpgm"), std::string::npos) << "the kernel's last instruction";
+}
+
 TEST_F(CliCacheTest, VerifyFindsABadEntryAndFixRemovesIt) {
   compile(64);
   const std::string bad_key = compile(128);
@@ -197,6 +243,10 @@ TEST_F(CliCacheTest, ExportThenImportBringsTheEntriesBack) {
   const std::string archive = (dir / "warm.kjitar").string();
   EXPECT_EQ(json_of("cache export " + archive)["entries"], 2);
   EXPECT_EQ(json_of("cache clear")["removed"], 2);
+  std::filesystem::copy_file(archive, archive + ".cut");
+  std::filesystem::resize_file(archive + ".cut", std::filesystem::file_size(archive) / 2);
+  expect_bad_input("cache import " + archive + ".cut", "truncated");
+  EXPECT_TRUE(json_of("cache ls").empty()) << "nothing of a cut archive is imported";
   const nlohmann::json imported = json_of("cache import " + archive);
   EXPECT_EQ(imported["entries"], 2);
   std::set<std::string> keys;

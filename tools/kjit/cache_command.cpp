@@ -65,30 +65,26 @@ std::vector<Listed> list_entries(const Tiers &tiers) {
   return all;
 }
 
-// The headers of `entries`, read on every core: a listing of 100,000 entries is I/O and JSON
-// parsing, which both cores can share.
-std::vector<std::optional<cache::EntryHeader>> read_headers(const std::vector<Listed> &entries,
-                                                            std::vector<std::string> &problems) {
-  std::vector<std::optional<cache::EntryHeader>> headers(entries.size());
-  problems.assign(entries.size(), {});
-  const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16);
-  std::vector<std::thread> threads;
-  for (std::size_t w = 0; w < workers; ++w)
-    threads.emplace_back([&, w] {
-      for (std::size_t i = w; i < entries.size(); i += workers)
-        headers[i] = cache::read_header(entries[i].stored.path, problems[i]);
-    });
-  for (std::thread &thread : threads)
-    thread.join();
-  return headers;
+// The entries of both tiers with their header summaries (only `target`'s when not empty).
+struct ListedInTier {
+  cache::ListedEntry listed;
+  std::string tier;
+};
+
+std::vector<ListedInTier> list_summaries(const Tiers &tiers, const std::string &target) {
+  std::vector<ListedInTier> all;
+  for (auto [store, tier] :
+       {std::pair{&tiers.user, "user"}, std::pair{&tiers.prebuilt, "prebuilt"}})
+    if (store->has_value())
+      for (cache::ListedEntry &listed : cache::list(**store, target))
+        all.push_back({std::move(listed), tier});
+  return all;
 }
 
 // "N=4096 T=half" from the key inputs "param:N" = "int:4096", "param:T" = "type:half".
-std::string parameters_of(const cache::EntryHeader &header) {
+std::string parameters_of(const cache::EntrySummary &summary) {
   std::string out;
-  for (const auto &[name, value] : header.key_inputs) {
-    if (!name.starts_with("param:"))
-      continue;
+  for (const auto &[name, value] : summary.parameters) {
     const std::size_t colon = value.find(':');
     out += (out.empty() ? "" : " ") + name.substr(6) + "=" +
            (colon == std::string::npos ? value : value.substr(colon + 1));
@@ -141,39 +137,36 @@ void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
 
 int run_ls(const CacheArgs &args, bool as_json) {
   const Tiers tiers;
-  std::vector<Listed> entries = list_entries(tiers);
-  if (!args.target.empty())
-    std::erase_if(entries, [&](const Listed &e) { return e.stored.target != args.target; });
-  std::vector<std::string> problems;
-  std::vector<std::optional<cache::EntryHeader>> headers = read_headers(entries, problems);
-
+  const std::vector<ListedInTier> entries = list_summaries(tiers, args.target);
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < entries.size(); ++i)
     if (args.template_name.empty() ||
-        (headers[i] && headers[i]->template_name == args.template_name))
+        (entries[i].listed.summary &&
+         entries[i].listed.summary->template_name == args.template_name))
       order.push_back(i);
   static const std::string unknown_template;
   auto template_of = [&](std::size_t i) -> const std::string & {
-    return headers[i] ? headers[i]->template_name : unknown_template;
+    return entries[i].listed.summary ? entries[i].listed.summary->template_name : unknown_template;
+  };
+  auto stored = [&](std::size_t i) -> const cache::StoredEntry & {
+    return entries[i].listed.stored;
   };
   std::function<bool(std::size_t, std::size_t)> before;
   if (args.sort == "recent")
     before = [&](std::size_t a, std::size_t b) {
-      return entries[a].stored.last_use_ns > entries[b].stored.last_use_ns;
+      return stored(a).last_use_ns > stored(b).last_use_ns;
     };
   else if (args.sort == "size")
-    before = [&](std::size_t a, std::size_t b) {
-      return entries[a].stored.bytes > entries[b].stored.bytes;
-    };
+    before = [&](std::size_t a, std::size_t b) { return stored(a).bytes > stored(b).bytes; };
   else if (args.sort == "template")
     before = [&](std::size_t a, std::size_t b) {
-      return std::forward_as_tuple(template_of(a), entries[a].stored.target) <
-             std::forward_as_tuple(template_of(b), entries[b].stored.target);
+      return std::forward_as_tuple(template_of(a), stored(a).target) <
+             std::forward_as_tuple(template_of(b), stored(b).target);
     };
   else if (args.sort == "target")
     before = [&](std::size_t a, std::size_t b) {
-      return std::forward_as_tuple(entries[a].stored.target, template_of(a)) <
-             std::forward_as_tuple(entries[b].stored.target, template_of(b));
+      return std::forward_as_tuple(stored(a).target, template_of(a)) <
+             std::forward_as_tuple(stored(b).target, template_of(b));
     };
   else
     throw Error(Errc::bad_parameter,
@@ -183,19 +176,19 @@ int run_ls(const CacheArgs &args, bool as_json) {
   if (as_json) {
     json rows = json::array();
     for (std::size_t i : order) {
-      const cache::StoredEntry &stored = entries[i].stored;
-      json row = {{"key", stored.key.hex()},
+      const cache::ListedEntry &listed = entries[i].listed;
+      json row = {{"key", listed.stored.key.hex()},
                   {"tier", entries[i].tier},
-                  {"target", stored.target},
-                  {"bytes", stored.bytes},
-                  {"last_use", iso_time(stored.last_use_ns)},
-                  {"path", stored.path}};
-      if (headers[i]) {
-        row["template"] = headers[i]->template_name;
-        row["parameters"] = parameters_of(*headers[i]);
-        row["kernels"] = headers[i]->kernels;
+                  {"target", listed.stored.target},
+                  {"bytes", listed.stored.bytes},
+                  {"last_use", iso_time(listed.stored.last_use_ns)},
+                  {"path", listed.stored.path}};
+      if (listed.summary) {
+        row["template"] = listed.summary->template_name;
+        row["parameters"] = parameters_of(*listed.summary);
+        row["kernels"] = listed.summary->kernels;
       } else {
-        row["problem"] = problems[i];
+        row["problem"] = listed.problem;
       }
       rows.push_back(std::move(row));
     }
@@ -204,11 +197,12 @@ int run_ls(const CacheArgs &args, bool as_json) {
   }
   Table table({"key", "template", "parameters", "target", "size", "last use", "tier"});
   for (std::size_t i : order) {
-    const cache::StoredEntry &stored = entries[i].stored;
-    table.add({stored.key.hex().substr(0, 12),
-               headers[i] ? headers[i]->template_name : "(unreadable: " + problems[i] + ")",
-               headers[i] ? parameters_of(*headers[i]) : "", stored.target,
-               human_bytes(stored.bytes), age(stored.last_use_ns), entries[i].tier});
+    const cache::ListedEntry &listed = entries[i].listed;
+    table.add(
+        {listed.stored.key.hex().substr(0, 12),
+         listed.summary ? listed.summary->template_name : "(unreadable: " + listed.problem + ")",
+         listed.summary ? parameters_of(*listed.summary) : "", listed.stored.target,
+         human_bytes(listed.stored.bytes), age(listed.stored.last_use_ns), entries[i].tier});
   }
   table.print(std::cout);
   return 0;

@@ -7,6 +7,7 @@
 // so an entry's mtime is the last time it was written or used.
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/cache/entry.hpp"
+#include "kjit/cache/private_file.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -23,6 +24,8 @@ struct StoredEntry {
   Key key;            // from its file name
   std::uint64_t bytes = 0;
   std::int64_t last_use_ns = 0; // mtime: written or last served as a hit
+  std::uint64_t inode = 0;
+  std::int64_t change_ns = 0; // ctime: any change to the file, a use included
 };
 
 // Every "<target>/<2 hex>/<64 hex>.kjit" under the store's versioned root, in no set order. Files
@@ -30,6 +33,31 @@ struct StoredEntry {
 // and file status only. A missing root is an empty list; an unreadable directory throws
 // Error(cache_io) naming it.
 std::vector<StoredEntry> scan(const DiskStore &store);
+
+// What a listing shows of an entry beyond its file, from its header.
+struct EntrySummary {
+  std::string template_name;
+  std::vector<KeyField> parameters; // the key inputs named "param:...", in the header's order
+  std::vector<std::pair<std::string, std::string>> kernels;
+  bool operator==(const EntrySummary &) const = default;
+};
+
+struct ListedEntry {
+  StoredEntry stored;
+  std::optional<EntrySummary> summary; // nullopt when the header cannot be read
+  std::string problem;                 // why not
+};
+
+// scan(), only the entries of `only_target` when it is not empty, with the summary of each entry's
+// header. Each entry directory keeps the summaries of its entries in a file (".summaries") that
+// names the version of the entry file each was read from (inode, size, change time). A summary is
+// used only while its entry file is that same version, untouched since; any other entry's header is
+// read, so the file saves work but never changes the answer. A read-write store rewrites a
+// directory's file when it no longer matches; a summary read less than two seconds after its file
+// last changed is not kept, since a change within the file system's clock tick would not show
+// (`now_ns` is when the listing starts; tests move it).
+std::vector<ListedEntry> list(const DiskStore &store, const std::string &only_target = {},
+                              std::int64_t now_ns = unix_now_ns());
 
 // The header of the entry at `path`, reading the prelude and the header but not the code or the
 // checksum (listings stay fast; verify() checks everything). nullopt with `problem` set when the

@@ -24,4 +24,24 @@ private:
   int fd_ = -1;
 };
 
+// The lock file opened once, for trying many keys' locks without waiting: a remover skips an entry
+// whose key a writer holds rather than wait for its compile. Every lock it takes belongs to its one
+// open file description, so threads sharing it do not exclude one another: give them distinct keys.
+class LockTrier {
+public:
+  // Creates the file (0600) if needed. Throws Error(cache_io) when it cannot be opened.
+  explicit LockTrier(const std::filesystem::path &lock_file);
+  ~LockTrier();
+  LockTrier(const LockTrier &) = delete;
+  LockTrier &operator=(const LockTrier &) = delete;
+
+  // Takes `key`'s lock and returns true, or returns false at once when another holder has it (or
+  // it cannot be taken). Release it with unlock().
+  bool try_lock(const Key &key) const;
+  void unlock(const Key &key) const;
+
+private:
+  int fd_ = -1;
+};
+
 } // namespace kjit::cache
