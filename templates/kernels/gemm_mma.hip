@@ -14,7 +14,6 @@
 #if KJIT_HIP
 #error "kjit gemm_mma: mma.sync is NVIDIA's (sm_80 and newer); on AMD targets use the gemm template"
 #else
-#include "kjit/packed.h"
 
 namespace kjit_gemm_mma {
 
@@ -62,7 +61,7 @@ template <int ROWS, int COLS, int THREADS, typename T> struct TileShare {
   static_assert(COLS % 8 == 0, "whole chunks per tile row");
   static constexpr int CHUNKS = ROWS * COLS / 8;
   static constexpr int ITEMS = (CHUNKS + THREADS - 1) / THREADS;
-  kjit::Packed<T, 8> chunks[ITEMS];
+  kjit::Vec<T, 8> chunks[ITEMS];
 
   // Chunk `item` of this thread: its row and first column in the tile; false past the tile.
   __device__ static bool place(int item, int &r, int &c) {
@@ -82,11 +81,11 @@ template <int ROWS, int COLS, int THREADS, typename T> struct TileShare {
       const int row = row0 + r, col = col0 + c;
       const T *at = from + static_cast<long long>(row) * cols + col;
       if (vectors && row < rows && col + 8 <= cols) {
-        chunks[item] = kjit::load_packed<8>(at);
+        chunks[item] = kjit::load_vec<8>(at);
       } else {
 #pragma unroll
         for (int j = 0; j < 8; ++j)
-          chunks[item].v[j] = row < rows && col + j < cols ? at[j] : kjit::from_float<T>(0.0f);
+          chunks[item].at[j] = row < rows && col + j < cols ? at[j] : kjit::from_float<T>(0.0f);
       }
     }
   }
@@ -138,11 +137,11 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
   a_share.read(a, m, k, block_row, 0, a_vectors);
   b_share.read(b, k, n, 0, block_col, b_vectors);
   for (int k0 = 0; k0 < k; k0 += BLOCK_K) {
-    a_share.write([&](int r, int kk, const kjit::Packed<T, 8> &chunk) {
-      kjit::store_packed(a_tile + r * LD + kk, chunk); // LD * sizeof(T) is 16k bytes
+    a_share.write([&](int r, int kk, const kjit::Vec<T, 8> &chunk) {
+      kjit::store_vec(a_tile + r * LD + kk, chunk); // LD * sizeof(T) is 16k bytes
     });
-    b_share.write([&](int kk, int nn, const kjit::Packed<T, 8> &chunk) {
-      kjit::store_packed(b_tile + kk * B_LD + nn, chunk); // B_LD * sizeof(T) is 16k bytes
+    b_share.write([&](int kk, int nn, const kjit::Vec<T, 8> &chunk) {
+      kjit::store_vec(b_tile + kk * B_LD + nn, chunk); // B_LD * sizeof(T) is 16k bytes
     });
     __syncthreads();
     if (k0 + BLOCK_K < k) { // the next step's tiles, in flight during this step's compute

@@ -8,7 +8,6 @@
 // One block of THREADS threads per row, VEC elements per packed load (the host picks VEC so that
 // every access is aligned). The row stays in registers between the max and the quantisation, so
 // memory is read once and written once.
-#include "kjit/packed.h"
 
 #if defined(KJIT_QUANT_FP8)
 #if KJIT_HIP
@@ -24,7 +23,7 @@ namespace kjit_quant {
 template <typename T, int HIDDEN, int VEC, int THREADS> struct RowSlice {
   static constexpr int PACKS = HIDDEN / VEC;
   static constexpr int ITEMS = (PACKS + THREADS - 1) / THREADS;
-  kjit::Packed<T, VEC> packs[ITEMS];
+  kjit::Vec<T, VEC> packs[ITEMS];
 
   __device__ static bool owns(int item) { return item * THREADS + int(threadIdx.x) < PACKS; }
   __device__ static int offset(int item) { return (item * THREADS + int(threadIdx.x)) * VEC; }
@@ -36,10 +35,10 @@ template <typename T, int HIDDEN, int VEC, int THREADS> struct RowSlice {
     for (int item = 0; item < ITEMS; ++item) {
       if (!owns(item))
         continue;
-      packs[item] = kjit::load_packed<VEC>(row + offset(item));
+      packs[item] = kjit::load_vec<VEC>(row + offset(item));
 #pragma unroll
       for (int k = 0; k < VEC; ++k)
-        absmax = fmaxf(absmax, fabsf(kjit::to_float(packs[item].v[k])));
+        absmax = fmaxf(absmax, fabsf(kjit::to_float(packs[item].at[k])));
     }
     return kjit::block_max(absmax);
   }
@@ -50,11 +49,11 @@ template <typename T, int HIDDEN, int VEC, int THREADS> struct RowSlice {
     for (int item = 0; item < ITEMS; ++item) {
       if (!owns(item))
         continue;
-      kjit::Packed<Q, VEC> out;
+      kjit::Vec<Q, VEC> out;
 #pragma unroll
       for (int k = 0; k < VEC; ++k)
-        out.v[k] = quantise(kjit::to_float(packs[item].v[k]));
-      kjit::store_packed(row + offset(item), out);
+        out.at[k] = quantise(kjit::to_float(packs[item].at[k]));
+      kjit::store_vec(row + offset(item), out);
     }
   }
 };

@@ -9,61 +9,60 @@
 // One block per token; each thread rotates VEC pairs at a time with packed loads (the host picks
 // VEC so that every access is aligned; VEC 1 needs no more than T's own alignment). Positions
 // outside [0, max_position) leave their token unrotated rather than read outside the cache.
-#include "kjit/packed.h"
 
 namespace kjit_rotary {
 
 template <typename T, int VEC>
-__device__ inline void rotate(kjit::Packed<T, VEC> &x, kjit::Packed<T, VEC> &y,
-                              const kjit::Packed<T, VEC> &cos, const kjit::Packed<T, VEC> &sin) {
+__device__ inline void rotate(kjit::Vec<T, VEC> &x, kjit::Vec<T, VEC> &y,
+                              const kjit::Vec<T, VEC> &cos, const kjit::Vec<T, VEC> &sin) {
 #pragma unroll
   for (int k = 0; k < VEC; ++k) {
-    const float a = kjit::to_float(x.v[k]), b = kjit::to_float(y.v[k]);
-    const float c = kjit::to_float(cos.v[k]), s = kjit::to_float(sin.v[k]);
-    x.v[k] = kjit::from_float<T>(a * c - b * s);
-    y.v[k] = kjit::from_float<T>(b * c + a * s);
+    const float a = kjit::to_float(x.at[k]), b = kjit::to_float(y.at[k]);
+    const float c = kjit::to_float(cos.at[k]), s = kjit::to_float(sin.at[k]);
+    x.at[k] = kjit::from_float<T>(a * c - b * s);
+    y.at[k] = kjit::from_float<T>(b * c + a * s);
   }
 }
 
 // Rotates pairs [first, first + VEC) of one head.
 template <typename T, int ROTARY_DIM, int NEOX, int VEC>
 __device__ inline void rotate_head(T *head, const T *cos, const T *sin, int first) {
-  const kjit::Packed<T, VEC> c = kjit::load_packed<VEC>(cos + first);
-  const kjit::Packed<T, VEC> s = kjit::load_packed<VEC>(sin + first);
+  const kjit::Vec<T, VEC> c = kjit::load_vec<VEC>(cos + first);
+  const kjit::Vec<T, VEC> s = kjit::load_vec<VEC>(sin + first);
   if (NEOX) {
-    kjit::Packed<T, VEC> x = kjit::load_packed<VEC>(head + first);
-    kjit::Packed<T, VEC> y = kjit::load_packed<VEC>(head + ROTARY_DIM / 2 + first);
+    kjit::Vec<T, VEC> x = kjit::load_vec<VEC>(head + first);
+    kjit::Vec<T, VEC> y = kjit::load_vec<VEC>(head + ROTARY_DIM / 2 + first);
     rotate(x, y, c, s);
-    kjit::store_packed(head + first, x);
-    kjit::store_packed(head + ROTARY_DIM / 2 + first, y);
+    kjit::store_vec(head + first, x);
+    kjit::store_vec(head + ROTARY_DIM / 2 + first, y);
   } else {
     // Adjacent pairs: one packed access of 2 * VEC elements, or element by element for VEC 1 (a
     // pair need not be aligned as a whole: the host falls back to VEC 1 where it is not).
     T *pairs = head + 2 * first;
-    kjit::Packed<T, 2 * VEC> both;
+    kjit::Vec<T, 2 * VEC> both;
     if (VEC == 1) {
-      both.v[0] = pairs[0];
-      both.v[1] = pairs[1];
+      both.at[0] = pairs[0];
+      both.at[1] = pairs[1];
     } else {
-      both = kjit::load_packed<2 * VEC>(pairs);
+      both = kjit::load_vec<2 * VEC>(pairs);
     }
-    kjit::Packed<T, VEC> x, y;
+    kjit::Vec<T, VEC> x, y;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      x.v[k] = both.v[2 * k];
-      y.v[k] = both.v[2 * k + 1];
+      x.at[k] = both.at[2 * k];
+      y.at[k] = both.at[2 * k + 1];
     }
     rotate(x, y, c, s);
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      both.v[2 * k] = x.v[k];
-      both.v[2 * k + 1] = y.v[k];
+      both.at[2 * k] = x.at[k];
+      both.at[2 * k + 1] = y.at[k];
     }
     if (VEC == 1) {
-      pairs[0] = both.v[0];
-      pairs[1] = both.v[1];
+      pairs[0] = both.at[0];
+      pairs[1] = both.at[1];
     } else {
-      kjit::store_packed(pairs, both);
+      kjit::store_vec(pairs, both);
     }
   }
 }

@@ -13,7 +13,6 @@ extern const std::string_view scale_hip;
 extern const std::string_view axpy_hip;
 extern const std::string_view activation_hip;
 extern const std::string_view rowwise_hip;
-extern const std::string_view packed_h;
 extern const std::string_view rotary_hip;
 extern const std::string_view quant_hip;
 extern const std::string_view gemm_hip;
@@ -68,15 +67,13 @@ void add_activations_and_rowwise(std::vector<Template> &all,
 // from the alignment of its pointers.
 void add_rotary_quant_gemm(std::vector<Template> &all,
                            const std::vector<std::string> &element_types) {
-  const TemplateHeader packed{"kjit/packed.h", std::string(embedded::packed_h)};
   all.emplace_back("rotary_embedding", std::string(embedded::rotary_hip),
                    std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
                                           {"HEAD_SIZE", Param::integer(2, 1024, 128)},
                                           {"ROTARY_DIM", Param::integer(2, 1024, 128)},
                                           {"NEOX", Param::one_of({0, 1}, 1)},
                                           {"VEC", Param::one_of({1, 2, 4, 8}, 2)}},
-                   TemplateOptions{.headers = {packed},
-                                   .arguments = {"const long long*", "T*", "T*", "const T*", "int",
+                   TemplateOptions{.arguments = {"const long long*", "T*", "T*", "const T*", "int",
                                                  "int", "int"}});
   const auto quant_params = [&] {
     return std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
@@ -84,12 +81,10 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                   {"VEC", Param::one_of({1, 2, 4, 8}, 4)},
                                   {"THREADS", Param::one_of({64, 128, 256, 512, 1024}, 256)}};
   };
-  all.emplace_back(
-      "dynamic_per_token_quant_int8", std::string(embedded::quant_hip), quant_params(),
-      TemplateOptions{.headers = {packed}, .arguments = {"signed char*", "float*", "const T*"}});
+  all.emplace_back("dynamic_per_token_quant_int8", std::string(embedded::quant_hip), quant_params(),
+                   TemplateOptions{.arguments = {"signed char*", "float*", "const T*"}});
   all.emplace_back("dynamic_per_token_quant_fp8", std::string(embedded::quant_hip), quant_params(),
-                   TemplateOptions{.headers = {packed},
-                                   .compile_options = {"-DKJIT_QUANT_FP8"},
+                   TemplateOptions{.compile_options = {"-DKJIT_QUANT_FP8"},
                                    .arguments = {"unsigned char*", "float*", "const T*"}});
   const std::vector<std::string> gemm_arguments = {"T*",  "const T*", "const T*",
                                                    "int", "int",      "int"};
@@ -111,7 +106,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                           {"BLOCK_K", Param::one_of({16, 32, 64}, 32)},
                                           {"WARPS_M", Param::one_of({1, 2, 4}, 2)},
                                           {"WARPS_N", Param::one_of({1, 2, 4}, 4)}},
-                   TemplateOptions{.headers = {packed}, .arguments = gemm_arguments});
+                   TemplateOptions{.arguments = gemm_arguments});
 }
 
 std::vector<Template> make_builtin() {
