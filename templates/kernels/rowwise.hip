@@ -214,8 +214,9 @@ __global__ void KJIT_ROW_BOUNDS softmax(T *out, const T *x, float scale, int row
     for (int e = 0; e < VEC; ++e)
       r.v[k][e] = Row::holds(k) ? r.v[k][e] * scale2 : minus_infinity;
   if (causal_queries > 0) { // the same for the whole launch: no divergence
+    // An active row is below rows, an int: the remainder in 32 bits, not 64-bit software division.
     const int last_visible =
-        active ? static_cast<int>(row % causal_queries) + COLS - causal_queries : COLS - 1;
+        active ? static_cast<int>(row) % causal_queries + COLS - causal_queries : COLS - 1;
 #pragma unroll
     for (int k = 0; k < Row::PER; ++k)
 #pragma unroll
