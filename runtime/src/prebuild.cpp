@@ -82,6 +82,26 @@ std::vector<Batch> make_batches(std::vector<Variant> variants, std::size_t max_b
   return batches;
 }
 
+std::vector<std::size_t> longest_first(const std::vector<Batch> &batches) {
+  auto cost = [](const Batch &batch) -> std::size_t {
+    if (batch.variants.empty())
+      return 0;
+    const Template &tmpl = batch.variants.front().instance.source_template();
+    std::size_t bytes = tmpl.source().size();
+    for (const auto &header : tmpl.headers())
+      bytes += header.content.size();
+    return batch.variants.size() * bytes;
+  };
+  std::vector<std::size_t> costs, order(batches.size());
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    costs.push_back(cost(batches[i]));
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return costs[a] > costs[b]; });
+  return order;
+}
+
 Compilers::Compilers(const std::vector<jit::Target> &targets) {
   static std::unique_ptr<jit::Compiler> loaded[2]; // once per process, as the Runtime does
   for (const jit::Target &target : targets) {

@@ -82,6 +82,30 @@ TEST(PrebuildBatchesTest, TemplatesOfOneNameButOtherSourcesNeverShareAProgram) {
             &batches[1].variants[0].instance.source_template());
 }
 
+TEST(PrebuildBatchesTest, CostliestBatchesAreHandedOutFirst) {
+  const auto gfx90a = jit::Target::parse("gfx90a");
+  // axpy sorts before gemm, so plan order puts its three batches of four first; one gemm variant
+  // instantiates far more code than four axpy ones.
+  std::vector<prebuild::Variant> variants;
+  const Template &axpy = templates::find("axpy");
+  for (const char *type : {"float", "half", "bfloat16"})
+    for (int items : {1, 2, 4, 8})
+      variants.push_back({axpy.bind({{"T", type}, {"ITEMS", items}}), gfx90a});
+  const Template &gemm = templates::find("gemm");
+  variants.push_back({gemm.bind({{"T", "float"},
+                                 {"BLOCK_M", 64},
+                                 {"BLOCK_N", 64},
+                                 {"BLOCK_K", 16},
+                                 {"THREAD_M", 4},
+                                 {"THREAD_N", 4}}),
+                      gfx90a});
+  const auto batches = prebuild::make_batches(variants);
+  ASSERT_EQ(batches.size(), 4u);
+  ASSERT_EQ(batches.back().variants.front().instance.source_template().name(), "gemm");
+  EXPECT_EQ(prebuild::longest_first(batches), (std::vector<std::size_t>{3, 0, 1, 2}))
+      << "gemm first, the equal axpy batches in plan order";
+}
+
 class PrebuildCliTest : public CliTest {
 protected:
   void SetUp() override {

@@ -459,8 +459,8 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
   check_writable(plan.out);
   const prebuild::Compilers compilers(plan.targets);
 
-  std::vector<std::size_t> pending;
-  for (std::size_t i = 0; i < plan.batches.size(); ++i)
+  std::vector<std::size_t> pending; // handed out in this order
+  for (std::size_t i : prebuild::longest_first(plan.batches))
     if (!prebuild::up_to_date(plan.batches[i], compilers, plan.out))
       pending.push_back(i);
   std::vector<Vendor> vendors;

@@ -52,6 +52,13 @@ inline constexpr std::size_t kMaxBatch = 16;
 // (1: every variant alone, the baseline the batching is measured against). Deterministic.
 std::vector<Batch> make_batches(std::vector<Variant> variants, std::size_t max_batch = kMaxBatch);
 
+// The indices of `batches`, the costliest first (stable: equal costs keep their order), the order
+// to hand them to jobs in so that no long batch starts last and serialises the end of the build.
+// Cost is estimated as variants x the template's source and header bytes: each kernel costs the
+// compiler roughly in proportion to the code it instantiates (a gemm variant ~300 ms, a scale a
+// few ms). Only the order changes, never a batch, so entries do not depend on it.
+std::vector<std::size_t> longest_first(const std::vector<Batch> &batches);
+
 // What keys need of each vendor's compiler, read from the loaded compilers.
 class Compilers {
 public:
