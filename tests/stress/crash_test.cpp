@@ -118,8 +118,9 @@ TEST(Crash, AProcessKilledWhileCompilingOrPublishingLeavesNoTornEntryAndNoHeldLo
     WatchedChild victim(arguments, environment, scratch.path());
     const bool in_publication = trial % 2 == 1;
     ASSERT_TRUE(victim.reached(fake_nvrtc::compile_started));
-    if (in_publication)
+    if (in_publication) {
       ASSERT_TRUE(victim.reached(fake_nvrtc::code_handed_over));
+    }
     std::this_thread::sleep_for(
         std::chrono::microseconds(in_publication ? publishing_us(random) : anywhere_us(random)));
     ::kill(victim.child().pid(), SIGKILL);
