@@ -6,6 +6,7 @@
 #include "kjit/runtime/kernel.hpp"
 #include "kjit/templates/library.hpp"
 #include "runtime/src/device_driver.hpp"
+#include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
@@ -102,10 +103,7 @@ protected:
     } catch (const Error &error) {
       GTEST_SKIP() << error.summary();
     }
-    Config config;
-    config.cache_dir = dir_ / "cache";
-    config.prebuilt_dir = dir_ / "no-prebuilt";
-    runtime_.emplace(config);
+    runtime_.emplace(testing::private_config(dir_));
   }
 
   const Device &device() const { return found_.front(); }

@@ -3,36 +3,43 @@
 // Runtime with a private cache, and checks the code object the way a loader would see it.
 #include "kjit/jit/elf.hpp"
 #include "kjit/kjit.hpp"
+#include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <gtest/gtest.h>
 #include <string>
 
 namespace kjit::ops::compile_testing {
 
+// Passes when `object` is an ELF code object for `target`'s vendor holding the kernel's symbol:
+// what a loader would see, not the compiler's return code.
+inline ::testing::AssertionResult holds_its_kernel(const CodeObject &object,
+                                                   const jit::Target &target) {
+  const auto elf = jit::read_elf(object.code());
+  if (!elf)
+    return ::testing::AssertionFailure() << object.expression() << ": not an ELF code object";
+  const std::uint16_t machine =
+      target.vendor() == Vendor::amd ? jit::elf_machine_amdgpu : jit::elf_machine_cuda;
+  if (elf->machine != machine)
+    return ::testing::AssertionFailure()
+           << object.expression() << ": ELF machine " << elf->machine << ", expected " << machine;
+  if (std::find(elf->symbols.begin(), elf->symbols.end(), object.lowered_name()) ==
+      elf->symbols.end())
+    return ::testing::AssertionFailure()
+           << object.expression() << ": no symbol " << object.lowered_name();
+  return ::testing::AssertionSuccess();
+}
+
 class OpsCompileTest : public ::testing::Test {
 protected:
-  // Compiles `params` of the built-in template `name` for `target` and checks that the code
-  // object is an ELF for the target's vendor holding the kernel's symbol. A missing compiler
-  // (hiprtc or NVRTC not installed) skips the calling test.
+  // Compiles `params` of the built-in template `name` for `target` and checks its code object
+  // (holds_its_kernel). A missing compiler (hiprtc or NVRTC not installed) skips the calling test.
   ::testing::AssertionResult compiles(const std::string &name, const Params &params,
                                       const std::string &target) {
     const jit::Target parsed = jit::Target::parse(target);
-    const CodeObject &object = runtime_.compile(templates::find(name), params, parsed);
-    const auto elf = jit::read_elf(object.code());
-    if (!elf)
-      return ::testing::AssertionFailure() << object.expression() << ": not an ELF code object";
-    const std::uint16_t machine =
-        parsed.vendor() == Vendor::amd ? jit::elf_machine_amdgpu : jit::elf_machine_cuda;
-    if (elf->machine != machine)
-      return ::testing::AssertionFailure()
-             << object.expression() << ": ELF machine " << elf->machine << ", expected " << machine;
-    if (std::find(elf->symbols.begin(), elf->symbols.end(), object.lowered_name()) ==
-        elf->symbols.end())
-      return ::testing::AssertionFailure()
-             << object.expression() << ": no symbol " << object.lowered_name();
-    return ::testing::AssertionSuccess();
+    return holds_its_kernel(runtime_.compile(templates::find(name), params, parsed), parsed);
   }
 
   // Passes when compiling `params` of `name` for `target` fails with a compile error whose log
@@ -61,14 +68,8 @@ protected:
   }
 
 private:
-  static Config config(const kjit::testing::TempDir &dir) {
-    Config config;
-    config.cache_dir = dir / "cache";
-    config.prebuilt_dir = dir / "no-prebuilt";
-    return config;
-  }
   kjit::testing::TempDir dir_;
-  Runtime runtime_{config(dir_)};
+  Runtime runtime_{kjit::testing::private_config(dir_)};
 };
 
 } // namespace kjit::ops::compile_testing

@@ -5,6 +5,7 @@
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
 #include "kjit/runtime/kernel.hpp"
+#include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <cmath>
@@ -26,10 +27,7 @@ protected:
     } catch (const Error &error) {
       GTEST_SKIP() << error.summary();
     }
-    Config config;
-    config.cache_dir = dir_ / "cache";
-    config.prebuilt_dir = dir_ / "no-prebuilt";
-    runtime_.emplace(config);
+    runtime_.emplace(kjit::testing::private_config(dir_));
   }
 
   Runtime &runtime() { return *runtime_; }

@@ -5,6 +5,7 @@
 #include "kjit/ops/ops.hpp"
 #include "kjit/templates/library.hpp"
 #include "ops/src/launch.hpp"
+#include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <cmath>
@@ -31,12 +32,7 @@ void expect_error(Errc code, const std::function<void()> &call, const std::strin
 // are never dereferenced.
 class OpsArguments : public ::testing::Test {
 protected:
-  OpsArguments() {
-    Config config;
-    config.cache_dir = dir_ / "cache";
-    config.prebuilt_dir = dir_ / "no-prebuilt";
-    rt_.emplace(config);
-  }
+  OpsArguments() { rt_.emplace(kjit::testing::private_config(dir_)); }
   Runtime &rt() { return *rt_; }
   Half *buffer(std::uintptr_t offset = 0) { return reinterpret_cast<Half *>(0x10000 + offset); }
 

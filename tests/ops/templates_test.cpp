@@ -2,11 +2,12 @@
 // operators pick, and the code object holds the kernel: read back as an ELF of the right machine
 // with the kernel's symbol in it.
 #include "kjit/error.hpp"
-#include "kjit/jit/elf.hpp"
 #include "kjit/ops/element.hpp"
 #include "kjit/runtime/runtime.hpp"
 #include "kjit/templates/library.hpp"
 #include "ops/src/launch.hpp"
+#include "tests/ops/compile_support.hpp"
+#include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
@@ -77,10 +78,7 @@ TEST_P(OpsTemplateCompiles, CodeObjectHoldsTheKernel) {
   const Variant &variant = GetParam();
   const jit::Target target = jit::Target::parse(variant.target);
   kjit::testing::TempDir dir;
-  Config config;
-  config.cache_dir = dir / "cache";
-  config.prebuilt_dir = dir / "no-prebuilt";
-  Runtime rt(config);
+  Runtime rt(kjit::testing::private_config(dir));
   try {
     rt.compiler(target.vendor());
   } catch (const Error &error) {
@@ -88,14 +86,8 @@ TEST_P(OpsTemplateCompiles, CodeObjectHoldsTheKernel) {
       GTEST_SKIP() << error.summary();
     throw;
   }
-  const CodeObject &code = rt.compile(templates::find(variant.name), variant.params, target);
-  const auto elf = jit::read_elf(code.code());
-  ASSERT_TRUE(elf.has_value()) << code.expression() << ": not an ELF";
-  EXPECT_EQ(elf->machine,
-            target.vendor() == Vendor::amd ? jit::elf_machine_amdgpu : jit::elf_machine_cuda);
-  EXPECT_NE(std::find(elf->symbols.begin(), elf->symbols.end(), code.lowered_name()),
-            elf->symbols.end())
-      << code.expression() << ": no symbol " << code.lowered_name();
+  EXPECT_TRUE(compile_testing::holds_its_kernel(
+      rt.compile(templates::find(variant.name), variant.params, target), target));
 }
 
 INSTANTIATE_TEST_SUITE_P(Defaults, OpsTemplateCompiles, ::testing::ValuesIn(variants()),

@@ -7,6 +7,7 @@
 #include "kjit/kjit.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/log_capture.hpp"
+#include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <barrier>
@@ -42,12 +43,7 @@ protected:
       GTEST_SKIP() << "hiprtc is not available: " << error.summary();
     }
   }
-  Config config() const {
-    Config config;
-    config.cache_dir = dir / "cache";
-    config.prebuilt_dir = dir / "no-prebuilt";
-    return config;
-  }
+  Config config() const { return testing::private_config(dir); }
   // A damaged entry is a miss with one warning, and the compile that follows rewrites it.
   void expect_rewritten_after(const std::function<void(std::vector<std::byte> &)> &damage) {
     std::filesystem::path entry;
