@@ -2,6 +2,7 @@
 
 #include "launch.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -38,12 +39,17 @@ void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const
   const std::size_t out_bytes = static_cast<std::size_t>(rows) * d * sizeof(T);
   detail::require_disjoint(out, out_bytes, x, 2 * out_bytes, op, "out and x");
   const detail::Variant variant = detail::gated_variant(act, d, out, x);
-  // At most 256 threads: the kernel's __launch_bounds__, within its registers' limit.
-  const int threads =
-      detail::gated_threads(d, variant.integer("VEC"), rt.default_device().target().warp_size());
+  const int vec = variant.integer("VEC");
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(Dim3(static_cast<unsigned>(rows)), Dim3(static_cast<unsigned>(threads)), 0, stream,
-                out, x, d);
+  const int rows_per_launch = detail::gated_rows_per_launch(d, vec);
+  for (int first = 0; first < rows;) {
+    const int count = std::min(rows_per_launch, rows - first);
+    const std::int64_t elements = std::int64_t{count} * d;
+    kernel.launch(Dim3(static_cast<unsigned>(detail::activation_blocks(elements, vec))),
+                  Dim3(detail::activation_threads), 0, stream, out + std::int64_t{first} * d,
+                  x + std::int64_t{first} * 2 * d, d, static_cast<int>(elements / vec));
+    first += count;
+  }
 }
 
 } // namespace

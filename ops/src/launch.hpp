@@ -61,21 +61,19 @@ constexpr RowShape row_shape(int vec, int length, int warp_size) {
 RowShape row_shape(std::size_t element_bytes, int length, int warp_size,
                    std::initializer_list<const void *> pointers);
 
-// The element-wise activations' launch (template `activation`): blocks of 256 threads, each
-// thread taking `activation_unroll` vectors of `vec` elements.
+// The activations' launch (templates `activation` and `gated_activation`): blocks of 256
+// threads, each thread taking `activation_unroll` vectors of `vec` elements of the output.
 inline constexpr int activation_threads = 256;
-inline constexpr int activation_unroll = 4; // the template's UNROLL
+inline constexpr int activation_unroll = 2; // the templates' UNROLL
 constexpr std::int64_t activation_blocks(std::int64_t n, int vec) {
   const std::int64_t per_block = std::int64_t{activation_threads} * activation_unroll * vec;
   return (n + per_block - 1) / per_block;
 }
-// The gated activations' block (template `gated_activation`, one block per row): enough threads
-// that each takes `activation_unroll` vectors of the row in one pass, at least a warp and at
-// most the template's bound of 256 (longer rows take several passes).
-constexpr int gated_threads(int d, int vec, int warp_size) {
-  const int wanted = (d / vec + activation_unroll - 1) / activation_unroll;
-  return std::clamp(static_cast<int>(std::bit_ceil(static_cast<unsigned>(wanted))), warp_size,
-                    activation_threads);
+// The rows of d elements one `gated_activation` launch takes: its vectors are counted in 32-bit
+// integers, below 2^31 with a block's worth to spare.
+constexpr int gated_rows_per_launch(int d, int vec) {
+  constexpr std::int64_t max_vectors = (std::int64_t{1} << 31) - (1 << 16);
+  return static_cast<int>(max_vectors / (d / vec)); // d < 2^30: at least one row
 }
 
 // The longest row the row-wise templates take (their HIDDEN/COLS parameter's maximum).

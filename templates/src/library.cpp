@@ -44,7 +44,7 @@ void add_activations_and_rowwise(std::vector<Template> &all,
       std::vector<ParamDecl>{{"ACT", Param::type({"silu", "gelu", "gelu_tanh"}, "silu")},
                              {"T", Param::type(element_types, "float")},
                              {"VEC", vec()}},
-      TemplateOptions{.arguments = {"T*", "const T*", "int"}});
+      TemplateOptions{.arguments = {"T*", "const T*", "int", "int"}});
   const auto row_params = [&](const char *length) {
     return std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
                                   {length, hidden()},

@@ -183,11 +183,14 @@ template <Element T, typename ACT> void check_gated(int rows, int d, double (*f)
   Buffer<T> dx(x);
   auto out = Buffer<T>::poisoned(count);
   const int vec = detail::vector_width(sizeof(T), d, {out.data(), dx.data()});
-  const EmulatedDim3 grid{static_cast<unsigned>(rows)};
-  const EmulatedDim3 block{static_cast<unsigned>(detail::gated_threads(d, vec, KJIT_WARP_SIZE))};
+  ASSERT_GE(detail::gated_rows_per_launch(d, vec), rows); // one launch, as the operator's
+  const auto elements = static_cast<std::int64_t>(count);
+  const EmulatedDim3 grid{static_cast<unsigned>(detail::activation_blocks(elements, vec))};
+  const EmulatedDim3 block{detail::activation_threads};
   const auto run = [&]<int VEC>() {
-    ::kjit::emulation::launch(grid, block,
-                              [&] { gated_activation<ACT, K, VEC>(out.data(), dx.data(), d); });
+    ::kjit::emulation::launch(grid, block, [&] {
+      gated_activation<ACT, K, VEC>(out.data(), dx.data(), d, static_cast<int>(elements / VEC));
+    });
   };
   switch (vec) {
   case 1:
@@ -219,7 +222,7 @@ template <Element T> void check_activations() {
   check_gated<T, silu>(3, 1, reference::silu);
   check_gated<T, gelu>(5, 127, reference::gelu);
   check_gated<T, gelu_tanh>(2, 4096, reference::gelu_tanh);
-  check_gated<T, silu>(2, 40000, reference::silu); // several passes of a 256-thread block
+  check_gated<T, silu>(2, 40000, reference::silu); // rows across blocks, blocks across rows
 }
 
 TEST(EMULATED_SUITE, ActivationsFloat) { check_activations<float>(); }

@@ -180,6 +180,22 @@ TEST(OpsLaunchShape, RowsTakeAWarpOrMoreAndShareBlocksWhenSmall) {
   EXPECT_EQ(longest.vec * ((32768 / longest.vec + 1023) / 1024), 32);
 }
 
+// The gated kernel counts its vectors in 32-bit integers: a launch's rows must keep them, and the
+// index of the block's last thread, below 2^31, and take as many rows as that allows.
+TEST(OpsLaunchShape, GatedLaunchesKeepTheirVectorsBelowTwoToThe31) {
+  constexpr std::int64_t limit = std::int64_t{1} << 31;
+  for (const auto &[d, vec] : {std::pair{4096, 8}, {14336, 8}, {127, 1}, {(1 << 30) - 1, 1}}) {
+    SCOPED_TRACE("d " + std::to_string(d) + ", vec " + std::to_string(vec));
+    const std::int64_t rows = detail::gated_rows_per_launch(d, vec);
+    const std::int64_t vectors = rows * (d / vec);
+    const std::int64_t per_block = detail::activation_threads * detail::activation_unroll;
+    EXPECT_GE(rows, 1);
+    EXPECT_LT((vectors + per_block - 1) / per_block * per_block, limit);
+    EXPECT_GT(vectors + d / vec, limit - (1 << 16)); // one more row would not fit
+  }
+  EXPECT_EQ(detail::gated_rows_per_launch(4096, 8), 4194176); // 32 GiB of half output per launch
+}
+
 TEST(OpsReference, RmsNormAndLayerNormByHand) {
   const std::vector<double> x = {3, 4};
   // mean square 12.5
