@@ -6,7 +6,7 @@
 #     TARGET   default gfx90a; JOBS default "1 2" (e.g. 1 2 4 8 16 on a 16-core machine)
 #   KJIT       the kjit binary (default build/release/tools/kjit, else build/gpu-bundle/bin/kjit)
 #   SET        core (default: the built-in level 1), ops (the built-in levels 1 and 2 together: the
-#              real operators, ~50 programs for one target) or large (a generated set of 3,084
+#              real operators, ~50 programs for one target) or large (bench/sets/large.json: 3,084
 #              variants: scale in 3 types x 1,024 sizes and axpy, so that 16 jobs have ~200
 #              programs to share)
 #   BASELINE   1 (default) times the alone baseline; 0 skips it (it is long for SET=large)
@@ -37,13 +37,7 @@ selection=(--level 1)
 if [[ ${SET:-core} == ops ]]; then
   selection=(--sets templates/sets/core.json --sets templates/sets/inference.json)
 elif [[ ${SET:-core} == large ]]; then
-  sizes=$(seq -s, 1 1024)
-  cat >"$work/large.json" <<JSON
-{"name": "large", "level": 1, "variants": [
-  {"template": "scale", "params": {"T": ["float", "half", "bfloat16"], "N": [$sizes]}},
-  {"template": "axpy", "params": {"T": ["float", "half", "bfloat16"], "ITEMS": [1, 2, 4, 8]}}]}
-JSON
-  selection=(--sets "$work/large.json")
+  selection=(--sets bench/sets/large.json)
 fi
 
 # One `kjit prebuild "$@"` into a fresh tier: sets `seconds`, `cpu` (user + system, workers
