@@ -1,7 +1,7 @@
 #include "kjit/ops/gemm.hpp"
 
-#include "checks.hpp"
 #include "kjit/templates/library.hpp"
+#include "launch.hpp"
 #include "variants.hpp"
 
 #include <algorithm>

@@ -26,10 +26,20 @@ void require_disjoint(const void *a, std::size_t a_bytes, const void *b, std::si
           std::string(names) + " overlap");
 }
 
+int nvidia_compute_capability(const jit::Target &target) {
+  if (target.vendor() != Vendor::nvidia)
+    return 0;
+  const std::string &arch = target.arch(); // "sm_" then the digits
+  int capability = 0;
+  for (std::size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i)
+    capability = capability * 10 + (arch[i] - '0');
+  return capability;
+}
+
 int vector_width(std::size_t element_bytes, std::initializer_list<const void *> pointers) {
   int width = static_cast<int>(16 / element_bytes);
   for (const void *pointer : pointers)
-    while (width > 1 && reinterpret_cast<std::uintptr_t>(pointer) % (element_bytes * width) != 0)
+    while (width > 1 && !aligned(pointer, element_bytes * width))
       width /= 2;
   return width;
 }

@@ -2,6 +2,7 @@
 // What the operators share: argument checks that throw one clear Error(bad_argument), and the
 // launch shapes picked from the row length, the pointers' alignment and the device's target.
 #include "kjit/error.hpp"
+#include "kjit/jit/target.hpp"
 #include "kjit/ops/element.hpp"
 #include "kjit/runtime/runtime.hpp"
 #include "kjit/templates/library.hpp"
@@ -28,6 +29,16 @@ void require_range(std::int64_t value, std::int64_t min, std::int64_t max, std::
 // Throws unless the byte ranges [a, a + a_bytes) and [b, b + b_bytes) are disjoint.
 void require_disjoint(const void *a, std::size_t a_bytes, const void *b, std::size_t b_bytes,
                       std::string_view op, std::string_view names);
+
+// Whether `pointer` is a multiple of `bytes`.
+inline bool aligned(const void *pointer, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
+}
+
+constexpr int divide_up(int x, int by) { return (x + by - 1) / by; }
+
+// The compute capability of an NVIDIA target as a number ("sm_89" 89, "sm_90a" 90); 0 for AMD.
+int nvidia_compute_capability(const jit::Target &target);
 
 // The widest vector (in elements, at most 16 bytes) whose accesses are aligned: every pointer is
 // a multiple of its byte size. 1 when nothing wider fits. For one flat array.

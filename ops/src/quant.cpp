@@ -1,7 +1,7 @@
 #include "kjit/ops/quant.hpp"
 
-#include "checks.hpp"
 #include "kjit/templates/library.hpp"
+#include "launch.hpp"
 #include "variants.hpp"
 
 #include <algorithm>
@@ -35,13 +35,8 @@ template <Element T>
 Variant quant_variant(std::string_view template_name, int hidden, const void *out, const T *input) {
   // The widest packed access (at most 16 bytes of input) that divides the row and keeps the
   // input (VEC elements) and the one-byte outputs (VEC bytes) aligned.
-  int vec = 1;
-  for (int candidate : {8, 4, 2})
-    if (candidate * sizeof(T) <= 16 && hidden % candidate == 0 &&
-        aligned(input, candidate * sizeof(T)) && aligned(out, candidate)) {
-      vec = candidate;
-      break;
-    }
+  const int vec =
+      std::min(vector_width(sizeof(T), hidden, {input}), vector_width(1, hidden, {out}));
   // Enough threads that each holds at most 8 packs of its row in registers (a power of two from
   // 64, a multiple of every warp size, up to 1024: block_max's limit).
   int threads = 64;
@@ -73,7 +68,7 @@ bool has_fp8_e4m3(const jit::Target &target) {
 void require_fp8_e4m3(const jit::Target &target) {
   if (!has_fp8_e4m3(target))
     throw Error(Errc::unsupported_target,
-                "dynamic_per_token_quant_fp8: target " + target.id() +
+                "kjit::ops::dynamic_per_token_quant_fp8: target " + target.id() +
                     " has no fp8 e4m3 (NVIDIA sm_89 and newer have it; hiprtc has no fp8 type)");
 }
 

@@ -1,7 +1,7 @@
 #include "kjit/ops/rotary.hpp"
 
-#include "checks.hpp"
 #include "kjit/templates/library.hpp"
+#include "launch.hpp"
 #include "variants.hpp"
 
 #include <algorithm>

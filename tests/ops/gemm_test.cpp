@@ -69,12 +69,16 @@ TEST(GemmArguments, BadOnesAreRefusedBeforeAnyDeviceIsTouched) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(summary(0, {64, 64, 16, 4, 4}), "gemm: m, n and k must be positive, not 0, 2, 2");
-  EXPECT_EQ(summary(2, {256, 256, 16, 1, 1}),
-            "gemm: tiles give 65536 threads per block; (block_m / thread_m) * (block_n / "
-            "thread_n) must be in [32, 1024]");
-  EXPECT_EQ(summary(2, {256, 256, 32, 8, 8}), "gemm: tiles need more than 48 KiB of shared memory");
-  EXPECT_EQ(summary(2, {64, 64, 16, 3, 4}), "gemm: thread tiles must divide the block tiles");
+  EXPECT_EQ(summary(0, {64, 64, 16, 4, 4}),
+            "kjit::ops::gemm: m, n and k must be positive, not 0, 2, 2");
+  EXPECT_EQ(
+      summary(2, {256, 256, 16, 1, 1}),
+      "kjit::ops::gemm: tiles give 65536 threads per block; (block_m / thread_m) * (block_n / "
+      "thread_n) must be in [32, 1024]");
+  EXPECT_EQ(summary(2, {256, 256, 32, 8, 8}),
+            "kjit::ops::gemm: tiles need more than 48 KiB of shared memory");
+  EXPECT_EQ(summary(2, {64, 64, 16, 3, 4}),
+            "kjit::ops::gemm: thread tiles must divide the block tiles");
 }
 
 } // namespace

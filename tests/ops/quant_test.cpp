@@ -110,7 +110,8 @@ TEST(QuantArguments, BadOnesAreRefusedBeforeAnyDeviceIsTouched) {
     FAIL() << "accepted hidden 70000";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::bad_argument);
-    EXPECT_EQ(error.summary(), "dynamic_per_token_quant_int8: hidden 70000 is outside [1, 65536]");
+    EXPECT_EQ(error.summary(),
+              "kjit::ops::dynamic_per_token_quant_int8: hidden 70000 is outside [1, 65536]");
   }
   EXPECT_THROW(dynamic_per_token_quant_int8<float>(rt, out, scales, input, 0, 4), Error);
   EXPECT_THROW(dynamic_per_token_quant_int8<float>(rt, out, nullptr, input, 1, 4), Error);

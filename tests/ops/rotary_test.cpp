@@ -42,11 +42,12 @@ TEST(RotaryArguments, BadOnesAreRefusedBeforeAnyDeviceIsTouched) {
   };
   auto [code, message] = code_and_message(8, 5, 1);
   EXPECT_EQ(code, Errc::bad_argument);
-  EXPECT_EQ(message, "rotary_embedding: rotary_dim 5 must be even and in [2, head_size = 8]");
+  EXPECT_EQ(message,
+            "kjit::ops::rotary_embedding: rotary_dim 5 must be even and in [2, head_size = 8]");
   std::tie(code, message) = code_and_message(8, 16, 1);
   EXPECT_EQ(code, Errc::bad_argument) << message;
   std::tie(code, message) = code_and_message(2048, 16, 1);
-  EXPECT_EQ(message, "rotary_embedding: head_size 2048 is outside [2, 1024]");
+  EXPECT_EQ(message, "kjit::ops::rotary_embedding: head_size 2048 is outside [2, 1024]");
   std::tie(code, message) = code_and_message(8, 8, 0);
   EXPECT_EQ(code, Errc::bad_argument) << message;
   EXPECT_THROW(rotary_embedding<float>(rt, positions, nullptr, k, cache, 1, 1, 1, 1, 8, 8,
