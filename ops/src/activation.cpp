@@ -15,13 +15,13 @@ void activation(Runtime &rt, std::string_view op, T *out, const T *x, std::int64
                 Stream stream) {
   detail::require_pointer(out, op, "out");
   detail::require_pointer(x, op, "x");
-  detail::require(n >= 0, op, "n is " + std::to_string(n) + ", must be >= 0");
+  detail::require(n >= 0, op, [&] { return "n is " + std::to_string(n) + ", must be >= 0"; });
   if (n == 0)
     return;
   const detail::Variant variant = detail::activation_variant(op, out, x);
   const std::int64_t blocks = detail::activation_blocks(n, variant.integer("VEC"));
   detail::require(blocks <= std::numeric_limits<int>::max(), op,
-                  "n is " + std::to_string(n) + ", more than one launch covers");
+                  [&] { return "n is " + std::to_string(n) + ", more than one launch covers"; });
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.launch(Dim3(static_cast<unsigned>(blocks)), Dim3(detail::activation_threads), 0, stream,
                 out, x, static_cast<long long>(n));
@@ -32,7 +32,8 @@ void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const
            int d, Stream stream) {
   detail::require_pointer(out, op, "out");
   detail::require_pointer(x, op, "x");
-  detail::require(rows >= 0, op, "rows is " + std::to_string(rows) + ", must be >= 0");
+  detail::require(rows >= 0, op,
+                  [&] { return "rows is " + std::to_string(rows) + ", must be >= 0"; });
   detail::require_range(d, 1, std::numeric_limits<int>::max() / 2, op, "d");
   if (rows == 0)
     return;

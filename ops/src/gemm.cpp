@@ -23,16 +23,18 @@ bool large_tiles_pay(int m, int n) {
 
 void check_operands(const void *c, const void *a, const void *b, int m, int n, int k) {
   detail::require(c != nullptr && a != nullptr && b != nullptr, op, "null pointer");
-  detail::require(m > 0 && n > 0 && k > 0, op,
-                  "m, n and k must be positive, not " + std::to_string(m) + ", " +
-                      std::to_string(n) + ", " + std::to_string(k));
+  detail::require(m > 0 && n > 0 && k > 0, op, [&] {
+    return "m, n and k must be positive, not " + std::to_string(m) + ", " + std::to_string(n) +
+           ", " + std::to_string(k);
+  });
 }
 
 // The grid of blocks of block_m x block_n over C: columns in x, rows in y (at most 65535).
 Dim3 grid_for(int m, int n, int block_m, int block_n) {
   const int grid_rows = detail::divide_up(m, block_m);
-  detail::require(grid_rows <= 65535, op,
-                  "m = " + std::to_string(m) + " needs more than 65535 rows of blocks");
+  detail::require(grid_rows <= 65535, op, [&] {
+    return "m = " + std::to_string(m) + " needs more than 65535 rows of blocks";
+  });
   return Dim3(detail::divide_up(n, block_n), grid_rows);
 }
 
@@ -96,10 +98,11 @@ void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, const 
                       tiles.block_n % tiles.thread_n == 0,
                   op, "thread tiles must divide the block tiles");
   const int threads = (tiles.block_m / tiles.thread_m) * (tiles.block_n / tiles.thread_n);
-  detail::require(threads >= 32 && threads <= 1024, op,
-                  "tiles give " + std::to_string(threads) +
-                      " threads per block; (block_m / thread_m) * (block_n / thread_n) must be "
-                      "in [32, 1024]");
+  detail::require(threads >= 32 && threads <= 1024, op, [&] {
+    return "tiles give " + std::to_string(threads) +
+           " threads per block; (block_m / thread_m) * (block_n / thread_n) must be "
+           "in [32, 1024]";
+  });
   detail::require(tiles.block_k * (tiles.block_m + 4 + tiles.block_n) * 4 <= 48 * 1024, op,
                   "tiles need more than 48 KiB of shared memory");
   const Dim3 grid = grid_for(m, n, tiles.block_m, tiles.block_n);

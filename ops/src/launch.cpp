@@ -2,20 +2,20 @@
 
 namespace kjit::ops::detail {
 
-void require(bool condition, std::string_view op, const std::string &what) {
-  if (!condition)
-    throw Error(Errc::bad_argument, "kjit::ops::" + std::string(op) + ": " + what);
+void throw_bad_argument(std::string_view op, std::string_view what) {
+  throw Error(Errc::bad_argument, "kjit::ops::" + std::string(op) + ": " + std::string(what));
 }
 
 void require_pointer(const void *pointer, std::string_view op, std::string_view name) {
-  require(pointer != nullptr, op, std::string(name) + " is null");
+  require(pointer != nullptr, op, [&] { return std::string(name) + " is null"; });
 }
 
 void require_range(std::int64_t value, std::int64_t min, std::int64_t max, std::string_view op,
                    std::string_view name) {
-  require(value >= min && value <= max, op,
-          std::string(name) + " is " + std::to_string(value) + ", must be in [" +
-              std::to_string(min) + ", " + std::to_string(max) + "]");
+  require(value >= min && value <= max, op, [&] {
+    return std::string(name) + " is " + std::to_string(value) + ", must be in [" +
+           std::to_string(min) + ", " + std::to_string(max) + "]";
+  });
 }
 
 void require_disjoint(const void *a, std::size_t a_bytes, const void *b, std::size_t b_bytes,
@@ -23,7 +23,7 @@ void require_disjoint(const void *a, std::size_t a_bytes, const void *b, std::si
   const auto first = reinterpret_cast<std::uintptr_t>(a);
   const auto second = reinterpret_cast<std::uintptr_t>(b);
   require(first + a_bytes <= second || second + b_bytes <= first, op,
-          std::string(names) + " overlap");
+          [&] { return std::string(names) + " overlap"; });
 }
 
 int nvidia_compute_capability(const jit::Target &target) {

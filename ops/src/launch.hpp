@@ -15,11 +15,23 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace kjit::ops::detail {
 
-// Throws Error(bad_argument) "kjit::ops::<op>: <what>" unless `condition`.
-void require(bool condition, std::string_view op, const std::string &what);
+// Throws Error(bad_argument) "kjit::ops::<op>: <what>".
+[[noreturn]] void throw_bad_argument(std::string_view op, std::string_view what);
+// Throws Error(bad_argument) "kjit::ops::<op>: <what>" unless `condition`. `what` is the message
+// or a callable that makes it, called only when the check fails: the checks run on every launch,
+// and formatting their messages up front cost rms_norm 0.4 us a call on an H200.
+template <typename What> void require(bool condition, std::string_view op, const What &what) {
+  if (condition)
+    return;
+  if constexpr (std::is_invocable_v<const What &>)
+    throw_bad_argument(op, what());
+  else
+    throw_bad_argument(op, what);
+}
 // Throws unless `pointer` is set: "kjit::ops::rms_norm: weight is null".
 void require_pointer(const void *pointer, std::string_view op, std::string_view name);
 // Throws unless `value` lies in [min, max]: "kjit::ops::rms_norm: hidden is 0, must be in

@@ -13,9 +13,11 @@ void check_norm(std::string_view op, int rows, int hidden, float eps,
                 std::initializer_list<std::pair<const void *, const char *>> pointers) {
   for (const auto &[pointer, name] : pointers)
     detail::require_pointer(pointer, op, name);
-  detail::require(rows >= 0, op, "rows is " + std::to_string(rows) + ", must be >= 0");
+  detail::require(rows >= 0, op,
+                  [&] { return "rows is " + std::to_string(rows) + ", must be >= 0"; });
   detail::require_range(hidden, 1, detail::max_row_length, op, "hidden");
-  detail::require(eps >= 0.0f, op, "eps is " + std::to_string(eps) + ", must be >= 0");
+  detail::require(eps >= 0.0f, op,
+                  [&] { return "eps is " + std::to_string(eps) + ", must be >= 0"; });
 }
 
 } // namespace

@@ -19,9 +19,10 @@ void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float
                    const T *input, int rows, int hidden, Stream stream) {
   const std::string_view op = template_name;
   detail::require(out != nullptr && scales != nullptr && input != nullptr, op, "null pointer");
-  detail::require(rows > 0, op, "rows must be positive, not " + std::to_string(rows));
+  detail::require(rows > 0, op,
+                  [&] { return "rows must be positive, not " + std::to_string(rows); });
   detail::require(hidden >= 1 && hidden <= 65536, op,
-                  "hidden " + std::to_string(hidden) + " is outside [1, 65536]");
+                  [&] { return "hidden " + std::to_string(hidden) + " is outside [1, 65536]"; });
   const detail::Variant variant = detail::quant_variant(template_name, hidden, out, input);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.launch(Dim3(rows), Dim3(variant.integer("THREADS")), 0, stream, out, scales, input);

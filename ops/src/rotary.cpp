@@ -59,11 +59,13 @@ void rotary_embedding(Runtime &rt, const std::int64_t *positions, T *query, T *k
                   op, "null pointer");
   detail::require(tokens > 0 && q_heads > 0 && kv_heads > 0 && max_position > 0, op,
                   "tokens, q_heads, kv_heads and max_position must be positive");
-  detail::require(head_size >= 2 && head_size <= 1024, op,
-                  "head_size " + std::to_string(head_size) + " is outside [2, 1024]");
-  detail::require(rotary_dim >= 2 && rotary_dim <= head_size && rotary_dim % 2 == 0, op,
-                  "rotary_dim " + std::to_string(rotary_dim) +
-                      " must be even and in [2, head_size = " + std::to_string(head_size) + "]");
+  detail::require(head_size >= 2 && head_size <= 1024, op, [&] {
+    return "head_size " + std::to_string(head_size) + " is outside [2, 1024]";
+  });
+  detail::require(rotary_dim >= 2 && rotary_dim <= head_size && rotary_dim % 2 == 0, op, [&] {
+    return "rotary_dim " + std::to_string(rotary_dim) +
+           " must be even and in [2, head_size = " + std::to_string(head_size) + "]";
+  });
   const detail::Variant variant =
       detail::rotary_variant(head_size, rotary_dim, style, query, key, cos_sin_cache);
   const int vec = variant.integer("VEC");

@@ -13,13 +13,16 @@ void softmax(Runtime &rt, T *out, const T *x, float scale, int rows, int cols, i
   constexpr std::string_view op = "softmax";
   detail::require_pointer(out, op, "out");
   detail::require_pointer(x, op, "x");
-  detail::require(rows >= 0, op, "rows is " + std::to_string(rows) + ", must be >= 0");
+  detail::require(rows >= 0, op,
+                  [&] { return "rows is " + std::to_string(rows) + ", must be >= 0"; });
   detail::require_range(cols, 1, detail::max_row_length, op, "cols");
-  detail::require(std::isfinite(scale), op, "scale is " + std::to_string(scale) + ", not finite");
-  detail::require(causal_queries >= 0 && (causal_queries == 0 || rows % causal_queries == 0), op,
-                  "causal_queries is " + std::to_string(causal_queries) +
-                      ", must be 0 (no mask) or a positive divisor of rows (" +
-                      std::to_string(rows) + ")");
+  detail::require(std::isfinite(scale), op,
+                  [&] { return "scale is " + std::to_string(scale) + ", not finite"; });
+  detail::require(
+      causal_queries >= 0 && (causal_queries == 0 || rows % causal_queries == 0), op, [&] {
+        return "causal_queries is " + std::to_string(causal_queries) +
+               ", must be 0 (no mask) or a positive divisor of rows (" + std::to_string(rows) + ")";
+      });
   if (rows == 0)
     return;
   detail::launch_rowwise<T>(rt, detail::softmax_kernel, rows, cols, {out, x}, stream, out, x, scale,
