@@ -37,7 +37,8 @@ RawLaunch raw_launch_for(const Device &device) {
                                   dlsym(library, hip ? "hipModuleLaunchKernel" : "cuLaunchKernel"));
 }
 
-// What every launch benchmark needs: a device, a buffer and a Runtime holding the kernel.
+// What every launch benchmark needs: a device, a buffer, a Runtime holding the kernel, and the
+// driver's own launch function to compare with.
 struct Fixture {
   explicit Fixture(benchmark::State &state) {
     try {
@@ -45,15 +46,19 @@ struct Fixture {
       buffer.emplace(device->allocate(256 * sizeof(float)));
       runtime.emplace();
       kernel = &runtime->kernel(scale, params, *device);
+      raw_launch = raw_launch_for(*device);
+      if (raw_launch == nullptr)
+        state.SkipWithError("driver launch symbol not found");
     } catch (const Error &error) {
       state.SkipWithError(error.summary().c_str());
     }
   }
-  bool ready() const { return kernel != nullptr; }
+  bool ready() const { return kernel != nullptr && raw_launch != nullptr; }
   const Device *device = nullptr;
   std::optional<DeviceBuffer> buffer;
   std::optional<Runtime> runtime;
   const Kernel *kernel = nullptr;
+  RawLaunch raw_launch = nullptr;
 };
 
 double median(std::vector<double> values) {
@@ -105,11 +110,6 @@ void BM_LaunchCost(benchmark::State &state) {
   Fixture f(state);
   if (!f.ready())
     return;
-  const RawLaunch raw_launch = raw_launch_for(*f.device);
-  if (raw_launch == nullptr) {
-    state.SkipWithError("driver launch symbol not found");
-    return;
-  }
   float *x = f.buffer->as<float>();
   float a = 1.0f;
   void *args[] = {&x, &a};
@@ -121,7 +121,8 @@ void BM_LaunchCost(benchmark::State &state) {
       state, *f.device,
       {{"raw",
         [&] {
-          raw_failures += raw_launch(function, 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr) != 0;
+          raw_failures +=
+              f.raw_launch(function, 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr) != 0;
         }},
        {"held", [&] { f.kernel->launch(1, 256, 0, nullptr, x, 1.0f); }},
        {"lookup", [&] { rt.kernel(scale, params).launch(1, 256, 0, nullptr, x, 1.0f); }}});
@@ -136,11 +137,6 @@ void BM_OpsLaunchCost(benchmark::State &state) {
   Fixture f(state);
   if (!f.ready())
     return;
-  const RawLaunch raw_launch = raw_launch_for(*f.device);
-  if (raw_launch == nullptr) {
-    state.SkipWithError("driver launch symbol not found");
-    return;
-  }
   using ops::Half;
   DeviceBuffer out = f.device->allocate(128 * sizeof(Half));
   Half *y = out.as<Half>();
@@ -160,8 +156,8 @@ void BM_OpsLaunchCost(benchmark::State &state) {
   time_launch_ways(state, *f.device,
                    {{"raw",
                      [&] {
-                       raw_failures +=
-                           raw_launch(function, 1, 1, 1, 32, 8, 1, 0, nullptr, args, nullptr) != 0;
+                       raw_failures += f.raw_launch(function, 1, 1, 1, 32, 8, 1, 0, nullptr, args,
+                                                    nullptr) != 0;
                      }},
                     {"rms_norm", [&] { ops::rms_norm(rt, y, x, weight, 1e-6f, 1, 128); }}});
   if (raw_failures != 0)
