@@ -55,10 +55,7 @@ template <typename T, int HIDDEN, int VEC, int THREADS> struct Row {
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
       if (active && holds(k)) {
-        const kjit::Vec<T, VEC> in = kjit::load_vec<VEC>(p + offset(k));
-#pragma unroll
-        for (int e = 0; e < VEC; ++e)
-          v[k][e] = kjit::to_float(in.at[e]);
+        kjit::to_floats(kjit::load_vec<VEC>(p + offset(k)), v[k]);
       } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
