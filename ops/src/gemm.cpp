@@ -22,7 +22,9 @@ bool large_tiles_pay(int m, int n) {
 }
 
 void check_operands(const void *c, const void *a, const void *b, int m, int n, int k) {
-  detail::require(c != nullptr && a != nullptr && b != nullptr, op, "null pointer");
+  detail::require_pointer(c, op, "c");
+  detail::require_pointer(a, op, "a");
+  detail::require_pointer(b, op, "b");
   detail::require(m > 0 && n > 0 && k > 0, op, [&] {
     return "m, n and k must be positive, not " + std::to_string(m) + ", " + std::to_string(n) +
            ", " + std::to_string(k);

@@ -18,7 +18,9 @@ template <Element T>
 void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float *scales,
                    const T *input, int rows, int hidden, Stream stream) {
   const std::string_view op = template_name;
-  detail::require(out != nullptr && scales != nullptr && input != nullptr, op, "null pointer");
+  detail::require_pointer(out, op, "out");
+  detail::require_pointer(scales, op, "scales");
+  detail::require_pointer(input, op, "input");
   detail::require(rows > 0, op,
                   [&] { return "rows must be positive, not " + std::to_string(rows); });
   detail::require(hidden >= 1 && hidden <= 65536, op,

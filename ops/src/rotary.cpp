@@ -54,9 +54,10 @@ void rotary_embedding(Runtime &rt, const std::int64_t *positions, T *query, T *k
                       const T *cos_sin_cache, int max_position, int tokens, int q_heads,
                       int kv_heads, int head_size, int rotary_dim, RotaryStyle style,
                       Stream stream) {
-  detail::require(positions != nullptr && query != nullptr && key != nullptr &&
-                      cos_sin_cache != nullptr,
-                  op, "null pointer");
+  detail::require_pointer(positions, op, "positions");
+  detail::require_pointer(query, op, "query");
+  detail::require_pointer(key, op, "key");
+  detail::require_pointer(cos_sin_cache, op, "cos_sin_cache");
   detail::require(tokens > 0 && q_heads > 0 && kv_heads > 0 && max_position > 0, op,
                   "tokens, q_heads, kv_heads and max_position must be positive");
   detail::require(head_size >= 2 && head_size <= 1024, op, [&] {
