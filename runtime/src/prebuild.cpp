@@ -186,12 +186,12 @@ void finish_tier(const Compilers &compilers, const std::vector<Vendor> &vendors,
                  const fs::path &root) {
   const cache::DiskStore store(root, cache::Access::read_only);
   for (Vendor vendor : vendors)
-    write_tier_identity(store.versioned_root(), compilers.of(vendor));
+    write_tier_identity(store, compilers.of(vendor));
   for (const fs::directory_entry &item : fs::recursive_directory_iterator(store.versioned_root())) {
     if (item.is_symlink())
       continue;
     const bool directory = item.is_directory();
-    if (!directory && item.path().filename() == "lock")
+    if (!directory && item.path().filename() == cache::DiskStore::kLockFileName)
       continue;
     ::chmod(item.path().c_str(), directory ? 0755 : 0644);
   }
