@@ -21,8 +21,16 @@ using nlohmann::json;
 constexpr int shard_count = 16;
 
 json to_json(const CacheCounters &c) {
-  return {{"user_hits", c.user_hits}, {"prebuilt_hits", c.prebuilt_hits}, {"misses", c.misses},
-          {"compiles", c.compiles},   {"compile_ms", c.compile_ms},       {"saved_ms", c.saved_ms}};
+  return {{"user_hits", c.user_hits},
+          {"prebuilt_hits", c.prebuilt_hits},
+          {"remote_hits", c.remote_hits},
+          {"remote_misses", c.remote_misses},
+          {"remote_errors", c.remote_errors},
+          {"remote_timeouts", c.remote_timeouts},
+          {"misses", c.misses},
+          {"compiles", c.compiles},
+          {"compile_ms", c.compile_ms},
+          {"saved_ms", c.saved_ms}};
 }
 
 // Lenient: a field that is missing or of the wrong type counts as zero, so that a damaged shard
@@ -42,6 +50,10 @@ CacheCounters from_json(std::string_view text) {
   };
   c.user_hits = count("user_hits");
   c.prebuilt_hits = count("prebuilt_hits");
+  c.remote_hits = count("remote_hits");
+  c.remote_misses = count("remote_misses");
+  c.remote_errors = count("remote_errors");
+  c.remote_timeouts = count("remote_timeouts");
   c.misses = count("misses");
   c.compiles = count("compiles");
   c.compile_ms = milliseconds("compile_ms");
@@ -58,6 +70,10 @@ std::filesystem::path shard_path(const std::filesystem::path &directory, int sha
 CacheCounters &CacheCounters::operator+=(const CacheCounters &other) {
   user_hits += other.user_hits;
   prebuilt_hits += other.prebuilt_hits;
+  remote_hits += other.remote_hits;
+  remote_misses += other.remote_misses;
+  remote_errors += other.remote_errors;
+  remote_timeouts += other.remote_timeouts;
   misses += other.misses;
   compiles += other.compiles;
   compile_ms += other.compile_ms;
