@@ -3,6 +3,7 @@
 #include "kjit/cache/redis_remote.hpp"
 
 #include "kjit/cache/signed_remote.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/redis_server.hpp"
 
 #include <gtest/gtest.h>
@@ -15,12 +16,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::byte> bytes(std::string_view text) {
-  std::vector<std::byte> out;
-  for (char c : text)
-    out.push_back(static_cast<std::byte>(c));
-  return out;
-}
+using testing::bytes_of;
 
 RecordKey record(std::string_view text) {
   return {kEntryRecord, "gfx90a:sramecc+:xnack-",
@@ -43,18 +39,19 @@ TEST_F(RedisRemoteTest, PutsOnlyIfAbsentGetsRemovesAndScans) {
   ASSERT_TRUE(missing.ok()) << missing.fault().message;
   EXPECT_FALSE(missing.value());
 
-  std::vector<std::byte> value = bytes(std::string("\0binary\r\n", 9) + std::string(100000, 'x'));
+  std::vector<std::byte> value =
+      bytes_of(std::string("\0binary\r\n", 9) + std::string(100000, 'x'));
   auto stored = remote.backend->put(a, value, PutMode::only_if_absent);
   ASSERT_TRUE(stored.ok()) << stored.fault().message;
   EXPECT_EQ(stored.value(), PutOutcome::stored);
-  auto kept = remote.backend->put(a, bytes("other"), PutMode::only_if_absent);
+  auto kept = remote.backend->put(a, bytes_of("other"), PutMode::only_if_absent);
   ASSERT_TRUE(kept.ok());
   EXPECT_EQ(kept.value(), PutOutcome::already_present);
   auto back = remote.backend->get(a);
   ASSERT_TRUE(back.ok() && back.value());
   EXPECT_EQ(*back.value(), value);
 
-  ASSERT_TRUE(remote.backend->put(record("b"), bytes("b"), PutMode::overwrite).ok());
+  ASSERT_TRUE(remote.backend->put(record("b"), bytes_of("b"), PutMode::overwrite).ok());
   ASSERT_TRUE(server.admin("SET %s %s", "kjit/entry/v1/not-a-key", "x"));
   ASSERT_TRUE(remote.leases->try_acquire(record("c"), 10s).ok());
   std::set<std::string> seen;
@@ -74,12 +71,12 @@ TEST_F(RedisRemoteTest, SelectsTheDatabaseAndReachesAUnixSocket) {
   RemoteStorage db1 = open(server.url("writer", "/1"));
   RemoteStorage by_socket = open("redis+unix://writer:" + std::string(server.kWriterPassword) +
                                  "@" + server.socket_path() + "?db=1");
-  ASSERT_TRUE(db1.backend->put(record("a"), bytes("in 1"), PutMode::overwrite).ok());
+  ASSERT_TRUE(db1.backend->put(record("a"), bytes_of("in 1"), PutMode::overwrite).ok());
   EXPECT_FALSE(db0.backend->get(record("a")).value());
   auto through_socket = by_socket.backend->get(record("a"));
   ASSERT_TRUE(through_socket.ok()) << through_socket.fault().message;
   ASSERT_TRUE(through_socket.value());
-  EXPECT_EQ(*through_socket.value(), bytes("in 1"));
+  EXPECT_EQ(*through_socket.value(), bytes_of("in 1"));
 }
 
 TEST_F(RedisRemoteTest, LeasesAreExclusiveRenewableReleasedByTheirHolderAndExpire) {
@@ -118,17 +115,17 @@ TEST_F(RedisRemoteTest, AWrongPasswordIsAFaultThatDoesNotShowThePassword) {
 
 TEST_F(RedisRemoteTest, AReadOnlyUserReadsAndItsWritesAreDeniedFaults) {
   RemoteStorage writer = open(server.url());
-  ASSERT_TRUE(writer.backend->put(record("a"), bytes("a"), PutMode::overwrite).ok());
+  ASSERT_TRUE(writer.backend->put(record("a"), bytes_of("a"), PutMode::overwrite).ok());
   RemoteStorage reader = open(server.url("reader"));
   auto got = reader.backend->get(record("a"));
   ASSERT_TRUE(got.ok()) << got.fault().message;
   EXPECT_TRUE(got.value());
-  auto denied = reader.backend->put(record("b"), bytes("b"), PutMode::only_if_absent);
+  auto denied = reader.backend->put(record("b"), bytes_of("b"), PutMode::only_if_absent);
   ASSERT_FALSE(denied.ok());
   EXPECT_NE(denied.fault().message.find("NOPERM"), std::string::npos) << denied.fault().message;
   EXPECT_FALSE(reader.leases->try_acquire(record("b"), 1s).ok());
   for (int i = 0; i < 2 * kBreakerFailures; ++i)
-    EXPECT_FALSE(reader.backend->put(record("b"), bytes("b"), PutMode::only_if_absent).ok());
+    EXPECT_FALSE(reader.backend->put(record("b"), bytes_of("b"), PutMode::only_if_absent).ok());
   EXPECT_TRUE(reader.backend->get(record("a")).ok()) << "denied writes opened the breaker";
   EXPECT_FALSE(writer.backend->get(record("b")).value());
 }
@@ -137,7 +134,7 @@ TEST_F(RedisRemoteTest, TheReadOnlyAttributeNeverWritesNorLeases) {
   RemoteStorage remote = open(server.url("writer", "|read-only"));
   EXPECT_TRUE(remote.read_only);
   EXPECT_EQ(remote.leases, nullptr);
-  EXPECT_FALSE(remote.backend->put(record("a"), bytes("a"), PutMode::overwrite).ok());
+  EXPECT_FALSE(remote.backend->put(record("a"), bytes_of("a"), PutMode::overwrite).ok());
   EXPECT_FALSE(remote.backend->remove(record("a")).ok());
   EXPECT_FALSE(open(server.url()).backend->get(record("a")).value());
 }
@@ -176,7 +173,7 @@ TEST_F(RedisRemoteTest, AStoppedServerTimesOutThenIsSkipped) {
 
 TEST_F(RedisRemoteTest, AKilledServerIsAFaultAtOnceThenIsSkipped) {
   RemoteStorage remote = open(server.url("writer", "|operation-timeout=200"));
-  ASSERT_TRUE(remote.backend->put(record("a"), bytes("a"), PutMode::overwrite).ok());
+  ASSERT_TRUE(remote.backend->put(record("a"), bytes_of("a"), PutMode::overwrite).ok());
   server.kill();
   auto got = remote.backend->get(record("a"));
   ASSERT_FALSE(got.ok());
@@ -209,10 +206,10 @@ TEST_F(RedisRemoteTest, WithASecretValuesRewrittenBehindItsBackAreRefused) {
   RemoteStorage remote = open(server.url());
   auto signer = signed_backend(remote.backend, "fleet secret");
   const RecordKey a = record("a");
-  ASSERT_TRUE(signer->put(a, bytes("the code object"), PutMode::only_if_absent).ok());
+  ASSERT_TRUE(signer->put(a, bytes_of("the code object"), PutMode::only_if_absent).ok());
   auto good = signer->get(a);
   ASSERT_TRUE(good.ok() && good.value());
-  EXPECT_EQ(*good.value(), bytes("the code object"));
+  EXPECT_EQ(*good.value(), bytes_of("the code object"));
   const std::string name = storage_name(a);
   for (const char *rewritten : {"garbage", "kjit-hmac-sha256:short", ""}) {
     ASSERT_TRUE(server.admin("SET %s %s", name.c_str(), rewritten));
@@ -221,7 +218,7 @@ TEST_F(RedisRemoteTest, WithASecretValuesRewrittenBehindItsBackAreRefused) {
     EXPECT_NE(got.fault().message.find("signed"), std::string::npos);
   }
   // Another record's signed value, copied under this name.
-  ASSERT_TRUE(signer->put(record("b"), bytes("b's code"), PutMode::overwrite).ok());
+  ASSERT_TRUE(signer->put(record("b"), bytes_of("b's code"), PutMode::overwrite).ok());
   ASSERT_TRUE(server.admin("COPY %s %s REPLACE", storage_name(record("b")).c_str(), name.c_str()));
   EXPECT_FALSE(signer->get(a).ok());
 }

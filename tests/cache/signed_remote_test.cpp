@@ -2,6 +2,7 @@
 
 #include "kjit/error.hpp"
 #include "tests/support/fake_remote.hpp"
+#include "tests/support/files.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,12 +14,7 @@
 namespace kjit::cache {
 namespace {
 
-std::vector<std::byte> bytes(std::string_view text) {
-  std::vector<std::byte> out;
-  for (char c : text)
-    out.push_back(static_cast<std::byte>(c));
-  return out;
-}
+using testing::bytes_of;
 
 RecordKey record(std::string_view text) {
   return {kEntryRecord, "gfx90a", KeyBuilder().add("text", std::string(text)).finish()};
@@ -28,12 +24,12 @@ TEST(SignedRemote, ReadsBackWhatItSignedAndRefusesEverythingElse) {
   auto store = std::make_shared<testing::FakeRemote>();
   auto signer = signed_backend(store, "fleet secret");
   const RecordKey a = record("a"), b = record("b");
-  ASSERT_TRUE(signer->put(a, bytes("code object a"), PutMode::only_if_absent).ok());
+  ASSERT_TRUE(signer->put(a, bytes_of("code object a"), PutMode::only_if_absent).ok());
   auto back = signer->get(a);
   ASSERT_TRUE(back.ok());
   ASSERT_TRUE(back.value());
-  EXPECT_EQ(*back.value(), bytes("code object a"));
-  EXPECT_NE(*store->raw(a), bytes("code object a")) << "stored unsigned";
+  EXPECT_EQ(*back.value(), bytes_of("code object a"));
+  EXPECT_NE(*store->raw(a), bytes_of("code object a")) << "stored unsigned";
 
   auto refused = [&](const RecordKey &where, std::vector<std::byte> raw, std::string_view why) {
     store->set_raw(where, std::move(raw));
@@ -43,7 +39,7 @@ TEST(SignedRemote, ReadsBackWhatItSignedAndRefusesEverythingElse) {
     EXPECT_NE(got.fault().message.find("signed"), std::string::npos) << got.fault().message;
   };
   const std::vector<std::byte> signed_a = *store->raw(a);
-  refused(b, bytes("unsigned bytes"), "unsigned");
+  refused(b, bytes_of("unsigned bytes"), "unsigned");
   refused(b, signed_a, "another record's signed value");
   std::vector<std::byte> altered = signed_a;
   altered.back() ^= std::byte{1};
@@ -51,7 +47,7 @@ TEST(SignedRemote, ReadsBackWhatItSignedAndRefusesEverythingElse) {
   refused(a, std::vector<std::byte>(signed_a.begin(), signed_a.end() - 1), "cut short");
   refused(a, std::vector<std::byte>(signed_a.begin(), signed_a.begin() + 20), "tag cut short");
   auto other = signed_backend(store, "another secret");
-  ASSERT_TRUE(other->put(b, bytes("b"), PutMode::overwrite).ok());
+  ASSERT_TRUE(other->put(b, bytes_of("b"), PutMode::overwrite).ok());
   EXPECT_FALSE(signer->get(b).ok()) << "signed with another secret";
   auto missing = signer->get(record("absent"));
   ASSERT_TRUE(missing.ok());

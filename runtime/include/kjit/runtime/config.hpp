@@ -51,7 +51,8 @@ struct Config {
   std::function<const jit::Compiler &(Vendor)> compilers;
 
   // KJIT_MODE (jit|prebuilt), KJIT_CACHE_DIR, KJIT_PREBUILT_DIR, KJIT_REBUILD (0|1),
-  // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G).
+  // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G), KJIT_REMOTE_STORAGE and
+  // KJIT_REMOTE_SECRET_FILE (kjit/cache/redis_remote.hpp).
   // Throws Error(bad_config) naming the variable, its value and what it accepts.
   static Config from_environment();
 };
