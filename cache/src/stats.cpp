@@ -20,7 +20,7 @@ using nlohmann::json;
 
 constexpr int shard_count = 16;
 
-json to_json(const CacheCounters &c) {
+json counters_json(const CacheCounters &c) {
   return {{"user_hits", c.user_hits},
           {"prebuilt_hits", c.prebuilt_hits},
           {"remote_hits", c.remote_hits},
@@ -81,6 +81,8 @@ CacheCounters &CacheCounters::operator+=(const CacheCounters &other) {
   return *this;
 }
 
+std::string to_json_text(const CacheCounters &counters) { return counters_json(counters).dump(); }
+
 bool CacheCounters::empty() const { return *this == CacheCounters{}; }
 
 StatsFiles::StatsFiles(std::filesystem::path directory) : directory_(std::move(directory)) {}
@@ -114,7 +116,7 @@ void StatsFiles::add(const CacheCounters &counters) const noexcept {
     // Rewritten in place, padded with spaces (which JSON allows) to at least its old length:
     // truncating and regrowing made ext4 free and allocate the block on every update, which
     // slowed the disk hits around it by half.
-    std::string updated = to_json(sum).dump();
+    std::string updated = to_json_text(sum);
     updated.resize(std::max(updated.size(), text.size()), ' ');
     const bool written = locked == 0 && ::pwrite(fd, updated.data(), updated.size(), 0) ==
                                             static_cast<ssize_t>(updated.size());

@@ -236,17 +236,7 @@ int run_stats(bool as_json) {
     print_json({{"cache_dir", tiers.config.cache_dir.string()},
                 {"prebuilt_dir", tiers.config.prebuilt_dir.string()},
                 {"tiers", rows},
-                {"counters",
-                 {{"user_hits", counters.user_hits},
-                  {"prebuilt_hits", counters.prebuilt_hits},
-                  {"remote_hits", counters.remote_hits},
-                  {"remote_misses", counters.remote_misses},
-                  {"remote_errors", counters.remote_errors},
-                  {"remote_timeouts", counters.remote_timeouts},
-                  {"misses", counters.misses},
-                  {"compiles", counters.compiles},
-                  {"compile_ms", counters.compile_ms},
-                  {"saved_ms", counters.saved_ms}}}});
+                {"counters", json::parse(cache::to_json_text(counters))}});
     return 0;
   }
   std::cout << "user tier     " << tiers.config.cache_dir.string() << '\n'

@@ -5,6 +5,7 @@
 // its Runtime ends; memory hits are not counted (that path makes no shared writes).
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace kjit::cache {
 
@@ -24,6 +25,10 @@ struct CacheCounters {
   bool empty() const;
   bool operator==(const CacheCounters &) const = default;
 };
+
+// The counters as one JSON object, as a shard holds them and `kjit cache stats --json` prints them:
+// {"user_hits": N, ..., "compile_ms": X, "saved_ms": X}.
+std::string to_json_text(const CacheCounters &counters);
 
 class StatsFiles {
 public:
