@@ -23,7 +23,9 @@ void activation(Runtime &rt, std::string_view op, T *out, const T *x, std::int64
   detail::require(blocks <= std::numeric_limits<int>::max(), op,
                   [&] { return "n is " + std::to_string(n) + ", more than one launch covers"; });
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(Dim3(static_cast<unsigned>(blocks)), Dim3(detail::activation_threads), 0, stream,
+  kernel.launch({.grid = static_cast<unsigned>(blocks),
+                 .block = detail::activation_threads,
+                 .stream = stream},
                 out, x, static_cast<long long>(n));
 }
 
@@ -46,9 +48,11 @@ void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const
   for (int first = 0; first < rows;) {
     const int count = std::min(rows_per_launch, rows - first);
     const std::int64_t elements = std::int64_t{count} * d;
-    kernel.launch(Dim3(static_cast<unsigned>(detail::activation_blocks(elements, vec))),
-                  Dim3(detail::activation_threads), 0, stream, out + std::int64_t{first} * d,
-                  x + std::int64_t{first} * 2 * d, d, static_cast<int>(elements / vec));
+    kernel.launch({.grid = static_cast<unsigned>(detail::activation_blocks(elements, vec)),
+                   .block = detail::activation_threads,
+                   .stream = stream},
+                  out + std::int64_t{first} * d, x + std::int64_t{first} * 2 * d, d,
+                  static_cast<int>(elements / vec));
     first += count;
   }
 }

@@ -46,9 +46,10 @@ void gemm_on_tensor_cores(Runtime &rt, T *c, const T *a, const T *b, int m, int 
   const detail::Variant variant = detail::gemm_mma_variant<T>(m, n);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int block = variant.integer("BLOCK_M");
-  kernel.launch(grid_for(m, n, block, block),
-                Dim3(32 * variant.integer("WARPS_M") * variant.integer("WARPS_N")), 0, stream, c, a,
-                b, m, n, k);
+  kernel.launch({.grid = grid_for(m, n, block, block),
+                 .block = 32 * variant.integer("WARPS_M") * variant.integer("WARPS_N"),
+                 .stream = stream},
+                c, a, b, m, n, k);
 }
 
 } // namespace
@@ -110,7 +111,7 @@ void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, const 
   const Dim3 grid = grid_for(m, n, tiles.block_m, tiles.block_n);
   const detail::Variant variant = detail::gemm_variant<T>(tiles);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(grid, Dim3(threads), 0, stream, c, a, b, m, n, k);
+  kernel.launch({.grid = grid, .block = threads, .stream = stream}, c, a, b, m, n, k);
 }
 
 template <Element T>

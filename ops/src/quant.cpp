@@ -27,7 +27,8 @@ void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float
                   [&] { return "hidden " + std::to_string(hidden) + " is outside [1, 65536]"; });
   const detail::Variant variant = detail::quant_variant(template_name, hidden, out, input);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(Dim3(rows), Dim3(variant.integer("THREADS")), 0, stream, out, scales, input);
+  kernel.launch({.grid = rows, .block = variant.integer("THREADS"), .stream = stream}, out, scales,
+                input);
 }
 
 } // namespace

@@ -74,8 +74,8 @@ void rotary_embedding(Runtime &rt, const std::int64_t *positions, T *query, T *k
   const int items = (q_heads + kv_heads) * (rotary_dim / 2 / vec);
   const int threads = std::min(512, detail::divide_up(items, warp) * warp);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(Dim3(tokens), Dim3(threads), 0, stream, positions, query, key, cos_sin_cache,
-                max_position, q_heads, kv_heads);
+  kernel.launch({.grid = tokens, .block = threads, .stream = stream}, positions, query, key,
+                cos_sin_cache, max_position, q_heads, kv_heads);
 }
 
 namespace reference {
