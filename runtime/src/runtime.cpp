@@ -117,25 +117,39 @@ public:
     return object;
   }
 
-  const Kernel &kernel(const Template &tmpl, const Params &params, const Device &device) {
+  // `given`: the signature the caller names, or null for the one the template declares.
+  const Kernel &kernel(const Template &tmpl, const Params &params, const Device &device,
+                       const KernelSignature *given) {
     // Two devices of one target share code objects but not loaded modules.
     const std::uint64_t scope =
         (static_cast<std::uint64_t>(device.backend()) << 32) | (device.ordinal() + 1u);
     const std::uint64_t hash = memory_hash(tmpl, params, device.target(), scope);
     if (const Kernel *hit = kernels_.find(hash, tmpl, params, device.target(), scope))
-      return *hit;
+      return checked(*hit, given);
 
     const CodeObject &code = compile(tmpl, params, device.target());
     std::lock_guard lock(loaded_mutex_);
     auto &slot = loaded_[{code.key(), scope}];
     if (!slot) {
       Module module = Module::load(device, code.code());
-      Kernel kernel =
-          module.kernel(code.lowered_name(), signature_of(tmpl.bind(params)), code.expression());
+      Kernel kernel = module.kernel(code.lowered_name(),
+                                    given != nullptr ? *given : signature_of(tmpl.bind(params)),
+                                    code.expression());
       slot = std::make_unique<Loaded>(Loaded{std::move(module), std::move(kernel)});
     }
     kernels_.insert(hash, tmpl, params, device.target(), &slot->kernel, scope);
-    return slot->kernel;
+    return checked(slot->kernel, given);
+  }
+
+  static const Kernel &checked(const Kernel &kernel, const KernelSignature *given) {
+    // Sizes are what launches are checked by; the spelling of a type may differ.
+    auto size = [](const KernelParameter &parameter) { return parameter.size; };
+    if (given != nullptr && !std::ranges::equal(kernel.signature().parameters(),
+                                                given->parameters(), {}, size, size)) [[unlikely]]
+      throw Error(Errc::bad_argument, kernel.name() + " is loaded with the signature " +
+                                          kernel.signature().to_string() + ", not " +
+                                          given->to_string());
+    return kernel;
   }
 
   const Device &default_device() {
@@ -228,9 +242,13 @@ private:
   [[noreturn]] void not_prebuilt(const Instance &instance, const jit::Target &target) {
     const Template &tmpl = instance.source_template();
     std::string params;
-    for (const auto &[name, value] : instance.values())
-      params += std::string(params.empty() ? "" : ", ") + "\"" + name +
-                "\": " + (value.is_integer() ? value.to_string() : "\"" + value.to_string() + "\"");
+    for (const auto &[name, value] : instance.values()) {
+      // Appended piece by piece: GCC 12 warns wrongly (-Wrestrict) on the one-expression form.
+      params += params.empty() ? "\"" : ", \"";
+      params += name;
+      params += "\": ";
+      params += value.is_integer() ? value.to_string() : '"' + value.to_string() + '"';
+    }
     const std::string destination =
         " --targets \"" + target.id() + "\" --out " +
         (config_.prebuilt_dir.empty() ? std::string("DIR") : config_.prebuilt_dir.string());
@@ -429,10 +447,18 @@ Runtime::Counters Runtime::counters() const { return impl_->counters(); }
 const jit::Compiler &Runtime::compiler(Vendor vendor) { return impl_->compiler(vendor); }
 const Device &Runtime::default_device() { return impl_->default_device(); }
 const Kernel &Runtime::kernel(const Template &tmpl, const Params &params) {
-  return impl_->kernel(tmpl, params, impl_->default_device());
+  return impl_->kernel(tmpl, params, impl_->default_device(), nullptr);
 }
 const Kernel &Runtime::kernel(const Template &tmpl, const Params &params, const Device &device) {
-  return impl_->kernel(tmpl, params, device);
+  return impl_->kernel(tmpl, params, device, nullptr);
+}
+const Kernel &Runtime::kernel(const Template &tmpl, const Params &params,
+                              const KernelSignature &signature) {
+  return impl_->kernel(tmpl, params, impl_->default_device(), &signature);
+}
+const Kernel &Runtime::kernel(const Template &tmpl, const Params &params,
+                              const KernelSignature &signature, const Device &device) {
+  return impl_->kernel(tmpl, params, device, &signature);
 }
 const CodeObject &Runtime::compile(const Template &tmpl, const Params &params,
                                    const jit::Target &target) {

@@ -1,6 +1,6 @@
 #pragma once
 // The Runtime: from a template and its parameters to a code object, through the tiers
-// memory -> prebuilt -> user disk -> compile (DESIGN.md §2).
+// memory -> prebuilt -> user disk -> compile (docs/ARCHITECTURE.md, "The first call").
 #include "kjit/cache/key.hpp"
 #include "kjit/jit/compiler.hpp"
 #include "kjit/jit/target.hpp"
@@ -86,9 +86,17 @@ public:
   // (TemplateOptions::arguments). Found again in memory on every later call; the reference stays
   // valid for the Runtime's life. Throws what compile() throws, and Error(no_device),
   // Error(device_error) when the driver refuses the code, Error(bad_argument) when the template
-  // declares no arguments (load those with Module::load and name the signature).
+  // declares no arguments or one kjit cannot size (a struct): name those with a signature.
   const Kernel &kernel(const Template &tmpl, const Params &params);
   const Kernel &kernel(const Template &tmpl, const Params &params, const Device &device);
+  // The same with the kernel's parameters named by their host types, in place of the ones the
+  // template declares: `rt.kernel(tmpl, params, KernelSignature::of<Tile *, float2, int>())`.
+  // A variant is loaded once per device with one signature: asking for it with another throws
+  // Error(bad_argument) naming both.
+  const Kernel &kernel(const Template &tmpl, const Params &params,
+                       const KernelSignature &signature);
+  const Kernel &kernel(const Template &tmpl, const Params &params, const KernelSignature &signature,
+                       const Device &device);
 
   // The device kernel(tmpl, params) launches on: the first GPU of KJIT_BACKEND, found once.
   // Throws Error(no_device) with the reason where there is none.
