@@ -25,7 +25,7 @@ using json = nlohmann::ordered_json;
 std::string read_text(const std::filesystem::path &path, const std::string &what) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(Errc::bad_parameter, "cannot read " + what + " " + path.string());
+    throw Error(Errc::file_io, "cannot read " + what + " " + path.string());
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
