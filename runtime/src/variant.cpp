@@ -10,8 +10,19 @@ namespace kjit {
 
 namespace {
 
+// The key's record of a parameter: its kind and value, so that a type and an integer of the same
+// spelling can never give one key. Only hashed and shown, never parsed: the entry header carries
+// the parameters themselves (EntryHeader::parameters).
 std::string param_text(const Value &value) {
   return (value.is_integer() ? "int:" : "type:") + value.to_string();
+}
+
+std::vector<cache::EntryParameter> entry_parameters(const Instance &instance) {
+  std::vector<cache::EntryParameter> parameters;
+  for (const auto &[name, value] : instance.values())
+    parameters.push_back(value.is_integer() ? cache::EntryParameter{name, value.integer()}
+                                            : cache::EntryParameter{name, value.type()});
+  return parameters;
 }
 
 } // namespace
@@ -71,6 +82,7 @@ cache::Entry make_entry(const Instance &instance, const Variant &variant,
               .key = variant.key,
               .target = variant.request.target.id(),
               .template_name = instance.source_template().name(),
+              .parameters = entry_parameters(instance),
               .key_inputs = variant.key_inputs.fields(),
               .kernels = {{variant.request.name_expressions[0], result.lowered_names[0]}},
               .compiler = compiler.identity(),
