@@ -1,6 +1,7 @@
 #pragma once
 // From a bound template instance and a target to what the compiler is given and the cache key
-// that names its output (DESIGN.md §2). Every input that can change the code is in the key.
+// that names its output (docs/ARCHITECTURE.md, "The key"). Every input that can change the code is
+// in the key.
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/key.hpp"
 #include "kjit/jit/compiler.hpp"

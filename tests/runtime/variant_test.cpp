@@ -1,5 +1,5 @@
-// The key covers every input that can change the code (DESIGN.md §2): changing any one of them
-// changes the key, and nothing else does.
+// The key covers every input that can change the code (docs/ARCHITECTURE.md, "The key"): changing
+// any one of them changes the key, and nothing else does.
 #include "fake_compiler.hpp"
 #include "runtime/src/variant.hpp"
 

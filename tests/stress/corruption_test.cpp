@@ -1,6 +1,6 @@
-// Every way an entry can be damaged where it lies (DESIGN.md §3): each is a miss with exactly one
-// warning naming the file, the compile that follows rewrites it, and `kjit cache verify` finds it
-// (exit 1) before and passes after. Real NVRTC, in this process.
+// Every way an entry can be damaged where it lies (docs/ARCHITECTURE.md, "The entry format"): each
+// is a miss with exactly one warning naming the file, the compile that follows rewrites it, and
+// `kjit cache verify` finds it (exit 1) before and passes after. Real NVRTC, in this process.
 #include "child.hpp"
 #include "kjit/cache/entry.hpp"
 #include "kjit/kjit.hpp"
