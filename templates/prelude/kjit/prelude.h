@@ -209,8 +209,8 @@ template <int N> __device__ inline void from_floats(const float (&f)[N], Vec<__n
 // 80), for kernels whose results are rounded to 16 bits or tolerate float's last few bits.
 // Results and arguments below float's normal range may flush to zero. On CUDA they are one
 // instruction each (ex2 and rcp .approx.ftz); __expf and __fdividef, without -ftz, wrap theirs in
-// a range check and two scalings, which left 16-bit gelu issue-bound on an H200 at 31
-// instructions an element (22 with these).
+// a range check and two scalings, enough instructions to leave 16-bit gelu issue-bound
+// (BENCHMARKS.md, "Evidence behind the code's choices").
 #if KJIT_CUDA
 __device__ inline float fast_exp2(float x) {
   float y;
