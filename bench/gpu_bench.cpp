@@ -21,7 +21,7 @@ namespace {
 
 // The built-in scale template: x[i] *= a for i < N.
 const Template &scale = templates::find("scale");
-const Params params = {{"T", "float"}, {"N", 256}};
+const ParamValues params = {{"T", "float"}, {"N", 256}};
 
 // cuLaunchKernel and hipModuleLaunchKernel share one signature.
 using RawLaunch = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,

@@ -115,7 +115,7 @@ inline constexpr RowwiseKernel softmax_kernel{"softmax", "COLS"};
 
 // The variant of `op` for T and rows of `length` elements, and the shape it launches with.
 struct RowwiseVariant {
-  Variant variant;
+  ChosenVariant variant;
   RowShape shape;
 };
 template <Element T>

@@ -108,7 +108,8 @@ public:
 
   const jit::Compiler &compiler(Vendor vendor) { return ProcessCompilers::load(vendor); }
 
-  const CodeObject &compile(const Template &tmpl, const Params &params, const jit::Target &target) {
+  const CodeObject &compile(const Template &tmpl, const ParamValues &params,
+                            const jit::Target &target) {
     const std::uint64_t hash = memory_hash(tmpl, params, target, 0);
     if (const CodeObject *hit = code_objects_.find(hash, tmpl, params, target))
       return *hit;
@@ -118,7 +119,7 @@ public:
   }
 
   // `given`: the signature the caller names, or null for the one the template declares.
-  const Kernel &kernel(const Template &tmpl, const Params &params, const Device &device,
+  const Kernel &kernel(const Template &tmpl, const ParamValues &params, const Device &device,
                        const KernelSignature *given) {
     // Two devices of one target share code objects but not loaded modules.
     const std::uint64_t scope =
@@ -166,7 +167,8 @@ private:
   // Single flight: the first thread to ask for a key resolves it, the others wait for its result
   // (or its exception).
   const CodeObject &resolve(const Instance &instance, const jit::Target &target) {
-    Variant variant = describe_variant(instance, target, compiler_identity(target.vendor()));
+    VariantDescription variant =
+        describe_variant(instance, target, compiler_identity(target.vendor()));
 
     std::promise<const CodeObject *> promise;
     std::shared_future<const CodeObject *> pending;
@@ -197,7 +199,7 @@ private:
     }
   }
 
-  std::unique_ptr<CodeObject> from_entry(const Variant &variant, cache::Lookup &found,
+  std::unique_ptr<CodeObject> from_entry(const VariantDescription &variant, cache::Lookup &found,
                                          Origin origin) {
     auto &entry = *found.entry;
     if (entry.header.kernels.size() != 1) {
@@ -218,7 +220,7 @@ private:
 
   // The prebuilt tier, then the user tier. A bad entry is reported once and treated as a miss;
   // in the user tier the compile that follows rewrites it.
-  std::unique_ptr<CodeObject> lookup(const Variant &variant) {
+  std::unique_ptr<CodeObject> lookup(const VariantDescription &variant) {
     const std::string &target = variant.request.target.id();
     for (auto [store, origin] :
          {std::pair{&prebuilt_, Origin::prebuilt}, std::pair{&user_, Origin::user_cache}}) {
@@ -321,7 +323,8 @@ private:
   // does ("gfx90a", "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-",
   // "sm_90a"). Code for an AMD processor with no feature named is built for either setting of each
   // ("any"), and sm_90 code runs on an sm_90a device, so it serves; the reverse never does.
-  std::unique_ptr<CodeObject> portable_prebuilt(const Instance &instance, const Variant &variant) {
+  std::unique_ptr<CodeObject> portable_prebuilt(const Instance &instance,
+                                                const VariantDescription &variant) {
     const jit::Target &target = variant.request.target;
     std::string arch = target.arch();
     if (target.vendor() == Vendor::nvidia && (arch.ends_with('a') || arch.ends_with('f')))
@@ -329,7 +332,7 @@ private:
     if (!prebuilt_ || arch == target.id())
       return nullptr;
     const jit::Target portable = jit::Target::parse(arch);
-    const Variant generic = describe_variant(instance, portable, variant.compiler);
+    const VariantDescription generic = describe_variant(instance, portable, variant.compiler);
     cache::Lookup found = prebuilt_->read(generic.key, portable.id());
     if (found.status == cache::Lookup::Status::rejected)
       log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
@@ -341,7 +344,8 @@ private:
     return object;
   }
 
-  std::unique_ptr<CodeObject> load_or_build(const Instance &instance, const Variant &variant) {
+  std::unique_ptr<CodeObject> load_or_build(const Instance &instance,
+                                            const VariantDescription &variant) {
     if (!config_.rebuild) {
       if (auto object = lookup(variant))
         return object;
@@ -446,21 +450,22 @@ const Config &Runtime::config() const { return impl_->config(); }
 Runtime::Counters Runtime::counters() const { return impl_->counters(); }
 const jit::Compiler &Runtime::compiler(Vendor vendor) { return impl_->compiler(vendor); }
 const Device &Runtime::default_device() { return impl_->default_device(); }
-const Kernel &Runtime::kernel(const Template &tmpl, const Params &params) {
+const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params) {
   return impl_->kernel(tmpl, params, impl_->default_device(), nullptr);
 }
-const Kernel &Runtime::kernel(const Template &tmpl, const Params &params, const Device &device) {
+const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params,
+                              const Device &device) {
   return impl_->kernel(tmpl, params, device, nullptr);
 }
-const Kernel &Runtime::kernel(const Template &tmpl, const Params &params,
+const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params,
                               const KernelSignature &signature) {
   return impl_->kernel(tmpl, params, impl_->default_device(), &signature);
 }
-const Kernel &Runtime::kernel(const Template &tmpl, const Params &params,
+const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params,
                               const KernelSignature &signature, const Device &device) {
   return impl_->kernel(tmpl, params, device, &signature);
 }
-const CodeObject &Runtime::compile(const Template &tmpl, const Params &params,
+const CodeObject &Runtime::compile(const Template &tmpl, const ParamValues &params,
                                    const jit::Target &target) {
   return impl_->compile(tmpl, params, target);
 }

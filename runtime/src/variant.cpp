@@ -27,15 +27,14 @@ std::vector<cache::EntryParameter> entry_parameters(const Instance &instance) {
 
 } // namespace
 
-Variant describe_variant(const Instance &instance, const jit::Target &target,
-                         const CompilerIdentity &compiler) {
+VariantDescription describe_variant(const Instance &instance, const jit::Target &target,
+                                    const CompilerIdentity &compiler) {
   const Template &tmpl = instance.source_template();
-  std::vector<jit::Header> headers = {{templates::prelude().name, templates::prelude().content}};
-  for (const auto &header : tmpl.headers())
-    headers.push_back({header.name, header.content});
+  std::vector<HeaderFile> headers = {templates::prelude()};
+  headers.insert(headers.end(), tmpl.headers().begin(), tmpl.headers().end());
   std::vector<std::string> options = tmpl.compile_options();
   options.push_back("-DKJIT_WARP_SIZE=" + std::to_string(target.warp_size()));
-  Variant variant{
+  VariantDescription variant{
       .request = {.program_name = tmpl.name() + ".hip",
                   .source = tmpl.source(),
                   .pre_includes = {templates::prelude().name},
@@ -73,7 +72,7 @@ Variant describe_variant(const Instance &instance, const jit::Target &target,
   return variant;
 }
 
-cache::Entry make_entry(const Instance &instance, const Variant &variant,
+cache::Entry make_entry(const Instance &instance, const VariantDescription &variant,
                         const jit::Compiler &compiler, jit::CompileResult result,
                         double compile_ms) {
   return cache::Entry{

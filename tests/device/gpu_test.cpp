@@ -31,11 +31,11 @@ __global__ void scale_copy(const T *KJIT_RESTRICT x, T *KJIT_RESTRICT y, float a
   if (i < n)
     y[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
 })",
-                          {{"T", Param::type({"float", "half"})}});
+                          {{"T", ParamSchema::type({"float", "half"})}});
 
 // The same kernel with its argument types declared, for Runtime::kernel.
 const Template declared_scale_copy("scale_copy", scale_copy.source(),
-                                   {{"T", Param::type({"float", "half"})}},
+                                   {{"T", ParamSchema::type({"float", "half"})}},
                                    {.arguments = {"const T*", "T*", "float", "int"}});
 
 // Sizes around the block size and odd ones, small to a million.
@@ -108,7 +108,7 @@ protected:
 
   const Device &device() const { return found_.front(); }
 
-  Loaded load(const Device &on, const Template &tmpl, const Params &params,
+  Loaded load(const Device &on, const Template &tmpl, const ParamValues &params,
               KernelSignature signature) {
     const CodeObject &code = runtime_->compile(tmpl, params, on.target());
     Module module = Module::load(on, code.code());

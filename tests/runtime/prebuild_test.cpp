@@ -18,8 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<prebuild::Variant> scale_variants(int sizes, const std::vector<std::string> &targets) {
-  std::vector<prebuild::Variant> all;
+std::vector<prebuild::TargetedInstance> scale_variants(int sizes,
+                                                       const std::vector<std::string> &targets) {
+  std::vector<prebuild::TargetedInstance> all;
   const Template &scale = templates::find("scale");
   for (const std::string &target : targets)
     for (const char *type : {"float", "half"})
@@ -40,7 +41,7 @@ std::vector<std::string> describe(const std::vector<prebuild::Batch> &batches) {
 }
 
 TEST(PrebuildBatchesTest, OneTemplateAndTargetPerBatchBalancedAndIndependentOfOrder) {
-  std::vector<prebuild::Variant> variants = scale_variants(50, {"gfx90a", "gfx1030"});
+  std::vector<prebuild::TargetedInstance> variants = scale_variants(50, {"gfx90a", "gfx1030"});
   variants.push_back(variants.front()); // a duplicate is built once
   const auto batches = prebuild::make_batches(variants);
   std::size_t total = 0;
@@ -72,7 +73,7 @@ TEST(PrebuildBatchesTest, OneTemplateAndTargetPerBatchBalancedAndIndependentOfOr
 }
 
 TEST(PrebuildBatchesTest, TemplatesOfOneNameButOtherSourcesNeverShareAProgram) {
-  const std::vector<ParamDecl> params = {{"N", Param::integer(1, 9)}};
+  const std::vector<ParamDecl> params = {{"N", ParamSchema::integer(1, 9)}};
   const Template a("k", "template <int N> __global__ void k() {}", params);
   const Template b("k", "template <int N> __global__ void k() { /* other */ }", params);
   const auto gfx90a = jit::Target::parse("gfx90a");
@@ -87,7 +88,7 @@ TEST(PrebuildBatchesTest, CostliestBatchesAreHandedOutFirst) {
   const auto gfx90a = jit::Target::parse("gfx90a");
   // axpy sorts before gemm, so plan order puts its three batches of four first; one gemm variant
   // instantiates far more code than four axpy ones.
-  std::vector<prebuild::Variant> variants;
+  std::vector<prebuild::TargetedInstance> variants;
   const Template &axpy = templates::find("axpy");
   for (const char *type : {"float", "half", "bfloat16"})
     for (int items : {1, 2, 4, 8})

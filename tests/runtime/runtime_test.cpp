@@ -30,10 +30,10 @@ __global__ void scale(T *x, float a) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
 })",
-                     {{"T", Param::type({"float", "half", "bfloat16"})},
-                      {"N", Param::integer(1, 1 << 20)}});
+                     {{"T", ParamSchema::type({"float", "half", "bfloat16"})},
+                      {"N", ParamSchema::integer(1, 1 << 20)}});
 
-const Params half_4096 = {{"T", "half"}, {"N", 4096}};
+const ParamValues half_4096 = {{"T", "half"}, {"N", 4096}};
 
 class RuntimeTest : public ::testing::Test {
 protected:
@@ -256,7 +256,7 @@ TEST_F(RuntimeTest, ACompileErrorShowsTheLogWithTheTemplatesLineNumbers) {
   const Template broken("broken",
                         "template <int N>\n__global__ void broken(int *x) {\n"
                         "  x[0] = N + undeclared_name;\n}\n",
-                        {{"N", Param::integer(0, 10)}});
+                        {{"N", ParamSchema::integer(0, 10)}});
   Runtime rt(config());
   try {
     rt.compile(broken, {{"N", 1}}, gfx90a);

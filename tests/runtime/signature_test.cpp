@@ -24,7 +24,7 @@ TEST(Signature, FollowsTheDeclaredArgumentsWithTypeParametersBound) {
 }
 
 TEST(Signature, ByValueElementTypesTakeTheirOwnSize) {
-  const Template fill("fill", "", {{"T", Param::type({"half", "float", "double"})}},
+  const Template fill("fill", "", {{"T", ParamSchema::type({"half", "float", "double"})}},
                       {.arguments = {"T* __restrict__", "T"}});
   EXPECT_EQ(signature_of(fill.bind({{"T", "half"}})).parameters()[1].size, 2u);
   EXPECT_EQ(signature_of(fill.bind({{"T", "double"}})).parameters()[1].size, 8u);
@@ -32,7 +32,8 @@ TEST(Signature, ByValueElementTypesTakeTheirOwnSize) {
 }
 
 TEST(Signature, OnlyWholeIdentifiersAreReplaced) {
-  const Template tiles("tiles", "", {{"T", Param::type({"float"})}}, {.arguments = {"Tile*", "T"}});
+  const Template tiles("tiles", "", {{"T", ParamSchema::type({"float"})}},
+                       {.arguments = {"Tile*", "T"}});
   EXPECT_EQ(tiles.bind({{"T", "float"}}).argument_types(),
             (std::vector<std::string>{"Tile*", "float"}));
 }
@@ -79,13 +80,14 @@ TEST(Signature, ScalarAndVectorTypesOfBothVendorsAreSized) {
 }
 
 TEST(Signature, UnknownByValueTypesAndUndeclaredArgumentsAreClearErrors) {
-  const Template by_struct("by_struct", "", {}, {.arguments = {"Params"}});
+  const Template by_struct("by_struct", "", {}, {.arguments = {"ParamValues"}});
   try {
     signature_of(by_struct.bind({}));
     FAIL() << "a struct argument was sized";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::bad_argument);
-    EXPECT_NE(error.summary().find("cannot size kernel argument type 'Params'"), std::string::npos);
+    EXPECT_NE(error.summary().find("cannot size kernel argument type 'ParamValues'"),
+              std::string::npos);
   }
   const Template undeclared("undeclared", "", {});
   try {

@@ -77,9 +77,9 @@ int run_templates(bool as_json) {
     for (const auto &[name, param] : tmpl.params()) {
       const std::string fallback = param.fallback() ? param.fallback()->to_string() : "";
       json item = {{"name", name},
-                   {"kind", param.kind() == Param::Kind::type ? "type" : "integer"},
+                   {"kind", param.kind() == ParamSchema::Kind::type ? "type" : "integer"},
                    {"accepts", param.describe()}};
-      if (param.kind() == Param::Kind::type)
+      if (param.kind() == ParamSchema::Kind::type)
         item["allowed"] = param.allowed_types();
       else if (!param.allowed_integers().empty())
         item["allowed"] = param.allowed_integers();
@@ -110,8 +110,8 @@ struct CompileArgs {
   std::string target;
 };
 
-Params parse_params(const std::vector<std::string> &items) {
-  Params params;
+ParamValues parse_params(const std::vector<std::string> &items) {
+  ParamValues params;
   for (const auto &item : items) {
     const auto equals = item.find('=');
     if (equals == std::string::npos || equals == 0)
@@ -140,11 +140,12 @@ std::string read_file(const std::string &path) {
 
 // A template for a source file given on the command line: its parameters are those given, in
 // the order given, each accepting exactly the value given.
-Template template_from_file(const CompileArgs &args, const Params &params) {
+Template template_from_file(const CompileArgs &args, const ParamValues &params) {
   std::vector<ParamDecl> decls;
   for (const auto &[name, value] : params)
-    decls.push_back({name, value.is_integer() ? Param::integer(value.integer(), value.integer())
-                                              : Param::type({value.type()})});
+    decls.push_back({name, value.is_integer()
+                               ? ParamSchema::integer(value.integer(), value.integer())
+                               : ParamSchema::type({value.type()})});
   return Template(args.kernel, read_file(args.source_file), std::move(decls),
                   TemplateOptions{.kernel = args.kernel});
 }
@@ -158,7 +159,7 @@ int run_compile(const CompileArgs &args, bool as_json) {
   if (args.target.empty())
     throw Error(Errc::bad_target, "--target is required (e.g. --target gfx90a or sm_90)");
 
-  const Params params = parse_params(args.params);
+  const ParamValues params = parse_params(args.params);
   std::optional<Template> from_file;
   if (!args.source_file.empty())
     from_file.emplace(template_from_file(args, params));

@@ -130,7 +130,7 @@ Plan make_plan(const PrebuildArgs &args) {
     plan.user_sets.push_back(templates::VariantSet::read_file(file));
   const auto &sets = args.sets.empty() ? templates::builtin_sets() : plan.user_sets;
 
-  std::vector<prebuild::Variant> variants;
+  std::vector<prebuild::TargetedInstance> variants;
   std::string names;
   for (const templates::VariantSet &set : sets) {
     if (plan.level != 0 && set.level() != plan.level)
@@ -211,7 +211,7 @@ public:
   void batch_done(const prebuild::Batch &batch, const prebuild::BatchResult &result) {
     std::lock_guard lock(mutex_);
     done_ += batch.variants.size();
-    const prebuild::Variant &first = batch.variants.front();
+    const prebuild::TargetedInstance &first = batch.variants.front();
     if (bar_) {
       constexpr int width = 30;
       const int filled = static_cast<int>(width * done_ / total_);
@@ -260,7 +260,7 @@ prebuild::BatchResult build_or_report(const Plan &plan, const prebuild::Compiler
     return prebuild::build(batch, compilers, plan.out);
   } catch (const Error &error) { // the tier cannot be written: every variant failed
     prebuild::BatchResult failed;
-    for (const prebuild::Variant &variant : batch.variants)
+    for (const prebuild::TargetedInstance &variant : batch.variants)
       failed.failures.push_back(variant.describe() + ": " + error.summary());
     return failed;
   }
@@ -386,7 +386,7 @@ void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_a
       ::waitpid(worker.pid, &status, 0);
       if (worker.batch) {
         prebuild::BatchResult failed;
-        for (const prebuild::Variant &variant : plan.batches[*worker.batch].variants)
+        for (const prebuild::TargetedInstance &variant : plan.batches[*worker.batch].variants)
           failed.failures.push_back(variant.describe() + ": the worker compiling it ended with " +
                                     exit_text(status));
         done(*worker.batch, failed);

@@ -57,10 +57,10 @@ public:
 
   // The signature of a kernel declared with parameters of these host types:
   // `KernelSignature::of<float *, float, int>()`.
-  template <typename... Params> static KernelSignature of() {
-    return KernelSignature({KernelParameter{std::string(detail::type_name<Params>()),
-                                            static_cast<std::uint32_t>(sizeof(Params)),
-                                            static_cast<std::uint32_t>(alignof(Params))}...});
+  template <typename... ParamValues> static KernelSignature of() {
+    return KernelSignature({KernelParameter{std::string(detail::type_name<ParamValues>()),
+                                            static_cast<std::uint32_t>(sizeof(ParamValues)),
+                                            static_cast<std::uint32_t>(alignof(ParamValues))}...});
   }
 
   const std::vector<KernelParameter> &parameters() const { return parameters_; }

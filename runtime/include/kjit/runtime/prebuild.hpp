@@ -33,7 +33,7 @@
 
 namespace kjit::prebuild {
 
-struct Variant {
+struct TargetedInstance {
   Instance instance;
   jit::Target target;
   // "scale (N=4096,T=half) for gfx90a"
@@ -42,7 +42,7 @@ struct Variant {
 
 // Variants of one template for one target, compiled as one program.
 struct Batch {
-  std::vector<Variant> variants;
+  std::vector<TargetedInstance> variants;
 };
 
 // The most variants one program holds by default (above).
@@ -50,7 +50,8 @@ inline constexpr std::size_t kMaxBatch = 16;
 
 // Sorts, removes duplicates and cuts `variants` into batches (above) of at most `max_batch`
 // (1: every variant alone, the baseline the batching is measured against). Deterministic.
-std::vector<Batch> make_batches(std::vector<Variant> variants, std::size_t max_batch = kMaxBatch);
+std::vector<Batch> make_batches(std::vector<TargetedInstance> variants,
+                                std::size_t max_batch = kMaxBatch);
 
 // The indices of `batches`, the costliest first (stable: equal costs keep their order), the order
 // to hand them to jobs in so that no long batch starts last and serialises the end of the build.

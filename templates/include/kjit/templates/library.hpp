@@ -9,7 +9,7 @@ namespace kjit::templates {
 
 // The header "kjit/prelude.h" (docs/ARCHITECTURE.md, "Templates and the prelude"), included before
 // every template source.
-const TemplateHeader &prelude();
+const HeaderFile &prelude();
 
 // The templates compiled into the library, in name order.
 const std::vector<Template> &builtin();

@@ -40,7 +40,7 @@ namespace kjit::templates {
 // One instantiation a set names.
 struct SetVariant {
   const Template *tmpl;        // built-in, or owned by the set
-  Params params;               // as listed (defaults not yet applied)
+  ParamValues params;          // as listed (defaults not yet applied)
   std::vector<Vendor> vendors; // the targets' vendors it is for; empty: every vendor
 
   bool for_vendor(Vendor vendor) const {
