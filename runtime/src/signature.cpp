@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 #include <map>
 #include <regex>
+#include <vector>
 
 namespace kjit {
 
