@@ -52,7 +52,7 @@ TEST_F(RedisRemoteTest, PutsOnlyIfAbsentGetsRemovesAndScans) {
   EXPECT_EQ(*back.value(), value);
 
   ASSERT_TRUE(remote.backend->put(record("b"), bytes_of("b"), PutMode::overwrite).ok());
-  ASSERT_TRUE(server.admin("SET %s %s", "kjit/entry/v1/not-a-key", "x"));
+  ASSERT_TRUE(server.admin("SET %s %s", "kjit/entry/v2/not-a-key", "x"));
   ASSERT_TRUE(remote.leases->try_acquire(record("c"), 10s).ok());
   std::set<std::string> seen;
   auto visits =

@@ -22,8 +22,9 @@ using testing::LogCapture;
 using testing::TempDir;
 
 const Template scale("scale", R"(template <typename T, int N> __global__ void scale(T *x) {})",
-                     {{"T", Param::type({"float", "half"})}, {"N", Param::integer(1, 1 << 20)}});
-const Params half_4096 = {{"T", "half"}, {"N", 4096}};
+                     {{"T", ParamSchema::type({"float", "half"})},
+                      {"N", ParamSchema::integer(1, 1 << 20)}});
+const ParamValues half_4096 = {{"T", "half"}, {"N", 4096}};
 
 class RemoteTierTest : public ::testing::Test {
 protected:

@@ -96,9 +96,9 @@ struct RecordKey {
 
 // The name a record is stored under, the same for every backend so that any of them finds what
 // another published: "kjit/<kind>/v<format>/<target>/<key hex>", e.g.
-// "kjit/entry/v1/gfx90a:sramecc+:xnack-/3f...". Target ids hold no '/' (they are validated).
+// "kjit/entry/v2/gfx90a:sramecc+:xnack-/3f...". Target ids hold no '/' (they are validated).
 std::string storage_name(const RecordKey &record);
-// The prefix every storage name of a kind (and format) starts with: "kjit/entry/v1/". What a
+// The prefix every storage name of a kind (and format) starts with: "kjit/entry/v2/". What a
 // listing matches (SCAN MATCH "<prefix>*").
 std::string storage_prefix(RecordKind kind);
 // The inverse of storage_name for a record of `kind`; nullopt for a name of another kind, format

@@ -3,8 +3,8 @@
 // (`kjit prebuild`, `cmake --install`, kjit_prebuild() in CMake).
 //
 // Batching. The instantiations of one template for one target share a compiler program: one
-// code object holding several kernels, the compiler's fixed cost paid once (hiprtc 5.2: 373 ms
-// for a variant alone, 55 ms each sixteen to a program). Each variant still gets an entry of its
+// code object holding several kernels, the compiler's fixed cost paid once (BENCHMARKS.md,
+// "Prebuild"). Each variant still gets an entry of its
 // own, under exactly the key a JIT compile of it would have (the key names what the variant's
 // kernel is made from, and that does not change with its neighbours in the program), holding the
 // whole code object and its own kernel alone in the header's kernel list, so the Runtime loads it
@@ -34,7 +34,7 @@
 
 namespace kjit::prebuild {
 
-struct Variant {
+struct TargetedInstance {
   Instance instance;
   jit::Target target;
   // "scale (N=4096,T=half) for gfx90a"
@@ -43,7 +43,7 @@ struct Variant {
 
 // One of N shares of a prebuild, so that N machines fill one remote tier together
 // (`kjit prebuild --shard K/N`). A variant belongs to the share its identity hashes to: SHA-256 of
-// Variant::describe() (template, canonical parameters, target) modulo N. Deterministic and
+// TargetedInstance::describe() (template, canonical parameters, target) modulo N. Deterministic and
 // independent of the order sets list variants in, of the jobs and of the machine; the N shares
 // are disjoint and together the whole set.
 struct Shard {
@@ -51,12 +51,12 @@ struct Shard {
   std::size_t count = 1;
   // "K/N" with 1 <= K <= N; throws Error(bad_parameter) naming the form otherwise.
   static Shard parse(std::string_view text);
-  bool holds(const Variant &variant) const;
+  bool holds(const TargetedInstance &variant) const;
 };
 
 // Variants of one template for one target, compiled as one program.
 struct Batch {
-  std::vector<Variant> variants;
+  std::vector<TargetedInstance> variants;
 };
 
 // The most variants one program holds by default (above).
@@ -64,13 +64,14 @@ inline constexpr std::size_t kMaxBatch = 16;
 
 // Sorts, removes duplicates and cuts `variants` into batches (above) of at most `max_batch`
 // (1: every variant alone, the baseline the batching is measured against). Deterministic.
-std::vector<Batch> make_batches(std::vector<Variant> variants, std::size_t max_batch = kMaxBatch);
+std::vector<Batch> make_batches(std::vector<TargetedInstance> variants,
+                                std::size_t max_batch = kMaxBatch);
 
 // The indices of `batches`, the costliest first (stable: equal costs keep their order), the order
 // to hand them to jobs in so that no long batch starts last and serialises the end of the build.
 // Cost is estimated as variants x the template's source and header bytes: each kernel costs the
-// compiler roughly in proportion to the code it instantiates (a gemm variant ~300 ms, a scale a
-// few ms). Only the order changes, never a batch, so entries do not depend on it.
+// compiler roughly in proportion to the code it instantiates (a gemm variant far more than a
+// scale). Only the order changes, never a batch, so entries do not depend on it.
 std::vector<std::size_t> longest_first(const std::vector<Batch> &batches);
 
 // What keys need of each vendor's compiler, read from the loaded compilers.
