@@ -62,6 +62,11 @@ std::optional<cache::Entry> RemoteTier::verified(const cache::RemoteStorage &rem
 }
 
 std::optional<cache::Entry> RemoteTier::find(const cache::Key &key, const std::string &target) {
+  return find(key, target, MissCounting::counted);
+}
+
+std::optional<cache::Entry> RemoteTier::find(const cache::Key &key, const std::string &target,
+                                             MissCounting counting) {
   const cache::RecordKey record{cache::kEntryRecord, target, key};
   for (const cache::RemoteStorage &remote : remotes_) {
     auto got = remote.backend->get(record);
@@ -70,7 +75,8 @@ std::optional<cache::Entry> RemoteTier::find(const cache::Key &key, const std::s
       continue;
     }
     if (!got.value()) {
-      count_miss();
+      if (counting == MissCounting::counted)
+        count_miss();
       continue;
     }
     if (auto entry = verified(remote, record, *got.value()))
@@ -105,9 +111,9 @@ std::optional<cache::Entry> RemoteTier::claim_or_wait(const cache::Key &key,
       if (taken.value()) {
         claim.reset(new Claim(*this, remote, record, std::move(*taken.value())));
         // Published between this process's lookup and its lease: nothing left to compile.
-        return find(key, target);
+        return find(key, target, MissCounting::uncounted);
       }
-      if (auto published = find(key, target))
+      if (auto published = find(key, target, MissCounting::uncounted))
         return published;
       if (std::chrono::steady_clock::now() + fleet_.poll > deadline)
         break;

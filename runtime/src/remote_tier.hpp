@@ -70,6 +70,11 @@ private:
   // Counts a fault and warns about it once per process and remote.
   void fault(const cache::RemoteStorage &remote, const cache::RemoteFault &fault);
   void count_miss();
+  // A lookup counts one remote miss; the re-reads of claim_or_wait while it waits for another
+  // node's lease are part of that one lookup, so they count none.
+  enum class MissCounting { counted, uncounted };
+  std::optional<cache::Entry> find(const cache::Key &key, const std::string &target,
+                                   MissCounting counting);
   std::optional<cache::Entry> verified(const cache::RemoteStorage &remote,
                                        const cache::RecordKey &record,
                                        const std::vector<std::byte> &value);

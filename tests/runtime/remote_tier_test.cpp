@@ -195,12 +195,21 @@ TEST_F(RemoteTierTest, AnExpiredLeaseLetsAnotherNodeCompile) {
     object = &probe.compile(scale, half_4096, gfx90a);
     ASSERT_TRUE(remote->try_acquire(record_of(*object), config.fleet.lease_ttl).value());
   }
-  Runtime rt(config);
-  const auto started = std::chrono::steady_clock::now();
-  EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::compiled);
-  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(200))
-      << "waited for the dead holder's lease";
+  {
+    Runtime rt(config);
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::compiled);
+    EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(200))
+        << "waited for the dead holder's lease";
+  }
   EXPECT_EQ(compiler.compiles, 2);
+  // The wait polled the remote about a hundred times: still one lookup, one miss.
+  const cache::CacheCounters total =
+      cache::StatsFiles(
+          cache::DiskStore(config.cache_dir, cache::Access::read_only).stats_directory())
+          .total();
+  EXPECT_EQ(total.remote_misses, 1u);
+  EXPECT_EQ(total.remote_hits, 0u);
 }
 
 } // namespace
