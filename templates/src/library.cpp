@@ -25,10 +25,60 @@ namespace {
 // parameter means. Every one takes T among `element_types` and a vector width VEC (elements per
 // access: 16 bytes is 4 floats or 8 halves); the row-wise ones also HIDDEN (COLS), the row's
 // length, unrolled by the compiler, and THREADS per row.
+// Bytes of one element of the type parameter T.
+std::int64_t element_bytes(const Instance &instance) {
+  for (const auto &[name, value] : instance.values())
+    if (name == "T")
+      return value.type() == "float" ? 4 : 2;
+  return 4;
+}
+
+std::int64_t integer_value(const Instance &instance, std::string_view name) {
+  for (const auto &[param, value] : instance.values())
+    if (param == name)
+      return value.integer();
+  return 0;
+}
+
+// A vector access is at most 16 bytes (the prelude's widest load).
+std::string vector_fits(const Instance &instance) {
+  const std::int64_t bytes = integer_value(instance, "VEC") * element_bytes(instance);
+  return bytes <= 16 ? "" : "VEC is " + std::to_string(bytes) + " bytes, more than 16";
+}
+
+// The row-wise kernels (rowwise.hip): VEC divides the row, a thread holds at most 64 elements,
+// and a row takes at least a warp (kjit::row_reduce).
+TuningRules rowwise_rules(std::string length) {
+  TuningRules rules;
+  rules.fits = [length](const Instance &instance, std::string_view target) -> std::string {
+    const std::int64_t n = integer_value(instance, length), vec = integer_value(instance, "VEC"),
+                       threads = integer_value(instance, "THREADS");
+    if (std::string why = vector_fits(instance); !why.empty())
+      return why;
+    if (n % vec != 0)
+      return "VEC " + std::to_string(vec) + " does not divide " + length + " " + std::to_string(n);
+    if ((n / vec + threads - 1) / threads * vec > 64)
+      return "a thread would hold more than 64 elements";
+    const std::int64_t warp = target.starts_with("sm_") ? 32 : 64;
+    if (threads < warp)
+      return "THREADS " + std::to_string(threads) + " is less than a warp";
+    return "";
+  };
+  // KJIT_ROW_BOUNDS: a block is THREADS threads, or 256 when several rows share it.
+  rules.threads = [](const Instance &instance) {
+    return std::max<std::int64_t>(integer_value(instance, "THREADS"), 256);
+  };
+  return rules;
+}
+
 void add_activations_and_rowwise(std::vector<Template> &all,
                                  const std::vector<std::string> &element_types) {
-  const auto vec = [] { return Param::one_of({1, 2, 4, 8}, 4); };
-  const auto threads = [] { return Param::one_of({32, 64, 128, 256, 512, 1024}, 256); };
+  const auto vec = [] { return Param::one_of({1, 2, 4, 8}, 4).tunable(); };
+  const auto threads = [] { return Param::one_of({32, 64, 128, 256, 512, 1024}, 256).tunable(); };
+  TuningRules activation_rules;
+  activation_rules.fits = [](const Instance &instance, std::string_view) {
+    return vector_fits(instance);
+  };
   // A thread holds at most 64 elements of a row, so 1024 threads cover 65536 at most; 32768
   // keeps every default-width variant within float's 32 per thread.
   const auto hidden = [] { return Param::integer(1, 32768, 4096); };
@@ -38,13 +88,13 @@ void add_activations_and_rowwise(std::vector<Template> &all,
           {"ACT", Param::type({"silu", "gelu", "gelu_tanh", "relu", "sigmoid"}, "silu")},
           {"T", Param::type(element_types, "float")},
           {"VEC", vec()}},
-      TemplateOptions{.arguments = {"T*", "const T*", "long long"}});
+      TemplateOptions{.arguments = {"T*", "const T*", "long long"}, .tuning = activation_rules});
   all.emplace_back(
       "gated_activation", std::string(embedded::activation_hip),
       std::vector<ParamDecl>{{"ACT", Param::type({"silu", "gelu", "gelu_tanh"}, "silu")},
                              {"T", Param::type(element_types, "float")},
                              {"VEC", vec()}},
-      TemplateOptions{.arguments = {"T*", "const T*", "int", "int"}});
+      TemplateOptions{.arguments = {"T*", "const T*", "int", "int"}, .tuning = activation_rules});
   const auto row_params = [&](const char *length) {
     return std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
                                   {length, hidden()},
@@ -52,14 +102,18 @@ void add_activations_and_rowwise(std::vector<Template> &all,
                                   {"THREADS", threads()}};
   };
   all.emplace_back("rms_norm", std::string(embedded::rowwise_hip), row_params("HIDDEN"),
-                   TemplateOptions{.arguments = {"T*", "const T*", "const T*", "float", "int"}});
+                   TemplateOptions{.arguments = {"T*", "const T*", "const T*", "float", "int"},
+                                   .tuning = rowwise_rules("HIDDEN")});
   all.emplace_back("fused_add_rms_norm", std::string(embedded::rowwise_hip), row_params("HIDDEN"),
-                   TemplateOptions{.arguments = {"T*", "T*", "const T*", "float", "int"}});
+                   TemplateOptions{.arguments = {"T*", "T*", "const T*", "float", "int"},
+                                   .tuning = rowwise_rules("HIDDEN")});
   all.emplace_back(
       "layer_norm", std::string(embedded::rowwise_hip), row_params("HIDDEN"),
-      TemplateOptions{.arguments = {"T*", "const T*", "const T*", "const T*", "float", "int"}});
+      TemplateOptions{.arguments = {"T*", "const T*", "const T*", "const T*", "float", "int"},
+                      .tuning = rowwise_rules("HIDDEN")});
   all.emplace_back("softmax", std::string(embedded::rowwise_hip), row_params("COLS"),
-                   TemplateOptions{.arguments = {"T*", "const T*", "float", "int", "int"}});
+                   TemplateOptions{.arguments = {"T*", "const T*", "float", "int", "int"},
+                                   .tuning = rowwise_rules("COLS")});
 }
 
 // Rotary embedding, per-token quantisation and the GEMM (kjit::ops). Row and head lengths are

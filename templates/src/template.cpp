@@ -125,6 +125,12 @@ Param Param::one_of(std::vector<std::int64_t> allowed, std::optional<std::int64_
   return p;
 }
 
+Param Param::tunable() const {
+  Param p = *this;
+  p.tunable_ = true;
+  return p;
+}
+
 std::string Param::describe() const {
   if (kind_ == Kind::type)
     return "a type, one of " + join(types_, ", ");
@@ -186,6 +192,12 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
     fingerprint.add(argument);
   }
   fingerprint_ = fingerprint.finish();
+}
+
+const ParamDecl *Template::param(std::string_view name) const {
+  auto found = std::find_if(params_.begin(), params_.end(),
+                            [&](const ParamDecl &decl) { return decl.name == name; });
+  return found == params_.end() ? nullptr : &*found;
 }
 
 Instance Template::bind(const Params &given) const & {
