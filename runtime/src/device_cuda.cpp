@@ -12,6 +12,9 @@ namespace {
 // CUdevice_attribute (cuda.h).
 constexpr int compute_capability_major = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int compute_capability_minor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr int multiprocessor_count = 16;     // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+constexpr int shared_memory_per_block = 8;   // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK
+constexpr DriverResult not_found = 500;      // CUDA_ERROR_NOT_FOUND
 
 // CUDA-only calls. CUcontext is a pointer to an opaque struct, declared void * here.
 struct CudaCalls {
@@ -21,6 +24,10 @@ struct CudaCalls {
   DriverCall<DriverResult(void **, int)> primary_context_retain{"cuDevicePrimaryCtxRetain"};
   DriverCall<DriverResult(void **)> context_get_current{"cuCtxGetCurrent"};
   DriverCall<DriverResult(void *)> context_set_current{"cuCtxSetCurrent"};
+  // cuda.h maps cuEventElapsedTime to the _v2 symbol from CUDA 12.8 on; older drivers have the
+  // first only.
+  DriverCall<DriverResult(float *, void *, void *)> event_elapsed_v2{"cuEventElapsedTime_v2"};
+  DriverCall<DriverResult(float *, void *, void *)> event_elapsed_v1{"cuEventElapsedTime"};
 };
 CudaCalls cuda;
 
@@ -57,6 +64,23 @@ DriverResult primary_context(int device, Context *context) {
   return result;
 }
 
+DriverResult event_elapsed(float *milliseconds, void *start, void *end) {
+  if (cuda.event_elapsed_v2.function != nullptr)
+    return cuda.event_elapsed_v2(milliseconds, start, end);
+  if (cuda.event_elapsed_v1.function != nullptr)
+    return cuda.event_elapsed_v1(milliseconds, start, end);
+  return not_found;
+}
+
+DriverResult limits(int device, int *compute_units, std::size_t *shared_bytes) {
+  int shared = 0;
+  if (DriverResult result = cuda.device_get_attribute(compute_units, multiprocessor_count, device))
+    return result;
+  DriverResult result = cuda.device_get_attribute(&shared, shared_memory_per_block, device);
+  *shared_bytes = static_cast<std::size_t>(shared);
+  return result;
+}
+
 DriverResult current_context(Context *context) {
   void *current = nullptr;
   DriverResult result = cuda.context_get_current(&current);
@@ -90,14 +114,22 @@ DriverApi &cuda_driver() {
       .copy_to_device = {"cuMemcpyHtoD_v2"},
       .copy_to_host = {"cuMemcpyDtoH_v2"},
       .synchronize = {"cuCtxSynchronize"},
+      .event_create = {"cuEventCreate"},
+      .event_record = {"cuEventRecord"},
+      .event_synchronize = {"cuEventSynchronize"},
+      .event_destroy = {"cuEventDestroy_v2"},
+      .fill_async = {"cuMemsetD8Async"},
       .vendor_symbols = {bind(cuda.get_error_name), bind(cuda.get_error_string),
                          bind(cuda.device_get_attribute), bind(cuda.primary_context_retain),
-                         bind(cuda.context_get_current), bind(cuda.context_set_current)},
+                         bind(cuda.context_get_current), bind(cuda.context_set_current),
+                         bind(cuda.event_elapsed_v2, false), bind(cuda.event_elapsed_v1, false)},
       .describe = describe,
       .native_target = {"cuDeviceGetAttribute", native_target},
       .device_context = {"cuDevicePrimaryCtxRetain", primary_context},
       .current_context = {"cuCtxGetCurrent", current_context},
       .set_current_context = {"cuCtxSetCurrent", set_current_context},
+      .event_elapsed = {"cuEventElapsedTime", event_elapsed},
+      .limits = {"cuDeviceGetAttribute", limits},
   };
   return api;
 }

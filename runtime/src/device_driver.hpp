@@ -85,6 +85,13 @@ struct DriverApi {
   DriverCall<DriverResult(void *device, const void *host, std::size_t bytes)> copy_to_device;
   DriverCall<DriverResult(void *host, const void *device, std::size_t bytes)> copy_to_host;
   DriverCall<DriverResult()> synchronize;
+  // For timing (the tuner); optional: a driver without them can still launch.
+  DriverCall<DriverResult(void **event, unsigned flags)> event_create;
+  DriverCall<DriverResult(void *event, void *stream)> event_record;
+  DriverCall<DriverResult(void *event)> event_synchronize;
+  DriverCall<DriverResult(void *event)> event_destroy;
+  DriverCall<DriverResult(void *address, unsigned char byte, std::size_t bytes, void *stream)>
+      fill_async;
 
   // The vendor's own symbols, used by the operations below; resolved with the ones above.
   std::vector<DriverSymbol> vendor_symbols;
@@ -96,6 +103,11 @@ struct DriverApi {
   DriverCall<DriverResult(int device, Context *context)> device_context;
   DriverCall<DriverResult(Context *context)> current_context;
   DriverCall<DriverResult(Context context)> set_current_context;
+  // Milliseconds between two recorded events (cuEventElapsedTime has two symbols across CUDA
+  // versions, picked here).
+  DriverCall<DriverResult(float *milliseconds, void *start, void *end)> event_elapsed;
+  // The device's compute units (SMs, CUs) and shared memory per block in bytes.
+  DriverCall<DriverResult(int device, int *compute_units, std::size_t *shared_bytes)> limits;
 };
 
 // Function attributes: HIP copied the numbers of CUfunction_attribute (cuda.h) into

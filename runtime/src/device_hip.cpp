@@ -87,6 +87,7 @@ struct HipCalls {
   DriverCall<DriverResult(void *, int)> get_properties_r0000{"hipGetDeviceProperties"};
   DriverCall<DriverResult(int *)> get_device{"hipGetDevice"};
   DriverCall<DriverResult(int)> set_device{"hipSetDevice"};
+  DriverCall<DriverResult(float *, void *, void *)> event_elapsed{"hipEventElapsedTime"};
 };
 HipCalls hip;
 
@@ -120,6 +121,27 @@ DriverResult native_target(int device, std::string *target) {
     target->assign(arch, strnlen(arch, sizeof PropertiesR0000::gcnArchName));
   }
   return result;
+}
+
+DriverResult limits(int device, int *compute_units, std::size_t *shared_bytes) {
+  alignas(std::max_align_t) std::array<char, properties_room> properties{};
+  DriverResult result = hip_error_not_supported;
+  if (hip.get_properties_r0600.function != nullptr) {
+    result = hip.get_properties_r0600(properties.data(), device);
+    const auto *read = reinterpret_cast<const PropertiesR0600 *>(properties.data());
+    *compute_units = read->multiProcessorCount;
+    *shared_bytes = read->sharedMemPerBlock;
+  } else if (hip.get_properties_r0000.function != nullptr) {
+    result = hip.get_properties_r0000(properties.data(), device);
+    const auto *read = reinterpret_cast<const PropertiesR0000 *>(properties.data());
+    *compute_units = read->multiProcessorCount;
+    *shared_bytes = read->sharedMemPerBlock;
+  }
+  return result;
+}
+
+DriverResult event_elapsed(float *milliseconds, void *start, void *end) {
+  return hip.event_elapsed(milliseconds, start, end);
 }
 
 // HIP's current context is the thread's current device; ordinal + 1, so that 0 stays "none".
@@ -163,15 +185,22 @@ DriverApi &hip_driver() {
       .copy_to_device = {"hipMemcpyHtoD"},
       .copy_to_host = {"hipMemcpyDtoH"},
       .synchronize = {"hipDeviceSynchronize"},
+      .event_create = {"hipEventCreateWithFlags"},
+      .event_record = {"hipEventRecord"},
+      .event_synchronize = {"hipEventSynchronize"},
+      .event_destroy = {"hipEventDestroy"},
+      .fill_async = {"hipMemsetD8Async"},
       .vendor_symbols = {bind(hip.get_error_name), bind(hip.get_error_string),
                          bind(hip.get_properties_r0600, false),
                          bind(hip.get_properties_r0000, false), bind(hip.get_device),
-                         bind(hip.set_device)},
+                         bind(hip.set_device), bind(hip.event_elapsed, false)},
       .describe = describe,
       .native_target = {"hipGetDeviceProperties", native_target},
       .device_context = {"hipSetDevice", device_context},
       .current_context = {"hipGetDevice", current_context},
       .set_current_context = {"hipSetDevice", set_current_context},
+      .event_elapsed = {"hipEventElapsedTime", event_elapsed},
+      .limits = {"hipGetDeviceProperties", limits},
   };
   return api;
 }

@@ -148,6 +148,8 @@ public:
     return first;
   }
 
+  std::string keyed_compiler(Vendor vendor) { return compiler_identity(vendor).identity; }
+
 private:
   // Single flight: the first thread to ask for a key resolves it, the others wait for its result
   // (or its exception).
@@ -428,6 +430,7 @@ const Config &Runtime::config() const { return impl_->config(); }
 Runtime::Counters Runtime::counters() const { return impl_->counters(); }
 const jit::Compiler &Runtime::compiler(Vendor vendor) { return impl_->compiler(vendor); }
 const Device &Runtime::default_device() { return impl_->default_device(); }
+std::string Runtime::compiler_identity(Vendor vendor) { return impl_->keyed_compiler(vendor); }
 const Kernel &Runtime::kernel(const Template &tmpl, const Params &params) {
   return impl_->kernel(tmpl, params, impl_->default_device());
 }

@@ -1,9 +1,15 @@
 #include "kjit/runtime/tuner.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/log.hpp"
+#include "kjit/runtime/prebuild.hpp"
+#include "kjit/runtime/runtime.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <memory>
 
 namespace kjit {
 
@@ -194,6 +200,137 @@ TuneResult tune(const TuningProblem &problem, const TuneOptions &options, std::s
   for (std::size_t i = 1; i < timed.size() && result.runners_up.size() < options.runners_up; ++i)
     result.runners_up.push_back(timed[i]);
   return result;
+}
+
+namespace {
+
+// Bytes written to flush the L2 cache: more than any current GPU's (H100 50 MB, MI300X 256 MB of
+// Infinity Cache is not flushed by this, nor needs to be for the kernels tuned here).
+constexpr std::size_t kFlushBytes = 256u << 20;
+
+double half_to_double(std::uint16_t bits) {
+  const int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
+  const double sign = bits & 0x8000 ? -1.0 : 1.0;
+  if (exponent == 0x1f)
+    return mantissa != 0 ? NAN : sign * INFINITY;
+  if (exponent == 0)
+    return sign * std::ldexp(mantissa, -24);
+  return sign * std::ldexp(mantissa + 1024, exponent - 25);
+}
+
+std::vector<double> read_output(const Device &device, const TunedOutput &output) {
+  const std::size_t width = output.element == TunedOutput::Element::f32 ? 4 : 2;
+  std::vector<std::byte> bytes(output.elements * width);
+  std::vector<double> values(output.elements);
+  device.copy_to_host(bytes.data(), output.address, bytes.size());
+  for (std::size_t i = 0; i < output.elements; ++i) {
+    const std::byte *at = bytes.data() + i * width;
+    if (output.element == TunedOutput::Element::f32) {
+      float value;
+      std::memcpy(&value, at, 4);
+      values[i] = value;
+      continue;
+    }
+    std::uint16_t bits;
+    std::memcpy(&bits, at, 2);
+    if (output.element == TunedOutput::Element::f16) {
+      values[i] = half_to_double(bits);
+    } else {
+      const std::uint32_t wide = std::uint32_t{bits} << 16;
+      values[i] = std::bit_cast<float>(wide);
+    }
+  }
+  return values;
+}
+
+} // namespace
+
+void precompile(Runtime &rt, const TuningProblem &problem, const std::vector<Params> &candidates,
+                const jit::Target &target) {
+  const Config &config = rt.config();
+  if (config.cache_dir.empty() || config.mode != Mode::jit)
+    return;
+  std::vector<prebuild::Variant> variants;
+  for (const Params &tunable : candidates) {
+    Params full = problem.problem;
+    full.insert(full.end(), tunable.begin(), tunable.end());
+    variants.push_back({problem.tmpl->bind(full), target});
+  }
+  const prebuild::Compilers compilers({target});
+  for (const prebuild::Batch &batch : prebuild::make_batches(std::move(variants)))
+    if (!prebuild::up_to_date(batch, compilers, config.cache_dir)) {
+      const prebuild::BatchResult built = prebuild::build(batch, compilers, config.cache_dir);
+      for (const std::string &failure : built.failures)
+        log().debug("tuning: {}", failure);
+    }
+}
+
+Measure measure_on_device(Runtime &rt, const Device &device, const Template &tmpl, Launcher launch,
+                          std::vector<TunedOutput> outputs, Stream stream, DeviceTiming timing) {
+  struct State {
+    std::optional<DeviceBuffer> flush;
+  };
+  auto state = std::make_shared<State>();
+  return [&rt, device, &tmpl, launch = std::move(launch), outputs = std::move(outputs), stream,
+          timing, state](const Params &candidate) {
+    const TuningRules &rules = tmpl.tuning();
+    const Instance instance = tmpl.bind(candidate);
+    if (rules.shared_bytes) {
+      const std::int64_t needed = rules.shared_bytes(instance);
+      if (needed > static_cast<std::int64_t>(device.shared_memory_per_block()))
+        throw Error(Errc::device_error,
+                    "needs " + std::to_string(needed) + " bytes of shared memory a block; " +
+                        device.name() + " has " + std::to_string(device.shared_memory_per_block()));
+    }
+    const Kernel &kernel = rt.kernel(tmpl, candidate, device);
+    if (rules.threads) {
+      const std::int64_t threads = rules.threads(instance);
+      if (threads > kernel.max_threads_per_block())
+        throw Error(Errc::device_error,
+                    "launches " + std::to_string(threads) + " threads a block; with " +
+                        std::to_string(kernel.registers()) + " registers a thread it may have " +
+                        std::to_string(kernel.max_threads_per_block()));
+    }
+    Measurement measured;
+    for (const TunedOutput &output : outputs)
+      device.fill(const_cast<void *>(output.address), 0xff,
+                  output.elements * (output.element == TunedOutput::Element::f32 ? 4 : 2), stream);
+    launch(kernel, candidate, stream);
+    device.synchronize();
+    for (const TunedOutput &output : outputs) {
+      std::vector<double> values = read_output(device, output);
+      measured.output.insert(measured.output.end(), values.begin(), values.end());
+    }
+
+    for (int i = 0; i < timing.warmup; ++i)
+      launch(kernel, candidate, stream);
+    EventTimer timer(device);
+    auto burst = [&](int launches) {
+      if (rules.flush_l2) {
+        if (!state->flush)
+          state->flush.emplace(device.allocate(kFlushBytes));
+        device.fill(state->flush->data(), 0, kFlushBytes, stream);
+      }
+      timer.start(stream);
+      for (int i = 0; i < launches; ++i)
+        launch(kernel, candidate, stream);
+      timer.stop(stream);
+      return timer.elapsed_ms() * 1000.0 / launches;
+    };
+    // One launch gives the count that fills a burst; with the L2 flushed, each burst is one
+    // launch after a flush.
+    const double single_us = burst(1);
+    const int launches =
+        rules.flush_l2
+            ? 1
+            : std::clamp(static_cast<int>(timing.burst_us / std::max(single_us, 0.1)), 1, 1000);
+    std::vector<double> times;
+    for (int b = 0; b < timing.bursts; ++b)
+      times.push_back(burst(launches));
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    measured.time_us = times[times.size() / 2];
+    return measured;
+  };
 }
 
 } // namespace kjit

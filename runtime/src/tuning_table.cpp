@@ -70,6 +70,7 @@ json record_json(const TuningRecord &record) {
           {"template", key.template_name},
           {"source_digest", key.source_digest},
           {"problem", params_json(key.problem)},
+          {"extents", params_json(key.extents)},
           {"target", key.device.target},
           {"compute_units", key.device.compute_units},
           {"device", key.device.name},
@@ -88,6 +89,7 @@ TuningRecord record_of(const json &object) {
   key.template_name = object.at("template").get<std::string>();
   key.source_digest = object.at("source_digest").get<std::string>();
   key.problem = params_of(object.at("problem"));
+  key.extents = params_of(object.at("extents"));
   key.device = {object.at("target").get<std::string>(), object.at("compute_units").get<int>(),
                 object.at("device").get<std::string>()};
   key.compiler = object.at("compiler").get<std::string>();
@@ -151,8 +153,9 @@ std::optional<TuningRecord> find_in(const fs::path &directory, const TuningKey &
   std::optional<TuningRecord> record = read_record(path);
   if (record && record->key != key) {
     warn_once(path, "it is for " + record->key.template_name + " (" +
-                        params_text(record->key.problem) + ") on " + record->key.device.target +
-                        " with " + std::to_string(record->key.device.compute_units) +
+                        params_text(record->key.problem) + "; " + params_text(record->key.extents) +
+                        ") on " + record->key.device.target + " with " +
+                        std::to_string(record->key.device.compute_units) +
                         " compute units, compiled by " + record->key.compiler +
                         ", not the problem and device asked for");
     return std::nullopt;
@@ -185,8 +188,8 @@ void list_in(const fs::path &directory, std::vector<TuningRecord> &out) {
 
 bool TuningKey::operator==(const TuningKey &other) const { return fields() == other.fields(); }
 
-TuningKey TuningKey::of(const Template &tmpl, const Params &problem, TuningDevice device,
-                        std::string compiler) {
+TuningKey TuningKey::of(const Template &tmpl, const Params &problem, const Params &extents,
+                        TuningDevice device, std::string compiler) {
   for (const auto &[name, value] : problem) {
     const ParamDecl *decl = tmpl.param(name);
     if (decl == nullptr)
@@ -196,8 +199,8 @@ TuningKey TuningKey::of(const Template &tmpl, const Params &problem, TuningDevic
       throw Error(Errc::bad_parameter,
                   tmpl.name() + ": '" + name + "' is a tunable parameter, not a problem parameter");
   }
-  return {tmpl.name(), tuning_source_digest(tmpl), sorted(problem), std::move(device),
-          std::move(compiler)};
+  return {tmpl.name(),     tuning_source_digest(tmpl), sorted(problem),
+          sorted(extents), std::move(device),          std::move(compiler)};
 }
 
 std::vector<cache::KeyField> TuningKey::fields() const {
@@ -206,6 +209,7 @@ std::vector<cache::KeyField> TuningKey::fields() const {
       .add("template", template_name)
       .add("source", source_digest)
       .add("problem", params_text(problem))
+      .add("extents", params_text(extents))
       .add("target", device.target)
       .add("compute_units", std::to_string(device.compute_units))
       .add("compiler", compiler);
@@ -245,7 +249,7 @@ bool TuningRecord::operator==(const TuningRecord &other) const {
 }
 
 std::string tuning_csv(const std::vector<TuningRecord> &records) {
-  std::string out = "template,problem,target,compute_units,device,compiler,winner,time_us,"
+  std::string out = "template,problem,extents,target,compute_units,device,compiler,winner,time_us,"
                     "runners_up,created_unix\n";
   // Fields are quoted: problems and winners hold commas.
   auto quoted = [](const std::string &text) {
@@ -260,7 +264,7 @@ std::string tuning_csv(const std::vector<TuningRecord> &records) {
       runners += (runners.empty() ? "" : "; ") + params_text(runner.params) + " " +
                  std::to_string(runner.time_us);
     out += quoted(record.key.template_name) + ',' + quoted(params_text(record.key.problem)) + ',' +
-           quoted(record.key.device.target) + ',' +
+           quoted(params_text(record.key.extents)) + ',' + quoted(record.key.device.target) + ',' +
            std::to_string(record.key.device.compute_units) + ',' + quoted(record.key.device.name) +
            ',' + quoted(record.key.compiler) + ',' + quoted(params_text(record.winner.params)) +
            ',' + std::to_string(record.winner.time_us) + ',' + quoted(runners) + ',' +
@@ -322,8 +326,10 @@ std::vector<TuningRecord> TuningTable::list() const {
   list_in(prebuilt_, records);
   list_in(user_, records);
   std::stable_sort(records.begin(), records.end(), [](const auto &a, const auto &b) {
-    return std::make_tuple(a.key.template_name, a.key.device.target, params_text(a.key.problem)) <
-           std::make_tuple(b.key.template_name, b.key.device.target, params_text(b.key.problem));
+    return std::make_tuple(a.key.template_name, a.key.device.target, params_text(a.key.problem),
+                           params_text(a.key.extents)) <
+           std::make_tuple(b.key.template_name, b.key.device.target, params_text(b.key.problem),
+                           params_text(b.key.extents));
   });
   return records;
 }

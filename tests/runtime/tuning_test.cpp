@@ -23,7 +23,7 @@ const TuningDevice h100{"sm_90a", 132, "NVIDIA H100 80GB HBM3"};
 
 TuningKey rms_key(int hidden, TuningDevice device = h100, std::string compiler = "nvrtc 13.0") {
   return TuningKey::of(templates::find("rms_norm"), {{"T", "bfloat16"}, {"HIDDEN", hidden}},
-                       std::move(device), std::move(compiler));
+                       {{"rows", 4096}}, std::move(device), std::move(compiler));
 }
 
 TuningRecord record_for(TuningKey key) {
@@ -44,23 +44,26 @@ TEST(TuningKey, NamesTemplateProblemDeviceAndCompiler) {
   EXPECT_EQ(base, rms_key(4096, {"sm_90a", 132, "renamed"}).key());
   // Parameter order does not matter.
   EXPECT_EQ(base, TuningKey::of(templates::find("rms_norm"), {{"HIDDEN", 4096}, {"T", "bfloat16"}},
-                                h100, "nvrtc 13.0")
+                                {{"rows", 4096}}, h100, "nvrtc 13.0")
+                      .key());
+  EXPECT_NE(base, TuningKey::of(templates::find("rms_norm"), {{"HIDDEN", 4096}, {"T", "bfloat16"}},
+                                {{"rows", 64}}, h100, "nvrtc 13.0")
                       .key());
   EXPECT_NE(base, TuningKey::of(templates::find("softmax"), {{"T", "bfloat16"}, {"COLS", 4096}},
-                                h100, "nvrtc 13.0")
+                                {{"rows", 4096}}, h100, "nvrtc 13.0")
                       .key());
 }
 
 TEST(TuningKey, RefusesTunableAndUnknownProblemParameters) {
   const Template &rms = templates::find("rms_norm");
   try {
-    TuningKey::of(rms, {{"T", "half"}, {"HIDDEN", 64}, {"VEC", 4}}, h100, "c");
+    TuningKey::of(rms, {{"T", "half"}, {"HIDDEN", 64}, {"VEC", 4}}, {}, h100, "c");
     FAIL() << "VEC is tunable";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::bad_parameter);
     EXPECT_NE(error.summary().find("'VEC' is a tunable parameter"), std::string::npos);
   }
-  EXPECT_THROW(TuningKey::of(rms, {{"T", "half"}, {"ROWS", 64}}, h100, "c"), Error);
+  EXPECT_THROW(TuningKey::of(rms, {{"T", "half"}, {"ROWS", 64}}, {}, h100, "c"), Error);
 }
 
 TEST(TuningKey, ChangesWithTheTemplateSource) {
@@ -68,8 +71,8 @@ TEST(TuningKey, ChangesWithTheTemplateSource) {
                    {{"N", Param::integer(1, 8)}, {"V", Param::one_of({1, 2}).tunable()}});
   const Template b("k", "template <int N, int V> __global__ void k() { }",
                    {{"N", Param::integer(1, 8)}, {"V", Param::one_of({1, 2}).tunable()}});
-  EXPECT_NE(TuningKey::of(a, {{"N", 2}}, h100, "c").key(),
-            TuningKey::of(b, {{"N", 2}}, h100, "c").key());
+  EXPECT_NE(TuningKey::of(a, {{"N", 2}}, {}, h100, "c").key(),
+            TuningKey::of(b, {{"N", 2}}, {}, h100, "c").key());
 }
 
 TEST(TuningTable, RoundTripsARecordThroughTheUserTier) {
@@ -157,7 +160,8 @@ TEST(TuningTable, ExportsAndImportsRecordsAsJsonAndShowsThemAsCsv) {
   EXPECT_EQ(destination.list(), source.list());
 
   const std::string csv = tuning_csv(source.list());
-  EXPECT_NE(csv.find("\"rms_norm\",\"HIDDEN=1024,T=bfloat16\",\"sm_90a\",132,"), std::string::npos)
+  EXPECT_NE(csv.find("\"rms_norm\",\"HIDDEN=1024,T=bfloat16\",\"rows=4096\",\"sm_90a\",132,"),
+            std::string::npos)
       << csv;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3); // a header and one row per record
 

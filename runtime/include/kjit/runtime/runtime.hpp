@@ -97,6 +97,11 @@ public:
   // The compiler for `vendor`, loaded on first use. Throws Error(compiler_unavailable).
   const jit::Compiler &compiler(Vendor vendor);
 
+  // The identity of `vendor`'s compiler as this Runtime keys variants with it (in prebuilt mode,
+  // the prebuilt tier's), without loading the compiler when it is known: what tuning records
+  // are keyed by. Throws what compile() throws when none can be found.
+  std::string compiler_identity(Vendor vendor);
+
 private:
   class Impl;
   std::unique_ptr<Impl> impl_;

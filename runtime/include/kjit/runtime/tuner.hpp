@@ -10,6 +10,8 @@
 // candidate does not compile or launch. The first candidate that runs is the reference: a later
 // one whose output differs from it beyond the tolerance is dropped, as are those that fail, each
 // with its reason. The fastest of the rest wins.
+#include "kjit/runtime/device.hpp"
+#include "kjit/runtime/kernel.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "kjit/templates/template.hpp"
 
@@ -75,6 +77,46 @@ struct TuneResult {
 // in its detail).
 TuneResult tune(const TuningProblem &problem, const TuneOptions &options, std::string_view target,
                 const Measure &measure);
+
+class Runtime;
+
+// ---- measuring on a GPU ------------------------------------------------------------------
+
+// An output buffer the tuner compares between candidates: poisoned (all bits set: NaN in every
+// float format) before a candidate's checking run, then read back.
+struct TunedOutput {
+  enum class Element { f32, f16, bf16 };
+  const void *address;
+  std::size_t elements;
+  Element element;
+};
+
+// Launches `kernel` (a candidate of the template, with `candidate`'s values) once on `stream`
+// with the caller's buffers. Must be repeatable: the tuner launches it many times.
+using Launcher = std::function<void(const Kernel &kernel, const Params &candidate, Stream stream)>;
+
+struct DeviceTiming {
+  int warmup = 3;  // launches before timing
+  int bursts = 15; // the median of these
+  // Launches per burst: enough for about this much device time (at least one), so that the
+  // events' resolution and the launch gaps do not dominate short kernels.
+  double burst_us = 200;
+};
+
+// A Measure for tune(): compiles (or finds) each candidate for `device` through `rt`, refuses
+// one that breaks the template's shared-memory or threads rules there, runs it once on poisoned
+// outputs and reads them, then times it with events (a warm-up, then the median of bursts, with
+// the L2 cache flushed before each burst when the template's rules ask). Candidates are compiled
+// first, batched into programs (see precompile).
+Measure measure_on_device(Runtime &rt, const Device &device, const Template &tmpl, Launcher launch,
+                          std::vector<TunedOutput> outputs, Stream stream = nullptr,
+                          DeviceTiming timing = {});
+
+// Compiles the candidates of `problem` for `target` into the user tier, several to a program as
+// prebuild batches them, so that measuring finds them cached. A candidate that does not compile
+// is left for the measurement to report. Does nothing without a user tier or in prebuilt mode.
+void precompile(Runtime &rt, const TuningProblem &problem, const std::vector<Params> &candidates,
+                const jit::Target &target);
 
 // ||a - b|| / ||b||, infinite when a holds a NaN or the sizes differ.
 double relative_difference(const std::vector<double> &a, const std::vector<double> &b);

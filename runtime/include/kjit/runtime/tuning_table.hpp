@@ -41,13 +41,16 @@ struct TuningKey {
   std::string template_name;
   std::string source_digest; // tuning_source_digest(template)
   Params problem;            // the problem parameters, sorted by name
+  // Sizes the template leaves to the launch that change the winner (rows), sorted by name.
+  Params extents;
   TuningDevice device;
   std::string compiler; // the compiler's identity
 
-  // For `problem` of `tmpl` on `device` with `compiler`: problem is sorted and must name
-  // problem parameters only. Throws Error(bad_parameter) for a tunable or unknown one.
-  static TuningKey of(const Template &tmpl, const Params &problem, TuningDevice device,
-                      std::string compiler);
+  // For `problem` of `tmpl` over `extents` on `device` with `compiler`: both are sorted, and
+  // problem must name problem parameters only. Throws Error(bad_parameter) for a tunable or unknown
+  // one.
+  static TuningKey of(const Template &tmpl, const Params &problem, const Params &extents,
+                      TuningDevice device, std::string compiler);
   // The fields hashed, in order (kjit/cache/key.hpp), and their SHA-256.
   std::vector<cache::KeyField> fields() const;
   cache::Key key() const;
