@@ -424,7 +424,13 @@ private:
   std::map<cache::Key, std::shared_future<const CodeObject *>> in_flight_;
 };
 
-Runtime::Runtime(Config config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+namespace {
+std::atomic<std::uint64_t> runtimes_made = 0;
+} // namespace
+
+Runtime::Runtime(Config config)
+    : impl_(std::make_unique<Impl>(std::move(config))), id_(++runtimes_made) {}
+std::uint64_t Runtime::id() const { return id_; }
 Runtime::~Runtime() = default;
 const Config &Runtime::config() const { return impl_->config(); }
 Runtime::Counters Runtime::counters() const { return impl_->counters(); }

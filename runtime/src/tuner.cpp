@@ -197,6 +197,7 @@ TuneResult tune(const TuningProblem &problem, const TuneOptions &options, std::s
   std::stable_sort(timed.begin(), timed.end(),
                    [](const auto &a, const auto &b) { return a.time_us < b.time_us; });
   result.winner = timed.front();
+  result.timed = timed;
   for (std::size_t i = 1; i < timed.size() && result.runners_up.size() < options.runners_up; ++i)
     result.runners_up.push_back(timed[i]);
   return result;
@@ -218,27 +219,44 @@ double half_to_double(std::uint16_t bits) {
   return sign * std::ldexp(mantissa + 1024, exponent - 25);
 }
 
-std::vector<double> read_output(const Device &device, const TunedOutput &output) {
-  const std::size_t width = output.element == TunedOutput::Element::f32 ? 4 : 2;
-  std::vector<std::byte> bytes(output.elements * width);
-  std::vector<double> values(output.elements);
-  device.copy_to_host(bytes.data(), output.address, bytes.size());
-  for (std::size_t i = 0; i < output.elements; ++i) {
-    const std::byte *at = bytes.data() + i * width;
-    if (output.element == TunedOutput::Element::f32) {
+// Elements read back whole, and the runs a larger output is sampled in.
+constexpr std::size_t kWholeElements = 1u << 22;
+constexpr std::size_t kSampleRuns = 256, kSampleRun = 1u << 14;
+
+void append_values(const std::vector<std::byte> &bytes, TunedOutput::Element element,
+                   std::vector<double> &values) {
+  const std::size_t width = element == TunedOutput::Element::f32 ? 4 : 2;
+  for (std::size_t at = 0; at + width <= bytes.size(); at += width) {
+    if (element == TunedOutput::Element::f32) {
       float value;
-      std::memcpy(&value, at, 4);
-      values[i] = value;
+      std::memcpy(&value, bytes.data() + at, 4);
+      values.push_back(value);
       continue;
     }
     std::uint16_t bits;
-    std::memcpy(&bits, at, 2);
-    if (output.element == TunedOutput::Element::f16) {
-      values[i] = half_to_double(bits);
-    } else {
-      const std::uint32_t wide = std::uint32_t{bits} << 16;
-      values[i] = std::bit_cast<float>(wide);
-    }
+    std::memcpy(&bits, bytes.data() + at, 2);
+    values.push_back(element == TunedOutput::Element::f16
+                         ? half_to_double(bits)
+                         : std::bit_cast<float>(std::uint32_t{bits} << 16));
+  }
+}
+
+std::vector<double> read_output(const Device &device, const TunedOutput &output) {
+  const std::size_t width = output.element == TunedOutput::Element::f32 ? 4 : 2;
+  std::vector<std::pair<std::size_t, std::size_t>> runs; // first element, count
+  if (output.elements <= kWholeElements) {
+    runs.emplace_back(0, output.elements);
+  } else {
+    for (std::size_t r = 0; r < kSampleRuns; ++r)
+      runs.emplace_back((output.elements - kSampleRun) * r / (kSampleRuns - 1), kSampleRun);
+  }
+  std::vector<double> values;
+  std::vector<std::byte> bytes;
+  for (const auto &[first, count] : runs) {
+    bytes.resize(count * width);
+    device.copy_to_host(
+        bytes.data(), static_cast<const std::byte *>(output.address) + first * width, bytes.size());
+    append_values(bytes, output.element, values);
   }
   return values;
 }

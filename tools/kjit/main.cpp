@@ -5,6 +5,7 @@
 #include "cache_command.hpp"
 #include "prebuild_command.hpp"
 #include "table.hpp"
+#include "tune_command.hpp"
 
 #include "kjit/kjit.hpp"
 
@@ -220,6 +221,8 @@ int run(int argc, char **argv) {
   CLI::App *cache = add_cache_command(app, cache_args, as_json);
   PrebuildArgs prebuild_args;
   auto [prebuild, prebuild_worker] = add_prebuild_command(app, prebuild_args, as_json);
+  TuneArgs tune_args;
+  CLI::App *tune = add_tune_command(app, tune_args, as_json);
 
   // CLI11 would say only "a subcommand is required": name the word and what is accepted.
   auto check_command = [](const CLI::App &parent, const char *word, const std::string &what) {
@@ -256,6 +259,8 @@ int run(int argc, char **argv) {
     return run_prebuild(prebuild_args, as_json);
   if (*prebuild_worker)
     return run_prebuild_worker(prebuild_args);
+  if (*tune)
+    return run_tune(*tune, tune_args, as_json);
   return run_compile(compile_args, as_json);
 }
 

@@ -62,6 +62,9 @@ public:
   Runtime &operator=(const Runtime &) = delete;
 
   const Config &config() const;
+  // A number no other Runtime of this process has had or will have: lets callers memoise what
+  // they found through a Runtime (kjit::ops's launch plans) without a stale pointer ever matching.
+  std::uint64_t id() const;
 
   // What this Runtime did on its slow path (memory hits are not counted: that path stays free
   // of shared writes).
@@ -105,6 +108,7 @@ public:
 private:
   class Impl;
   std::unique_ptr<Impl> impl_;
+  std::uint64_t id_;
 };
 
 } // namespace kjit

@@ -67,6 +67,7 @@ struct TuneOptions {
 struct TuneResult {
   TimedVariant winner; // the tunable values alone
   std::vector<TimedVariant> runners_up;
+  std::vector<TimedVariant> timed; // every candidate that ran and agreed, fastest first
   std::vector<std::pair<Params, std::string>> dropped; // failed, disagreed, or refused
   std::size_t tried = 0, untried = 0;
   double seconds = 0;
@@ -83,7 +84,9 @@ class Runtime;
 // ---- measuring on a GPU ------------------------------------------------------------------
 
 // An output buffer the tuner compares between candidates: poisoned (all bits set: NaN in every
-// float format) before a candidate's checking run, then read back.
+// float format) before a candidate's checking run, then read back: all of it up to 4M elements,
+// else 256 runs of 16K elements spread evenly over it, the last ending at its end (reading
+// gigabytes back for each candidate would cost more than timing it).
 struct TunedOutput {
   enum class Element { f32, f16, bf16 };
   const void *address;
