@@ -188,6 +188,10 @@ void list_in(const fs::path &directory, std::vector<TuningRecord> &out) {
 
 bool TuningKey::operator==(const TuningKey &other) const { return fields() == other.fields(); }
 
+bool TimedVariant::operator==(const TimedVariant &other) const {
+  return time_us == other.time_us && sorted(params) == sorted(other.params);
+}
+
 TuningKey TuningKey::of(const Template &tmpl, const Params &problem, const Params &extents,
                         TuningDevice device, std::string compiler) {
   for (const auto &[name, value] : problem) {

@@ -86,7 +86,12 @@ TEST(TuningTable, RoundTripsARecordThroughTheUserTier) {
   EXPECT_EQ(*found, record);
   EXPECT_FALSE(table.find(rms_key(2048)));
   ASSERT_EQ(table.list().size(), 1u);
-  EXPECT_EQ(table.list().front(), record);
+  // Values in declaration order (as the tuner gives them) come back by name, and still match.
+  TuningRecord declared = record_for(rms_key(1024));
+  declared.winner.params = {{"VEC", 8}, {"THREADS", 256}};
+  table.store(declared);
+  EXPECT_EQ(*table.find(rms_key(1024)), declared);
+  EXPECT_EQ(table.list().back(), record); // listed by problem: 1024 first
 }
 
 TEST(TuningTable, ReadsThePrebuiltTierFirst) {

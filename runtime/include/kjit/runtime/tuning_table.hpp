@@ -66,7 +66,8 @@ std::string tuning_source_digest(const Template &tmpl);
 struct TimedVariant {
   Params params;
   double time_us = 0;
-  bool operator==(const TimedVariant &) const = default;
+  // The same values, whatever their order (a record read back lists them by name).
+  bool operator==(const TimedVariant &other) const;
 };
 
 struct TuningRecord {
