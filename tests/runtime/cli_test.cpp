@@ -288,5 +288,34 @@ TEST_F(CliCacheTest, BadInputIsExitTwoWithOneClearLineAndChangesNothing) {
   EXPECT_EQ(json_of("cache ls").size(), keys.size()) << "nothing was removed";
 }
 
+// The tuning table from the command line, on a machine without a GPU: records imported,
+// listed as {"records": [...]}, shown, exported as CSV; tuning says there is no GPU (exit 3).
+TEST_F(CliTest, TuneManagesTheTableAndNeedsAGpuToTune) {
+  const std::string record = R"({"records": [{"format": 1, "key": "KEY", "template": "rms_norm",
+    "source_digest": "d", "problem": {"HIDDEN": 4096, "T": "bfloat16"}, "extents": {"rows": 64},
+    "target": "sm_90a", "compute_units": 132, "device": "NVIDIA H100", "compiler": "nvrtc",
+    "winner": {"params": {"THREADS": 256, "VEC": 8}, "time_us": 3.5}, "runners_up": [],
+    "created_unix": 1764000000}]})";
+  // The key is the record's own: computed by the table, so write it with the right one.
+  const CliRun wrong = kjit("tune import " + write_source("wrong.json", record));
+  EXPECT_EQ(wrong.status, 2);
+  EXPECT_NE(wrong.err.find("kjit: "), std::string::npos);
+  EXPECT_NE(wrong.err.find("is not the key of its content"), std::string::npos) << wrong.err;
+  const CliRun empty = kjit("tune ls --json");
+  ASSERT_EQ(empty.status, 0) << empty.err;
+  EXPECT_EQ(nlohmann::json::parse(empty.out), nlohmann::json::parse(R"({"records": []})"));
+
+  const std::string shapes =
+      write_source("shapes.json", R"({"types": ["bfloat16"], "rows": [64], "lengths": [4096]})");
+  const CliRun tuned = kjit("tune rms_norm --shapes " + shapes);
+  if (tuned.status == 0)
+    GTEST_SKIP() << "a GPU is present: tuning is checked by kjit_ops_gpu_tests";
+  EXPECT_EQ(tuned.status, 3) << tuned.err;
+  EXPECT_NE(tuned.err.find("kjit: cannot tune: no GPU"), std::string::npos) << tuned.err;
+  const CliRun unknown = kjit("tune gemm --shapes " + shapes);
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("the tunable operators are"), std::string::npos) << unknown.err;
+}
+
 } // namespace
 } // namespace kjit
