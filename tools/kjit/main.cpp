@@ -3,6 +3,7 @@
 // Exit status (DESIGN.md §5): 0 success, 1 a check failed, 2 bad usage or input, with one
 // clear line on stderr.
 #include "cache_command.hpp"
+#include "files.hpp"
 #include "prebuild_command.hpp"
 #include "table.hpp"
 #include "tune_command.hpp"
@@ -130,15 +131,6 @@ Params parse_params(const std::vector<std::string> &items) {
   return params;
 }
 
-std::string read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(Errc::bad_parameter, "cannot read --source " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // A template for a source file given on the command line: its parameters are those given, in
 // the order given, each accepting exactly the value given.
 Template template_from_file(const CompileArgs &args, const Params &params) {
@@ -146,7 +138,7 @@ Template template_from_file(const CompileArgs &args, const Params &params) {
   for (const auto &[name, value] : params)
     decls.push_back({name, value.is_integer() ? Param::integer(value.integer(), value.integer())
                                               : Param::type({value.type()})});
-  return Template(args.kernel, read_file(args.source_file), std::move(decls),
+  return Template(args.kernel, read_text_file(args.source_file, "--source"), std::move(decls),
                   TemplateOptions{.kernel = args.kernel});
 }
 

@@ -1,5 +1,7 @@
 #include "prebuild_command.hpp"
 
+#include "files.hpp"
+
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/prebuild.hpp"
 #include "kjit/runtime/tuning_table.hpp"
@@ -129,10 +131,7 @@ Plan make_tuned_plan(const PrebuildArgs &args) {
   std::vector<jit::Target> wanted;
   if (!args.targets.empty())
     wanted = parse_targets(args.targets, "--targets");
-  std::ifstream in(args.tuned, std::ios::binary);
-  if (!in)
-    throw Error(Errc::bad_parameter, "--tuned: cannot read " + args.tuned);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_text_file(args.tuned, "--tuned");
   std::vector<prebuild::Variant> variants;
   for (const TuningRecord &record : parse_tuning_records(text, args.tuned)) {
     const jit::Target target = jit::Target::parse(record.key.device.target);

@@ -1,5 +1,7 @@
 #include "tune_command.hpp"
 
+#include "files.hpp"
+
 #include "kjit/kjit.hpp"
 #include "kjit/ops/tuning.hpp"
 #include "kjit/runtime/tuning_table.hpp"
@@ -19,15 +21,6 @@ using nlohmann::json;
 
 constexpr int exit_no_gpu = 3;
 
-std::string read_text(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(Errc::bad_parameter, "cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string params_text(const Params &params) {
   std::string out;
   for (const auto &[name, value] : params)
@@ -37,7 +30,7 @@ std::string params_text(const Params &params) {
 
 // Every combination the shapes file lists, for `op`.
 std::vector<ops::OperatorShape> read_shapes(const std::string &op, const std::string &path) {
-  const json file = json::parse(read_text(path), nullptr, false);
+  const json file = json::parse(read_text_file(path, "shapes file"), nullptr, false);
   auto list = [&](const char *field) {
     if (file.is_discarded() || !file.is_object() || !file.contains(field) ||
         !file.at(field).is_array() || file.at(field).empty())
@@ -221,8 +214,8 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
     return 0;
   }
   if (tune.got_subcommand("import")) {
-    const std::size_t count =
-        table.import_records(parse_tuning_records(read_text(args.file), args.file));
+    const std::size_t count = table.import_records(
+        parse_tuning_records(read_text_file(args.file, "tuning table"), args.file));
     if (as_json)
       std::cout << json{{"imported", count}, {"file", args.file}}.dump(2) << '\n';
     else
