@@ -8,25 +8,13 @@ F.silu(x[:, :d]) * x[:, d:] over x of [rows, 2d]. One JSON line per shape.
 import json
 import sys
 
+import ops_torch  # beside this file
+
 
 def median_us(torch, fn):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-
-    def burst(calls):
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        return start.elapsed_time(stop) * 1e3 / calls
-
-    calls = min(max(int(200 / max(burst(1), 0.1)), 1), 1000)
-    times = sorted(burst(calls) for _ in range(15))
-    return times[len(times) // 2]
+    median = lambda times: sorted(times)[len(times) // 2]
+    return 1e6 * ops_torch.seconds_per_call(torch, fn, burst_s=200e-6, bursts=15,
+                                            statistic=median, least_calls=1)
 
 
 def main():

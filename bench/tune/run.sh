@@ -8,6 +8,9 @@
 #   3. kjit tune of rms_norm, softmax and silu_and_mul in bf16 at every shape of shapes.json,
 #      with the heuristic's time from the same measurement, then torch at the same shapes;
 #   4. the wrapper's launch cost over a raw cuLaunchKernel (BM_LaunchCost, BM_OpsLaunchCost).
+# `run.sh recheck` instead runs the tests of 1 again and the production path: tune, export,
+# `kjit prebuild --tuned`, then a KJIT_MODE=prebuilt process on an empty user cache finds the
+# record and the winner's code in the tier.
 set -uo pipefail
 cd "$(dirname "$0")"
 out=${OUT:-out}
@@ -22,6 +25,22 @@ timeout 120 "$bin/kjit_ops_gpu_tests" --gtest_filter='TuningGpu*:RowwiseGpu*:Act
   >"$out/tests.log" 2>&1
 echo "tests: exit $? $(grep -E '^\[  (PASSED|FAILED) ' "$out/tests.log" | tr '\n' ' ')" |
   tee -a "$out/summary.txt"
+
+if [[ ${1:-} == recheck ]]; then
+  echo '{"types": ["bfloat16"], "rows": [4096], "lengths": [4096]}' >one.json
+  tier=$(mktemp -d)/prebuilt
+  {
+    "$bin/kjit" tune rms_norm --shapes one.json --json
+    "$bin/kjit" tune export table.json
+    "$bin/kjit" prebuild --tuned table.json --out "$tier" --json
+    echo "prebuild exit $?"
+    KJIT_MODE=prebuilt KJIT_PREBUILT_DIR=$tier KJIT_CACHE_DIR=$(mktemp -d) \
+      "$bin/kjit" tune rms_norm --shapes one.json --json
+    echo "prebuilt-mode tune exit $?"
+  } >"$out/prebuilt_flow.log" 2>&1
+  grep -E '"tuned_now"|exit|"built"' "$out/prebuilt_flow.log"
+  exit 0
+fi
 grep '^\[ TUNED' "$out/tests.log" | tee -a "$out/summary.txt"
 
 echo '{"types": ["bfloat16"], "rows": [4096], "lengths": [2048]}' >second.json
