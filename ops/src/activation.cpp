@@ -18,12 +18,14 @@ void activation(Runtime &rt, std::string_view op, T *out, const T *x, std::int64
   detail::require(n >= 0, op, [&] { return "n is " + std::to_string(n) + ", must be >= 0"; });
   if (n == 0)
     return;
-  const detail::Variant variant = detail::activation_variant(op, out, x);
+  const detail::ChosenVariant variant = detail::activation_variant(op, out, x);
   const std::int64_t blocks = detail::activation_blocks(n, variant.integer("VEC"));
   detail::require(blocks <= std::numeric_limits<int>::max(), op,
                   [&] { return "n is " + std::to_string(n) + ", more than one launch covers"; });
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(Dim3(static_cast<unsigned>(blocks)), Dim3(detail::activation_threads), 0, stream,
+  kernel.launch({.grid = static_cast<unsigned>(blocks),
+                 .block = detail::activation_threads,
+                 .stream = stream},
                 out, x, static_cast<long long>(n));
 }
 
@@ -41,13 +43,13 @@ constexpr GatedOp gelu_tanh_and_mul_op{"gelu_tanh_and_mul", "gelu_tanh"};
 detail::Plan choose_gated_plan(Runtime &rt, const GatedOp &op, std::string_view element, int rows,
                                int d, int aligned_vec) {
   static const Template &tmpl = templates::find("gated_activation");
-  const Params problem = {{"ACT", op.act}, {"T", element}};
+  const ParamValues problem = {{"ACT", op.act}, {"T", element}};
   int vec = aligned_vec;
   if (auto winner =
           detail::tuned_winner(rt, tmpl, problem, {{"d", d}, {"rows", detail::rows_bucket(rows)}}))
     if (const int tuned = detail::winner_value(*winner, "VEC", 0); tuned >= 1 && tuned <= vec)
       vec = tuned;
-  Params params = problem;
+  ParamValues params = problem;
   params.emplace_back("VEC", vec);
   return {&rt.kernel(tmpl, params), vec, detail::activation_threads, 1};
 }
@@ -86,20 +88,23 @@ void launch_gated(const Kernel &kernel, int vec, void *out, const void *x,
     void *out_rows = static_cast<std::byte *>(out) + std::int64_t{first} * d * element_bytes;
     const void *x_rows =
         static_cast<const std::byte *>(x) + std::int64_t{first} * 2 * d * element_bytes;
-    kernel.launch(Dim3(static_cast<unsigned>(activation_blocks(elements, vec))),
-                  Dim3(activation_threads), 0, stream, out_rows, x_rows, d,
-                  static_cast<int>(elements / vec));
+    kernel.launch({.grid = static_cast<unsigned>(activation_blocks(elements, vec)),
+                   .block = activation_threads,
+                   .stream = stream},
+                  out_rows, x_rows, d, static_cast<int>(elements / vec));
     first += count;
   }
 }
 
-template <Element T> Variant activation_variant(std::string_view act, const T *out, const T *x) {
+template <Element T>
+ChosenVariant activation_variant(std::string_view act, const T *out, const T *x) {
   static const Template &tmpl = templates::find("activation");
   return {&tmpl,
           {{"ACT", act}, {"T", element_name<T>()}, {"VEC", vector_width(sizeof(T), {out, x})}}};
 }
 
-template <Element T> Variant gated_variant(std::string_view act, int d, const T *out, const T *x) {
+template <Element T>
+ChosenVariant gated_variant(std::string_view act, int d, const T *out, const T *x) {
   static const Template &tmpl = templates::find("gated_activation");
   return {&tmpl,
           {{"ACT", act}, {"T", element_name<T>()}, {"VEC", vector_width(sizeof(T), d, {out, x})}}};
@@ -146,8 +151,10 @@ void gelu_tanh_and_mul(Runtime &rt, T *out, const T *x, int rows, int d, Stream 
   template void silu_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                      \
   template void gelu_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                      \
   template void gelu_tanh_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                 \
-  template detail::Variant detail::activation_variant<T>(std::string_view, const T *, const T *);  \
-  template detail::Variant detail::gated_variant<T>(std::string_view, int, const T *, const T *);
+  template detail::ChosenVariant detail::activation_variant<T>(std::string_view, const T *,        \
+                                                               const T *);                         \
+  template detail::ChosenVariant detail::gated_variant<T>(std::string_view, int, const T *,        \
+                                                          const T *);
 KJIT_INSTANTIATE_ACTIVATIONS(float)
 KJIT_INSTANTIATE_ACTIVATIONS(Half)
 KJIT_INSTANTIATE_ACTIVATIONS(BFloat16)

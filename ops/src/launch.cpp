@@ -72,11 +72,11 @@ Plan choose_rowwise_plan(Runtime &rt, const RowwiseKernel &op, std::string_view 
                          int length, int aligned_vec) {
   const Template &tmpl = templates::find(op.name);
   const int warp = rt.default_device().target().warp_size();
-  const Params problem = {{"T", element}, {op.length_param, length}};
+  const ParamValues problem = {{"T", element}, {op.length_param, length}};
   const RowShape shape = choose_row_shape(
       row_shape(aligned_vec, length, warp),
       tuned_winner(rt, tmpl, problem, {{"rows", rows_bucket(rows)}}), aligned_vec, warp);
-  Params params = problem;
+  ParamValues params = problem;
   params.emplace_back("VEC", shape.vec);
   params.emplace_back("THREADS", shape.threads);
   return {&rt.kernel(tmpl, params), shape.vec, shape.threads, shape.rows_per_block};

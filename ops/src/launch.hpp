@@ -24,7 +24,8 @@ namespace kjit::ops::detail {
 [[noreturn]] void throw_bad_argument(std::string_view op, std::string_view what);
 // Throws Error(bad_argument) "kjit::ops::<op>: <what>" unless `condition`. `what` is the message
 // or a callable that makes it, called only when the check fails: the checks run on every launch,
-// and formatting their messages up front cost rms_norm 0.4 us a call on an H200.
+// and formatting their messages up front would cost each call more than the launch's own host
+// work (BENCHMARKS.md, "Evidence behind the code's choices").
 template <typename What> void require(bool condition, std::string_view op, const What &what) {
   if (condition)
     return;
@@ -120,7 +121,7 @@ inline constexpr RowwiseKernel softmax_kernel{"softmax", "COLS"};
 
 // The variant of `op` for T and rows of `length` elements, and the shape it launches with.
 struct RowwiseVariant {
-  Variant variant;
+  ChosenVariant variant;
   RowShape shape;
 };
 template <Element T>
@@ -160,10 +161,11 @@ void launch_rowwise(Runtime &rt, const RowwiseKernel &op, int rows, int length,
         &remember_plan(key, choose_rowwise_plan(rt, op, element_name<T>(), rows, length, aligned));
   const unsigned blocks =
       static_cast<unsigned>((rows + plan->rows_per_block - 1) / plan->rows_per_block);
-  plan->kernel->launch(
-      Dim3(blocks),
-      Dim3(static_cast<unsigned>(plan->threads), static_cast<unsigned>(plan->rows_per_block)), 0,
-      stream, args...);
+  plan->kernel->launch({.grid = blocks,
+                        .block = Dim3(static_cast<unsigned>(plan->threads),
+                                      static_cast<unsigned>(plan->rows_per_block)),
+                        .stream = stream},
+                       args...);
 }
 
 } // namespace kjit::ops::detail

@@ -44,8 +44,8 @@ const Plan &remember_plan(const PlanKey &key, const Plan &plan) {
   return plans().insert_or_assign(key, plan).first->second;
 }
 
-std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl, const Params &problem,
-                                         const Params &extents) {
+std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
+                                         const ParamValues &problem, const ParamValues &extents) {
   try {
     const Device &device = rt.default_device();
     const TuningKey key = TuningKey::of(

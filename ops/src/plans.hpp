@@ -42,8 +42,8 @@ const Plan &remember_plan(const PlanKey &key, const Plan &plan);
 
 // The tuning table's winner for `problem` of `tmpl` over `extents` ({"rows", rows_bucket(..)})
 // on the Runtime's device, or nullopt (no record, no table, or no compiler identity to key by).
-std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl, const Params &problem,
-                                         const Params &extents);
+std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
+                                         const ParamValues &problem, const ParamValues &extents);
 
 // An integer value of a winner's parameters; `fallback` when it does not name it.
 int winner_value(const TimedVariant &winner, std::string_view name, int fallback);

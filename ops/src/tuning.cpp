@@ -15,8 +15,8 @@ namespace {
 // What a shape is tuned as: the template, its problem parameters and the extents the table keys.
 struct Tunable {
   const Template *tmpl;
-  Params problem;
-  Params extents;
+  ParamValues problem;
+  ParamValues extents;
   std::size_t element_bytes;
   TunedOutput::Element element;
 };
@@ -57,7 +57,7 @@ Tunable describe(const OperatorShape &shape) {
   return tunable;
 }
 
-int value_of(const Params &params, std::string_view name) {
+int value_of(const ParamValues &params, std::string_view name) {
   for (const auto &[param, value] : params)
     if (param == name)
       return static_cast<int>(value.integer());
@@ -128,7 +128,7 @@ OperatorTuning tune_operator(Runtime &rt, const TuningTable &table, const Operat
     DeviceBuffer weight = random_buffer(device, length, tunable, random);
     DeviceBuffer out = device.allocate(rows * length * tunable.element_bytes);
     const int warp = device.target().warp_size();
-    Launcher launch = [&](const Kernel &kernel, const Params &candidate, Stream stream) {
+    Launcher launch = [&](const Kernel &kernel, const ParamValues &candidate, Stream stream) {
       const int vec = value_of(candidate, "VEC");
       if (gated) {
         detail::launch_gated(kernel, vec, out.data(), x.data(), tunable.element_bytes, shape.rows,
@@ -140,10 +140,11 @@ OperatorTuning tune_operator(Runtime &rt, const TuningTable &table, const Operat
       const Dim3 grid(static_cast<unsigned>((shape.rows + per_block - 1) / per_block));
       const Dim3 block(static_cast<unsigned>(threads), static_cast<unsigned>(per_block));
       if (shape.op == "rms_norm")
-        kernel.launch(grid, block, 0, stream, out.data(), x.data(), weight.data(), 1e-6f,
-                      shape.rows);
+        kernel.launch({.grid = grid, .block = block, .stream = stream}, out.data(), x.data(),
+                      weight.data(), 1e-6f, shape.rows);
       else
-        kernel.launch(grid, block, 0, stream, out.data(), x.data(), 1.0f, shape.rows, 0);
+        kernel.launch({.grid = grid, .block = block, .stream = stream}, out.data(), x.data(), 1.0f,
+                      shape.rows, 0);
     };
     if (gated && options.space.empty()) {
       // The gated kernel's vectors must divide d.

@@ -19,7 +19,7 @@ namespace {
   throw Error(Errc::bad_parameter, tmpl.name() + ": search space: " + what);
 }
 
-std::string params_text(const Params &params) {
+std::string params_text(const ParamValues &params) {
   std::string out;
   for (const auto &[name, value] : params)
     out += (out.empty() ? "" : ",") + name + "=" + value.to_string();
@@ -27,9 +27,9 @@ std::string params_text(const Params &params) {
 }
 
 // Every value `param` allows, or none for an integer range.
-std::vector<Value> allowed_values(const Param &param) {
+std::vector<Value> allowed_values(const ParamSchema &param) {
   std::vector<Value> values;
-  if (param.kind() == Param::Kind::type)
+  if (param.kind() == ParamSchema::Kind::type)
     for (const std::string &type : param.allowed_types())
       values.emplace_back(type);
   else
@@ -80,8 +80,8 @@ Candidates tuning_candidates(const TuningProblem &problem, const SearchSpace &gi
   // Odometer over the space's values, the last parameter fastest.
   std::vector<std::size_t> at(space.size(), 0);
   for (bool more = true; more;) {
-    Params params = problem.problem;
-    Params tunable;
+    ParamValues params = problem.problem;
+    ParamValues tunable;
     for (std::size_t i = 0; i < space.size(); ++i)
       tunable.emplace_back(space[i].first, space[i].second[at[i]]);
     params.insert(params.end(), tunable.begin(), tunable.end());
@@ -153,8 +153,8 @@ TuneResult tune(const TuningProblem &problem, const TuneOptions &options, std::s
   std::vector<double> reference;
   const std::size_t total = candidates.accepted.size();
   for (std::size_t i = 0; i < total; ++i) {
-    const Params &tunable = candidates.accepted[i];
-    Params full = problem.problem;
+    const ParamValues &tunable = candidates.accepted[i];
+    ParamValues full = problem.problem;
     full.insert(full.end(), tunable.begin(), tunable.end());
     try {
       Measurement measured = measure(full);
@@ -263,14 +263,14 @@ std::vector<double> read_output(const Device &device, const TunedOutput &output)
 
 } // namespace
 
-void precompile(Runtime &rt, const TuningProblem &problem, const std::vector<Params> &candidates,
-                const jit::Target &target) {
+void precompile(Runtime &rt, const TuningProblem &problem,
+                const std::vector<ParamValues> &candidates, const jit::Target &target) {
   const Config &config = rt.config();
   if (config.cache_dir.empty() || config.mode != Mode::jit)
     return;
-  std::vector<prebuild::Variant> variants;
-  for (const Params &tunable : candidates) {
-    Params full = problem.problem;
+  std::vector<prebuild::TargetedInstance> variants;
+  for (const ParamValues &tunable : candidates) {
+    ParamValues full = problem.problem;
     full.insert(full.end(), tunable.begin(), tunable.end());
     variants.push_back({problem.tmpl->bind(full), target});
   }
@@ -290,7 +290,7 @@ Measure measure_on_device(Runtime &rt, const Device &device, const Template &tmp
   };
   auto state = std::make_shared<State>();
   return [&rt, device, &tmpl, launch = std::move(launch), outputs = std::move(outputs), stream,
-          timing, state](const Params &candidate) {
+          timing, state](const ParamValues &candidate) {
     const TuningRules &rules = tmpl.tuning();
     const Instance instance = tmpl.bind(candidate);
     if (rules.shared_bytes) {

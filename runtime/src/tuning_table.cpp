@@ -22,30 +22,30 @@ namespace {
 
 constexpr int kRecordFormat = 1;
 
-Params sorted(Params params) {
+ParamValues sorted(ParamValues params) {
   std::sort(params.begin(), params.end(),
             [](const auto &a, const auto &b) { return a.first < b.first; });
   return params;
 }
 
-std::string params_text(const Params &params) {
+std::string params_text(const ParamValues &params) {
   std::string out;
   for (const auto &[name, value] : params)
     out += (out.empty() ? "" : ",") + name + "=" + value.to_string();
   return out;
 }
 
-json params_json(const Params &params) {
+json params_json(const ParamValues &params) {
   json out = json::object();
   for (const auto &[name, value] : params)
     out[name] = value.is_integer() ? json(value.integer()) : json(value.type());
   return out;
 }
 
-Params params_of(const json &object) {
+ParamValues params_of(const json &object) {
   if (!object.is_object())
     throw json::type_error::create(302, "parameters must be an object", &object);
-  Params params;
+  ParamValues params;
   for (const auto &[name, value] : object.items())
     params.emplace_back(name, value.is_number_integer() ? Value(value.get<std::int64_t>())
                                                         : Value(value.get<std::string>()));
@@ -192,8 +192,8 @@ bool TimedVariant::operator==(const TimedVariant &other) const {
   return time_us == other.time_us && sorted(params) == sorted(other.params);
 }
 
-TuningKey TuningKey::of(const Template &tmpl, const Params &problem, const Params &extents,
-                        TuningDevice device, std::string compiler) {
+TuningKey TuningKey::of(const Template &tmpl, const ParamValues &problem,
+                        const ParamValues &extents, TuningDevice device, std::string compiler) {
   for (const auto &[name, value] : problem) {
     const ParamDecl *decl = tmpl.param(name);
     if (decl == nullptr)
@@ -224,7 +224,7 @@ cache::Key TuningKey::key() const { return cache::key_of(fields()); }
 
 std::string tuning_source_digest(const Template &tmpl) {
   std::string text = tmpl.name() + '\n' + tmpl.kernel() + '\n' + tmpl.source() + '\n';
-  for (const TemplateHeader &header : tmpl.headers())
+  for (const HeaderFile &header : tmpl.headers())
     text += header.name + '\n' + header.content + '\n';
   for (const std::string &option : tmpl.compile_options())
     text += option + '\n';

@@ -70,8 +70,8 @@ __global__ void copy_or_garbage(float *out, const float *x, int n) {
   const int i = blockIdx.x * THREADS + threadIdx.x;
   if (i < n) out[i] = MODE == 0 ? x[i] : x[i] + 1.0f;
 })",
-                               {{"MODE", Param::one_of({0, 1, 2}).tunable()},
-                                {"THREADS", Param::one_of({128, 256}).tunable()}},
+                               {{"MODE", ParamSchema::one_of({0, 1, 2}).tunable()},
+                                {"THREADS", ParamSchema::one_of({128, 256}).tunable()}},
                                {.arguments = {"float*", "const float*", "int"}});
 
 TEST_F(TuningGpu, DropsAVariantThatWritesGarbageOrDoesNotCompile) {
@@ -79,10 +79,11 @@ TEST_F(TuningGpu, DropsAVariantThatWritesGarbageOrDoesNotCompile) {
   const auto x = random_elements<float>(n, rng, -2.0, 2.0);
   DeviceBuffer dx = upload(x);
   DeviceBuffer out = device().allocate(n * sizeof(float));
-  const Launcher launch = [&](const Kernel &kernel, const Params &candidate, Stream stream) {
+  const Launcher launch = [&](const Kernel &kernel, const ParamValues &candidate, Stream stream) {
     const int threads = static_cast<int>(candidate[1].second.integer());
-    kernel.launch(Dim3((n + threads - 1) / threads), Dim3(threads), 0, stream, out.as<float>(),
-                  dx.as<float>(), n);
+    kernel.launch(
+        {.grid = Dim3((n + threads - 1) / threads), .block = Dim3(threads), .stream = stream},
+        out.as<float>(), dx.as<float>(), n);
   };
   const Measure measure = measure_on_device(
       runtime(), device(), copy_or_garbage, launch,

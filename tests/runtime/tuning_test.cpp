@@ -67,10 +67,12 @@ TEST(TuningKey, RefusesTunableAndUnknownProblemParameters) {
 }
 
 TEST(TuningKey, ChangesWithTheTemplateSource) {
-  const Template a("k", "template <int N, int V> __global__ void k() {}",
-                   {{"N", Param::integer(1, 8)}, {"V", Param::one_of({1, 2}).tunable()}});
-  const Template b("k", "template <int N, int V> __global__ void k() { }",
-                   {{"N", Param::integer(1, 8)}, {"V", Param::one_of({1, 2}).tunable()}});
+  const Template a(
+      "k", "template <int N, int V> __global__ void k() {}",
+      {{"N", ParamSchema::integer(1, 8)}, {"V", ParamSchema::one_of({1, 2}).tunable()}});
+  const Template b(
+      "k", "template <int N, int V> __global__ void k() { }",
+      {{"N", ParamSchema::integer(1, 8)}, {"V", ParamSchema::one_of({1, 2}).tunable()}});
   EXPECT_NE(TuningKey::of(a, {{"N", 2}}, {}, h100, "c").key(),
             TuningKey::of(b, {{"N", 2}}, {}, h100, "c").key());
 }
@@ -214,15 +216,15 @@ TEST(TuningTable, WithoutAUserTierNothingIsStored) {
 // ---- the tuner against a fake measurement ---------------------------------------------------
 
 const Template toy("toy", "template <int N, int V, int W> __global__ void toy() {}",
-                   {{"N", Param::integer(1, 1 << 20)},
-                    {"V", Param::one_of({1, 2, 4}).tunable()},
-                    {"W", Param::one_of({32, 64}).tunable()}},
+                   {{"N", ParamSchema::integer(1, 1 << 20)},
+                    {"V", ParamSchema::one_of({1, 2, 4}).tunable()},
+                    {"W", ParamSchema::one_of({32, 64}).tunable()}},
                    {.tuning = {.fits = [](const Instance &instance, std::string_view) {
                       return instance.values()[1].second.integer() == 4 ? "V 4 does not fit"
                                                                         : std::string();
                     }}});
 
-std::int64_t value_of(const Params &params, const std::string &name) {
+std::int64_t value_of(const ParamValues &params, const std::string &name) {
   for (const auto &[param, value] : params)
     if (param == name)
       return value.integer();
@@ -241,7 +243,7 @@ TEST(Tuner, TriesEveryAllowedTunableValueTheRulesAccept) {
 }
 
 TEST(Tuner, RefusesABadSearchSpace) {
-  auto code_and_text = [](const SearchSpace &space, Params problem = {{"N", 1024}}) {
+  auto code_and_text = [](const SearchSpace &space, ParamValues problem = {{"N", 1024}}) {
     try {
       tuning_candidates({&toy, problem}, space, "sm_90a");
     } catch (const Error &error) {
@@ -271,14 +273,15 @@ TEST(Tuner, DropsCandidatesThatFailOrDisagreeAndPicksTheFastest) {
     done = finished;
     EXPECT_EQ(total, 4u);
   };
-  const TuneResult result = tune({&toy, {{"N", 1024}}}, options, "sm_90a", [&](const Params &p) {
-    const std::int64_t v = value_of(p, "V"), w = value_of(p, "W");
-    if (v == 1 && w == 64)
-      throw Error(Errc::compile_error, "toy<1024, 1, 64>: does not compile");
-    if (v == 2 && w == 64)
-      return Measurement{0.5, {9.0, 9.0, 9.0, 9.0}}; // the fastest, but wrong: garbage
-    return Measurement{v == 2 ? 2.0 : 3.0, right};
-  });
+  const TuneResult result =
+      tune({&toy, {{"N", 1024}}}, options, "sm_90a", [&](const ParamValues &p) {
+        const std::int64_t v = value_of(p, "V"), w = value_of(p, "W");
+        if (v == 1 && w == 64)
+          throw Error(Errc::compile_error, "toy<1024, 1, 64>: does not compile");
+        if (v == 2 && w == 64)
+          return Measurement{0.5, {9.0, 9.0, 9.0, 9.0}}; // the fastest, but wrong: garbage
+        return Measurement{v == 2 ? 2.0 : 3.0, right};
+      });
   EXPECT_EQ(done, 4u);
   EXPECT_EQ(result.tried, 4u);
   EXPECT_EQ(value_of(result.winner.params, "V"), 2);
@@ -300,13 +303,13 @@ TEST(Tuner, ABudgetTooSmallForOneCandidateIsAnError) {
   TuneOptions options;
   options.budget_s = 0;
   EXPECT_THROW(tune({&toy, {{"N", 1}}}, options, "sm_90a",
-                    [](const Params &) {
+                    [](const ParamValues &) {
                       return Measurement{1, {1}};
                     }),
                Error);
   options.budget_s = 0.01;
   try {
-    tune({&toy, {{"N", 1}}}, options, "sm_90a", [](const Params &) {
+    tune({&toy, {{"N", 1}}}, options, "sm_90a", [](const ParamValues &) {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
       return Measurement{1, {1}};
     });
@@ -321,7 +324,7 @@ TEST(Tuner, StopsWhenTheBudgetIsSpent) {
   TuneOptions options;
   options.budget_s = 0.05;
   int calls = 0;
-  const TuneResult result = tune({&toy, {{"N", 1}}}, options, "sm_90a", [&](const Params &) {
+  const TuneResult result = tune({&toy, {{"N", 1}}}, options, "sm_90a", [&](const ParamValues &) {
     std::this_thread::sleep_for(std::chrono::milliseconds(++calls == 1 ? 1 : 40));
     return Measurement{1, {1}};
   });
@@ -331,8 +334,9 @@ TEST(Tuner, StopsWhenTheBudgetIsSpent) {
 
 TEST(Tuner, NoCandidateThatRunsIsAnError) {
   try {
-    tune({&toy, {{"N", 1}}}, {}, "sm_90a",
-         [](const Params &) -> Measurement { throw Error(Errc::device_error, "launch failed"); });
+    tune({&toy, {{"N", 1}}}, {}, "sm_90a", [](const ParamValues &) -> Measurement {
+      throw Error(Errc::device_error, "launch failed");
+    });
     FAIL();
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::device_error);

@@ -9,11 +9,11 @@
 
 namespace kjit::cli {
 
-// The whole file at `path`; throws Error(bad_parameter) "cannot read <what> <path>".
+// The whole file at `path`; throws Error(file_io) "cannot read <what> <path>".
 inline std::string read_text_file(const std::string &path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(Errc::bad_parameter, "cannot read " + std::string(what) + " " + path);
+    throw Error(Errc::file_io, "cannot read " + std::string(what) + " " + path);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();

@@ -21,7 +21,7 @@ using nlohmann::json;
 
 constexpr int exit_no_gpu = 3;
 
-std::string params_text(const Params &params) {
+std::string params_text(const ParamValues &params) {
   std::string out;
   for (const auto &[name, value] : params)
     out += (out.empty() ? "" : ",") + name + "=" + value.to_string();

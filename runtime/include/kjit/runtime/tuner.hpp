@@ -30,7 +30,7 @@ using SearchSpace = std::vector<std::pair<std::string, std::vector<Value>>>;
 
 struct TuningProblem {
   const Template *tmpl;
-  Params problem; // every problem parameter
+  ParamValues problem; // every problem parameter
 };
 
 // The combinations of `space` (completed as above) bound with `problem`, in order, and the
@@ -38,8 +38,8 @@ struct TuningProblem {
 // Error(bad_parameter) for a search space naming an unknown or a problem parameter, or a value
 // the parameter does not allow, and when no candidate is left.
 struct Candidates {
-  std::vector<Params> accepted;
-  std::vector<std::pair<Params, std::string>> refused;
+  std::vector<ParamValues> accepted;
+  std::vector<std::pair<ParamValues, std::string>> refused;
 };
 Candidates tuning_candidates(const TuningProblem &problem, const SearchSpace &space,
                              std::string_view target);
@@ -49,7 +49,7 @@ struct Measurement {
   double time_us = 0;         // median over the bursts
   std::vector<double> output; // what it wrote, as numbers, for the agreement check
 };
-using Measure = std::function<Measurement(const Params &candidate)>;
+using Measure = std::function<Measurement(const ParamValues &candidate)>;
 
 struct TuneOptions {
   SearchSpace space;
@@ -68,7 +68,7 @@ struct TuneResult {
   TimedVariant winner; // the tunable values alone
   std::vector<TimedVariant> runners_up;
   std::vector<TimedVariant> timed; // every candidate that ran and agreed, fastest first
-  std::vector<std::pair<Params, std::string>> dropped; // failed, disagreed, or refused
+  std::vector<std::pair<ParamValues, std::string>> dropped; // failed, disagreed, or refused
   std::size_t tried = 0, untried = 0;
   double seconds = 0;
 };
@@ -96,7 +96,8 @@ struct TunedOutput {
 
 // Launches `kernel` (a candidate of the template, with `candidate`'s values) once on `stream`
 // with the caller's buffers. Must be repeatable: the tuner launches it many times.
-using Launcher = std::function<void(const Kernel &kernel, const Params &candidate, Stream stream)>;
+using Launcher =
+    std::function<void(const Kernel &kernel, const ParamValues &candidate, Stream stream)>;
 
 struct DeviceTiming {
   int warmup = 3;  // launches before timing
@@ -118,8 +119,8 @@ Measure measure_on_device(Runtime &rt, const Device &device, const Template &tmp
 // Compiles the candidates of `problem` for `target` into the user tier, several to a program as
 // prebuild batches them, so that measuring finds them cached. A candidate that does not compile
 // is left for the measurement to report. Does nothing without a user tier or in prebuilt mode.
-void precompile(Runtime &rt, const TuningProblem &problem, const std::vector<Params> &candidates,
-                const jit::Target &target);
+void precompile(Runtime &rt, const TuningProblem &problem,
+                const std::vector<ParamValues> &candidates, const jit::Target &target);
 
 // ||a - b|| / ||b||, infinite when a holds a NaN or the sizes differ.
 double relative_difference(const std::vector<double> &a, const std::vector<double> &b);

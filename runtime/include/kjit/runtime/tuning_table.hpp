@@ -1,6 +1,6 @@
 #pragma once
-// The tuning table: which tunable values (kjit/templates/template.hpp, Param::tunable) won for a
-// problem on a device, as measured by the tuner (kjit/runtime/tuner.hpp).
+// The tuning table: which tunable values (kjit/templates/template.hpp, ParamSchema::tunable) won
+// for a problem on a device, as measured by the tuner (kjit/runtime/tuner.hpp).
 //
 // A record is keyed by everything that can change which variant is fastest: the template (name
 // and a digest of its source, headers, options and parameter schema), the problem parameters,
@@ -40,16 +40,16 @@ struct TuningDevice {
 struct TuningKey {
   std::string template_name;
   std::string source_digest; // tuning_source_digest(template)
-  Params problem;            // the problem parameters, sorted by name
+  ParamValues problem;       // the problem parameters, sorted by name
   // Sizes the template leaves to the launch that change the winner (rows), sorted by name.
-  Params extents;
+  ParamValues extents;
   TuningDevice device;
   std::string compiler; // the compiler's identity
 
   // For `problem` of `tmpl` over `extents` on `device` with `compiler`: both are sorted, and
   // problem must name problem parameters only. Throws Error(bad_parameter) for a tunable or unknown
   // one.
-  static TuningKey of(const Template &tmpl, const Params &problem, const Params &extents,
+  static TuningKey of(const Template &tmpl, const ParamValues &problem, const ParamValues &extents,
                       TuningDevice device, std::string compiler);
   // The fields hashed, in order (kjit/cache/key.hpp), and their SHA-256.
   std::vector<cache::KeyField> fields() const;
@@ -64,7 +64,7 @@ std::string tuning_source_digest(const Template &tmpl);
 
 // One timed candidate: its tunable values and its median time.
 struct TimedVariant {
-  Params params;
+  ParamValues params;
   double time_us = 0;
   // The same values, whatever their order (a record read back lists them by name).
   bool operator==(const TimedVariant &other) const;

@@ -2,6 +2,7 @@
 // Kernel templates: a source string, the kernel it defines, and the schema of its parameters.
 // Binding parameters validates them and yields the instantiation expression ("scale<__half,
 // 4096>") that the compiler instantiates and lowers.
+#include "kjit/header_file.hpp"
 #include "kjit/vendor.hpp"
 
 #include <cstdint>
@@ -40,26 +41,28 @@ private:
 };
 
 // The parameters of one instantiation, by name. Order does not matter.
-using Params = std::vector<std::pair<std::string, Value>>;
+using ParamValues = std::vector<std::pair<std::string, Value>>;
 
 // What values a parameter accepts.
-class Param {
+class ParamSchema {
 public:
   enum class Kind { type, integer };
 
   // A type parameter whose value is one of `allowed` (C++ type names).
-  static Param type(std::vector<std::string> allowed, std::optional<std::string> fallback = {});
+  static ParamSchema type(std::vector<std::string> allowed,
+                          std::optional<std::string> fallback = {});
   // An integer parameter in [min, max].
-  static Param integer(std::int64_t min, std::int64_t max,
-                       std::optional<std::int64_t> fallback = {});
+  static ParamSchema integer(std::int64_t min, std::int64_t max,
+                             std::optional<std::int64_t> fallback = {});
   // An integer parameter from a fixed set (tile shapes: {64, 128, 256}).
-  static Param one_of(std::vector<std::int64_t> allowed, std::optional<std::int64_t> fallback = {});
+  static ParamSchema one_of(std::vector<std::int64_t> allowed,
+                            std::optional<std::int64_t> fallback = {});
 
   // This parameter as a tunable one: its value changes how the kernel runs (vector width,
   // threads, tiles, stages) but not what it computes beyond the kernel's tolerance, so a tuner may
   // choose it (kjit/runtime/tuner.hpp). Parameters are problem parameters otherwise (T, HIDDEN):
   // they come from the caller's data and tuning never changes them.
-  Param tunable() const;
+  ParamSchema tunable() const;
   bool is_tunable() const { return tunable_; }
 
   Kind kind() const { return kind_; }
@@ -82,12 +85,7 @@ private:
 
 struct ParamDecl {
   std::string name;
-  Param param;
-};
-
-struct TemplateHeader {
-  std::string name; // as the source #includes it
-  std::string content;
+  ParamSchema param;
 };
 
 class Instance;
@@ -100,11 +98,11 @@ struct TuningRules {
   // Why `instance` cannot run on `target` ("sm_90a", "gfx90a:sramecc+:xnack-"), or "" when it
   // can: values that do not fit together (a vector width that does not divide the row), an
   // instruction the target lacks.
-  std::function<std::string(const Instance &instance, std::string_view target)> fits;
+  std::function<std::string(const Instance &instance, std::string_view target)> fits = {};
   // Bytes of shared memory a block of `instance` uses; checked against the device's limit.
-  std::function<std::int64_t(const Instance &instance)> shared_bytes;
+  std::function<std::int64_t(const Instance &instance)> shared_bytes = {};
   // Threads per block `instance` launches with.
-  std::function<std::int64_t(const Instance &instance)> threads;
+  std::function<std::int64_t(const Instance &instance)> threads = {};
   // Whether candidates are timed with the L2 cache flushed before each burst: for kernels whose
   // inputs would otherwise stay in L2 between repetitions and be timed at cache speed.
   bool flush_l2 = false;
@@ -112,7 +110,7 @@ struct TuningRules {
 
 struct TemplateOptions {
   std::string kernel = {}; // the __global__ function template; default: the template name
-  std::vector<TemplateHeader> headers = {};
+  std::vector<HeaderFile> headers = {};
   std::vector<std::string> compile_options = {};
   // The kernel's parameter types as the source declares them, in terms of the template's type
   // parameters: {"const T*", "T*", "float", "int"}. Launches are checked against them. Empty:
@@ -156,7 +154,7 @@ public:
   const std::string &source() const { return source_; }
   const std::string &kernel() const { return options_.kernel; }
   const std::vector<ParamDecl> &params() const { return params_; }
-  const std::vector<TemplateHeader> &headers() const { return options_.headers; }
+  const std::vector<HeaderFile> &headers() const { return options_.headers; }
   const std::vector<std::string> &compile_options() const { return options_.compile_options; }
   const std::vector<std::string> &arguments() const { return options_.arguments; }
   const TuningRules &tuning() const { return options_.tuning; }
@@ -168,8 +166,8 @@ public:
   // Validates and completes `params`. Throws Error(bad_parameter) naming the parameter, the
   // value and what the schema allows: missing (no default), unknown, wrong kind, out of range.
   // The Instance refers to this Template, so a temporary one cannot bind (it would dangle).
-  Instance bind(const Params &params) const &;
-  Instance bind(const Params &params) const && = delete;
+  Instance bind(const ParamValues &params) const &;
+  Instance bind(const ParamValues &params) const && = delete;
 
 private:
   std::string name_;
