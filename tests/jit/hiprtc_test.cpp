@@ -27,8 +27,9 @@ constexpr std::uint32_t sramecc_any = 0x400, sramecc_on = 0xc00;
 TEST_F(HiprtcTest, IdentityNamesHiprtcHipAndComgrVersionsAndBuilds) {
   EXPECT_TRUE(std::regex_match(
       compiler().identity(),
-      std::regex(R"(hiprtc \d+\.\d+ \(HIP \d+\.\d+\.\d+, comgr \d+\.\d+; )"
-                 R"(libamdhip64\S+ build [0-9a-f]{40}, libamd_comgr\S+ build [0-9a-f]{40}\))")))
+      std::regex(
+          R"(hiprtc \d+\.\d+ \(HIP \d+\.\d+\.\d+, comgr \d+\.\d+; )"
+          R"((?:libamdhip64|libhiprtc)\S+ build [0-9a-f]{40}, libamd_comgr\S+ build [0-9a-f]{40}\))")))
       << compiler().identity();
   EXPECT_EQ(compiler().name(), "hiprtc");
   EXPECT_EQ(compiler().vendor(), Vendor::amd);
