@@ -132,6 +132,18 @@ TEST_F(HiprtcTest, LogNamesFilesAsTheRequestDoesNotByTemporaryPaths) {
   EXPECT_EQ(error.detail().find("comgr-"), std::string::npos) << error.detail();
 }
 
+// A hiprtc too old for generic targets (ROCm 5) refuses them before hiprtc sees them, as it would
+// abort the process.
+TEST_F(HiprtcTest, GenericTargetIsRefusedBeforeAnOldHiprtcSeesIt) {
+  if (supports(compiler(), "gfx11-generic"))
+    GTEST_SKIP() << "this hiprtc lists gfx11-generic";
+  Error error = error_from([&] {
+    compiler().compile(request("k.hip", scale_source, "gfx11-generic", {"scale<int, 1>"}));
+  });
+  EXPECT_EQ(error.code(), Errc::unsupported_target);
+  EXPECT_EQ(error.summary().find("gfx11-generic is not supported by"), 0u) << error.summary();
+}
+
 TEST_F(HiprtcTest, UnsupportedTargetIsRefusedBeforeHiprtcSeesIt) {
   if (supports(compiler(), "gfx942"))
     GTEST_SKIP() << "this hiprtc supports gfx942";
