@@ -30,18 +30,28 @@ const KernelResources *find(const std::vector<KernelResources> &all, const std::
   return nullptr;
 }
 
+// The three kernels of kernels_source, each null when the code object lacks it.
+struct Three {
+  const KernelResources *light = nullptr, *shared = nullptr, *stack = nullptr;
+  explicit Three(const std::optional<std::vector<KernelResources>> &all) {
+    if (!all || all->size() != 3)
+      return;
+    light = find(*all, "light");
+    shared = find(*all, "with_shared");
+    stack = find(*all, "with_stack");
+  }
+  bool found() const { return light && shared && stack; }
+};
+
 using AmdResources = CompilerTest<Vendor::amd>;
 using NvidiaResources = CompilerTest<Vendor::nvidia>;
 
 TEST_F(AmdResources, MetadataNoteGivesEachKernelsRegistersLdsScratchAndWavefront) {
-  const CompileResult result = compiler().compile(request("k.hip", kernels_source, "gfx90a"));
-  const auto resources = read_kernel_resources(result.code);
-  ASSERT_TRUE(resources) << "no metadata read";
-  ASSERT_EQ(resources->size(), 3u);
-  const KernelResources *light = find(*resources, "light");
-  const KernelResources *shared = find(*resources, "with_shared");
-  const KernelResources *stack = find(*resources, "with_stack");
-  ASSERT_TRUE(light && shared && stack);
+  const auto resources =
+      read_kernel_resources(compiler().compile(request("k.hip", kernels_source, "gfx90a")).code);
+  const Three three(resources);
+  ASSERT_TRUE(three.found()) << "no metadata read, or not the three kernels";
+  const auto [light, shared, stack] = three;
   EXPECT_GT(light->registers, 0u);
   EXPECT_GT(light->sgprs.value_or(0), 0u);
   EXPECT_TRUE(light->agprs) << "gfx90a records its AGPRs";
@@ -65,14 +75,11 @@ TEST_F(AmdResources, Rdna3ReportsWave32) {
 }
 
 TEST_F(NvidiaResources, CubinGivesRegistersSharedAndStackFrame) {
-  const CompileResult result = compiler().compile(request("k.cu", kernels_source, "sm_80"));
-  const auto resources = read_kernel_resources(result.code);
-  ASSERT_TRUE(resources) << "no cubin records read";
-  ASSERT_EQ(resources->size(), 3u);
-  const KernelResources *light = find(*resources, "light");
-  const KernelResources *shared = find(*resources, "with_shared");
-  const KernelResources *stack = find(*resources, "with_stack");
-  ASSERT_TRUE(light && shared && stack);
+  const auto resources =
+      read_kernel_resources(compiler().compile(request("k.cu", kernels_source, "sm_80")).code);
+  const Three three(resources);
+  ASSERT_TRUE(three.found()) << "no cubin records read, or not the three kernels";
+  const auto [light, shared, stack] = three;
   EXPECT_GT(light->registers, 0u);
   EXPECT_FALSE(light->spills) << "cubins do not record spills";
   EXPECT_EQ(light->shared_bytes, 0u);
