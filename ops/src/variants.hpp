@@ -42,6 +42,8 @@ ChosenVariant rotary_variant(int head_size, int rotary_dim, RotaryStyle style, c
                              const T *key, const T *cos_sin_cache);
 // gemm() on tensor cores (where gemm_has_tensor_cores<T>), for C of m x n.
 template <Element T> ChosenVariant gemm_mma_variant(int m, int n);
+// The same on AMD matrix cores (gfx942, gfx950).
+template <Element T> ChosenVariant gemm_mfma_variant(int m, int n);
 // gemm() with these tiles (the portable kernel).
 template <Element T> ChosenVariant gemm_variant(const GemmTiles &tiles);
 

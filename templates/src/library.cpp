@@ -17,6 +17,8 @@ extern const std::string_view rotary_hip;
 extern const std::string_view quant_hip;
 extern const std::string_view gemm_hip;
 extern const std::string_view gemm_mma_hip;
+extern const std::string_view gemm_mfma_hip;
+extern const std::string_view gemm_staging_h;
 } // namespace embedded
 
 namespace {
@@ -90,6 +92,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                                    "int", "int",      "int"};
   const ParamSchema block = ParamSchema::one_of({16, 32, 64, 128, 256}, 128);
   const ParamSchema thread = ParamSchema::one_of({1, 2, 4, 8}, 8);
+  const HeaderFile gemm_staging{"kjit/gemm_staging.h", std::string(embedded::gemm_staging_h)};
   all.emplace_back("gemm", std::string(embedded::gemm_hip),
                    std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "half")},
                                           {"BLOCK_M", block},
@@ -106,7 +109,16 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                           {"BLOCK_K", ParamSchema::one_of({16, 32, 64}, 32)},
                                           {"WARPS_M", ParamSchema::one_of({1, 2, 4}, 2)},
                                           {"WARPS_N", ParamSchema::one_of({1, 2, 4}, 4)}},
-                   TemplateOptions{.arguments = gemm_arguments});
+                   TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
+  // The same GEMM on AMD matrix cores (MFMA, gfx942 and gfx950), with 64-lane wavefronts.
+  all.emplace_back("gemm_mfma", std::string(embedded::gemm_mfma_hip),
+                   std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "half")},
+                                          {"BLOCK_M", ParamSchema::one_of({64, 128, 256}, 128)},
+                                          {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128)},
+                                          {"BLOCK_K", ParamSchema::one_of({16, 32, 64}, 32)},
+                                          {"WAVES_M", ParamSchema::one_of({1, 2, 4}, 2)},
+                                          {"WAVES_N", ParamSchema::one_of({1, 2, 4}, 2)}},
+                   TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
 }
 
 std::vector<Template> make_builtin() {
