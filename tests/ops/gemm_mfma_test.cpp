@@ -204,17 +204,6 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(WrapperVariants, GemmMfmaCodeObject, ::testing::ValuesIn(cases()),
                          [](const auto &info) { return describe(info.param); });
 
-TEST(GemmTensorCores, HalfAndBFloat16OnAmdGfx942AndGfx950) {
-  for (const char *target : {"gfx942", "gfx950", "gfx942:sramecc+:xnack-"}) {
-    const auto parsed = jit::Target::parse(target);
-    EXPECT_TRUE(gemm_has_tensor_cores<Half>(parsed)) << target;
-    EXPECT_TRUE(gemm_has_tensor_cores<BFloat16>(parsed)) << target;
-    EXPECT_FALSE(gemm_has_tensor_cores<float>(parsed)) << target;
-  }
-  for (const char *target : {"gfx90a", "gfx1100", "gfx9-4-generic"})
-    EXPECT_FALSE(gemm_has_tensor_cores<Half>(jit::Target::parse(target))) << target;
-}
-
 // The template names why it does not compile elsewhere, rather than compiling something wrong.
 TEST_F(OpsCompileTest, GemmMfmaNamesWhyNotForOtherTargets) {
   for (const char *target : {"gfx90a", "sm_90"})
