@@ -101,23 +101,22 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                           {"THREAD_M", thread},
                                           {"THREAD_N", thread}},
                    TemplateOptions{.arguments = gemm_arguments});
-  // The same GEMM on NVIDIA tensor cores (mma.sync, sm_80 and newer), for the 16-bit types.
-  all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip),
-                   std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "half")},
-                                          {"BLOCK_M", ParamSchema::one_of({64, 128, 256}, 128)},
-                                          {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128)},
-                                          {"BLOCK_K", ParamSchema::one_of({16, 32, 64}, 32)},
-                                          {"WARPS_M", ParamSchema::one_of({1, 2, 4}, 2)},
-                                          {"WARPS_N", ParamSchema::one_of({1, 2, 4}, 4)}},
+  // The same GEMM on tensor cores, for the 16-bit types, with `workers` (warps or waves) along
+  // each dimension of the block: the parameters are named <workers>_M and <workers>_N.
+  const auto tensor_core_params = [](const std::string &workers, int default_n) {
+    return std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "half")},
+                                  {"BLOCK_M", ParamSchema::one_of({64, 128, 256}, 128)},
+                                  {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128)},
+                                  {"BLOCK_K", ParamSchema::one_of({16, 32, 64}, 32)},
+                                  {workers + "_M", ParamSchema::one_of({1, 2, 4}, 2)},
+                                  {workers + "_N", ParamSchema::one_of({1, 2, 4}, default_n)}};
+  };
+  // NVIDIA's (mma.sync, sm_80 and newer), with 32-lane warps.
+  all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip), tensor_core_params("WARPS", 4),
                    TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
-  // The same GEMM on AMD matrix cores (MFMA, gfx942 and gfx950), with 64-lane wavefronts.
+  // AMD's matrix cores (MFMA, gfx942 and gfx950), with 64-lane wavefronts.
   all.emplace_back("gemm_mfma", std::string(embedded::gemm_mfma_hip),
-                   std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "half")},
-                                          {"BLOCK_M", ParamSchema::one_of({64, 128, 256}, 128)},
-                                          {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128)},
-                                          {"BLOCK_K", ParamSchema::one_of({16, 32, 64}, 32)},
-                                          {"WAVES_M", ParamSchema::one_of({1, 2, 4}, 2)},
-                                          {"WAVES_N", ParamSchema::one_of({1, 2, 4}, 2)}},
+                   tensor_core_params("WAVES", 2),
                    TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
 }
 
