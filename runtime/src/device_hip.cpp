@@ -122,6 +122,21 @@ DriverResult native_target(int device, std::string *target) {
   return result;
 }
 
+DriverResult multiprocessors(int device, int *count) {
+  alignas(std::max_align_t) std::array<char, properties_room> properties{};
+  std::size_t offset = offsetof(PropertiesR0600, multiProcessorCount);
+  DriverResult result = hip_error_not_supported;
+  if (hip.get_properties_r0600.function != nullptr) {
+    result = hip.get_properties_r0600(properties.data(), device);
+  } else if (hip.get_properties_r0000.function != nullptr) {
+    offset = offsetof(PropertiesR0000, multiProcessorCount);
+    result = hip.get_properties_r0000(properties.data(), device);
+  }
+  if (result == 0)
+    std::memcpy(count, properties.data() + offset, sizeof *count);
+  return result;
+}
+
 // HIP's current context is the thread's current device; ordinal + 1, so that 0 stays "none".
 DriverResult device_context(int device, Context *context) {
   *context = static_cast<Context>(device) + 1;
@@ -138,6 +153,9 @@ DriverResult current_context(Context *context) {
 DriverResult set_current_context(Context context) {
   return hip.set_device(static_cast<int>(context - 1));
 }
+
+// AMD kernels take the dynamic LDS they are launched with, up to the device's limit: no opt-in.
+DriverResult allow_shared_bytes(void *, int) { return 0; }
 
 } // namespace
 
@@ -172,6 +190,9 @@ DriverApi &hip_driver() {
       .device_context = {"hipSetDevice", device_context},
       .current_context = {"hipGetDevice", current_context},
       .set_current_context = {"hipSetDevice", set_current_context},
+      .multiprocessors = {"hipGetDeviceProperties", multiprocessors},
+      .allow_shared_bytes = {"hipModuleLaunchKernel", allow_shared_bytes},
+      .encode_tensor_map = {"tensor maps (NVIDIA only)"}, // no function: AMD has none
   };
   return api;
 }

@@ -1,6 +1,7 @@
 #include "signature.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/runtime/tensor_map.hpp"
 
 #include <cstdint>
 #include <map>
@@ -47,6 +48,10 @@ KernelSignature signature_of(const Instance &instance) {
     const std::string plain = normalise(type);
     if (!plain.empty() && plain.back() == '*') {
       parameters.push_back({plain, sizeof(void *), alignof(void *)});
+      continue;
+    }
+    if (plain == "kjit::TensorMap") {
+      parameters.push_back({plain, sizeof(TensorMap), alignof(TensorMap)});
       continue;
     }
     const auto found = scalar_sizes.find(plain);

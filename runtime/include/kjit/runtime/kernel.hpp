@@ -147,6 +147,10 @@ public:
     launch_packed(grid, block, shared_bytes, stream, packed);
   }
 
+  // Lets launches take up to `bytes` of dynamic shared memory (CUDA asks for it past 48 KiB;
+  // a no-op on AMD). Throws Error(device_error) past the device's limit.
+  void allow_shared_bytes(unsigned bytes) const;
+
   // For callers that pack the arguments themselves: `args` holds one pointer per parameter, to a
   // value of exactly the parameter's size. Not checked.
   void launch_packed(Dim3 grid, Dim3 block, unsigned shared_bytes, Stream stream,
