@@ -121,7 +121,8 @@ struct Bench {
     const auto start = std::chrono::steady_clock::now();
     call();
     device.synchronize();
-    const std::chrono::duration<double, std::milli> first = std::chrono::steady_clock::now() - start;
+    const std::chrono::duration<double, std::milli> first =
+        std::chrono::steady_clock::now() - start;
     // The warm call's host cost: calls enqueued back to back (no synchronisation inside),
     // against raw launches of the same kernel with the same arguments.
     const int calls = 2000;
@@ -241,9 +242,10 @@ int main(int argc, char **argv) {
     }
     bench.gemm_row<Half>(4096, gemm_tiles_for(4096, 4096, 4096));
     const void *aligned = reinterpret_cast<const void *>(std::uintptr_t{256});
-    if (ops::detail::gemm_wgmma_serves<BFloat16>(bench.device.target(), aligned, aligned, aligned, 8,
-                                             8)) {
-      std::printf("\n| op | shape | type | ms | rate | bandwidth |\n| --- | --- | --- | --- | --- | --- |\n");
+    if (ops::detail::gemm_wgmma_serves<BFloat16>(bench.device.target(), aligned, aligned, aligned,
+                                                 8, 8)) {
+      std::printf("\n| op | shape | type | ms | rate | bandwidth |\n| --- | --- | --- | --- | --- "
+                  "| --- |\n");
       bench.first_call_row<BFloat16>(16, 4104, 4096);
       const int projections[][2] = {{4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};
       for (const auto &kn : projections)

@@ -68,10 +68,10 @@ bool aligned16(const void *pointer) { return reinterpret_cast<std::uintptr_t>(po
 class TensorMapCache {
 public:
   TensorMap get(const Device &device, const TensorMapShape &shape) {
-    const Key key{device.ordinal(),      static_cast<int>(device.backend()),
-                  shape.base,            shape.rows,
-                  shape.columns,         shape.box_rows,
-                  shape.box_columns,     static_cast<int>(shape.element)};
+    const Key key{device.ordinal(),  static_cast<int>(device.backend()),
+                  shape.base,        shape.rows,
+                  shape.columns,     shape.box_rows,
+                  shape.box_columns, static_cast<int>(shape.element)};
     std::lock_guard lock(mutex_);
     auto found = maps_.find(key);
     if (found != maps_.end())
@@ -114,9 +114,8 @@ void gemm_on_hopper(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
   // The stages, the slack to align them to 1024 bytes, and two mbarriers per stage.
-  const unsigned shared_bytes =
-      static_cast<unsigned>(stages * (wgmma_block_m + block_n) * wgmma_block_k * 2 + 1024 +
-                            stages * 16);
+  const unsigned shared_bytes = static_cast<unsigned>(
+      stages * (wgmma_block_m + block_n) * wgmma_block_k * 2 + 1024 + stages * 16);
   const int grid_limit = prepared_grid_limit(kernel, shared_bytes);
   const TensorMapElement element =
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
@@ -129,8 +128,8 @@ void gemm_on_hopper(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int
                                             row_bytes(k), std::uint32_t(block_n), 64})
                : tensor_maps().get(device, {element, b, std::uint64_t(k), std::uint64_t(n),
                                             row_bytes(n), wgmma_block_k, 64});
-  const long long tiles = static_cast<long long>(detail::divide_up(m, wgmma_block_m)) *
-                          detail::divide_up(n, block_n);
+  const long long tiles =
+      static_cast<long long>(detail::divide_up(m, wgmma_block_m)) * detail::divide_up(n, block_n);
   kernel.launch(Dim3(static_cast<unsigned>(std::min<long long>(tiles, grid_limit))),
                 Dim3(wgmma_threads), shared_bytes, stream, c, map_a, map_b, m, n, k);
 }

@@ -153,8 +153,8 @@ TensorMap encode_tensor_map(const Device &device, const TensorMapShape &shape) {
   if (const detail::DriverResult result = encode(&map, shape); result != 0)
     throw Error(Errc::device_error,
                 std::string(encode.symbol) + " of a " + std::to_string(shape.rows) + " x " +
-                    std::to_string(shape.columns) + " matrix in " +
-                    std::to_string(shape.box_rows) + " x " + std::to_string(shape.box_columns) +
+                    std::to_string(shape.columns) + " matrix in " + std::to_string(shape.box_rows) +
+                    " x " + std::to_string(shape.box_columns) +
                     " boxes failed: " + state.api->describe(result));
   return map;
 }

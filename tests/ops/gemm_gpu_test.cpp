@@ -77,8 +77,8 @@ TYPED_TEST(GemmGpuTest, MatchesTheReferenceForSizesThatAreNotMultiplesOfTheTiles
       {1100, 2056, 1032},
   };
   const bool hopper = serves_wgmma<T>(this->device());
-  // Without tiles: gemm_wgmma on sm_90a, tensor cores where the device has them for T (half and bfloat16 on NVIDIA),
-  // the portable kernel otherwise; with tiles, always the portable kernel.
+  // Without tiles: gemm_wgmma on sm_90a, tensor cores where the device has them for T (half and
+  // bfloat16 on NVIDIA), the portable kernel otherwise; with tiles, always the portable kernel.
   const bool tensor_cores = gemm_has_tensor_cores<T>(this->device().target());
   std::mt19937 rng(2024);
   for (const GemmShape &s : shapes) {

@@ -26,7 +26,7 @@
   do {                                                                                             \
     cudaError_t e_ = (x);                                                                          \
     if (e_ != cudaSuccess) {                                                                       \
-      std::printf("CUDA %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);              \
+      std::printf("CUDA %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);               \
       std::exit(1);                                                                                \
     }                                                                                              \
   } while (0)
@@ -64,7 +64,9 @@ __device__ inline uint64_t descriptor(const void *p, unsigned lbo, unsigned sbo)
          ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
 }
 __device__ inline void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ inline void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+__device__ inline void wg_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
 template <int N> __device__ inline void wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
@@ -183,9 +185,8 @@ __global__ void __launch_bounds__(384, 1)
       int prev = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
         dev::bar_wait(&full[s], phase);
-        unsigned char *a_s = base + s * L::STAGE + cw * 64 * 128, *b_s =
-                                                                      base + s * L::STAGE +
-                                                                      L::A_BYTES;
+        unsigned char *a_s = base + s * L::STAGE + cw * 64 * 128,
+                      *b_s = base + s * L::STAGE + L::A_BYTES;
         dev::wg_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
@@ -243,10 +244,10 @@ static CUtensorMap make_map(const void *ptr, uint64_t inner, uint64_t outer, uin
   cuuint64_t strides[1] = {inner * 2};
   cuuint32_t box[2] = {box_inner, box_outer};
   cuuint32_t elem[2] = {1, 1};
-  CUresult r = cuTensorMapEncodeTiled(&map, type, 2, const_cast<void *>(ptr), dims, strides, box,
-                                      elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  CUresult r =
+      cuTensorMapEncodeTiled(&map, type, 2, const_cast<void *>(ptr), dims, strides, box, elem,
+                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     std::printf("cuTensorMapEncodeTiled failed %d\n", (int)r);
     std::exit(1);
