@@ -297,6 +297,17 @@ template <typename T> std::vector<T> random_matrix(size_t count, std::mt19937 &g
   return v;
 }
 
+// A and B uploaded, C allocated for m x n.
+template <typename T>
+void device_operands(const std::vector<T> &ha, const std::vector<T> &hb, size_t c_count, T *&a,
+                     T *&b, T *&c) {
+  CHECK(cudaMalloc(&a, ha.size() * 2));
+  CHECK(cudaMalloc(&b, hb.size() * 2));
+  CHECK(cudaMalloc(&c, c_count * 2));
+  CHECK(cudaMemcpy(a, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(b, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+}
+
 // Relative Frobenius error of C against an fp64 reference, on every element (small shapes) or
 // on `samples` random elements (large ones); also counts unwritten (poisoned, NaN) outputs.
 template <typename T, int BN, int STAGES, int B_KMAJOR>
@@ -305,11 +316,7 @@ bool check(int m, int n, int k, std::mt19937 &gen, int samples = 0) {
   auto ha = random_matrix<T>((size_t)m * k, gen, scale);
   auto hb = random_matrix<T>((size_t)k * n, gen, scale);
   T *a, *b, *c;
-  CHECK(cudaMalloc(&a, ha.size() * 2));
-  CHECK(cudaMalloc(&b, hb.size() * 2));
-  CHECK(cudaMalloc(&c, (size_t)m * n * 2));
-  CHECK(cudaMemcpy(a, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(b, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+  device_operands(ha, hb, (size_t)m * n, a, b, c);
   CHECK(cudaMemset(c, 0xFF, (size_t)m * n * 2)); // NaN in both types
   launch<T, BN, STAGES, B_KMAJOR>(c, a, b, m, n, k);
   CHECK(cudaGetLastError());
@@ -387,11 +394,7 @@ void bench(cublasHandle_t handle, int m, int n, int k) {
   auto ha = random_matrix<T>((size_t)m * k, gen, 1.0f);
   auto hb = random_matrix<T>((size_t)k * n, gen, 1.0f);
   T *a, *b, *c;
-  CHECK(cudaMalloc(&a, ha.size() * 2));
-  CHECK(cudaMalloc(&b, hb.size() * 2));
-  CHECK(cudaMalloc(&c, (size_t)m * n * 2));
-  CHECK(cudaMemcpy(a, ha.data(), ha.size() * 2, cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(b, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+  device_operands(ha, hb, (size_t)m * n, a, b, c);
   const float ours = median_ms([&] { launch<T, BN, STAGES, B_KMAJOR>(c, a, b, m, n, k); });
   const float alpha = 1, beta = 0;
   // Row-major C = A B is column-major C^T = B^T A^T.
