@@ -75,7 +75,7 @@ struct Bench {
     const long long n = static_cast<long long>(bytes / 16);
     const unsigned blocks = static_cast<unsigned>(std::min<long long>(n / 256 + 1, 65536));
     return median_ms_per_launch(device, 20, [&] {
-      kernel.launch(Dim3(blocks), Dim3(256), 0, nullptr, from.as<const void>(), to.data(), n);
+      kernel.launch({.grid = blocks, .block = 256}, from.as<const void>(), to.data(), n);
     });
   }
 
@@ -138,7 +138,7 @@ struct Bench {
     const double warm = host_us(call);
     const double copy = host_us([&] {
       const Kernel &kernel = rt.kernel(copy_template, {});
-      kernel.launch(Dim3(1), Dim3(32), 0, nullptr, a.as<const void>(), c.data(), 1LL);
+      kernel.launch({.grid = 1, .block = 32}, a.as<const void>(), c.data(), 1LL);
     });
     std::printf("| linear first call %d x %d x %d %s | %.1f ms | warm call %.2f us on the host | "
                 "raw launch of a copy kernel %.2f us |\n",

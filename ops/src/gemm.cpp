@@ -48,12 +48,13 @@ Dim3 grid_for(int m, int n, int block_m, int block_n) {
 template <Element T>
 void gemm_on_tensor_cores(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k,
                           Stream stream) {
-  const detail::Variant variant = detail::gemm_mma_variant<T>(m, n);
+  const detail::ChosenVariant variant = detail::gemm_mma_variant<T>(m, n);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int block = variant.integer("BLOCK_M");
-  kernel.launch(grid_for(m, n, block, block),
-                Dim3(32 * variant.integer("WARPS_M") * variant.integer("WARPS_N")), 0, stream, c, a,
-                b, m, n, k);
+  kernel.launch({.grid = grid_for(m, n, block, block),
+                 .block = 32 * variant.integer("WARPS_M") * variant.integer("WARPS_N"),
+                 .stream = stream},
+                c, a, b, m, n, k);
 }
 
 // gemm_wgmma's fixed tile geometry (see the template): 128 rows of C per tile, K in steps of
@@ -110,7 +111,7 @@ int prepared_grid_limit(const Kernel &kernel, unsigned shared_bytes) {
 template <Element T>
 void gemm_on_hopper(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, bool b_kmajor,
                     Stream stream) {
-  const detail::Variant variant = detail::gemm_wgmma_variant<T>(m, n, k, b_kmajor);
+  const detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(m, n, k, b_kmajor);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
   // The stages, the slack to align them to 1024 bytes, and two mbarriers per stage.
@@ -130,15 +131,18 @@ void gemm_on_hopper(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int
                                             row_bytes(n), wgmma_block_k, 64});
   const long long tiles =
       static_cast<long long>(detail::divide_up(m, wgmma_block_m)) * detail::divide_up(n, block_n);
-  kernel.launch(Dim3(static_cast<unsigned>(std::min<long long>(tiles, grid_limit))),
-                Dim3(wgmma_threads), shared_bytes, stream, c, map_a, map_b, m, n, k);
+  kernel.launch({.grid = static_cast<unsigned>(std::min<long long>(tiles, grid_limit)),
+                 .block = wgmma_threads,
+                 .shared_bytes = shared_bytes,
+                 .stream = stream},
+                c, map_a, map_b, m, n, k);
 }
 
 } // namespace
 
 namespace detail {
 
-template <Element T> Variant gemm_wgmma_variant(int m, int n, int /*k*/, bool b_kmajor) {
+template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int /*k*/, bool b_kmajor) {
   // 128 x 256 tiles unless they would leave most multiprocessors idle: then 128 x 128, twice
   // the tiles.
   const long long wide_tiles =
@@ -161,7 +165,7 @@ bool gemm_wgmma_serves(const jit::Target &target, const void *c, const void *a, 
          aligned16(a) && aligned16(b) && aligned16(c);
 }
 
-template <Element T> Variant gemm_mma_variant(int m, int n) {
+template <Element T> ChosenVariant gemm_mma_variant(int m, int n) {
   // 8 warps of 64 x 32 on 128 x 128 blocks, or 4 warps of 32 x 32 on 64 x 64 ones.
   const bool large = large_tiles_pay(m, n);
   const int block = large ? 128 : 64, warps_m = 2, warps_n = large ? 4 : 2;
@@ -175,7 +179,7 @@ template <Element T> Variant gemm_mma_variant(int m, int n) {
            {"WARPS_N", warps_n}}};
 }
 
-template <Element T> Variant gemm_variant(const GemmTiles &tiles) {
+template <Element T> ChosenVariant gemm_variant(const GemmTiles &tiles) {
   static const Template &tmpl = templates::find("gemm");
   return {&tmpl,
           {{"T", element_name<T>()},
@@ -214,9 +218,9 @@ void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, const 
   detail::require(tiles.block_k * (tiles.block_m + 4 + tiles.block_n) * 4 <= 48 * 1024, op,
                   "tiles need more than 48 KiB of shared memory");
   const Dim3 grid = grid_for(m, n, tiles.block_m, tiles.block_n);
-  const detail::Variant variant = detail::gemm_variant<T>(tiles);
+  const detail::ChosenVariant variant = detail::gemm_variant<T>(tiles);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(grid, Dim3(threads), 0, stream, c, a, b, m, n, k);
+  kernel.launch({.grid = grid, .block = threads, .stream = stream}, c, a, b, m, n, k);
 }
 
 template <Element T>
@@ -277,9 +281,9 @@ std::vector<double> linear(std::span<const T> a, std::span<const T> w, int m, in
                         Stream);                                                                   \
   template void gemm<T>(Runtime &, T *, const T *, const T *, int, int, int, Stream);              \
   template bool gemm_has_tensor_cores<T>(const jit::Target &);                                     \
-  template detail::Variant detail::gemm_mma_variant<T>(int, int);                                  \
-  template detail::Variant detail::gemm_variant<T>(const GemmTiles &);                             \
-  template detail::Variant detail::gemm_wgmma_variant<T>(int, int, int, bool);                     \
+  template detail::ChosenVariant detail::gemm_mma_variant<T>(int, int);                            \
+  template detail::ChosenVariant detail::gemm_variant<T>(const GemmTiles &);                       \
+  template detail::ChosenVariant detail::gemm_wgmma_variant<T>(int, int, int, bool);               \
   template bool detail::gemm_wgmma_serves<T>(const jit::Target &, const void *, const void *,      \
                                              const void *, int, int);                              \
   template void linear<T>(Runtime &, T *, const T *, const T *, int, int, int, Stream);            \

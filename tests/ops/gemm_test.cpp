@@ -52,12 +52,13 @@ TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   for (const char *type : {"half", "bfloat16"})
     for (int block_n : {128, 256})
       for (int b_kmajor : {0, 1}) {
-        const Params params = {{"T", type},
-                               {"BLOCK_N", block_n},
-                               {"STAGES", block_n == 256 ? 4 : 5},
-                               {"B_KMAJOR", b_kmajor}};
+        const ParamValues params = {{"T", type},
+                                    {"BLOCK_N", block_n},
+                                    {"STAGES", block_n == 256 ? 4 : 5},
+                                    {"B_KMAJOR", b_kmajor}};
         const Instance instance = tmpl.bind(params);
-        Variant variant = describe_variant(instance, target, CompilerIdentity::of(*nvrtc));
+        VariantDescription variant =
+            describe_variant(instance, target, CompilerIdentity::of(*nvrtc));
         variant.request.options.push_back("--ptxas-options=-v");
         const jit::CompileResult result = nvrtc->compile(variant.request);
         SCOPED_TRACE(instance.expression(Vendor::nvidia) + "\n" + result.log);
