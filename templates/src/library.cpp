@@ -17,6 +17,7 @@ extern const std::string_view rotary_hip;
 extern const std::string_view quant_hip;
 extern const std::string_view gemm_hip;
 extern const std::string_view gemm_mma_hip;
+extern const std::string_view gemm_wgmma_hip;
 extern const std::string_view gemm_mfma_hip;
 extern const std::string_view gemm_staging_h;
 } // namespace embedded
@@ -118,6 +119,17 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   all.emplace_back("gemm_mfma", std::string(embedded::gemm_mfma_hip),
                    tensor_core_params("WAVES", 2),
                    TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
+  // The same GEMM on Hopper (sm_90a): wgmma fed by TMA, A and B passed as tensor maps.
+  // B_KMAJOR = 1 reads B as an nn.Linear weight [N, K] (C = A @ W^T).
+  all.emplace_back(
+      "gemm_wgmma", std::string(embedded::gemm_wgmma_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"BLOCK_N", ParamSchema::one_of({128, 256}, 256)},
+                             {"STAGES", ParamSchema::one_of({3, 4, 5}, 4)},
+                             {"B_KMAJOR", ParamSchema::one_of({0, 1}, 0)},
+                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8)}},
+      TemplateOptions{.arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap", "int",
+                                    "int", "int"}});
 }
 
 std::vector<Template> make_builtin() {
