@@ -49,7 +49,7 @@ std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
   try {
     const Device &device = rt.default_device();
     const TuningKey key = TuningKey::of(
-        tmpl, problem, extents, {device.target().id(), device.compute_units(), device.name()},
+        tmpl, problem, extents, {device.target().id(), device.multiprocessors(), device.name()},
         rt.compiler_identity(device.vendor()));
     if (auto record = TuningTable::from_config(rt.config()).find(key))
       return record->winner;

@@ -109,7 +109,7 @@ TuningKey operator_tuning_key(Runtime &rt, const OperatorShape &shape) {
   const Tunable tunable = describe(shape);
   const Device &device = rt.default_device();
   return TuningKey::of(*tunable.tmpl, tunable.problem, tunable.extents,
-                       {device.target().id(), device.compute_units(), device.name()},
+                       {device.target().id(), device.multiprocessors(), device.name()},
                        rt.compiler_identity(device.vendor()));
 }
 

@@ -245,6 +245,13 @@ int Device::ordinal() const { return state_->ordinal; }
 const std::string &Device::name() const { return state_->name; }
 const jit::Target &Device::target() const { return state_->target; }
 
+int Device::multiprocessors() const {
+  const detail::DriverApi &api = *state_->api;
+  int count = 0;
+  detail::check(*state_, api.multiprocessors, api.multiprocessors(state_->handle, &count));
+  return count;
+}
+
 DeviceBuffer Device::allocate(std::size_t bytes) const {
   if (bytes == 0) // the drivers refuse empty allocations; an empty buffer needs no memory
     return DeviceBuffer(*this, nullptr, 0);
@@ -273,18 +280,12 @@ void require_call(const detail::DeviceState &state, const detail::DriverCall<Sig
 
 } // namespace
 
-int Device::compute_units() const {
-  int units = 0;
-  std::size_t shared = 0;
-  detail::check(*state_, state_->api->limits, state_->api->limits(state_->handle, &units, &shared));
-  return units;
-}
-
 std::size_t Device::shared_memory_per_block() const {
-  int units = 0;
-  std::size_t shared = 0;
-  detail::check(*state_, state_->api->limits, state_->api->limits(state_->handle, &units, &shared));
-  return shared;
+  const detail::DriverApi &api = *state_->api;
+  std::size_t bytes = 0;
+  detail::check(*state_, api.shared_bytes_per_block,
+                api.shared_bytes_per_block(state_->handle, &bytes));
+  return bytes;
 }
 
 void Device::fill(void *address, unsigned char byte, std::size_t bytes, Stream stream) const {

@@ -88,7 +88,7 @@ TEST_F(CliTest, BadInputIsExitTwoWithOneClearLine) {
   expect_bad_input("compile scale -p T=double -p N=4096 --target gfx90a",
                    "T = double is not allowed");
   expect_bad_input("compile scale -p T=half -p N=0 --target gfx90a", "N = 0 is out of range");
-  expect_bad_input("compile scale -p T=half -p N=4096 --target gfx942", "gfx942");
+  expect_bad_input("compile scale -p T=half -p N=4096 --target gfx9ff", "gfx9ff");
   expect_bad_input("compile scale -p T=half -p N=4096 --target gfx1030:xnack+", "xnack");
 }
 
@@ -166,6 +166,17 @@ TEST_F(CliCacheTest, ListsShowsAndCountsWhatWasCompiled) {
   EXPECT_EQ(shown["kernels"][0][0], "scale<__half, 64>");
   EXPECT_EQ(shown["parameters"], nlohmann::json::parse(R"({"T": "half", "N": 64})"));
   EXPECT_FALSE(shown["key_inputs"].empty());
+  const nlohmann::json &resources = shown["resources"][shown["kernels"][0][1].get<std::string>()];
+  EXPECT_GT(resources["registers"].get<int>(), 0);
+  EXPECT_GT(resources["sgprs"].get<int>(), 0);
+  EXPECT_TRUE(resources["agprs"].is_number()) << "gfx90a has AGPRs";
+  EXPECT_EQ(resources["shared_bytes"], 0);
+  EXPECT_EQ(resources["scratch_bytes"], 0);
+  EXPECT_EQ(resources["spills"], 0);
+  EXPECT_EQ(resources["wavefront_size"], 64);
+  const std::string table = kjit("cache show " + first.substr(0, 10)).out;
+  EXPECT_NE(table.find("resources"), std::string::npos) << table;
+  EXPECT_NE(table.find("registers  agprs  sgprs"), std::string::npos) << table;
 
   const nlohmann::json stats = json_of("cache stats");
   ASSERT_EQ(stats["tiers"].size(), 1u);

@@ -66,15 +66,17 @@ public:
   // part of every cache key, so an sm_90a entry is never loaded for another processor.
   const jit::Target &target() const;
 
+  // Streaming multiprocessors (NVIDIA) or compute units (AMD): a persistent kernel's grid, and
+  // what, with the target, makes two GPUs one model for tuning. Read from the driver on each call.
+  // Throws Error(device_error).
+  int multiprocessors() const;
+
   // Throws Error(device_error) when the driver refuses (out of memory...).
   DeviceBuffer allocate(std::size_t bytes) const;
   // Waits until all work queued on the device has finished (cuCtxSynchronize,
   // hipDeviceSynchronize); reports a kernel fault as Error(device_error).
   void synchronize() const;
 
-  // Streaming multiprocessors (NVIDIA) or compute units (AMD): what, with the target, makes two
-  // GPUs one model for tuning. Read from the driver on each call. Throws Error(device_error).
-  int compute_units() const;
   // Shared memory a block may use, in bytes. Throws Error(device_error).
   std::size_t shared_memory_per_block() const;
   // Sets `bytes` bytes of device memory at `address` to `byte`, queued on `stream`
