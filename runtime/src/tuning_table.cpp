@@ -99,7 +99,7 @@ TuningRecord record_of(const json &object) {
   record.created_unix = object.at("created_unix").get<std::int64_t>();
   if (object.at("key").get<std::string>() != key.key().hex())
     throw Error(Errc::cache_io, "its key " + object.at("key").get<std::string>() +
-                                    " is not the key of its content");
+                                    " is not the key of its content, " + key.key().hex());
   return record;
 }
 

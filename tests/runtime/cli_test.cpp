@@ -324,14 +324,36 @@ TEST_F(CliTest, TuneManagesTheTableAndNeedsAGpuToTune) {
     "target": "sm_90a", "compute_units": 132, "device": "NVIDIA H100", "compiler": "nvrtc",
     "winner": {"params": {"THREADS": 256, "VEC": 8}, "time_us": 3.5}, "runners_up": [],
     "created_unix": 1764000000}]})";
-  // The key is the record's own: computed by the table, so write it with the right one.
+  // The key is the record's own, computed from its content: a wrong one is refused, naming the
+  // right one, and nothing is stored.
   const CliRun wrong = kjit("tune import " + write_source("wrong.json", record));
   EXPECT_EQ(wrong.status, 2);
-  EXPECT_NE(wrong.err.find("kjit: "), std::string::npos);
-  EXPECT_NE(wrong.err.find("is not the key of its content"), std::string::npos) << wrong.err;
+  EXPECT_EQ(wrong.err.rfind("kjit: ", 0), 0u) << wrong.err;
+  const std::string refused = "is not the key of its content, ";
+  const std::size_t at = wrong.err.find(refused);
+  ASSERT_NE(at, std::string::npos) << wrong.err;
+  const std::string key = wrong.err.substr(at + refused.size(), 64);
   const CliRun empty = kjit("tune ls --json");
   ASSERT_EQ(empty.status, 0) << empty.err;
   EXPECT_EQ(nlohmann::json::parse(empty.out), nlohmann::json::parse(R"({"records": []})"));
+
+  std::string right = record;
+  right.replace(right.find("KEY"), 3, key);
+  const CliRun imported = kjit("tune import --json " + write_source("right.json", right));
+  ASSERT_EQ(imported.status, 0) << imported.err;
+  EXPECT_EQ(nlohmann::json::parse(imported.out).at("imported"), 1);
+  const nlohmann::json listed = nlohmann::json::parse(kjit("tune ls --json").out);
+  ASSERT_EQ(listed.at("records").size(), 1u);
+  EXPECT_EQ(listed.at("records").at(0).at("key"), key);
+  const CliRun shown = kjit("tune show " + key.substr(0, 8));
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  EXPECT_EQ(nlohmann::json::parse(shown.out).at("winner").at("params").at("VEC"), 8);
+  const std::string csv = write_source("table.csv", "");
+  ASSERT_EQ(kjit("tune export --csv " + csv).status, 0);
+  std::ifstream csv_file(csv);
+  const std::string csv_text((std::istreambuf_iterator<char>(csv_file)), {});
+  EXPECT_NE(csv_text.find("rms_norm"), std::string::npos) << csv_text;
+  EXPECT_NE(csv_text.find("\"sm_90a\",132"), std::string::npos) << csv_text;
 
   const std::string shapes =
       write_source("shapes.json", R"({"types": ["bfloat16"], "rows": [64], "lengths": [4096]})");
