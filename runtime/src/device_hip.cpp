@@ -135,30 +135,30 @@ DriverResult native_target(int device, std::string *target) {
   return result;
 }
 
-DriverResult shared_bytes_per_block(int device, std::size_t *bytes) {
+// One fixed-size member of the properties struct, at offset `r0600` or `r0000` of the layout the
+// runtime has.
+template <typename Member>
+DriverResult read_property(int device, std::size_t r0600, std::size_t r0000, Member *value) {
   alignas(std::max_align_t) Properties properties{};
   std::size_t offset = 0;
-  const DriverResult result =
-      read_properties(device, properties, offsetof(PropertiesR0600, sharedMemPerBlock),
-                      offsetof(PropertiesR0000, sharedMemPerBlock), &offset);
+  const DriverResult result = read_properties(device, properties, r0600, r0000, &offset);
   if (result == 0)
-    std::memcpy(bytes, properties.data() + offset, sizeof *bytes);
+    std::memcpy(value, properties.data() + offset, sizeof *value);
   return result;
+}
+
+DriverResult shared_bytes_per_block(int device, std::size_t *bytes) {
+  return read_property(device, offsetof(PropertiesR0600, sharedMemPerBlock),
+                       offsetof(PropertiesR0000, sharedMemPerBlock), bytes);
+}
+
+DriverResult multiprocessors(int device, int *count) {
+  return read_property(device, offsetof(PropertiesR0600, multiProcessorCount),
+                       offsetof(PropertiesR0000, multiProcessorCount), count);
 }
 
 DriverResult event_elapsed(float *milliseconds, void *start, void *end) {
   return hip.event_elapsed(milliseconds, start, end);
-}
-
-DriverResult multiprocessors(int device, int *count) {
-  alignas(std::max_align_t) Properties properties{};
-  std::size_t offset = 0;
-  const DriverResult result =
-      read_properties(device, properties, offsetof(PropertiesR0600, multiProcessorCount),
-                      offsetof(PropertiesR0000, multiProcessorCount), &offset);
-  if (result == 0)
-    std::memcpy(count, properties.data() + offset, sizeof *count);
-  return result;
 }
 
 // HIP's current context is the thread's current device; ordinal + 1, so that 0 stays "none".
