@@ -232,6 +232,13 @@ int Device::ordinal() const { return state_->ordinal; }
 const std::string &Device::name() const { return state_->name; }
 const jit::Target &Device::target() const { return state_->target; }
 
+int Device::multiprocessors() const {
+  const detail::DriverApi &api = *state_->api;
+  int count = 0;
+  detail::check(*state_, api.multiprocessors, api.multiprocessors(state_->handle, &count));
+  return count;
+}
+
 DeviceBuffer Device::allocate(std::size_t bytes) const {
   if (bytes == 0) // the drivers refuse empty allocations; an empty buffer needs no memory
     return DeviceBuffer(*this, nullptr, 0);

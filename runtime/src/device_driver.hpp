@@ -11,6 +11,7 @@
 #include "kjit/error.hpp"
 #include "kjit/jit/target.hpp"
 #include "kjit/runtime/device.hpp"
+#include "kjit/runtime/tensor_map.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -96,6 +97,12 @@ struct DriverApi {
   DriverCall<DriverResult(int device, Context *context)> device_context;
   DriverCall<DriverResult(Context *context)> current_context;
   DriverCall<DriverResult(Context context)> set_current_context;
+  DriverCall<DriverResult(int device, int *count)> multiprocessors;
+  // Lets `function` take `bytes` of dynamic shared memory (cuFuncSetAttribute; CUDA asks for it
+  // past 48 KiB).
+  DriverCall<DriverResult(void *function, int bytes)> allow_shared_bytes;
+  // cuTensorMapEncodeTiled for a 2-D map; no function on a backend without tensor maps.
+  DriverCall<DriverResult(void *map, const TensorMapShape &shape)> encode_tensor_map;
 };
 
 // Function attributes: HIP copied the numbers of CUfunction_attribute (cuda.h) into

@@ -103,22 +103,45 @@ std::string describe(DriverResult result) {
   return std::string(name) + " (" + text + ")";
 }
 
+// The device's properties struct, in the layout of whichever entry point the runtime has:
+// `field` receives the offset of the member `r0600` / `r0000` names in that layout.
+using Properties = std::array<char, properties_room>;
+DriverResult read_properties(int device, Properties &properties, std::size_t r0600,
+                             std::size_t r0000, std::size_t *field) {
+  if (hip.get_properties_r0600.function != nullptr) {
+    *field = r0600;
+    return hip.get_properties_r0600(properties.data(), device);
+  }
+  if (hip.get_properties_r0000.function != nullptr) {
+    *field = r0000;
+    return hip.get_properties_r0000(properties.data(), device);
+  }
+  return hip_error_not_supported;
+}
+
 // The full target id with the device's features ("gfx90a:sramecc+:xnack-"), which only the
 // properties struct carries.
 DriverResult native_target(int device, std::string *target) {
-  alignas(std::max_align_t) std::array<char, properties_room> properties{};
-  std::size_t arch_offset = offsetof(PropertiesR0600, gcnArchName);
-  DriverResult result = hip_error_not_supported;
-  if (hip.get_properties_r0600.function != nullptr) {
-    result = hip.get_properties_r0600(properties.data(), device);
-  } else if (hip.get_properties_r0000.function != nullptr) {
-    arch_offset = offsetof(PropertiesR0000, gcnArchName);
-    result = hip.get_properties_r0000(properties.data(), device);
-  }
+  alignas(std::max_align_t) Properties properties{};
+  std::size_t arch_offset = 0;
+  const DriverResult result =
+      read_properties(device, properties, offsetof(PropertiesR0600, gcnArchName),
+                      offsetof(PropertiesR0000, gcnArchName), &arch_offset);
   if (result == 0) {
     const char *arch = properties.data() + arch_offset;
     target->assign(arch, strnlen(arch, sizeof PropertiesR0000::gcnArchName));
   }
+  return result;
+}
+
+DriverResult multiprocessors(int device, int *count) {
+  alignas(std::max_align_t) Properties properties{};
+  std::size_t offset = 0;
+  const DriverResult result =
+      read_properties(device, properties, offsetof(PropertiesR0600, multiProcessorCount),
+                      offsetof(PropertiesR0000, multiProcessorCount), &offset);
+  if (result == 0)
+    std::memcpy(count, properties.data() + offset, sizeof *count);
   return result;
 }
 
@@ -138,6 +161,9 @@ DriverResult current_context(Context *context) {
 DriverResult set_current_context(Context context) {
   return hip.set_device(static_cast<int>(context - 1));
 }
+
+// AMD kernels take the dynamic LDS they are launched with, up to the device's limit: no opt-in.
+DriverResult allow_shared_bytes(void *, int) { return 0; }
 
 } // namespace
 
@@ -172,6 +198,9 @@ DriverApi &hip_driver() {
       .device_context = {"hipSetDevice", device_context},
       .current_context = {"hipGetDevice", current_context},
       .set_current_context = {"hipSetDevice", set_current_context},
+      .multiprocessors = {"hipGetDeviceProperties", multiprocessors},
+      .allow_shared_bytes = {"hipModuleLaunchKernel", allow_shared_bytes},
+      .encode_tensor_map = {"tensor maps (NVIDIA only)"}, // no function: AMD has none
   };
   return api;
 }

@@ -17,6 +17,9 @@ extern const std::string_view rotary_hip;
 extern const std::string_view quant_hip;
 extern const std::string_view gemm_hip;
 extern const std::string_view gemm_mma_hip;
+extern const std::string_view gemm_wgmma_hip;
+extern const std::string_view gemm_mfma_hip;
+extern const std::string_view gemm_staging_h;
 } // namespace embedded
 
 namespace {
@@ -90,6 +93,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                                    "int", "int",      "int"};
   const ParamSchema block = ParamSchema::one_of({16, 32, 64, 128, 256}, 128);
   const ParamSchema thread = ParamSchema::one_of({1, 2, 4, 8}, 8);
+  const HeaderFile gemm_staging{"kjit/gemm_staging.h", std::string(embedded::gemm_staging_h)};
   all.emplace_back("gemm", std::string(embedded::gemm_hip),
                    std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "half")},
                                           {"BLOCK_M", block},
@@ -98,15 +102,34 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                           {"THREAD_M", thread},
                                           {"THREAD_N", thread}},
                    TemplateOptions{.arguments = gemm_arguments});
-  // The same GEMM on NVIDIA tensor cores (mma.sync, sm_80 and newer), for the 16-bit types.
-  all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip),
-                   std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "half")},
-                                          {"BLOCK_M", ParamSchema::one_of({64, 128, 256}, 128)},
-                                          {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128)},
-                                          {"BLOCK_K", ParamSchema::one_of({16, 32, 64}, 32)},
-                                          {"WARPS_M", ParamSchema::one_of({1, 2, 4}, 2)},
-                                          {"WARPS_N", ParamSchema::one_of({1, 2, 4}, 4)}},
-                   TemplateOptions{.arguments = gemm_arguments});
+  // The same GEMM on tensor cores, for the 16-bit types, with `workers` (warps or waves) along
+  // each dimension of the block: the parameters are named <workers>_M and <workers>_N.
+  const auto tensor_core_params = [](const std::string &workers, int default_n) {
+    return std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "half")},
+                                  {"BLOCK_M", ParamSchema::one_of({64, 128, 256}, 128)},
+                                  {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128)},
+                                  {"BLOCK_K", ParamSchema::one_of({16, 32, 64}, 32)},
+                                  {workers + "_M", ParamSchema::one_of({1, 2, 4}, 2)},
+                                  {workers + "_N", ParamSchema::one_of({1, 2, 4}, default_n)}};
+  };
+  // NVIDIA's (mma.sync, sm_80 and newer), with 32-lane warps.
+  all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip), tensor_core_params("WARPS", 4),
+                   TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
+  // AMD's matrix cores (MFMA, gfx942 and gfx950), with 64-lane wavefronts.
+  all.emplace_back("gemm_mfma", std::string(embedded::gemm_mfma_hip),
+                   tensor_core_params("WAVES", 2),
+                   TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
+  // The same GEMM on Hopper (sm_90a): wgmma fed by TMA, A and B passed as tensor maps.
+  // B_KMAJOR = 1 reads B as an nn.Linear weight [N, K] (C = A @ W^T).
+  all.emplace_back(
+      "gemm_wgmma", std::string(embedded::gemm_wgmma_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"BLOCK_N", ParamSchema::one_of({128, 256}, 256)},
+                             {"STAGES", ParamSchema::one_of({3, 4, 5}, 4)},
+                             {"B_KMAJOR", ParamSchema::one_of({0, 1}, 0)},
+                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8)}},
+      TemplateOptions{.arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap", "int",
+                                    "int", "int"}});
 }
 
 std::vector<Template> make_builtin() {

@@ -40,9 +40,10 @@ struct EmulatedLaunch {
 inline std::barrier<> *block_barrier = nullptr;
 inline std::vector<std::uint64_t> exchange; // one slot per thread of the running block
 
-// Runs `kernel` (a callable running one thread's share) over `grid` x `block` threads: the
-// block's threads are started once and run the blocks in turn, meeting at a barrier between
-// blocks (so a block's __shared__ statics and the exchange array are free for the next).
+// Runs `kernel` (a callable running one thread's share) over `grid` x `block` threads, grids of
+// one or two dimensions: the block's threads are started once and run the blocks in turn, meeting
+// at a barrier between blocks (so a block's __shared__ statics and the exchange array are free
+// for the next).
 template <typename Kernel> void launch(EmulatedDim3 grid, EmulatedDim3 block, Kernel kernel) {
   gridDim = grid;
   blockDim = block;
@@ -56,11 +57,12 @@ template <typename Kernel> void launch(EmulatedDim3 grid, EmulatedDim3 block, Ke
     for (unsigned x = 0; x < block.x; ++x)
       running.emplace_back([=, &barrier] {
         threadIdx = {x, y, 0};
-        for (unsigned b = 0; b < grid.x; ++b) {
-          blockIdx = {b, 0, 0};
-          kernel();
-          barrier.arrive_and_wait();
-        }
+        for (unsigned by = 0; by < grid.y; ++by)
+          for (unsigned bx = 0; bx < grid.x; ++bx) {
+            blockIdx = {bx, by, 0};
+            kernel();
+            barrier.arrive_and_wait();
+          }
       });
   for (std::thread &thread : running)
     thread.join();

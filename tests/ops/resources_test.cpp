@@ -29,7 +29,7 @@ std::vector<prebuild::TargetedInstance> core_variants(const jit::Target &target)
     if (set.name() != "core")
       continue;
     for (const templates::SetVariant &variant : set.variants())
-      if (variant.for_vendor(target.vendor()))
+      if (variant.for_target(target.vendor(), target.arch()))
         variants.push_back({variant.tmpl->bind(variant.params), target});
   }
   return variants;

@@ -88,7 +88,7 @@ TEST_F(CliTest, BadInputIsExitTwoWithOneClearLine) {
   expect_bad_input("compile scale -p T=double -p N=4096 --target gfx90a",
                    "T = double is not allowed");
   expect_bad_input("compile scale -p T=half -p N=0 --target gfx90a", "N = 0 is out of range");
-  expect_bad_input("compile scale -p T=half -p N=4096 --target gfx942", "gfx942");
+  expect_bad_input("compile scale -p T=half -p N=4096 --target gfx9ff", "gfx9ff");
   expect_bad_input("compile scale -p T=half -p N=4096 --target gfx1030:xnack+", "xnack");
 }
 

@@ -318,7 +318,7 @@ TEST_F(PrebuildCliTest, BadInputIsOneLineAndExitStatusTwo) {
   const std::string out = " --out " + (dir / "prebuilt").string();
   std::ofstream(dir / "a_file") << "x";
   expect_bad_input("prebuild --targets gfx90a --level 4" + out, "not a level");
-  expect_bad_input("prebuild --targets gfx942" + out, "gfx942 is not supported");
+  expect_bad_input("prebuild --targets gfx9ff" + out, "gfx9ff is not supported");
   expect_bad_input("prebuild --targets 'gfx90a;GFX90A'" + out, "bad target 'GFX90A'");
   expect_bad_input("prebuild --targets ';'" + out, "names no target");
   expect_bad_input("prebuild --level 2 --targets gfx90a --sets " + user_set(1, false) + out,

@@ -145,7 +145,7 @@ Plan make_plan(const PrebuildArgs &args) {
         }
       }();
       for (const jit::Target &target : plan.targets)
-        if (variant.for_vendor(target.vendor()))
+        if (variant.for_target(target.vendor(), target.arch()))
           variants.push_back({instance, target});
     }
   }

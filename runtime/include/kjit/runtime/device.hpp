@@ -66,6 +66,9 @@ public:
   // part of every cache key, so an sm_90a entry is never loaded for another processor.
   const jit::Target &target() const;
 
+  // Streaming multiprocessors (NVIDIA) or compute units (AMD): a persistent kernel's grid.
+  int multiprocessors() const;
+
   // Throws Error(device_error) when the driver refuses (out of memory...).
   DeviceBuffer allocate(std::size_t bytes) const;
   // Waits until all work queued on the device has finished (cuCtxSynchronize,
