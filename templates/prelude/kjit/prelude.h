@@ -156,7 +156,9 @@ template <typename T, int N> __device__ inline void from_floats(const float (&f)
     v.at[e] = from_float<T>(f[e]);
 }
 
-#if KJIT_CUDA || defined(__gfx950__)
+// (The gfx950 form needs clang's vector types: a host compiler emulating gfx950 kernels, which
+// defines __gfx950__ but not __AMDGCN__, takes the element-wise form.)
+#if KJIT_CUDA || (defined(__gfx950__) && defined(__AMDGCN__))
 template <typename T> struct Pairs;
 #if KJIT_CUDA
 template <> struct Pairs<__half> {
