@@ -64,7 +64,7 @@ TEST_F(AmdResources, MetadataNoteGivesEachKernelsRegistersLdsScratchAndWavefront
   EXPECT_GE(stack->scratch_bytes, 64u * 4);
 }
 
-TEST_F(AmdResources, Rdna3ReportsWave32) {
+TEST_F(AmdResources, RdnaReportsWave32) {
   const CompileResult result = compiler().compile(request("k.hip", kernels_source, "gfx1030"));
   const auto resources = read_kernel_resources(result.code);
   ASSERT_TRUE(resources);
