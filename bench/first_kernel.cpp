@@ -33,7 +33,7 @@ int child() {
   const auto driver_ready = Clock::now();
   kjit::Runtime rt;
   const kjit::Kernel &kernel = rt.kernel(scale, {{"T", "float"}, {"N", 256}}, device);
-  kernel.launch(1, 256, 0, nullptr, x.as<float>(), 2.0f);
+  kernel.launch({.grid = 1, .block = 256}, x.as<float>(), 2.0f);
   device.synchronize();
   const auto done = Clock::now();
   std::printf("%.3f %.3f\n", ms_between(start, driver_ready), ms_between(driver_ready, done));

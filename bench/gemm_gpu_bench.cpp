@@ -73,7 +73,7 @@ struct Bench {
     const long long n = static_cast<long long>(bytes / 16);
     const unsigned blocks = static_cast<unsigned>(std::min<long long>(n / 256 + 1, 65536));
     return median_ms_per_launch(device, 20, [&] {
-      kernel.launch(Dim3(blocks), Dim3(256), 0, nullptr, from.as<const void>(), to.data(), n);
+      kernel.launch({.grid = blocks, .block = 256}, from.as<const void>(), to.data(), n);
     });
   }
 

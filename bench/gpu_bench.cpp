@@ -21,7 +21,7 @@ namespace {
 
 // The built-in scale template: x[i] *= a for i < N.
 const Template &scale = templates::find("scale");
-const Params params = {{"T", "float"}, {"N", 256}};
+const ParamValues params = {{"T", "float"}, {"N", 256}};
 
 // cuLaunchKernel and hipModuleLaunchKernel share one signature.
 using RawLaunch = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -124,8 +124,8 @@ void BM_LaunchCost(benchmark::State &state) {
           raw_failures +=
               f.raw_launch(function, 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr) != 0;
         }},
-       {"held", [&] { f.kernel->launch(1, 256, 0, nullptr, x, 1.0f); }},
-       {"lookup", [&] { rt.kernel(scale, params).launch(1, 256, 0, nullptr, x, 1.0f); }}});
+       {"held", [&] { f.kernel->launch({.grid = 1, .block = 256}, x, 1.0f); }},
+       {"lookup", [&] { rt.kernel(scale, params).launch({.grid = 1, .block = 256}, x, 1.0f); }}});
   if (raw_failures != 0)
     state.SkipWithError("the raw driver launch failed");
 }

@@ -31,10 +31,11 @@ __global__ void large(T *x, int n) {
     acc = acc * 0.999f + sinf(kjit::to_float(x[(threadIdx.x + k * 37) % n]) * (k + 1));
   x[threadIdx.x % n] = kjit::from_float<T>(acc);
 })",
-                     {{"T", Param::type({"float", "half"})}, {"UNROLL", Param::integer(1, 4096)}});
+                     {{"T", ParamSchema::type({"float", "half"})},
+                      {"UNROLL", ParamSchema::integer(1, 4096)}});
 
 // UNROLL chosen per vendor so that both entries come out near 50 KB.
-Params large_params(const jit::Target &target) {
+ParamValues large_params(const jit::Target &target) {
   return {{"T", "float"}, {"UNROLL", target.vendor() == Vendor::amd ? 46 : 30}};
 }
 
@@ -77,7 +78,7 @@ void BM_MemoryHit(benchmark::State &state) {
   const auto target = target_of(state);
   if (compiler_missing(state, rt, target))
     return;
-  const Params params = {{"T", "half"}, {"N", 4096}};
+  const ParamValues params = {{"T", "half"}, {"N", 4096}};
   rt.compile(scale, params, target);
   for (auto _ : state)
     benchmark::DoNotOptimize(&rt.compile(scale, params, target));
@@ -164,7 +165,7 @@ void BM_ColdCompileOverhead(benchmark::State &state) {
   if (compiler_missing(state, rt, target))
     return;
   const CompilerIdentity identity = CompilerIdentity::of(rt.compiler(target.vendor()));
-  Params params;
+  ParamValues params;
   std::optional<jit::CompileRequest> request; // the variant of this iteration
   std::vector<double> raw_ms, kjit_ms, own_ms;
   auto time_raw = [&] {

@@ -80,7 +80,7 @@ int main(int argc, char **argv) try {
     const Base &base = bases[static_cast<std::size_t>(i) % bases.size()];
     const Instance instance =
         scale.bind({{"T", base.type}, {"N", real_per_base + 1 + static_cast<int>(i)}});
-    const Variant variant =
+    const VariantDescription variant =
         describe_variant(instance, base.target, CompilerIdentity::of(*base.compiler));
     const CodeObject &code = *base.compiled[static_cast<std::size_t>(i) % real_per_base];
     jit::CompileResult result{.code = {code.code().begin(), code.code().end()},

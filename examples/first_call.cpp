@@ -14,8 +14,8 @@ __global__ void scale(T* x, float a) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
 })",
-                                  {{"T", kjit::Param::type({"float", "half", "bfloat16"})},
-                                   {"N", kjit::Param::integer(1, 1 << 20)}}};
+                                  {{"T", kjit::ParamSchema::type({"float", "half", "bfloat16"})},
+                                   {"N", kjit::ParamSchema::integer(1, 1 << 20)}}};
 
 static double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -29,7 +29,7 @@ int main(int argc, char **argv) try {
   std::printf("%-28s %-12s %12s %12s\n", "variant", "found in", "first call", "next call");
   for (const char *type : {"float", "half", "bfloat16"}) {
     for (int n : {4096, 1 << 20}) {
-      const kjit::Params params = {{"T", type}, {"N", n}};
+      const kjit::ParamValues params = {{"T", type}, {"N", n}};
       auto start = std::chrono::steady_clock::now();
       const kjit::CodeObject &code = rt.compile(scale, params, target);
       const double first_ms = ms_since(start);

@@ -13,11 +13,11 @@ int main(int argc, char **argv) try {
   std::stringstream source;
   source << file.rdbuf();
   // As the set file declares it: a template from a source file, parameters in the order listed.
-  const kjit::Template add_one{
-      "add_one",
-      source.str(),
-      {{"T", kjit::Param::type({"float", "int"})}, {"N", kjit::Param::one_of({256, 4096})}},
-      {.kernel = "add_one", .arguments = {"T*"}}};
+  const kjit::Template add_one{"add_one",
+                               source.str(),
+                               {{"T", kjit::ParamSchema::type({"float", "int"})},
+                                {"N", kjit::ParamSchema::one_of({256, 4096})}},
+                               {.kernel = "add_one", .arguments = {"T*"}}};
   const auto target = kjit::Target::parse(argc > 1 ? argv[1] : "gfx90a");
   kjit::Runtime rt;
   for (const char *type : {"float", "int"})

@@ -32,6 +32,12 @@ std::string_view to_string(Errc code) {
     return "bad argument";
   case Errc::bad_archive:
     return "bad archive";
+  case Errc::bad_usage:
+    return "bad usage";
+  case Errc::file_io:
+    return "file i/o";
+  case Errc::process_error:
+    return "process error";
   }
   return "error";
 }

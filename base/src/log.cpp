@@ -1,22 +1,28 @@
 #include "kjit/log.hpp"
 
 #include <cstdlib>
+#include <optional>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <string>
+#include <string_view>
 
 namespace kjit {
 
-static spdlog::level::level_enum level_from_environment() {
-  const char *text = std::getenv("KJIT_LOG_LEVEL");
-  if (text == nullptr || *text == '\0')
-    return spdlog::level::warn;
-  auto level = spdlog::level::from_str(text);
-  // spdlog maps an unknown name to "off"; a typo should not silence every warning.
-  if (level == spdlog::level::off && std::string(text) != "off")
-    return spdlog::level::warn;
+namespace {
+
+constexpr spdlog::level::level_enum default_level = spdlog::level::warn;
+
+// The level KJIT_LOG_LEVEL names, or nothing when it names none (spdlog would read any unknown
+// name as "off", and a typo should not silence every warning).
+std::optional<spdlog::level::level_enum> level_named(std::string_view text) {
+  const spdlog::level::level_enum level = spdlog::level::from_str(std::string(text));
+  if (level == spdlog::level::off && text != "off")
+    return std::nullopt;
   return level;
 }
+
+} // namespace
 
 spdlog::logger &log() {
   static std::shared_ptr<spdlog::logger> logger = [] {
@@ -24,7 +30,17 @@ spdlog::logger &log() {
     auto made = std::make_shared<spdlog::logger>(
         "kjit", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     made->set_pattern("kjit %^%l%$: %v");
-    made->set_level(level_from_environment());
+    const char *text = std::getenv("KJIT_LOG_LEVEL");
+    if (text == nullptr || *text == '\0') {
+      made->set_level(default_level);
+    } else if (const auto level = level_named(text)) {
+      made->set_level(*level);
+    } else {
+      made->set_level(default_level);
+      made->warn("KJIT_LOG_LEVEL='{}' is not valid; it accepts trace, debug, info, warn, error, "
+                 "critical or off; logging at warn",
+                 text);
+    }
     return made;
   }();
   return *logger;

@@ -30,9 +30,9 @@ constexpr std::int64_t stale_temp_ns = 3600 * second_ns; // a writer that long g
 // timestamp granularity (ext4 with small inodes keeps whole seconds), so that a change made in the
 // same tick as the read that the summary came from cannot hide behind an unchanged ctime.
 constexpr std::int64_t settle_ns = 2 * second_ns;
-// Threads that unlink: on this VM's ext4 (mounted with discard) an unlink waits about 80 us for the
-// disk to discard the file's blocks, and those waits overlap: 16 to 32 threads remove 20,000 files
-// four to five times faster than one (BENCHMARKS.md).
+// Threads that unlink: on a file system mounted with discard an unlink waits for the disk to
+// discard the file's blocks, and those waits overlap across threads (BENCHMARKS.md, "Evidence
+// behind the code's choices").
 constexpr std::size_t unlink_threads = 32;
 
 bool is_hex(std::string_view text) {
@@ -216,13 +216,9 @@ int open_entry(int directory_fd, const char *path, std::string &problem) {
 }
 
 EntrySummary summary_of(EntryHeader &&header) {
-  EntrySummary summary{.template_name = std::move(header.template_name),
-                       .parameters = {},
-                       .kernels = std::move(header.kernels)};
-  for (KeyField &field : header.key_inputs)
-    if (field.first.starts_with("param:"))
-      summary.parameters.push_back(std::move(field));
-  return summary;
+  return EntrySummary{.template_name = std::move(header.template_name),
+                      .parameters = std::move(header.parameters),
+                      .kernels = std::move(header.kernels)};
 }
 
 // An entry's summary to keep in its directory's file: listed[item].summary, read from `version`.

@@ -31,15 +31,23 @@ std::byte *store_bytes(std::byte *at, const void *bytes, std::size_t size) {
   return at + size;
 }
 
+Json parameters_json(const std::vector<EntryParameter> &parameters) {
+  Json array = Json::array();
+  for (const EntryParameter &parameter : parameters)
+    std::visit(
+        [&](const auto &value) {
+          array.push_back(Json::array({parameter.name, value}));
+        },
+        parameter.value);
+  return array;
+}
+
 std::string header_json(const EntryHeader &header) {
   Json json = {
-      {"key", header.key.hex()},
-      {"target", header.target},
-      {"template", header.template_name},
-      {"key_inputs", header.key_inputs},
-      {"kernels", header.kernels},
-      {"compiler", header.compiler},
-      {"created_unix", header.created_unix},
+      {"key", header.key.hex()},          {"target", header.target},
+      {"template", header.template_name}, {"parameters", parameters_json(header.parameters)},
+      {"key_inputs", header.key_inputs},  {"kernels", header.kernels},
+      {"compiler", header.compiler},      {"created_unix", header.created_unix},
       {"compile_ms", header.compile_ms},
   };
   try {
@@ -99,6 +107,29 @@ StringPairs string_pairs_field(const Value &object, const char *name) {
   return pairs;
 }
 
+std::vector<EntryParameter> parameters_field(const Value &object, const char *name) {
+  const Value &value = field(object, name);
+  const auto bad = [name] {
+    return BadHeader(std::string("field '") + name +
+                     "' is not a list of [name, type or integer] pairs");
+  };
+  if (!value.IsArray())
+    throw bad();
+  std::vector<EntryParameter> parameters;
+  parameters.reserve(value.Size());
+  for (const Value &pair : value.GetArray()) {
+    if (!pair.IsArray() || pair.Size() != 2 || !pair[0].IsString())
+      throw bad();
+    if (pair[1].IsString())
+      parameters.push_back({view_of(pair[0]), view_of(pair[1])});
+    else if (pair[1].IsInt64())
+      parameters.push_back({view_of(pair[0]), pair[1].GetInt64()});
+    else
+      throw bad();
+  }
+  return parameters;
+}
+
 std::int64_t integer_field(const Value &object, const char *name) {
   const Value &value = field(object, name);
   if (!value.IsInt64())
@@ -131,6 +162,7 @@ EntryHeader parse_header(std::string_view text) {
   header.key = *key;
   header.target = string_field(json, "target");
   header.template_name = string_field(json, "template");
+  header.parameters = parameters_field(json, "parameters");
   header.key_inputs = string_pairs_field(json, "key_inputs");
   header.kernels = string_pairs_field(json, "kernels");
   header.compiler = string_field(json, "compiler");
@@ -142,6 +174,12 @@ EntryHeader parse_header(std::string_view text) {
 Decoded rejected(std::string problem) { return Decoded{std::nullopt, std::move(problem)}; }
 
 } // namespace
+
+std::string EntryParameter::value_text() const {
+  if (const std::int64_t *integer = std::get_if<std::int64_t>(&value))
+    return std::to_string(*integer);
+  return std::get<std::string>(value);
+}
 
 std::vector<std::byte> encode_entry(const Entry &entry) {
   std::string header = header_json(entry.header);

@@ -233,8 +233,9 @@ void publish_private_file(const fs::path &path, std::span<const std::byte> bytes
   // The name appears only once the whole file is written and closed, so no reader ever sees a
   // partial entry under it (PyTorch #132756 renamed before closing and served truncated cubins).
   // No fsync: after a power loss a file may hold less than was written, but every read verifies
-  // the checksum, so such an entry is a miss that gets rewritten, never a wrong binary. The fsyncs
-  // cost more than 2% of a 35 ms NVRTC compile on this machine's disk.
+  // the checksum, so such an entry is a miss that gets rewritten, never a wrong binary, and the
+  // fsyncs would cost every compile a disk flush (BENCHMARKS.md, "Evidence behind the code's
+  // choices").
   if (!write_all(file.get(), bytes))
     throw failure("write: " + errno_text());
   if (file.close() != 0)

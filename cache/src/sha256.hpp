@@ -1,7 +1,8 @@
 #pragma once
 // SHA-256 (FIPS 180-4), incremental. kjit's own rather than OpenSSL's: OpenSSL 3 initialises its
-// providers and reads its configuration on the first digest, about 1.5 ms that every fresh
-// process would pay before its first cache hit, for a function of a hundred lines.
+// providers and reads its configuration on the first digest, a cost every fresh process would pay
+// before its first cache hit, for a function of a hundred lines (BENCHMARKS.md, "Evidence behind
+// the code's choices").
 #include <array>
 #include <cstddef>
 #include <cstdint>

@@ -96,8 +96,8 @@ void StatsFiles::add(const CacheCounters &counters) const noexcept {
     CacheCounters sum = from_json(text);
     sum += counters;
     // Rewritten in place, padded with spaces (which JSON allows) to at least its old length:
-    // truncating and regrowing made ext4 free and allocate the block on every update, which
-    // slowed the disk hits around it by half.
+    // truncating and regrowing makes the file system free and allocate the block on every update,
+    // which slows the disk hits around it (BENCHMARKS.md, "Evidence behind the code's choices").
     std::string updated = to_json(sum).dump();
     updated.resize(std::max(updated.size(), text.size()), ' ');
     const bool written = locked == 0 && ::pwrite(fd, updated.data(), updated.size(), 0) ==

@@ -11,8 +11,8 @@ namespace kjit::cache {
 namespace {
 
 constexpr std::array<char, 8> magic = {'K', 'J', 'I', 'T', 'S', 'U', 'M', '\0'};
-constexpr std::uint32_t summaries_version = 1;
-constexpr std::size_t prelude_size = 16; // magic, version, count
+constexpr std::uint32_t summaries_version = 2; // 2: typed parameters
+constexpr std::size_t prelude_size = 16;       // magic, version, count
 using StringPairs = std::vector<std::pair<std::string, std::string>>;
 
 void append_string(std::vector<std::byte> &out, const std::string &text) {
@@ -26,6 +26,22 @@ void append_pairs(std::vector<std::byte> &out, const StringPairs &pairs) {
   for (const auto &[first, second] : pairs) {
     append_string(out, first);
     append_string(out, second);
+  }
+}
+
+enum class ParameterKind : std::uint8_t { type = 0, integer = 1 };
+
+void append_parameters(std::vector<std::byte> &out, const std::vector<EntryParameter> &parameters) {
+  format::append_le<std::uint32_t>(out, static_cast<std::uint32_t>(parameters.size()));
+  for (const EntryParameter &parameter : parameters) {
+    append_string(out, parameter.name);
+    if (const std::int64_t *integer = std::get_if<std::int64_t>(&parameter.value)) {
+      out.push_back(static_cast<std::byte>(ParameterKind::integer));
+      format::append_le<std::uint64_t>(out, static_cast<std::uint64_t>(*integer));
+    } else {
+      out.push_back(static_cast<std::byte>(ParameterKind::type));
+      append_string(out, std::get<std::string>(parameter.value));
+    }
   }
 }
 
@@ -57,6 +73,24 @@ public:
     for (std::size_t i = 0; i < count && !failed_; ++i) {
       std::string first = string();
       out.emplace_back(std::move(first), string());
+    }
+    return out;
+  }
+  std::vector<EntryParameter> parameters() {
+    std::vector<EntryParameter> out;
+    // Each parameter takes at least 9 bytes (an empty name, a kind, an empty type).
+    const std::size_t count = number<std::uint32_t>();
+    if (count > (bytes_.size() - at_) / 9)
+      failed_ = true;
+    for (std::size_t i = 0; i < count && !failed_; ++i) {
+      std::string name = string();
+      const auto kind = static_cast<ParameterKind>(number<std::uint8_t>());
+      if (kind == ParameterKind::integer)
+        out.push_back({std::move(name), static_cast<std::int64_t>(number<std::uint64_t>())});
+      else if (kind == ParameterKind::type)
+        out.push_back({std::move(name), string()});
+      else
+        failed_ = true;
     }
     return out;
   }
@@ -93,7 +127,7 @@ std::vector<std::byte> encode_summaries(std::span<const SummaryRow> rows) {
     format::append_le<std::uint64_t>(out, row.version.bytes);
     format::append_le<std::uint64_t>(out, static_cast<std::uint64_t>(row.version.change_ns));
     append_string(out, row.summary.template_name);
-    append_pairs(out, row.summary.parameters);
+    append_parameters(out, row.summary.parameters);
     append_pairs(out, row.summary.kernels);
   }
   const format::Checksum checksum = format::checksum_of(out);
@@ -120,7 +154,7 @@ std::optional<std::vector<SummaryRow>> decode_summaries(std::span<const std::byt
     row.version.bytes = reader.number<std::uint64_t>();
     row.version.change_ns = static_cast<std::int64_t>(reader.number<std::uint64_t>());
     row.summary.template_name = reader.string();
-    row.summary.parameters = reader.pairs();
+    row.summary.parameters = reader.parameters();
     row.summary.kernels = reader.pairs();
     rows.push_back(std::move(row));
   }

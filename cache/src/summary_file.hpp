@@ -8,7 +8,9 @@
 //         12   u32 LE    row count
 //         16   rows      key (32 bytes), inode, size, change time (u64 LE each), template,
 //                        parameters, kernels (a string is a u32 LE length and its bytes; a list
-//                        of pairs is a u32 LE count and its strings)
+//                        of pairs is a u32 LE count and its strings; parameters are a u32 LE
+//                        count of: name, then u8 0 and a type's string or u8 1 and an integer,
+//                        u64 LE)
 //        end   16 bytes  XXH3-128 of every byte before it
 #include "kjit/cache/catalog.hpp"
 

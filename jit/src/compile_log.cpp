@@ -95,7 +95,7 @@ AnnotatedLog annotate_compile_log(std::string_view log, std::span<const SourceFi
 Error compile_failure(const CompileRequest &request, std::string_view log,
                       const std::regex &error_location, std::string_view compiler_status) {
   std::vector<SourceFile> files{{request.program_name, request.source}};
-  for (const Header &header : request.headers)
+  for (const HeaderFile &header : request.headers)
     files.push_back({header.name, header.content});
   AnnotatedLog annotated = annotate_compile_log(log, files, error_location);
   std::string cause(compiler_status);

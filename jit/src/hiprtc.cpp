@@ -21,9 +21,9 @@ namespace kjit::jit {
 namespace {
 
 // hiprtc 5.2 is not thread safe for concurrent programs, its own internal lock notwithstanding:
-// compiling 4 programs from 4 threads crashed (SIGSEGV, SIGABRT) or returned code objects built
-// with other options (twice the size, device-library symbols such as __ockl_hostcall_internal
-// left in). Every call into hiprtc and comgr, which hiprtc shares, holds this process-wide lock.
+// programs compiled from several threads at once crash or come back built with other options
+// (BENCHMARKS.md, "Evidence behind the code's choices"). Every call into hiprtc and comgr, which
+// hiprtc shares, holds this process-wide lock.
 std::mutex hiprtc_calls;
 
 // The declarations kjit uses from hiprtc.h and amd_comgr.h, repeated here so that kjit builds

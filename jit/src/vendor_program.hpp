@@ -35,7 +35,7 @@ public:
   VendorProgram(const Functions &vendor, const CompileRequest &request)
       : vendor_(vendor), program_name_(request.program_name) {
     std::vector<const char *> header_texts, header_names;
-    for (const Header &header : request.headers) {
+    for (const HeaderFile &header : request.headers) {
       // hiprtc 5.2 refuses an empty header (HIPRTC_ERROR_INVALID_INPUT); a lone newline is the
       // same header to any preprocessor.
       header_texts.push_back(header.content.empty() ? "\n" : header.content.c_str());

@@ -18,12 +18,14 @@ void activation(Runtime &rt, std::string_view op, T *out, const T *x, std::int64
   detail::require(n >= 0, op, [&] { return "n is " + std::to_string(n) + ", must be >= 0"; });
   if (n == 0)
     return;
-  const detail::Variant variant = detail::activation_variant(op, out, x);
+  const detail::ChosenVariant variant = detail::activation_variant(op, out, x);
   const std::int64_t blocks = detail::activation_blocks(n, variant.integer("VEC"));
   detail::require(blocks <= std::numeric_limits<int>::max(), op,
                   [&] { return "n is " + std::to_string(n) + ", more than one launch covers"; });
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(Dim3(static_cast<unsigned>(blocks)), Dim3(detail::activation_threads), 0, stream,
+  kernel.launch({.grid = static_cast<unsigned>(blocks),
+                 .block = detail::activation_threads,
+                 .stream = stream},
                 out, x, static_cast<long long>(n));
 }
 
@@ -39,16 +41,18 @@ void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const
     return;
   const std::size_t out_bytes = static_cast<std::size_t>(rows) * d * sizeof(T);
   detail::require_disjoint(out, out_bytes, x, 2 * out_bytes, op, "out and x");
-  const detail::Variant variant = detail::gated_variant(act, d, out, x);
+  const detail::ChosenVariant variant = detail::gated_variant(act, d, out, x);
   const int vec = variant.integer("VEC");
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int rows_per_launch = detail::gated_rows_per_launch(d, vec);
   for (int first = 0; first < rows;) {
     const int count = std::min(rows_per_launch, rows - first);
     const std::int64_t elements = std::int64_t{count} * d;
-    kernel.launch(Dim3(static_cast<unsigned>(detail::activation_blocks(elements, vec))),
-                  Dim3(detail::activation_threads), 0, stream, out + std::int64_t{first} * d,
-                  x + std::int64_t{first} * 2 * d, d, static_cast<int>(elements / vec));
+    kernel.launch({.grid = static_cast<unsigned>(detail::activation_blocks(elements, vec)),
+                   .block = detail::activation_threads,
+                   .stream = stream},
+                  out + std::int64_t{first} * d, x + std::int64_t{first} * 2 * d, d,
+                  static_cast<int>(elements / vec));
     first += count;
   }
 }
@@ -57,13 +61,15 @@ void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const
 
 namespace detail {
 
-template <Element T> Variant activation_variant(std::string_view act, const T *out, const T *x) {
+template <Element T>
+ChosenVariant activation_variant(std::string_view act, const T *out, const T *x) {
   static const Template &tmpl = templates::find("activation");
   return {&tmpl,
           {{"ACT", act}, {"T", element_name<T>()}, {"VEC", vector_width(sizeof(T), {out, x})}}};
 }
 
-template <Element T> Variant gated_variant(std::string_view act, int d, const T *out, const T *x) {
+template <Element T>
+ChosenVariant gated_variant(std::string_view act, int d, const T *out, const T *x) {
   static const Template &tmpl = templates::find("gated_activation");
   return {&tmpl,
           {{"ACT", act}, {"T", element_name<T>()}, {"VEC", vector_width(sizeof(T), d, {out, x})}}};
@@ -110,8 +116,10 @@ void gelu_tanh_and_mul(Runtime &rt, T *out, const T *x, int rows, int d, Stream 
   template void silu_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                      \
   template void gelu_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                      \
   template void gelu_tanh_and_mul<T>(Runtime &, T *, const T *, int, int, Stream);                 \
-  template detail::Variant detail::activation_variant<T>(std::string_view, const T *, const T *);  \
-  template detail::Variant detail::gated_variant<T>(std::string_view, int, const T *, const T *);
+  template detail::ChosenVariant detail::activation_variant<T>(std::string_view, const T *,        \
+                                                               const T *);                         \
+  template detail::ChosenVariant detail::gated_variant<T>(std::string_view, int, const T *,        \
+                                                          const T *);
 KJIT_INSTANTIATE_ACTIVATIONS(float)
 KJIT_INSTANTIATE_ACTIVATIONS(Half)
 KJIT_INSTANTIATE_ACTIVATIONS(BFloat16)

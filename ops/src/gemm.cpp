@@ -43,19 +43,20 @@ Dim3 grid_for(int m, int n, int block_m, int block_n) {
 template <Element T>
 void gemm_on_tensor_cores(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k,
                           Stream stream) {
-  const detail::Variant variant = detail::gemm_mma_variant<T>(m, n);
+  const detail::ChosenVariant variant = detail::gemm_mma_variant<T>(m, n);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int block = variant.integer("BLOCK_M");
-  kernel.launch(grid_for(m, n, block, block),
-                Dim3(32 * variant.integer("WARPS_M") * variant.integer("WARPS_N")), 0, stream, c, a,
-                b, m, n, k);
+  kernel.launch({.grid = grid_for(m, n, block, block),
+                 .block = 32 * variant.integer("WARPS_M") * variant.integer("WARPS_N"),
+                 .stream = stream},
+                c, a, b, m, n, k);
 }
 
 } // namespace
 
 namespace detail {
 
-template <Element T> Variant gemm_mma_variant(int m, int n) {
+template <Element T> ChosenVariant gemm_mma_variant(int m, int n) {
   // 8 warps of 64 x 32 on 128 x 128 blocks, or 4 warps of 32 x 32 on 64 x 64 ones.
   const bool large = large_tiles_pay(m, n);
   const int block = large ? 128 : 64, warps_m = 2, warps_n = large ? 4 : 2;
@@ -69,7 +70,7 @@ template <Element T> Variant gemm_mma_variant(int m, int n) {
            {"WARPS_N", warps_n}}};
 }
 
-template <Element T> Variant gemm_variant(const GemmTiles &tiles) {
+template <Element T> ChosenVariant gemm_variant(const GemmTiles &tiles) {
   static const Template &tmpl = templates::find("gemm");
   return {&tmpl,
           {{"T", element_name<T>()},
@@ -108,9 +109,9 @@ void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, const 
   detail::require(tiles.block_k * (tiles.block_m + 4 + tiles.block_n) * 4 <= 48 * 1024, op,
                   "tiles need more than 48 KiB of shared memory");
   const Dim3 grid = grid_for(m, n, tiles.block_m, tiles.block_n);
-  const detail::Variant variant = detail::gemm_variant<T>(tiles);
+  const detail::ChosenVariant variant = detail::gemm_variant<T>(tiles);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(grid, Dim3(threads), 0, stream, c, a, b, m, n, k);
+  kernel.launch({.grid = grid, .block = threads, .stream = stream}, c, a, b, m, n, k);
 }
 
 template <Element T>
@@ -147,8 +148,8 @@ std::vector<double> gemm(std::span<const T> a, std::span<const T> b, int m, int 
                         Stream);                                                                   \
   template void gemm<T>(Runtime &, T *, const T *, const T *, int, int, int, Stream);              \
   template bool gemm_has_tensor_cores<T>(const jit::Target &);                                     \
-  template detail::Variant detail::gemm_mma_variant<T>(int, int);                                  \
-  template detail::Variant detail::gemm_variant<T>(const GemmTiles &);                             \
+  template detail::ChosenVariant detail::gemm_mma_variant<T>(int, int);                            \
+  template detail::ChosenVariant detail::gemm_variant<T>(const GemmTiles &);                       \
   template std::vector<double> reference::gemm<T>(std::span<const T>, std::span<const T>, int,     \
                                                   int, int);
 KJIT_INSTANTIATE(float)

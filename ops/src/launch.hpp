@@ -23,7 +23,8 @@ namespace kjit::ops::detail {
 [[noreturn]] void throw_bad_argument(std::string_view op, std::string_view what);
 // Throws Error(bad_argument) "kjit::ops::<op>: <what>" unless `condition`. `what` is the message
 // or a callable that makes it, called only when the check fails: the checks run on every launch,
-// and formatting their messages up front cost rms_norm 0.4 us a call on an H200.
+// and formatting their messages up front would cost each call more than the launch's own host
+// work (BENCHMARKS.md, "Evidence behind the code's choices").
 template <typename What> void require(bool condition, std::string_view op, const What &what) {
   if (condition)
     return;
@@ -114,7 +115,7 @@ inline constexpr RowwiseKernel softmax_kernel{"softmax", "COLS"};
 
 // The variant of `op` for T and rows of `length` elements, and the shape it launches with.
 struct RowwiseVariant {
-  Variant variant;
+  ChosenVariant variant;
   RowShape shape;
 };
 template <Element T>
@@ -140,10 +141,11 @@ void launch_rowwise(Runtime &rt, const RowwiseKernel &op, int rows, int length,
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const unsigned blocks =
       static_cast<unsigned>((rows + shape.rows_per_block - 1) / shape.rows_per_block);
-  kernel.launch(
-      Dim3(blocks),
-      Dim3(static_cast<unsigned>(shape.threads), static_cast<unsigned>(shape.rows_per_block)), 0,
-      stream, args...);
+  kernel.launch({.grid = blocks,
+                 .block = Dim3(static_cast<unsigned>(shape.threads),
+                               static_cast<unsigned>(shape.rows_per_block)),
+                 .stream = stream},
+                args...);
 }
 
 } // namespace kjit::ops::detail

@@ -25,9 +25,10 @@ void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float
                   [&] { return "rows must be positive, not " + std::to_string(rows); });
   detail::require(hidden >= 1 && hidden <= 65536, op,
                   [&] { return "hidden " + std::to_string(hidden) + " is outside [1, 65536]"; });
-  const detail::Variant variant = detail::quant_variant(template_name, hidden, out, input);
+  const detail::ChosenVariant variant = detail::quant_variant(template_name, hidden, out, input);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(Dim3(rows), Dim3(variant.integer("THREADS")), 0, stream, out, scales, input);
+  kernel.launch({.grid = rows, .block = variant.integer("THREADS"), .stream = stream}, out, scales,
+                input);
 }
 
 } // namespace
@@ -35,7 +36,8 @@ void quantise_rows(Runtime &rt, std::string_view template_name, void *out, float
 namespace detail {
 
 template <Element T>
-Variant quant_variant(std::string_view template_name, int hidden, const void *out, const T *input) {
+ChosenVariant quant_variant(std::string_view template_name, int hidden, const void *out,
+                            const T *input) {
   // The widest packed access (at most 16 bytes of input) that divides the row and keeps the
   // input (VEC elements) and the one-byte outputs (VEC bytes) aligned.
   const int vec =
@@ -146,8 +148,8 @@ Quantized<std::uint8_t> dynamic_per_token_quant_fp8(std::span<const T> input, in
                                                 int, Stream);                                      \
   template void dynamic_per_token_quant_fp8<T>(Runtime &, std::uint8_t *, float *, const T *, int, \
                                                int, Stream);                                       \
-  template detail::Variant detail::quant_variant<T>(std::string_view, int, const void *,           \
-                                                    const T *);                                    \
+  template detail::ChosenVariant detail::quant_variant<T>(std::string_view, int, const void *,     \
+                                                          const T *);                              \
   template reference::Quantized<std::int8_t> reference::dynamic_per_token_quant_int8<T>(           \
       std::span<const T>, int, int);                                                               \
   template reference::Quantized<std::uint8_t> reference::dynamic_per_token_quant_fp8<T>(           \

@@ -36,8 +36,8 @@ int pairs_per_access(const T *query, const T *key, const T *cos_sin_cache, int h
 namespace detail {
 
 template <Element T>
-Variant rotary_variant(int head_size, int rotary_dim, RotaryStyle style, const T *query,
-                       const T *key, const T *cos_sin_cache) {
+ChosenVariant rotary_variant(int head_size, int rotary_dim, RotaryStyle style, const T *query,
+                             const T *key, const T *cos_sin_cache) {
   static const Template &tmpl = templates::find("rotary_embedding");
   return {&tmpl,
           {{"T", element_name<T>()},
@@ -67,15 +67,15 @@ void rotary_embedding(Runtime &rt, const std::int64_t *positions, T *query, T *k
     return "rotary_dim " + std::to_string(rotary_dim) +
            " must be even and in [2, head_size = " + std::to_string(head_size) + "]";
   });
-  const detail::Variant variant =
+  const detail::ChosenVariant variant =
       detail::rotary_variant(head_size, rotary_dim, style, query, key, cos_sin_cache);
   const int vec = variant.integer("VEC");
   const int warp = rt.default_device().target().warp_size();
   const int items = (q_heads + kv_heads) * (rotary_dim / 2 / vec);
   const int threads = std::min(512, detail::divide_up(items, warp) * warp);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  kernel.launch(Dim3(tokens), Dim3(threads), 0, stream, positions, query, key, cos_sin_cache,
-                max_position, q_heads, kv_heads);
+  kernel.launch({.grid = tokens, .block = threads, .stream = stream}, positions, query, key,
+                cos_sin_cache, max_position, q_heads, kv_heads);
 }
 
 namespace reference {
@@ -112,8 +112,8 @@ std::vector<double> rotary_embedding(std::span<const std::int64_t> positions, st
 #define KJIT_INSTANTIATE(T)                                                                        \
   template void rotary_embedding<T>(Runtime &, const std::int64_t *, T *, T *, const T *, int,     \
                                     int, int, int, int, int, RotaryStyle, Stream);                 \
-  template detail::Variant detail::rotary_variant<T>(int, int, RotaryStyle, const T *, const T *,  \
-                                                     const T *);                                   \
+  template detail::ChosenVariant detail::rotary_variant<T>(int, int, RotaryStyle, const T *,       \
+                                                           const T *, const T *);                  \
   template std::vector<double> reference::rotary_embedding<T>(                                     \
       std::span<const std::int64_t>, std::span<const T>, std::span<const T>, int, int, int,        \
       RotaryStyle);

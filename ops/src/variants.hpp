@@ -14,9 +14,9 @@
 
 namespace kjit::ops::detail {
 
-struct Variant {
+struct ChosenVariant {
   const Template *tmpl;
-  Params params;
+  ParamValues params;
 
   // An integer parameter's value, for the launch geometry that follows from it ("VEC").
   int integer(std::string_view name) const {
@@ -27,19 +27,22 @@ struct Variant {
 };
 
 // An elementwise activation `act` ("silu") from x into out (flat arrays).
-template <Element T> Variant activation_variant(std::string_view act, const T *out, const T *x);
+template <Element T>
+ChosenVariant activation_variant(std::string_view act, const T *out, const T *x);
 // A gated activation `act` ("silu"): rows of 2 * d elements of x into rows of d of out.
-template <Element T> Variant gated_variant(std::string_view act, int d, const T *out, const T *x);
+template <Element T>
+ChosenVariant gated_variant(std::string_view act, int d, const T *out, const T *x);
 // Per-token quantisation of rows of `hidden`: `template_name` is
 // "dynamic_per_token_quant_int8" or "dynamic_per_token_quant_fp8".
 template <Element T>
-Variant quant_variant(std::string_view template_name, int hidden, const void *out, const T *input);
+ChosenVariant quant_variant(std::string_view template_name, int hidden, const void *out,
+                            const T *input);
 template <Element T>
-Variant rotary_variant(int head_size, int rotary_dim, RotaryStyle style, const T *query,
-                       const T *key, const T *cos_sin_cache);
+ChosenVariant rotary_variant(int head_size, int rotary_dim, RotaryStyle style, const T *query,
+                             const T *key, const T *cos_sin_cache);
 // gemm() on tensor cores (where gemm_has_tensor_cores<T>), for C of m x n.
-template <Element T> Variant gemm_mma_variant(int m, int n);
+template <Element T> ChosenVariant gemm_mma_variant(int m, int n);
 // gemm() with these tiles (the portable kernel).
-template <Element T> Variant gemm_variant(const GemmTiles &tiles);
+template <Element T> ChosenVariant gemm_variant(const GemmTiles &tiles);
 
 } // namespace kjit::ops::detail

@@ -1,8 +1,9 @@
 #pragma once
 // A compiler's identity remembered on disk, so that a process whose variants are all cached never
-// loads the compiler. Loading NVRTC or hiprtc is a dlopen of a 100 MB library (about 25 ms on a
-// 2-core machine) just to read a version for the key; ccache faces the same question for its
-// compilers and by default answers it from the compiler file's size and mtime (compiler_check).
+// loads the compiler. Loading NVRTC or hiprtc is a dlopen of a library of about 100 MB just to
+// read a version for the key (BENCHMARKS.md, "Evidence behind the code's choices"); ccache faces
+// the same question for its compilers and by default answers it from the compiler file's size and
+// mtime (compiler_check).
 //
 // One file per vendor and per way of finding the library:
 //   <cache root>/v<N>/compilers/<vendor>-<16 hex>.json

@@ -37,10 +37,10 @@ static_assert(sizeof(void *) == sizeof(unsigned long long), "the driver table as
 
 // One entry point: its symbol (for dlsym and for messages) and its address.
 template <typename Signature> struct DriverCall;
-template <typename Result, typename... Params> struct DriverCall<Result(Params...)> {
+template <typename Result, typename... ParamValues> struct DriverCall<Result(ParamValues...)> {
   const char *symbol;
-  Result (*function)(Params...) = nullptr;
-  Result operator()(Params... params) const { return function(params...); }
+  Result (*function)(ParamValues...) = nullptr;
+  Result operator()(ParamValues... params) const { return function(params...); }
 };
 
 // An entry for the loader: the symbol to resolve and where its address goes.

@@ -107,30 +107,30 @@ Kernel Module::kernel(const std::string &lowered_name, KernelSignature signature
 namespace {
 
 [[noreturn]] void launch_failed(const detail::DeviceState &state, const std::string &kernel,
-                                Dim3 grid, Dim3 block, unsigned shared_bytes,
-                                detail::DriverResult result) {
+                                const LaunchConfig &config, detail::DriverResult result) {
   auto shape = [](Dim3 d) {
     return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) +
            ")";
   };
   throw Error(Errc::device_error, std::string(state.api->launch_kernel.symbol) + " of " + kernel +
                                       " on " + detail::describe_device(state) + " with grid " +
-                                      shape(grid) + ", block " + shape(block) + ", " +
-                                      std::to_string(shared_bytes) +
+                                      shape(config.grid) + ", block " + shape(config.block) + ", " +
+                                      std::to_string(config.shared_bytes) +
                                       " shared bytes failed: " + state.api->describe(result));
 }
 
 } // namespace
 
-void Kernel::launch_packed(Dim3 grid, Dim3 block, unsigned shared_bytes, Stream stream,
-                           void **args) const {
+void Kernel::launch_packed(const LaunchConfig &config, void **args) const {
   const detail::DeviceState &state = detail::DeviceAccess::state(device_);
   detail::ScopedContext current(state);
+  const Dim3 &grid = config.grid;
+  const Dim3 &block = config.block;
   const detail::DriverResult result =
       state.api->launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                               shared_bytes, stream, args, nullptr);
+                               config.shared_bytes, config.stream, args, nullptr);
   if (result != 0) [[unlikely]]
-    launch_failed(state, name_, grid, block, shared_bytes, result);
+    launch_failed(state, name_, config, result);
 }
 
 } // namespace kjit

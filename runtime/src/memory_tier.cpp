@@ -16,7 +16,7 @@ std::uint64_t hash_value(const Value &value) {
 
 } // namespace
 
-bool same_params(const Params &a, const Params &b) {
+bool same_params(const ParamValues &a, const ParamValues &b) {
   if (a.size() != b.size())
     return false;
   return std::all_of(a.begin(), a.end(), [&](const auto &pair) {
@@ -24,8 +24,8 @@ bool same_params(const Params &a, const Params &b) {
   });
 }
 
-std::uint64_t memory_hash(const Template &tmpl, const Params &params, const jit::Target &target,
-                          std::uint64_t scope) {
+std::uint64_t memory_hash(const Template &tmpl, const ParamValues &params,
+                          const jit::Target &target, std::uint64_t scope) {
   // Summing the per-parameter hashes makes the result independent of parameter order.
   std::uint64_t params_hash = 0;
   for (const auto &[name, value] : params)

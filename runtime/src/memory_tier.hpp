@@ -20,11 +20,11 @@
 namespace kjit {
 
 // A hash of a request; parameter order does not change it.
-std::uint64_t memory_hash(const Template &tmpl, const Params &params, const jit::Target &target,
-                          std::uint64_t scope);
+std::uint64_t memory_hash(const Template &tmpl, const ParamValues &params,
+                          const jit::Target &target, std::uint64_t scope);
 
 // Whether two parameter lists name the same values, whatever their order.
-bool same_params(const Params &a, const Params &b);
+bool same_params(const ParamValues &a, const ParamValues &b);
 
 template <typename Value> class MemoryTier {
 public:
@@ -35,7 +35,7 @@ public:
   MemoryTier(const MemoryTier &) = delete;
   MemoryTier &operator=(const MemoryTier &) = delete;
 
-  const Value *find(std::uint64_t hash, const Template &tmpl, const Params &params,
+  const Value *find(std::uint64_t hash, const Template &tmpl, const ParamValues &params,
                     const jit::Target &target, std::uint64_t scope = 0) const {
     const Table *table = current_.load(std::memory_order_acquire);
     for (std::size_t i = hash & table->mask;; i = (i + 1) & table->mask) {
@@ -48,7 +48,7 @@ public:
     }
   }
 
-  void insert(std::uint64_t hash, const Template &tmpl, const Params &params,
+  void insert(std::uint64_t hash, const Template &tmpl, const ParamValues &params,
               const jit::Target &target, const Value *value, std::uint64_t scope = 0) {
     std::lock_guard lock(writer_);
     if (find(hash, tmpl, params, target, scope) != nullptr)
@@ -76,7 +76,7 @@ private:
     std::uint64_t scope;
     std::pair<std::uint64_t, std::uint64_t> fingerprint;
     std::string target_id;
-    Params params;
+    ParamValues params;
     const Value *value;
   };
   struct Table {

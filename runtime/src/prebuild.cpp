@@ -25,7 +25,7 @@ constexpr std::size_t kMinBatch = 4;
 
 // Variants that may share a program: one template (by name, then content, so that two set files'
 // templates of one name stay apart) and one target. Sorts by name first.
-std::string group_of(const Variant &variant) {
+std::string group_of(const TargetedInstance &variant) {
   const Template &tmpl = variant.instance.source_template();
   char fingerprint[34];
   std::snprintf(fingerprint, sizeof fingerprint, "%016llx%016llx",
@@ -49,16 +49,16 @@ std::uint64_t size_on_disk(const fs::path &path) {
 
 } // namespace
 
-std::string Variant::describe() const {
+std::string TargetedInstance::describe() const {
   return instance.source_template().name() + " (" + instance.canonical_params() + ") for " +
          target.id();
 }
 
-std::vector<Batch> make_batches(std::vector<Variant> variants, std::size_t max_batch) {
+std::vector<Batch> make_batches(std::vector<TargetedInstance> variants, std::size_t max_batch) {
   // Grouped by template and target, each group in parameter order: the order sets list them in
   // does not change a program.
-  std::map<std::string, std::map<std::string, Variant>> groups;
-  for (Variant &variant : variants) {
+  std::map<std::string, std::map<std::string, TargetedInstance>> groups;
+  for (TargetedInstance &variant : variants) {
     std::string params = variant.instance.canonical_params();
     groups[group_of(variant)].try_emplace(std::move(params), std::move(variant));
   }
@@ -123,12 +123,13 @@ const jit::Compiler &Compilers::of(Vendor vendor) const {
 
 bool up_to_date(const Batch &batch, const Compilers &compilers, const fs::path &root) {
   const cache::DiskStore store(root, cache::Access::read_only);
-  return std::all_of(batch.variants.begin(), batch.variants.end(), [&](const Variant &variant) {
-    const kjit::Variant described =
-        describe_variant(variant.instance, variant.target,
-                         CompilerIdentity::of(compilers.of(variant.target.vendor())));
-    return store.read(described.key, variant.target.id()).status == cache::Lookup::Status::hit;
-  });
+  return std::all_of(
+      batch.variants.begin(), batch.variants.end(), [&](const TargetedInstance &variant) {
+        const kjit::VariantDescription described =
+            describe_variant(variant.instance, variant.target,
+                             CompilerIdentity::of(compilers.of(variant.target.vendor())));
+        return store.read(described.key, variant.target.id()).status == cache::Lookup::Status::hit;
+      });
 }
 
 BatchResult build(const Batch &batch, const Compilers &compilers, const fs::path &root) {
@@ -139,8 +140,8 @@ BatchResult build(const Batch &batch, const Compilers &compilers, const fs::path
   const jit::Compiler &compiler = compilers.of(batch.variants.front().target.vendor());
   const CompilerIdentity identity = CompilerIdentity::of(compiler);
 
-  std::vector<kjit::Variant> described;
-  for (const Variant &variant : batch.variants)
+  std::vector<kjit::VariantDescription> described;
+  for (const TargetedInstance &variant : batch.variants)
     described.push_back(describe_variant(variant.instance, variant.target, identity));
 
   // Compiles variants [first, first + count) as one program and writes their entries.

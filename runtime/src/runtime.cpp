@@ -108,7 +108,8 @@ public:
 
   const jit::Compiler &compiler(Vendor vendor) { return ProcessCompilers::load(vendor); }
 
-  const CodeObject &compile(const Template &tmpl, const Params &params, const jit::Target &target) {
+  const CodeObject &compile(const Template &tmpl, const ParamValues &params,
+                            const jit::Target &target) {
     const std::uint64_t hash = memory_hash(tmpl, params, target, 0);
     if (const CodeObject *hit = code_objects_.find(hash, tmpl, params, target))
       return *hit;
@@ -117,25 +118,39 @@ public:
     return object;
   }
 
-  const Kernel &kernel(const Template &tmpl, const Params &params, const Device &device) {
+  // `given`: the signature the caller names, or null for the one the template declares.
+  const Kernel &kernel(const Template &tmpl, const ParamValues &params, const Device &device,
+                       const KernelSignature *given) {
     // Two devices of one target share code objects but not loaded modules.
     const std::uint64_t scope =
         (static_cast<std::uint64_t>(device.backend()) << 32) | (device.ordinal() + 1u);
     const std::uint64_t hash = memory_hash(tmpl, params, device.target(), scope);
     if (const Kernel *hit = kernels_.find(hash, tmpl, params, device.target(), scope))
-      return *hit;
+      return checked(*hit, given);
 
     const CodeObject &code = compile(tmpl, params, device.target());
     std::lock_guard lock(loaded_mutex_);
     auto &slot = loaded_[{code.key(), scope}];
     if (!slot) {
       Module module = Module::load(device, code.code());
-      Kernel kernel =
-          module.kernel(code.lowered_name(), signature_of(tmpl.bind(params)), code.expression());
+      Kernel kernel = module.kernel(code.lowered_name(),
+                                    given != nullptr ? *given : signature_of(tmpl.bind(params)),
+                                    code.expression());
       slot = std::make_unique<Loaded>(Loaded{std::move(module), std::move(kernel)});
     }
     kernels_.insert(hash, tmpl, params, device.target(), &slot->kernel, scope);
-    return slot->kernel;
+    return checked(slot->kernel, given);
+  }
+
+  static const Kernel &checked(const Kernel &kernel, const KernelSignature *given) {
+    // Sizes are what launches are checked by; the spelling of a type may differ.
+    auto size = [](const KernelParameter &parameter) { return parameter.size; };
+    if (given != nullptr && !std::ranges::equal(kernel.signature().parameters(),
+                                                given->parameters(), {}, size, size)) [[unlikely]]
+      throw Error(Errc::bad_argument, kernel.name() + " is loaded with the signature " +
+                                          kernel.signature().to_string() + ", not " +
+                                          given->to_string());
+    return kernel;
   }
 
   const Device &default_device() {
@@ -152,7 +167,8 @@ private:
   // Single flight: the first thread to ask for a key resolves it, the others wait for its result
   // (or its exception).
   const CodeObject &resolve(const Instance &instance, const jit::Target &target) {
-    Variant variant = describe_variant(instance, target, compiler_identity(target.vendor()));
+    VariantDescription variant =
+        describe_variant(instance, target, compiler_identity(target.vendor()));
 
     std::promise<const CodeObject *> promise;
     std::shared_future<const CodeObject *> pending;
@@ -183,7 +199,7 @@ private:
     }
   }
 
-  std::unique_ptr<CodeObject> from_entry(const Variant &variant, cache::Lookup &found,
+  std::unique_ptr<CodeObject> from_entry(const VariantDescription &variant, cache::Lookup &found,
                                          Origin origin) {
     auto &entry = *found.entry;
     if (entry.header.kernels.size() != 1) {
@@ -204,7 +220,7 @@ private:
 
   // The prebuilt tier, then the user tier. A bad entry is reported once and treated as a miss;
   // in the user tier the compile that follows rewrites it.
-  std::unique_ptr<CodeObject> lookup(const Variant &variant) {
+  std::unique_ptr<CodeObject> lookup(const VariantDescription &variant) {
     const std::string &target = variant.request.target.id();
     for (auto [store, origin] :
          {std::pair{&prebuilt_, Origin::prebuilt}, std::pair{&user_, Origin::user_cache}}) {
@@ -228,9 +244,13 @@ private:
   [[noreturn]] void not_prebuilt(const Instance &instance, const jit::Target &target) {
     const Template &tmpl = instance.source_template();
     std::string params;
-    for (const auto &[name, value] : instance.values())
-      params += std::string(params.empty() ? "" : ", ") + "\"" + name +
-                "\": " + (value.is_integer() ? value.to_string() : "\"" + value.to_string() + "\"");
+    for (const auto &[name, value] : instance.values()) {
+      // Appended piece by piece: GCC 12 warns wrongly (-Wrestrict) on the one-expression form.
+      params += params.empty() ? "\"" : ", \"";
+      params += name;
+      params += "\": ";
+      params += value.is_integer() ? value.to_string() : '"' + value.to_string() + '"';
+    }
     const std::string destination =
         " --targets \"" + target.id() + "\" --out " +
         (config_.prebuilt_dir.empty() ? std::string("DIR") : config_.prebuilt_dir.string());
@@ -303,7 +323,8 @@ private:
   // does ("gfx90a", "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-",
   // "sm_90a"). Code for an AMD processor with no feature named is built for either setting of each
   // ("any"), and sm_90 code runs on an sm_90a device, so it serves; the reverse never does.
-  std::unique_ptr<CodeObject> portable_prebuilt(const Instance &instance, const Variant &variant) {
+  std::unique_ptr<CodeObject> portable_prebuilt(const Instance &instance,
+                                                const VariantDescription &variant) {
     const jit::Target &target = variant.request.target;
     std::string arch = target.arch();
     if (target.vendor() == Vendor::nvidia && (arch.ends_with('a') || arch.ends_with('f')))
@@ -311,7 +332,7 @@ private:
     if (!prebuilt_ || arch == target.id())
       return nullptr;
     const jit::Target portable = jit::Target::parse(arch);
-    const Variant generic = describe_variant(instance, portable, variant.compiler);
+    const VariantDescription generic = describe_variant(instance, portable, variant.compiler);
     cache::Lookup found = prebuilt_->read(generic.key, portable.id());
     if (found.status == cache::Lookup::Status::rejected)
       log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
@@ -323,7 +344,8 @@ private:
     return object;
   }
 
-  std::unique_ptr<CodeObject> load_or_build(const Instance &instance, const Variant &variant) {
+  std::unique_ptr<CodeObject> load_or_build(const Instance &instance,
+                                            const VariantDescription &variant) {
     if (!config_.rebuild) {
       if (auto object = lookup(variant))
         return object;
@@ -428,13 +450,22 @@ const Config &Runtime::config() const { return impl_->config(); }
 Runtime::Counters Runtime::counters() const { return impl_->counters(); }
 const jit::Compiler &Runtime::compiler(Vendor vendor) { return impl_->compiler(vendor); }
 const Device &Runtime::default_device() { return impl_->default_device(); }
-const Kernel &Runtime::kernel(const Template &tmpl, const Params &params) {
-  return impl_->kernel(tmpl, params, impl_->default_device());
+const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params) {
+  return impl_->kernel(tmpl, params, impl_->default_device(), nullptr);
 }
-const Kernel &Runtime::kernel(const Template &tmpl, const Params &params, const Device &device) {
-  return impl_->kernel(tmpl, params, device);
+const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params,
+                              const Device &device) {
+  return impl_->kernel(tmpl, params, device, nullptr);
 }
-const CodeObject &Runtime::compile(const Template &tmpl, const Params &params,
+const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params,
+                              const KernelSignature &signature) {
+  return impl_->kernel(tmpl, params, impl_->default_device(), &signature);
+}
+const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params,
+                              const KernelSignature &signature, const Device &device) {
+  return impl_->kernel(tmpl, params, device, &signature);
+}
+const CodeObject &Runtime::compile(const Template &tmpl, const ParamValues &params,
                                    const jit::Target &target) {
   return impl_->compile(tmpl, params, target);
 }

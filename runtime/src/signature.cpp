@@ -2,23 +2,53 @@
 
 #include "kjit/error.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <regex>
+#include <vector>
 
 namespace kjit {
 
 namespace {
 
-// The argument types kernels take by value, as written in sources and the prelude.
-const std::map<std::string, std::uint32_t, std::less<>> scalar_sizes = {
-    {"bool", 1},          {"char", 1},      {"signed char", 1}, {"unsigned char", 1},
-    {"int8_t", 1},        {"uint8_t", 1},   {"short", 2},       {"unsigned short", 2},
-    {"int16_t", 2},       {"uint16_t", 2},  {"half", 2},        {"__half", 2},
-    {"bfloat16", 2},      {"int", 4},       {"unsigned", 4},    {"unsigned int", 4},
-    {"int32_t", 4},       {"uint32_t", 4},  {"float", 4},       {"long", 8},
-    {"unsigned long", 8}, {"long long", 8}, {"int64_t", 8},     {"uint64_t", 8},
-    {"size_t", 8},        {"double", 8}};
+struct Layout {
+  std::uint32_t size;
+  std::uint32_t alignment;
+};
+
+// The by-value argument types of HIP and CUDA kernels, in every spelling the compilers, the
+// vendors' headers and kjit's prelude give them, with their host ABI layout (x86-64 and AArch64
+// Linux: long is 8 bytes).
+std::map<std::string, Layout, std::less<>> make_layouts() {
+  std::map<std::string, Layout, std::less<>> layouts;
+  const std::pair<std::vector<const char *>, std::uint32_t> scalars[] = {
+      {{"bool", "char", "signed char", "unsigned char", "int8_t", "uint8_t"}, 1},
+      {{"short", "short int", "unsigned short", "unsigned short int", "int16_t", "uint16_t", "half",
+        "__half", "bfloat16", "__nv_bfloat16", "__hip_bfloat16", "hip_bfloat16"},
+       2},
+      {{"int", "signed", "signed int", "unsigned", "unsigned int", "int32_t", "uint32_t", "float",
+        "half2", "__half2", "bfloat162", "__nv_bfloat162", "__hip_bfloat162"},
+       4},
+      {{"long", "long int", "unsigned long", "unsigned long int", "long long", "long long int",
+        "unsigned long long", "unsigned long long int", "int64_t", "uint64_t", "size_t",
+        "ptrdiff_t", "intptr_t", "uintptr_t", "double"},
+       8},
+  };
+  for (const auto &[names, size] : scalars)
+    for (const char *name : names)
+      layouts[name] = {size, size};
+  // The vector types of hip_vector_types.h and CUDA's vector_types.h: three elements are packed at
+  // the element's alignment; two and four are aligned to their size, at most 16.
+  const std::pair<const char *, std::uint32_t> elements[] = {
+      {"char", 1},  {"uchar", 1}, {"short", 2}, {"ushort", 2},   {"int", 4},       {"uint", 4},
+      {"float", 4}, {"long", 8},  {"ulong", 8}, {"longlong", 8}, {"ulonglong", 8}, {"double", 8}};
+  for (const auto &[element, size] : elements)
+    for (std::uint32_t count = 1; count <= 4; ++count)
+      layouts[element + std::to_string(count)] = {
+          size * count, count == 3 ? size : std::min<std::uint32_t>(size * count, 16)};
+  return layouts;
+}
 
 // "const T * __restrict__" -> "T*": qualifiers do not change what the driver copies.
 std::string normalise(const std::string &type) {
@@ -40,8 +70,8 @@ KernelSignature signature_of(const Instance &instance) {
   const Template &tmpl = instance.source_template();
   if (tmpl.arguments().empty())
     throw Error(Errc::bad_argument,
-                tmpl.name() + " declares no kernel arguments (TemplateOptions::arguments); pass "
-                              "a KernelSignature, e.g. KernelSignature::of<float *, int>()");
+                tmpl.name() + " declares no kernel arguments (TemplateOptions::arguments); name "
+                              "them: rt.kernel(tmpl, params, KernelSignature::of<float *, int>())");
   std::vector<KernelParameter> parameters;
   for (const std::string &type : instance.argument_types()) {
     const std::string plain = normalise(type);
@@ -49,11 +79,13 @@ KernelSignature signature_of(const Instance &instance) {
       parameters.push_back({plain, sizeof(void *), alignof(void *)});
       continue;
     }
-    const auto found = scalar_sizes.find(plain);
-    if (found == scalar_sizes.end())
+    static const std::map<std::string, Layout, std::less<>> layouts = make_layouts();
+    const auto found = layouts.find(plain);
+    if (found == layouts.end())
       throw Error(Errc::bad_argument, tmpl.name() + ": cannot size kernel argument type '" + type +
-                                          "'; pass a KernelSignature for this template");
-    parameters.push_back({plain, found->second, found->second});
+                                          "'; name the host types: rt.kernel(tmpl, params, "
+                                          "KernelSignature::of<...>())");
+    parameters.push_back({plain, found->second.size, found->second.alignment});
   }
   return KernelSignature(std::move(parameters));
 }

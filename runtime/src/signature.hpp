@@ -7,7 +7,8 @@
 namespace kjit {
 
 // Throws Error(bad_argument) when the template declares no arguments or one whose size kjit
-// cannot know (a struct): such templates are launched with an explicit KernelSignature.
+// cannot know (a struct): such templates are launched with an explicit KernelSignature
+// (Runtime::kernel(tmpl, params, signature)).
 KernelSignature signature_of(const Instance &instance);
 
 } // namespace kjit

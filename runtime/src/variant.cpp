@@ -10,21 +10,31 @@ namespace kjit {
 
 namespace {
 
+// The key's record of a parameter: its kind and value, so that a type and an integer of the same
+// spelling can never give one key. Only hashed and shown, never parsed: the entry header carries
+// the parameters themselves (EntryHeader::parameters).
 std::string param_text(const Value &value) {
   return (value.is_integer() ? "int:" : "type:") + value.to_string();
 }
 
+std::vector<cache::EntryParameter> entry_parameters(const Instance &instance) {
+  std::vector<cache::EntryParameter> parameters;
+  for (const auto &[name, value] : instance.values())
+    parameters.push_back(value.is_integer() ? cache::EntryParameter{name, value.integer()}
+                                            : cache::EntryParameter{name, value.type()});
+  return parameters;
+}
+
 } // namespace
 
-Variant describe_variant(const Instance &instance, const jit::Target &target,
-                         const CompilerIdentity &compiler) {
+VariantDescription describe_variant(const Instance &instance, const jit::Target &target,
+                                    const CompilerIdentity &compiler) {
   const Template &tmpl = instance.source_template();
-  std::vector<jit::Header> headers = {{templates::prelude().name, templates::prelude().content}};
-  for (const auto &header : tmpl.headers())
-    headers.push_back({header.name, header.content});
+  std::vector<HeaderFile> headers = {templates::prelude()};
+  headers.insert(headers.end(), tmpl.headers().begin(), tmpl.headers().end());
   std::vector<std::string> options = tmpl.compile_options();
   options.push_back("-DKJIT_WARP_SIZE=" + std::to_string(target.warp_size()));
-  Variant variant{
+  VariantDescription variant{
       .request = {.program_name = tmpl.name() + ".hip",
                   .source = tmpl.source(),
                   .pre_includes = {templates::prelude().name},
@@ -62,7 +72,7 @@ Variant describe_variant(const Instance &instance, const jit::Target &target,
   return variant;
 }
 
-cache::Entry make_entry(const Instance &instance, const Variant &variant,
+cache::Entry make_entry(const Instance &instance, const VariantDescription &variant,
                         const jit::Compiler &compiler, jit::CompileResult result,
                         double compile_ms) {
   return cache::Entry{
@@ -71,6 +81,7 @@ cache::Entry make_entry(const Instance &instance, const Variant &variant,
               .key = variant.key,
               .target = variant.request.target.id(),
               .template_name = instance.source_template().name(),
+              .parameters = entry_parameters(instance),
               .key_inputs = variant.key_inputs.fields(),
               .kernels = {{variant.request.name_expressions[0], result.lowered_names[0]}},
               .compiler = compiler.identity(),

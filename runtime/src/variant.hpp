@@ -1,6 +1,7 @@
 #pragma once
 // From a bound template instance and a target to what the compiler is given and the cache key
-// that names its output (DESIGN.md §2). Every input that can change the code is in the key.
+// that names its output (docs/ARCHITECTURE.md, "The key"). Every input that can change the code is
+// in the key.
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/key.hpp"
 #include "kjit/jit/compiler.hpp"
@@ -20,7 +21,7 @@ struct CompilerIdentity {
   bool operator==(const CompilerIdentity &) const = default;
 };
 
-struct Variant {
+struct VariantDescription {
   jit::CompileRequest request;
   CompilerIdentity compiler; // as keyed
   cache::KeyBuilder key_inputs;
@@ -28,11 +29,11 @@ struct Variant {
 };
 
 // Throws Error(bad_option) when the template's compile options cannot be keyed.
-Variant describe_variant(const Instance &instance, const jit::Target &target,
-                         const CompilerIdentity &compiler);
+VariantDescription describe_variant(const Instance &instance, const jit::Target &target,
+                                    const CompilerIdentity &compiler);
 
 // The cache entry for `variant` compiled to `result` by `compiler` in `compile_ms`, stamped now.
-cache::Entry make_entry(const Instance &instance, const Variant &variant,
+cache::Entry make_entry(const Instance &instance, const VariantDescription &variant,
                         const jit::Compiler &compiler, jit::CompileResult result,
                         double compile_ms);
 

@@ -27,26 +27,26 @@ namespace {
 // length, unrolled by the compiler, and THREADS per row.
 void add_activations_and_rowwise(std::vector<Template> &all,
                                  const std::vector<std::string> &element_types) {
-  const auto vec = [] { return Param::one_of({1, 2, 4, 8}, 4); };
-  const auto threads = [] { return Param::one_of({32, 64, 128, 256, 512, 1024}, 256); };
+  const auto vec = [] { return ParamSchema::one_of({1, 2, 4, 8}, 4); };
+  const auto threads = [] { return ParamSchema::one_of({32, 64, 128, 256, 512, 1024}, 256); };
   // A thread holds at most 64 elements of a row, so 1024 threads cover 65536 at most; 32768
   // keeps every default-width variant within float's 32 per thread.
-  const auto hidden = [] { return Param::integer(1, 32768, 4096); };
+  const auto hidden = [] { return ParamSchema::integer(1, 32768, 4096); };
   all.emplace_back(
       "activation", std::string(embedded::activation_hip),
       std::vector<ParamDecl>{
-          {"ACT", Param::type({"silu", "gelu", "gelu_tanh", "relu", "sigmoid"}, "silu")},
-          {"T", Param::type(element_types, "float")},
+          {"ACT", ParamSchema::type({"silu", "gelu", "gelu_tanh", "relu", "sigmoid"}, "silu")},
+          {"T", ParamSchema::type(element_types, "float")},
           {"VEC", vec()}},
       TemplateOptions{.arguments = {"T*", "const T*", "long long"}});
   all.emplace_back(
       "gated_activation", std::string(embedded::activation_hip),
-      std::vector<ParamDecl>{{"ACT", Param::type({"silu", "gelu", "gelu_tanh"}, "silu")},
-                             {"T", Param::type(element_types, "float")},
+      std::vector<ParamDecl>{{"ACT", ParamSchema::type({"silu", "gelu", "gelu_tanh"}, "silu")},
+                             {"T", ParamSchema::type(element_types, "float")},
                              {"VEC", vec()}},
       TemplateOptions{.arguments = {"T*", "const T*", "int", "int"}});
   const auto row_params = [&](const char *length) {
-    return std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
+    return std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "float")},
                                   {length, hidden()},
                                   {"VEC", vec()},
                                   {"THREADS", threads()}};
@@ -68,18 +68,18 @@ void add_activations_and_rowwise(std::vector<Template> &all,
 void add_rotary_quant_gemm(std::vector<Template> &all,
                            const std::vector<std::string> &element_types) {
   all.emplace_back("rotary_embedding", std::string(embedded::rotary_hip),
-                   std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
-                                          {"HEAD_SIZE", Param::integer(2, 1024, 128)},
-                                          {"ROTARY_DIM", Param::integer(2, 1024, 128)},
-                                          {"NEOX", Param::one_of({0, 1}, 1)},
-                                          {"VEC", Param::one_of({1, 2, 4, 8}, 2)}},
+                   std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "float")},
+                                          {"HEAD_SIZE", ParamSchema::integer(2, 1024, 128)},
+                                          {"ROTARY_DIM", ParamSchema::integer(2, 1024, 128)},
+                                          {"NEOX", ParamSchema::one_of({0, 1}, 1)},
+                                          {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 2)}},
                    TemplateOptions{.arguments = {"const long long*", "T*", "T*", "const T*", "int",
                                                  "int", "int"}});
   const auto quant_params = [&] {
-    return std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
-                                  {"HIDDEN", Param::integer(1, 65536, 4096)},
-                                  {"VEC", Param::one_of({1, 2, 4, 8}, 4)},
-                                  {"THREADS", Param::one_of({64, 128, 256, 512, 1024}, 256)}};
+    return std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "float")},
+                                  {"HIDDEN", ParamSchema::integer(1, 65536, 4096)},
+                                  {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 4)},
+                                  {"THREADS", ParamSchema::one_of({64, 128, 256, 512, 1024}, 256)}};
   };
   all.emplace_back("dynamic_per_token_quant_int8", std::string(embedded::quant_hip), quant_params(),
                    TemplateOptions{.arguments = {"signed char*", "float*", "const T*"}});
@@ -88,24 +88,24 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                    .arguments = {"unsigned char*", "float*", "const T*"}});
   const std::vector<std::string> gemm_arguments = {"T*",  "const T*", "const T*",
                                                    "int", "int",      "int"};
-  const Param block = Param::one_of({16, 32, 64, 128, 256}, 128);
-  const Param thread = Param::one_of({1, 2, 4, 8}, 8);
+  const ParamSchema block = ParamSchema::one_of({16, 32, 64, 128, 256}, 128);
+  const ParamSchema thread = ParamSchema::one_of({1, 2, 4, 8}, 8);
   all.emplace_back("gemm", std::string(embedded::gemm_hip),
-                   std::vector<ParamDecl>{{"T", Param::type(element_types, "half")},
+                   std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "half")},
                                           {"BLOCK_M", block},
                                           {"BLOCK_N", block},
-                                          {"BLOCK_K", Param::one_of({8, 16, 32}, 16)},
+                                          {"BLOCK_K", ParamSchema::one_of({8, 16, 32}, 16)},
                                           {"THREAD_M", thread},
                                           {"THREAD_N", thread}},
                    TemplateOptions{.arguments = gemm_arguments});
   // The same GEMM on NVIDIA tensor cores (mma.sync, sm_80 and newer), for the 16-bit types.
   all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip),
-                   std::vector<ParamDecl>{{"T", Param::type({"half", "bfloat16"}, "half")},
-                                          {"BLOCK_M", Param::one_of({64, 128, 256}, 128)},
-                                          {"BLOCK_N", Param::one_of({64, 128, 256}, 128)},
-                                          {"BLOCK_K", Param::one_of({16, 32, 64}, 32)},
-                                          {"WARPS_M", Param::one_of({1, 2, 4}, 2)},
-                                          {"WARPS_N", Param::one_of({1, 2, 4}, 4)}},
+                   std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "half")},
+                                          {"BLOCK_M", ParamSchema::one_of({64, 128, 256}, 128)},
+                                          {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128)},
+                                          {"BLOCK_K", ParamSchema::one_of({16, 32, 64}, 32)},
+                                          {"WARPS_M", ParamSchema::one_of({1, 2, 4}, 2)},
+                                          {"WARPS_N", ParamSchema::one_of({1, 2, 4}, 4)}},
                    TemplateOptions{.arguments = gemm_arguments});
 }
 
@@ -116,12 +116,12 @@ std::vector<Template> make_builtin() {
   const std::vector<std::string> element_types = {"float", "half", "bfloat16"};
   std::vector<Template> all;
   all.emplace_back("axpy", std::string(embedded::axpy_hip),
-                   std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
-                                          {"ITEMS", Param::one_of({1, 2, 4, 8}, 4)}},
+                   std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "float")},
+                                          {"ITEMS", ParamSchema::one_of({1, 2, 4, 8}, 4)}},
                    TemplateOptions{.arguments = {"const T*", "T*", "float", "int"}});
   all.emplace_back("scale", std::string(embedded::scale_hip),
-                   std::vector<ParamDecl>{{"T", Param::type(element_types, "float")},
-                                          {"N", Param::integer(1, 1 << 30)}},
+                   std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "float")},
+                                          {"N", ParamSchema::integer(1, 1 << 30)}},
                    TemplateOptions{.arguments = {"T*", "float"}});
   add_activations_and_rowwise(all, element_types);
   add_rotary_quant_gemm(all, element_types);
@@ -132,8 +132,8 @@ std::vector<Template> make_builtin() {
 
 } // namespace
 
-const TemplateHeader &prelude() {
-  static const TemplateHeader header{"kjit/prelude.h", std::string(embedded::prelude_h)};
+const HeaderFile &prelude() {
+  static const HeaderFile header{"kjit/prelude.h", std::string(embedded::prelude_h)};
   return header;
 }
 

@@ -25,7 +25,7 @@ using json = nlohmann::ordered_json;
 std::string read_text(const std::filesystem::path &path, const std::string &what) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(Errc::bad_parameter, "cannot read " + what + " " + path.string());
+    throw Error(Errc::file_io, "cannot read " + what + " " + path.string());
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -115,12 +115,12 @@ private:
 };
 
 // Every combination of the listed values, the last parameter varying fastest.
-std::vector<Params>
+std::vector<ParamValues>
 combinations(const std::vector<std::pair<std::string, std::vector<Value>>> &axes) {
-  std::vector<Params> all = {{}};
+  std::vector<ParamValues> all = {{}};
   for (const auto &[name, values] : axes) {
-    std::vector<Params> next;
-    for (const Params &partial : all)
+    std::vector<ParamValues> next;
+    for (const ParamValues &partial : all)
       for (const Value &value : values) {
         next.push_back(partial);
         next.back().emplace_back(name, value);
@@ -165,7 +165,7 @@ Template source_template(const json &spec, const json &variants, const SetParser
     numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
     std::sort(types.begin(), types.end());
     types.erase(std::unique(types.begin(), types.end()), types.end());
-    decls.push_back({param, integers ? Param::one_of(numbers) : Param::type(types)});
+    decls.push_back({param, integers ? ParamSchema::one_of(numbers) : ParamSchema::type(types)});
   }
   std::vector<std::string> arguments;
   if (auto listed = spec.find("arguments"); listed != spec.end())
@@ -210,7 +210,7 @@ VariantSet VariantSet::parse(std::string_view json_text, std::string origin,
       for (const auto &[param, values] : params.items())
         axes.emplace_back(param, parser.values(param, values));
       const std::vector<Vendor> vendors = parser.vendors(variant);
-      for (Params &params : combinations(axes))
+      for (ParamValues &params : combinations(axes))
         set.variants_.push_back({tmpl, std::move(params), vendors});
     }
   } catch (const Error &error) {

@@ -41,8 +41,8 @@ std::string join(const std::vector<std::string> &items, std::string_view separat
 }
 
 // Why `value` does not fit `param`, or empty when it does.
-std::string mismatch(const Param &param, const Value &value) {
-  if (param.kind() == Param::Kind::type) {
+std::string mismatch(const ParamSchema &param, const Value &value) {
+  if (param.kind() == ParamSchema::Kind::type) {
     if (!value.is_type())
       return "is an integer, expected a type";
     const auto &allowed = param.allowed_types();
@@ -97,8 +97,9 @@ private:
 
 std::string Value::to_string() const { return is_integer() ? std::to_string(integer()) : type(); }
 
-Param Param::type(std::vector<std::string> allowed, std::optional<std::string> fallback) {
-  Param p;
+ParamSchema ParamSchema::type(std::vector<std::string> allowed,
+                              std::optional<std::string> fallback) {
+  ParamSchema p;
   p.kind_ = Kind::type;
   p.types_ = std::move(allowed);
   if (fallback)
@@ -106,8 +107,9 @@ Param Param::type(std::vector<std::string> allowed, std::optional<std::string> f
   return p;
 }
 
-Param Param::integer(std::int64_t min, std::int64_t max, std::optional<std::int64_t> fallback) {
-  Param p;
+ParamSchema ParamSchema::integer(std::int64_t min, std::int64_t max,
+                                 std::optional<std::int64_t> fallback) {
+  ParamSchema p;
   p.kind_ = Kind::integer;
   p.min_ = min;
   p.max_ = max;
@@ -116,16 +118,17 @@ Param Param::integer(std::int64_t min, std::int64_t max, std::optional<std::int6
   return p;
 }
 
-Param Param::one_of(std::vector<std::int64_t> allowed, std::optional<std::int64_t> fallback) {
+ParamSchema ParamSchema::one_of(std::vector<std::int64_t> allowed,
+                                std::optional<std::int64_t> fallback) {
   if (allowed.empty())
-    bad_parameter("Param::one_of needs at least one value");
-  Param p = integer(*std::min_element(allowed.begin(), allowed.end()),
-                    *std::max_element(allowed.begin(), allowed.end()), fallback);
+    bad_parameter("ParamSchema::one_of needs at least one value");
+  ParamSchema p = integer(*std::min_element(allowed.begin(), allowed.end()),
+                          *std::max_element(allowed.begin(), allowed.end()), fallback);
   p.integers_ = std::move(allowed);
   return p;
 }
 
-std::string Param::describe() const {
+std::string ParamSchema::describe() const {
   if (kind_ == Kind::type)
     return "a type, one of " + join(types_, ", ");
   if (!integers_.empty()) {
@@ -158,7 +161,7 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
     for (std::size_t j = 0; j < i; ++j)
       if (params_[j].name == param_name)
         bad_parameter(where + " is declared twice");
-    if (param.kind() == Param::Kind::type) {
+    if (param.kind() == ParamSchema::Kind::type) {
       if (param.allowed_types().empty())
         bad_parameter(where + " allows no type");
       for (const auto &type : param.allowed_types())
@@ -188,7 +191,7 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
   fingerprint_ = fingerprint.finish();
 }
 
-Instance Template::bind(const Params &given) const & {
+Instance Template::bind(const ParamValues &given) const & {
   for (std::size_t i = 0; i < given.size(); ++i) {
     const auto &name = given[i].first;
     const bool declared = std::any_of(params_.begin(), params_.end(),

@@ -92,7 +92,7 @@ TEST_F(CatalogTest, ScanFindsEveryEntryWithItsTargetKeyAndSizeAndNothingElse) {
   // Things that live in the tree but are not entries.
   write_bytes(a.parent_path() / ".tmp-partial.tmp.1.2.3", read_bytes(a));
   write_bytes(a.parent_path() / "notes.txt", read_bytes(a));
-  store.lock(sample_entry("a").header.key); // creates <root>/v1/lock
+  store.lock(sample_entry("a").header.key); // creates <root>/v2/lock
   std::vector<StoredEntry> found = scan(store);
   std::sort(found.begin(), found.end(),
             [](const StoredEntry &x, const StoredEntry &y) { return x.target < y.target; });
@@ -254,15 +254,32 @@ TEST_F(ListTest, SummarisesEveryHeaderAndKeepsTheSummariesBesideTheEntries) {
   EXPECT_FALSE(fs::exists(summaries_of(a))) << "nothing left to summarise";
 }
 
-TEST_F(ListTest, ParametersAreTheKeyInputsNamedParam) {
+TEST_F(ListTest, ParametersAreTheHeadersTypedParameters) {
   Entry entry = sample_entry("p");
-  entry.header.key_inputs = {{"template", "scale"}, {"param:T", "type:half"}, {"param:N", "int:8"}};
-  entry.header.key = key_of(entry.header.key_inputs);
+  entry.header.parameters = {{"T", "half"}, {"N", 8}};
   store.write(entry);
   const std::vector<ListedEntry> found = listed(store);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].summary->parameters,
-            (std::vector<KeyField>{{"param:T", "type:half"}, {"param:N", "int:8"}}));
+  ASSERT_TRUE(found[0].summary) << found[0].problem;
+  EXPECT_EQ(found[0].summary->parameters, (std::vector<EntryParameter>{{"T", "half"}, {"N", 8}}));
+}
+
+// The summaries file keeps each parameter's kind: "8" the type and 8 the integer stay apart.
+TEST(SummaryFile, RoundTripsTypedParameters) {
+  SummaryRow row;
+  row.key = sample_entry("s").header.key;
+  row.version = {.inode = 7, .bytes = 100, .change_ns = -1};
+  row.summary = {.template_name = "scale",
+                 .parameters = {{"T", "8"}, {"N", 8}, {"M", std::int64_t{-1} << 40}, {"", ""}},
+                 .kernels = {{"scale<float, 8>", "_Z5scaleIfLi8EEvPT_"}}};
+  const std::vector<SummaryRow> rows = {row, row};
+  const std::optional<std::vector<SummaryRow>> decoded = decode_summaries(encode_summaries(rows));
+  ASSERT_TRUE(decoded);
+  ASSERT_EQ(decoded->size(), 2u);
+  EXPECT_EQ((*decoded)[1].summary, row.summary);
+  std::vector<std::byte> bytes = encode_summaries(rows);
+  bytes.resize(bytes.size() - 1);
+  EXPECT_FALSE(decode_summaries(bytes)) << "a cut-off file is refused";
 }
 
 TEST_F(ListTest, ASummaryIsUsedOnlyWhileItsEntryFileIsUnchanged) {

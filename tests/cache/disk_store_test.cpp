@@ -82,7 +82,7 @@ protected:
 TEST_F(DiskStoreTest, EntryPathIsTheDocumentedLayout) {
   std::string hex = key.hex();
   EXPECT_EQ(store.entry_path(key, kTarget),
-            root / "v1" / "gfx90a_sramecc+_xnack-" / hex.substr(0, 2) / (hex + ".kjit"));
+            root / "v2" / "gfx90a_sramecc+_xnack-" / hex.substr(0, 2) / (hex + ".kjit"));
 }
 
 TEST_F(DiskStoreTest, WriteThenReadHits) {
@@ -339,9 +339,9 @@ TEST_F(DiskStoreTest, ConcurrentWritersNeverExposeAPartialEntry) {
 TEST_F(DiskStoreTest, LockUsesOnePrivateLockFile) {
   FileLock lock = store.lock(key);
   FileLock other = store.lock(sample_entry("other").header.key); // another byte: no wait
-  EXPECT_EQ(mode_of(root / "v1" / "lock"), 0600u);
-  EXPECT_EQ(mode_of(root / "v1"), 0700u);
-  EXPECT_EQ(tree(root), (std::set<std::string>{"v1", "v1/lock"}));
+  EXPECT_EQ(mode_of(root / "v2" / "lock"), 0600u);
+  EXPECT_EQ(mode_of(root / "v2"), 0700u);
+  EXPECT_EQ(tree(root), (std::set<std::string>{"v2", "v2/lock"}));
 }
 
 } // namespace

@@ -96,6 +96,7 @@ TEST(Entry, LayoutIsTheDocumentedOne) {
   EXPECT_EQ(header["key"], entry.header.key.hex());
   EXPECT_EQ(header["target"], entry.header.target);
   EXPECT_EQ(header["template"], entry.header.template_name);
+  EXPECT_EQ(header["parameters"], Json::parse(R"([["T", "float"], ["N", 256]])"));
   EXPECT_EQ(header["key_inputs"][1], Json::array({"template", "scale"}));
   EXPECT_EQ(header["kernels"][0][1], entry.header.kernels[0].second);
   EXPECT_EQ(header["compiler"], entry.header.compiler);
@@ -132,10 +133,20 @@ TEST(Entry, TrailingBytesAreDetected) {
 
 TEST(Entry, FutureFormatVersionIsRejectedAsSuch) {
   std::vector<std::byte> encoded = encode_entry(sample_entry("future"));
-  encoded[8] = std::byte{2};
-  EXPECT_EQ(problem_of(encoded), "format version 2, this kjit reads 1");
+  encoded[8] = std::byte{3};
+  EXPECT_EQ(problem_of(encoded), "format version 3, this kjit reads 2");
   // Even with a checksum that matches: the version is what a newer kjit changes.
-  EXPECT_EQ(problem_of(assemble("{}", {}, 2)), "format version 2, this kjit reads 1");
+  EXPECT_EQ(problem_of(assemble("{}", {}, 3)), "format version 3, this kjit reads 2");
+}
+
+// Version 1 wrote no `parameters` field: such an entry, wherever it is found, is refused for its
+// version before its header is read.
+TEST(Entry, AnEntryOfTheFirstFormatIsRejectedForItsVersion) {
+  const Entry entry = sample_entry("first format");
+  Json header = header_of(encode_entry(entry));
+  header.erase("parameters");
+  EXPECT_EQ(problem_of(assemble(header.dump(), entry.code, 1)),
+            "format version 1, this kjit reads 2");
 }
 
 TEST(Entry, ChecksumMismatchIsNamed) {
@@ -193,6 +204,13 @@ TEST(Entry, BadHeadersWithValidChecksumsAreNamed) {
             "header: field 'key_inputs' is not a list of [string, string] pairs");
   EXPECT_EQ(problem_with([](Json &h) { h["key_inputs"] = "format=1"; }),
             "header: field 'key_inputs' is not a list of [string, string] pairs");
+  EXPECT_EQ(problem_with([](Json &h) { h.erase("parameters"); }),
+            "header: missing field 'parameters'");
+  for (const char *bad : {R"("T=float")", R"([["T"]])", R"([["T", 1.5]])", R"([[1, "float"]])",
+                          R"([["T", ["float"]]])"})
+    EXPECT_EQ(problem_with([&](Json &h) { h["parameters"] = Json::parse(bad); }),
+              "header: field 'parameters' is not a list of [name, type or integer] pairs")
+        << bad;
   EXPECT_EQ(problem_with([](Json &h) { h["created_unix"] = 1.5; }),
             "header: field 'created_unix' is not a 64-bit integer");
   EXPECT_EQ(problem_with([](Json &h) { h["created_unix"] = std::uint64_t{1} << 63; }),

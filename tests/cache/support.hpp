@@ -46,6 +46,7 @@ inline Entry sample_entry(const std::string &seed, const std::string &target = k
   entry.header.key = builder.finish();
   entry.header.target = target;
   entry.header.template_name = "scale";
+  entry.header.parameters = {{"T", "float"}, {"N", 256}};
   entry.header.key_inputs = builder.fields();
   entry.header.kernels = {{"scale<float, 256>", "_Z5scaleIfLi256EEvPT_S1_i"}};
   entry.header.compiler = "hiprtc 5.2.21153";

@@ -69,7 +69,7 @@ protected:
     std::iota(x.begin(), x.end(), 1.0f);
     DeviceBuffer buffer = device.allocate(x.size() * sizeof(float));
     buffer.write(std::span(x));
-    kernel.launch((n + 255) / 256, 256, 0, nullptr, buffer.as<float>(), 2.5f, n);
+    kernel.launch({.grid = (n + 255) / 256, .block = 256}, buffer.as<float>(), 2.5f, n);
     device.synchronize();
     buffer.read(std::span(x));
     for (int i = 0; i < n + 8; ++i)
@@ -123,11 +123,11 @@ TEST_P(FakeDevices, LaunchPassesTheArgumentsToTheKernel) {
 TEST_P(FakeDevices, ASteadyStateLaunchIsOneContextQueryAndOneLaunch) {
   Loaded scale = load_scale(found_[0]);
   DeviceBuffer x = found_[0].allocate(4 * sizeof(float));
-  scale.kernel.launch(1, 4, 0, nullptr, x.as<float>(), 1.0f, 4);
+  scale.kernel.launch({.grid = 1, .block = 4}, x.as<float>(), 1.0f, 4);
   const int gets = counters_->context_get, sets = counters_->context_set;
   const int launches = counters_->launches;
   for (int i = 0; i < 100; ++i)
-    scale.kernel.launch(1, 4, 0, nullptr, x.as<float>(), 1.0f, 4);
+    scale.kernel.launch({.grid = 1, .block = 4}, x.as<float>(), 1.0f, 4);
   EXPECT_EQ(counters_->launches - launches, 100);
   EXPECT_EQ(counters_->context_get - gets, 100);
   EXPECT_EQ(counters_->context_set - sets, 0);
@@ -141,7 +141,7 @@ TEST_P(FakeDevices, ALaunchLeavesTheCallersDeviceCurrent) {
   set_current_device_(1); // the host program works on device 1
   const int sets = counters_->context_set;
   // The fake refuses a launch while another device than the function's is current.
-  scale.kernel.launch(1, 4, 0, nullptr, buffer.as<float>(), 2.0f, 4);
+  scale.kernel.launch({.grid = 1, .block = 4}, buffer.as<float>(), 2.0f, 4);
   EXPECT_EQ(counters_->context_set - sets, 2) << "made current, then restored";
   EXPECT_EQ(current_device(), 1);
   buffer.read(std::span(x));
@@ -152,7 +152,7 @@ TEST_P(FakeDevices, AThreadWithoutADeviceKeepsTheOneKjitMadeCurrent) {
   Loaded on_device_1 = load_scale(found_[1]);
   int after = -2;
   std::thread fresh([&] {
-    on_device_1.kernel.launch(1, 1, 0, nullptr, static_cast<float *>(nullptr), 1.0f, 0);
+    on_device_1.kernel.launch({.grid = 1, .block = 1}, static_cast<float *>(nullptr), 1.0f, 0);
     after = current_device();
   });
   fresh.join();
@@ -164,8 +164,10 @@ TEST_P(FakeDevices, AThreadWithoutADeviceKeepsTheOneKjitMadeCurrent) {
 TEST_P(FakeDevices, WrongArgumentsNeverReachTheDriver) {
   Loaded scale = load_scale(found_[0]);
   const int launches = counters_->launches;
-  EXPECT_THROW(scale.kernel.launch(1, 1, 0, nullptr, static_cast<float *>(nullptr), 1.0, 1), Error);
-  EXPECT_THROW(scale.kernel.launch(1, 1, 0, nullptr, static_cast<float *>(nullptr), 1.0f), Error);
+  EXPECT_THROW(scale.kernel.launch({.grid = 1, .block = 1}, static_cast<float *>(nullptr), 1.0, 1),
+               Error);
+  EXPECT_THROW(scale.kernel.launch({.grid = 1, .block = 1}, static_cast<float *>(nullptr), 1.0f),
+               Error);
   EXPECT_EQ(counters_->launches, launches);
 }
 
@@ -193,15 +195,15 @@ TEST_P(FakeDevices, DriverRefusalsNameTheCallTheDeviceAndTheReason) {
           " found no kernel '_Z4nopev' in the module on " + (hip() ? "HIP" : "CUDA") +
           " device 0 (kjit fake GPU 0): " + (hip() ? "hipErrorNotFound" : "CUDA_ERROR_NOT_FOUND") +
           " (named symbol not found)");
-  EXPECT_EQ(summary_of([&] {
-              scale.kernel.launch(1, 2048, 0, nullptr, static_cast<float *>(nullptr), 1.0f, 0);
-            }),
-            std::string(hip() ? "hipModuleLaunchKernel" : "cuLaunchKernel") + " of scale on " +
-                (hip() ? "HIP" : "CUDA") +
-                " device 0 (kjit fake GPU 0) with grid (1, 1, 1), block (2048, 1, 1), 0 shared "
-                "bytes failed: " +
-                (hip() ? "hipErrorInvalidValue" : "CUDA_ERROR_INVALID_VALUE") +
-                " (invalid argument)");
+  EXPECT_EQ(
+      summary_of([&] {
+        scale.kernel.launch({.grid = 1, .block = 2048}, static_cast<float *>(nullptr), 1.0f, 0);
+      }),
+      std::string(hip() ? "hipModuleLaunchKernel" : "cuLaunchKernel") + " of scale on " +
+          (hip() ? "HIP" : "CUDA") +
+          " device 0 (kjit fake GPU 0) with grid (1, 1, 1), block (2048, 1, 1), 0 shared "
+          "bytes failed: " +
+          (hip() ? "hipErrorInvalidValue" : "CUDA_ERROR_INVALID_VALUE") + " (invalid argument)");
 }
 
 TEST_P(FakeDevices, ModulesAndBuffersAreReleasedOnTheirOwnDevice) {

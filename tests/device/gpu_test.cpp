@@ -31,11 +31,11 @@ __global__ void scale_copy(const T *KJIT_RESTRICT x, T *KJIT_RESTRICT y, float a
   if (i < n)
     y[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
 })",
-                          {{"T", Param::type({"float", "half"})}});
+                          {{"T", ParamSchema::type({"float", "half"})}});
 
 // The same kernel with its argument types declared, for Runtime::kernel.
 const Template declared_scale_copy("scale_copy", scale_copy.source(),
-                                   {{"T", Param::type({"float", "half"})}},
+                                   {{"T", ParamSchema::type({"float", "half"})}},
                                    {.arguments = {"const T*", "T*", "float", "int"}});
 
 // Sizes around the block size and odd ones, small to a million.
@@ -108,7 +108,7 @@ protected:
 
   const Device &device() const { return found_.front(); }
 
-  Loaded load(const Device &on, const Template &tmpl, const Params &params,
+  Loaded load(const Device &on, const Template &tmpl, const ParamValues &params,
               KernelSignature signature) {
     const CodeObject &code = runtime_->compile(tmpl, params, on.target());
     Module module = Module::load(on, code.code());
@@ -135,8 +135,8 @@ protected:
     DeviceBuffer y_device = on.allocate(y.size() * sizeof(Host));
     x_device.write(std::span(x));
     y_device.write(std::span(y));
-    kernel.launch(blocks_for(n, block_size), block_size, 0, nullptr, x_device.as<const Host>(),
-                  y_device.as<Host>(), a, n);
+    kernel.launch({.grid = blocks_for(n, block_size), .block = block_size},
+                  x_device.as<const Host>(), y_device.as<Host>(), a, n);
     on.synchronize();
     y_device.read(std::span(y));
 
@@ -202,7 +202,7 @@ TEST_F(Gpu, BuiltinAxpyMatchesTheReference) {
     y_device.write(std::span(y));
     const std::vector<float> y_before = y;
 
-    loaded.kernel.launch(blocks_for(n, block_size * items), block_size, 0, nullptr,
+    loaded.kernel.launch({.grid = blocks_for(n, block_size * items), .block = block_size},
                          x_device.as<const float>(), y_device.as<float>(), a, n);
     device().synchronize();
     y_device.read(std::span(y));
@@ -228,7 +228,7 @@ TEST_F(Gpu, AWrongArgumentThrowsBeforeTheDriverAndLaunchesNothing) {
   DeviceBuffer y_device = device().allocate(n * sizeof(float));
   y_device.write(std::span(y));
   try {
-    loaded.kernel.launch(blocks_for(n, block_size), block_size, 0, nullptr,
+    loaded.kernel.launch({.grid = blocks_for(n, block_size), .block = block_size},
                          x_device.as<const float>(), y_device.as<float>(), 2.0, n);
     ADD_FAILURE() << "a double was accepted for a float parameter";
   } catch (const Error &error) {
@@ -236,7 +236,7 @@ TEST_F(Gpu, AWrongArgumentThrowsBeforeTheDriverAndLaunchesNothing) {
     EXPECT_EQ(error.summary(),
               "scale_copy<float>: argument 3 is 8 bytes (double), the kernel takes 4 (float)");
   }
-  EXPECT_THROW(loaded.kernel.launch(blocks_for(n, block_size), block_size, 0, nullptr,
+  EXPECT_THROW(loaded.kernel.launch({.grid = blocks_for(n, block_size), .block = block_size},
                                     x_device.as<const float>(), y_device.as<float>(), 2.0f),
                Error);
   device().synchronize();
@@ -263,8 +263,8 @@ TEST_F(Gpu, DriverRefusalsAreDeviceErrors) {
   // More threads per block than any device runs: the driver refuses the launch itself.
   DeviceBuffer x_device = device().allocate(sizeof(float));
   try {
-    loaded.kernel.launch(1, 4096, 0, nullptr, x_device.as<const float>(), x_device.as<float>(),
-                         1.0f, 1);
+    loaded.kernel.launch({.grid = 1, .block = 4096}, x_device.as<const float>(),
+                         x_device.as<float>(), 1.0f, 1);
     ADD_FAILURE() << "a block of 4096 threads was launched";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::device_error);

@@ -35,7 +35,7 @@ protected:
   static CompileRequest request(std::string program_name, std::string source,
                                 std::string_view target,
                                 std::vector<std::string> name_expressions = {},
-                                std::vector<Header> headers = {},
+                                std::vector<HeaderFile> headers = {},
                                 std::vector<std::string> pre_includes = {}) {
     return CompileRequest{.program_name = std::move(program_name),
                           .source = std::move(source),

@@ -11,7 +11,7 @@ protected:
   }
   // A request for the suite's target.
   static CompileRequest request_for(const std::string &stem, std::string source,
-                                    std::vector<Header> headers = {},
+                                    std::vector<HeaderFile> headers = {},
                                     std::vector<std::string> pre_includes = {}) {
     return AnyCompilerTest::request(program(stem), std::move(source), Traits::target, {},
                                     std::move(headers), std::move(pre_includes));
@@ -49,7 +49,7 @@ TYPED_TEST(AnyCompilerTest, CompileErrorShowsTheLogAndTheNumberedSourceLine) {
 }
 
 TYPED_TEST(AnyCompilerTest, PreIncludesComeFirstAndKeepTheSourceLineNumbers) {
-  std::vector<Header> headers{{"kjit/prelude.h", "#define KJIT_FLOAT float\n"}};
+  std::vector<HeaderFile> headers{{"kjit/prelude.h", "#define KJIT_FLOAT float\n"}};
   std::string source = "// line 1\n"
                        "extern \"C\" __global__ void broken(KJIT_FLOAT* x) {\n"
                        "  x[0] = undefined_variable;\n"
@@ -83,7 +83,7 @@ TYPED_TEST(AnyCompilerTest, MissingPreIncludeIsNotBlamedOnTheSource) {
 }
 
 TYPED_TEST(AnyCompilerTest, ErrorInAHeaderShowsTheHeaderLine) {
-  std::vector<Header> headers{{"kjit/util.h", "#pragma once\n\nflaot broken_value;\n"}};
+  std::vector<HeaderFile> headers{{"kjit/util.h", "#pragma once\n\nflaot broken_value;\n"}};
   std::string source = "#include <kjit/util.h>\nextern \"C\" __global__ void k(float* x) {}\n";
   Error error =
       this->error_from([&] { this->compiler().compile(this->request_for("k", source, headers)); });
@@ -94,7 +94,7 @@ TYPED_TEST(AnyCompilerTest, ErrorInAHeaderShowsTheHeaderLine) {
 }
 
 TYPED_TEST(AnyCompilerTest, HeadersAreIncludableByTheirNameEvenWhenEmpty) {
-  std::vector<Header> headers{{"kjit/scale.h", "#define KJIT_SCALE 3\n"}, {"empty.h", ""}};
+  std::vector<HeaderFile> headers{{"kjit/scale.h", "#define KJIT_SCALE 3\n"}, {"empty.h", ""}};
   std::string source = "#include <kjit/scale.h>\n#include \"empty.h\"\n"
                        "extern \"C\" __global__ void k(int* x) { x[0] = KJIT_SCALE; }\n";
   CompileResult result = this->compiler().compile(this->request_for("k", source, headers));

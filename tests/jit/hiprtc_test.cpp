@@ -121,7 +121,7 @@ TEST_F(HiprtcTest, AliasInANameExpressionLowersToItsKernelOrIsAClearCompileError
 }
 
 TEST_F(HiprtcTest, LogNamesFilesAsTheRequestDoesNotByTemporaryPaths) {
-  std::vector<Header> headers{{"kjit/util.h", "#pragma once\nflaot broken_value;\n"}};
+  std::vector<HeaderFile> headers{{"kjit/util.h", "#pragma once\nflaot broken_value;\n"}};
   Error error = error_from([&] {
     compiler().compile(request("k.hip", "#include <kjit/util.h>\n", "gfx90a", {}, headers));
   });

@@ -36,7 +36,7 @@ class OpsCompileTest : public ::testing::Test {
 protected:
   // Compiles `params` of the built-in template `name` for `target` and checks its code object
   // (holds_its_kernel). A missing compiler (hiprtc or NVRTC not installed) skips the calling test.
-  ::testing::AssertionResult compiles(const std::string &name, const Params &params,
+  ::testing::AssertionResult compiles(const std::string &name, const ParamValues &params,
                                       const std::string &target) {
     const jit::Target parsed = jit::Target::parse(target);
     return holds_its_kernel(runtime_.compile(templates::find(name), params, parsed), parsed);
@@ -44,7 +44,7 @@ protected:
 
   // Passes when compiling `params` of `name` for `target` fails with a compile error whose log
   // holds `message` (a static_assert or #error of the template).
-  ::testing::AssertionResult refuses_to_compile(const std::string &name, const Params &params,
+  ::testing::AssertionResult refuses_to_compile(const std::string &name, const ParamValues &params,
                                                 const std::string &target,
                                                 const std::string &message) {
     try {

@@ -21,7 +21,7 @@ namespace {
 alignas(16) const std::byte aligned_storage[16] = {};
 template <typename T> const T *aligned() { return reinterpret_cast<const T *>(aligned_storage); }
 
-std::string describe(const detail::Variant &variant) {
+std::string describe(const detail::ChosenVariant &variant) {
   return variant.tmpl->name() + " " + variant.tmpl->bind(variant.params).canonical_params();
 }
 
@@ -45,7 +45,7 @@ public:
   const jit::Target &target() const { return target_; }
   int warp() const { return target_.warp_size(); }
 
-  void add(const detail::Variant &variant, const std::string &why) {
+  void add(const detail::ChosenVariant &variant, const std::string &why) {
     requested_.emplace_back(describe(variant), why);
   }
 

@@ -18,13 +18,13 @@
 namespace kjit::ops {
 namespace {
 
-struct Variant {
+struct VariantCase {
   std::string target;
   std::string name;
-  Params params;
+  ParamValues params;
 };
 
-std::string describe(const Variant &variant) {
+std::string describe(const VariantCase &variant) {
   std::string text = variant.target + "_" + variant.name;
   for (const auto &[name, value] : variant.params)
     text += "_" + name + value.to_string();
@@ -33,7 +33,7 @@ std::string describe(const Variant &variant) {
 
 // A row-wise template as the operators launch it for rows of `length` with aligned pointers.
 template <Element T>
-Variant rowwise(const std::string &target, const std::string &name, int length) {
+VariantCase rowwise(const std::string &target, const std::string &name, int length) {
   const void *aligned = reinterpret_cast<const void *>(std::uintptr_t{4096});
   const int warp = jit::Target::parse(target).warp_size();
   const detail::RowShape shape = detail::row_shape(sizeof(T), length, warp, {aligned});
@@ -46,12 +46,12 @@ Variant rowwise(const std::string &target, const std::string &name, int length) 
 }
 
 template <Element T>
-Variant activation(const std::string &target, const std::string &name, const std::string &act) {
+VariantCase activation(const std::string &target, const std::string &name, const std::string &act) {
   return {target, name, {{"ACT", act}, {"T", element_name<T>()}, {"VEC", 16 / sizeof(T)}}};
 }
 
-std::vector<Variant> variants() {
-  std::vector<Variant> all;
+std::vector<VariantCase> variants() {
+  std::vector<VariantCase> all;
   for (const std::string target : {"gfx90a", "sm_90"}) {
     for (const std::string name : {"rms_norm", "fused_add_rms_norm", "layer_norm", "softmax"}) {
       all.push_back(rowwise<float>(target, name, 8192));
@@ -72,10 +72,10 @@ std::vector<Variant> variants() {
   return all;
 }
 
-class OpsTemplateCompiles : public ::testing::TestWithParam<Variant> {};
+class OpsTemplateCompiles : public ::testing::TestWithParam<VariantCase> {};
 
 TEST_P(OpsTemplateCompiles, CodeObjectHoldsTheKernel) {
-  const Variant &variant = GetParam();
+  const VariantCase &variant = GetParam();
   const jit::Target target = jit::Target::parse(variant.target);
   kjit::testing::TempDir dir;
   Runtime rt(kjit::testing::private_config(dir));

@@ -49,6 +49,22 @@ TEST_F(CliTest, ASecondProcessHitsTheDiskWithoutLoadingTheCompiler) {
   EXPECT_EQ(nlohmann::json::parse(second.out)["key"], nlohmann::json::parse(first.out)["key"]);
 }
 
+// A level that names none is a warning naming the accepted ones, once, and logging stays at warn
+// (spdlog alone would read it as "off").
+TEST_F(CliTest, AnUnknownLogLevelWarnsOnceNamingTheAcceptedLevels) {
+  if (!hiprtc_available())
+    GTEST_SKIP() << "hiprtc is not available";
+  const CliRun run =
+      kjit("compile scale -p T=half -p N=4096 --target gfx90a --json", "KJIT_LOG_LEVEL=bogus");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string warning = "KJIT_LOG_LEVEL='bogus' is not valid; it accepts trace, debug, info, "
+                              "warn, error, critical or off";
+  const std::size_t first = run.err.find(warning);
+  EXPECT_NE(first, std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find(warning, first + 1), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("hiprtc: loaded"), std::string::npos) << run.err; // not at debug
+}
+
 TEST_F(CliTest, CompilesAKernelFromASourceFile) {
   if (!hiprtc_available())
     GTEST_SKIP() << "hiprtc is not available";
@@ -148,6 +164,7 @@ TEST_F(CliCacheTest, ListsShowsAndCountsWhatWasCompiled) {
   EXPECT_EQ(shown["key"], first);
   EXPECT_EQ(shown["valid"], true);
   EXPECT_EQ(shown["kernels"][0][0], "scale<__half, 64>");
+  EXPECT_EQ(shown["parameters"], nlohmann::json::parse(R"({"T": "half", "N": 64})"));
   EXPECT_FALSE(shown["key_inputs"].empty());
 
   const nlohmann::json stats = json_of("cache stats");
@@ -164,8 +181,8 @@ TEST_F(CliCacheTest, ListsAndCountsBothTiers) {
   compile(128);
   // A prebuilt tier holding what the user tier holds for gfx90a.
   const std::filesystem::path prebuilt = dir / "prebuilt";
-  std::filesystem::create_directories(prebuilt / "v1");
-  std::filesystem::copy(dir / "cache" / "v1" / "gfx90a", prebuilt / "v1" / "gfx90a",
+  std::filesystem::create_directories(prebuilt / "v2");
+  std::filesystem::copy(dir / "cache" / "v2" / "gfx90a", prebuilt / "v2" / "gfx90a",
                         std::filesystem::copy_options::recursive);
   const std::string both = "KJIT_PREBUILT_DIR='" + prebuilt.string() + "'";
   const CliRun listing = kjit("cache ls --json --sort target", both);

@@ -15,13 +15,14 @@ const CodeObject *fake_object(std::uintptr_t n) {
 }
 
 const Template tmpl("scale", "",
-                    {{"T", Param::type({"float", "half"})}, {"N", Param::integer(0, 1 << 30)}});
+                    {{"T", ParamSchema::type({"float", "half"})},
+                     {"N", ParamSchema::integer(0, 1 << 30)}});
 
 TEST(MemoryTier, FindsWhatWasInsertedWhateverTheParameterOrder) {
   MemoryTier<CodeObject> tier;
   const auto target = jit::Target::parse("gfx90a");
-  const Params params = {{"T", "half"}, {"N", 64}};
-  const Params reordered = {{"N", 64}, {"T", "half"}};
+  const ParamValues params = {{"T", "half"}, {"N", 64}};
+  const ParamValues reordered = {{"N", 64}, {"T", "half"}};
   EXPECT_EQ(memory_hash(tmpl, params, target, 0), memory_hash(tmpl, reordered, target, 0));
   tier.insert(memory_hash(tmpl, params, target, 0), tmpl, params, target, fake_object(1));
   EXPECT_EQ(tier.find(memory_hash(tmpl, reordered, target, 0), tmpl, reordered, target),
@@ -31,22 +32,23 @@ TEST(MemoryTier, FindsWhatWasInsertedWhateverTheParameterOrder) {
 TEST(MemoryTier, MissesOnAnyDifference) {
   MemoryTier<CodeObject> tier;
   const auto gfx90a = jit::Target::parse("gfx90a");
-  const Params params = {{"T", "half"}, {"N", 64}};
+  const ParamValues params = {{"T", "half"}, {"N", 64}};
   tier.insert(memory_hash(tmpl, params, gfx90a, 0), tmpl, params, gfx90a, fake_object(1));
 
   const auto gfx908 = jit::Target::parse("gfx908");
   EXPECT_EQ(tier.find(memory_hash(tmpl, params, gfx908, 0), tmpl, params, gfx908), nullptr);
-  const Params other = {{"T", "half"}, {"N", 65}};
+  const ParamValues other = {{"T", "half"}, {"N", 65}};
   EXPECT_EQ(tier.find(memory_hash(tmpl, other, gfx90a, 0), tmpl, other, gfx90a), nullptr);
-  const Template edited("scale", "// edited",
-                        {{"T", Param::type({"float", "half"})}, {"N", Param::integer(0, 1 << 30)}});
+  const Template edited(
+      "scale", "// edited",
+      {{"T", ParamSchema::type({"float", "half"})}, {"N", ParamSchema::integer(0, 1 << 30)}});
   EXPECT_EQ(tier.find(memory_hash(edited, params, gfx90a, 0), edited, params, gfx90a), nullptr);
 }
 
 TEST(MemoryTier, ScopesKeepDevicesApart) {
   MemoryTier<CodeObject> tier;
   const auto target = jit::Target::parse("sm_90a");
-  const Params params = {{"T", "half"}, {"N", 64}};
+  const ParamValues params = {{"T", "half"}, {"N", 64}};
   tier.insert(memory_hash(tmpl, params, target, 1), tmpl, params, target, fake_object(1), 1);
   tier.insert(memory_hash(tmpl, params, target, 2), tmpl, params, target, fake_object(2), 2);
   EXPECT_EQ(tier.find(memory_hash(tmpl, params, target, 1), tmpl, params, target, 1),
@@ -70,7 +72,7 @@ TEST(MemoryTier, ReadersSeeConsistentEntriesWhileTheTableGrows) {
       while (published.load() < count) {
         const int seen = published.load();
         for (int n = std::max(0, seen - 64); n < seen; ++n) {
-          const Params params = {{"T", "float"}, {"N", n}};
+          const ParamValues params = {{"T", "float"}, {"N", n}};
           if (tier.find(memory_hash(tmpl, params, target, 0), tmpl, params, target) !=
               fake_object(n))
             wrong = true;
@@ -78,7 +80,7 @@ TEST(MemoryTier, ReadersSeeConsistentEntriesWhileTheTableGrows) {
       }
     });
   for (int n = 0; n < count; ++n) {
-    const Params params = {{"T", "float"}, {"N", n}};
+    const ParamValues params = {{"T", "float"}, {"N", n}};
     tier.insert(memory_hash(tmpl, params, target, 0), tmpl, params, target, fake_object(n));
     published.store(n + 1);
   }
@@ -86,7 +88,7 @@ TEST(MemoryTier, ReadersSeeConsistentEntriesWhileTheTableGrows) {
     reader.join();
   EXPECT_FALSE(wrong);
   for (int n = 0; n < count; ++n) {
-    const Params params = {{"N", n}, {"T", "float"}};
+    const ParamValues params = {{"N", n}, {"T", "float"}};
     ASSERT_EQ(tier.find(memory_hash(tmpl, params, target, 0), tmpl, params, target),
               fake_object(n));
   }

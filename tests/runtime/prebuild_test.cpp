@@ -18,8 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<prebuild::Variant> scale_variants(int sizes, const std::vector<std::string> &targets) {
-  std::vector<prebuild::Variant> all;
+std::vector<prebuild::TargetedInstance> scale_variants(int sizes,
+                                                       const std::vector<std::string> &targets) {
+  std::vector<prebuild::TargetedInstance> all;
   const Template &scale = templates::find("scale");
   for (const std::string &target : targets)
     for (const char *type : {"float", "half"})
@@ -40,7 +41,7 @@ std::vector<std::string> describe(const std::vector<prebuild::Batch> &batches) {
 }
 
 TEST(PrebuildBatchesTest, OneTemplateAndTargetPerBatchBalancedAndIndependentOfOrder) {
-  std::vector<prebuild::Variant> variants = scale_variants(50, {"gfx90a", "gfx1030"});
+  std::vector<prebuild::TargetedInstance> variants = scale_variants(50, {"gfx90a", "gfx1030"});
   variants.push_back(variants.front()); // a duplicate is built once
   const auto batches = prebuild::make_batches(variants);
   std::size_t total = 0;
@@ -72,7 +73,7 @@ TEST(PrebuildBatchesTest, OneTemplateAndTargetPerBatchBalancedAndIndependentOfOr
 }
 
 TEST(PrebuildBatchesTest, TemplatesOfOneNameButOtherSourcesNeverShareAProgram) {
-  const std::vector<ParamDecl> params = {{"N", Param::integer(1, 9)}};
+  const std::vector<ParamDecl> params = {{"N", ParamSchema::integer(1, 9)}};
   const Template a("k", "template <int N> __global__ void k() {}", params);
   const Template b("k", "template <int N> __global__ void k() { /* other */ }", params);
   const auto gfx90a = jit::Target::parse("gfx90a");
@@ -87,7 +88,7 @@ TEST(PrebuildBatchesTest, CostliestBatchesAreHandedOutFirst) {
   const auto gfx90a = jit::Target::parse("gfx90a");
   // axpy sorts before gemm, so plan order puts its three batches of four first; one gemm variant
   // instantiates far more code than four axpy ones.
-  std::vector<prebuild::Variant> variants;
+  std::vector<prebuild::TargetedInstance> variants;
   const Template &axpy = templates::find("axpy");
   for (const char *type : {"float", "half", "bfloat16"})
     for (int items : {1, 2, 4, 8})
@@ -166,7 +167,7 @@ TEST_F(PrebuildCliTest, PrebuiltModeFindsTheEntriesWithoutLoadingACompilerAndARe
   EXPECT_EQ(summary["built"], summary["variants"]);
   EXPECT_GT(summary["bytes"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(entries(tier), summary["variants"].get<std::size_t>());
-  EXPECT_EQ(fs::status(tier / "v1").permissions() & fs::perms::others_read, fs::perms::others_read)
+  EXPECT_EQ(fs::status(tier / "v2").permissions() & fs::perms::others_read, fs::perms::others_read)
       << "a prebuilt tier is readable by everyone";
 
   // A fresh process with an empty user tier (no compiler memo): LD_DEBUG lists every library the
@@ -251,9 +252,9 @@ TEST_F(PrebuildCliTest, AnEntryForAnotherTargetIsNeverLoaded) {
   const auto compiled = nlohmann::json::parse(jit.out);
   fs::remove(compiled["entry"].get<std::string>()); // only the planted one is left to find
   const std::string key = compiled["key"];
-  const fs::path planted = tier / "v1" / "gfx1030" / key.substr(0, 2) / (key + ".kjit");
+  const fs::path planted = tier / "v2" / "gfx1030" / key.substr(0, 2) / (key + ".kjit");
   fs::create_directories(planted.parent_path());
-  for (const auto &item : fs::recursive_directory_iterator(tier / "v1" / "gfx90a"))
+  for (const auto &item : fs::recursive_directory_iterator(tier / "v2" / "gfx90a"))
     if (item.path().extension() == ".kjit") {
       fs::copy_file(item.path(), planted, fs::copy_options::overwrite_existing);
       const CliRun refused = kjit(gfx1030, prebuilt_env(tier));
@@ -331,7 +332,7 @@ TEST_F(PrebuildCliTest, BadInputIsOneLineAndExitStatusTwo) {
   const CliRun level = kjit("prebuild --targets gfx90a" + out, "PREBUILD_KERNELS=9");
   EXPECT_EQ(level.status, 2);
   EXPECT_NE(level.err.find("PREBUILD_KERNELS '9' is not a level"), std::string::npos) << level.err;
-  EXPECT_FALSE(fs::exists(dir / "prebuilt" / "v1")) << "nothing was built";
+  EXPECT_FALSE(fs::exists(dir / "prebuilt" / "v2")) << "nothing was built";
 }
 
 } // namespace

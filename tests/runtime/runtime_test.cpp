@@ -1,6 +1,7 @@
 // The first-call path end to end with the real compilers: compile, publish, hit in memory, hit
 // on disk in a fresh Runtime, single flight, bad entries rewritten, unusable cache directories,
 // the prebuilt tier and mode.
+#include "cache/src/file_format.hpp"
 #include "kjit/cache/catalog.hpp"
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/stats.hpp"
@@ -13,6 +14,7 @@
 #include <barrier>
 #include <functional>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 namespace kjit {
@@ -28,10 +30,10 @@ __global__ void scale(T *x, float a) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
 })",
-                     {{"T", Param::type({"float", "half", "bfloat16"})},
-                      {"N", Param::integer(1, 1 << 20)}});
+                     {{"T", ParamSchema::type({"float", "half", "bfloat16"})},
+                      {"N", ParamSchema::integer(1, 1 << 20)}});
 
-const Params half_4096 = {{"T", "half"}, {"N", 4096}};
+const ParamValues half_4096 = {{"T", "half"}, {"N", 4096}};
 
 class RuntimeTest : public ::testing::Test {
 protected:
@@ -135,6 +137,34 @@ TEST_F(RuntimeTest, ATruncatedEntryIsAMissAndTheEntryIsRewritten) {
   expect_rewritten_after([](auto &bytes) { bytes.resize(bytes.size() / 3); });
 }
 
+// An entry as the first format wrote it (version 1: no `parameters` in the header), found where
+// this kjit looks, as a copied or imported cache would put it: a miss with one warning, rewritten.
+TEST_F(RuntimeTest, AnEntryOfTheFirstFormatIsAMissAndTheEntryIsRewritten) {
+  expect_rewritten_after([](std::vector<std::byte> &bytes) {
+    namespace format = cache::format;
+    const std::size_t header_size = format::load_le<std::uint32_t>(bytes.data() + 12);
+    const std::size_t code_size = format::load_le<std::uint64_t>(bytes.data() + 16);
+    const auto *header_text = reinterpret_cast<const char *>(bytes.data() + 24);
+    nlohmann::ordered_json header =
+        nlohmann::ordered_json::parse(header_text, header_text + header_size);
+    ASSERT_TRUE(header.contains("parameters"));
+    header.erase("parameters");
+    const std::string old_header = header.dump();
+    std::vector<std::byte> old(24);
+    std::copy(bytes.begin(), bytes.begin() + 8, old.begin()); // the magic
+    format::store_le<std::uint32_t>(old.data() + 8, 1);
+    format::store_le<std::uint32_t>(old.data() + 12, static_cast<std::uint32_t>(old_header.size()));
+    format::store_le<std::uint64_t>(old.data() + 16, code_size);
+    for (char c : old_header)
+      old.push_back(static_cast<std::byte>(c));
+    old.insert(old.end(), bytes.begin() + 24 + header_size,
+               bytes.begin() + 24 + header_size + code_size);
+    const format::Checksum checksum = format::checksum_of(old);
+    old.insert(old.end(), checksum.begin(), checksum.end());
+    bytes = std::move(old);
+  });
+}
+
 TEST_F(RuntimeTest, AnUnwritableCacheDirectoryKeepsVariantsInMemoryWithOneWarning) {
   write_file_bytes(dir / "a-file", {});
   Config unwritable = config();
@@ -179,7 +209,7 @@ TEST_F(RuntimeTest, ThePrebuiltTierServesFirstAndIsNeverWritten) {
   Runtime rt(reader);
   EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::prebuilt);
   EXPECT_EQ(rt.counters().prebuilt_hits, 1u);
-  EXPECT_FALSE(std::filesystem::exists(dir / "cache" / "v1"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "cache" / "v2"));
 }
 
 // An entry for gfx90a placed where the gfx908 entry belongs is never loaded for gfx908.
@@ -226,7 +256,7 @@ TEST_F(RuntimeTest, ACompileErrorShowsTheLogWithTheTemplatesLineNumbers) {
   const Template broken("broken",
                         "template <int N>\n__global__ void broken(int *x) {\n"
                         "  x[0] = N + undeclared_name;\n}\n",
-                        {{"N", Param::integer(0, 10)}});
+                        {{"N", ParamSchema::integer(0, 10)}});
   Runtime rt(config());
   try {
     rt.compile(broken, {{"N", 1}}, gfx90a);
@@ -236,13 +266,13 @@ TEST_F(RuntimeTest, ACompileErrorShowsTheLogWithTheTemplatesLineNumbers) {
     EXPECT_NE(error.detail().find("broken.hip:3:"), std::string::npos) << error.detail();
     EXPECT_NE(error.detail().find("undeclared_name"), std::string::npos) << error.detail();
   }
-  EXPECT_FALSE(std::filesystem::exists(dir / "cache" / "v1" / "gfx90a"))
+  EXPECT_FALSE(std::filesystem::exists(dir / "cache" / "v2" / "gfx90a"))
       << "nothing is published for a failed compile";
 }
 
 // What a Runtime did is in the cache's statistics once it ends, for `kjit cache stats`.
 TEST_F(RuntimeTest, EachRuntimeLeavesItsCountsInTheCacheStatistics) {
-  const cache::StatsFiles stats(dir / "cache" / "v1" / "stats");
+  const cache::StatsFiles stats(dir / "cache" / "v2" / "stats");
   { Runtime(config()).compile(scale, half_4096, gfx90a); }
   cache::CacheCounters after_compile = stats.total();
   EXPECT_EQ(after_compile.misses, 1u);

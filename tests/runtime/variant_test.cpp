@@ -1,5 +1,5 @@
-// The key covers every input that can change the code (DESIGN.md §2): changing any one of them
-// changes the key, and nothing else does.
+// The key covers every input that can change the code (docs/ARCHITECTURE.md, "The key"): changing
+// any one of them changes the key, and nothing else does.
 #include "fake_compiler.hpp"
 #include "runtime/src/variant.hpp"
 
@@ -12,18 +12,19 @@ using testing::FakeCompiler;
 
 struct Inputs {
   std::string source = "template <typename T, int N> __global__ void scale(T*) {}";
-  std::vector<TemplateHeader> headers = {{"helper.h", "#define HELPER 1"}};
+  std::vector<HeaderFile> headers = {{"helper.h", "#define HELPER 1"}};
   std::vector<std::string> options = {"-O3"};
-  Params params = {{"T", "half"}, {"N", 4096}};
+  ParamValues params = {{"T", "half"}, {"N", 4096}};
   std::string target = "gfx90a:sramecc+:xnack-";
   std::string compiler_identity = "hiprtc 9.0, HIP 5.2.21153, comgr 2.4";
   std::vector<std::pair<std::string, std::string>> environment;
 };
 
 cache::Key key_of(const Inputs &in) {
-  const Template tmpl("scale", in.source,
-                      {{"T", Param::type({"float", "half"})}, {"N", Param::integer(1, 1 << 20)}},
-                      {.headers = in.headers, .compile_options = in.options});
+  const Template tmpl(
+      "scale", in.source,
+      {{"T", ParamSchema::type({"float", "half"})}, {"N", ParamSchema::integer(1, 1 << 20)}},
+      {.headers = in.headers, .compile_options = in.options});
   const FakeCompiler compiler(in.compiler_identity, in.environment);
   return describe_variant(tmpl.bind(in.params), jit::Target::parse(in.target),
                           CompilerIdentity::of(compiler))
@@ -68,7 +69,7 @@ TEST(VariantKey, ChangesWithEveryInput) {
 TEST(VariantKey, ThePreludeIsAHashedHeader) {
   const Template tmpl("t", "", {});
   const FakeCompiler compiler;
-  const Variant variant =
+  const VariantDescription variant =
       describe_variant(tmpl.bind({}), jit::Target::parse("gfx90a"), CompilerIdentity::of(compiler));
   bool prelude_hashed = false;
   for (const auto &[name, value] : variant.key_inputs.fields())

@@ -1,6 +1,6 @@
-// Every way an entry can be damaged where it lies (DESIGN.md §3): each is a miss with exactly one
-// warning naming the file, the compile that follows rewrites it, and `kjit cache verify` finds it
-// (exit 1) before and passes after. Real NVRTC, in this process.
+// Every way an entry can be damaged where it lies (docs/ARCHITECTURE.md, "The entry format"): each
+// is a miss with exactly one warning naming the file, the compile that follows rewrites it, and
+// `kjit cache verify` finds it (exit 1) before and passes after. Real NVRTC, in this process.
 #include "child.hpp"
 #include "kjit/cache/entry.hpp"
 #include "kjit/kjit.hpp"
@@ -52,9 +52,9 @@ const Damage damages[] = {
        entry.header.target = "sm_80"; // a whole, checksummed entry: only the target is wrong
        write_bytes(path, cache::encode_entry(entry));
      }},
-    {"future format version", "format version 2, this kjit reads 1",
+    {"future format version", "format version 9, this kjit reads 2",
      [](const fs::path &path, const fs::path &) {
-       rewrite(path, [](auto &bytes) { bytes[8] = std::byte{2}; });
+       rewrite(path, [](auto &bytes) { bytes[8] = std::byte{9}; });
      }},
     {"empty file", "truncated: 0 bytes",
      [](const fs::path &path, const fs::path &) { write_bytes(path, {}); }},

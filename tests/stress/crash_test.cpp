@@ -58,8 +58,8 @@ long us_since(Clock::time_point start) {
 }
 
 // How long a child that is not killed takes from the start of its compile to its exit, and from
-// handing over the code to the entry appearing under its name (encoding, writing, renaming), on
-// this machine now: the spans the kill points are drawn from.
+// handing over the code to the entry appearing under its name (encoding, writing, renaming),
+// timed where the test runs: the spans the kill points are drawn from.
 struct Spans {
   long compile_to_exit_us = 0;
   long publication_us = 0;
@@ -130,7 +130,7 @@ TEST(Crash, AProcessKilledWhileCompilingOrPublishingLeavesNoTornEntryAndNoHeldLo
     ASSERT_TRUE(outcome.killed() || outcome.succeeded()) << outcome.err;
 
     // The moment the process is gone, nobody holds the lock.
-    EXPECT_FALSE(lock_file_is_held(cache / "v1" / "lock"));
+    EXPECT_FALSE(lock_file_is_held(cache / "v2" / "lock"));
     // Whatever is under an entry's name is a whole, valid entry.
     const std::vector<cache::StoredEntry> entries = cache::scan(store);
     for (const cache::StoredEntry &entry : entries)

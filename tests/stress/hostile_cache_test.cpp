@@ -191,7 +191,7 @@ TEST_P(UntrustedEntry, IsNotLoadedAndVerifyReportsIt) {
   if (GetParam().needs_root && ::geteuid() != 0)
     GTEST_SKIP() << "only root can give a file away";
   const Template &scale = templates::find("scale");
-  const Params params = {{"T", "float"}, {"N", 64}};
+  const ParamValues params = {{"T", "float"}, {"N", 64}};
   const jit::Target sm_90 = jit::Target::parse("sm_90");
   fs::path entry;
   {
@@ -222,7 +222,7 @@ TEST_F(HostileCache, NamesThatTryToLeaveTheCacheAreRefusedAndCreateNothing) {
     SCOPED_TRACE(name);
     EXPECT_THROW(Template(name, "__global__ void k() {}", {}), Error);
     EXPECT_THROW(Template("k", "template <typename T> __global__ void k() {}",
-                          {{name, Param::type({"float"})}}),
+                          {{name, ParamSchema::type({"float"})}}),
                  Error);
   }
   const fs::path source = scratch.path() / "k.cu";
@@ -243,7 +243,7 @@ TEST_F(HostileCache, NamesThatTryToLeaveTheCacheAreRefusedAndCreateNothing) {
     const std::string name = item.path().filename().string();
     EXPECT_TRUE(name != "x" && name != "y" && name != "z" && name != "w") << item.path();
   }
-  EXPECT_FALSE(fs::exists(inner_cache / "v1" / "sm_90")) << "nothing was compiled";
+  EXPECT_FALSE(fs::exists(inner_cache / "v2" / "sm_90")) << "nothing was compiled";
 }
 
 } // namespace

@@ -44,11 +44,11 @@ TEST(Storm, SixteenProcessesOfEightThreadsCompileOneMissingVariantOnce) {
   EXPECT_EQ(valid, std::uint64_t{processes * threads}) << "callers that got a valid cubin";
   EXPECT_EQ(codes.size(), 1u) << "every process got the same code object";
 
-  const cache::CacheCounters stats = cache::StatsFiles(cache / "v1" / "stats").total();
+  const cache::CacheCounters stats = cache::StatsFiles(cache / "v2" / "stats").total();
   EXPECT_EQ(stats.compiles, 1u) << "the cache statistics agree";
   EXPECT_EQ(stats.misses, 1u);
   EXPECT_TRUE(temp_files_under(cache).empty());
-  EXPECT_FALSE(lock_file_is_held(cache / "v1" / "lock"));
+  EXPECT_FALSE(lock_file_is_held(cache / "v2" / "lock"));
 }
 
 } // namespace

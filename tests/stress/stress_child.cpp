@@ -34,7 +34,7 @@ namespace {
 struct Options {
   kjit::Config config;
   std::string target;
-  kjit::Params params;
+  kjit::ParamValues params;
   int threads = 1;
   std::string expect = "elf";
   int ready_fd = -1;

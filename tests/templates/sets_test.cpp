@@ -114,5 +114,15 @@ TEST(SetsTest, TheBuiltInLevelOfAVariantIsTheLowestThatNamesIt) {
   EXPECT_EQ(templates::builtin_level_of(scale.bind({{"T", "half"}, {"N", 4097}})), 0);
 }
 
+TEST(SetsTest, AnUnreadableSetFileIsAFileError) {
+  try {
+    VariantSet::read_file("/nonexistent/my.json");
+    ADD_FAILURE() << "no error for a missing set file";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::file_io);
+    EXPECT_NE(error.summary().find("/nonexistent/my.json"), std::string::npos) << error.summary();
+  }
+}
+
 } // namespace
 } // namespace kjit

@@ -10,9 +10,9 @@ namespace kjit {
 namespace {
 
 Template make_scale(std::string source = "template <typename T, int N> __global__ void scale();") {
-  return Template(
-      "scale", std::move(source),
-      {{"T", Param::type({"float", "half", "bfloat16"})}, {"N", Param::integer(1, 1 << 20, 256)}});
+  return Template("scale", std::move(source),
+                  {{"T", ParamSchema::type({"float", "half", "bfloat16"})},
+                   {"N", ParamSchema::integer(1, 1 << 20, 256)}});
 }
 
 // The error's code and a fragment its message must contain.
@@ -86,7 +86,7 @@ TEST(Template, RejectsBadParameters) {
 }
 
 TEST(Template, OneOfAcceptsOnlyItsValues) {
-  const Template tiled("gemm", "", {{"TILE", Param::one_of({64, 128, 256})}});
+  const Template tiled("gemm", "", {{"TILE", ParamSchema::one_of({64, 128, 256})}});
   EXPECT_EQ(tiled.bind({{"TILE", 128}}).expression(Vendor::amd), "gemm<128>");
   expect_error(
       [&] {
@@ -99,44 +99,44 @@ TEST(Template, RejectsMalformedSchemas) {
   expect_error([] { Template("bad name", "", {}); }, Errc::bad_parameter, "not an identifier");
   expect_error(
       [] {
-        Template("t", "", {{"T", Param::type({})}});
+        Template("t", "", {{"T", ParamSchema::type({})}});
       },
       Errc::bad_parameter, "allows no type");
   expect_error(
       [] {
-        Template("t", "", {{"T", Param::type({"float; evil()"})}});
+        Template("t", "", {{"T", ParamSchema::type({"float; evil()"})}});
       },
       Errc::bad_parameter, "not a C++ type name");
   expect_error(
       [] {
-        Template("t", "", {{"N", Param::integer(5, 1)}});
+        Template("t", "", {{"N", ParamSchema::integer(5, 1)}});
       },
       Errc::bad_parameter, "empty range");
   expect_error(
       [] {
-        Template("t", "", {{"N", Param::integer(1, 4, 9)}});
+        Template("t", "", {{"N", ParamSchema::integer(1, 4, 9)}});
       },
       Errc::bad_parameter, "default 9 is out of range");
   expect_error(
       [] {
-        Template("t", "", {{"N", Param::integer(1, 4)}, {"N", Param::integer(1, 4)}});
+        Template("t", "", {{"N", ParamSchema::integer(1, 4)}, {"N", ParamSchema::integer(1, 4)}});
       },
       Errc::bad_parameter, "declared twice");
-  expect_error([] { Param::one_of({}); }, Errc::bad_parameter, "at least one value");
+  expect_error([] { ParamSchema::one_of({}); }, Errc::bad_parameter, "at least one value");
 }
 
 TEST(Template, FingerprintFollowsEverythingThatDefinesIt) {
   const auto base = make_scale().fingerprint();
   EXPECT_EQ(make_scale().fingerprint(), base);
   EXPECT_NE(make_scale("// edited\n").fingerprint(), base);
-  EXPECT_NE(
-      Template("scale", "template <typename T, int N> __global__ void scale();",
-               {{"T", Param::type({"float", "half"})}, {"N", Param::integer(1, 1 << 20, 256)}})
-          .fingerprint(),
-      base);
   EXPECT_NE(Template("scale", "template <typename T, int N> __global__ void scale();",
-                     {{"T", Param::type({"float", "half", "bfloat16"})},
-                      {"N", Param::integer(1, 1 << 20, 256)}},
+                     {{"T", ParamSchema::type({"float", "half"})},
+                      {"N", ParamSchema::integer(1, 1 << 20, 256)}})
+                .fingerprint(),
+            base);
+  EXPECT_NE(Template("scale", "template <typename T, int N> __global__ void scale();",
+                     {{"T", ParamSchema::type({"float", "half", "bfloat16"})},
+                      {"N", ParamSchema::integer(1, 1 << 20, 256)}},
                      {.compile_options = {"-O2"}})
                 .fingerprint(),
             base);

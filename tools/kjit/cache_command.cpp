@@ -23,6 +23,7 @@
 #include <thread>
 #include <tuple>
 #include <unistd.h>
+#include <variant>
 
 extern char **environ;
 
@@ -81,14 +82,11 @@ std::vector<ListedInTier> list_summaries(const Tiers &tiers, const std::string &
   return all;
 }
 
-// "N=4096 T=half" from the key inputs "param:N" = "int:4096", "param:T" = "type:half".
-std::string parameters_of(const cache::EntrySummary &summary) {
+// "T=half N=4096", in the template's order.
+std::string parameters_of(const std::vector<cache::EntryParameter> &parameters) {
   std::string out;
-  for (const auto &[name, value] : summary.parameters) {
-    const std::size_t colon = value.find(':');
-    out += (out.empty() ? "" : " ") + name.substr(6) + "=" +
-           (colon == std::string::npos ? value : value.substr(colon + 1));
-  }
+  for (const cache::EntryParameter &parameter : parameters)
+    out += (out.empty() ? "" : " ") + parameter.name + "=" + parameter.value_text();
   return out;
 }
 
@@ -169,7 +167,7 @@ int run_ls(const CacheArgs &args, bool as_json) {
              std::forward_as_tuple(stored(b).target, template_of(b));
     };
   else
-    throw Error(Errc::bad_parameter,
+    throw Error(Errc::bad_usage,
                 "--sort " + args.sort + ": expected recent, size, template or target");
   std::stable_sort(order.begin(), order.end(), before);
 
@@ -185,7 +183,7 @@ int run_ls(const CacheArgs &args, bool as_json) {
                   {"path", listed.stored.path}};
       if (listed.summary) {
         row["template"] = listed.summary->template_name;
-        row["parameters"] = parameters_of(*listed.summary);
+        row["parameters"] = parameters_of(listed.summary->parameters);
         row["kernels"] = listed.summary->kernels;
       } else {
         row["problem"] = listed.problem;
@@ -201,7 +199,7 @@ int run_ls(const CacheArgs &args, bool as_json) {
     table.add(
         {listed.stored.key.hex().substr(0, 12),
          listed.summary ? listed.summary->template_name : "(unreadable: " + listed.problem + ")",
-         listed.summary ? parameters_of(*listed.summary) : "", listed.stored.target,
+         listed.summary ? parameters_of(listed.summary->parameters) : "", listed.stored.target,
          human_bytes(listed.stored.bytes), age(listed.stored.last_use_ns), entries[i].tier});
   }
   table.print(std::cout);
@@ -280,14 +278,14 @@ const Listed &find_by_prefix(const std::vector<Listed> &entries, const std::stri
   const bool hex = !prefix.empty() && prefix.size() <= 64 &&
                    prefix.find_first_not_of("0123456789abcdef") == std::string::npos;
   if (!hex)
-    throw Error(Errc::bad_parameter,
+    throw Error(Errc::bad_usage,
                 "'" + prefix + "' is not a key prefix (1 to 64 lowercase hex digits)");
   std::vector<const Listed *> found;
   for (const Listed &entry : entries)
     if (entry.stored.key.hex().starts_with(prefix))
       found.push_back(&entry);
   if (found.empty())
-    throw Error(Errc::bad_parameter, "no cache entry has a key starting with " + prefix);
+    throw Error(Errc::bad_usage, "no cache entry has a key starting with " + prefix);
   if (found.size() > 1) {
     std::string candidates;
     for (const Listed *entry : found) {
@@ -295,7 +293,7 @@ const Listed &find_by_prefix(const std::vector<Listed> &entries, const std::stri
         candidates += '\n';
       candidates += entry->stored.key.hex() + "  " + entry->stored.target + "  " + entry->tier;
     }
-    throw Error(Errc::bad_parameter,
+    throw Error(Errc::bad_usage,
                 "key prefix " + prefix + " is ambiguous: " + std::to_string(found.size()) +
                     " entries match; give more digits",
                 candidates);
@@ -336,12 +334,12 @@ int disassemble(const cache::Entry &entry) {
   std::string looked_for;
   const std::string tool = find_disassembler(target, looked_for);
   if (tool.empty())
-    throw Error(Errc::bad_parameter,
+    throw Error(Errc::process_error,
                 "no disassembler for " + target.id() + " found (looked for " + looked_for + ")");
   char temp[] = "/tmp/kjit-code-XXXXXX";
   const int fd = ::mkstemp(temp);
   if (fd < 0)
-    throw Error(Errc::cache_io, "cannot create a temp file for the code object");
+    throw Error(Errc::file_io, "cannot create a temp file for the code object");
   const bool written =
       ::write(fd, entry.code.data(), entry.code.size()) == static_cast<ssize_t>(entry.code.size());
   ::close(fd);
@@ -360,7 +358,7 @@ int disassemble(const cache::Entry &entry) {
     ::waitpid(pid, &status, 0);
   ::unlink(temp);
   if (!written || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error(Errc::cache_io, tool + " could not disassemble the code object");
+    throw Error(Errc::process_error, tool + " could not disassemble the code object");
   return 0;
 }
 
@@ -385,6 +383,10 @@ int run_show(const CacheArgs &args, bool as_json) {
       out["problem"] = problem;
     if (header) {
       out["template"] = header->template_name;
+      out["parameters"] = json::object();
+      for (const cache::EntryParameter &parameter : header->parameters)
+        std::visit([&](const auto &value) { out["parameters"][parameter.name] = value; },
+                   parameter.value);
       out["target"] = header->target;
       out["compiler"] = header->compiler;
       out["created"] = iso_time(header->created_unix * 1000000000);
@@ -405,6 +407,7 @@ int run_show(const CacheArgs &args, bool as_json) {
               << "valid      " << (problem.empty() ? "yes" : "no: " + problem) << '\n';
     if (header) {
       std::cout << "template   " << header->template_name << '\n'
+                << "parameters " << parameters_of(header->parameters) << '\n'
                 << "target     " << header->target << '\n'
                 << "compiler   " << header->compiler << '\n'
                 << "created    " << iso_time(header->created_unix * 1000000000) << '\n'
@@ -479,17 +482,17 @@ int print_pruned(const cache::PruneResult &result, bool as_json) {
 
 int run_prune(const CacheArgs &args, bool as_json) {
   if (args.max_size.empty() && args.older_than.empty())
-    throw Error(Errc::bad_parameter, "prune needs --max-size SIZE and/or --older-than AGE");
+    throw Error(Errc::bad_usage, "prune needs --max-size SIZE and/or --older-than AGE");
   std::optional<std::uint64_t> max_bytes;
   if (!args.max_size.empty() && !(max_bytes = parse_size(args.max_size)))
-    throw Error(Errc::bad_parameter,
+    throw Error(Errc::bad_usage,
                 "--max-size " + args.max_size + ": expected a size such as 500M, 2G or 1048576");
   std::optional<std::int64_t> unused_since_ns;
   if (!args.older_than.empty()) {
     const std::optional<std::int64_t> seconds = parse_duration_seconds(args.older_than);
     if (!seconds)
-      throw Error(Errc::bad_parameter, "--older-than " + args.older_than +
-                                           ": expected an age such as 30m, 12h, 7d or 2w");
+      throw Error(Errc::bad_usage, "--older-than " + args.older_than +
+                                       ": expected an age such as 30m, 12h, 7d or 2w");
     unused_since_ns = cache::unix_now_ns() - *seconds * 1000000000;
   }
   const Tiers tiers;

@@ -1,5 +1,6 @@
 #pragma once
-// `kjit cache ...`: inspect and manage the user and prebuilt tiers (DESIGN.md §5).
+// `kjit cache ...`: inspect and manage the user and prebuilt tiers (docs/ARCHITECTURE.md, "The
+// command line").
 #include <CLI/CLI.hpp>
 #include <string>
 

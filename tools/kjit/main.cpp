@@ -1,7 +1,7 @@
 // The kjit command line: inspect compilers and templates, compile variants into the cache, and
 // inspect and manage the cache (cache_command.cpp).
-// Exit status (DESIGN.md §5): 0 success, 1 a check failed, 2 bad usage or input, with one
-// clear line on stderr.
+// Exit status (docs/ARCHITECTURE.md, "The command line"): 0 success, 1 a check failed, 2 bad usage
+// or input, with one clear line on stderr.
 #include "cache_command.hpp"
 #include "prebuild_command.hpp"
 #include "table.hpp"
@@ -77,9 +77,9 @@ int run_templates(bool as_json) {
     for (const auto &[name, param] : tmpl.params()) {
       const std::string fallback = param.fallback() ? param.fallback()->to_string() : "";
       json item = {{"name", name},
-                   {"kind", param.kind() == Param::Kind::type ? "type" : "integer"},
+                   {"kind", param.kind() == ParamSchema::Kind::type ? "type" : "integer"},
                    {"accepts", param.describe()}};
-      if (param.kind() == Param::Kind::type)
+      if (param.kind() == ParamSchema::Kind::type)
         item["allowed"] = param.allowed_types();
       else if (!param.allowed_integers().empty())
         item["allowed"] = param.allowed_integers();
@@ -110,12 +110,12 @@ struct CompileArgs {
   std::string target;
 };
 
-Params parse_params(const std::vector<std::string> &items) {
-  Params params;
+ParamValues parse_params(const std::vector<std::string> &items) {
+  ParamValues params;
   for (const auto &item : items) {
     const auto equals = item.find('=');
     if (equals == std::string::npos || equals == 0)
-      throw Error(Errc::bad_parameter, "-p " + item + ": expected NAME=VALUE");
+      throw Error(Errc::bad_usage, "-p " + item + ": expected NAME=VALUE");
     std::string name = item.substr(0, equals);
     std::string text = item.substr(equals + 1);
     // A value that reads as a whole integer is an integer; anything else names a type.
@@ -132,7 +132,7 @@ Params parse_params(const std::vector<std::string> &items) {
 std::string read_file(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(Errc::bad_parameter, "cannot read --source " + path);
+    throw Error(Errc::file_io, "cannot read --source " + path);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -140,25 +140,26 @@ std::string read_file(const std::string &path) {
 
 // A template for a source file given on the command line: its parameters are those given, in
 // the order given, each accepting exactly the value given.
-Template template_from_file(const CompileArgs &args, const Params &params) {
+Template template_from_file(const CompileArgs &args, const ParamValues &params) {
   std::vector<ParamDecl> decls;
   for (const auto &[name, value] : params)
-    decls.push_back({name, value.is_integer() ? Param::integer(value.integer(), value.integer())
-                                              : Param::type({value.type()})});
+    decls.push_back({name, value.is_integer()
+                               ? ParamSchema::integer(value.integer(), value.integer())
+                               : ParamSchema::type({value.type()})});
   return Template(args.kernel, read_file(args.source_file), std::move(decls),
                   TemplateOptions{.kernel = args.kernel});
 }
 
 int run_compile(const CompileArgs &args, bool as_json) {
   if (args.source_file.empty() == args.template_name.empty())
-    throw Error(Errc::bad_parameter,
+    throw Error(Errc::bad_usage,
                 "name a library template (kjit compile scale ...) or give --source FILE, not both");
   if (!args.source_file.empty() && args.kernel.empty())
-    throw Error(Errc::bad_parameter, "--source needs --kernel NAME");
+    throw Error(Errc::bad_usage, "--source needs --kernel NAME");
   if (args.target.empty())
     throw Error(Errc::bad_target, "--target is required (e.g. --target gfx90a or sm_90)");
 
-  const Params params = parse_params(args.params);
+  const ParamValues params = parse_params(args.params);
   std::optional<Template> from_file;
   if (!args.source_file.empty())
     from_file.emplace(template_from_file(args, params));
@@ -232,7 +233,7 @@ int run(int argc, char **argv) {
       if (!command->get_group().empty()) // hidden commands have none
         names += (names.empty() ? "" : ", ") + command->get_name();
     }
-    throw Error(Errc::bad_parameter, "unknown " + what + " '" + word + "'; commands: " + names);
+    throw Error(Errc::bad_usage, "unknown " + what + " '" + word + "'; commands: " + names);
   };
   if (argc > 1)
     check_command(app, argv[1], "command");

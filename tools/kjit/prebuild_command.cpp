@@ -35,7 +35,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char *kWorkerCommand = "__prebuild-worker";
-// What one hiprtc job can take (DESIGN.md §4): jobs are bounded by free memory as well as cores.
+// What one hiprtc job can take (docs/ARCHITECTURE.md, "Prebuilding"): jobs are bounded by free
+// memory as well as cores.
 constexpr std::uint64_t kJobMemoryBytes = 1536ull << 20;
 
 std::string environment(const char *name) {
@@ -65,8 +66,9 @@ std::optional<int> parse_level(const std::string &text, const char *source) {
     return std::nullopt;
   if (text == "1" || text == "2" || text == "3")
     return text[0] - '0';
-  throw Error(Errc::bad_parameter, std::string(source) + " '" + text +
-                                       "' is not a level: 1 (core), 2 (inference), 3 (minimal)");
+  throw Error(source[0] == '-' ? Errc::bad_usage : Errc::bad_config,
+              std::string(source) + " '" + text +
+                  "' is not a level: 1 (core), 2 (inference), 3 (minimal)");
 }
 
 std::vector<jit::Target> parse_targets(const std::string &list, const char *source) {
@@ -128,7 +130,7 @@ Plan make_plan(const PrebuildArgs &args) {
     plan.user_sets.push_back(templates::VariantSet::read_file(file));
   const auto &sets = args.sets.empty() ? templates::builtin_sets() : plan.user_sets;
 
-  std::vector<prebuild::Variant> variants;
+  std::vector<prebuild::TargetedInstance> variants;
   std::string names;
   for (const templates::VariantSet &set : sets) {
     if (plan.level != 0 && set.level() != plan.level)
@@ -148,12 +150,12 @@ Plan make_plan(const PrebuildArgs &args) {
     }
   }
   if (variants.empty())
-    throw Error(Errc::bad_parameter,
+    throw Error(Errc::bad_usage,
                 "level " + std::to_string(plan.level) + " has no variants in " +
                     (args.sets.empty() ? std::string("the built-in sets") : "the sets given"));
   if (args.max_batch < 1 || args.max_batch > prebuild::kMaxBatch)
-    throw Error(Errc::bad_parameter, "--max-batch " + std::to_string(args.max_batch) +
-                                         ": from 1 to " + std::to_string(prebuild::kMaxBatch));
+    throw Error(Errc::bad_usage, "--max-batch " + std::to_string(args.max_batch) + ": from 1 to " +
+                                     std::to_string(prebuild::kMaxBatch));
   plan.batches = prebuild::make_batches(std::move(variants), args.max_batch);
   for (const auto &batch : plan.batches)
     plan.variants += batch.variants.size();
@@ -187,7 +189,7 @@ int default_jobs() {
 int job_count(const PrebuildArgs &args) {
   if (args.jobs) {
     if (*args.jobs < 1)
-      throw Error(Errc::bad_parameter, "--jobs " + std::to_string(*args.jobs) + ": at least 1");
+      throw Error(Errc::bad_usage, "--jobs " + std::to_string(*args.jobs) + ": at least 1");
     return *args.jobs;
   }
   if (const std::string max_jobs = environment("MAX_JOBS"); !max_jobs.empty()) {
@@ -209,7 +211,7 @@ public:
   void batch_done(const prebuild::Batch &batch, const prebuild::BatchResult &result) {
     std::lock_guard lock(mutex_);
     done_ += batch.variants.size();
-    const prebuild::Variant &first = batch.variants.front();
+    const prebuild::TargetedInstance &first = batch.variants.front();
     if (bar_) {
       constexpr int width = 30;
       const int filled = static_cast<int>(width * done_ / total_);
@@ -258,7 +260,7 @@ prebuild::BatchResult build_or_report(const Plan &plan, const prebuild::Compiler
     return prebuild::build(batch, compilers, plan.out);
   } catch (const Error &error) { // the tier cannot be written: every variant failed
     prebuild::BatchResult failed;
-    for (const prebuild::Variant &variant : batch.variants)
+    for (const prebuild::TargetedInstance &variant : batch.variants)
       failed.failures.push_back(variant.describe() + ": " + error.summary());
     return failed;
   }
@@ -283,7 +285,7 @@ struct Worker {
 Worker spawn_worker(const std::vector<std::string> &argv) {
   int in_pipe[2], out_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0)
-    throw Error(Errc::cache_io,
+    throw Error(Errc::process_error,
                 std::string("cannot start a prebuild worker: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -300,7 +302,7 @@ Worker spawn_worker(const std::vector<std::string> &argv) {
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
   if (failed != 0)
-    throw Error(Errc::cache_io,
+    throw Error(Errc::process_error,
                 std::string("cannot start a prebuild worker: ") + std::strerror(failed));
   worker.to = in_pipe[1];
   worker.from = out_pipe[0];
@@ -314,11 +316,10 @@ std::string exit_text(int status) {
 }
 
 // Worker processes: each loads the compiler once and builds batch after batch. Processes, not
-// threads: hiprtc 5.2 crashes or returns other code when threads compile at once (bench/
-// rtc_threads.cpp: 2 of 12 rounds of 8 threads returned other code, one earlier run crashed in
-// malloc). NVRTC 13 returned the same code from threads, but whether it compiles in parallel
-// within one process was not settled on this 2-core shared machine (one run: 4 threads no faster
-// than 4 compiles in a row); processes do, for both, at one compiler load (tens of ms) a worker.
+// threads: hiprtc 5.2 crashes or returns other code when threads compile at once, and whether
+// NVRTC compiles in parallel within one process is not established (bench/rtc_threads.cpp;
+// BENCHMARKS.md, "Evidence behind the code's choices"); processes do, for both, at one compiler
+// load a worker.
 // A worker that dies fails its batch, and another takes its place.
 void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_argv,
                       const std::vector<std::size_t> &pending, int jobs, const BatchDone &done) {
@@ -354,7 +355,7 @@ void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_a
     if (polled.empty())
       break;
     if (::poll(polled.data(), polled.size(), -1) < 0 && errno != EINTR)
-      throw Error(Errc::cache_io, std::string("poll: ") + std::strerror(errno));
+      throw Error(Errc::process_error, std::string("poll: ") + std::strerror(errno));
     for (std::size_t p = 0; p < polled.size(); ++p) {
       if (polled[p].revents == 0)
         continue;
@@ -385,7 +386,7 @@ void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_a
       ::waitpid(worker.pid, &status, 0);
       if (worker.batch) {
         prebuild::BatchResult failed;
-        for (const prebuild::Variant &variant : plan.batches[*worker.batch].variants)
+        for (const prebuild::TargetedInstance &variant : plan.batches[*worker.batch].variants)
           failed.failures.push_back(variant.describe() + ": the worker compiling it ended with " +
                                     exit_text(status));
         done(*worker.batch, failed);

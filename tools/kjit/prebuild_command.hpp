@@ -1,5 +1,6 @@
 #pragma once
-// `kjit prebuild`: compile sets of variants ahead of time into a prebuilt tier (DESIGN.md §4, §5).
+// `kjit prebuild`: compile sets of variants ahead of time into a prebuilt tier
+// (docs/ARCHITECTURE.md, "Prebuilding").
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>

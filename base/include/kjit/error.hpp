@@ -23,6 +23,9 @@ enum class Errc {
   device_error,         // the driver refused a call
   bad_argument,         // a kernel launch whose arguments do not match the kernel
   bad_archive,          // a cache archive that is truncated, altered or not kjit's
+  bad_usage,            // a command line kjit cannot act on (an unknown command, a bad option)
+  file_io,              // a file kjit was asked to read or write (a set, a --source) failed
+  process_error,        // a helper process (prebuild worker, disassembler) is missing or failed
 };
 
 std::string_view to_string(Errc code);

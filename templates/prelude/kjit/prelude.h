@@ -141,7 +141,8 @@ template <int N, typename T> __device__ inline void store_vec(T *p, const Vec<T,
 // float whatever the element type. On CUDA, 16-bit elements convert two at a time, from and to
 // the 32-bit word that holds them (cvt.rn.bf16x2.f32 rounds a pair in one instruction; a bf16 is
 // a float's top 16 bits, so unpacking is a shift and a mask). Converted one at a time, bf16
-// gelu_and_mul ran at 72-84% of the copy bandwidth on an H200; in pairs, at 94-99%.
+// kernels fall well short of the copy bandwidth (BENCHMARKS.md, "Evidence behind the code's
+// choices").
 template <typename T, int N> __device__ inline void to_floats(const Vec<T, N> &v, float (&f)[N]) {
 #pragma unroll
   for (int e = 0; e < N; ++e)
@@ -208,8 +209,8 @@ template <int N> __device__ inline void from_floats(const float (&f)[N], Vec<__n
 // 80), for kernels whose results are rounded to 16 bits or tolerate float's last few bits.
 // Results and arguments below float's normal range may flush to zero. On CUDA they are one
 // instruction each (ex2 and rcp .approx.ftz); __expf and __fdividef, without -ftz, wrap theirs in
-// a range check and two scalings, which left 16-bit gelu issue-bound on an H200 at 31
-// instructions an element (22 with these).
+// a range check and two scalings, enough instructions to leave 16-bit gelu issue-bound
+// (BENCHMARKS.md, "Evidence behind the code's choices").
 #if KJIT_CUDA
 __device__ inline float fast_exp2(float x) {
   float y;

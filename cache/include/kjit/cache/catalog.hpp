@@ -37,7 +37,7 @@ std::vector<StoredEntry> scan(const DiskStore &store);
 // What a listing shows of an entry beyond its file, from its header.
 struct EntrySummary {
   std::string template_name;
-  std::vector<KeyField> parameters; // the key inputs named "param:...", in the header's order
+  std::vector<EntryParameter> parameters; // the header's, in the template's order
   std::vector<std::pair<std::string, std::string>> kernels;
   bool operator==(const EntrySummary &) const = default;
 };

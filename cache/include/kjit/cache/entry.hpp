@@ -16,17 +16,29 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace kjit::cache {
 
-inline constexpr std::uint32_t kEntryFormatVersion = 1;
+// 2: the header's `parameters` field. The version names the tier's directory (v2/) and is a key
+// input, so an entry of another version is never found, let alone read: a clean miss.
+inline constexpr std::uint32_t kEntryFormatVersion = 2;
+
+// One template parameter of the variant an entry holds, as it was bound: a type or an integer.
+struct EntryParameter {
+  std::string name;
+  std::variant<std::string, std::int64_t> value; // a type name ("half") or an integer (4096)
+  std::string value_text() const;                // "half", "4096"
+  bool operator==(const EntryParameter &) const = default;
+};
 
 struct EntryHeader {
   Key key;
-  std::string target;               // canonical target id; checked against the one asked for
-  std::string template_name;        // for listings
-  std::vector<KeyField> key_inputs; // everything the key was computed from, in order
+  std::string target;                     // canonical target id; checked against the one asked for
+  std::string template_name;              // for listings
+  std::vector<EntryParameter> parameters; // the template's parameters, in the template's order
+  std::vector<KeyField> key_inputs;       // everything the key was computed from, in order
   // Kernel name expression -> lowered (mangled) name, in the order compiled.
   std::vector<std::pair<std::string, std::string>> kernels;
   std::string compiler;          // compiler identity
@@ -41,9 +53,11 @@ struct Entry {
   bool operator==(const Entry &) const = default;
 };
 
-// The header is JSON: key (hex), target, template, key_inputs and kernels (arrays of [string,
-// string] pairs), compiler, created_unix, compile_ms. Throws Error(cache_io) when a header string
-// is not valid UTF-8 (JSON cannot hold it, and replacing bytes would misreport the key inputs).
+// The header is JSON: key (hex), target, template, parameters (an array of [name, value] pairs, the
+// value a string for a type and an integer for an integer), key_inputs and kernels (arrays of
+// [string, string] pairs), compiler, created_unix, compile_ms. Throws Error(cache_io) when a header
+// string is not valid UTF-8 (JSON cannot hold it, and replacing bytes would misreport the key
+// inputs).
 std::vector<std::byte> encode_entry(const Entry &entry);
 
 // Either an entry or the reason the bytes are not one ("bad magic", "format version 7, this

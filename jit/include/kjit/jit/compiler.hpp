@@ -2,6 +2,7 @@
 // The compiler interface: one implementation per vendor library (hiprtc inside libamdhip64,
 // NVRTC in libnvrtc), each loaded at run time with dlopen so one build runs where either,
 // both or neither is installed.
+#include "kjit/header_file.hpp"
 #include "kjit/jit/target.hpp"
 #include "kjit/vendor.hpp"
 
@@ -14,12 +15,6 @@
 
 namespace kjit::jit {
 
-// A header the program can #include by `name`. Its content is part of every key.
-struct Header {
-  std::string name;
-  std::string content;
-};
-
 struct CompileRequest {
   std::string program_name; // the file name the log shows: "scale.hip"
   std::string source;       // the template source, as its author wrote it
@@ -27,7 +22,7 @@ struct CompileRequest {
   // #include lines followed by `#line 1 "<program_name>"`, so that line numbers in the log
   // and in the numbered excerpt are those of `source` itself.
   std::vector<std::string> pre_includes;
-  std::vector<Header> headers;               // includable by name, nothing else is
+  std::vector<HeaderFile> headers;           // includable by name, nothing else is
   std::vector<std::string> name_expressions; // "scale<__half, 4096>": instantiated and lowered
   std::vector<std::string> options;          // canonical (see options.hpp), no target options
   Target target;

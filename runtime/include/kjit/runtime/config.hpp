@@ -1,5 +1,6 @@
 #pragma once
-// Runtime configuration, read from the environment (DESIGN.md §4) or set in code.
+// Runtime configuration, read from the environment (docs/ARCHITECTURE.md, "Configuration") or set
+// in code.
 #include <cstdint>
 #include <filesystem>
 

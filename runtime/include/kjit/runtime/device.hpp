@@ -37,7 +37,8 @@ BackendChoice parse_backend_choice(std::string_view text);
 // KJIT_BACKEND, `automatic` when unset or empty.
 BackendChoice backend_choice_from_environment();
 
-// A grid or block shape. Converts from one number for 1-D launches: `launch(blocks, 256, ...)`.
+// A grid or block shape. Converts from one number for 1-D launches: `{.grid = blocks, .block =
+// 256}`.
 struct Dim3 {
   constexpr Dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
   unsigned x, y, z;

@@ -5,7 +5,8 @@
 //   kjit::Kernel scale = module.kernel(code.lowered_name(),
 //                                      kjit::KernelSignature::of<float *, float>(),
 //                                      code.expression());
-//   scale.launch(blocks, 256, 0, stream, x.as<float>(), 2.0f);    // one driver call
+//   scale.launch({.grid = blocks, .block = 256, .stream = stream},  // one driver call
+//                x.as<float>(), 2.0f);
 //
 // launch() checks the arguments against the signature (count and size of each) before the
 // driver sees them, from arrays fixed at compile time: a few nanoseconds, no allocation, no lock.
@@ -18,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -55,10 +57,10 @@ public:
 
   // The signature of a kernel declared with parameters of these host types:
   // `KernelSignature::of<float *, float, int>()`.
-  template <typename... Params> static KernelSignature of() {
-    return KernelSignature({KernelParameter{std::string(detail::type_name<Params>()),
-                                            static_cast<std::uint32_t>(sizeof(Params)),
-                                            static_cast<std::uint32_t>(alignof(Params))}...});
+  template <typename... ParamValues> static KernelSignature of() {
+    return KernelSignature({KernelParameter{std::string(detail::type_name<ParamValues>()),
+                                            static_cast<std::uint32_t>(sizeof(ParamValues)),
+                                            static_cast<std::uint32_t>(alignof(ParamValues))}...});
   }
 
   const std::vector<KernelParameter> &parameters() const { return parameters_; }
@@ -90,6 +92,15 @@ private:
 };
 
 class Kernel;
+
+// How a kernel is launched, apart from its arguments: `{.grid = blocks, .block = 256}` runs on
+// the device's default stream without dynamic shared memory.
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  unsigned shared_bytes = 0; // dynamic shared memory per block
+  Stream stream = nullptr;   // the device's default stream when null
+};
 
 // A code object loaded onto one device; unloaded (on that device's context) on destruction.
 // The Kernels taken from a Module are valid while it lives. Move-only.
@@ -133,24 +144,25 @@ public:
 
   // Launches the kernel with `args` after checking them against the signature (see
   // KernelSignature::check): exactly one launch call to the driver (cuLaunchKernel,
-  // hipModuleLaunchKernel) with the device's context current. Asynchronous: a fault inside the
-  // kernel surfaces at the next synchronising call. Throws Error(bad_argument) before touching
-  // the driver, Error(device_error) when the driver refuses the launch.
-  template <typename... Args>
-  void launch(Dim3 grid, Dim3 block, unsigned shared_bytes, Stream stream,
-              const Args &...args) const {
+  // hipModuleLaunchKernel) with the device's context current, and no allocation. Asynchronous: a
+  // fault inside the kernel surfaces at the next synchronising call. Throws Error(bad_argument)
+  // before touching the driver, Error(device_error) when the driver refuses the launch.
+  template <typename... Args> void launch(const LaunchConfig &config, const Args &...args) const {
+    // The driver copies each argument's bytes; anything else (a std::vector, a class with a
+    // pointer to itself) would reach the kernel as bytes that mean nothing there.
+    static_assert((std::is_trivially_copyable_v<Args> && ...),
+                  "kernel arguments are copied byte for byte: each must be trivially copyable");
     signature_.check<Args...>(name_);
     // The driver copies each argument through its pointer during the call, and the arguments
     // outlive it. The trailing null keeps the array non-empty for kernels without parameters.
     void *packed[] = {const_cast<void *>(static_cast<const void *>(std::addressof(args)))...,
                       nullptr};
-    launch_packed(grid, block, shared_bytes, stream, packed);
+    launch_packed(config, packed);
   }
 
   // For callers that pack the arguments themselves: `args` holds one pointer per parameter, to a
   // value of exactly the parameter's size. Not checked.
-  void launch_packed(Dim3 grid, Dim3 block, unsigned shared_bytes, Stream stream,
-                     void **args) const;
+  void launch_packed(const LaunchConfig &config, void **args) const;
 
 private:
   friend class Module;

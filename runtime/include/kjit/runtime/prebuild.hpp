@@ -3,8 +3,8 @@
 // (`kjit prebuild`, `cmake --install`, kjit_prebuild() in CMake).
 //
 // Batching. The instantiations of one template for one target share a compiler program: one
-// code object holding several kernels, the compiler's fixed cost paid once (hiprtc 5.2: 373 ms
-// for a variant alone, 55 ms each sixteen to a program). Each variant still gets an entry of its
+// code object holding several kernels, the compiler's fixed cost paid once (BENCHMARKS.md,
+// "Prebuild"). Each variant still gets an entry of its
 // own, under exactly the key a JIT compile of it would have (the key names what the variant's
 // kernel is made from, and that does not change with its neighbours in the program), holding the
 // whole code object and its own kernel alone in the header's kernel list, so the Runtime loads it
@@ -33,7 +33,7 @@
 
 namespace kjit::prebuild {
 
-struct Variant {
+struct TargetedInstance {
   Instance instance;
   jit::Target target;
   // "scale (N=4096,T=half) for gfx90a"
@@ -42,7 +42,7 @@ struct Variant {
 
 // Variants of one template for one target, compiled as one program.
 struct Batch {
-  std::vector<Variant> variants;
+  std::vector<TargetedInstance> variants;
 };
 
 // The most variants one program holds by default (above).
@@ -50,13 +50,14 @@ inline constexpr std::size_t kMaxBatch = 16;
 
 // Sorts, removes duplicates and cuts `variants` into batches (above) of at most `max_batch`
 // (1: every variant alone, the baseline the batching is measured against). Deterministic.
-std::vector<Batch> make_batches(std::vector<Variant> variants, std::size_t max_batch = kMaxBatch);
+std::vector<Batch> make_batches(std::vector<TargetedInstance> variants,
+                                std::size_t max_batch = kMaxBatch);
 
 // The indices of `batches`, the costliest first (stable: equal costs keep their order), the order
 // to hand them to jobs in so that no long batch starts last and serialises the end of the build.
 // Cost is estimated as variants x the template's source and header bytes: each kernel costs the
-// compiler roughly in proportion to the code it instantiates (a gemm variant ~300 ms, a scale a
-// few ms). Only the order changes, never a batch, so entries do not depend on it.
+// compiler roughly in proportion to the code it instantiates (a gemm variant far more than a
+// scale). Only the order changes, never a batch, so entries do not depend on it.
 std::vector<std::size_t> longest_first(const std::vector<Batch> &batches);
 
 // What keys need of each vendor's compiler, read from the loaded compilers.

@@ -1,6 +1,6 @@
 #pragma once
 // The Runtime: from a template and its parameters to a code object, through the tiers
-// memory -> prebuilt -> user disk -> compile (DESIGN.md §2).
+// memory -> prebuilt -> user disk -> compile (docs/ARCHITECTURE.md, "The first call").
 #include "kjit/cache/key.hpp"
 #include "kjit/jit/compiler.hpp"
 #include "kjit/jit/target.hpp"
@@ -79,16 +79,25 @@ public:
   // Throws Error: bad_parameter, unsupported_target, bad_option, compile_error (with the log),
   // compiler_unavailable, not_prebuilt (KJIT_MODE=prebuilt). An unusable cache directory is not
   // an error: kjit warns once and keeps the variant in memory.
-  const CodeObject &compile(const Template &tmpl, const Params &params, const jit::Target &target);
+  const CodeObject &compile(const Template &tmpl, const ParamValues &params,
+                            const jit::Target &target);
 
   // The variant compiled for `device` (default: the first GPU of KJIT_BACKEND), loaded onto it and
   // ready to launch, checked against the argument types the template declares
   // (TemplateOptions::arguments). Found again in memory on every later call; the reference stays
   // valid for the Runtime's life. Throws what compile() throws, and Error(no_device),
   // Error(device_error) when the driver refuses the code, Error(bad_argument) when the template
-  // declares no arguments (load those with Module::load and name the signature).
-  const Kernel &kernel(const Template &tmpl, const Params &params);
-  const Kernel &kernel(const Template &tmpl, const Params &params, const Device &device);
+  // declares no arguments or one kjit cannot size (a struct): name those with a signature.
+  const Kernel &kernel(const Template &tmpl, const ParamValues &params);
+  const Kernel &kernel(const Template &tmpl, const ParamValues &params, const Device &device);
+  // The same with the kernel's parameters named by their host types, in place of the ones the
+  // template declares: `rt.kernel(tmpl, params, KernelSignature::of<Tile *, float2, int>())`.
+  // A variant is loaded once per device with one signature: asking for it with another throws
+  // Error(bad_argument) naming both.
+  const Kernel &kernel(const Template &tmpl, const ParamValues &params,
+                       const KernelSignature &signature);
+  const Kernel &kernel(const Template &tmpl, const ParamValues &params,
+                       const KernelSignature &signature, const Device &device);
 
   // The device kernel(tmpl, params) launches on: the first GPU of KJIT_BACKEND, found once.
   // Throws Error(no_device) with the reason where there is none.

@@ -7,8 +7,9 @@
 
 namespace kjit::templates {
 
-// The header "kjit/prelude.h" (DESIGN.md §6), included before every template source.
-const TemplateHeader &prelude();
+// The header "kjit/prelude.h" (docs/ARCHITECTURE.md, "Templates and the prelude"), included before
+// every template source.
+const HeaderFile &prelude();
 
 // The templates compiled into the library, in name order.
 const std::vector<Template> &builtin();

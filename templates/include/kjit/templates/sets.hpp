@@ -40,7 +40,7 @@ namespace kjit::templates {
 // One instantiation a set names.
 struct SetVariant {
   const Template *tmpl;        // built-in, or owned by the set
-  Params params;               // as listed (defaults not yet applied)
+  ParamValues params;          // as listed (defaults not yet applied)
   std::vector<Vendor> vendors; // the targets' vendors it is for; empty: every vendor
 
   bool for_vendor(Vendor vendor) const {
@@ -62,7 +62,7 @@ public:
   // a value of the wrong kind); parameter values are checked against the template when bound.
   static VariantSet parse(std::string_view json_text, std::string origin,
                           const std::filesystem::path &base_dir);
-  // Reads and parses a set file. Throws Error(bad_parameter) when it cannot be read.
+  // Reads and parses a set file. Throws Error(file_io) when it cannot be read.
   static VariantSet read_file(const std::filesystem::path &path);
 
   VariantSet(VariantSet &&) noexcept = default;

@@ -2,6 +2,7 @@
 // Kernel templates: a source string, the kernel it defines, and the schema of its parameters.
 // Binding parameters validates them and yields the instantiation expression ("scale<__half,
 // 4096>") that the compiler instantiates and lowers.
+#include "kjit/header_file.hpp"
 #include "kjit/vendor.hpp"
 
 #include <cstdint>
@@ -39,20 +40,22 @@ private:
 };
 
 // The parameters of one instantiation, by name. Order does not matter.
-using Params = std::vector<std::pair<std::string, Value>>;
+using ParamValues = std::vector<std::pair<std::string, Value>>;
 
 // What values a parameter accepts.
-class Param {
+class ParamSchema {
 public:
   enum class Kind { type, integer };
 
   // A type parameter whose value is one of `allowed` (C++ type names).
-  static Param type(std::vector<std::string> allowed, std::optional<std::string> fallback = {});
+  static ParamSchema type(std::vector<std::string> allowed,
+                          std::optional<std::string> fallback = {});
   // An integer parameter in [min, max].
-  static Param integer(std::int64_t min, std::int64_t max,
-                       std::optional<std::int64_t> fallback = {});
+  static ParamSchema integer(std::int64_t min, std::int64_t max,
+                             std::optional<std::int64_t> fallback = {});
   // An integer parameter from a fixed set (tile shapes: {64, 128, 256}).
-  static Param one_of(std::vector<std::int64_t> allowed, std::optional<std::int64_t> fallback = {});
+  static ParamSchema one_of(std::vector<std::int64_t> allowed,
+                            std::optional<std::int64_t> fallback = {});
 
   Kind kind() const { return kind_; }
   const std::vector<std::string> &allowed_types() const { return types_; }
@@ -73,17 +76,12 @@ private:
 
 struct ParamDecl {
   std::string name;
-  Param param;
-};
-
-struct TemplateHeader {
-  std::string name; // as the source #includes it
-  std::string content;
+  ParamSchema param;
 };
 
 struct TemplateOptions {
   std::string kernel = {}; // the __global__ function template; default: the template name
-  std::vector<TemplateHeader> headers = {};
+  std::vector<HeaderFile> headers = {};
   std::vector<std::string> compile_options = {};
   // The kernel's parameter types as the source declares them, in terms of the template's type
   // parameters: {"const T*", "T*", "float", "int"}. Launches are checked against them. Empty:
@@ -125,7 +123,7 @@ public:
   const std::string &source() const { return source_; }
   const std::string &kernel() const { return options_.kernel; }
   const std::vector<ParamDecl> &params() const { return params_; }
-  const std::vector<TemplateHeader> &headers() const { return options_.headers; }
+  const std::vector<HeaderFile> &headers() const { return options_.headers; }
   const std::vector<std::string> &compile_options() const { return options_.compile_options; }
   const std::vector<std::string> &arguments() const { return options_.arguments; }
   // 128 bits over everything that defines the template; identity in the in-memory tier.
@@ -134,8 +132,8 @@ public:
   // Validates and completes `params`. Throws Error(bad_parameter) naming the parameter, the
   // value and what the schema allows: missing (no default), unknown, wrong kind, out of range.
   // The Instance refers to this Template, so a temporary one cannot bind (it would dangle).
-  Instance bind(const Params &params) const &;
-  Instance bind(const Params &params) const && = delete;
+  Instance bind(const ParamValues &params) const &;
+  Instance bind(const ParamValues &params) const && = delete;
 
 private:
   std::string name_;
