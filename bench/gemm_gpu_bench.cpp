@@ -8,9 +8,11 @@
 // launches (batches are long enough, 20+ ms, that the launch and synchronisation costs vanish).
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
+#include "ops/src/variants.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <optional>
@@ -97,11 +99,72 @@ struct Bench {
       else
         gemm<T>(rt, c.as<T>(), a.as<T>(), b.as<T>(), size, size, size);
     });
+    const void *aligned = a.data();
     const char *kernel =
-        !tiles && gemm_has_tensor_cores<T>(device.target()) ? "gemm (mma.sync)" : "gemm (portable)";
+        tiles ? "gemm (portable)"
+        : ops::detail::gemm_wgmma_serves<T>(device.target(), aligned, aligned, aligned, size, size)
+            ? "gemm (wgmma)"
+        : gemm_has_tensor_cores<T>(device.target()) ? "gemm (mma.sync)"
+                                                    : "gemm (portable)";
     std::printf("| %s | %d x %d x %d | %s | %.3f | %.1f TFLOP/s |\n", kernel, size, size, size,
                 std::string(element_name<T>()).c_str(), ms,
                 2.0 * size * size * static_cast<double>(size) / ms * 1e-9);
+  }
+
+  // The first call of a variant in this process (compile or cache load, tensor maps, launch,
+  // until the device is done) against a warm call.
+  template <Element T> void first_call_row(int m, int n, int k) {
+    DeviceBuffer a = random_on<T>(device, static_cast<std::size_t>(m) * k);
+    DeviceBuffer w = random_on<T>(device, static_cast<std::size_t>(n) * k);
+    DeviceBuffer c = device.allocate(static_cast<std::size_t>(m) * n * sizeof(T));
+    auto call = [&] { linear<T>(rt, c.as<T>(), a.as<T>(), w.as<T>(), m, n, k); };
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    device.synchronize();
+    const std::chrono::duration<double, std::milli> first =
+        std::chrono::steady_clock::now() - start;
+    // The warm call's host cost: calls enqueued back to back (no synchronisation inside),
+    // against raw launches of the same kernel with the same arguments.
+    const int calls = 2000;
+    auto host_us = [&](const std::function<void()> &run) {
+      device.synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls; ++i)
+        run();
+      const std::chrono::duration<double, std::micro> spent = std::chrono::steady_clock::now() - t0;
+      device.synchronize();
+      return spent.count() / calls;
+    };
+    const double warm = host_us(call);
+    const double copy = host_us([&] {
+      const Kernel &kernel = rt.kernel(copy_template, {});
+      kernel.launch({.grid = 1, .block = 32}, a.as<const void>(), c.data(), 1LL);
+    });
+    std::printf("| linear first call %d x %d x %d %s | %.1f ms | warm call %.2f us on the host | "
+                "raw launch of a copy kernel %.2f us |\n",
+                m, n, k, std::string(element_name<T>()).c_str(), first.count(), warm, copy);
+  }
+
+  // linear() (x @ W^T) on a Llama-3-8B projection; for small m also the weights' bandwidth
+  // against a copy of as many bytes.
+  template <Element T> void linear_row(int m, int n, int k) {
+    DeviceBuffer a = random_on<T>(device, static_cast<std::size_t>(m) * k);
+    DeviceBuffer w = random_on<T>(device, static_cast<std::size_t>(n) * k);
+    DeviceBuffer c = device.allocate(static_cast<std::size_t>(m) * n * sizeof(T));
+    const double flop = 2.0 * m * n * static_cast<double>(k);
+    const int launches = std::max(2, static_cast<int>(2e12 / flop / 50) + 1);
+    const double ms = median_ms_per_launch(device, std::min(launches, 200), [&] {
+      linear<T>(rt, c.as<T>(), a.as<T>(), w.as<T>(), m, n, k);
+    });
+    const double weight_bytes = 2.0 * n * k;
+    std::printf("| linear (wgmma) | m=%d k=%d n=%d | %s | %.4f | %.1f TFLOP/s | weights %.0f GB/s",
+                m, k, n, std::string(element_name<T>()).c_str(), ms, flop / ms * 1e-9,
+                weight_bytes / ms * 1e-6);
+    if (m <= 64) {
+      const double copy = copy_ms(static_cast<std::size_t>(weight_bytes) / 2);
+      std::printf(" | copy %.0f GB/s | %.2f of copy", weight_bytes / copy * 1e-6, copy / ms);
+    }
+    std::printf(" |\n");
   }
 
   template <Element T> void rotary_row(int tokens, int q_heads, int kv_heads, int head_size) {
@@ -178,6 +241,17 @@ int main(int argc, char **argv) {
       bench.gemm_row<BFloat16>(size);
     }
     bench.gemm_row<Half>(4096, gemm_tiles_for(4096, 4096, 4096));
+    const void *aligned = reinterpret_cast<const void *>(std::uintptr_t{256});
+    if (ops::detail::gemm_wgmma_serves<BFloat16>(bench.device.target(), aligned, aligned, aligned,
+                                                 8, 8)) {
+      std::printf("\n| op | shape | type | ms | rate | bandwidth |\n| --- | --- | --- | --- | --- "
+                  "| --- |\n");
+      bench.first_call_row<BFloat16>(16, 4104, 4096);
+      const int projections[][2] = {{4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};
+      for (const auto &kn : projections)
+        for (int m : {1, 16, 128, 1024, 8192})
+          bench.linear_row<BFloat16>(m, kn[1], kn[0]);
+    }
   } catch (const kjit::Error &error) {
     std::printf("no result: %s\n", error.summary().c_str());
     return error.code() == kjit::Errc::no_device ? 0 : 1;

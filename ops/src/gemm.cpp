@@ -1,11 +1,16 @@
 #include "kjit/ops/gemm.hpp"
 
+#include "kjit/runtime/tensor_map.hpp"
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
 #include "variants.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 namespace kjit::ops {
@@ -40,21 +45,132 @@ Dim3 grid_for(int m, int n, int block_m, int block_n) {
   return Dim3(detail::divide_up(n, block_n), grid_rows);
 }
 
+bool amd_matrix_cores(const jit::Target &target) {
+  return target.arch() == "gfx942" || target.arch() == "gfx950";
+}
+
+// gemm_mma on NVIDIA (32-lane warps), gemm_mfma on AMD (64-lane wavefronts).
 template <Element T>
 void gemm_on_tensor_cores(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k,
                           Stream stream) {
-  const detail::ChosenVariant variant = detail::gemm_mma_variant<T>(m, n);
+  const bool amd = rt.default_device().target().vendor() == Vendor::amd;
+  const detail::ChosenVariant variant =
+      amd ? detail::gemm_mfma_variant<T>(m, n) : detail::gemm_mma_variant<T>(m, n);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int block = variant.integer("BLOCK_M");
-  kernel.launch({.grid = grid_for(m, n, block, block),
-                 .block = 32 * variant.integer("WARPS_M") * variant.integer("WARPS_N"),
+  const int workers = amd ? 64 * variant.integer("WAVES_M") * variant.integer("WAVES_N")
+                          : 32 * variant.integer("WARPS_M") * variant.integer("WARPS_N");
+  kernel.launch({.grid = grid_for(m, n, block, block), .block = workers, .stream = stream}, c, a, b,
+                m, n, k);
+}
+
+// gemm_wgmma's fixed tile geometry (see the template): 128 rows of C per tile, K in steps of
+// 64 (one 128-byte swizzle row), three warpgroups.
+constexpr int wgmma_block_m = 128, wgmma_block_k = 64, wgmma_threads = 384;
+
+bool aligned16(const void *pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
+
+// Tensor maps, per matrix (address, shape, box) and device: a warm call encodes none. Kept for
+// the process's life; a freed and reused address with the same shape still describes the same
+// bytes.
+class TensorMapCache {
+public:
+  TensorMap get(const Device &device, const TensorMapShape &shape) {
+    const Key key{device.ordinal(),  static_cast<int>(device.backend()),
+                  shape.base,        shape.rows,
+                  shape.columns,     shape.box_rows,
+                  shape.box_columns, static_cast<int>(shape.element)};
+    std::lock_guard lock(mutex_);
+    auto found = maps_.find(key);
+    if (found != maps_.end())
+      return found->second;
+    if (maps_.size() >= capacity) // many one-off buffers: start over rather than grow
+      maps_.clear();
+    return maps_.emplace(key, encode_tensor_map(device, shape)).first->second;
+  }
+
+private:
+  static constexpr std::size_t capacity = 4096;
+  using Key = std::tuple<int, int, const void *, std::uint64_t, std::uint64_t, std::uint32_t,
+                         std::uint32_t, int>;
+  std::mutex mutex_;
+  std::map<Key, TensorMap> maps_;
+};
+
+TensorMapCache &tensor_maps() {
+  static TensorMapCache cache;
+  return cache;
+}
+
+// The first launch of each kernel raises its shared-memory limit (once per Kernel object, which
+// the Runtime keeps for its life) and reads the device's multiprocessor count for the grid.
+int prepared_grid_limit(const Kernel &kernel, unsigned shared_bytes) {
+  static std::mutex mutex;
+  static std::map<const Kernel *, int> prepared;
+  std::lock_guard lock(mutex);
+  auto found = prepared.find(&kernel);
+  if (found != prepared.end())
+    return found->second;
+  kernel.allow_shared_bytes(shared_bytes);
+  return prepared.emplace(&kernel, kernel.device().multiprocessors()).first->second;
+}
+
+template <Element T>
+void gemm_on_hopper(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, bool b_kmajor,
+                    Stream stream) {
+  const detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(m, n, k, b_kmajor);
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
+  // The stages, the slack to align them to 1024 bytes, and two mbarriers per stage.
+  const unsigned shared_bytes = static_cast<unsigned>(
+      stages * (wgmma_block_m + block_n) * wgmma_block_k * 2 + 1024 + stages * 16);
+  const int grid_limit = prepared_grid_limit(kernel, shared_bytes);
+  const TensorMapElement element =
+      std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
+  const Device &device = kernel.device();
+  const auto row_bytes = [](int columns) { return static_cast<std::uint64_t>(columns) * 2; };
+  const TensorMap map_a = tensor_maps().get(
+      device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k), wgmma_block_m, 64});
+  const TensorMap map_b =
+      b_kmajor ? tensor_maps().get(device, {element, b, std::uint64_t(n), std::uint64_t(k),
+                                            row_bytes(k), std::uint32_t(block_n), 64})
+               : tensor_maps().get(device, {element, b, std::uint64_t(k), std::uint64_t(n),
+                                            row_bytes(n), wgmma_block_k, 64});
+  const long long tiles =
+      static_cast<long long>(detail::divide_up(m, wgmma_block_m)) * detail::divide_up(n, block_n);
+  kernel.launch({.grid = static_cast<unsigned>(std::min<long long>(tiles, grid_limit)),
+                 .block = wgmma_threads,
+                 .shared_bytes = shared_bytes,
                  .stream = stream},
-                c, a, b, m, n, k);
+                c, map_a, map_b, m, n, k);
 }
 
 } // namespace
 
 namespace detail {
+
+template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int /*k*/, bool b_kmajor) {
+  // 128 x 256 tiles unless they would leave most multiprocessors idle: then 128 x 128, twice
+  // the tiles.
+  const long long wide_tiles =
+      static_cast<long long>(divide_up(m, wgmma_block_m)) * divide_up(n, 256);
+  const int block_n = wide_tiles >= 128 ? 256 : 128;
+  static const Template &tmpl = templates::find("gemm_wgmma");
+  return {&tmpl,
+          {{"T", element_name<T>()},
+           {"BLOCK_N", block_n},
+           {"STAGES", block_n == 256 ? 4 : 5},
+           {"B_KMAJOR", b_kmajor ? 1 : 0},
+           {"GROUP_M", 8}}};
+}
+
+template <Element T>
+bool gemm_wgmma_serves(const jit::Target &target, const void *c, const void *a, const void *b,
+                       int n, int k) {
+  // Tensor maps need 16-byte aligned bases and row strides (n and k multiples of 8 elements).
+  return !std::is_same_v<T, float> && target.id() == "sm_90a" && n % 8 == 0 && k % 8 == 0 &&
+         aligned16(a) && aligned16(b) && aligned16(c);
+}
 
 template <Element T> ChosenVariant gemm_mma_variant(int m, int n) {
   // 8 warps of 64 x 32 on 128 x 128 blocks, or 4 warps of 32 x 32 on 64 x 64 ones.
@@ -68,6 +184,20 @@ template <Element T> ChosenVariant gemm_mma_variant(int m, int n) {
            {"BLOCK_K", 32},
            {"WARPS_M", warps_m},
            {"WARPS_N", warps_n}}};
+}
+
+template <Element T> ChosenVariant gemm_mfma_variant(int m, int n) {
+  // 4 waves of 64 x 64 (2 x 2 MFMA tiles of 32 x 32) on 128 x 128 blocks, or of 32 x 32 on
+  // 64 x 64 ones.
+  const int block = large_tiles_pay(m, n) ? 128 : 64;
+  static const Template &tmpl = templates::find("gemm_mfma");
+  return {&tmpl,
+          {{"T", element_name<T>()},
+           {"BLOCK_M", block},
+           {"BLOCK_N", block},
+           {"BLOCK_K", 32},
+           {"WAVES_M", 2},
+           {"WAVES_N", 2}}};
 }
 
 template <Element T> ChosenVariant gemm_variant(const GemmTiles &tiles) {
@@ -90,7 +220,8 @@ GemmTiles gemm_tiles_for(int m, int n, int /*k*/) {
 }
 
 template <Element T> bool gemm_has_tensor_cores(const jit::Target &target) {
-  return !std::is_same_v<T, float> && detail::nvidia_compute_capability(target) >= 80;
+  return !std::is_same_v<T, float> &&
+         (detail::nvidia_compute_capability(target) >= 80 || amd_matrix_cores(target));
 }
 
 template <Element T>
@@ -117,10 +248,25 @@ void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, const 
 template <Element T>
 void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, Stream stream) {
   check_operands(c, a, b, m, n, k); // before the device is looked for
-  if (gemm_has_tensor_cores<T>(rt.default_device().target()))
+  const jit::Target &target = rt.default_device().target();
+  if (detail::gemm_wgmma_serves<T>(target, c, a, b, n, k))
+    gemm_on_hopper(rt, c, a, b, m, n, k, /*b_kmajor=*/false, stream);
+  else if (gemm_has_tensor_cores<T>(target))
     gemm_on_tensor_cores(rt, c, a, b, m, n, k, stream);
   else
     gemm(rt, c, a, b, m, n, k, gemm_tiles_for(m, n, k), stream);
+}
+
+template <Element T>
+void linear(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k, Stream stream) {
+  check_operands(c, a, w, m, n, k);
+  const jit::Target &target = rt.default_device().target();
+  detail::require(detail::gemm_wgmma_serves<T>(target, c, a, w, n, k), "linear", [&] {
+    return "runs on sm_90a only, for half and bfloat16 with n and k multiples of 8 and 16-byte "
+           "aligned matrices (the device's target is " +
+           target.id() + ")";
+  });
+  gemm_on_hopper(rt, c, a, w, m, n, k, /*b_kmajor=*/true, stream);
 }
 
 namespace reference {
@@ -141,6 +287,15 @@ std::vector<double> gemm(std::span<const T> a, std::span<const T> b, int m, int 
   return c;
 }
 
+template <Element T>
+std::vector<double> linear(std::span<const T> a, std::span<const T> w, int m, int n, int k) {
+  std::vector<T> transposed(w.size()); // W [n, k] as B [k, n]
+  for (int row = 0; row < n; ++row)
+    for (int i = 0; i < k; ++i)
+      transposed[static_cast<std::size_t>(i) * n + row] = w[static_cast<std::size_t>(row) * k + i];
+  return gemm<T>(a, transposed, m, n, k);
+}
+
 } // namespace reference
 
 #define KJIT_INSTANTIATE(T)                                                                        \
@@ -149,7 +304,14 @@ std::vector<double> gemm(std::span<const T> a, std::span<const T> b, int m, int 
   template void gemm<T>(Runtime &, T *, const T *, const T *, int, int, int, Stream);              \
   template bool gemm_has_tensor_cores<T>(const jit::Target &);                                     \
   template detail::ChosenVariant detail::gemm_mma_variant<T>(int, int);                            \
+  template detail::ChosenVariant detail::gemm_mfma_variant<T>(int, int);                           \
   template detail::ChosenVariant detail::gemm_variant<T>(const GemmTiles &);                       \
+  template detail::ChosenVariant detail::gemm_wgmma_variant<T>(int, int, int, bool);               \
+  template bool detail::gemm_wgmma_serves<T>(const jit::Target &, const void *, const void *,      \
+                                             const void *, int, int);                              \
+  template void linear<T>(Runtime &, T *, const T *, const T *, int, int, int, Stream);            \
+  template std::vector<double> reference::linear<T>(std::span<const T>, std::span<const T>, int,   \
+                                                    int, int);                                     \
   template std::vector<double> reference::gemm<T>(std::span<const T>, std::span<const T>, int,     \
                                                   int, int);
 KJIT_INSTANTIATE(float)

@@ -4,6 +4,7 @@
 // cuLaunchKernel_ptsz only under CUDA_API_PER_THREAD_DEFAULT_STREAM).
 #include "device_driver.hpp"
 
+#include <cstdint>
 #include <string>
 
 namespace kjit::detail {
@@ -12,6 +13,9 @@ namespace {
 // CUdevice_attribute (cuda.h).
 constexpr int compute_capability_major = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int compute_capability_minor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr int multiprocessor_count = 16;     // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+constexpr int shared_memory_per_block = 8;   // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK
+constexpr DriverResult not_found = 500;      // CUDA_ERROR_NOT_FOUND
 
 // CUDA-only calls. CUcontext is a pointer to an opaque struct, declared void * here.
 struct CudaCalls {
@@ -21,6 +25,19 @@ struct CudaCalls {
   DriverCall<DriverResult(void **, int)> primary_context_retain{"cuDevicePrimaryCtxRetain"};
   DriverCall<DriverResult(void **)> context_get_current{"cuCtxGetCurrent"};
   DriverCall<DriverResult(void *)> context_set_current{"cuCtxSetCurrent"};
+  // cuda.h maps cuEventElapsedTime to the _v2 symbol from CUDA 12.8 on; older drivers have the
+  // first only.
+  DriverCall<DriverResult(float *, void *, void *)> event_elapsed_v2{"cuEventElapsedTime_v2"};
+  DriverCall<DriverResult(float *, void *, void *)> event_elapsed_v1{"cuEventElapsedTime"};
+  DriverCall<DriverResult(void *, int, int)> function_set_attribute{"cuFuncSetAttribute"};
+  // CUresult (CUtensorMap *, CUtensorMapDataType, cuuint32_t rank, void *address,
+  // const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+  // const cuuint32_t *element_strides, interleave, swizzle, l2 promotion, oob fill): the enums
+  // are ints. Drivers before CUDA 12 lack it; kjit runs on them without tensor maps.
+  DriverCall<DriverResult(void *, int, unsigned, void *, const std::uint64_t *,
+                          const std::uint64_t *, const unsigned *, const unsigned *, int, int, int,
+                          int)>
+      tensor_map_encode_tiled{"cuTensorMapEncodeTiled"};
 };
 CudaCalls cuda;
 
@@ -57,6 +74,21 @@ DriverResult primary_context(int device, Context *context) {
   return result;
 }
 
+DriverResult event_elapsed(float *milliseconds, void *start, void *end) {
+  if (cuda.event_elapsed_v2.function != nullptr)
+    return cuda.event_elapsed_v2(milliseconds, start, end);
+  if (cuda.event_elapsed_v1.function != nullptr)
+    return cuda.event_elapsed_v1(milliseconds, start, end);
+  return not_found;
+}
+
+DriverResult shared_bytes_per_block(int device, std::size_t *bytes) {
+  int shared = 0;
+  const DriverResult result = cuda.device_get_attribute(&shared, shared_memory_per_block, device);
+  *bytes = static_cast<std::size_t>(shared);
+  return result;
+}
+
 DriverResult current_context(Context *context) {
   void *current = nullptr;
   DriverResult result = cuda.context_get_current(&current);
@@ -66,6 +98,35 @@ DriverResult current_context(Context *context) {
 
 DriverResult set_current_context(Context context) {
   return cuda.context_set_current(reinterpret_cast<void *>(context));
+}
+
+DriverResult multiprocessors(int device, int *count) {
+  return cuda.device_get_attribute(count, multiprocessor_count, device);
+}
+
+constexpr int max_dynamic_shared_size_bytes = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+DriverResult allow_shared_bytes(void *function, int bytes) {
+  return cuda.function_set_attribute(function, max_dynamic_shared_size_bytes, bytes);
+}
+
+// CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h).
+constexpr int tensor_map_float16 = 6, tensor_map_bfloat16 = 9;
+constexpr int tensor_map_swizzle_128b = 3, tensor_map_l2_promotion_256b = 3;
+constexpr DriverResult not_supported = 801; // CUDA_ERROR_NOT_SUPPORTED
+
+DriverResult encode_tensor_map(void *map, const TensorMapShape &shape) {
+  if (cuda.tensor_map_encode_tiled.function == nullptr)
+    return not_supported;
+  const std::uint64_t dims[2] = {shape.columns, shape.rows};
+  const std::uint64_t strides[1] = {shape.row_bytes};
+  const unsigned box[2] = {shape.box_columns, shape.box_rows};
+  const unsigned element_strides[2] = {1, 1};
+  const int type =
+      shape.element == TensorMapElement::bfloat16 ? tensor_map_bfloat16 : tensor_map_float16;
+  return cuda.tensor_map_encode_tiled(map, type, 2, const_cast<void *>(shape.base), dims, strides,
+                                      box, element_strides, 0, tensor_map_swizzle_128b,
+                                      tensor_map_l2_promotion_256b, 0);
 }
 
 } // namespace
@@ -90,14 +151,27 @@ DriverApi &cuda_driver() {
       .copy_to_device = {"cuMemcpyHtoD_v2"},
       .copy_to_host = {"cuMemcpyDtoH_v2"},
       .synchronize = {"cuCtxSynchronize"},
+      .event_create = {"cuEventCreate"},
+      .event_record = {"cuEventRecord"},
+      .event_synchronize = {"cuEventSynchronize"},
+      .event_destroy = {"cuEventDestroy_v2"},
+      .fill_async = {"cuMemsetD8Async"},
       .vendor_symbols = {bind(cuda.get_error_name), bind(cuda.get_error_string),
                          bind(cuda.device_get_attribute), bind(cuda.primary_context_retain),
-                         bind(cuda.context_get_current), bind(cuda.context_set_current)},
+                         bind(cuda.context_get_current), bind(cuda.context_set_current),
+                         bind(cuda.function_set_attribute),
+                         bind(cuda.tensor_map_encode_tiled, /*required=*/false),
+                         bind(cuda.event_elapsed_v2, false), bind(cuda.event_elapsed_v1, false)},
       .describe = describe,
       .native_target = {"cuDeviceGetAttribute", native_target},
       .device_context = {"cuDevicePrimaryCtxRetain", primary_context},
       .current_context = {"cuCtxGetCurrent", current_context},
       .set_current_context = {"cuCtxSetCurrent", set_current_context},
+      .multiprocessors = {"cuDeviceGetAttribute", multiprocessors},
+      .allow_shared_bytes = {"cuFuncSetAttribute", allow_shared_bytes},
+      .encode_tensor_map = {"cuTensorMapEncodeTiled", encode_tensor_map},
+      .event_elapsed = {"cuEventElapsedTime", event_elapsed},
+      .shared_bytes_per_block = {"cuDeviceGetAttribute", shared_bytes_per_block},
   };
   return api;
 }

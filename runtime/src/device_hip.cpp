@@ -87,6 +87,7 @@ struct HipCalls {
   DriverCall<DriverResult(void *, int)> get_properties_r0000{"hipGetDeviceProperties"};
   DriverCall<DriverResult(int *)> get_device{"hipGetDevice"};
   DriverCall<DriverResult(int)> set_device{"hipSetDevice"};
+  DriverCall<DriverResult(float *, void *, void *)> event_elapsed{"hipEventElapsedTime"};
 };
 HipCalls hip;
 
@@ -103,23 +104,61 @@ std::string describe(DriverResult result) {
   return std::string(name) + " (" + text + ")";
 }
 
+// The device's properties struct, in the layout of whichever entry point the runtime has:
+// `field` receives the offset of the member `r0600` / `r0000` names in that layout.
+using Properties = std::array<char, properties_room>;
+DriverResult read_properties(int device, Properties &properties, std::size_t r0600,
+                             std::size_t r0000, std::size_t *field) {
+  if (hip.get_properties_r0600.function != nullptr) {
+    *field = r0600;
+    return hip.get_properties_r0600(properties.data(), device);
+  }
+  if (hip.get_properties_r0000.function != nullptr) {
+    *field = r0000;
+    return hip.get_properties_r0000(properties.data(), device);
+  }
+  return hip_error_not_supported;
+}
+
 // The full target id with the device's features ("gfx90a:sramecc+:xnack-"), which only the
 // properties struct carries.
 DriverResult native_target(int device, std::string *target) {
-  alignas(std::max_align_t) std::array<char, properties_room> properties{};
-  std::size_t arch_offset = offsetof(PropertiesR0600, gcnArchName);
-  DriverResult result = hip_error_not_supported;
-  if (hip.get_properties_r0600.function != nullptr) {
-    result = hip.get_properties_r0600(properties.data(), device);
-  } else if (hip.get_properties_r0000.function != nullptr) {
-    arch_offset = offsetof(PropertiesR0000, gcnArchName);
-    result = hip.get_properties_r0000(properties.data(), device);
-  }
+  alignas(std::max_align_t) Properties properties{};
+  std::size_t arch_offset = 0;
+  const DriverResult result =
+      read_properties(device, properties, offsetof(PropertiesR0600, gcnArchName),
+                      offsetof(PropertiesR0000, gcnArchName), &arch_offset);
   if (result == 0) {
     const char *arch = properties.data() + arch_offset;
     target->assign(arch, strnlen(arch, sizeof PropertiesR0000::gcnArchName));
   }
   return result;
+}
+
+// One fixed-size member of the properties struct, at offset `r0600` or `r0000` of the layout the
+// runtime has.
+template <typename Member>
+DriverResult read_property(int device, std::size_t r0600, std::size_t r0000, Member *value) {
+  alignas(std::max_align_t) Properties properties{};
+  std::size_t offset = 0;
+  const DriverResult result = read_properties(device, properties, r0600, r0000, &offset);
+  if (result == 0)
+    std::memcpy(value, properties.data() + offset, sizeof *value);
+  return result;
+}
+
+DriverResult shared_bytes_per_block(int device, std::size_t *bytes) {
+  return read_property(device, offsetof(PropertiesR0600, sharedMemPerBlock),
+                       offsetof(PropertiesR0000, sharedMemPerBlock), bytes);
+}
+
+DriverResult multiprocessors(int device, int *count) {
+  return read_property(device, offsetof(PropertiesR0600, multiProcessorCount),
+                       offsetof(PropertiesR0000, multiProcessorCount), count);
+}
+
+DriverResult event_elapsed(float *milliseconds, void *start, void *end) {
+  return hip.event_elapsed(milliseconds, start, end);
 }
 
 // HIP's current context is the thread's current device; ordinal + 1, so that 0 stays "none".
@@ -138,6 +177,9 @@ DriverResult current_context(Context *context) {
 DriverResult set_current_context(Context context) {
   return hip.set_device(static_cast<int>(context - 1));
 }
+
+// AMD kernels take the dynamic LDS they are launched with, up to the device's limit: no opt-in.
+DriverResult allow_shared_bytes(void *, int) { return 0; }
 
 } // namespace
 
@@ -163,15 +205,25 @@ DriverApi &hip_driver() {
       .copy_to_device = {"hipMemcpyHtoD"},
       .copy_to_host = {"hipMemcpyDtoH"},
       .synchronize = {"hipDeviceSynchronize"},
+      .event_create = {"hipEventCreateWithFlags"},
+      .event_record = {"hipEventRecord"},
+      .event_synchronize = {"hipEventSynchronize"},
+      .event_destroy = {"hipEventDestroy"},
+      .fill_async = {"hipMemsetD8Async"},
       .vendor_symbols = {bind(hip.get_error_name), bind(hip.get_error_string),
                          bind(hip.get_properties_r0600, false),
                          bind(hip.get_properties_r0000, false), bind(hip.get_device),
-                         bind(hip.set_device)},
+                         bind(hip.set_device), bind(hip.event_elapsed, false)},
       .describe = describe,
       .native_target = {"hipGetDeviceProperties", native_target},
       .device_context = {"hipSetDevice", device_context},
       .current_context = {"hipGetDevice", current_context},
       .set_current_context = {"hipSetDevice", set_current_context},
+      .multiprocessors = {"hipGetDeviceProperties", multiprocessors},
+      .allow_shared_bytes = {"hipModuleLaunchKernel", allow_shared_bytes},
+      .encode_tensor_map = {"tensor maps (NVIDIA only)"}, // no function: AMD has none
+      .event_elapsed = {"hipEventElapsedTime", event_elapsed},
+      .shared_bytes_per_block = {"hipGetDeviceProperties", shared_bytes_per_block},
   };
   return api;
 }

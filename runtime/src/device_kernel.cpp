@@ -133,4 +133,30 @@ void Kernel::launch_packed(const LaunchConfig &config, void **args) const {
     launch_failed(state, name_, config, result);
 }
 
+void Kernel::allow_shared_bytes(unsigned bytes) const {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device_);
+  detail::ScopedContext current(state);
+  if (const detail::DriverResult result =
+          state.api->allow_shared_bytes(function_, static_cast<int>(bytes));
+      result != 0)
+    throw Error(Errc::device_error, std::string(state.api->allow_shared_bytes.symbol) + " of " +
+                                        name_ + " for " + std::to_string(bytes) +
+                                        " shared bytes failed: " + state.api->describe(result));
+}
+
+TensorMap encode_tensor_map(const Device &device, const TensorMapShape &shape) {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device);
+  const auto &encode = state.api->encode_tensor_map;
+  if (encode.function == nullptr)
+    throw Error(Errc::device_error, detail::describe_device(state) + " has no tensor maps");
+  TensorMap map{};
+  if (const detail::DriverResult result = encode(&map, shape); result != 0)
+    throw Error(Errc::device_error,
+                std::string(encode.symbol) + " of a " + std::to_string(shape.rows) + " x " +
+                    std::to_string(shape.columns) + " matrix in " + std::to_string(shape.box_rows) +
+                    " x " + std::to_string(shape.box_columns) +
+                    " boxes failed: " + state.api->describe(result));
+  return map;
+}
+
 } // namespace kjit

@@ -1,6 +1,7 @@
 #include "signature.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/runtime/tensor_map.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -47,6 +48,8 @@ std::map<std::string, Layout, std::less<>> make_layouts() {
     for (std::uint32_t count = 1; count <= 4; ++count)
       layouts[element + std::to_string(count)] = {
           size * count, count == 3 ? size : std::min<std::uint32_t>(size * count, 16)};
+  // Tensor maps (gemm_wgmma's TMA descriptors) travel by value as __grid_constant__ parameters.
+  layouts["kjit::TensorMap"] = {sizeof(TensorMap), alignof(TensorMap)};
   return layouts;
 }
 

@@ -223,6 +223,9 @@ int cuLaunchKernel(void *function, unsigned grid_x, unsigned, unsigned, unsigned
 int cuFuncGetAttribute(int *value, int attribute, void *function) {
   return fake_function_attribute(value, attribute, function);
 }
+// Resolved at open (kjit raises shared-memory limits through it); nothing here launches code that
+// needs more.
+int cuFuncSetAttribute(void *, int, int) { return success; }
 int cuMemAlloc_v2(void **address, std::size_t bytes) {
   return allocate(address, bytes, current_device);
 }

@@ -1,7 +1,9 @@
 // gemm on the device against the double-precision reference.
+#include "ops/src/variants.hpp"
 #include "tests/ops/gpu_support.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
 
 namespace kjit::ops {
@@ -11,6 +13,13 @@ using gpu_testing::OpsGpuTest;
 
 template <Element T> class GemmGpuTest : public OpsGpuTest {};
 TYPED_TEST_SUITE(GemmGpuTest, gpu_testing::ElementTypes);
+
+// Whether gemm() and linear() run gemm_wgmma on `device` for aligned matrices with n and k
+// multiples of 8.
+template <Element T> bool serves_wgmma(const Device &device) {
+  const void *aligned = reinterpret_cast<const void *>(std::uintptr_t{256});
+  return detail::gemm_wgmma_serves<T>(device.target(), aligned, aligned, aligned, 8, 8);
+}
 
 struct GemmShape {
   int m, n, k;
@@ -59,16 +68,26 @@ TYPED_TEST(GemmGpuTest, MatchesTheReferenceForSizesThatAreNotMultiplesOfTheTiles
       {257, 300, 129, GemmTiles{128, 128, 16, 8, 8}},
       {100, 70, 33, GemmTiles{32, 64, 8, 2, 4}},
       {127, 17, 65, GemmTiles{64, 64, 16, 4, 4}},
+      // n and k multiples of 8 and nothing a multiple of the tiles: gemm_wgmma on sm_90a, its
+      // 128-row, 128- or 256-column and 64-deep tiles cut by the tensor maps' bounds.
+      {200, 264, 136},
+      {77, 520, 72},
+      {333, 136, 1000},
+      {1, 2056, 264},
+      {1100, 2056, 1032},
   };
-  // Without tiles: tensor cores where the device has them for T (half and bfloat16 on NVIDIA),
-  // the portable kernel otherwise; with tiles, always the portable kernel.
+  const bool hopper = serves_wgmma<T>(this->device());
+  // Without tiles: gemm_wgmma on sm_90a, tensor cores where the device has them for T (half and
+  // bfloat16 on NVIDIA), the portable kernel otherwise; with tiles, always the portable kernel.
   const bool tensor_cores = gemm_has_tensor_cores<T>(this->device().target());
   std::mt19937 rng(2024);
   for (const GemmShape &s : shapes) {
     const GemmTiles tiles = s.tiles.value_or(gemm_tiles_for(s.m, s.n, s.k));
     ::testing::Message trace;
     trace << s.m << " x " << s.n << " x " << s.k;
-    if (!s.tiles && tensor_cores)
+    if (!s.tiles && hopper && s.n % 8 == 0 && s.k % 8 == 0)
+      trace << ", gemm_wgmma";
+    else if (!s.tiles && tensor_cores)
       trace << ", tensor cores";
     else
       trace << ", portable, tiles " << tiles.block_m << "x" << tiles.block_n << "x" << tiles.block_k
@@ -87,6 +106,36 @@ TYPED_TEST(GemmGpuTest, MatchesTheReferenceForSizesThatAreNotMultiplesOfTheTiles
     const auto got = this->template download<T>(c, c_count);
     const auto exact = reference::gemm<T>(a, b, s.m, s.n, s.k);
     const auto magnitudes = reference::gemm<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k);
+    EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
+  }
+}
+
+// linear(): C = A @ W^T with W [n, k], on sm_90a (gemm_wgmma reading W K-major); elsewhere it
+// refuses with a reason.
+TYPED_TEST(GemmGpuTest, LinearMatchesTheReferenceOnHopperAndRefusesElsewhere) {
+  using T = TypeParam;
+  std::mt19937 rng(77);
+  const GemmShape shapes[] = {{1, 4104, 136}, {200, 264, 136}, {77, 520, 72}, {1100, 520, 1032}};
+  const bool hopper = serves_wgmma<T>(this->device());
+  for (const GemmShape &s : shapes) {
+    SCOPED_TRACE(::testing::Message() << s.m << " x " << s.n << " x " << s.k);
+    const auto a = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
+    const auto w = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.n) * s.k, rng, -1, 1);
+    DeviceBuffer a_on_device = this->upload(a), w_on_device = this->upload(w);
+    const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
+    DeviceBuffer c = this->template poisoned<T>(c_count);
+    auto run = [&] {
+      linear<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), w_on_device.as<T>(), s.m, s.n,
+                s.k);
+    };
+    if (!hopper) {
+      EXPECT_THROW(run(), Error);
+      continue;
+    }
+    run();
+    const auto got = this->template download<T>(c, c_count);
+    const auto exact = reference::linear<T>(a, w, s.m, s.n, s.k);
+    const auto magnitudes = reference::linear<T>(magnitudes_of(a), magnitudes_of(w), s.m, s.n, s.k);
     EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
   }
 }

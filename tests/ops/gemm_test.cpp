@@ -1,7 +1,10 @@
 #include "kjit/ops/gemm.hpp"
+#include "runtime/src/variant.hpp"
 #include "tests/ops/compile_support.hpp"
 
 #include <gtest/gtest.h>
+#include <memory>
+#include <regex>
 
 namespace kjit::ops {
 namespace {
@@ -33,14 +36,50 @@ TEST_F(OpsCompileTest, GemmMmaCompilesForSm90AndNamesWhyNotForAmd) {
   EXPECT_TRUE(refuses_to_compile("gemm_mma", {}, "gfx90a", "mma.sync is NVIDIA's"));
 }
 
-TEST(GemmTensorCores, HalfAndBFloat16OnNvidiaSm80AndNewer) {
-  for (const char *target : {"sm_80", "sm_90a", "sm_100"}) {
+// ptxas reports without failing when it serialises wgmma (warning C7510: the kernel then runs
+// far slower) or ignores setmaxnreg (C7508), and names spills only in its -v report. Compiles
+// gemm_wgmma's variants through NVRTC as kjit does, plus --ptxas-options=-v, and reads the log.
+TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
+  std::unique_ptr<jit::Compiler> nvrtc;
+  try {
+    nvrtc = jit::load_compiler(Vendor::nvidia);
+  } catch (const Error &error) {
+    GTEST_SKIP() << "NVRTC is not available: " << error.summary();
+  }
+  const jit::Target target = jit::Target::parse("sm_90a");
+  const Template &tmpl = templates::find("gemm_wgmma");
+  const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  for (const char *type : {"half", "bfloat16"})
+    for (int block_n : {128, 256})
+      for (int b_kmajor : {0, 1}) {
+        const ParamValues params = {{"T", type},
+                                    {"BLOCK_N", block_n},
+                                    {"STAGES", block_n == 256 ? 4 : 5},
+                                    {"B_KMAJOR", b_kmajor}};
+        const Instance instance = tmpl.bind(params);
+        VariantDescription variant =
+            describe_variant(instance, target, CompilerIdentity::of(*nvrtc));
+        variant.request.options.push_back("--ptxas-options=-v");
+        const jit::CompileResult result = nvrtc->compile(variant.request);
+        SCOPED_TRACE(instance.expression(Vendor::nvidia) + "\n" + result.log);
+        EXPECT_EQ(result.log.find("C7510"), std::string::npos) << "wgmma serialised";
+        EXPECT_EQ(result.log.find("C7508"), std::string::npos) << "setmaxnreg ignored";
+        std::smatch found;
+        ASSERT_TRUE(std::regex_search(result.log, found, spills)) << "no ptxas -v report";
+        EXPECT_EQ(found[1].str(), "0");
+        EXPECT_EQ(found[2].str(), "0");
+        EXPECT_NE(result.log.find("0 bytes stack frame"), std::string::npos);
+      }
+}
+
+TEST(GemmTensorCores, HalfAndBFloat16OnNvidiaSm80AndNewerAndOnAmdGfx942AndGfx950) {
+  for (const char *target : {"sm_80", "sm_90a", "sm_100", "gfx942", "gfx950:sramecc+:xnack-"}) {
     const auto parsed = jit::Target::parse(target);
     EXPECT_TRUE(gemm_has_tensor_cores<Half>(parsed)) << target;
     EXPECT_TRUE(gemm_has_tensor_cores<BFloat16>(parsed)) << target;
     EXPECT_FALSE(gemm_has_tensor_cores<float>(parsed)) << target;
   }
-  for (const char *target : {"sm_75", "gfx90a", "gfx1030"})
+  for (const char *target : {"sm_75", "gfx90a", "gfx1030", "gfx9-4-generic"})
     EXPECT_FALSE(gemm_has_tensor_cores<Half>(jit::Target::parse(target))) << target;
 }
 

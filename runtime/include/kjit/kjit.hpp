@@ -4,6 +4,7 @@
 #include "kjit/jit/target.hpp"
 #include "kjit/runtime/config.hpp"
 #include "kjit/runtime/runtime.hpp"
+#include "kjit/runtime/tensor_map.hpp"
 #include "kjit/templates/library.hpp"
 #include "kjit/templates/template.hpp"
 

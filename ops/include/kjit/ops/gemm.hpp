@@ -24,8 +24,9 @@ struct GemmTiles {
 // the device with them, 64 x 64 below.
 GemmTiles gemm_tiles_for(int m, int n, int k);
 
-// Whether gemm() without tiles runs on tensor cores for T on `target` (the gemm_mma template:
-// half and bfloat16 on NVIDIA sm_80 and newer); otherwise it runs the portable gemm template.
+// Whether gemm() without tiles runs on tensor cores for T on `target`: half and bfloat16 on
+// NVIDIA sm_80 and newer (the gemm_mma template) and on AMD gfx942 and gfx950 (gemm_mfma, matrix
+// cores); otherwise it runs the portable gemm template.
 template <Element T> bool gemm_has_tensor_cores(const jit::Target &target);
 
 // The portable kernel (every vendor and type) with these tiles. Throws Error(bad_argument) for
@@ -35,15 +36,27 @@ template <Element T> bool gemm_has_tensor_cores(const jit::Target &target);
 template <Element T>
 void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, const GemmTiles &tiles,
           Stream stream = nullptr);
-// Tensor cores where gemm_has_tensor_cores<T>, else the portable kernel with gemm_tiles_for.
+// On sm_90a (H100, H200) for half and bfloat16 with n and k multiples of 8 and 16-byte aligned
+// matrices: the gemm_wgmma template (wgmma, TMA, a persistent grid). Elsewhere tensor cores
+// where gemm_has_tensor_cores<T>, else the portable kernel with gemm_tiles_for.
 template <Element T>
 void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, Stream stream = nullptr);
+
+// C = A @ W^T with W [n, k] row-major, as torch.nn.Linear holds its weight (x @ W^T); A [m, k]
+// and C [m, n] as in gemm(). Runs on sm_90a only (gemm_wgmma reading W K-major): throws
+// Error(bad_argument) elsewhere, and where gemm() would not run gemm_wgmma.
+template <Element T>
+void linear(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k,
+            Stream stream = nullptr);
 
 namespace reference {
 
 // A @ B in double precision.
 template <Element T>
 std::vector<double> gemm(std::span<const T> a, std::span<const T> b, int m, int n, int k);
+// A @ W^T in double precision, W [n, k].
+template <Element T>
+std::vector<double> linear(std::span<const T> a, std::span<const T> w, int m, int n, int k);
 
 } // namespace reference
 

@@ -160,6 +160,10 @@ public:
     launch_packed(config, packed);
   }
 
+  // Lets launches take up to `bytes` of dynamic shared memory (CUDA asks for it past 48 KiB;
+  // a no-op on AMD). Throws Error(device_error) past the device's limit.
+  void allow_shared_bytes(unsigned bytes) const;
+
   // For callers that pack the arguments themselves: `args` holds one pointer per parameter, to a
   // value of exactly the parameter's size. Not checked.
   void launch_packed(const LaunchConfig &config, void **args) const;
