@@ -14,7 +14,9 @@ by F.rms_norm(r), counted with the fused operator's bytes.
 import sys
 
 
-def seconds_per_call(torch, fn):
+def seconds_per_call(torch, fn, burst_s=0.025, bursts=5, statistic=min, least_calls=3):
+    """The time per call of `fn`: `statistic` over `bursts` bursts of back-to-back calls lasting
+    about `burst_s` each, timed with CUDA events after 3 warm-up calls."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -29,8 +31,8 @@ def seconds_per_call(torch, fn):
         stop.synchronize()
         return start.elapsed_time(stop) / 1e3
 
-    calls = min(max(int(0.025 / max(burst(3) / 3, 1e-7)), 3), 2000)
-    return min(burst(calls) / calls for _ in range(5))
+    calls = min(max(int(burst_s / max(burst(3) / 3, 1e-7)), least_calls), 2000)
+    return statistic([burst(calls) / calls for _ in range(bursts)])
 
 
 def cases(torch, rows, hidden, dtype):

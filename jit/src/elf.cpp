@@ -75,6 +75,27 @@ std::optional<ElfSummary> read_elf(std::span<const std::byte> image) {
     return std::nullopt;
 
   auto section = [&](std::uint64_t index) { return section_table + index * section_entry_size; };
+  // Section names are optional (e_shstrndx 0 means none); a name that cannot be read is empty,
+  // and the readers that look sections up by name then do not find it.
+  const std::uint64_t names_index = elf.read(62, 2); // e_shstrndx
+  std::uint64_t names = 0, names_size = 0;
+  if (names_index != 0 && names_index < section_count) {
+    names = elf.read(section(names_index) + 24, 8);
+    names_size = elf.read(section(names_index) + 32, 8);
+    if (!elf.contains(names, names_size))
+      return std::nullopt;
+  }
+  for (std::uint64_t i = 0; i < section_count; ++i) {
+    ElfSection entry;
+    entry.type = std::uint32_t(elf.read(section(i) + 4, 4));
+    entry.info = std::uint32_t(elf.read(section(i) + 44, 4));
+    entry.offset = elf.read(section(i) + 24, 8);
+    entry.size = elf.read(section(i) + 32, 8);
+    if (entry.type != elf_section_nobits && !elf.contains(entry.offset, entry.size))
+      return std::nullopt;
+    entry.name = elf.string_at(names, names_size, elf.read(section(i), 4)).value_or("");
+    summary.sections.push_back(std::move(entry));
+  }
   for (std::uint64_t i = 0; i < section_count; ++i) {
     if (elf.read(section(i) + 4, 4) != section_type_symtab)
       continue;
@@ -99,6 +120,27 @@ std::optional<ElfSummary> read_elf(std::span<const std::byte> image) {
   return summary;
 }
 
+std::vector<ElfNote> read_notes(std::span<const std::byte> notes) {
+  Reader elf(notes);
+  std::vector<ElfNote> found;
+  // Each note: name size, description size, type, then name and description, each padded to
+  // four bytes.
+  for (std::uint64_t note = 0; note + 12 <= notes.size();) {
+    const std::uint64_t name_size = elf.read(note, 4), description_size = elf.read(note + 4, 4);
+    const std::uint64_t name = note + 12, description = name + align4(name_size);
+    const std::uint64_t next = description + align4(description_size);
+    if (next > notes.size())
+      break;
+    std::string_view name_text(reinterpret_cast<const char *>(notes.data() + name), name_size);
+    if (!name_text.empty() && name_text.back() == '\0')
+      name_text.remove_suffix(1);
+    found.push_back({name_text, std::uint32_t(elf.read(note + 8, 4)),
+                     notes.subspan(description, description_size)});
+    note = next;
+  }
+  return found;
+}
+
 std::optional<std::string> read_build_id(std::span<const std::byte> image) {
   Reader elf(image);
   if (!elf.has_elf64_header())
@@ -115,26 +157,16 @@ std::optional<std::string> read_build_id(std::span<const std::byte> image) {
     const std::uint64_t notes = elf.read(header + 8, 8), notes_size = elf.read(header + 32, 8);
     if (!elf.contains(notes, notes_size))
       continue;
-    // Each note: name size, description size, type, then name and description, each padded to
-    // four bytes.
-    for (std::uint64_t note = notes; note + 12 <= notes + notes_size;) {
-      const std::uint64_t name_size = elf.read(note, 4), description_size = elf.read(note + 4, 4);
-      const std::uint64_t name = note + 12, description = name + align4(name_size);
-      const std::uint64_t next = description + align4(description_size);
-      if (next > notes + notes_size)
-        break;
-      if (elf.read(note + 8, 4) == note_type_gnu_build_id && name_size == 4 &&
-          std::memcmp(image.data() + name, "GNU", 4) == 0 && description_size > 0) {
+    for (const ElfNote &note : read_notes(image.subspan(notes, notes_size))) {
+      if (note.type == note_type_gnu_build_id && note.name == "GNU" && !note.description.empty()) {
         static constexpr char digits[] = "0123456789abcdef";
         std::string hex;
-        for (std::uint64_t b = 0; b < description_size; ++b) {
-          const auto byte = std::to_integer<unsigned>(image[description + b]);
-          hex += digits[byte >> 4];
-          hex += digits[byte & 15];
+        for (const std::byte byte : note.description) {
+          hex += digits[std::to_integer<unsigned>(byte) >> 4];
+          hex += digits[std::to_integer<unsigned>(byte) & 15];
         }
         return hex;
       }
-      note = next;
     }
   }
   return std::nullopt;

@@ -197,6 +197,17 @@ std::string library_version(const std::string &real_path) {
   return suffix == std::string::npos ? real_path : real_path.substr(suffix + 4);
 }
 
+// The comgr sonames a hiprtc of this release dlopens: libamd_comgr.so.2 up to ROCm 5,
+// libamd_comgr.so.3 from ROCm 6 on. A release that the file name does not tell tries both.
+std::vector<std::string_view> comgr_sonames(const std::string &hiprtc_release) {
+  int major = std::atoi(hiprtc_release.c_str());
+  if (major >= 6)
+    return {"libamd_comgr.so.3"};
+  if (major >= 1)
+    return {"libamd_comgr.so.2"};
+  return {"libamd_comgr.so.3", "libamd_comgr.so.2"};
+}
+
 std::string directory_of(const std::string &path) { return path.substr(0, path.rfind('/')); }
 
 std::string demangle(const std::string &symbol) {
@@ -322,17 +333,30 @@ std::unique_ptr<Compiler> load_hiprtc() {
   std::vector<std::string> hiprtc_candidates = library_candidates(
       // hiprtc later moved from libamdhip64 to its own libhiprtc, and a libamdhip64 that no
       // longer exports it is passed over by the required-symbol check below.
-      {"libhiprtc.so.6", "libhiprtc.so.5", "libamdhip64.so.5", "libhiprtc.so", "libamdhip64.so"},
+      {"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libamdhip64.so.5", "libhiprtc.so",
+       "libamdhip64.so"},
       {directory_from_environment("ROCM_PATH", "lib"),
        directory_from_environment("HIP_PATH", "lib"), "/opt/rocm/lib"});
   DynamicLibrary hiprtc =
       DynamicLibrary::open_first("hiprtc", hiprtc_candidates, "hiprtcCreateProgram");
-  // hiprtc itself dlopens libamd_comgr.so.2; the same soname gives the same comgr.
-  std::vector<std::string> comgr_candidates =
-      library_candidates({"libamd_comgr.so.2"}, {directory_of(hiprtc.real_path())});
-  DynamicLibrary comgr =
-      DynamicLibrary::open_first("comgr", comgr_candidates, "amd_comgr_get_isa_metadata");
-  return std::make_unique<HiprtcCompiler>(std::move(hiprtc), std::move(comgr));
+  // hiprtc dlopens its comgr by soname, from its own directory first; opening the same soname
+  // the same way gives kjit the comgr that compiles.
+  std::vector<std::string> comgr_candidates;
+  for (std::string_view soname : comgr_sonames(library_version(hiprtc.real_path())))
+    for (const std::string &candidate :
+         library_candidates({soname}, {directory_of(hiprtc.real_path())}))
+      comgr_candidates.push_back(candidate);
+  try {
+    DynamicLibrary comgr =
+        DynamicLibrary::open_first("comgr", comgr_candidates, "amd_comgr_get_isa_metadata");
+    return std::make_unique<HiprtcCompiler>(std::move(hiprtc), std::move(comgr));
+  } catch (const Error &error) {
+    throw Error(Errc::compiler_unavailable,
+                "hiprtc " + hiprtc.real_path() + " was found without its comgr",
+                "install the comgr of the same ROCm release (Debian: libamd-comgr2 for ROCm 5, "
+                "libamd-comgr3 for ROCm 6 and 7)\n" +
+                    error.summary() + "\n" + error.detail());
+  }
 }
 
 } // namespace kjit::jit

@@ -9,8 +9,9 @@ namespace kjit::jit {
 namespace {
 
 constexpr std::string_view expected_forms =
-    "expected an AMD id such as gfx90a or gfx90a:sramecc+:xnack- (gfx<hex digits>, then "
-    "':<feature>+' or ':<feature>-' items) or an NVIDIA id such as sm_90 or sm_90a "
+    "expected an AMD id such as gfx90a, gfx90a:sramecc+:xnack- or gfx11-generic (gfx<hex "
+    "digits> or a generic target, then ':<feature>+' or ':<feature>-' items) or an NVIDIA id such "
+    "as sm_90 or sm_90a "
     "(sm_<number>, optionally followed by 'a' or 'f'), in lower case without spaces";
 
 [[noreturn]] void reject(std::string_view text, std::string_view reason) {
@@ -62,6 +63,50 @@ std::vector<TargetFeature> parse_amd_features(std::string_view text, std::string
   return features;
 }
 
+// LLVM's AMDGPUUsage, table "AMDGPU Generic Processors": each generic target, the processors
+// its code runs on, and the target features it takes.
+struct GenericTarget {
+  std::string_view name;
+  std::vector<std::string_view> processors;
+  std::vector<std::string_view> features;
+  int warp_size;
+};
+
+const std::vector<GenericTarget> &generic_targets() {
+  static const std::vector<GenericTarget> table{
+      {"gfx9-generic", {"gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"}, {"xnack"}, 64},
+      {"gfx9-4-generic", {"gfx940", "gfx941", "gfx942", "gfx950"}, {"sramecc", "xnack"}, 64},
+      {"gfx10-1-generic",
+       {"gfx1010", "gfx1011", "gfx1012", "gfx1013"},
+       {"cumode", "wavefrontsize64", "xnack"},
+       32},
+      {"gfx10-3-generic",
+       {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"},
+       {"cumode", "wavefrontsize64"},
+       32},
+      {"gfx11-generic",
+       {"gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"},
+       {"cumode", "wavefrontsize64"},
+       32},
+      {"gfx12-generic", {"gfx1200", "gfx1201"}, {"cumode", "wavefrontsize64"}, 32},
+  };
+  return table;
+}
+
+const GenericTarget *find_generic(std::string_view name) {
+  for (const GenericTarget &generic : generic_targets())
+    if (generic.name == name)
+      return &generic;
+  return nullptr;
+}
+
+std::string join(const std::vector<std::string_view> &names) {
+  std::string text;
+  for (std::string_view name : names)
+    text += (text.empty() ? "" : ", ") + std::string(name);
+  return text;
+}
+
 } // namespace
 
 Target Target::parse(std::string_view text) {
@@ -73,10 +118,19 @@ Target Target::parse(std::string_view text) {
   } else if (text.starts_with("gfx")) {
     target.vendor_ = Vendor::amd;
     std::string_view processor = text.substr(0, text.find(':'));
-    if (!is_number_without_leading_zero(processor.substr(3), is_hex_digit))
-      reject(text, "'gfx' must be followed by hexadecimal digits (lower case, no leading zero)");
+    const GenericTarget *generic = find_generic(processor);
+    if (generic == nullptr && !is_number_without_leading_zero(processor.substr(3), is_hex_digit))
+      reject(text, "'gfx' must be followed by hexadecimal digits (lower case, no leading zero) "
+                   "or be a generic target (" +
+                       generic_target_names() + ")");
     target.arch_ = std::string(processor);
     target.features_ = parse_amd_features(text, text.substr(processor.size()));
+    if (generic != nullptr)
+      for (const TargetFeature &feature : target.features_)
+        if (std::find(generic->features.begin(), generic->features.end(), feature.name) ==
+            generic->features.end())
+          reject(text, std::string(processor) + " takes no feature '" + feature.name +
+                           "'; its features: " + join(generic->features));
     target.id_ = target.arch_;
     for (const TargetFeature &feature : target.features_)
       target.id_ += ":" + feature.name + (feature.enabled ? "+" : "-");
@@ -87,10 +141,29 @@ Target Target::parse(std::string_view text) {
   return target;
 }
 
+bool Target::is_generic() const { return find_generic(arch_) != nullptr; }
+
 int Target::warp_size() const {
   if (vendor_ == Vendor::nvidia)
     return 32;
+  if (const GenericTarget *generic = find_generic(arch_))
+    return generic->warp_size;
   return arch_.size() >= 7 ? 32 : 64; // "gfx" then the version: gfx90a (CDNA), gfx1030 (RDNA)
+}
+
+std::string generic_target_names() {
+  std::vector<std::string_view> names;
+  for (const GenericTarget &generic : generic_targets())
+    names.push_back(generic.name);
+  return join(names);
+}
+
+std::optional<std::string> generic_family(std::string_view processor) {
+  for (const GenericTarget &generic : generic_targets())
+    if (std::find(generic.processors.begin(), generic.processors.end(), processor) !=
+        generic.processors.end())
+      return std::string(generic.name);
+  return std::nullopt;
 }
 
 } // namespace kjit::jit

@@ -29,37 +29,72 @@ void activation(Runtime &rt, std::string_view op, T *out, const T *x, std::int64
                 out, x, static_cast<long long>(n));
 }
 
+// A gated operator: its name for messages and its activation.
+struct GatedOp {
+  std::string_view name;
+  std::string_view act;
+};
+constexpr GatedOp silu_and_mul_op{"silu_and_mul", "silu"};
+constexpr GatedOp gelu_and_mul_op{"gelu_and_mul", "gelu"};
+constexpr GatedOp gelu_tanh_and_mul_op{"gelu_tanh_and_mul", "gelu_tanh"};
+
+// The gated plan: the tuned VEC when the table has one the pointers allow, else the widest they
+// allow.
+detail::Plan choose_gated_plan(Runtime &rt, const GatedOp &op, std::string_view element, int rows,
+                               int d, int aligned_vec) {
+  static const Template &tmpl = templates::find("gated_activation");
+  const ParamValues problem = {{"ACT", op.act}, {"T", element}};
+  int vec = aligned_vec;
+  if (auto winner =
+          detail::tuned_winner(rt, tmpl, problem, {{"d", d}, {"rows", detail::rows_bucket(rows)}}))
+    if (const int tuned = detail::winner_value(*winner, "VEC", 0); tuned >= 1 && tuned <= vec)
+      vec = tuned;
+  ParamValues params = problem;
+  params.emplace_back("VEC", vec);
+  return {&rt.kernel(tmpl, params), vec, detail::activation_threads, 1};
+}
+
 template <Element T>
-void gated(Runtime &rt, std::string_view op, std::string_view act, T *out, const T *x, int rows,
-           int d, Stream stream) {
-  detail::require_pointer(out, op, "out");
-  detail::require_pointer(x, op, "x");
-  detail::require(rows >= 0, op,
+void gated(Runtime &rt, const GatedOp &op, T *out, const T *x, int rows, int d, Stream stream) {
+  detail::require_pointer(out, op.name, "out");
+  detail::require_pointer(x, op.name, "x");
+  detail::require(rows >= 0, op.name,
                   [&] { return "rows is " + std::to_string(rows) + ", must be >= 0"; });
-  detail::require_range(d, 1, std::numeric_limits<int>::max() / 2, op, "d");
+  detail::require_range(d, 1, std::numeric_limits<int>::max() / 2, op.name, "d");
   if (rows == 0)
     return;
   const std::size_t out_bytes = static_cast<std::size_t>(rows) * d * sizeof(T);
-  detail::require_disjoint(out, out_bytes, x, 2 * out_bytes, op, "out and x");
-  const detail::ChosenVariant variant = detail::gated_variant(act, d, out, x);
-  const int vec = variant.integer("VEC");
-  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  const int rows_per_launch = detail::gated_rows_per_launch(d, vec);
-  for (int first = 0; first < rows;) {
-    const int count = std::min(rows_per_launch, rows - first);
-    const std::int64_t elements = std::int64_t{count} * d;
-    kernel.launch({.grid = static_cast<unsigned>(detail::activation_blocks(elements, vec)),
-                   .block = detail::activation_threads,
-                   .stream = stream},
-                  out + std::int64_t{first} * d, x + std::int64_t{first} * 2 * d, d,
-                  static_cast<int>(elements / vec));
-    first += count;
-  }
+  detail::require_disjoint(out, out_bytes, x, 2 * out_bytes, op.name, "out and x");
+  const int aligned = detail::vector_width(sizeof(T), d, {out, x});
+  const detail::PlanKey key{rt.id(), &op, d, detail::rows_bucket(rows), static_cast<int>(sizeof(T)),
+                            aligned};
+  const detail::Plan *plan = detail::find_plan(key);
+  if (plan == nullptr) [[unlikely]]
+    plan =
+        &detail::remember_plan(key, choose_gated_plan(rt, op, element_name<T>(), rows, d, aligned));
+  detail::launch_gated(*plan->kernel, plan->vec, out, x, sizeof(T), rows, d, stream);
 }
 
 } // namespace
 
 namespace detail {
+
+void launch_gated(const Kernel &kernel, int vec, void *out, const void *x,
+                  std::size_t element_bytes, int rows, int d, Stream stream) {
+  const int rows_per_launch = gated_rows_per_launch(d, vec);
+  for (int first = 0; first < rows;) {
+    const int count = std::min(rows_per_launch, rows - first);
+    const std::int64_t elements = std::int64_t{count} * d;
+    void *out_rows = static_cast<std::byte *>(out) + std::int64_t{first} * d * element_bytes;
+    const void *x_rows =
+        static_cast<const std::byte *>(x) + std::int64_t{first} * 2 * d * element_bytes;
+    kernel.launch({.grid = static_cast<unsigned>(activation_blocks(elements, vec)),
+                   .block = activation_threads,
+                   .stream = stream},
+                  out_rows, x_rows, d, static_cast<int>(elements / vec));
+    first += count;
+  }
+}
 
 template <Element T>
 ChosenVariant activation_variant(std::string_view act, const T *out, const T *x) {
@@ -96,15 +131,15 @@ template <Element T> void sigmoid(Runtime &rt, T *out, const T *x, std::int64_t 
 
 template <Element T>
 void silu_and_mul(Runtime &rt, T *out, const T *x, int rows, int d, Stream stream) {
-  gated(rt, "silu_and_mul", "silu", out, x, rows, d, stream);
+  gated(rt, silu_and_mul_op, out, x, rows, d, stream);
 }
 template <Element T>
 void gelu_and_mul(Runtime &rt, T *out, const T *x, int rows, int d, Stream stream) {
-  gated(rt, "gelu_and_mul", "gelu", out, x, rows, d, stream);
+  gated(rt, gelu_and_mul_op, out, x, rows, d, stream);
 }
 template <Element T>
 void gelu_tanh_and_mul(Runtime &rt, T *out, const T *x, int rows, int d, Stream stream) {
-  gated(rt, "gelu_tanh_and_mul", "gelu_tanh", out, x, rows, d, stream);
+  gated(rt, gelu_tanh_and_mul_op, out, x, rows, d, stream);
 }
 
 #define KJIT_INSTANTIATE_ACTIVATIONS(T)                                                            \

@@ -45,16 +45,23 @@ Dim3 grid_for(int m, int n, int block_m, int block_n) {
   return Dim3(detail::divide_up(n, block_n), grid_rows);
 }
 
+bool amd_matrix_cores(const jit::Target &target) {
+  return target.arch() == "gfx942" || target.arch() == "gfx950";
+}
+
+// gemm_mma on NVIDIA (32-lane warps), gemm_mfma on AMD (64-lane wavefronts).
 template <Element T>
 void gemm_on_tensor_cores(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k,
                           Stream stream) {
-  const detail::ChosenVariant variant = detail::gemm_mma_variant<T>(m, n);
+  const bool amd = rt.default_device().target().vendor() == Vendor::amd;
+  const detail::ChosenVariant variant =
+      amd ? detail::gemm_mfma_variant<T>(m, n) : detail::gemm_mma_variant<T>(m, n);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int block = variant.integer("BLOCK_M");
-  kernel.launch({.grid = grid_for(m, n, block, block),
-                 .block = 32 * variant.integer("WARPS_M") * variant.integer("WARPS_N"),
-                 .stream = stream},
-                c, a, b, m, n, k);
+  const int workers = amd ? 64 * variant.integer("WAVES_M") * variant.integer("WAVES_N")
+                          : 32 * variant.integer("WARPS_M") * variant.integer("WARPS_N");
+  kernel.launch({.grid = grid_for(m, n, block, block), .block = workers, .stream = stream}, c, a, b,
+                m, n, k);
 }
 
 // gemm_wgmma's fixed tile geometry (see the template): 128 rows of C per tile, K in steps of
@@ -215,6 +222,20 @@ template <Element T> ChosenVariant gemm_mma_variant(int m, int n) {
            {"WARPS_N", warps_n}}};
 }
 
+template <Element T> ChosenVariant gemm_mfma_variant(int m, int n) {
+  // 4 waves of 64 x 64 (2 x 2 MFMA tiles of 32 x 32) on 128 x 128 blocks, or of 32 x 32 on
+  // 64 x 64 ones.
+  const int block = large_tiles_pay(m, n) ? 128 : 64;
+  static const Template &tmpl = templates::find("gemm_mfma");
+  return {&tmpl,
+          {{"T", element_name<T>()},
+           {"BLOCK_M", block},
+           {"BLOCK_N", block},
+           {"BLOCK_K", 32},
+           {"WAVES_M", 2},
+           {"WAVES_N", 2}}};
+}
+
 template <Element T> ChosenVariant gemm_variant(const GemmTiles &tiles) {
   static const Template &tmpl = templates::find("gemm");
   return {&tmpl,
@@ -235,7 +256,8 @@ GemmTiles gemm_tiles_for(int m, int n, int /*k*/) {
 }
 
 template <Element T> bool gemm_has_tensor_cores(const jit::Target &target) {
-  return !std::is_same_v<T, float> && detail::nvidia_compute_capability(target) >= 80;
+  return !std::is_same_v<T, float> &&
+         (detail::nvidia_compute_capability(target) >= 80 || amd_matrix_cores(target));
 }
 
 template <Element T>
@@ -320,6 +342,7 @@ std::vector<double> linear(std::span<const T> a, std::span<const T> w, int m, in
   template void gemm<T>(Runtime &, T *, const T *, const T *, int, int, int, Stream);              \
   template bool gemm_has_tensor_cores<T>(const jit::Target &);                                     \
   template detail::ChosenVariant detail::gemm_mma_variant<T>(int, int);                            \
+  template detail::ChosenVariant detail::gemm_mfma_variant<T>(int, int);                           \
   template detail::ChosenVariant detail::gemm_variant<T>(const GemmTiles &);                       \
   template detail::ChosenVariant detail::gemm_wgmma_variant<T>(int, int, int, bool);               \
   template detail::ChosenVariant detail::linear_skinny_variant<T>(int, int, int);                  \

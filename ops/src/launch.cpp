@@ -57,4 +57,29 @@ RowShape row_shape(std::size_t element_bytes, int length, int warp_size,
   return row_shape(vector_width(element_bytes, length, pointers), length, warp_size);
 }
 
+RowShape choose_row_shape(const RowShape &heuristic, const std::optional<TimedVariant> &winner,
+                          int aligned_vec, int warp_size) {
+  if (!winner)
+    return heuristic;
+  const int vec = winner_value(*winner, "VEC", 0);
+  const int threads = winner_value(*winner, "THREADS", 0);
+  if (vec < 1 || vec > aligned_vec || threads < 1)
+    return heuristic;
+  return {vec, threads, threads <= warp_size ? std::max(1, 256 / threads) : 1};
+}
+
+Plan choose_rowwise_plan(Runtime &rt, const RowwiseKernel &op, std::string_view element, int rows,
+                         int length, int aligned_vec) {
+  const Template &tmpl = templates::find(op.name);
+  const int warp = rt.default_device().target().warp_size();
+  const ParamValues problem = {{"T", element}, {op.length_param, length}};
+  const RowShape shape = choose_row_shape(
+      row_shape(aligned_vec, length, warp),
+      tuned_winner(rt, tmpl, problem, {{"rows", rows_bucket(rows)}}), aligned_vec, warp);
+  ParamValues params = problem;
+  params.emplace_back("VEC", shape.vec);
+  params.emplace_back("THREADS", shape.threads);
+  return {&rt.kernel(tmpl, params), shape.vec, shape.threads, shape.rows_per_block};
+}
+
 } // namespace kjit::ops::detail

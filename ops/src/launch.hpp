@@ -6,6 +6,7 @@
 #include "kjit/ops/element.hpp"
 #include "kjit/runtime/runtime.hpp"
 #include "kjit/templates/library.hpp"
+#include "plans.hpp"
 #include "variants.hpp"
 
 #include <algorithm>
@@ -100,6 +101,11 @@ constexpr int gated_rows_per_launch(int d, int vec) {
   return static_cast<int>(max_vectors / (d / vec)); // d < 2^30: at least one row
 }
 
+// Launches the gated template's `kernel` (vectors of `vec`) over `rows` rows of d outputs, in as
+// many launches as gated_rows_per_launch needs. `element_bytes`: the size of one element.
+void launch_gated(const Kernel &kernel, int vec, void *out, const void *x,
+                  std::size_t element_bytes, int rows, int d, Stream stream);
+
 // The longest row the row-wise templates take (their HIDDEN/COLS parameter's maximum).
 inline constexpr int max_row_length = 32768;
 
@@ -130,22 +136,36 @@ RowwiseVariant rowwise_variant(const RowwiseKernel &op, int length, int warp_siz
           shape};
 }
 
-// Compiles (or finds) the row-wise template of `op` for T and a row of `length` elements, and
-// launches it over `rows` rows with `args`.
+// The shape to launch with: the tuned winner's VEC and THREADS when there is a winner and the
+// pointers allow its vector width (`aligned_vec`, a power of two dividing the row), else
+// `heuristic`.
+RowShape choose_row_shape(const RowShape &heuristic, const std::optional<TimedVariant> &winner,
+                          int aligned_vec, int warp_size);
+
+// The plan for `rows` rows of `length` elements of `element` ("half") at pointers that allow
+// vectors of `aligned_vec`: chosen (the table, else the heuristic) and compiled.
+Plan choose_rowwise_plan(Runtime &rt, const RowwiseKernel &op, std::string_view element, int rows,
+                         int length, int aligned_vec);
+
+// Launches the row-wise template of `op` for T and rows of `length` elements over `rows` rows
+// with `args`, through this thread's plan for the shape (chosen and compiled on its first use).
 template <Element T, typename... Args>
 void launch_rowwise(Runtime &rt, const RowwiseKernel &op, int rows, int length,
                     std::initializer_list<const void *> pointers, Stream stream,
                     const Args &...args) {
-  const auto [variant, shape] =
-      rowwise_variant<T>(op, length, rt.default_device().target().warp_size(), pointers);
-  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  const int aligned = vector_width(sizeof(T), length, pointers);
+  const PlanKey key{rt.id(), &op, length, rows_bucket(rows), static_cast<int>(sizeof(T)), aligned};
+  const Plan *plan = find_plan(key);
+  if (plan == nullptr) [[unlikely]]
+    plan =
+        &remember_plan(key, choose_rowwise_plan(rt, op, element_name<T>(), rows, length, aligned));
   const unsigned blocks =
-      static_cast<unsigned>((rows + shape.rows_per_block - 1) / shape.rows_per_block);
-  kernel.launch({.grid = blocks,
-                 .block = Dim3(static_cast<unsigned>(shape.threads),
-                               static_cast<unsigned>(shape.rows_per_block)),
-                 .stream = stream},
-                args...);
+      static_cast<unsigned>((rows + plan->rows_per_block - 1) / plan->rows_per_block);
+  plan->kernel->launch({.grid = blocks,
+                        .block = Dim3(static_cast<unsigned>(plan->threads),
+                                      static_cast<unsigned>(plan->rows_per_block)),
+                        .stream = stream},
+                       args...);
 }
 
 } // namespace kjit::ops::detail

@@ -42,6 +42,8 @@ ChosenVariant rotary_variant(int head_size, int rotary_dim, RotaryStyle style, c
                              const T *key, const T *cos_sin_cache);
 // gemm() on tensor cores (where gemm_has_tensor_cores<T>), for C of m x n.
 template <Element T> ChosenVariant gemm_mma_variant(int m, int n);
+// The same on AMD matrix cores (gfx942, gfx950).
+template <Element T> ChosenVariant gemm_mfma_variant(int m, int n);
 // gemm() (b_kmajor false) or linear() (true) on Hopper, where gemm_wgmma_serves.
 template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool b_kmajor);
 template <Element T>

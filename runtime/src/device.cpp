@@ -67,12 +67,25 @@ std::string loaded_path(void *library, const std::string &fallback) {
 
 // Every symbol of `api`, in one list: the shared calls, then the vendor's own.
 std::vector<DriverSymbol> symbols_of(DriverApi &api) {
-  std::vector<DriverSymbol> symbols = {
-      bind(api.init),          bind(api.device_count),     bind(api.device_get),
-      bind(api.device_name),   bind(api.module_load_data), bind(api.module_get_function),
-      bind(api.module_unload), bind(api.launch_kernel),    bind(api.function_attribute),
-      bind(api.allocate),      bind(api.free_memory),      bind(api.copy_to_device),
-      bind(api.copy_to_host),  bind(api.synchronize)};
+  std::vector<DriverSymbol> symbols = {bind(api.init),
+                                       bind(api.device_count),
+                                       bind(api.device_get),
+                                       bind(api.device_name),
+                                       bind(api.module_load_data),
+                                       bind(api.module_get_function),
+                                       bind(api.module_unload),
+                                       bind(api.launch_kernel),
+                                       bind(api.function_attribute),
+                                       bind(api.allocate),
+                                       bind(api.free_memory),
+                                       bind(api.copy_to_device),
+                                       bind(api.copy_to_host),
+                                       bind(api.synchronize),
+                                       bind(api.event_create, false),
+                                       bind(api.event_record, false),
+                                       bind(api.event_synchronize, false),
+                                       bind(api.event_destroy, false),
+                                       bind(api.fill_async, false)};
   symbols.insert(symbols.end(), api.vendor_symbols.begin(), api.vendor_symbols.end());
   return symbols;
 }
@@ -255,6 +268,84 @@ void Device::synchronize() const {
   detail::check(*state_, api.synchronize, api.synchronize());
 }
 
+namespace {
+
+// Throws Error(device_error) when the driver lacks `call`, an optional one.
+template <typename Signature>
+void require_call(const detail::DeviceState &state, const detail::DriverCall<Signature> &call) {
+  if (call.function == nullptr)
+    throw Error(Errc::device_error, detail::describe_device(state) + ": the driver has no " +
+                                        call.symbol + " (needed to time kernels)");
+}
+
+} // namespace
+
+std::size_t Device::shared_memory_per_block() const {
+  const detail::DriverApi &api = *state_->api;
+  std::size_t bytes = 0;
+  detail::check(*state_, api.shared_bytes_per_block,
+                api.shared_bytes_per_block(state_->handle, &bytes));
+  return bytes;
+}
+
+void Device::fill(void *address, unsigned char byte, std::size_t bytes, Stream stream) const {
+  const detail::DriverApi &api = *state_->api;
+  require_call(*state_, api.fill_async);
+  detail::ScopedContext current(*state_);
+  detail::check(*state_, api.fill_async, api.fill_async(address, byte, bytes, stream));
+}
+
+void Device::copy_to_host(void *host, const void *address, std::size_t bytes) const {
+  const detail::DriverApi &api = *state_->api;
+  detail::ScopedContext current(*state_);
+  detail::check(*state_, api.copy_to_host, api.copy_to_host(host, address, bytes));
+}
+
+EventTimer::EventTimer(const Device &device) : device_(device) {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device);
+  const detail::DriverApi &api = *state.api;
+  require_call(state, api.event_create);
+  require_call(state, api.event_record);
+  require_call(state, api.event_synchronize);
+  require_call(state, api.event_destroy);
+  detail::ScopedContext current(state);
+  detail::check(state, api.event_create, api.event_create(&start_, 0));
+  if (detail::DriverResult result = api.event_create(&stop_, 0); result != 0) {
+    api.event_destroy(start_);
+    detail::throw_driver_error(state, api.event_create.symbol, result);
+  }
+}
+
+EventTimer::~EventTimer() {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device_);
+  detail::ScopedContext current(state);
+  for (void *event : {start_, stop_})
+    if (detail::DriverResult result = state.api->event_destroy(event); result != 0)
+      detail::warn_driver_error(state, state.api->event_destroy.symbol, result);
+}
+
+void EventTimer::start(Stream stream) {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device_);
+  detail::ScopedContext current(state);
+  detail::check(state, state.api->event_record, state.api->event_record(start_, stream));
+}
+
+void EventTimer::stop(Stream stream) {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device_);
+  detail::ScopedContext current(state);
+  detail::check(state, state.api->event_record, state.api->event_record(stop_, stream));
+}
+
+double EventTimer::elapsed_ms() const {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device_);
+  const detail::DriverApi &api = *state.api;
+  detail::ScopedContext current(state);
+  detail::check(state, api.event_synchronize, api.event_synchronize(stop_));
+  float milliseconds = 0;
+  detail::check(state, api.event_elapsed, api.event_elapsed(&milliseconds, start_, stop_));
+  return milliseconds;
+}
+
 DeviceBuffer::DeviceBuffer(DeviceBuffer &&other) noexcept
     : device_(other.device_), address_(std::exchange(other.address_, nullptr)),
       bytes_(std::exchange(other.bytes_, 0)) {}
@@ -303,9 +394,7 @@ void DeviceBuffer::read(void *host, std::size_t bytes) const {
   check_copy_size(*this, bytes, "out of");
   if (bytes == 0)
     return;
-  const detail::DeviceState &state = detail::DeviceAccess::state(device_);
-  detail::ScopedContext current(state);
-  detail::check(state, state.api->copy_to_host, state.api->copy_to_host(host, address_, bytes));
+  device_.copy_to_host(host, address_, bytes);
 }
 
 } // namespace kjit

@@ -14,6 +14,8 @@ namespace {
 constexpr int compute_capability_major = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int compute_capability_minor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 constexpr int multiprocessor_count = 16;     // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+constexpr int shared_memory_per_block = 8;   // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK
+constexpr DriverResult not_found = 500;      // CUDA_ERROR_NOT_FOUND
 
 // CUDA-only calls. CUcontext is a pointer to an opaque struct, declared void * here.
 struct CudaCalls {
@@ -23,6 +25,10 @@ struct CudaCalls {
   DriverCall<DriverResult(void **, int)> primary_context_retain{"cuDevicePrimaryCtxRetain"};
   DriverCall<DriverResult(void **)> context_get_current{"cuCtxGetCurrent"};
   DriverCall<DriverResult(void *)> context_set_current{"cuCtxSetCurrent"};
+  // cuda.h maps cuEventElapsedTime to the _v2 symbol from CUDA 12.8 on; older drivers have the
+  // first only.
+  DriverCall<DriverResult(float *, void *, void *)> event_elapsed_v2{"cuEventElapsedTime_v2"};
+  DriverCall<DriverResult(float *, void *, void *)> event_elapsed_v1{"cuEventElapsedTime"};
   DriverCall<DriverResult(void *, int, int)> function_set_attribute{"cuFuncSetAttribute"};
   // CUresult (CUtensorMap *, CUtensorMapDataType, cuuint32_t rank, void *address,
   // const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
@@ -65,6 +71,21 @@ DriverResult primary_context(int device, Context *context) {
   void *made = nullptr;
   DriverResult result = cuda.primary_context_retain(&made, device);
   *context = reinterpret_cast<Context>(made);
+  return result;
+}
+
+DriverResult event_elapsed(float *milliseconds, void *start, void *end) {
+  if (cuda.event_elapsed_v2.function != nullptr)
+    return cuda.event_elapsed_v2(milliseconds, start, end);
+  if (cuda.event_elapsed_v1.function != nullptr)
+    return cuda.event_elapsed_v1(milliseconds, start, end);
+  return not_found;
+}
+
+DriverResult shared_bytes_per_block(int device, std::size_t *bytes) {
+  int shared = 0;
+  const DriverResult result = cuda.device_get_attribute(&shared, shared_memory_per_block, device);
+  *bytes = static_cast<std::size_t>(shared);
   return result;
 }
 
@@ -130,11 +151,17 @@ DriverApi &cuda_driver() {
       .copy_to_device = {"cuMemcpyHtoD_v2"},
       .copy_to_host = {"cuMemcpyDtoH_v2"},
       .synchronize = {"cuCtxSynchronize"},
+      .event_create = {"cuEventCreate"},
+      .event_record = {"cuEventRecord"},
+      .event_synchronize = {"cuEventSynchronize"},
+      .event_destroy = {"cuEventDestroy_v2"},
+      .fill_async = {"cuMemsetD8Async"},
       .vendor_symbols = {bind(cuda.get_error_name), bind(cuda.get_error_string),
                          bind(cuda.device_get_attribute), bind(cuda.primary_context_retain),
                          bind(cuda.context_get_current), bind(cuda.context_set_current),
                          bind(cuda.function_set_attribute),
-                         bind(cuda.tensor_map_encode_tiled, /*required=*/false)},
+                         bind(cuda.tensor_map_encode_tiled, /*required=*/false),
+                         bind(cuda.event_elapsed_v2, false), bind(cuda.event_elapsed_v1, false)},
       .describe = describe,
       .native_target = {"cuDeviceGetAttribute", native_target},
       .device_context = {"cuDevicePrimaryCtxRetain", primary_context},
@@ -143,6 +170,8 @@ DriverApi &cuda_driver() {
       .multiprocessors = {"cuDeviceGetAttribute", multiprocessors},
       .allow_shared_bytes = {"cuFuncSetAttribute", allow_shared_bytes},
       .encode_tensor_map = {"cuTensorMapEncodeTiled", encode_tensor_map},
+      .event_elapsed = {"cuEventElapsedTime", event_elapsed},
+      .shared_bytes_per_block = {"cuDeviceGetAttribute", shared_bytes_per_block},
   };
   return api;
 }

@@ -86,6 +86,13 @@ struct DriverApi {
   DriverCall<DriverResult(void *device, const void *host, std::size_t bytes)> copy_to_device;
   DriverCall<DriverResult(void *host, const void *device, std::size_t bytes)> copy_to_host;
   DriverCall<DriverResult()> synchronize;
+  // For timing (the tuner); optional: a driver without them can still launch.
+  DriverCall<DriverResult(void **event, unsigned flags)> event_create;
+  DriverCall<DriverResult(void *event, void *stream)> event_record;
+  DriverCall<DriverResult(void *event)> event_synchronize;
+  DriverCall<DriverResult(void *event)> event_destroy;
+  DriverCall<DriverResult(void *address, unsigned char byte, std::size_t bytes, void *stream)>
+      fill_async;
 
   // The vendor's own symbols, used by the operations below; resolved with the ones above.
   std::vector<DriverSymbol> vendor_symbols;
@@ -103,6 +110,11 @@ struct DriverApi {
   DriverCall<DriverResult(void *function, int bytes)> allow_shared_bytes;
   // cuTensorMapEncodeTiled for a 2-D map; no function on a backend without tensor maps.
   DriverCall<DriverResult(void *map, const TensorMapShape &shape)> encode_tensor_map;
+  // Milliseconds between two recorded events (cuEventElapsedTime has two symbols across CUDA
+  // versions, picked here).
+  DriverCall<DriverResult(float *milliseconds, void *start, void *end)> event_elapsed;
+  // Shared memory a block may use without opting in, in bytes.
+  DriverCall<DriverResult(int device, std::size_t *bytes)> shared_bytes_per_block;
 };
 
 // Function attributes: HIP copied the numbers of CUfunction_attribute (cuda.h) into

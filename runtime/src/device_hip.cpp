@@ -87,6 +87,7 @@ struct HipCalls {
   DriverCall<DriverResult(void *, int)> get_properties_r0000{"hipGetDeviceProperties"};
   DriverCall<DriverResult(int *)> get_device{"hipGetDevice"};
   DriverCall<DriverResult(int)> set_device{"hipSetDevice"};
+  DriverCall<DriverResult(float *, void *, void *)> event_elapsed{"hipEventElapsedTime"};
 };
 HipCalls hip;
 
@@ -134,15 +135,30 @@ DriverResult native_target(int device, std::string *target) {
   return result;
 }
 
-DriverResult multiprocessors(int device, int *count) {
+// One fixed-size member of the properties struct, at offset `r0600` or `r0000` of the layout the
+// runtime has.
+template <typename Member>
+DriverResult read_property(int device, std::size_t r0600, std::size_t r0000, Member *value) {
   alignas(std::max_align_t) Properties properties{};
   std::size_t offset = 0;
-  const DriverResult result =
-      read_properties(device, properties, offsetof(PropertiesR0600, multiProcessorCount),
-                      offsetof(PropertiesR0000, multiProcessorCount), &offset);
+  const DriverResult result = read_properties(device, properties, r0600, r0000, &offset);
   if (result == 0)
-    std::memcpy(count, properties.data() + offset, sizeof *count);
+    std::memcpy(value, properties.data() + offset, sizeof *value);
   return result;
+}
+
+DriverResult shared_bytes_per_block(int device, std::size_t *bytes) {
+  return read_property(device, offsetof(PropertiesR0600, sharedMemPerBlock),
+                       offsetof(PropertiesR0000, sharedMemPerBlock), bytes);
+}
+
+DriverResult multiprocessors(int device, int *count) {
+  return read_property(device, offsetof(PropertiesR0600, multiProcessorCount),
+                       offsetof(PropertiesR0000, multiProcessorCount), count);
+}
+
+DriverResult event_elapsed(float *milliseconds, void *start, void *end) {
+  return hip.event_elapsed(milliseconds, start, end);
 }
 
 // HIP's current context is the thread's current device; ordinal + 1, so that 0 stays "none".
@@ -189,10 +205,15 @@ DriverApi &hip_driver() {
       .copy_to_device = {"hipMemcpyHtoD"},
       .copy_to_host = {"hipMemcpyDtoH"},
       .synchronize = {"hipDeviceSynchronize"},
+      .event_create = {"hipEventCreateWithFlags"},
+      .event_record = {"hipEventRecord"},
+      .event_synchronize = {"hipEventSynchronize"},
+      .event_destroy = {"hipEventDestroy"},
+      .fill_async = {"hipMemsetD8Async"},
       .vendor_symbols = {bind(hip.get_error_name), bind(hip.get_error_string),
                          bind(hip.get_properties_r0600, false),
                          bind(hip.get_properties_r0000, false), bind(hip.get_device),
-                         bind(hip.set_device)},
+                         bind(hip.set_device), bind(hip.event_elapsed, false)},
       .describe = describe,
       .native_target = {"hipGetDeviceProperties", native_target},
       .device_context = {"hipSetDevice", device_context},
@@ -201,6 +222,8 @@ DriverApi &hip_driver() {
       .multiprocessors = {"hipGetDeviceProperties", multiprocessors},
       .allow_shared_bytes = {"hipModuleLaunchKernel", allow_shared_bytes},
       .encode_tensor_map = {"tensor maps (NVIDIA only)"}, // no function: AMD has none
+      .event_elapsed = {"hipEventElapsedTime", event_elapsed},
+      .shared_bytes_per_block = {"hipGetDeviceProperties", shared_bytes_per_block},
   };
   return api;
 }

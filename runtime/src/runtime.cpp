@@ -163,6 +163,8 @@ public:
     return first;
   }
 
+  std::string keyed_compiler(Vendor vendor) { return compiler_identity(vendor).identity; }
+
 private:
   // Single flight: the first thread to ask for a key resolves it, the others wait for its result
   // (or its exception).
@@ -444,12 +446,19 @@ private:
   std::map<cache::Key, std::shared_future<const CodeObject *>> in_flight_;
 };
 
-Runtime::Runtime(Config config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+namespace {
+std::atomic<std::uint64_t> runtimes_made = 0;
+} // namespace
+
+Runtime::Runtime(Config config)
+    : impl_(std::make_unique<Impl>(std::move(config))), id_(++runtimes_made) {}
+std::uint64_t Runtime::id() const { return id_; }
 Runtime::~Runtime() = default;
 const Config &Runtime::config() const { return impl_->config(); }
 Runtime::Counters Runtime::counters() const { return impl_->counters(); }
 const jit::Compiler &Runtime::compiler(Vendor vendor) { return impl_->compiler(vendor); }
 const Device &Runtime::default_device() { return impl_->default_device(); }
+std::string Runtime::compiler_identity(Vendor vendor) { return impl_->keyed_compiler(vendor); }
 const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params) {
   return impl_->kernel(tmpl, params, impl_->default_device(), nullptr);
 }

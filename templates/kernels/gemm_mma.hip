@@ -14,6 +14,7 @@
 #if KJIT_HIP
 #error "kjit gemm_mma: mma.sync is NVIDIA's (sm_80 and newer); on AMD targets use the gemm template"
 #else
+#include "kjit/gemm_staging.h"
 
 namespace kjit_gemm_mma {
 
@@ -51,66 +52,12 @@ template <bool TRANSPOSE> __device__ inline void ldmatrix_x4(unsigned (&r)[4], c
                  : "r"(address));
 }
 
-// One thread's share of a ROWS x COLS tile of a row-major matrix, held in registers between
-// the read from global memory (of the next step) and the store to shared memory (after this
-// step's compute), so that the read's latency overlaps the compute. The tile is cut into chunks
-// of 8 consecutive elements of a row: 16 bytes, one load where `vectors` says rows start 16-byte
-// aligned and the chunk lies inside the matrix; element by element, zero outside, otherwise.
-// Consecutive threads take consecutive chunks along a row: coalesced reads.
-template <int ROWS, int COLS, int THREADS, typename T> struct TileShare {
-  static_assert(COLS % 8 == 0, "whole chunks per tile row");
-  static constexpr int CHUNKS = ROWS * COLS / 8;
-  static constexpr int ITEMS = (CHUNKS + THREADS - 1) / THREADS;
-  kjit::Vec<T, 8> chunks[ITEMS];
-
-  // Chunk `item` of this thread: its row and first column in the tile; false past the tile.
-  __device__ static bool place(int item, int &r, int &c) {
-    const int i = item * THREADS + int(threadIdx.x);
-    r = i / (COLS / 8);
-    c = i % (COLS / 8) * 8;
-    return i < CHUNKS;
-  }
-
-  // Reads the tile at (row0, col0) of the `rows` x `cols` matrix `from`.
-  __device__ void read(const T *from, int rows, int cols, int row0, int col0, bool vectors) {
-#pragma unroll
-    for (int item = 0; item < ITEMS; ++item) {
-      int r, c;
-      if (!place(item, r, c))
-        continue;
-      const int row = row0 + r, col = col0 + c;
-      const T *at = from + static_cast<long long>(row) * cols + col;
-      if (vectors && row < rows && col + 8 <= cols) {
-        chunks[item] = kjit::load_vec<8>(at);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          chunks[item].at[j] = row < rows && col + j < cols ? at[j] : kjit::from_float<T>(0.0f);
-      }
-    }
-  }
-
-  // Hands each chunk to store(r, c, chunk).
-  template <typename Store> __device__ void write(Store store) const {
-#pragma unroll
-    for (int item = 0; item < ITEMS; ++item) {
-      int r, c;
-      if (place(item, r, c))
-        store(r, c, chunks[item]);
-    }
-  }
-};
-
-__device__ inline bool aligned16(const void *pointer) {
-  return (reinterpret_cast<unsigned long long>(pointer) & 15) == 0;
-}
-
 // 16 bytes read once: past L1, so that what is reused (the activations) stays there.
 template <typename T> __device__ inline uint4 load_streaming(const T *p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
   return v;
 }
 
@@ -137,12 +84,12 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
   const int warp_row = (warp / WARPS_N) * WARP_M, warp_col = (warp % WARPS_N) * WARP_N;
   const int block_row = blockIdx.y * BLOCK_M, block_col = blockIdx.x * BLOCK_N;
   // Whole 16-byte chunks of a row are aligned when the matrix is and its rows are 8k elements.
-  const bool a_vectors = kjit_gemm_mma::aligned16(a) && k % 8 == 0;
-  const bool b_vectors = kjit_gemm_mma::aligned16(b) && n % 8 == 0;
+  const bool a_vectors = kjit_gemm::aligned16(a) && k % 8 == 0;
+  const bool b_vectors = kjit_gemm::aligned16(b) && n % 8 == 0;
   float acc[TILES_M][TILES_N][4] = {};
 
-  kjit_gemm_mma::TileShare<BLOCK_M, BLOCK_K, THREADS, T> a_share;
-  kjit_gemm_mma::TileShare<BLOCK_K, BLOCK_N, THREADS, T> b_share;
+  kjit_gemm::TileShare<BLOCK_M, BLOCK_K, THREADS, T> a_share;
+  kjit_gemm::TileShare<BLOCK_K, BLOCK_N, THREADS, T> b_share;
   a_share.read(a, m, k, block_row, 0, a_vectors);
   b_share.read(b, k, n, 0, block_col, b_vectors);
   for (int k0 = 0; k0 < k; k0 += BLOCK_K) {

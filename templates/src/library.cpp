@@ -18,9 +18,57 @@ extern const std::string_view quant_hip;
 extern const std::string_view gemm_hip;
 extern const std::string_view gemm_mma_hip;
 extern const std::string_view gemm_wgmma_hip;
+extern const std::string_view gemm_mfma_hip;
+extern const std::string_view gemm_staging_h;
 } // namespace embedded
 
 namespace {
+
+// Bytes of one element of the type parameter T.
+std::int64_t element_bytes(const Instance &instance) {
+  for (const auto &[name, value] : instance.values())
+    if (name == "T")
+      return value.type() == "float" ? 4 : 2;
+  return 4;
+}
+
+std::int64_t integer_value(const Instance &instance, std::string_view name) {
+  for (const auto &[param, value] : instance.values())
+    if (param == name)
+      return value.integer();
+  return 0;
+}
+
+// A vector access is at most 16 bytes (the prelude's widest load).
+std::string vector_fits(const Instance &instance) {
+  const std::int64_t bytes = integer_value(instance, "VEC") * element_bytes(instance);
+  return bytes <= 16 ? "" : "VEC is " + std::to_string(bytes) + " bytes, more than 16";
+}
+
+// The row-wise kernels (rowwise.hip): VEC divides the row, a thread holds at most 64 elements,
+// and a row takes at least a warp (kjit::row_reduce).
+TuningRules rowwise_rules(std::string length) {
+  TuningRules rules;
+  rules.fits = [length](const Instance &instance, std::string_view target) -> std::string {
+    const std::int64_t n = integer_value(instance, length), vec = integer_value(instance, "VEC"),
+                       threads = integer_value(instance, "THREADS");
+    if (std::string why = vector_fits(instance); !why.empty())
+      return why;
+    if (n % vec != 0)
+      return "VEC " + std::to_string(vec) + " does not divide " + length + " " + std::to_string(n);
+    if ((n / vec + threads - 1) / threads * vec > 64)
+      return "a thread would hold more than 64 elements";
+    const std::int64_t warp = target.starts_with("sm_") ? 32 : 64;
+    if (threads < warp)
+      return "THREADS " + std::to_string(threads) + " is less than a warp";
+    return "";
+  };
+  // KJIT_ROW_BOUNDS: a block is THREADS threads, or 256 when several rows share it.
+  rules.threads = [](const Instance &instance) {
+    return std::max<std::int64_t>(integer_value(instance, "THREADS"), 256);
+  };
+  return rules;
+}
 
 // The activations and the row-wise operators (norms, softmax): see their sources for what each
 // parameter means. Every one takes T among `element_types` and a vector width VEC (elements per
@@ -28,8 +76,14 @@ namespace {
 // length, unrolled by the compiler, and THREADS per row.
 void add_activations_and_rowwise(std::vector<Template> &all,
                                  const std::vector<std::string> &element_types) {
-  const auto vec = [] { return ParamSchema::one_of({1, 2, 4, 8}, 4); };
-  const auto threads = [] { return ParamSchema::one_of({32, 64, 128, 256, 512, 1024}, 256); };
+  const auto vec = [] { return ParamSchema::one_of({1, 2, 4, 8}, 4).tunable(); };
+  const auto threads = [] {
+    return ParamSchema::one_of({32, 64, 128, 256, 512, 1024}, 256).tunable();
+  };
+  TuningRules activation_rules;
+  activation_rules.fits = [](const Instance &instance, std::string_view) {
+    return vector_fits(instance);
+  };
   // A thread holds at most 64 elements of a row, so 1024 threads cover 65536 at most; 32768
   // keeps every default-width variant within float's 32 per thread.
   const auto hidden = [] { return ParamSchema::integer(1, 32768, 4096); };
@@ -39,13 +93,13 @@ void add_activations_and_rowwise(std::vector<Template> &all,
           {"ACT", ParamSchema::type({"silu", "gelu", "gelu_tanh", "relu", "sigmoid"}, "silu")},
           {"T", ParamSchema::type(element_types, "float")},
           {"VEC", vec()}},
-      TemplateOptions{.arguments = {"T*", "const T*", "long long"}});
+      TemplateOptions{.arguments = {"T*", "const T*", "long long"}, .tuning = activation_rules});
   all.emplace_back(
       "gated_activation", std::string(embedded::activation_hip),
       std::vector<ParamDecl>{{"ACT", ParamSchema::type({"silu", "gelu", "gelu_tanh"}, "silu")},
                              {"T", ParamSchema::type(element_types, "float")},
                              {"VEC", vec()}},
-      TemplateOptions{.arguments = {"T*", "const T*", "int", "int"}});
+      TemplateOptions{.arguments = {"T*", "const T*", "int", "int"}, .tuning = activation_rules});
   const auto row_params = [&](const char *length) {
     return std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "float")},
                                   {length, hidden()},
@@ -53,14 +107,18 @@ void add_activations_and_rowwise(std::vector<Template> &all,
                                   {"THREADS", threads()}};
   };
   all.emplace_back("rms_norm", std::string(embedded::rowwise_hip), row_params("HIDDEN"),
-                   TemplateOptions{.arguments = {"T*", "const T*", "const T*", "float", "int"}});
+                   TemplateOptions{.arguments = {"T*", "const T*", "const T*", "float", "int"},
+                                   .tuning = rowwise_rules("HIDDEN")});
   all.emplace_back("fused_add_rms_norm", std::string(embedded::rowwise_hip), row_params("HIDDEN"),
-                   TemplateOptions{.arguments = {"T*", "T*", "const T*", "float", "int"}});
+                   TemplateOptions{.arguments = {"T*", "T*", "const T*", "float", "int"},
+                                   .tuning = rowwise_rules("HIDDEN")});
   all.emplace_back(
       "layer_norm", std::string(embedded::rowwise_hip), row_params("HIDDEN"),
-      TemplateOptions{.arguments = {"T*", "const T*", "const T*", "const T*", "float", "int"}});
+      TemplateOptions{.arguments = {"T*", "const T*", "const T*", "const T*", "float", "int"},
+                      .tuning = rowwise_rules("HIDDEN")});
   all.emplace_back("softmax", std::string(embedded::rowwise_hip), row_params("COLS"),
-                   TemplateOptions{.arguments = {"T*", "const T*", "float", "int", "int"}});
+                   TemplateOptions{.arguments = {"T*", "const T*", "float", "int", "int"},
+                                   .tuning = rowwise_rules("COLS")});
 }
 
 // Rotary embedding, per-token quantisation and the GEMM (kjit::ops). Row and head lengths are
@@ -91,6 +149,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                                    "int", "int",      "int"};
   const ParamSchema block = ParamSchema::one_of({16, 32, 64, 128, 256}, 128);
   const ParamSchema thread = ParamSchema::one_of({1, 2, 4, 8}, 8);
+  const HeaderFile gemm_staging{"kjit/gemm_staging.h", std::string(embedded::gemm_staging_h)};
   all.emplace_back("gemm", std::string(embedded::gemm_hip),
                    std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "half")},
                                           {"BLOCK_M", block},
@@ -99,15 +158,23 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                                           {"THREAD_M", thread},
                                           {"THREAD_N", thread}},
                    TemplateOptions{.arguments = gemm_arguments});
-  // The same GEMM on NVIDIA tensor cores (mma.sync, sm_80 and newer), for the 16-bit types.
-  all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip),
-                   std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "half")},
-                                          {"BLOCK_M", ParamSchema::one_of({64, 128, 256}, 128)},
-                                          {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128)},
-                                          {"BLOCK_K", ParamSchema::one_of({16, 32, 64}, 32)},
-                                          {"WARPS_M", ParamSchema::one_of({1, 2, 4}, 2)},
-                                          {"WARPS_N", ParamSchema::one_of({1, 2, 4}, 4)}},
-                   TemplateOptions{.arguments = gemm_arguments});
+  // The same GEMM on tensor cores, for the 16-bit types, with `workers` (warps or waves) along
+  // each dimension of the block: the parameters are named <workers>_M and <workers>_N.
+  const auto tensor_core_params = [](const std::string &workers, int default_n) {
+    return std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "half")},
+                                  {"BLOCK_M", ParamSchema::one_of({64, 128, 256}, 128)},
+                                  {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128)},
+                                  {"BLOCK_K", ParamSchema::one_of({16, 32, 64}, 32)},
+                                  {workers + "_M", ParamSchema::one_of({1, 2, 4}, 2)},
+                                  {workers + "_N", ParamSchema::one_of({1, 2, 4}, default_n)}};
+  };
+  // NVIDIA's (mma.sync, sm_80 and newer), with 32-lane warps.
+  all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip), tensor_core_params("WARPS", 4),
+                   TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
+  // AMD's matrix cores (MFMA, gfx942 and gfx950), with 64-lane wavefronts.
+  all.emplace_back("gemm_mfma", std::string(embedded::gemm_mfma_hip),
+                   tensor_core_params("WAVES", 2),
+                   TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
   // A @ W^T for a few rows of A (decode), on NVIDIA tensor cores (mma.sync, sm_80 and newer):
   // streams the weight W [N, K] once (gemm_mma.hip's second kernel).
   all.emplace_back(
@@ -117,7 +184,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"ROW_BLOCKS", ParamSchema::one_of({1, 2, 4}, 2)},
                              {"WARPS", ParamSchema::one_of({2, 4, 8, 16}, 8)},
                              {"UNROLL", ParamSchema::one_of({1, 2, 4, 8}, 4)}},
-      TemplateOptions{.arguments = gemm_arguments});
+      TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
   // The same GEMM on Hopper (sm_90a): wgmma fed by TMA, A and B passed as tensor maps.
   // B_KMAJOR = 1 reads B as an nn.Linear weight [N, K] (C = A @ W^T).
   all.emplace_back(

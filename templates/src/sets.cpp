@@ -91,6 +91,22 @@ public:
     return listed;
   }
 
+  // A variants item's "processors": empty when it has none (every processor).
+  std::vector<std::string> processors(const json &variant) const {
+    std::vector<std::string> listed;
+    auto found = variant.find("processors");
+    if (found == variant.end())
+      return listed;
+    if (!found->is_array() || found->empty())
+      fail("\"processors\" must list processor names such as \"gfx942\"");
+    for (const json &item : *found) {
+      if (!item.is_string() || item.get<std::string>().empty())
+        fail("\"processors\": " + item.dump() + " is not a processor name");
+      listed.push_back(item.get<std::string>());
+    }
+    return listed;
+  }
+
 private:
   std::vector<Value> named(const std::string &name, const std::string &where) const {
     if (auto values = document_.find("values"); values != document_.end() && values->contains(name))
@@ -210,8 +226,9 @@ VariantSet VariantSet::parse(std::string_view json_text, std::string origin,
       for (const auto &[param, values] : params.items())
         axes.emplace_back(param, parser.values(param, values));
       const std::vector<Vendor> vendors = parser.vendors(variant);
+      const std::vector<std::string> processors = parser.processors(variant);
       for (ParamValues &params : combinations(axes))
-        set.variants_.push_back({tmpl, std::move(params), vendors});
+        set.variants_.push_back({tmpl, std::move(params), vendors, processors});
     }
   } catch (const Error &error) {
     if (error.summary().starts_with(set.origin_))

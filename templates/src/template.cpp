@@ -128,6 +128,12 @@ ParamSchema ParamSchema::one_of(std::vector<std::int64_t> allowed,
   return p;
 }
 
+ParamSchema ParamSchema::tunable() const {
+  ParamSchema p = *this;
+  p.tunable_ = true;
+  return p;
+}
+
 std::string ParamSchema::describe() const {
   if (kind_ == Kind::type)
     return "a type, one of " + join(types_, ", ");
@@ -189,6 +195,12 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
     fingerprint.add(argument);
   }
   fingerprint_ = fingerprint.finish();
+}
+
+const ParamDecl *Template::param(std::string_view name) const {
+  auto found = std::find_if(params_.begin(), params_.end(),
+                            [&](const ParamDecl &decl) { return decl.name == name; });
+  return found == params_.end() ? nullptr : &*found;
 }
 
 Instance Template::bind(const ParamValues &given) const & {

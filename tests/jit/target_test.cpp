@@ -52,6 +52,47 @@ TEST(TargetParse, RdnaProcessorNamesParse) {
   EXPECT_EQ(Target::parse("gfx1100").arch(), "gfx1100"); // parses; support is the compiler's call
 }
 
+TEST(TargetParse, GenericTargetsParseWithTheirFeaturesAndWavefront) {
+  for (const char *name : {"gfx9-generic", "gfx9-4-generic", "gfx10-1-generic", "gfx10-3-generic",
+                           "gfx11-generic", "gfx12-generic"}) {
+    Target target = Target::parse(name);
+    EXPECT_EQ(target.id(), name);
+    EXPECT_TRUE(target.is_generic()) << name;
+  }
+  EXPECT_EQ(Target::parse("gfx9-4-generic:xnack-:sramecc+").id(), "gfx9-4-generic:sramecc+:xnack-");
+  EXPECT_EQ(Target::parse("gfx9-generic").warp_size(), 64);
+  EXPECT_EQ(Target::parse("gfx9-4-generic").warp_size(), 64);
+  EXPECT_EQ(Target::parse("gfx11-generic").warp_size(), 32);
+  EXPECT_EQ(Target::parse("gfx12-generic").warp_size(), 32);
+  EXPECT_FALSE(Target::parse("gfx1101").is_generic());
+}
+
+TEST(TargetParse, GenericTargetRefusesAFeatureItLacks) {
+  try {
+    Target::parse("gfx11-generic:xnack+");
+    FAIL() << "gfx11-generic:xnack+ parsed";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_target);
+    EXPECT_NE(std::string(error.what()).find("gfx11-generic takes no feature 'xnack'"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(GenericFamily, EachProcessorMapsToTheGenericTargetThatServesIt) {
+  EXPECT_EQ(generic_family("gfx1101"), "gfx11-generic");
+  EXPECT_EQ(generic_family("gfx1151"), "gfx11-generic");
+  EXPECT_EQ(generic_family("gfx1201"), "gfx12-generic");
+  EXPECT_EQ(generic_family("gfx942"), "gfx9-4-generic");
+  EXPECT_EQ(generic_family("gfx950"), "gfx9-4-generic");
+  EXPECT_EQ(generic_family("gfx906"), "gfx9-generic");
+  EXPECT_EQ(generic_family("gfx1013"), "gfx10-1-generic");
+  EXPECT_EQ(generic_family("gfx1036"), "gfx10-3-generic");
+  EXPECT_EQ(generic_family("gfx90a"), std::nullopt); // no generic target serves it
+  EXPECT_EQ(generic_family("gfx11-generic"), std::nullopt);
+  EXPECT_EQ(generic_family("sm_90"), std::nullopt);
+}
+
 class BadTarget : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(BadTarget, IsRefusedWithTheTextAndTheExpectedForms) {
@@ -75,7 +116,8 @@ INSTANTIATE_TEST_SUITE_P(TargetParse, BadTarget,
                                            "gfx90a:xnack+:xnack-", "gfx90a:xnack+:xnack+",
                                            "gfx90a::xnack+", "sm_", "sm_9x", "sm_090", "sm_90b",
                                            "sm_90af", "sm_90:xnack+", "SM_90", "compute_90", "90",
-                                           "nvidia", "sm90"));
+                                           "nvidia", "sm90", "gfx11-Generic", "gfx13-generic",
+                                           "gfx11-generic:", "gfx9-generic:sramecc+"));
 
 TEST(TargetParse, DuplicateFeatureIsNamedInTheMessage) {
   try {

@@ -18,40 +18,7 @@ using ::kjit::ops::gpu_testing::all_close;
 using ::kjit::ops::gpu_testing::random_elements;
 using ::kjit::ops::gpu_testing::to_doubles;
 
-// The kernels' element type for each of the operators'.
-template <Element T> struct KernelType { using type = float; };
-template <> struct KernelType<Half> { using type = __half; };
-template <> struct KernelType<BFloat16> { using type = bfloat16; };
-
-// A host buffer as the kernel sees it, with a guard band of NaNs past the end.
-template <Element T> class Buffer {
-public:
-  using K = typename KernelType<T>::type;
-  explicit Buffer(const std::vector<T> &values) : data_(values.size() + guard) {
-    std::memset(data_.data(), 0xFF, data_.size() * sizeof(K));
-    std::memcpy(data_.data(), values.data(), values.size() * sizeof(T));
-  }
-  static Buffer poisoned(std::size_t count) { return Buffer(std::vector<T>(), count); }
-  K *data() { return data_.data(); }
-  // The first `count` values, and whether the guard band past them is untouched.
-  std::vector<T> values(std::size_t count) const {
-    std::vector<T> out(count);
-    std::memcpy(out.data(), data_.data(), count * sizeof(T));
-    return out;
-  }
-  bool guard_intact(std::size_t count) const {
-    const auto *bytes = reinterpret_cast<const unsigned char *>(data_.data());
-    return std::all_of(bytes + count * sizeof(K), bytes + data_.size() * sizeof(K),
-                       [](unsigned char b) { return b == 0xFF; });
-  }
-
-private:
-  static constexpr std::size_t guard = 64;
-  Buffer(const std::vector<T> &, std::size_t count) : data_(count + guard) {
-    std::memset(data_.data(), 0xFF, data_.size() * sizeof(K));
-  }
-  std::vector<K> data_;
-};
+#include "tests/ops/emulated_buffer.hpp"
 
 template <Element T> double tolerance() { return ::kjit::ops::epsilon<T>() + 0x1p-16; }
 

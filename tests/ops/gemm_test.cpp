@@ -83,14 +83,14 @@ TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
       }
 }
 
-TEST(GemmTensorCores, HalfAndBFloat16OnNvidiaSm80AndNewer) {
-  for (const char *target : {"sm_80", "sm_90a", "sm_100"}) {
+TEST(GemmTensorCores, HalfAndBFloat16OnNvidiaSm80AndNewerAndOnAmdGfx942AndGfx950) {
+  for (const char *target : {"sm_80", "sm_90a", "sm_100", "gfx942", "gfx950:sramecc+:xnack-"}) {
     const auto parsed = jit::Target::parse(target);
     EXPECT_TRUE(gemm_has_tensor_cores<Half>(parsed)) << target;
     EXPECT_TRUE(gemm_has_tensor_cores<BFloat16>(parsed)) << target;
     EXPECT_FALSE(gemm_has_tensor_cores<float>(parsed)) << target;
   }
-  for (const char *target : {"sm_75", "gfx90a", "gfx1030"})
+  for (const char *target : {"sm_75", "gfx90a", "gfx1030", "gfx9-4-generic"})
     EXPECT_FALSE(gemm_has_tensor_cores<Half>(jit::Target::parse(target))) << target;
 }
 

@@ -40,9 +40,10 @@ struct EmulatedLaunch {
 inline std::barrier<> *block_barrier = nullptr;
 inline std::vector<std::uint64_t> exchange; // one slot per thread of the running block
 
-// Runs `kernel` (a callable running one thread's share) over `grid` x `block` threads: the
-// block's threads are started once and run the blocks in turn, meeting at a barrier between
-// blocks (so a block's __shared__ statics and the exchange array are free for the next).
+// Runs `kernel` (a callable running one thread's share) over `grid` x `block` threads, grids of
+// one or two dimensions: the block's threads are started once and run the blocks in turn, meeting
+// at a barrier between blocks (so a block's __shared__ statics and the exchange array are free
+// for the next).
 template <typename Kernel> void launch(EmulatedDim3 grid, EmulatedDim3 block, Kernel kernel) {
   gridDim = grid;
   blockDim = block;
@@ -56,11 +57,12 @@ template <typename Kernel> void launch(EmulatedDim3 grid, EmulatedDim3 block, Ke
     for (unsigned x = 0; x < block.x; ++x)
       running.emplace_back([=, &barrier] {
         threadIdx = {x, y, 0};
-        for (unsigned b = 0; b < grid.x; ++b) {
-          blockIdx = {b, 0, 0};
-          kernel();
-          barrier.arrive_and_wait();
-        }
+        for (unsigned by = 0; by < grid.y; ++by)
+          for (unsigned bx = 0; bx < grid.x; ++bx) {
+            blockIdx = {bx, by, 0};
+            kernel();
+            barrier.arrive_and_wait();
+          }
       });
   for (std::thread &thread : running)
     thread.join();
@@ -87,6 +89,18 @@ template <typename T> T __shfl_xor(T value, int mask, int width) {
 inline float __expf(float x) { return std::exp(x); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline float __fdividef(float a, float b) { return a / b; }
+// The AMD approximations the prelude's fast_exp2 and fast_reciprocal use (v_exp_f32, v_rcp_f32),
+// modelled at their worst: one ulp from the float nearest the exact value, away from zero, and
+// results below float's normal range flushed to zero (the ISA documents 1 ulp and allows the
+// flush), so that the kernels' tolerances are checked against the error they may meet.
+inline float worst_approximation(double exact) {
+  const float nearest = static_cast<float>(exact);
+  if (std::fabs(nearest) < 0x1p-126f)
+    return 0.0f;
+  return std::nextafter(nearest, std::copysign(INFINITY, nearest));
+}
+inline float __builtin_amdgcn_exp2f(float x) { return worst_approximation(std::exp2(double{x})); }
+inline float __builtin_amdgcn_rcpf(float x) { return worst_approximation(1.0 / double{x}); }
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
 inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }

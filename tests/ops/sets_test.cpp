@@ -1,7 +1,7 @@
 // The prebuilt levels serve kjit::ops: for the shapes each level promises, every variant the
 // wrappers ask for (their own detail::*_variant functions, with 16-byte-aligned pointers as
-// allocators give) is in that level's built-in set for the target's vendor, on NVIDIA (sm_90,
-// 32-wide warps) and AMD (gfx90a, 64-wide warps).
+// allocators give) is in that level's built-in set for the target, on NVIDIA (sm_90, 32-wide
+// warps) and AMD (gfx90a, and gfx942 and gfx950 with their MFMA GEMM; 64-wide warps).
 #include "kjit/ops/gemm.hpp"
 #include "kjit/ops/quant.hpp"
 #include "kjit/templates/sets.hpp"
@@ -25,13 +25,13 @@ std::string describe(const detail::ChosenVariant &variant) {
   return variant.tmpl->name() + " " + variant.tmpl->bind(variant.params).canonical_params();
 }
 
-// The variants the built-in sets of `level` hold for targets of `vendor`, as describe() names them.
-std::set<std::string> level_variants(int level, Vendor vendor) {
+// The variants the built-in sets of `level` hold for `target`, as describe() names them.
+std::set<std::string> level_variants(int level, const jit::Target &target) {
   std::set<std::string> all;
   for (const templates::VariantSet &set : templates::builtin_sets())
     if (set.level() == level)
       for (const templates::SetVariant &variant : set.variants())
-        if (variant.for_vendor(vendor))
+        if (variant.for_target(target.vendor(), target.arch()))
           all.insert(variant.tmpl->name() + " " +
                      variant.tmpl->bind(variant.params).canonical_params());
   return all;
@@ -52,7 +52,7 @@ public:
   // "rms_norm HIDDEN=4096,T=half,THREADS=128,VEC=8 (Llama-3-8B hidden)" for each one the level
   // lacks.
   std::vector<std::string> missing_from(int level) const {
-    const std::set<std::string> held = level_variants(level, target_.vendor());
+    const std::set<std::string> held = level_variants(level, target_);
     std::vector<std::string> missing;
     for (const auto &[variant, why] : requested_)
       if (!held.contains(variant))
@@ -132,16 +132,18 @@ template <Element T> void add_core(Requests &requests) {
   for (int mn : {256, 4096}) {
     const std::string why = "gemm " + std::to_string(mn) + " " + type;
     if (gemm_has_tensor_cores<T>(requests.target()))
-      requests.add(detail::gemm_mma_variant<T>(mn, mn), why);
+      requests.add(requests.target().vendor() == Vendor::amd ? detail::gemm_mfma_variant<T>(mn, mn)
+                                                             : detail::gemm_mma_variant<T>(mn, mn),
+                   why);
     else
       requests.add(detail::gemm_variant<T>(gemm_tiles_for(mn, mn, mn)), why);
   }
 }
 
-// Asks the wrappers of sm_90 (32-wide warps) and gfx90a (64-wide) for what `add` names, and
-// fails naming each variant that `level` lacks.
+// Asks the wrappers of sm_90 (32-wide warps), gfx90a, gfx942 and gfx950 (64-wide) for what `add`
+// names, and fails naming each variant that `level` lacks.
 template <typename Add> void expect_level_holds(int level, Add add) {
-  for (const char *target : {"sm_90", "gfx90a"}) {
+  for (const char *target : {"sm_90", "gfx90a", "gfx942", "gfx950"}) {
     Requests requests(target);
     add(requests);
     for (const std::string &variant : requests.missing_from(level))

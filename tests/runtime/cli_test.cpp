@@ -88,7 +88,7 @@ TEST_F(CliTest, BadInputIsExitTwoWithOneClearLine) {
   expect_bad_input("compile scale -p T=double -p N=4096 --target gfx90a",
                    "T = double is not allowed");
   expect_bad_input("compile scale -p T=half -p N=0 --target gfx90a", "N = 0 is out of range");
-  expect_bad_input("compile scale -p T=half -p N=4096 --target gfx942", "gfx942");
+  expect_bad_input("compile scale -p T=half -p N=4096 --target gfx9ff", "gfx9ff");
   expect_bad_input("compile scale -p T=half -p N=4096 --target gfx1030:xnack+", "xnack");
 }
 
@@ -166,6 +166,17 @@ TEST_F(CliCacheTest, ListsShowsAndCountsWhatWasCompiled) {
   EXPECT_EQ(shown["kernels"][0][0], "scale<__half, 64>");
   EXPECT_EQ(shown["parameters"], nlohmann::json::parse(R"({"T": "half", "N": 64})"));
   EXPECT_FALSE(shown["key_inputs"].empty());
+  const nlohmann::json &resources = shown["resources"][shown["kernels"][0][1].get<std::string>()];
+  EXPECT_GT(resources["registers"].get<int>(), 0);
+  EXPECT_GT(resources["sgprs"].get<int>(), 0);
+  EXPECT_TRUE(resources["agprs"].is_number()) << "gfx90a has AGPRs";
+  EXPECT_EQ(resources["shared_bytes"], 0);
+  EXPECT_EQ(resources["scratch_bytes"], 0);
+  EXPECT_EQ(resources["spills"], 0);
+  EXPECT_EQ(resources["wavefront_size"], 64);
+  const std::string table = kjit("cache show " + first.substr(0, 10)).out;
+  EXPECT_NE(table.find("resources"), std::string::npos) << table;
+  EXPECT_NE(table.find("registers  agprs  sgprs"), std::string::npos) << table;
 
   const nlohmann::json stats = json_of("cache stats");
   ASSERT_EQ(stats["tiers"].size(), 1u);
@@ -303,6 +314,57 @@ TEST_F(CliCacheTest, BadInputIsExitTwoWithOneClearLineAndChangesNothing) {
   expect_bad_input("cache ls --sort colour", "--sort colour");
   expect_bad_input("cache frobnicate", "unknown cache command 'frobnicate'; commands: ls, stats");
   EXPECT_EQ(json_of("cache ls").size(), keys.size()) << "nothing was removed";
+}
+
+// The tuning table from the command line, on a machine without a GPU: records imported,
+// listed as {"records": [...]}, shown, exported as CSV; tuning says there is no GPU (exit 3).
+TEST_F(CliTest, TuneManagesTheTableAndNeedsAGpuToTune) {
+  const std::string record = R"({"records": [{"format": 1, "key": "KEY", "template": "rms_norm",
+    "source_digest": "d", "problem": {"HIDDEN": 4096, "T": "bfloat16"}, "extents": {"rows": 64},
+    "target": "sm_90a", "compute_units": 132, "device": "NVIDIA H100", "compiler": "nvrtc",
+    "winner": {"params": {"THREADS": 256, "VEC": 8}, "time_us": 3.5}, "runners_up": [],
+    "created_unix": 1764000000}]})";
+  // The key is the record's own, computed from its content: a wrong one is refused, naming the
+  // right one, and nothing is stored.
+  const CliRun wrong = kjit("tune import " + write_source("wrong.json", record));
+  EXPECT_EQ(wrong.status, 2);
+  EXPECT_EQ(wrong.err.rfind("kjit: ", 0), 0u) << wrong.err;
+  const std::string refused = "is not the key of its content, ";
+  const std::size_t at = wrong.err.find(refused);
+  ASSERT_NE(at, std::string::npos) << wrong.err;
+  const std::string key = wrong.err.substr(at + refused.size(), 64);
+  const CliRun empty = kjit("tune ls --json");
+  ASSERT_EQ(empty.status, 0) << empty.err;
+  EXPECT_EQ(nlohmann::json::parse(empty.out), nlohmann::json::parse(R"({"records": []})"));
+
+  std::string right = record;
+  right.replace(right.find("KEY"), 3, key);
+  const CliRun imported = kjit("tune import --json " + write_source("right.json", right));
+  ASSERT_EQ(imported.status, 0) << imported.err;
+  EXPECT_EQ(nlohmann::json::parse(imported.out).at("imported"), 1);
+  const nlohmann::json listed = nlohmann::json::parse(kjit("tune ls --json").out);
+  ASSERT_EQ(listed.at("records").size(), 1u);
+  EXPECT_EQ(listed.at("records").at(0).at("key"), key);
+  const CliRun shown = kjit("tune show " + key.substr(0, 8));
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  EXPECT_EQ(nlohmann::json::parse(shown.out).at("winner").at("params").at("VEC"), 8);
+  const std::string csv = write_source("table.csv", "");
+  ASSERT_EQ(kjit("tune export --csv " + csv).status, 0);
+  std::ifstream csv_file(csv);
+  const std::string csv_text((std::istreambuf_iterator<char>(csv_file)), {});
+  EXPECT_NE(csv_text.find("rms_norm"), std::string::npos) << csv_text;
+  EXPECT_NE(csv_text.find("\"sm_90a\",132"), std::string::npos) << csv_text;
+
+  const std::string shapes =
+      write_source("shapes.json", R"({"types": ["bfloat16"], "rows": [64], "lengths": [4096]})");
+  const CliRun tuned = kjit("tune rms_norm --shapes " + shapes);
+  if (tuned.status == 0)
+    GTEST_SKIP() << "a GPU is present: tuning is checked by kjit_ops_gpu_tests";
+  EXPECT_EQ(tuned.status, 3) << tuned.err;
+  EXPECT_NE(tuned.err.find("kjit: cannot tune: no GPU"), std::string::npos) << tuned.err;
+  const CliRun unknown = kjit("tune gemm --shapes " + shapes);
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("the tunable operators are"), std::string::npos) << unknown.err;
 }
 
 } // namespace

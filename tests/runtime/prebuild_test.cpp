@@ -4,6 +4,7 @@
 // and refuses bad input with one line.
 #include "cli_fixture.hpp"
 #include "kjit/runtime/prebuild.hpp"
+#include "kjit/runtime/tuning_table.hpp"
 #include "kjit/templates/library.hpp"
 #include "tests/support/files.hpp"
 
@@ -186,6 +187,35 @@ TEST_F(PrebuildCliTest, PrebuiltModeFindsTheEntriesWithoutLoadingACompilerAndARe
   EXPECT_EQ(tree(tier), before);
 }
 
+// --tuned builds exactly the winners of an exported table for their targets, and ships the
+// records in the tier, where a table reading it finds them.
+TEST_F(PrebuildCliTest, TunedBuildsTheWinnersAndShipsTheRecords) {
+  const fs::path tier = dir / "prebuilt";
+  const TuningKey key =
+      TuningKey::of(templates::find("rms_norm"), {{"T", "half"}, {"HIDDEN", 4096}}, {{"rows", 64}},
+                    {"gfx90a", 104, "AMD Instinct MI210"}, "hiprtc");
+  const TuningRecord record{key, {{{"VEC", 4}, {"THREADS", 512}}, 3.0}, {}, 1764000000};
+  const std::string exported = write_source("tuned.json", tuning_records_json({record}));
+  const CliRun built =
+      kjit("prebuild --tuned " + exported + " --json --jobs 1 --out " + tier.string());
+  ASSERT_EQ(built.status, 0) << built.err;
+  const auto summary = nlohmann::json::parse(built.out);
+  EXPECT_EQ(summary["variants"], 1);
+  EXPECT_EQ(summary["built"], 1);
+  EXPECT_EQ(summary["targets"], "gfx90a");
+  EXPECT_EQ(entries(tier), 1u);
+  const std::optional<TuningRecord> shipped = TuningTable({}, tier).find(key);
+  ASSERT_TRUE(shipped);
+  EXPECT_EQ(*shipped, record);
+  // The winner's variant is what a prebuilt-mode process finds.
+  const CliRun hit = kjit("compile rms_norm -p T=half -p HIDDEN=4096 -p VEC=4 -p THREADS=512 "
+                          "--target gfx90a --json",
+                          prebuilt_env(tier));
+  ASSERT_EQ(hit.status, 0) << hit.err;
+  EXPECT_EQ(kjit("prebuild --tuned " + exported + " --targets sm_90 --out " + tier.string()).status,
+            2);
+}
+
 TEST_F(PrebuildCliTest, AMissNamesTheVariantTargetAndPrebuildCommand) {
   const fs::path tier = dir / "prebuilt";
   ASSERT_EQ(kjit("prebuild --targets gfx90a --level 3 --out " + tier.string()).status, 0);
@@ -318,7 +348,7 @@ TEST_F(PrebuildCliTest, BadInputIsOneLineAndExitStatusTwo) {
   const std::string out = " --out " + (dir / "prebuilt").string();
   std::ofstream(dir / "a_file") << "x";
   expect_bad_input("prebuild --targets gfx90a --level 4" + out, "not a level");
-  expect_bad_input("prebuild --targets gfx942" + out, "gfx942 is not supported");
+  expect_bad_input("prebuild --targets gfx9ff" + out, "gfx9ff is not supported");
   expect_bad_input("prebuild --targets 'gfx90a;GFX90A'" + out, "bad target 'GFX90A'");
   expect_bad_input("prebuild --targets ';'" + out, "names no target");
   expect_bad_input("prebuild --level 2 --targets gfx90a --sets " + user_set(1, false) + out,

@@ -75,6 +75,22 @@ TEST(SetsTest, AnItemsVendorsLimitItsVariantsToThoseTargets) {
       EXPECT_TRUE(set.variants()[i].for_vendor(vendor)) << i << " " << to_string(vendor);
 }
 
+TEST(SetsTest, AnItemsProcessorsLimitItsVariantsToTargetsOfThoseProcessors) {
+  const VariantSet set = VariantSet::parse(
+      R"({"name": "t", "level": 1,
+          "variants": [{"template": "axpy", "processors": ["gfx942", "gfx950"]},
+                       {"template": "scale", "vendors": ["amd"], "processors": ["sm_90"]}]})",
+      "t.json", {});
+  ASSERT_EQ(set.variants().size(), 2u);
+  EXPECT_TRUE(set.variants()[0].for_target(Vendor::amd, "gfx942"));
+  EXPECT_TRUE(set.variants()[0].for_target(Vendor::amd, "gfx950"));
+  EXPECT_FALSE(set.variants()[0].for_target(Vendor::amd, "gfx90a"));
+  EXPECT_FALSE(set.variants()[0].for_target(Vendor::amd, "gfx9-4-generic"));
+  EXPECT_TRUE(set.variants()[0].for_vendor(Vendor::nvidia)) << "processors limit, vendors do not";
+  EXPECT_FALSE(set.variants()[1].for_target(Vendor::amd, "gfx942"));
+  EXPECT_FALSE(set.variants()[1].for_target(Vendor::nvidia, "sm_90")) << "both must hold";
+}
+
 TEST(SetsTest, BadSetsAreOneClearErrorNamingTheFile) {
   const std::pair<const char *, const char *> cases[] = {
       {"{", "not a JSON object"},
@@ -92,6 +108,10 @@ TEST(SetsTest, BadSetsAreOneClearErrorNamingTheFile) {
        "\"vendors\": intel is neither"},
       {R"({"name": "x", "level": 1, "variants": [{"template": "scale", "vendors": []}]})",
        "\"vendors\" must list"},
+      {R"({"name": "x", "level": 1, "variants": [{"template": "scale", "processors": "gfx942"}]})",
+       "\"processors\" must list"},
+      {R"({"name": "x", "level": 1, "variants": [{"template": "scale", "processors": [942]}]})",
+       "\"processors\": 942 is not"},
       {R"({"name": "x", "level": 1, "templates": [{"name": "k", "source": "missing.hip"}],
            "variants": [{"template": "k"}]})",
        "cannot read template source"},

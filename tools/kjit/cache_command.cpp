@@ -6,6 +6,7 @@
 #include "kjit/cache/catalog.hpp"
 #include "kjit/cache/private_file.hpp"
 #include "kjit/cache/stats.hpp"
+#include "kjit/jit/kernel_resources.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/units.hpp"
 
@@ -362,6 +363,34 @@ int disassemble(const cache::Entry &entry) {
   return 0;
 }
 
+// What the code object records about each kernel, by symbol; a field the code object does not
+// record (spills in a cubin, AGPRs on RDNA) is null.
+json resources_json(const std::vector<jit::KernelResources> &kernels) {
+  auto optional = [](const auto &value) { return value ? json(*value) : json(nullptr); };
+  json out = json::object();
+  for (const jit::KernelResources &kernel : kernels)
+    out[kernel.symbol] = {{"registers", kernel.registers},
+                          {"agprs", optional(kernel.agprs)},
+                          {"sgprs", optional(kernel.sgprs)},
+                          {"shared_bytes", kernel.shared_bytes},
+                          {"scratch_bytes", kernel.scratch_bytes},
+                          {"spills", optional(kernel.spills)},
+                          {"wavefront_size", optional(kernel.wavefront_size)},
+                          {"max_workgroup_size", optional(kernel.max_workgroup_size)}};
+  return out;
+}
+
+void print_resources(const std::vector<jit::KernelResources> &kernels) {
+  auto optional = [](const auto &value) { return value ? std::to_string(*value) : "-"; };
+  Table table({"kernel", "registers", "agprs", "sgprs", "shared", "scratch", "spills", "wave"});
+  for (const jit::KernelResources &kernel : kernels)
+    table.add({kernel.symbol, std::to_string(kernel.registers), optional(kernel.agprs),
+               optional(kernel.sgprs), std::to_string(kernel.shared_bytes),
+               std::to_string(kernel.scratch_bytes), optional(kernel.spills),
+               optional(kernel.wavefront_size)});
+  table.print(std::cout);
+}
+
 int run_show(const CacheArgs &args, bool as_json) {
   const Tiers tiers;
   const std::vector<Listed> entries = list_entries(tiers);
@@ -394,8 +423,11 @@ int run_show(const CacheArgs &args, bool as_json) {
       out["kernels"] = header->kernels;
       out["key_inputs"] = header->key_inputs;
     }
-    if (lookup.entry)
+    if (lookup.entry) {
       out["code_bytes"] = lookup.entry->code.size();
+      if (const auto resources = jit::read_kernel_resources(lookup.entry->code))
+        out["resources"] = resources_json(*resources);
+    }
     print_json(out);
   } else {
     std::cout << "key        " << chosen.stored.key.hex() << '\n'
@@ -417,6 +449,11 @@ int run_show(const CacheArgs &args, bool as_json) {
       std::cout << "kernels\n";
       for (const auto &[expression, lowered] : header->kernels)
         std::cout << "  " << expression << "  ->  " << lowered << '\n';
+      if (lookup.entry)
+        if (const auto resources = jit::read_kernel_resources(lookup.entry->code)) {
+          std::cout << "resources (shared and scratch in bytes)\n";
+          print_resources(*resources);
+        }
       std::cout << "key inputs\n";
       for (const auto &[name, value] : header->key_inputs)
         std::cout << "  " << name << " = " << value << '\n';

@@ -3,8 +3,10 @@
 // Exit status (docs/ARCHITECTURE.md, "The command line"): 0 success, 1 a check failed, 2 bad usage
 // or input, with one clear line on stderr.
 #include "cache_command.hpp"
+#include "files.hpp"
 #include "prebuild_command.hpp"
 #include "table.hpp"
+#include "tune_command.hpp"
 
 #include "kjit/kjit.hpp"
 
@@ -129,15 +131,6 @@ ParamValues parse_params(const std::vector<std::string> &items) {
   return params;
 }
 
-std::string read_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(Errc::file_io, "cannot read --source " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // A template for a source file given on the command line: its parameters are those given, in
 // the order given, each accepting exactly the value given.
 Template template_from_file(const CompileArgs &args, const ParamValues &params) {
@@ -146,7 +139,7 @@ Template template_from_file(const CompileArgs &args, const ParamValues &params) 
     decls.push_back({name, value.is_integer()
                                ? ParamSchema::integer(value.integer(), value.integer())
                                : ParamSchema::type({value.type()})});
-  return Template(args.kernel, read_file(args.source_file), std::move(decls),
+  return Template(args.kernel, read_text_file(args.source_file, "--source"), std::move(decls),
                   TemplateOptions{.kernel = args.kernel});
 }
 
@@ -221,6 +214,8 @@ int run(int argc, char **argv) {
   CLI::App *cache = add_cache_command(app, cache_args, as_json);
   PrebuildArgs prebuild_args;
   auto [prebuild, prebuild_worker] = add_prebuild_command(app, prebuild_args, as_json);
+  TuneArgs tune_args;
+  CLI::App *tune = add_tune_command(app, tune_args, as_json);
 
   // CLI11 would say only "a subcommand is required": name the word and what is accepted.
   auto check_command = [](const CLI::App &parent, const char *word, const std::string &what) {
@@ -257,6 +252,8 @@ int run(int argc, char **argv) {
     return run_prebuild(prebuild_args, as_json);
   if (*prebuild_worker)
     return run_prebuild_worker(prebuild_args);
+  if (*tune)
+    return run_tune(*tune, tune_args, as_json);
   return run_compile(compile_args, as_json);
 }
 

@@ -1,7 +1,10 @@
 #include "prebuild_command.hpp"
 
+#include "files.hpp"
+
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/prebuild.hpp"
+#include "kjit/runtime/tuning_table.hpp"
 #include "kjit/templates/sets.hpp"
 
 #include <algorithm>
@@ -59,6 +62,7 @@ struct Plan {
   fs::path out;
   std::vector<prebuild::Batch> batches;
   std::size_t variants = 0;
+  std::vector<TuningRecord> tuned_records; // --tuned: shipped in the tier beside the variants
 };
 
 std::optional<int> parse_level(const std::string &text, const char *source) {
@@ -110,7 +114,49 @@ void check_writable(const fs::path &out) {
                                     (error ? error.message() : std::strerror(errno)));
 }
 
+// Batches `variants` into the plan and names where they go.
+Plan finish_plan(Plan plan, std::vector<prebuild::TargetedInstance> variants,
+                 const PrebuildArgs &args) {
+  if (args.max_batch < 1 || args.max_batch > prebuild::kMaxBatch)
+    throw Error(Errc::bad_usage, "--max-batch " + std::to_string(args.max_batch) + ": from 1 to " +
+                                     std::to_string(prebuild::kMaxBatch));
+  plan.batches = prebuild::make_batches(std::move(variants), args.max_batch);
+  for (const auto &batch : plan.batches)
+    plan.variants += batch.variants.size();
+  plan.out = output_directory(args);
+  return plan;
+}
+
+// --tuned: exactly the winners of a `kjit tune export` file, each for the target it was tuned on
+// (only those --targets names, when given); the records ship in the tier with them.
+Plan make_tuned_plan(const PrebuildArgs &args) {
+  Plan plan;
+  std::vector<jit::Target> wanted;
+  if (!args.targets.empty())
+    wanted = parse_targets(args.targets, "--targets");
+  const std::string text = read_text_file(args.tuned, "--tuned");
+  std::vector<prebuild::TargetedInstance> variants;
+  for (const TuningRecord &record : parse_tuning_records(text, args.tuned)) {
+    const jit::Target target = jit::Target::parse(record.key.device.target);
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), target) == wanted.end())
+      continue;
+    ParamValues params = record.key.problem;
+    params.insert(params.end(), record.winner.params.begin(), record.winner.params.end());
+    variants.push_back({templates::find(record.key.template_name).bind(params), target});
+    plan.tuned_records.push_back(record);
+    if (std::find(plan.targets.begin(), plan.targets.end(), target) == plan.targets.end())
+      plan.targets.push_back(target);
+  }
+  if (variants.empty())
+    throw Error(Errc::bad_parameter,
+                "--tuned " + args.tuned + " holds no records" +
+                    (wanted.empty() ? std::string() : " for the targets --targets names"));
+  return finish_plan(std::move(plan), std::move(variants), args);
+}
+
 Plan make_plan(const PrebuildArgs &args) {
+  if (!args.tuned.empty())
+    return make_tuned_plan(args);
   Plan plan;
   if (auto level = parse_level(args.level, "--level"))
     plan.level = *level;
@@ -145,7 +191,7 @@ Plan make_plan(const PrebuildArgs &args) {
         }
       }();
       for (const jit::Target &target : plan.targets)
-        if (variant.for_vendor(target.vendor()))
+        if (variant.for_target(target.vendor(), target.arch()))
           variants.push_back({instance, target});
     }
   }
@@ -153,14 +199,7 @@ Plan make_plan(const PrebuildArgs &args) {
     throw Error(Errc::bad_usage,
                 "level " + std::to_string(plan.level) + " has no variants in " +
                     (args.sets.empty() ? std::string("the built-in sets") : "the sets given"));
-  if (args.max_batch < 1 || args.max_batch > prebuild::kMaxBatch)
-    throw Error(Errc::bad_usage, "--max-batch " + std::to_string(args.max_batch) + ": from 1 to " +
-                                     std::to_string(prebuild::kMaxBatch));
-  plan.batches = prebuild::make_batches(std::move(variants), args.max_batch);
-  for (const auto &batch : plan.batches)
-    plan.variants += batch.variants.size();
-  plan.out = output_directory(args);
-  return plan;
+  return finish_plan(std::move(plan), std::move(variants), args);
 }
 
 // ---- how many jobs ----------------------------------------------------------------------------
@@ -411,6 +450,8 @@ std::vector<std::string> worker_argv(const Plan &plan, const PrebuildArgs &args)
     argv.insert(argv.end(), {"--level", std::to_string(plan.level)});
   for (const std::string &file : args.sets)
     argv.insert(argv.end(), {"--sets", fs::absolute(file).string()});
+  if (!args.tuned.empty())
+    argv.insert(argv.end(), {"--tuned", fs::absolute(args.tuned).string()});
   return argv;
 }
 
@@ -439,6 +480,8 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
                      "a set file to build instead of the built-in sets (repeatable)");
     each->add_option("--max-batch", args.max_batch,
                      "variants per program at most (default 16; 1 compiles each alone)");
+    each->add_option("--tuned", args.tuned,
+                     "a `kjit tune export` file: build exactly its winners and ship its records");
     each->add_option(
         "--out", args.out,
         "the prebuilt tier (default KJIT_PREBUILT_DIR, else <prefix>/share/kjit/prebuilt)");
@@ -450,7 +493,8 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
 }
 
 int run_prebuild(const PrebuildArgs &args, bool as_json) {
-  if (args.level.empty() && args.sets.empty() && environment("PREBUILD_KERNELS") == "0") {
+  if (args.level.empty() && args.sets.empty() && args.tuned.empty() &&
+      environment("PREBUILD_KERNELS") == "0") {
     std::cout << "PREBUILD_KERNELS=0: nothing to prebuild (JIT only)\n";
     return 0;
   }
@@ -493,6 +537,11 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
       run_in_processes(plan, worker_argv(plan, args), pending, jobs, done);
     else
       run_here(plan, compilers, pending, done);
+  }
+  if (!pending.empty() || !plan.tuned_records.empty()) {
+    // The records travel with their variants: a process reading this tier launches the winners
+    // without tuning or compiling.
+    TuningTable(plan.out).import_records(plan.tuned_records);
     prebuild::finish_tier(compilers, vendors, plan.out);
   }
   std::sort(total.failures.begin(), total.failures.end());

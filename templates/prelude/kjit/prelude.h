@@ -138,11 +138,13 @@ template <int N, typename T> __device__ inline void store_vec(T *p, const Vec<T,
 }
 
 // A vector's elements as floats, and floats back into the vector, for kernels that compute in
-// float whatever the element type. On CUDA, 16-bit elements convert two at a time, from and to
-// the 32-bit word that holds them (cvt.rn.bf16x2.f32 rounds a pair in one instruction; a bf16 is
-// a float's top 16 bits, so unpacking is a shift and a mask). Converted one at a time, bf16
-// kernels fall well short of the copy bandwidth (BENCHMARKS.md, "Evidence behind the code's
-// choices").
+// float whatever the element type. Where the hardware converts two 16-bit elements at once, they
+// convert in pairs, from and to the 32-bit word that holds them: on CUDA (cvt.rn.bf16x2.f32
+// rounds a pair in one instruction; a bf16 is a float's top 16 bits, so unpacking is a shift and a
+// mask), and bf16 on gfx950 (v_cvt_pk_bf16_f32, which the compiler emits for a conversion of a
+// float pair to a __bf16 pair; kjit's bfloat16 rounds one element in five instructions).
+// Converted one at a time, bf16 kernels fall well short of the copy bandwidth (BENCHMARKS.md,
+// "Evidence behind the code's choices").
 template <typename T, int N> __device__ inline void to_floats(const Vec<T, N> &v, float (&f)[N]) {
 #pragma unroll
   for (int e = 0; e < N; ++e)
@@ -154,14 +156,17 @@ template <typename T, int N> __device__ inline void from_floats(const float (&f)
     v.at[e] = from_float<T>(f[e]);
 }
 
-#if KJIT_CUDA
+// (The gfx950 form needs clang's vector types: a host compiler emulating gfx950 kernels, which
+// defines __gfx950__ but not __AMDGCN__, takes the element-wise form.)
+#if KJIT_CUDA || (defined(__gfx950__) && defined(__AMDGCN__))
 template <typename T> struct Pairs;
+#if KJIT_CUDA
 template <> struct Pairs<__half> {
   using type = __half2;
   __device__ static float2 unpack(type p) { return __half22float2(p); }
   __device__ static type pack(float a, float b) { return __floats2half2_rn(a, b); }
 };
-template <> struct Pairs<__nv_bfloat16> {
+template <> struct Pairs<bfloat16> {
   using type = __nv_bfloat162;
   __device__ static float2 unpack(type p) {
     const unsigned bits = *reinterpret_cast<const unsigned *>(&p);
@@ -169,6 +174,19 @@ template <> struct Pairs<__nv_bfloat16> {
   }
   __device__ static type pack(float a, float b) { return __floats2bfloat162_rn(a, b); }
 };
+#else
+template <> struct Pairs<bfloat16> {
+  typedef __bf16 type __attribute__((ext_vector_type(2)));
+  typedef float floats __attribute__((ext_vector_type(2)));
+  __device__ static float2 unpack(type p) {
+    const floats two = __builtin_convertvector(p, floats);
+    return make_float2(two.x, two.y);
+  }
+  __device__ static type pack(float a, float b) {
+    return __builtin_convertvector((floats){a, b}, type);
+  }
+};
+#endif
 // An odd N's last element converts alone.
 template <typename T, int N>
 __device__ inline void pairs_to_floats(const Vec<T, N> &v, float (&f)[N]) {
@@ -191,26 +209,30 @@ __device__ inline void floats_to_pairs(const float (&f)[N], Vec<T, N> &v) {
   if (N % 2 == 1)
     v.at[N - 1] = from_float<T>(f[N - 1]);
 }
+template <int N> __device__ inline void to_floats(const Vec<bfloat16, N> &v, float (&f)[N]) {
+  pairs_to_floats(v, f);
+}
+template <int N> __device__ inline void from_floats(const float (&f)[N], Vec<bfloat16, N> &v) {
+  floats_to_pairs(f, v);
+}
+#endif
+#if KJIT_CUDA
 template <int N> __device__ inline void to_floats(const Vec<__half, N> &v, float (&f)[N]) {
   pairs_to_floats(v, f);
 }
-template <int N> __device__ inline void to_floats(const Vec<__nv_bfloat16, N> &v, float (&f)[N]) {
-  pairs_to_floats(v, f);
-}
 template <int N> __device__ inline void from_floats(const float (&f)[N], Vec<__half, N> &v) {
-  floats_to_pairs(f, v);
-}
-template <int N> __device__ inline void from_floats(const float (&f)[N], Vec<__nv_bfloat16, N> &v) {
   floats_to_pairs(f, v);
 }
 #endif
 
 // 2^x, e^x and 1/x through the hardware's approximations (relative error about 2^-21 for |x| <
 // 80), for kernels whose results are rounded to 16 bits or tolerate float's last few bits.
-// Results and arguments below float's normal range may flush to zero. On CUDA they are one
-// instruction each (ex2 and rcp .approx.ftz); __expf and __fdividef, without -ftz, wrap theirs in
-// a range check and two scalings, enough instructions to leave 16-bit gelu issue-bound
-// (BENCHMARKS.md, "Evidence behind the code's choices").
+// Results and arguments below float's normal range may flush to zero. They are one instruction
+// each: on CUDA ex2 and rcp .approx.ftz (__expf and __fdividef, without -ftz, wrap theirs in a
+// range check and two scalings, enough instructions to leave 16-bit gelu issue-bound), on AMD
+// v_exp_f32 and v_rcp_f32 (exp2f wraps v_exp_f32 in a scaling for results below the normal range,
+// and HIP's __fdividef is a full IEEE division). BENCHMARKS.md, "Evidence behind the code's
+// choices" and "AMD fast paths".
 #if KJIT_CUDA
 __device__ inline float fast_exp2(float x) {
   float y;
@@ -223,8 +245,16 @@ __device__ inline float fast_reciprocal(float x) {
   return y;
 }
 #else
-__device__ inline float fast_exp2(float x) { return exp2f(x); }
-__device__ inline float fast_reciprocal(float x) { return __fdividef(1.0f, x); }
+// ROCm 5's compiler has no __builtin_amdgcn_exp2f: there exp2f keeps its scaling. (Compiled for
+// the host, as the CPU emulation of the kernels does, the builtins are the emulation's models.)
+__device__ inline float fast_exp2(float x) {
+#if defined(__AMDGCN__) && !__has_builtin(__builtin_amdgcn_exp2f)
+  return exp2f(x);
+#else
+  return __builtin_amdgcn_exp2f(x);
+#endif
+}
+__device__ inline float fast_reciprocal(float x) { return __builtin_amdgcn_rcpf(x); }
 #endif
 __device__ inline float fast_exp(float x) { return fast_exp2(x * 1.44269504088896341f); }
 

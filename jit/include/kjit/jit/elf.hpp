@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kjit::jit {
@@ -14,11 +15,32 @@ namespace kjit::jit {
 inline constexpr std::uint16_t elf_machine_amdgpu = 0xE0; // EM_AMDGPU
 inline constexpr std::uint16_t elf_machine_cuda = 190;    // EM_CUDA
 
+struct ElfSection {
+  std::string name;
+  std::uint32_t type = 0;   // sh_type
+  std::uint32_t info = 0;   // sh_info
+  std::uint64_t offset = 0; // sh_offset; for a section with contents, inside the image
+  std::uint64_t size = 0;   // sh_size (a SHT_NOBITS section has a size but no contents)
+};
+
+inline constexpr std::uint32_t elf_section_note = 7;   // SHT_NOTE
+inline constexpr std::uint32_t elf_section_nobits = 8; // SHT_NOBITS
+
 struct ElfSummary {
   std::uint16_t machine = 0;        // e_machine: elf_machine_amdgpu, elf_machine_cuda...
   std::uint32_t flags = 0;          // e_flags: the processor and its features on AMDGPU
   std::vector<std::string> symbols; // names in .symtab, in table order (the null entry omitted)
+  std::vector<ElfSection> sections; // in table order; contents checked to lie inside the image
 };
+
+// The notes of a SHT_NOTE section's contents `notes`: name (without its NUL), type and
+// description. Stops at the first note that does not fit.
+struct ElfNote {
+  std::string_view name;
+  std::uint32_t type = 0;
+  std::span<const std::byte> description;
+};
+std::vector<ElfNote> read_notes(std::span<const std::byte> notes);
 
 // Returns nullopt when `image` is not a well-formed little-endian ELF64 file (truncated, or a
 // header or section that points outside the image).

@@ -1,10 +1,12 @@
 #pragma once
 // A GPU target id, parsed and validated: AMD `gfx90a`, `gfx90a:sramecc+:xnack-`; NVIDIA `sm_90`,
-// `sm_90a`. The canonical id (features sorted by name) is what keys and paths use, so that
-// `gfx90a:xnack-:sramecc+` and `gfx90a:sramecc+:xnack-` name one target.
+// `sm_90a`; AMD generic targets such as `gfx11-generic`, whose code runs on every processor of
+// its family (code object version 6). The canonical id (features sorted by name) is what keys and
+// paths use, so that `gfx90a:xnack-:sramecc+` and `gfx90a:sramecc+:xnack-` name one target.
 #include "kjit/vendor.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +35,8 @@ public:
   const std::vector<TargetFeature> &features() const { return features_; }
   // Canonical id: arch followed by ":name+" / ":name-" for each feature in name order.
   const std::string &id() const { return id_; }
+  // An AMD generic target ("gfx11-generic"), not one processor.
+  bool is_generic() const;
   // Wavefront width: 64 on GCN/CDNA (gfx9 and older), 32 on RDNA (gfx10 and newer, hiprtc's
   // default there) and on NVIDIA. Kernels see it as KJIT_WARP_SIZE; hosts pick launch shapes by it.
   int warp_size() const;
@@ -49,5 +53,12 @@ private:
   std::string id_;
   std::uint64_t hash_ = 0;
 };
+
+// The generic target whose code runs on `processor` ("gfx11-generic" for "gfx1101"), per LLVM's
+// AMDGPUUsage; nullopt for a processor no generic target serves (gfx90a) or that is one itself.
+std::optional<std::string> generic_family(std::string_view processor);
+
+// "gfx9-generic, gfx9-4-generic, ...", for messages.
+std::string generic_target_names();
 
 } // namespace kjit::jit

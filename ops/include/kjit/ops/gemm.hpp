@@ -24,8 +24,9 @@ struct GemmTiles {
 // the device with them, 64 x 64 below.
 GemmTiles gemm_tiles_for(int m, int n, int k);
 
-// Whether gemm() without tiles runs on tensor cores for T on `target` (the gemm_mma template:
-// half and bfloat16 on NVIDIA sm_80 and newer); otherwise it runs the portable gemm template.
+// Whether gemm() without tiles runs on tensor cores for T on `target`: half and bfloat16 on
+// NVIDIA sm_80 and newer (the gemm_mma template) and on AMD gfx942 and gfx950 (gemm_mfma, matrix
+// cores); otherwise it runs the portable gemm template.
 template <Element T> bool gemm_has_tensor_cores(const jit::Target &target);
 
 // The portable kernel (every vendor and type) with these tiles. Throws Error(bad_argument) for

@@ -66,7 +66,9 @@ public:
   // part of every cache key, so an sm_90a entry is never loaded for another processor.
   const jit::Target &target() const;
 
-  // Streaming multiprocessors (NVIDIA) or compute units (AMD): a persistent kernel's grid.
+  // Streaming multiprocessors (NVIDIA) or compute units (AMD): a persistent kernel's grid, and
+  // what, with the target, makes two GPUs one model for tuning. Read from the driver on each call.
+  // Throws Error(device_error).
   int multiprocessors() const;
 
   // Throws Error(device_error) when the driver refuses (out of memory...).
@@ -74,6 +76,15 @@ public:
   // Waits until all work queued on the device has finished (cuCtxSynchronize,
   // hipDeviceSynchronize); reports a kernel fault as Error(device_error).
   void synchronize() const;
+
+  // Shared memory a block may use, in bytes. Throws Error(device_error).
+  std::size_t shared_memory_per_block() const;
+  // Sets `bytes` bytes of device memory at `address` to `byte`, queued on `stream`
+  // (cuMemsetD8Async). Throws Error(device_error).
+  void fill(void *address, unsigned char byte, std::size_t bytes, Stream stream) const;
+  // Copies `bytes` bytes of device memory at `address` (any allocation of this device, the
+  // caller's own too) to `host`, after the work on the default stream. Throws Error(device_error).
+  void copy_to_host(void *host, const void *address, std::size_t bytes) const;
 
   bool operator==(const Device &other) const { return state_ == other.state_; }
 
@@ -91,6 +102,26 @@ private:
 std::span<const Device> devices(BackendChoice choice);
 // devices(backend_choice_from_environment()).
 std::span<const Device> devices();
+
+// Times work queued on a stream with two device events: start(), the work, stop(), then
+// elapsed_ms() waits for the work and returns the time between them on the device.
+class EventTimer {
+public:
+  // Throws Error(device_error) when the driver has no events or refuses to make them.
+  explicit EventTimer(const Device &device);
+  ~EventTimer();
+  EventTimer(const EventTimer &) = delete;
+  EventTimer &operator=(const EventTimer &) = delete;
+
+  void start(Stream stream);
+  void stop(Stream stream);
+  double elapsed_ms() const;
+
+private:
+  Device device_;
+  void *start_ = nullptr;
+  void *stop_ = nullptr;
+};
 
 // Device memory, freed on destruction. Move-only; a moved-from buffer is empty.
 class DeviceBuffer {

@@ -62,6 +62,9 @@ public:
   Runtime &operator=(const Runtime &) = delete;
 
   const Config &config() const;
+  // A number no other Runtime of this process has had or will have: lets callers memoise what
+  // they found through a Runtime (kjit::ops's launch plans) without a stale pointer ever matching.
+  std::uint64_t id() const;
 
   // What this Runtime did on its slow path (memory hits are not counted: that path stays free
   // of shared writes).
@@ -106,9 +109,15 @@ public:
   // The compiler for `vendor`, loaded on first use. Throws Error(compiler_unavailable).
   const jit::Compiler &compiler(Vendor vendor);
 
+  // The identity of `vendor`'s compiler as this Runtime keys variants with it (in prebuilt mode,
+  // the prebuilt tier's), without loading the compiler when it is known: what tuning records
+  // are keyed by. Throws what compile() throws when none can be found.
+  std::string compiler_identity(Vendor vendor);
+
 private:
   class Impl;
   std::unique_ptr<Impl> impl_;
+  std::uint64_t id_;
 };
 
 } // namespace kjit

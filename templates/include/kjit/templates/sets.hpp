@@ -15,7 +15,9 @@
 //                  [{"name": "my_kernel", "source": "my_kernel.hip", "arguments": ["T*", "int"]}]
 //   "variants"     [{"template": "scale", "params": {"T": "@types", "N": [256, 4096]}}]
 //                  an item may add "vendors": ["nvidia"] (or "amd"): compiled for those targets
-//                  only (what one vendor's compiler refuses, or what only its wrappers ask for)
+//                  only (what one vendor's compiler refuses, or what only its wrappers ask for);
+//                  and "processors": ["gfx942", "gfx950"]: compiled for targets of those
+//                  processors only (what only they have, such as their matrix instructions)
 //
 // Each variants item names a template (built-in, or one of the file's "templates") and, per
 // parameter, one value, a list of values, or "@name" (a "values" list or a "models" field); it
@@ -42,9 +44,17 @@ struct SetVariant {
   const Template *tmpl;        // built-in, or owned by the set
   ParamValues params;          // as listed (defaults not yet applied)
   std::vector<Vendor> vendors; // the targets' vendors it is for; empty: every vendor
+  // The targets' processors it is for ("gfx942", as jit::Target::arch() reads); empty: every one.
+  std::vector<std::string> processors;
 
   bool for_vendor(Vendor vendor) const {
     return vendors.empty() || std::find(vendors.begin(), vendors.end(), vendor) != vendors.end();
+  }
+  // For a target of this vendor and processor.
+  bool for_target(Vendor vendor, std::string_view processor) const {
+    return for_vendor(vendor) &&
+           (processors.empty() ||
+            std::find(processors.begin(), processors.end(), processor) != processors.end());
   }
 };
 

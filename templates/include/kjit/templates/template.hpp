@@ -6,6 +6,7 @@
 #include "kjit/vendor.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -57,6 +58,13 @@ public:
   static ParamSchema one_of(std::vector<std::int64_t> allowed,
                             std::optional<std::int64_t> fallback = {});
 
+  // This parameter as a tunable one: its value changes how the kernel runs (vector width,
+  // threads, tiles, stages) but not what it computes beyond the kernel's tolerance, so a tuner may
+  // choose it (kjit/runtime/tuner.hpp). Parameters are problem parameters otherwise (T, HIDDEN):
+  // they come from the caller's data and tuning never changes them.
+  ParamSchema tunable() const;
+  bool is_tunable() const { return tunable_; }
+
   Kind kind() const { return kind_; }
   const std::vector<std::string> &allowed_types() const { return types_; }
   const std::vector<std::int64_t> &allowed_integers() const { return integers_; } // empty: range
@@ -72,11 +80,32 @@ private:
   std::vector<std::int64_t> integers_;
   std::int64_t min_ = 0, max_ = 0;
   std::optional<Value> fallback_;
+  bool tunable_ = false;
 };
 
 struct ParamDecl {
   std::string name;
   ParamSchema param;
+};
+
+class Instance;
+
+// What a template states about which of its tunable variants a tuner may try on a device. Each
+// function may be empty (no such constraint). The tuner drops a variant that breaks one before
+// compiling it, except `threads`, which it checks against what the driver reports for the
+// compiled kernel: the registers the code generator allotted bound the threads a block may have.
+struct TuningRules {
+  // Why `instance` cannot run on `target` ("sm_90a", "gfx90a:sramecc+:xnack-"), or "" when it
+  // can: values that do not fit together (a vector width that does not divide the row), an
+  // instruction the target lacks.
+  std::function<std::string(const Instance &instance, std::string_view target)> fits = {};
+  // Bytes of shared memory a block of `instance` uses; checked against the device's limit.
+  std::function<std::int64_t(const Instance &instance)> shared_bytes = {};
+  // Threads per block `instance` launches with.
+  std::function<std::int64_t(const Instance &instance)> threads = {};
+  // Whether candidates are timed with the L2 cache flushed before each burst: for kernels whose
+  // inputs would otherwise stay in L2 between repetitions and be timed at cache speed.
+  bool flush_l2 = false;
 };
 
 struct TemplateOptions {
@@ -87,6 +116,8 @@ struct TemplateOptions {
   // parameters: {"const T*", "T*", "float", "int"}. Launches are checked against them. Empty:
   // the template declares none (callers then name the signature themselves).
   std::vector<std::string> arguments = {};
+  // Constraints on its tunable parameters' values (above).
+  TuningRules tuning = {};
 };
 
 class Template;
@@ -126,6 +157,9 @@ public:
   const std::vector<HeaderFile> &headers() const { return options_.headers; }
   const std::vector<std::string> &compile_options() const { return options_.compile_options; }
   const std::vector<std::string> &arguments() const { return options_.arguments; }
+  const TuningRules &tuning() const { return options_.tuning; }
+  // The declaration of parameter `name`; nullptr when the template has none of that name.
+  const ParamDecl *param(std::string_view name) const;
   // 128 bits over everything that defines the template; identity in the in-memory tier.
   const std::pair<std::uint64_t, std::uint64_t> &fingerprint() const { return fingerprint_; }
 

@@ -1,0 +1,69 @@
+#include "plans.hpp"
+
+#include "kjit/error.hpp"
+#include "kjit/log.hpp"
+
+#include <bit>
+#include <memory>
+
+namespace kjit::ops::detail {
+
+namespace {
+
+struct PlanKeyHash {
+  std::size_t operator()(const PlanKey &key) const {
+    std::size_t h = std::hash<std::uint64_t>()(key.runtime);
+    for (std::uint64_t part :
+         {reinterpret_cast<std::uint64_t>(key.op), static_cast<std::uint64_t>(key.length),
+          static_cast<std::uint64_t>(key.rows),
+          static_cast<std::uint64_t>(key.element_bytes * 64 + key.aligned_vec)})
+      h = (h ^ part) * 0x9e3779b97f4a7c15ull;
+    return h;
+  }
+};
+
+std::unordered_map<PlanKey, Plan, PlanKeyHash> &plans() {
+  thread_local std::unordered_map<PlanKey, Plan, PlanKeyHash> of_this_thread;
+  return of_this_thread;
+}
+
+} // namespace
+
+std::int64_t rows_bucket(std::int64_t rows) {
+  return static_cast<std::int64_t>(
+      std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(rows, 1))));
+}
+
+const Plan *find_plan(const PlanKey &key) {
+  auto &all = plans();
+  auto found = all.find(key);
+  return found == all.end() ? nullptr : &found->second;
+}
+
+const Plan &remember_plan(const PlanKey &key, const Plan &plan) {
+  return plans().insert_or_assign(key, plan).first->second;
+}
+
+std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
+                                         const ParamValues &problem, const ParamValues &extents) {
+  try {
+    const Device &device = rt.default_device();
+    const TuningKey key = TuningKey::of(
+        tmpl, problem, extents, {device.target().id(), device.multiprocessors(), device.name()},
+        rt.compiler_identity(device.vendor()));
+    if (auto record = TuningTable::from_config(rt.config()).find(key))
+      return record->winner;
+  } catch (const Error &error) {
+    log().debug("no tuning record for {}: {}", tmpl.name(), error.summary());
+  }
+  return std::nullopt;
+}
+
+int winner_value(const TimedVariant &winner, std::string_view name, int fallback) {
+  for (const auto &[param, value] : winner.params)
+    if (param == name && value.is_integer())
+      return static_cast<int>(value.integer());
+  return fallback;
+}
+
+} // namespace kjit::ops::detail

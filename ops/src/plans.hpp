@@ -1,0 +1,51 @@
+#pragma once
+// Launch plans: what an operator launches for one shape (the kernel and its geometry), chosen
+// once per shape and Runtime and then found again on every launch of that shape without building
+// a parameter list or asking the Runtime. The choice is the tuning table's winner for the shape
+// on this device when there is one that the pointers' alignment allows, else the heuristic.
+#include "kjit/runtime/runtime.hpp"
+#include "kjit/runtime/tuning_table.hpp"
+#include "variants.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+namespace kjit::ops::detail {
+
+// One shape of one operator through one Runtime. `op` is the address of the operator's
+// constant (its RowwiseKernel, its activation name): unique, and cheap to compare.
+struct PlanKey {
+  std::uint64_t runtime;
+  const void *op;
+  std::int64_t length; // row length, or d
+  std::int64_t rows;   // rounded up to a power of two: rows_bucket()
+  int element_bytes;
+  int aligned_vec; // the widest vector the pointers allow
+  bool operator==(const PlanKey &) const = default;
+};
+
+struct Plan {
+  const Kernel *kernel;
+  int vec;
+  int threads;        // per row (row-wise operators)
+  int rows_per_block; // row-wise operators
+};
+
+// The rows a tuning record is kept for: the next power of two, so that records cover every
+// batch size between two tuned ones.
+std::int64_t rows_bucket(std::int64_t rows);
+
+// This thread's plan for `key`, or nullptr. Lock-free: each thread keeps its own.
+const Plan *find_plan(const PlanKey &key);
+const Plan &remember_plan(const PlanKey &key, const Plan &plan);
+
+// The tuning table's winner for `problem` of `tmpl` over `extents` ({"rows", rows_bucket(..)})
+// on the Runtime's device, or nullopt (no record, no table, or no compiler identity to key by).
+std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
+                                         const ParamValues &problem, const ParamValues &extents);
+
+// An integer value of a winner's parameters; `fallback` when it does not name it.
+int winner_value(const TimedVariant &winner, std::string_view name, int fallback);
+
+} // namespace kjit::ops::detail

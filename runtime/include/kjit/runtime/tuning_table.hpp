@@ -1,0 +1,130 @@
+#pragma once
+// The tuning table: which tunable values (kjit/templates/template.hpp, ParamSchema::tunable) won
+// for a problem on a device, as measured by the tuner (kjit/runtime/tuner.hpp).
+//
+// A record is keyed by everything that can change which variant is fastest: the template (name
+// and a digest of its source, headers, options and parameter schema), the problem parameters,
+// the device's target and compute-unit (SM) count, and the compiler's identity. A record for
+// another GPU model or compiler has another key, so it is never found for this one; a record
+// whose content does not match the key it is filed under (a planted, corrupt or hand-edited
+// file) is skipped with one warning.
+//
+// Each tier keeps its records as files beside its code entries:
+//   <root>/v<N>/tuning/<target dir>/<key hex>.json
+//   <root>/v<N>/tuning/lock            (the per-key OFD lock, as compiles use)
+// The user tier is read-write; a prebuilt tier may ship records (`kjit prebuild --tuned`) and is
+// read first, as for code. Files are trusted as entries are (kjit/cache/private_file.hpp).
+#include "kjit/cache/key.hpp"
+#include "kjit/templates/template.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kjit {
+
+struct Config;
+
+// The device a record was measured on, as far as it can change the winner.
+struct TuningDevice {
+  std::string target;    // "sm_90a", "gfx90a:sramecc+:xnack-"
+  int compute_units = 0; // SMs or CUs
+  std::string name = {}; // "NVIDIA H100 80GB HBM3": for people, not keyed
+  bool operator==(const TuningDevice &) const = default;
+};
+
+// What a record is looked up by.
+struct TuningKey {
+  std::string template_name;
+  std::string source_digest; // tuning_source_digest(template)
+  ParamValues problem;       // the problem parameters, sorted by name
+  // Sizes the template leaves to the launch that change the winner (rows), sorted by name.
+  ParamValues extents;
+  TuningDevice device;
+  std::string compiler; // the compiler's identity
+
+  // For `problem` of `tmpl` over `extents` on `device` with `compiler`: both are sorted, and
+  // problem must name problem parameters only. Throws Error(bad_parameter) for a tunable or unknown
+  // one.
+  static TuningKey of(const Template &tmpl, const ParamValues &problem, const ParamValues &extents,
+                      TuningDevice device, std::string compiler);
+  // The fields hashed, in order (kjit/cache/key.hpp), and their SHA-256.
+  std::vector<cache::KeyField> fields() const;
+  cache::Key key() const;
+  // Same fields (the device's name is not one).
+  bool operator==(const TuningKey &other) const;
+};
+
+// SHA-256 over what defines a template's code and schema: name, kernel, source, headers, compile
+// options and each parameter's declaration.
+std::string tuning_source_digest(const Template &tmpl);
+
+// One timed candidate: its tunable values and its median time.
+struct TimedVariant {
+  ParamValues params;
+  double time_us = 0;
+  // The same values, whatever their order (a record read back lists them by name).
+  bool operator==(const TimedVariant &other) const;
+};
+
+struct TuningRecord {
+  TuningKey key;
+  TimedVariant winner;
+  std::vector<TimedVariant> runners_up; // fastest first
+  std::int64_t created_unix = 0;
+
+  // The record as JSON text, and back. from_json throws Error(cache_io) naming what is wrong.
+  std::string to_json() const;
+  static TuningRecord from_json(std::string_view text);
+  bool operator==(const TuningRecord &) const;
+};
+
+// "bfloat16,4096,sm_90a,132,rms_norm,..." rows for people: one per record (AITER's CSV spirit).
+std::string tuning_csv(const std::vector<TuningRecord> &records);
+
+class TuningTable {
+public:
+  // `user_root`: the user tier's root (may be empty: nothing is stored); `prebuilt_root`: a
+  // read-only tier's root (may be empty or missing).
+  TuningTable(std::filesystem::path user_root, std::filesystem::path prebuilt_root = {});
+  // The tiers a Runtime with `config` uses.
+  static TuningTable from_config(const Config &config);
+
+  // The record for `key`: the prebuilt tier's, else the user tier's; nullopt when neither has a
+  // valid one. A file that is corrupt or does not match `key` is skipped with one warning per
+  // file and process. Never throws.
+  std::optional<TuningRecord> find(const TuningKey &key) const;
+
+  // Publishes `record` into the user tier (atomically, by rename). Throws Error(cache_io).
+  void store(const TuningRecord &record) const;
+
+  // The record for `key`, tuning it with `tune` when there is none: under the key's lock, so that
+  // concurrent tuners of one problem (threads or processes) tune it once and the others read the
+  // result. Throws what `tune` throws, and Error(cache_io) when there is no user tier.
+  TuningRecord find_or_tune(const TuningKey &key, const std::function<TuningRecord()> &tune) const;
+
+  // Every valid record of both tiers (the prebuilt tier's first), sorted by template, target and
+  // problem; bad files are skipped with one warning each.
+  std::vector<TuningRecord> list() const;
+
+  // Stores each of `records` whose key it holds, replacing older ones; returns how many. Throws
+  // Error(cache_io) for a read-only table.
+  std::size_t import_records(const std::vector<TuningRecord> &records) const;
+
+  // <root>/v<N>/tuning of the user tier.
+  std::filesystem::path user_directory() const;
+
+private:
+  std::filesystem::path user_;     // <root>/v<N>/tuning, or empty
+  std::filesystem::path prebuilt_; // likewise
+};
+
+// The records of a JSON document {"records": [...]} (what `kjit tune ls --json` and
+// `kjit tune export` print). Throws Error(bad_archive) naming the record that does not parse.
+std::vector<TuningRecord> parse_tuning_records(std::string_view text, const std::string &origin);
+std::string tuning_records_json(const std::vector<TuningRecord> &records);
+
+} // namespace kjit

@@ -1,0 +1,377 @@
+#include "kjit/runtime/tuning_table.hpp"
+
+#include "kjit/cache/disk_store.hpp"
+#include "kjit/cache/file_lock.hpp"
+#include "kjit/cache/private_file.hpp"
+#include "kjit/error.hpp"
+#include "kjit/log.hpp"
+#include "kjit/runtime/config.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace kjit {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kRecordFormat = 1;
+
+ParamValues sorted(ParamValues params) {
+  std::sort(params.begin(), params.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+  return params;
+}
+
+std::string params_text(const ParamValues &params) {
+  std::string out;
+  for (const auto &[name, value] : params)
+    out += (out.empty() ? "" : ",") + name + "=" + value.to_string();
+  return out;
+}
+
+json params_json(const ParamValues &params) {
+  json out = json::object();
+  for (const auto &[name, value] : params)
+    out[name] = value.is_integer() ? json(value.integer()) : json(value.type());
+  return out;
+}
+
+ParamValues params_of(const json &object) {
+  if (!object.is_object())
+    throw json::type_error::create(302, "parameters must be an object", &object);
+  ParamValues params;
+  for (const auto &[name, value] : object.items())
+    params.emplace_back(name, value.is_number_integer() ? Value(value.get<std::int64_t>())
+                                                        : Value(value.get<std::string>()));
+  return sorted(std::move(params));
+}
+
+json timed_json(const TimedVariant &timed) {
+  return {{"params", params_json(timed.params)}, {"time_us", timed.time_us}};
+}
+
+TimedVariant timed_of(const json &object) {
+  return {params_of(object.at("params")), object.at("time_us").get<double>()};
+}
+
+json record_json(const TuningRecord &record) {
+  json runners = json::array();
+  for (const TimedVariant &runner : record.runners_up)
+    runners.push_back(timed_json(runner));
+  const TuningKey &key = record.key;
+  return {{"format", kRecordFormat},
+          {"key", key.key().hex()},
+          {"template", key.template_name},
+          {"source_digest", key.source_digest},
+          {"problem", params_json(key.problem)},
+          {"extents", params_json(key.extents)},
+          {"target", key.device.target},
+          {"compute_units", key.device.compute_units},
+          {"device", key.device.name},
+          {"compiler", key.compiler},
+          {"winner", timed_json(record.winner)},
+          {"runners_up", runners},
+          {"created_unix", record.created_unix}};
+}
+
+TuningRecord record_of(const json &object) {
+  if (object.at("format").get<int>() != kRecordFormat)
+    throw Error(Errc::cache_io, "tuning record format " + object.at("format").dump() +
+                                    ", this kjit reads " + std::to_string(kRecordFormat));
+  TuningRecord record;
+  TuningKey &key = record.key;
+  key.template_name = object.at("template").get<std::string>();
+  key.source_digest = object.at("source_digest").get<std::string>();
+  key.problem = params_of(object.at("problem"));
+  key.extents = params_of(object.at("extents"));
+  key.device = {object.at("target").get<std::string>(), object.at("compute_units").get<int>(),
+                object.at("device").get<std::string>()};
+  key.compiler = object.at("compiler").get<std::string>();
+  record.winner = timed_of(object.at("winner"));
+  for (const json &runner : object.at("runners_up"))
+    record.runners_up.push_back(timed_of(runner));
+  record.created_unix = object.at("created_unix").get<std::int64_t>();
+  if (object.at("key").get<std::string>() != key.key().hex())
+    throw Error(Errc::cache_io, "its key " + object.at("key").get<std::string>() +
+                                    " is not the key of its content, " + key.key().hex());
+  return record;
+}
+
+// <root>/v<N>/tuning
+fs::path tuning_directory(const fs::path &root) {
+  if (root.empty())
+    return {};
+  return cache::DiskStore(root, cache::Access::read_only).versioned_root() / "tuning";
+}
+
+// <tuning>/<target dir>/<key hex>.json. Throws Error(bad_target) for a target id that cannot name
+// a directory (the same rule as entries').
+fs::path record_path(const fs::path &directory, const TuningKey &key) {
+  const cache::Key hashed = key.key();
+  const fs::path entry =
+      cache::DiskStore(directory, cache::Access::read_only).entry_path(hashed, key.device.target);
+  return directory / entry.parent_path().parent_path().filename() / (hashed.hex() + ".json");
+}
+
+// Warns once per file and process: a table read on every new shape must not repeat itself.
+void warn_once(const fs::path &path, const std::string &problem) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mutex);
+  if (warned.insert(path.string()).second)
+    log().warn("ignoring tuning record {}: {}", path.string(), problem);
+}
+
+// The record in the file at `path`, or nullopt (with one warning) when it is not a valid one.
+std::optional<TuningRecord> read_record(const fs::path &path) {
+  const cache::PrivateFile file = cache::read_private_file(path);
+  if (file.missing)
+    return std::nullopt;
+  if (!file.problem.empty()) {
+    warn_once(path, file.problem);
+    return std::nullopt;
+  }
+  try {
+    return TuningRecord::from_json(
+        std::string_view(reinterpret_cast<const char *>(file.bytes.data()), file.bytes.size()));
+  } catch (const Error &error) {
+    warn_once(path, error.summary());
+  }
+  return std::nullopt;
+}
+
+std::optional<TuningRecord> find_in(const fs::path &directory, const TuningKey &key) {
+  if (directory.empty())
+    return std::nullopt;
+  const fs::path path = record_path(directory, key);
+  std::optional<TuningRecord> record = read_record(path);
+  if (record && record->key != key) {
+    warn_once(path, "it is for " + record->key.template_name + " (" +
+                        params_text(record->key.problem) + "; " + params_text(record->key.extents) +
+                        ") on " + record->key.device.target + " with " +
+                        std::to_string(record->key.device.compute_units) +
+                        " compute units, compiled by " + record->key.compiler +
+                        ", not the problem and device asked for");
+    return std::nullopt;
+  }
+  return record;
+}
+
+void list_in(const fs::path &directory, std::vector<TuningRecord> &out) {
+  std::error_code error;
+  if (directory.empty() || !fs::is_directory(directory, error))
+    return;
+  std::vector<fs::path> files;
+  for (fs::recursive_directory_iterator it(directory, error), end; !error && it != end;
+       it.increment(error))
+    if (it.depth() == 1 && it->path().extension() == ".json")
+      files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path &path : files) {
+    std::optional<TuningRecord> record = read_record(path);
+    if (record && record_path(directory, record->key) != path) {
+      warn_once(path, "it is filed under another key than its content's");
+      continue;
+    }
+    if (record)
+      out.push_back(std::move(*record));
+  }
+}
+
+} // namespace
+
+bool TuningKey::operator==(const TuningKey &other) const { return fields() == other.fields(); }
+
+bool TimedVariant::operator==(const TimedVariant &other) const {
+  return time_us == other.time_us && sorted(params) == sorted(other.params);
+}
+
+TuningKey TuningKey::of(const Template &tmpl, const ParamValues &problem,
+                        const ParamValues &extents, TuningDevice device, std::string compiler) {
+  for (const auto &[name, value] : problem) {
+    const ParamDecl *decl = tmpl.param(name);
+    if (decl == nullptr)
+      throw Error(Errc::bad_parameter,
+                  tmpl.name() + ": unknown parameter '" + name + "' in a tuning problem");
+    if (decl->param.is_tunable())
+      throw Error(Errc::bad_parameter,
+                  tmpl.name() + ": '" + name + "' is a tunable parameter, not a problem parameter");
+  }
+  return {tmpl.name(),     tuning_source_digest(tmpl), sorted(problem),
+          sorted(extents), std::move(device),          std::move(compiler)};
+}
+
+std::vector<cache::KeyField> TuningKey::fields() const {
+  cache::KeyBuilder builder;
+  builder.add("kind", "tuning")
+      .add("template", template_name)
+      .add("source", source_digest)
+      .add("problem", params_text(problem))
+      .add("extents", params_text(extents))
+      .add("target", device.target)
+      .add("compute_units", std::to_string(device.compute_units))
+      .add("compiler", compiler);
+  return builder.fields();
+}
+
+cache::Key TuningKey::key() const { return cache::key_of(fields()); }
+
+std::string tuning_source_digest(const Template &tmpl) {
+  std::string text = tmpl.name() + '\n' + tmpl.kernel() + '\n' + tmpl.source() + '\n';
+  for (const HeaderFile &header : tmpl.headers())
+    text += header.name + '\n' + header.content + '\n';
+  for (const std::string &option : tmpl.compile_options())
+    text += option + '\n';
+  for (const ParamDecl &decl : tmpl.params())
+    text += decl.name + ' ' + decl.param.describe() + (decl.param.is_tunable() ? " tunable" : "") +
+            '\n';
+  return cache::sha256_hex(text);
+}
+
+std::string TuningRecord::to_json() const { return record_json(*this).dump(2) + '\n'; }
+
+TuningRecord TuningRecord::from_json(std::string_view text) {
+  const json object = json::parse(text, nullptr, false);
+  if (object.is_discarded())
+    throw Error(Errc::cache_io, "not valid JSON");
+  try {
+    return record_of(object);
+  } catch (const json::exception &error) {
+    throw Error(Errc::cache_io, std::string("not a tuning record: ") + error.what());
+  }
+}
+
+bool TuningRecord::operator==(const TuningRecord &other) const {
+  return key == other.key && key.device.name == other.key.device.name && winner == other.winner &&
+         runners_up == other.runners_up && created_unix == other.created_unix;
+}
+
+std::string tuning_csv(const std::vector<TuningRecord> &records) {
+  std::string out = "template,problem,extents,target,compute_units,device,compiler,winner,time_us,"
+                    "runners_up,created_unix\n";
+  // Fields are quoted: problems and winners hold commas.
+  auto quoted = [](const std::string &text) {
+    std::string out = "\"";
+    for (char c : text)
+      out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+  };
+  for (const TuningRecord &record : records) {
+    std::string runners;
+    for (const TimedVariant &runner : record.runners_up)
+      runners += (runners.empty() ? "" : "; ") + params_text(runner.params) + " " +
+                 std::to_string(runner.time_us);
+    out += quoted(record.key.template_name) + ',' + quoted(params_text(record.key.problem)) + ',' +
+           quoted(params_text(record.key.extents)) + ',' + quoted(record.key.device.target) + ',' +
+           std::to_string(record.key.device.compute_units) + ',' + quoted(record.key.device.name) +
+           ',' + quoted(record.key.compiler) + ',' + quoted(params_text(record.winner.params)) +
+           ',' + std::to_string(record.winner.time_us) + ',' + quoted(runners) + ',' +
+           std::to_string(record.created_unix) + '\n';
+  }
+  return out;
+}
+
+TuningTable::TuningTable(fs::path user_root, fs::path prebuilt_root)
+    : user_(tuning_directory(user_root)), prebuilt_(tuning_directory(prebuilt_root)) {}
+
+TuningTable TuningTable::from_config(const Config &config) {
+  return TuningTable(config.cache_dir, config.prebuilt_dir);
+}
+
+fs::path TuningTable::user_directory() const { return user_; }
+
+std::optional<TuningRecord> TuningTable::find(const TuningKey &key) const {
+  try {
+    if (auto record = find_in(prebuilt_, key))
+      return record;
+    return find_in(user_, key);
+  } catch (const Error &error) { // a target id that cannot name a directory: no record
+    log().debug("tuning table: {}", error.summary());
+    return std::nullopt;
+  }
+}
+
+void TuningTable::store(const TuningRecord &record) const {
+  if (user_.empty())
+    throw Error(Errc::cache_io, "no user cache directory to keep tuning records in "
+                                "(set KJIT_CACHE_DIR)");
+  const fs::path path = record_path(user_, record.key);
+  const std::string text = record.to_json();
+  cache::publish_private_file(path, std::as_bytes(std::span(text)), path.stem().string(),
+                              "tuning record");
+}
+
+TuningRecord TuningTable::find_or_tune(const TuningKey &key,
+                                       const std::function<TuningRecord()> &tune) const {
+  if (auto record = find(key))
+    return *record;
+  if (user_.empty())
+    throw Error(Errc::cache_io, "no user cache directory to keep tuning records in "
+                                "(set KJIT_CACHE_DIR)");
+  if (const std::string problem = cache::make_private_directories(user_); !problem.empty())
+    throw Error(Errc::cache_io, "cannot create " + user_.string() + ": " + problem);
+  const cache::FileLock lock(user_ / "lock", key.key());
+  // Whoever held the lock may have tuned it meanwhile.
+  if (auto record = find_in(user_, key))
+    return *record;
+  TuningRecord record = tune();
+  store(record);
+  return record;
+}
+
+std::vector<TuningRecord> TuningTable::list() const {
+  std::vector<TuningRecord> records;
+  list_in(prebuilt_, records);
+  list_in(user_, records);
+  std::stable_sort(records.begin(), records.end(), [](const auto &a, const auto &b) {
+    return std::make_tuple(a.key.template_name, a.key.device.target, params_text(a.key.problem),
+                           params_text(a.key.extents)) <
+           std::make_tuple(b.key.template_name, b.key.device.target, params_text(b.key.problem),
+                           params_text(b.key.extents));
+  });
+  return records;
+}
+
+std::size_t TuningTable::import_records(const std::vector<TuningRecord> &records) const {
+  for (const TuningRecord &record : records)
+    store(record);
+  return records.size();
+}
+
+std::vector<TuningRecord> parse_tuning_records(std::string_view text, const std::string &origin) {
+  const json document = json::parse(text, nullptr, false);
+  if (document.is_discarded() || !document.is_object() || !document.contains("records") ||
+      !document.at("records").is_array())
+    throw Error(Errc::bad_archive,
+                origin + ": not a tuning table (a JSON object with \"records\": [...])");
+  std::vector<TuningRecord> records;
+  std::size_t index = 0;
+  for (const json &item : document.at("records")) {
+    ++index;
+    try {
+      records.push_back(record_of(item));
+    } catch (const json::exception &error) {
+      throw Error(Errc::bad_archive, origin + ": record " + std::to_string(index) + ": " +
+                                         error.what() + "; nothing was imported");
+    } catch (const Error &error) {
+      throw Error(Errc::bad_archive, origin + ": record " + std::to_string(index) + ": " +
+                                         error.summary() + "; nothing was imported");
+    }
+  }
+  return records;
+}
+
+std::string tuning_records_json(const std::vector<TuningRecord> &records) {
+  json list = json::array();
+  for (const TuningRecord &record : records)
+    list.push_back(record_json(record));
+  return json{{"records", list}}.dump(2) + '\n';
+}
+
+} // namespace kjit

@@ -1,0 +1,25 @@
+// gemm_mfma.hip on the CPU as compiled for gfx942: see tests/ops/emulated_gemm_mfma.hpp.
+#include "tests/ops/kernel_emulation.hpp"
+
+#include "ops/src/variants.hpp"
+#include "tests/ops/gpu_support.hpp"
+
+#include <array>
+#include <gtest/gtest.h>
+#include <random>
+
+#define KJIT_WARP_SIZE 64
+#define __gfx942__ 1
+#define _Float16 std::uint16_t
+#define __bf16 std::uint16_t
+#define EMULATED_SUITE EmulatedGemmMfmaGfx942
+namespace {
+// The prelude and the emulated builtins come before the kernel, the tests after it.
+// clang-format off
+#include "templates/prelude/kjit/prelude.h"
+#include "tests/ops/emulated_buffer.hpp"
+#include "tests/ops/emulated_mfma.hpp"
+#include "templates/kernels/gemm_mfma.hip"
+#include "tests/ops/emulated_gemm_mfma.hpp"
+// clang-format on
+} // namespace

@@ -1,0 +1,50 @@
+// The wrappers' choice between a tuning record's winner and their heuristic (ops/src/launch.cpp),
+// and the row buckets records are kept for.
+#include "ops/src/launch.hpp"
+
+#include <gtest/gtest.h>
+
+namespace kjit::ops::detail {
+namespace {
+
+const RowShape heuristic = row_shape(8, 4096, 32);
+
+TEST(Plans, WithoutARecordTheHeuristicIsUsed) {
+  const RowShape chosen = choose_row_shape(heuristic, std::nullopt, 8, 32);
+  EXPECT_EQ(chosen.vec, heuristic.vec);
+  EXPECT_EQ(chosen.threads, heuristic.threads);
+}
+
+TEST(Plans, TheWinnerIsUsedWhenThePointersAllowItsVectors) {
+  const TimedVariant winner{{{"VEC", 4}, {"THREADS", 512}}, 2.0};
+  const RowShape chosen = choose_row_shape(heuristic, winner, 8, 32);
+  EXPECT_EQ(chosen.vec, 4);
+  EXPECT_EQ(chosen.threads, 512);
+  EXPECT_EQ(chosen.rows_per_block, 1);
+  // A winner of one warp a row shares its block with other rows, as the heuristic's do.
+  EXPECT_EQ(choose_row_shape(heuristic, TimedVariant{{{"VEC", 8}, {"THREADS", 32}}, 1}, 8, 32)
+                .rows_per_block,
+            8);
+}
+
+TEST(Plans, AWinnerWiderThanThePointersAllowFallsBack) {
+  const TimedVariant winner{{{"VEC", 8}, {"THREADS", 256}}, 2.0};
+  const RowShape narrow = row_shape(2, 4096, 32);
+  const RowShape chosen = choose_row_shape(narrow, winner, 2, 32);
+  EXPECT_EQ(chosen.vec, 2);
+  EXPECT_EQ(chosen.threads, narrow.threads);
+  // A record missing a value is not used either.
+  EXPECT_EQ(choose_row_shape(heuristic, TimedVariant{{{"VEC", 4}}, 1}, 8, 32).threads,
+            heuristic.threads);
+}
+
+TEST(Plans, RowsAreBucketedToPowersOfTwo) {
+  EXPECT_EQ(rows_bucket(1), 1);
+  EXPECT_EQ(rows_bucket(0), 1);
+  EXPECT_EQ(rows_bucket(64), 64);
+  EXPECT_EQ(rows_bucket(65), 128);
+  EXPECT_EQ(rows_bucket(65536), 65536);
+}
+
+} // namespace
+} // namespace kjit::ops::detail

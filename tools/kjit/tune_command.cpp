@@ -1,0 +1,231 @@
+#include "tune_command.hpp"
+
+#include "files.hpp"
+
+#include "kjit/kjit.hpp"
+#include "kjit/ops/tuning.hpp"
+#include "kjit/runtime/tuning_table.hpp"
+#include "table.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+namespace kjit::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr int exit_no_gpu = 3;
+
+std::string params_text(const ParamValues &params) {
+  std::string out;
+  for (const auto &[name, value] : params)
+    out += (out.empty() ? "" : ",") + name + "=" + value.to_string();
+  return out;
+}
+
+// Every combination the shapes file lists, for `op`.
+std::vector<ops::OperatorShape> read_shapes(const std::string &op, const std::string &path) {
+  const json file = json::parse(read_text_file(path, "shapes file"), nullptr, false);
+  auto list = [&](const char *field) {
+    if (file.is_discarded() || !file.is_object() || !file.contains(field) ||
+        !file.at(field).is_array() || file.at(field).empty())
+      throw Error(Errc::bad_parameter,
+                  path +
+                      ": expected {\"types\": [...], \"rows\": [...], \"lengths\": [...]}, "
+                      "each a non-empty list; \"" +
+                      field + "\" is missing or empty");
+    return file.at(field);
+  };
+  std::vector<ops::OperatorShape> shapes;
+  try {
+    for (const json &type : list("types"))
+      for (const json &rows : list("rows"))
+        for (const json &length : list("lengths"))
+          shapes.push_back({op, type.get<std::string>(), rows.get<int>(), length.get<int>()});
+  } catch (const json::exception &error) {
+    throw Error(Errc::bad_parameter, path + ": " + error.what());
+  }
+  return shapes;
+}
+
+// "[#####.....] 12/24 candidates of rms_norm bfloat16 4096x4096 (3/20)" on a terminal.
+class ProgressBar {
+public:
+  explicit ProgressBar(bool quiet) : on_(!quiet && ::isatty(2) != 0) {}
+  void show(const std::string &what, std::size_t done, std::size_t total) const {
+    if (!on_ || total == 0)
+      return;
+    constexpr std::size_t width = 24;
+    const std::size_t filled = width * done / total;
+    std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
+              << done << "/" << total << " candidates of " << what << "\x1b[K" << std::flush;
+  }
+  void finish() const {
+    if (on_)
+      std::cerr << "\r\x1b[K" << std::flush;
+  }
+
+private:
+  bool on_;
+};
+
+json record_summary(const TuningRecord &record) {
+  return json::parse(tuning_records_json({record})).at("records").at(0);
+}
+
+int tune_shapes(const TuneArgs &args, bool as_json) {
+  const auto &known = ops::tunable_operators();
+  if (std::find(known.begin(), known.end(), args.op) == known.end())
+    throw Error(Errc::bad_parameter, "cannot tune '" + args.op +
+                                         "': the tunable operators are rms_norm, softmax, "
+                                         "silu_and_mul");
+  const std::vector<ops::OperatorShape> shapes = read_shapes(args.op, args.shapes);
+  Runtime rt;
+  try {
+    rt.default_device();
+  } catch (const Error &error) {
+    if (error.code() != Errc::no_device)
+      throw;
+    std::cerr << "kjit: cannot tune: " << error.summary() << '\n';
+    return exit_no_gpu;
+  }
+  const TuningTable table = TuningTable::from_config(rt.config());
+  const ProgressBar bar(as_json);
+  json results = json::array();
+  Table listing(
+      {"shape", "winner", "time (us)", "heuristic", "time (us)", "tuned", "seconds", "dropped"});
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const ops::OperatorShape &shape = shapes[i];
+    const std::string what = shape.op + " " + shape.type + " " + std::to_string(shape.rows) + "x" +
+                             std::to_string(shape.length) + " (" + std::to_string(i + 1) + "/" +
+                             std::to_string(shapes.size()) + ")";
+    TuneOptions options;
+    options.budget_s = args.budget_s;
+    options.progress = [&](std::size_t done, std::size_t total) { bar.show(what, done, total); };
+    const ops::OperatorTuning outcome = ops::tune_operator(rt, table, shape, options);
+    bar.finish();
+    json dropped = json::array();
+    double seconds = 0;
+    if (outcome.result) {
+      seconds = outcome.result->seconds;
+      for (const auto &[params, why] : outcome.result->dropped)
+        dropped.push_back({{"params", params_text(params)}, {"reason", why}});
+    }
+    json item = record_summary(outcome.record);
+    item["tuned_now"] = outcome.tuned;
+    item["seconds"] = seconds;
+    item["dropped"] = dropped;
+    item["rows"] = shape.rows;
+    item["heuristic"] = {{"params", params_text(outcome.heuristic.params)},
+                         {"time_us", outcome.heuristic.time_us}};
+    results.push_back(item);
+    char time[32];
+    std::snprintf(time, sizeof time, "%.2f", outcome.record.winner.time_us);
+    char spent[32];
+    std::snprintf(spent, sizeof spent, "%.1f", seconds);
+    char heuristic_time[32];
+    std::snprintf(heuristic_time, sizeof heuristic_time, "%.2f", outcome.heuristic.time_us);
+    listing.add({shape.op + " " + shape.type + " " + std::to_string(shape.rows) + "x" +
+                     std::to_string(shape.length),
+                 params_text(outcome.record.winner.params), time,
+                 params_text(outcome.heuristic.params), heuristic_time,
+                 outcome.tuned ? "now" : "table", spent, std::to_string(dropped.size())});
+  }
+  if (as_json)
+    std::cout << json{{"results", results}}.dump(2) << '\n';
+  else
+    listing.print(std::cout);
+  return 0;
+}
+
+std::vector<TuningRecord> matching(const TuningTable &table, const std::string &prefix) {
+  std::vector<TuningRecord> found;
+  for (TuningRecord &record : table.list())
+    if (record.key.key().hex().starts_with(prefix))
+      found.push_back(std::move(record));
+  return found;
+}
+
+} // namespace
+
+CLI::App *add_tune_command(CLI::App &app, TuneArgs &args, bool &as_json) {
+  auto *tune = app.add_subcommand("tune", "tune the operators on this GPU; manage the table");
+  tune->add_option("op", args.op, "rms_norm, softmax or silu_and_mul");
+  tune->add_option("--shapes", args.shapes,
+                   "JSON: {\"types\": [...], \"rows\": [...], \"lengths\": [...]}");
+  tune->add_option("--budget", args.budget_s, "seconds of measuring per shape (default 60)");
+  auto *ls = tune->add_subcommand("ls", "the records of the tuning table");
+  auto *show = tune->add_subcommand("show", "one record in full");
+  show->add_option("key", args.key_prefix, "a prefix of the record's key")->required();
+  auto *exported = tune->add_subcommand("export", "write the table (JSON, or CSV for people)");
+  exported->add_option("file", args.file, "where to write it")->required();
+  exported->add_flag("--csv", args.csv, "one row per record");
+  auto *imported = tune->add_subcommand("import", "add the records of an exported table");
+  imported->add_option("file", args.file, "a file `kjit tune export` wrote")->required();
+  for (auto *command : {tune, ls, show, exported, imported})
+    command->add_flag("--json", as_json, "print one JSON document instead of a table");
+  return tune;
+}
+
+int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
+  const TuningTable table = TuningTable::from_config(Config::from_environment());
+  if (tune.got_subcommand("ls")) {
+    const std::vector<TuningRecord> records = table.list();
+    if (as_json) {
+      std::cout << tuning_records_json(records);
+      return 0;
+    }
+    Table listing({"key", "template", "problem", "extents", "target", "units", "winner", "us"});
+    for (const TuningRecord &record : records) {
+      char time[32];
+      std::snprintf(time, sizeof time, "%.2f", record.winner.time_us);
+      listing.add({record.key.key().hex().substr(0, 12), record.key.template_name,
+                   params_text(record.key.problem), params_text(record.key.extents),
+                   record.key.device.target, std::to_string(record.key.device.compute_units),
+                   params_text(record.winner.params), time});
+    }
+    listing.print(std::cout);
+    return 0;
+  }
+  if (tune.got_subcommand("show")) {
+    const std::vector<TuningRecord> found = matching(table, args.key_prefix);
+    if (found.size() != 1)
+      throw Error(Errc::bad_parameter, "'" + args.key_prefix + "' names " +
+                                           std::to_string(found.size()) +
+                                           " tuning records; give a prefix that names one");
+    std::cout << found.front().to_json(); // JSON either way: a record is a document
+    return 0;
+  }
+  if (tune.got_subcommand("export")) {
+    const std::vector<TuningRecord> records = table.list();
+    std::ofstream out(args.file, std::ios::binary | std::ios::trunc);
+    out << (args.csv ? tuning_csv(records) : tuning_records_json(records));
+    if (!out)
+      throw Error(Errc::cache_io, "cannot write " + args.file);
+    if (as_json)
+      std::cout << json{{"exported", records.size()}, {"file", args.file}}.dump(2) << '\n';
+    else
+      std::cout << "exported " << records.size() << " tuning records to " << args.file << '\n';
+    return 0;
+  }
+  if (tune.got_subcommand("import")) {
+    const std::size_t count = table.import_records(
+        parse_tuning_records(read_text_file(args.file, "tuning table"), args.file));
+    if (as_json)
+      std::cout << json{{"imported", count}, {"file", args.file}}.dump(2) << '\n';
+    else
+      std::cout << "imported " << count << " tuning records from " << args.file << '\n';
+    return 0;
+  }
+  if (args.op.empty() || args.shapes.empty())
+    throw Error(Errc::bad_parameter,
+                "kjit tune needs an operator and --shapes FILE, or ls, show, export, import");
+  return tune_shapes(args, as_json);
+}
+
+} // namespace kjit::cli
