@@ -391,7 +391,7 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
     return result;
   // Each victim is removed under its key's lock, so never while a writer compiles and publishes
   // it; a reader that has it open keeps reading what it opened.
-  const LockTrier locks(store.versioned_root() / "lock");
+  const LockTrier locks(store.lock_path());
   std::vector<char> removed(victims, 0);
   in_parallel(victims, unlink_threads,
               [&](std::size_t i) { removed[i] = remove_unless_busy(entries[i], locks); });

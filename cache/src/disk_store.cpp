@@ -89,14 +89,9 @@ Lookup DiskStore::read(const Key &key, std::string_view target) const {
       return lookup;
     if (!file.problem.empty())
       return reject(std::move(file.problem));
-    Decoded decoded = decode_entry(file.bytes);
+    Decoded decoded = decode_entry_for(file.bytes, key, target);
     if (!decoded.entry)
       return reject(std::move(decoded.problem));
-    const EntryHeader &header = decoded.entry->header;
-    if (header.key != key)
-      return reject("entry holds key " + header.key.hex() + ", expected " + key.hex());
-    if (header.target != target)
-      return reject("entry is for " + header.target + ", expected " + std::string(target));
     lookup.status = Lookup::Status::hit;
     lookup.last_use_ns = file.mtime_ns;
     lookup.entry = std::move(decoded.entry);
@@ -125,11 +120,13 @@ void DiskStore::record_use(const Lookup &hit) const {
   ::utimensat(AT_FDCWD, hit.path.c_str(), nullptr, 0); // a failure only ages the entry
 }
 
-void DiskStore::remove(const Key &key, std::string_view target) const {
+std::string DiskStore::remove(const Key &key, std::string_view target) const {
   std::optional<std::string> directory = target_directory(target);
-  if (access_ == Access::read_only || !directory)
-    return;
-  remove_private_path(entry_path_in(versioned_root_, *directory, key)); // what fails stays a miss
+  if (access_ == Access::read_only)
+    return read_only_problem(root_);
+  if (!directory)
+    return invalid_target_problem(target);
+  return remove_private_path(entry_path_in(versioned_root_, *directory, key));
 }
 
 FileLock DiskStore::lock(const Key &key) const {
@@ -140,7 +137,7 @@ FileLock DiskStore::lock(const Key &key) const {
     throw failure(read_only_problem(root_));
   if (std::string problem = make_private_directories(versioned_root_); !problem.empty())
     throw failure(problem);
-  return FileLock(versioned_root_ / "lock", key);
+  return FileLock(lock_path(), key);
 }
 
 } // namespace kjit::cache

@@ -281,4 +281,17 @@ Decoded decode_entry(std::span<const std::byte> bytes) {
   return Decoded{std::move(entry), {}};
 }
 
+Decoded decode_entry_for(std::span<const std::byte> bytes, const Key &key,
+                         std::string_view target) {
+  Decoded decoded = decode_entry(bytes);
+  if (!decoded.entry)
+    return decoded;
+  const EntryHeader &header = decoded.entry->header;
+  if (header.key != key)
+    return {std::nullopt, "entry holds key " + header.key.hex() + ", expected " + key.hex()};
+  if (header.target != target)
+    return {std::nullopt, "entry is for " + header.target + ", expected " + std::string(target)};
+  return decoded;
+}
+
 } // namespace kjit::cache

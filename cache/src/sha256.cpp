@@ -1,5 +1,6 @@
 #include "sha256.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -102,6 +103,34 @@ Sha256::Digest Sha256::finish() {
     for (int j = 0; j < 4; ++j)
       digest[4 * i + j] = static_cast<std::uint8_t>(state_[i] >> (24 - 8 * j));
   return digest;
+}
+
+Sha256::Digest hmac_sha256(std::string_view key, std::string_view message) {
+  constexpr std::size_t block = 64;
+  // A key longer than a block is hashed first; a shorter one is padded with zeros.
+  std::array<std::uint8_t, block> padded{};
+  if (key.size() > block) {
+    Sha256 hashed;
+    hashed.update(key);
+    const Sha256::Digest digest = hashed.finish();
+    std::copy(digest.begin(), digest.end(), padded.begin());
+  } else {
+    std::copy(key.begin(), key.end(), padded.begin());
+  }
+  auto keyed = [&](std::uint8_t pad) {
+    std::array<char, block> out;
+    for (std::size_t i = 0; i < block; ++i)
+      out[i] = static_cast<char>(padded[i] ^ pad);
+    Sha256 sha;
+    sha.update({out.data(), out.size()});
+    return sha;
+  };
+  Sha256 inner = keyed(0x36);
+  inner.update(message);
+  const Sha256::Digest inner_digest = inner.finish();
+  Sha256 outer = keyed(0x5c);
+  outer.update({reinterpret_cast<const char *>(inner_digest.data()), inner_digest.size()});
+  return outer.finish();
 }
 
 } // namespace kjit::cache

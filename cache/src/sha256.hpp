@@ -28,4 +28,7 @@ private:
   std::uint64_t total_bytes_ = 0;
 };
 
+// HMAC-SHA256 (RFC 2104): what signs the values of a shared store with a fleet secret.
+Sha256::Digest hmac_sha256(std::string_view key, std::string_view message);
+
 } // namespace kjit::cache

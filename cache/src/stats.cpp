@@ -20,9 +20,17 @@ using nlohmann::json;
 
 constexpr int shard_count = 16;
 
-json to_json(const CacheCounters &c) {
-  return {{"user_hits", c.user_hits}, {"prebuilt_hits", c.prebuilt_hits}, {"misses", c.misses},
-          {"compiles", c.compiles},   {"compile_ms", c.compile_ms},       {"saved_ms", c.saved_ms}};
+json counters_json(const CacheCounters &c) {
+  return {{"user_hits", c.user_hits},
+          {"prebuilt_hits", c.prebuilt_hits},
+          {"remote_hits", c.remote_hits},
+          {"remote_misses", c.remote_misses},
+          {"remote_errors", c.remote_errors},
+          {"remote_timeouts", c.remote_timeouts},
+          {"misses", c.misses},
+          {"compiles", c.compiles},
+          {"compile_ms", c.compile_ms},
+          {"saved_ms", c.saved_ms}};
 }
 
 // Lenient: a field that is missing or of the wrong type counts as zero, so that a damaged shard
@@ -42,6 +50,10 @@ CacheCounters from_json(std::string_view text) {
   };
   c.user_hits = count("user_hits");
   c.prebuilt_hits = count("prebuilt_hits");
+  c.remote_hits = count("remote_hits");
+  c.remote_misses = count("remote_misses");
+  c.remote_errors = count("remote_errors");
+  c.remote_timeouts = count("remote_timeouts");
   c.misses = count("misses");
   c.compiles = count("compiles");
   c.compile_ms = milliseconds("compile_ms");
@@ -58,12 +70,18 @@ std::filesystem::path shard_path(const std::filesystem::path &directory, int sha
 CacheCounters &CacheCounters::operator+=(const CacheCounters &other) {
   user_hits += other.user_hits;
   prebuilt_hits += other.prebuilt_hits;
+  remote_hits += other.remote_hits;
+  remote_misses += other.remote_misses;
+  remote_errors += other.remote_errors;
+  remote_timeouts += other.remote_timeouts;
   misses += other.misses;
   compiles += other.compiles;
   compile_ms += other.compile_ms;
   saved_ms += other.saved_ms;
   return *this;
 }
+
+std::string to_json_text(const CacheCounters &counters) { return counters_json(counters).dump(); }
 
 bool CacheCounters::empty() const { return *this == CacheCounters{}; }
 
@@ -98,7 +116,7 @@ void StatsFiles::add(const CacheCounters &counters) const noexcept {
     // Rewritten in place, padded with spaces (which JSON allows) to at least its old length:
     // truncating and regrowing makes the file system free and allocate the block on every update,
     // which slows the disk hits around it (BENCHMARKS.md, "Evidence behind the code's choices").
-    std::string updated = to_json(sum).dump();
+    std::string updated = to_json_text(sum);
     updated.resize(std::max(updated.size(), text.size()), ' ');
     const bool written = locked == 0 && ::pwrite(fd, updated.data(), updated.size(), 0) ==
                                             static_cast<ssize_t>(updated.size());

@@ -57,31 +57,29 @@ json identity_json(const jit::Compiler &compiler) {
           {"environment_variables", compiler.environment_variables()}};
 }
 
-std::filesystem::path tier_identity_file(const std::filesystem::path &versioned_root,
-                                         Vendor vendor) {
-  return versioned_root / "compilers" / (std::string(to_string(vendor)) + ".json");
+std::filesystem::path tier_identity_file(const cache::DiskStore &tier, Vendor vendor) {
+  return tier.compilers_directory() / (std::string(to_string(vendor)) + ".json");
 }
 
 } // namespace
 
-void write_tier_identity(const std::filesystem::path &versioned_root,
-                         const jit::Compiler &compiler) {
-  const std::filesystem::path path = tier_identity_file(versioned_root, compiler.vendor());
+void write_tier_identity(const cache::DiskStore &tier, const jit::Compiler &compiler) {
+  const std::filesystem::path path = tier_identity_file(tier, compiler.vendor());
   const std::string text = identity_json(compiler).dump(2) + '\n';
   cache::publish_private_file(path, std::as_bytes(std::span(text)), path.stem().string(),
                               "prebuilt compiler identity");
 }
 
-std::optional<CompilerIdentity> read_tier_identity(const std::filesystem::path &versioned_root,
-                                                   Vendor vendor) {
-  std::ifstream in(tier_identity_file(versioned_root, vendor));
+std::optional<CompilerIdentity> read_tier_identity(const cache::DiskStore &tier, Vendor vendor) {
+  std::ifstream in(tier_identity_file(tier, vendor));
   if (!in)
     return std::nullopt;
   const json content = json::parse(in, nullptr, false);
   try {
     return identity_with_environment(content);
   } catch (const json::exception &error) { // a discarded (unparsable) value lands here too
-    log().warn("prebuilt compiler identity in {}: {}", versioned_root.string(), error.what());
+    log().warn("prebuilt compiler identity in {}: {}", tier.versioned_root().string(),
+               error.what());
     return std::nullopt;
   }
 }

@@ -13,6 +13,7 @@
 // device, inode, size and mtime of every library file the compiler was loaded from. It is used
 // only while each file still matches and the memo is owned by this user and writable by no one
 // else; anything else is a miss, and the compiler is loaded and the memo rewritten.
+#include "kjit/cache/disk_store.hpp"
 #include "kjit/jit/compiler.hpp"
 #include "variant.hpp"
 
@@ -41,12 +42,11 @@ private:
 
 // The identity a prebuilt tier was built with, shipped in it so that a machine with no compiler
 // (KJIT_MODE=prebuilt in production) computes the keys of its entries:
-//   <versioned root>/compilers/<vendor>.json   {"identity": ..., "environment_variables": [...]}
+//   <the tier's compilers_directory()>/<vendor>.json   {"identity": ..., "environment_variables":
+//   [...]}
 // Written by `kjit prebuild` (deterministic bytes); throws Error(cache_io) when it cannot be.
-void write_tier_identity(const std::filesystem::path &versioned_root,
-                         const jit::Compiler &compiler);
+void write_tier_identity(const cache::DiskStore &tier, const jit::Compiler &compiler);
 // nullopt when the tier holds none for `vendor` or it does not parse. Never throws.
-std::optional<CompilerIdentity> read_tier_identity(const std::filesystem::path &versioned_root,
-                                                   Vendor vendor);
+std::optional<CompilerIdentity> read_tier_identity(const cache::DiskStore &tier, Vendor vendor);
 
 } // namespace kjit

@@ -1,5 +1,6 @@
 #include "kjit/runtime/config.hpp"
 
+#include "kjit/cache/redis_remote.hpp"
 #include "kjit/error.hpp"
 #include "kjit/units.hpp"
 
@@ -68,6 +69,7 @@ Config Config::from_environment() {
   config.prebuilt_dir = prebuilt_dir.empty()
                             ? std::filesystem::path(KJIT_INSTALL_PREFIX) / "share/kjit/prebuilt"
                             : std::filesystem::path(prebuilt_dir);
+  config.remote = cache::remote_storages_from_environment();
   return config;
 }
 

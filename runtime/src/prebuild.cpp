@@ -2,10 +2,12 @@
 
 #include "compiler_memo.hpp"
 #include "kjit/cache/disk_store.hpp"
+#include "kjit/cache/key.hpp"
 #include "kjit/error.hpp"
 #include "variant.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -52,6 +54,27 @@ std::uint64_t size_on_disk(const fs::path &path) {
 std::string TargetedInstance::describe() const {
   return instance.source_template().name() + " (" + instance.canonical_params() + ") for " +
          target.id();
+}
+
+Shard Shard::parse(std::string_view text) {
+  auto number = [](std::string_view digits, std::size_t &value) {
+    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    return error == std::errc() && end == digits.data() + digits.size() && !digits.empty();
+  };
+  const std::size_t slash = text.find('/');
+  std::size_t k = 0, n = 0;
+  if (slash == std::string_view::npos || !number(text.substr(0, slash), k) ||
+      !number(text.substr(slash + 1), n) || k < 1 || k > n)
+    throw Error(Errc::bad_usage,
+                "--shard '" + std::string(text) + "': expected K/N with 1 <= K <= N (\"2/8\")");
+  return {k - 1, n};
+}
+
+bool Shard::holds(const TargetedInstance &variant) const {
+  const std::string digest = cache::sha256_hex(variant.describe());
+  std::uint64_t value = 0;
+  std::from_chars(digest.data(), digest.data() + 16, value, 16);
+  return value % count == index;
 }
 
 std::vector<Batch> make_batches(std::vector<TargetedInstance> variants, std::size_t max_batch) {
@@ -187,12 +210,12 @@ void finish_tier(const Compilers &compilers, const std::vector<Vendor> &vendors,
                  const fs::path &root) {
   const cache::DiskStore store(root, cache::Access::read_only);
   for (Vendor vendor : vendors)
-    write_tier_identity(store.versioned_root(), compilers.of(vendor));
+    write_tier_identity(store, compilers.of(vendor));
   for (const fs::directory_entry &item : fs::recursive_directory_iterator(store.versioned_root())) {
     if (item.is_symlink())
       continue;
     const bool directory = item.is_directory();
-    if (!directory && item.path().filename() == "lock")
+    if (!directory && item.path().filename() == cache::DiskStore::kLockFileName)
       continue;
     ::chmod(item.path().c_str(), directory ? 0755 : 0644);
   }

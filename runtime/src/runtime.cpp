@@ -8,6 +8,7 @@
 #include "kjit/log.hpp"
 #include "kjit/templates/sets.hpp"
 #include "memory_tier.hpp"
+#include "remote_tier.hpp"
 #include "signature.hpp"
 #include "variant.hpp"
 
@@ -28,6 +29,8 @@ std::string_view to_string(Origin origin) {
     return "user cache";
   case Origin::prebuilt:
     return "prebuilt";
+  case Origin::remote:
+    return "remote";
   }
   return "?";
 }
@@ -68,12 +71,13 @@ private:
 
 class Runtime::Impl {
 public:
-  explicit Impl(Config config) : config_(std::move(config)) {
+  explicit Impl(Config config)
+      : config_(std::move(config)), remote_(config_.remote, config_.fleet) {
     if (!config_.prebuilt_dir.empty() && std::filesystem::is_directory(config_.prebuilt_dir))
       prebuilt_.emplace(config_.prebuilt_dir, cache::Access::read_only);
     if (!config_.cache_dir.empty()) {
       user_.emplace(config_.cache_dir, cache::Access::read_write);
-      memo_.emplace(user_->versioned_root() / "compilers");
+      memo_.emplace(user_->compilers_directory());
     } else
       log().warn("no cache directory (HOME and KJIT_CACHE_DIR unset): variants stay in memory");
   }
@@ -82,9 +86,10 @@ public:
   // KJIT_CACHE_SIZE, once per Runtime rather than on any hot path. A prebuilt-mode Runtime writes
   // nothing.
   ~Impl() {
+    counters_ += remote_.counters();
     if (!user_ || user_disabled_ || config_.mode != Mode::jit)
       return;
-    cache::StatsFiles(user_->versioned_root() / "stats").add(counters_);
+    cache::StatsFiles(user_->stats_directory()).add(counters_);
     if (config_.cache_size_bytes == 0 || counters_.compiles == 0)
       return;
     try {
@@ -103,10 +108,13 @@ public:
   const Config &config() const { return config_; }
   Runtime::Counters counters() const {
     std::lock_guard lock(counters_mutex_);
-    return {counters_.compiles, counters_.user_hits, counters_.prebuilt_hits};
+    return {counters_.compiles, counters_.user_hits, counters_.prebuilt_hits,
+            counters_.remote_hits};
   }
 
-  const jit::Compiler &compiler(Vendor vendor) { return ProcessCompilers::load(vendor); }
+  const jit::Compiler &compiler(Vendor vendor) {
+    return config_.compilers ? config_.compilers(vendor) : ProcessCompilers::load(vendor);
+  }
 
   const CodeObject &compile(const Template &tmpl, const ParamValues &params,
                             const jit::Target &target) {
@@ -201,6 +209,15 @@ private:
     }
   }
 
+  // The one place a CodeObject is made: from a verified entry holding one kernel.
+  static std::unique_ptr<CodeObject> code_object(const VariantDescription &variant,
+                                                 cache::Entry &entry, Origin origin,
+                                                 std::filesystem::path path) {
+    return std::unique_ptr<CodeObject>(new CodeObject(
+        variant.key, variant.request.target, std::move(entry.code), entry.header.kernels[0].first,
+        entry.header.kernels[0].second, origin, entry.header.compile_ms, std::move(path)));
+  }
+
   std::unique_ptr<CodeObject> from_entry(const VariantDescription &variant, cache::Lookup &found,
                                          Origin origin) {
     auto &entry = *found.entry;
@@ -209,15 +226,43 @@ private:
                  entry.header.kernels.size());
       return nullptr;
     }
-    return std::unique_ptr<CodeObject>(new CodeObject(
-        variant.key, variant.request.target, std::move(entry.code), entry.header.kernels[0].first,
-        entry.header.kernels[0].second, origin, entry.header.compile_ms, found.path));
+    return code_object(variant, entry, origin, found.path);
   }
 
   void count_hit(const CodeObject &object) {
     std::lock_guard lock(counters_mutex_);
-    ++(object.origin() == Origin::prebuilt ? counters_.prebuilt_hits : counters_.user_hits);
+    switch (object.origin()) {
+    case Origin::prebuilt:
+      ++counters_.prebuilt_hits;
+      break;
+    case Origin::remote:
+      ++counters_.remote_hits;
+      break;
+    default:
+      ++counters_.user_hits;
+    }
     counters_.saved_ms += object.compile_ms();
+  }
+
+  // Writes `entry` to the user tier when it has one: where the entry is, or empty.
+  std::filesystem::path keep(const cache::Entry &entry) {
+    if (!user_ || user_disabled_)
+      return {};
+    try {
+      user_->write(entry);
+      return user_->entry_path(entry.header.key, entry.header.target);
+    } catch (const Error &error) {
+      disk_unusable(error);
+      return {};
+    }
+  }
+
+  // A remote's entry, kept in the user tier so that the next process finds it on disk.
+  std::unique_ptr<CodeObject> from_remote(const VariantDescription &variant, cache::Entry entry) {
+    std::filesystem::path path = keep(entry);
+    auto object = code_object(variant, entry, Origin::remote, std::move(path));
+    count_hit(*object);
+    return object;
   }
 
   // The prebuilt tier, then the user tier. A bad entry is reported once and treated as a miss;
@@ -286,8 +331,8 @@ private:
     std::lock_guard lock(identity_mutex_);
     std::optional<CompilerIdentity> &known = identities_[static_cast<int>(vendor)];
     if (config_.mode == Mode::prebuilt && !known && prebuilt_)
-      known = read_tier_identity(prebuilt_->versioned_root(), vendor);
-    const jit::Compiler *loaded = ProcessCompilers::loaded(vendor);
+      known = read_tier_identity(*prebuilt_, vendor);
+    const jit::Compiler *loaded = config_.compilers ? nullptr : ProcessCompilers::loaded(vendor);
     if (!known && memo_)
       known = memo_->read(vendor);
     if (config_.mode == Mode::prebuilt && known)
@@ -301,7 +346,7 @@ private:
         if (error.code() != Errc::compiler_unavailable)
           throw;
         std::optional<CompilerIdentity> shipped =
-            prebuilt_ ? read_tier_identity(prebuilt_->versioned_root(), vendor) : std::nullopt;
+            prebuilt_ ? read_tier_identity(*prebuilt_, vendor) : std::nullopt;
         if (shipped)
           return *shipped; // not remembered: a compiler installed later is loaded then
         if (config_.mode == Mode::prebuilt)
@@ -353,6 +398,8 @@ private:
         return object;
       if (auto object = portable_prebuilt(instance, variant))
         return object;
+      if (auto entry = remote_.find(variant.key, variant.request.target.id()))
+        return from_remote(variant, std::move(*entry));
     }
     const jit::Target &target = variant.request.target;
     if (config_.mode == Mode::prebuilt)
@@ -390,6 +437,12 @@ private:
       }
     }
 
+    // One compile per fleet: the lease holder compiles, the others take what it publishes.
+    std::unique_ptr<RemoteTier::Claim> claim;
+    if (!config_.rebuild)
+      if (auto entry = remote_.claim_or_wait(variant.key, variant.request.target.id(), claim))
+        return from_remote(variant, std::move(*entry));
+
     {
       std::lock_guard counting(counters_mutex_);
       ++counters_.misses;
@@ -406,23 +459,15 @@ private:
     }
 
     cache::Entry entry = make_entry(instance, variant, jit_compiler, std::move(result), compile_ms);
-    std::filesystem::path entry_path;
-    if (lock) {
-      try {
-        user_->write(entry);
-        entry_path = user_->entry_path(variant.key, entry.header.target);
-      } catch (const Error &error) {
-        disk_unusable(error);
-      }
-    }
-    return std::unique_ptr<CodeObject>(new CodeObject(
-        variant.key, variant.request.target, std::move(entry.code), entry.header.kernels[0].first,
-        entry.header.kernels[0].second, Origin::compiled, compile_ms, std::move(entry_path)));
+    std::filesystem::path entry_path = lock ? keep(entry) : std::filesystem::path();
+    remote_.publish(entry);
+    return code_object(variant, entry, Origin::compiled, std::move(entry_path));
   }
 
   Config config_;
   std::optional<cache::DiskStore> prebuilt_;
   std::optional<cache::DiskStore> user_;
+  RemoteTier remote_;
   std::optional<CompilerMemo> memo_; // beside the user tier
   std::mutex identity_mutex_;
   std::optional<CompilerIdentity> identities_[2]; // per vendor, as last known to this Runtime

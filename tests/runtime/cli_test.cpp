@@ -1,6 +1,7 @@
 // The `kjit` command line as a script would use it: exit status, one clear line on stderr for
 // bad input, and --json output that another process agrees with.
 #include "cli_fixture.hpp"
+#include "tests/support/redis_server.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -31,6 +32,38 @@ TEST_F(CliTest, CompileTwiceCompilesOnceAndAgreesOnTheKey) {
   EXPECT_EQ(b["compile_ms"], 0.0);
   EXPECT_EQ(b["key"], a["key"]);
   EXPECT_EQ(b["entry"], a["entry"]);
+}
+
+// Two nodes sharing a real Redis: the first compiles and publishes, the second (a fresh user tier)
+// gets the entry from the remote, says so, and counts it in its statistics.
+TEST_F(CliTest, ANodeWithAnEmptyCacheHitsTheVariantAnotherPublishedToRedis) {
+  if (!hiprtc_available())
+    GTEST_SKIP() << "hiprtc is not available";
+  testing::RedisServer redis;
+  const std::string remote = "KJIT_REMOTE_STORAGE='" + redis.url() + "'";
+  const std::string args = "compile scale -p T=half -p N=4096 --target gfx90a --json";
+  const CliRun first = kjit(args, remote);
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(nlohmann::json::parse(first.out)["origin"], "compiled");
+
+  std::filesystem::remove_all(dir / "cache"); // the second node has its own, empty user tier
+  const CliRun second = kjit(args, remote);
+  ASSERT_EQ(second.status, 0) << second.err;
+  const auto hit = nlohmann::json::parse(second.out);
+  EXPECT_EQ(hit["origin"], "remote");
+  EXPECT_EQ(hit["key"], nlohmann::json::parse(first.out)["key"]);
+  EXPECT_TRUE(std::filesystem::is_regular_file(hit["entry"].get<std::string>()))
+      << "a remote hit is kept in the user tier";
+
+  const CliRun stats = kjit("cache stats --json");
+  ASSERT_EQ(stats.status, 0) << stats.err;
+  const auto counters = nlohmann::json::parse(stats.out)["counters"];
+  EXPECT_EQ(counters["remote_hits"], 1);
+  EXPECT_EQ(counters["compiles"], 0);
+
+  const CliRun third = kjit(args, remote);
+  ASSERT_EQ(third.status, 0) << third.err;
+  EXPECT_EQ(nlohmann::json::parse(third.out)["origin"], "user cache") << "then the disk serves it";
 }
 
 // The second process keys the variant with the compiler identity the first one remembered, so it

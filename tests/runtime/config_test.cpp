@@ -70,5 +70,37 @@ TEST(Config, CacheSizeIsInMegabytesUnlessAUnitIsGiven) {
   EXPECT_EQ(Config::from_environment().cache_size_bytes, 20ull << 30);
 }
 
+TEST(Config, ReadsTheRemotesAndRefusesABadOneOrAnOpenSecret) {
+  ScopedEnvironment env;
+  env.set("KJIT_REMOTE_STORAGE", nullptr);
+  EXPECT_TRUE(Config::from_environment().remote.empty());
+  env.set("KJIT_REMOTE_STORAGE", "redis://kjit:pw@127.0.0.1:1/3|read-only redis://127.0.0.1:2");
+  env.set("KJIT_REMOTE_SECRET_FILE", nullptr);
+  const Config config = Config::from_environment();
+  ASSERT_EQ(config.remote.size(), 2u);
+  EXPECT_EQ(config.remote[0].description, "redis://kjit:***@127.0.0.1:1/3");
+  EXPECT_TRUE(config.remote[0].read_only);
+  EXPECT_EQ(config.remote[0].leases, nullptr);
+  EXPECT_NE(config.remote[1].leases, nullptr);
+
+  env.set("KJIT_REMOTE_STORAGE", "memcached://h");
+  try {
+    Config::from_environment();
+    FAIL() << "memcached:// was accepted";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_config);
+    EXPECT_NE(error.summary().find("KJIT_REMOTE_STORAGE"), std::string::npos);
+  }
+  env.set("KJIT_REMOTE_STORAGE", "redis://127.0.0.1:2");
+  env.set("KJIT_REMOTE_SECRET_FILE", "/etc/passwd"); // readable by all: refused
+  try {
+    Config::from_environment();
+    FAIL() << "a world-readable secret was accepted";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_config);
+    EXPECT_NE(error.summary().find("KJIT_REMOTE_SECRET_FILE"), std::string::npos);
+  }
+}
+
 } // namespace
 } // namespace kjit

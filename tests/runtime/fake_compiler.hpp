@@ -1,6 +1,13 @@
 #pragma once
-// A Compiler that compiles nothing: lets key tests vary the compiler identity and environment.
+// A Compiler that runs no vendor library: lets key tests vary the compiler identity and
+// environment, and runtime tests (Config::compilers) count compiles. Its "code object" is the
+// request's name expressions and source, so different variants get different bytes; it compiles
+// for gfx90a (features sramecc, xnack) and takes `compile_delay` per compile.
 #include "kjit/jit/compiler.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 namespace kjit::testing {
 
@@ -16,7 +23,20 @@ public:
     return environment_;
   }
   const std::vector<jit::TargetSupport> &supported_targets() const override { return targets_; }
-  jit::CompileResult compile(const jit::CompileRequest &) const override { return {}; }
+  jit::CompileResult compile(const jit::CompileRequest &request) const override {
+    ++compiles;
+    std::this_thread::sleep_for(compile_delay);
+    jit::CompileResult result;
+    std::string text = request.target.id();
+    for (const std::string &expression : request.name_expressions) {
+      text += expression;
+      result.lowered_names.push_back("lowered " + expression);
+    }
+    text += request.source;
+    for (char c : text)
+      result.code.push_back(static_cast<std::byte>(c));
+    return result;
+  }
   std::vector<std::string> environment_variables() const override {
     std::vector<std::string> names;
     for (const auto &[name, value] : environment_)
@@ -26,11 +46,13 @@ public:
   std::vector<std::string> library_files() const override { return library_files_; }
 
   std::vector<std::string> library_files_; // none by default: nothing to remember it by
+  std::chrono::milliseconds compile_delay{0};
+  mutable std::atomic<int> compiles = 0;
 
 private:
   std::string identity_;
   std::vector<std::pair<std::string, std::string>> environment_;
-  std::vector<jit::TargetSupport> targets_;
+  std::vector<jit::TargetSupport> targets_{{"gfx90a", {"sramecc", "xnack"}}};
 };
 
 } // namespace kjit::testing

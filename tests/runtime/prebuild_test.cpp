@@ -3,6 +3,7 @@
 // changed, writes the same bytes every time, keeps going past a variant that does not compile,
 // and refuses bad input with one line.
 #include "cli_fixture.hpp"
+#include "kjit/error.hpp"
 #include "kjit/runtime/prebuild.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "kjit/templates/library.hpp"
@@ -107,6 +108,42 @@ TEST(PrebuildBatchesTest, CostliestBatchesAreHandedOutFirst) {
   ASSERT_EQ(batches.back().variants.front().instance.source_template().name(), "gemm");
   EXPECT_EQ(prebuild::longest_first(batches), (std::vector<std::size_t>{3, 0, 1, 2}))
       << "gemm first, the equal axpy batches in plan order";
+}
+
+TEST(PrebuildShardTest, SharesAreDisjointCoverTheWholeSetAndIgnoreOrder) {
+  std::vector<prebuild::TargetedInstance> variants = scale_variants(100, {"gfx90a", "sm_90"});
+  constexpr std::size_t shares = 8;
+  std::map<std::string, int> owners;
+  std::vector<std::size_t> sizes(shares, 0);
+  for (std::size_t k = 0; k < shares; ++k)
+    for (const auto &variant : variants)
+      if (prebuild::Shard{k, shares}.holds(variant)) {
+        ++owners[variant.describe()];
+        ++sizes[k];
+      }
+  EXPECT_EQ(owners.size(), variants.size());
+  for (const auto &[variant, count] : owners)
+    EXPECT_EQ(count, 1) << variant;
+  for (std::size_t size : sizes)
+    EXPECT_GT(size, 0u) << "400 variants leave no share of eight empty";
+  std::shuffle(variants.begin(), variants.end(), std::mt19937(3));
+  for (const auto &variant : variants)
+    EXPECT_TRUE((prebuild::Shard{0, 1}.holds(variant)));
+}
+
+TEST(PrebuildShardTest, ParsesKOfNAndRefusesAnythingElse) {
+  const prebuild::Shard shard = prebuild::Shard::parse("3/8");
+  EXPECT_EQ(shard.index, 2u);
+  EXPECT_EQ(shard.count, 8u);
+  for (const char *bad : {"0/8", "9/8", "8", "/8", "1/", "a/b", "1/8x", "-1/8", "1/0", ""}) {
+    try {
+      (void)prebuild::Shard::parse(bad);
+      ADD_FAILURE() << bad;
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_usage) << bad;
+      EXPECT_NE(error.summary().find("K/N"), std::string::npos) << error.summary();
+    }
+  }
 }
 
 class PrebuildCliTest : public CliTest {
@@ -312,6 +349,33 @@ TEST_F(PrebuildCliTest, TheSameInputsGiveByteIdenticalTiersWhateverTheJobs) {
   ASSERT_EQ(smaller.status, 0) << smaller.err;
   EXPECT_EQ(nlohmann::json::parse(smaller.out)["batches"], 3);
   EXPECT_EQ(entries(dir / "smaller"), 12u);
+}
+
+TEST_F(PrebuildCliTest, ShardsTogetherBuildTheWholeTier) {
+  const std::string set = user_set(6, false);
+  std::map<std::string, std::vector<std::byte>> shards;
+  for (int k = 1; k <= 3; ++k) {
+    const fs::path tier = dir / ("shard" + std::to_string(k));
+    const CliRun run = kjit("prebuild --sets " + set + " --targets gfx90a --jobs 2 --shard " +
+                            std::to_string(k) + "/3 --max-batch 1 --out " + tier.string());
+    ASSERT_EQ(run.status, 0) << run.err;
+    for (auto &[path, bytes] : tree(tier))
+      if (path.ends_with(".kjit"))
+        EXPECT_TRUE(shards.emplace(path, bytes).second) << path << " built by two shards";
+  }
+  ASSERT_EQ(kjit("prebuild --sets " + set + " --targets gfx90a --max-batch 1 --out " +
+                 (dir / "whole").string())
+                .status,
+            0);
+  std::map<std::string, std::vector<std::byte>> whole;
+  for (auto &[path, bytes] : tree(dir / "whole"))
+    if (path.ends_with(".kjit"))
+      whole.emplace(path, bytes);
+  EXPECT_EQ(whole.size(), 12u);
+  EXPECT_EQ(shards, whole) << "each variant alone in its program: byte-identical entries";
+  expect_bad_input("prebuild --sets " + set + " --targets gfx90a --shard 4/3 --out " +
+                       (dir / "bad").string(),
+                   "--shard '4/3'");
 }
 
 TEST_F(PrebuildCliTest, AVariantThatDoesNotCompileIsListedAndTheOthersAreBuilt) {

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <set>
 #include <string>
+#include <string_view>
 #include <sys/stat.h>
 #include <vector>
 
@@ -18,6 +19,12 @@ inline std::vector<std::byte> read_file_bytes(const std::filesystem::path &path)
   std::vector<std::byte> bytes(chars.size());
   std::memcpy(bytes.data(), chars.data(), chars.size());
   return bytes;
+}
+
+// The bytes of `text`, for values written through byte interfaces.
+inline std::vector<std::byte> bytes_of(std::string_view text) {
+  const auto *first = reinterpret_cast<const std::byte *>(text.data());
+  return {first, first + text.size()};
 }
 
 inline void write_file_bytes(const std::filesystem::path &path,

@@ -223,8 +223,7 @@ int run_stats(bool as_json) {
     ++totals.entries;
     totals.bytes += entry.stored.bytes;
   }
-  const cache::CacheCounters counters =
-      cache::StatsFiles(tiers.user->versioned_root() / "stats").total();
+  const cache::CacheCounters counters = cache::StatsFiles(tiers.user->stats_directory()).total();
 
   if (as_json) {
     json rows = json::array();
@@ -236,13 +235,7 @@ int run_stats(bool as_json) {
     print_json({{"cache_dir", tiers.config.cache_dir.string()},
                 {"prebuilt_dir", tiers.config.prebuilt_dir.string()},
                 {"tiers", rows},
-                {"counters",
-                 {{"user_hits", counters.user_hits},
-                  {"prebuilt_hits", counters.prebuilt_hits},
-                  {"misses", counters.misses},
-                  {"compiles", counters.compiles},
-                  {"compile_ms", counters.compile_ms},
-                  {"saved_ms", counters.saved_ms}}}});
+                {"counters", json::parse(cache::to_json_text(counters))}});
     return 0;
   }
   std::cout << "user tier     " << tiers.config.cache_dir.string() << '\n'
@@ -258,18 +251,19 @@ int run_stats(bool as_json) {
   }
   table.add({"all", "", std::to_string(all.entries), human_bytes(all.bytes)});
   table.print(std::cout);
-  const std::uint64_t lookups = counters.user_hits + counters.prebuilt_hits + counters.misses;
+  const std::uint64_t hits = counters.user_hits + counters.prebuilt_hits + counters.remote_hits;
+  const std::uint64_t lookups = hits + counters.misses;
   std::printf(
-      "\nhits            %" PRIu64 " (user %" PRIu64 ", prebuilt %" PRIu64 ")%s\n"
+      "\nhits            %" PRIu64 " (user %" PRIu64 ", prebuilt %" PRIu64 ", remote %" PRIu64
+      ")%s\n"
       "misses          %" PRIu64 "\n"
+      "remote          %" PRIu64 " misses, %" PRIu64 " errors, %" PRIu64 " timeouts\n"
       "compiles        %" PRIu64 ", %.1f s in the compiler\n"
       "time saved      %.1f s of compiling, by hits\n",
-      counters.user_hits + counters.prebuilt_hits, counters.user_hits, counters.prebuilt_hits,
-      lookups == 0 ? ""
-                   : (", " + std::to_string(100 * (lookups - counters.misses) / lookups) +
-                      "% of disk lookups")
-                         .c_str(),
-      counters.misses, counters.compiles, counters.compile_ms / 1000, counters.saved_ms / 1000);
+      hits, counters.user_hits, counters.prebuilt_hits, counters.remote_hits,
+      lookups == 0 ? "" : (", " + std::to_string(100 * hits / lookups) + "% of lookups").c_str(),
+      counters.misses, counters.remote_misses, counters.remote_errors, counters.remote_timeouts,
+      counters.compiles, counters.compile_ms / 1000, counters.saved_ms / 1000);
   return 0;
 }
 
@@ -485,8 +479,11 @@ int run_verify(const CacheArgs &args, bool as_json) {
     if (args.fix) {
       if (entry.store->access() == cache::Access::read_only)
         action = "kept (read-only tier)";
+      else if (std::string refused = entry.store->remove(entry.stored.key, entry.stored.target);
+               refused.empty())
+        action = "removed";
       else
-        action = fs::remove_all(entry.stored.path) > 0 ? "removed" : "already gone";
+        action = "kept: " + refused;
     }
     bad.push_back({{"key", entry.stored.key.hex()},
                    {"tier", entry.tier},

@@ -176,7 +176,10 @@ Plan make_plan(const PrebuildArgs &args) {
     plan.user_sets.push_back(templates::VariantSet::read_file(file));
   const auto &sets = args.sets.empty() ? templates::builtin_sets() : plan.user_sets;
 
+  const prebuild::Shard shard =
+      args.shard.empty() ? prebuild::Shard{} : prebuild::Shard::parse(args.shard);
   std::vector<prebuild::TargetedInstance> variants;
+  std::size_t in_every_shard = 0;
   std::string names;
   for (const templates::VariantSet &set : sets) {
     if (plan.level != 0 && set.level() != plan.level)
@@ -192,10 +195,12 @@ Plan make_plan(const PrebuildArgs &args) {
       }();
       for (const jit::Target &target : plan.targets)
         if (variant.for_target(target.vendor(), target.arch()))
-          variants.push_back({instance, target});
+          if (prebuild::TargetedInstance each{instance, target};
+              ++in_every_shard, shard.holds(each))
+            variants.push_back(std::move(each));
     }
   }
-  if (variants.empty())
+  if (in_every_shard == 0)
     throw Error(Errc::bad_usage,
                 "level " + std::to_string(plan.level) + " has no variants in " +
                     (args.sets.empty() ? std::string("the built-in sets") : "the sets given"));
@@ -448,6 +453,8 @@ std::vector<std::string> worker_argv(const Plan &plan, const PrebuildArgs &args)
       "--out", plan.out.string(), "--max-batch", std::to_string(args.max_batch)};
   if (plan.level != 0)
     argv.insert(argv.end(), {"--level", std::to_string(plan.level)});
+  if (!args.shard.empty())
+    argv.insert(argv.end(), {"--shard", args.shard});
   for (const std::string &file : args.sets)
     argv.insert(argv.end(), {"--sets", fs::absolute(file).string()});
   if (!args.tuned.empty())
@@ -480,6 +487,9 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
                      "a set file to build instead of the built-in sets (repeatable)");
     each->add_option("--max-batch", args.max_batch,
                      "variants per program at most (default 16; 1 compiles each alone)");
+    each->add_option("--shard", args.shard,
+                     "K/N: build the K-th of N disjoint shares of the variants (by their "
+                     "identity), so that N machines fill one remote tier together");
     each->add_option("--tuned", args.tuned,
                      "a `kjit tune export` file: build exactly its winners and ship its records");
     each->add_option(

@@ -15,6 +15,7 @@ struct PrebuildArgs {
   std::string out;               // default the configured prebuilt tier
   std::vector<std::string> sets; // set files instead of the built-in sets
   std::size_t max_batch = 16;    // variants per program at most (1: no batching)
+  std::string shard;             // "K/N": this machine's share of the variants; empty: all
   std::string tuned;             // a tuning table export: exactly its winners, and its records
 };
 

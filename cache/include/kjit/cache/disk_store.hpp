@@ -3,6 +3,10 @@
 //
 //   <root>/v<N>/<target dir>/<first 2 hex of key>/<key hex>.kjit
 //   <root>/v<N>/lock            (the per-key OFD lock file, see file_lock.hpp)
+//   <root>/v<N>/stats/          (the user tier's statistics files, see stats.hpp)
+//   <root>/v<N>/compilers/      (the compiler identities keys were made with)
+//
+// Only this class names these paths; everything else asks it.
 //
 // <target dir> is the canonical target id with ':' replaced by '_' ("gfx90a_sramecc+_xnack-").
 // Key text never becomes a path: only the validated target id and key hex do. A target id that is
@@ -54,6 +58,11 @@ public:
   // <root>/v<N>: where this entry format's files live.
   const std::filesystem::path &versioned_root() const { return versioned_root_; }
   Access access() const { return access_; }
+  // The layout's other files (above).
+  std::filesystem::path lock_path() const { return versioned_root_ / kLockFileName; }
+  std::filesystem::path stats_directory() const { return versioned_root_ / "stats"; }
+  std::filesystem::path compilers_directory() const { return versioned_root_ / "compilers"; }
+  static constexpr std::string_view kLockFileName = "lock";
   // Throws Error(bad_target) for a target id that cannot name a directory (above).
   std::filesystem::path entry_path(const Key &key, std::string_view target) const;
 
@@ -76,9 +85,11 @@ public:
   void record_use(const Lookup &hit) const;
 
   // Removes what is under the entry's name, if anything: a file, or a directory planted there
-  // (see remove_private_path), so that a rejected entry can be rewritten. A read_only store
-  // removes nothing. Never throws.
-  void remove(const Key &key, std::string_view target) const;
+  // (see remove_private_path), so that a rejected entry can be rewritten. A directory tree is
+  // removed only where remove_private_path trusts its parent. Returns "" or why nothing was
+  // removed (a read_only store, an invalid target id, a refused or failed removal); no file is not
+  // a failure. Never throws.
+  std::string remove(const Key &key, std::string_view target) const;
 
   // The lock that serialises compiling and publishing one key across processes and threads:
   // <root>/v<N>/lock, its directories created 0700. Throws Error(cache_io) when they cannot be

@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -69,6 +70,9 @@ struct Decoded {
   std::string problem;
 };
 Decoded decode_entry(std::span<const std::byte> bytes);
+// decode_entry, and the header's key and target equal to the ones asked for: how every tier
+// verifies what it read (a disk file, a remote's untrusted value) before it is used.
+Decoded decode_entry_for(std::span<const std::byte> bytes, const Key &key, std::string_view target);
 
 // The size of the fixed prelude before the header (magic, version, lengths).
 inline constexpr std::size_t kEntryPreludeSize = 24;

@@ -1,8 +1,14 @@
 #pragma once
 // Runtime configuration, read from the environment (docs/ARCHITECTURE.md, "Configuration") or set
 // in code.
+#include "kjit/cache/remote.hpp"
+#include "kjit/vendor.hpp"
+
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <vector>
 
 namespace kjit {
 
@@ -10,6 +16,19 @@ enum class Mode {
   jit,      // compile a variant on its first use (default)
   prebuilt, // never compile: a variant missing from every tier is an error
 };
+
+// How the fleet single-flight waits: a lease lives `lease_ttl` unless renewed (a holder renews it
+// every third of that while it compiles), and a process that finds the lease held polls for the
+// entry every `poll` for at most `wait`, then compiles itself.
+struct FleetWait {
+  std::chrono::milliseconds lease_ttl{10'000};
+  std::chrono::milliseconds wait{60'000};
+  std::chrono::milliseconds poll{50};
+};
+
+namespace jit {
+class Compiler;
+}
 
 struct Config {
   Mode mode = Mode::jit;
@@ -24,8 +43,17 @@ struct Config {
   // when it ends, down to this. 0: unbounded.
   std::uint64_t cache_size_bytes = 0;
 
+  // The remote tiers, asked in order after the local ones; a compile publishes to each writable
+  // one. Empty: none.
+  std::vector<cache::RemoteStorage> remote;
+  FleetWait fleet;
+  // Where compilers come from. Empty: the vendor libraries (hiprtc, NVRTC), loaded once per
+  // process. Tests give their own; the compilers must outlive the Runtime.
+  std::function<const jit::Compiler &(Vendor)> compilers;
+
   // KJIT_MODE (jit|prebuilt), KJIT_CACHE_DIR, KJIT_PREBUILT_DIR, KJIT_REBUILD (0|1),
-  // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G).
+  // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G), KJIT_REMOTE_STORAGE and
+  // KJIT_REMOTE_SECRET_FILE (kjit/cache/redis_remote.hpp).
   // Throws Error(bad_config) naming the variable, its value and what it accepts.
   static Config from_environment();
 };

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kjit::prebuild {
@@ -38,6 +39,19 @@ struct TargetedInstance {
   jit::Target target;
   // "scale (N=4096,T=half) for gfx90a"
   std::string describe() const;
+};
+
+// One of N shares of a prebuild, so that N machines fill one remote tier together
+// (`kjit prebuild --shard K/N`). A variant belongs to the share its identity hashes to: SHA-256 of
+// TargetedInstance::describe() (template, canonical parameters, target) modulo N. Deterministic and
+// independent of the order sets list variants in, of the jobs and of the machine; the N shares
+// are disjoint and together the whole set.
+struct Shard {
+  std::size_t index = 0; // 0-based K-1
+  std::size_t count = 1;
+  // "K/N" with 1 <= K <= N; throws Error(bad_parameter) naming the form otherwise.
+  static Shard parse(std::string_view text);
+  bool holds(const TargetedInstance &variant) const;
 };
 
 // Variants of one template for one target, compiled as one program.

@@ -21,7 +21,7 @@
 namespace kjit {
 
 // Where a Runtime found a code object the first time it was asked for it.
-enum class Origin { compiled, user_cache, prebuilt };
+enum class Origin { compiled, user_cache, prebuilt, remote };
 std::string_view to_string(Origin origin);
 
 // A compiled variant: the code object and what is needed to load and launch its kernel.
@@ -36,7 +36,8 @@ public:
   Origin origin() const { return origin_; }
   // How long the compiler took when this variant was compiled (in this or an earlier process).
   double compile_ms() const { return compile_ms_; }
-  // The user-tier or prebuilt file holding it; empty when it lives in memory only.
+  // The user-tier or prebuilt file holding it (a remote hit is written to the user tier); empty
+  // when it lives in memory only.
   const std::filesystem::path &entry_path() const { return entry_path_; }
 
 private:
@@ -72,6 +73,7 @@ public:
     std::uint64_t compiled = 0;
     std::uint64_t user_cache_hits = 0;
     std::uint64_t prebuilt_hits = 0;
+    std::uint64_t remote_hits = 0;
   };
   Counters counters() const;
 

@@ -1,0 +1,33 @@
+#pragma once
+// The Redis remote tier over hiredis: the three remote interfaces on one connection per remote.
+//
+// Every call is bounded: connecting by the connect timeout, each command's round trip by the
+// operation timeout (a stalled server is a timeout, never a hang). A failure to reach it drops the
+// connection; the next call reconnects. After kBreakerFailures failures to reach it in a row
+// (refused, dropped or timed out connections; a denied command does not count) the remote is
+// skipped, every call failing at once, for kBreakerCooldown, then one call tries again: a dead
+// server costs a lookup no connection attempt. The first failure is logged once per remote (so once
+// per process for the remotes of KJIT_REMOTE_STORAGE); later ones only at debug level.
+#include "kjit/cache/remote.hpp"
+#include "kjit/cache/remote_url.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kjit::cache {
+
+inline constexpr int kBreakerFailures = 3;
+inline constexpr std::chrono::milliseconds kBreakerCooldown{10'000};
+
+// The remote named by `url`. Connects on first use, so a server down now is a fault later, not an
+// error here. A read-only remote has no leases, and its put and remove fail.
+RemoteStorage open_redis_remote(const RemoteUrl &url);
+
+// The remotes KJIT_REMOTE_STORAGE names (none when unset), each signed with the fleet secret of
+// KJIT_REMOTE_SECRET_FILE when that is set. Error(bad_config) for a value that does not parse or
+// a secret file that cannot be trusted (see read_remote_secret).
+std::vector<RemoteStorage> remote_storages_from_environment();
+
+} // namespace kjit::cache

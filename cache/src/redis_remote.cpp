@@ -1,0 +1,312 @@
+#include "kjit/cache/redis_remote.hpp"
+
+#include "kjit/cache/signed_remote.hpp"
+#include "kjit/log.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <random>
+
+namespace kjit::cache {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ContextFree {
+  void operator()(redisContext *context) const { redisFree(context); }
+};
+struct ReplyFree {
+  void operator()(redisReply *reply) const { freeReplyObject(reply); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyFree>;
+
+timeval to_timeval(std::chrono::milliseconds ms) {
+  return {static_cast<time_t>(ms.count() / 1000),
+          static_cast<suseconds_t>(ms.count() % 1000 * 1000)};
+}
+
+// Compare-and-delete and compare-and-extend: atomic on the server, so a holder whose lease
+// expired and was taken by another never deletes or extends the new holder's.
+constexpr const char *kReleaseScript =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+constexpr const char *kRenewScript = "if redis.call('get', KEYS[1]) == ARGV[1] then return "
+                                     "redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
+
+std::string new_token() {
+  std::random_device random;
+  static const char digits[] = "0123456789abcdef";
+  std::string token;
+  for (int i = 0; i < 32; ++i)
+    token += digits[random() & 15];
+  return token;
+}
+
+class RedisRemote final : public RemoteBackend, public RemoteLeases, public RemoteListing {
+public:
+  explicit RedisRemote(RemoteUrl url) : url_(std::move(url)) {}
+
+  RemoteResult<std::optional<std::vector<std::byte>>> get(const RecordKey &record) override {
+    const std::string name = storage_name(record);
+    auto reply = command({"GET", name});
+    if (!reply.ok())
+      return reply.fault();
+    const redisReply *r = reply.value().get();
+    if (r->type == REDIS_REPLY_NIL)
+      return std::optional<std::vector<std::byte>>();
+    if (r->type != REDIS_REPLY_STRING)
+      return unexpected("GET", r);
+    const auto *bytes = reinterpret_cast<const std::byte *>(r->str);
+    return std::optional<std::vector<std::byte>>(std::vector<std::byte>(bytes, bytes + r->len));
+  }
+
+  RemoteResult<PutOutcome> put(const RecordKey &record, std::span<const std::byte> value,
+                               PutMode mode) override {
+    if (url_.read_only)
+      return read_only("put");
+    const std::string name = storage_name(record);
+    const std::string_view bytes(reinterpret_cast<const char *>(value.data()), value.size());
+    auto reply = mode == PutMode::only_if_absent ? command({"SET", name, bytes, "NX"})
+                                                 : command({"SET", name, bytes});
+    if (!reply.ok())
+      return reply.fault();
+    const redisReply *r = reply.value().get();
+    if (r->type == REDIS_REPLY_NIL)
+      return PutOutcome::already_present;
+    if (r->type == REDIS_REPLY_STATUS)
+      return PutOutcome::stored;
+    return unexpected("SET", r);
+  }
+
+  RemoteResult<bool> remove(const RecordKey &record) override {
+    if (url_.read_only)
+      return read_only("remove");
+    return integer_reply("DEL", {"DEL", storage_name(record)});
+  }
+
+  RemoteResult<std::optional<Token>> try_acquire(const RecordKey &record,
+                                                 std::chrono::milliseconds ttl) override {
+    Token token = new_token();
+    auto reply =
+        command({"SET", lease_name(record), token, "NX", "PX", std::to_string(ttl.count())});
+    if (!reply.ok())
+      return reply.fault();
+    const redisReply *r = reply.value().get();
+    if (r->type == REDIS_REPLY_NIL)
+      return std::optional<Token>();
+    if (r->type == REDIS_REPLY_STATUS)
+      return std::optional<Token>(std::move(token));
+    return unexpected("SET", r);
+  }
+
+  RemoteResult<bool> renew(const RecordKey &record, const Token &token,
+                           std::chrono::milliseconds ttl) override {
+    return integer_reply("EVAL", {"EVAL", kRenewScript, "1", lease_name(record), token,
+                                  std::to_string(ttl.count())});
+  }
+
+  RemoteResult<bool> release(const RecordKey &record, const Token &token) override {
+    return integer_reply("EVAL", {"EVAL", kReleaseScript, "1", lease_name(record), token});
+  }
+
+  RemoteResult<std::size_t> scan(RecordKind kind,
+                                 const std::function<void(const RecordKey &)> &visit) override {
+    const std::string pattern = storage_prefix(kind) + "*";
+    std::string cursor = "0";
+    std::size_t visits = 0;
+    do {
+      auto reply = command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+      if (!reply.ok())
+        return reply.fault();
+      const redisReply *r = reply.value().get();
+      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+          r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY)
+        return unexpected("SCAN", r);
+      cursor.assign(r->element[0]->str, r->element[0]->len);
+      const redisReply *names = r->element[1];
+      for (std::size_t i = 0; i < names->elements; ++i) {
+        if (names->element[i]->type != REDIS_REPLY_STRING)
+          continue;
+        auto parsed = parse_storage_name({names->element[i]->str, names->element[i]->len}, kind);
+        if (parsed) {
+          visit(*parsed);
+          ++visits;
+        }
+      }
+    } while (cursor != "0");
+    return visits;
+  }
+
+private:
+  RemoteFault read_only(std::string_view what) {
+    return {RemoteFailure::error, url_.description() + " is read-only: no " + std::string(what)};
+  }
+
+  RemoteFault unexpected(std::string_view command, const redisReply *r) {
+    return logged({RemoteFailure::error, url_.description() + ": " + std::string(command) +
+                                             ": an unexpected reply type " +
+                                             std::to_string(r->type)},
+                  false);
+  }
+
+  RemoteResult<bool> integer_reply(std::string_view name, std::vector<std::string_view> args) {
+    auto reply = command(std::move(args));
+    if (!reply.ok())
+      return reply.fault();
+    const redisReply *r = reply.value().get();
+    if (r->type != REDIS_REPLY_INTEGER)
+      return unexpected(name, r);
+    return r->integer > 0;
+  }
+
+  // One command's reply, or the fault. A server error reply (NOPERM, WRONGPASS...) is a fault
+  // too, but keeps the connection.
+  RemoteResult<Reply> command(std::vector<std::string_view> args) {
+    std::lock_guard lock(mutex_);
+    if (Clock::now() < skip_until_)
+      return RemoteFault{RemoteFailure::error,
+                         url_.description() + ": skipped after repeated failures"};
+    if (!context_) {
+      if (auto fault = connect())
+        return logged(std::move(*fault), true);
+    }
+    auto reply = send(args);
+    if (!reply.ok())
+      return logged(reply.fault(), true);
+    // A denied command (NOPERM) leaves the server reachable: it does not trip the breaker, so a
+    // read-only user's refused publish never costs the fleet its reads.
+    if (reply.value()->type == REDIS_REPLY_ERROR)
+      return logged({RemoteFailure::error, url_.description() + ": " + std::string(args[0]) + ": " +
+                                               std::string(reply.value()->str, reply.value()->len)},
+                    false);
+    failures_ = 0;
+    return reply;
+  }
+
+  // Under mutex_: a reply of any type, or an I/O fault (which drops the connection).
+  RemoteResult<Reply> send(const std::vector<std::string_view> &args) {
+    std::vector<const char *> pointers;
+    std::vector<std::size_t> lengths;
+    for (std::string_view arg : args) {
+      pointers.push_back(arg.data());
+      lengths.push_back(arg.size());
+    }
+    errno = 0;
+    Reply reply(static_cast<redisReply *>(redisCommandArgv(
+        context_.get(), static_cast<int>(args.size()), pointers.data(), lengths.data())));
+    if (!reply) {
+      const bool timed_out = errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT;
+      RemoteFault fault{timed_out ? RemoteFailure::timeout : RemoteFailure::error,
+                        url_.description() + ": " + std::string(args[0]) + ": " +
+                            (timed_out ? std::string("no reply within the operation timeout")
+                                       : std::string(context_->errstr))};
+      context_.reset();
+      return fault;
+    }
+    return reply;
+  }
+
+  // Under mutex_: connects, authenticates and selects the database.
+  std::optional<RemoteFault> connect() {
+    errno = 0;
+    const timeval connect_timeout = to_timeval(url_.timeouts.connect);
+    std::unique_ptr<redisContext, ContextFree> context(
+        url_.transport == RemoteUrl::Transport::tcp
+            ? redisConnectWithTimeout(url_.host.c_str(), url_.port, connect_timeout)
+            : redisConnectUnixWithTimeout(url_.socket_path.c_str(), connect_timeout));
+    if (!context)
+      return RemoteFault{RemoteFailure::error, url_.description() + ": out of memory"};
+    if (context->err) {
+      const bool timed_out = errno == ETIMEDOUT || errno == EINPROGRESS;
+      return RemoteFault{timed_out ? RemoteFailure::timeout : RemoteFailure::error,
+                         url_.description() + ": cannot connect: " + context->errstr};
+    }
+    if (redisSetTimeout(context.get(), to_timeval(url_.timeouts.operation)) != REDIS_OK)
+      return RemoteFault{RemoteFailure::error, url_.description() + ": cannot set the timeout"};
+    context_ = std::move(context);
+    std::vector<std::vector<std::string_view>> setup;
+    if (!url_.password.empty())
+      setup.push_back(url_.user.empty()
+                          ? std::vector<std::string_view>{"AUTH", url_.password}
+                          : std::vector<std::string_view>{"AUTH", url_.user, url_.password});
+    const std::string db = std::to_string(url_.db);
+    if (url_.db != 0)
+      setup.push_back({"SELECT", db});
+    for (const auto &args : setup) {
+      auto reply = send(args);
+      if (!reply.ok())
+        return reply.fault();
+      if (reply.value()->type == REDIS_REPLY_ERROR) {
+        // Never echo AUTH's arguments: the reply alone says what went wrong.
+        RemoteFault fault{RemoteFailure::error,
+                          url_.description() + ": " + std::string(args[0]) + ": " +
+                              std::string(reply.value()->str, reply.value()->len)};
+        context_.reset();
+        return fault;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Logs the first fault; counts an unreachable or stalled server toward the breaker.
+  RemoteFault logged(RemoteFault fault, bool unreachable) {
+    if (unreachable && ++failures_ >= kBreakerFailures) {
+      skip_until_ = Clock::now() + kBreakerCooldown;
+      failures_ = 0;
+      context_.reset();
+    }
+    if (!warned_) {
+      warned_ = true;
+      log().warn("remote: {}; a miss, carrying on from the local tiers (logged once)",
+                 fault.message);
+    } else {
+      log().debug("remote: {}", fault.message);
+    }
+    return fault;
+  }
+
+  const RemoteUrl url_;
+  std::mutex mutex_;
+  std::unique_ptr<redisContext, ContextFree> context_;
+  int failures_ = 0;
+  Clock::time_point skip_until_{};
+  bool warned_ = false;
+};
+
+} // namespace
+
+RemoteStorage open_redis_remote(const RemoteUrl &url) {
+  auto remote = std::make_shared<RedisRemote>(url);
+  RemoteStorage storage;
+  storage.description = url.description();
+  storage.read_only = url.read_only;
+  storage.backend = remote;
+  if (!url.read_only)
+    storage.leases = remote;
+  storage.listing = remote;
+  return storage;
+}
+
+std::vector<RemoteStorage> remote_storages_from_environment() {
+  const char *value = std::getenv("KJIT_REMOTE_STORAGE");
+  if (!value)
+    return {};
+  std::vector<RemoteUrl> urls = parse_remote_storage(value);
+  std::optional<std::string> secret;
+  if (const char *file = std::getenv("KJIT_REMOTE_SECRET_FILE"); file && *file && !urls.empty())
+    secret = read_remote_secret(file);
+  std::vector<RemoteStorage> out;
+  for (const RemoteUrl &url : urls) {
+    RemoteStorage storage = open_redis_remote(url);
+    if (secret)
+      storage.backend = signed_backend(storage.backend, *secret);
+    out.push_back(std::move(storage));
+  }
+  return out;
+}
+
+} // namespace kjit::cache
