@@ -70,12 +70,19 @@ struct Bench {
 
   // Milliseconds per copy of `bytes` (read once, written once).
   double copy_ms(std::size_t bytes) {
-    DeviceBuffer from = device.allocate(bytes), to = device.allocate(bytes);
+    const std::size_t pairs = rotation(2 * bytes);
+    std::vector<DeviceBuffer> from, to;
+    for (std::size_t i = 0; i < pairs; ++i) {
+      from.push_back(device.allocate(bytes));
+      to.push_back(device.allocate(bytes));
+    }
     const Kernel &kernel = rt.kernel(copy_template, {});
     const long long n = static_cast<long long>(bytes / 16);
     const unsigned blocks = static_cast<unsigned>(std::min<long long>(n / 256 + 1, 65536));
+    std::size_t next = 0;
     return median_ms_per_launch(device, 20, [&] {
-      kernel.launch({.grid = blocks, .block = 256}, from.as<const void>(), to.data(), n);
+      const std::size_t i = next++ % pairs;
+      kernel.launch({.grid = blocks, .block = 256}, from[i].as<const void>(), to[i].data(), n);
     });
   }
 
@@ -123,48 +130,73 @@ struct Bench {
     device.synchronize();
     const std::chrono::duration<double, std::milli> first =
         std::chrono::steady_clock::now() - start;
-    // The warm call's host cost: calls enqueued back to back (no synchronisation inside),
-    // against raw launches of the same kernel with the same arguments.
-    const int calls = 2000;
+    // The warm call's host cost: batches of calls enqueued back to back, short enough that the
+    // device's queue never fills (a full queue would make the host wait for the kernels), median
+    // over batches; against raw Kernel::launch of the same kernel with the same arguments.
     auto host_us = [&](const std::function<void()> &run) {
+      const int calls = 64;
+      std::vector<double> batches;
+      for (int batch = 0; batch < 31; ++batch) {
+        device.synchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < calls; ++i)
+          run();
+        const std::chrono::duration<double, std::micro> spent =
+            std::chrono::steady_clock::now() - t0;
+        batches.push_back(spent.count() / calls);
+      }
       device.synchronize();
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < calls; ++i)
-        run();
-      const std::chrono::duration<double, std::micro> spent = std::chrono::steady_clock::now() - t0;
-      device.synchronize();
-      return spent.count() / calls;
+      std::sort(batches.begin(), batches.end());
+      return batches[batches.size() / 2];
     };
     const double warm = host_us(call);
-    const double copy = host_us([&] {
-      const Kernel &kernel = rt.kernel(copy_template, {});
-      kernel.launch({.grid = 1, .block = 32}, a.as<const void>(), c.data(), 1LL);
+    const ops::detail::ChosenVariant variant = ops::detail::linear_skinny_variant<T>(m, n, k);
+    const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+    const Dim3 grid((n + 16 * variant.integer("ROW_BLOCKS") - 1) /
+                        (16 * variant.integer("ROW_BLOCKS")),
+                    (m + variant.integer("M_TILE") - 1) / variant.integer("M_TILE"));
+    const unsigned block = 32 * variant.integer("WARPS");
+    const double raw = host_us([&] {
+      kernel.launch({.grid = grid, .block = block}, c.as<T>(), a.as<const T>(), w.as<const T>(), m,
+                    n, k);
     });
     std::printf("| linear first call %d x %d x %d %s | %.1f ms | warm call %.2f us on the host | "
-                "raw launch of a copy kernel %.2f us |\n",
-                m, n, k, std::string(element_name<T>()).c_str(), first.count(), warm, copy);
+                "raw launch of the same kernel %.2f us |\n",
+                m, n, k, std::string(element_name<T>()).c_str(), first.count(), warm, raw);
   }
 
   // linear() (x @ W^T) on a Llama-3-8B projection; for small m also the weights' bandwidth
-  // against a copy of as many bytes.
+  // against a copy of as many bytes. Launches rotate over copies of the weights (and the copy
+  // over pairs of buffers) at least 256 MiB in all, so that the 50 MiB L2 serves none of them.
   template <Element T> void linear_row(int m, int n, int k) {
     DeviceBuffer a = random_on<T>(device, static_cast<std::size_t>(m) * k);
-    DeviceBuffer w = random_on<T>(device, static_cast<std::size_t>(n) * k);
+    const std::size_t weight_bytes = static_cast<std::size_t>(n) * k * sizeof(T);
+    const std::size_t copies = rotation(weight_bytes);
+    std::vector<DeviceBuffer> weights;
+    for (std::size_t i = 0; i < copies; ++i)
+      weights.push_back(random_on<T>(device, static_cast<std::size_t>(n) * k));
     DeviceBuffer c = device.allocate(static_cast<std::size_t>(m) * n * sizeof(T));
     const double flop = 2.0 * m * n * static_cast<double>(k);
     const int launches = std::max(2, static_cast<int>(2e12 / flop / 50) + 1);
+    std::size_t next = 0;
     const double ms = median_ms_per_launch(device, std::min(launches, 200), [&] {
-      linear<T>(rt, c.as<T>(), a.as<T>(), w.as<T>(), m, n, k);
+      linear<T>(rt, c.as<T>(), a.as<T>(), weights[next++ % copies].as<T>(), m, n, k);
     });
-    const double weight_bytes = 2.0 * n * k;
-    std::printf("| linear (wgmma) | m=%d k=%d n=%d | %s | %.4f | %.1f TFLOP/s | weights %.0f GB/s",
-                m, k, n, std::string(element_name<T>()).c_str(), ms, flop / ms * 1e-9,
+    const char *kernel =
+        m <= ops::detail::linear_skinny_max_m ? "linear (skinny)" : "linear (wgmma)";
+    std::printf("| %s | m=%d k=%d n=%d | %s | %.4f | %.1f TFLOP/s | weights %.0f GB/s", kernel, m,
+                k, n, std::string(element_name<T>()).c_str(), ms, flop / ms * 1e-9,
                 weight_bytes / ms * 1e-6);
     if (m <= 64) {
-      const double copy = copy_ms(static_cast<std::size_t>(weight_bytes) / 2);
+      const double copy = copy_ms(weight_bytes / 2);
       std::printf(" | copy %.0f GB/s | %.2f of copy", weight_bytes / copy * 1e-6, copy / ms);
     }
     std::printf(" |\n");
+  }
+
+  // Buffers of `bytes` to rotate over so that together they are at least 256 MiB.
+  static std::size_t rotation(std::size_t bytes) {
+    return std::max<std::size_t>(1, (std::size_t{256} << 20) / bytes + 1);
   }
 
   template <Element T> void rotary_row(int tokens, int q_heads, int kv_heads, int head_size) {

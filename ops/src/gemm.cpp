@@ -145,9 +145,45 @@ void gemm_on_hopper(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int
                 c, map_a, map_b, m, n, k);
 }
 
+template <Element T>
+void linear_on_mma_skinny(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k,
+                          Stream stream) {
+  const detail::ChosenVariant variant = detail::linear_skinny_variant<T>(m, n, k);
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  const int rows = 16 * variant.integer("ROW_BLOCKS"), tokens = variant.integer("M_TILE");
+  kernel.launch({.grid = Dim3(detail::divide_up(n, rows), detail::divide_up(m, tokens)),
+                 .block = 32 * variant.integer("WARPS"),
+                 .stream = stream},
+                c, a, w, m, n, k);
+}
+
 } // namespace
 
 namespace detail {
+
+template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int /*k*/) {
+  // Every token of a block in one pass over W. The bandwidth follows the warps in flight: with
+  // W's rows for thousands of blocks of 32, 8 warps each; with fewer, blocks of 16 rows and 16
+  // warps, which gives twice the blocks and each more loads in flight (BENCHMARKS.md).
+  const int m_tile = m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
+  const bool many_rows = n >= 16384;
+  const int row_blocks = many_rows ? 2 : 1, warps = many_rows ? 8 : 16;
+  static const Template &tmpl = templates::find("linear_skinny");
+  return {&tmpl,
+          {{"T", element_name<T>()},
+           {"M_TILE", m_tile},
+           {"ROW_BLOCKS", row_blocks},
+           {"WARPS", warps},
+           {"UNROLL", m_tile >= 32 ? 2 : 4}}};
+}
+
+template <Element T>
+bool linear_skinny_serves(const jit::Target &target, const void *c, const void *a, const void *w,
+                          int m, int n, int k) {
+  // 16-byte loads of W's and A's rows, pairs stored to C's.
+  return m <= linear_skinny_max_m && gemm_has_tensor_cores<T>(target) && n % 8 == 0 && k % 8 == 0 &&
+         aligned16(a) && aligned16(w) && aligned16(c);
+}
 
 template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int /*k*/, bool b_kmajor) {
   // 128 x 256 tiles unless they would leave most multiprocessors idle: then 128 x 128, twice
@@ -261,6 +297,8 @@ template <Element T>
 void linear(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k, Stream stream) {
   check_operands(c, a, w, m, n, k);
   const jit::Target &target = rt.default_device().target();
+  if (detail::linear_skinny_serves<T>(target, c, a, w, m, n, k))
+    return linear_on_mma_skinny(rt, c, a, w, m, n, k, stream);
   detail::require(detail::gemm_wgmma_serves<T>(target, c, a, w, n, k), "linear", [&] {
     return "runs on sm_90a only, for half and bfloat16 with n and k multiples of 8 and 16-byte "
            "aligned matrices (the device's target is " +
@@ -307,6 +345,9 @@ std::vector<double> linear(std::span<const T> a, std::span<const T> w, int m, in
   template detail::ChosenVariant detail::gemm_mfma_variant<T>(int, int);                           \
   template detail::ChosenVariant detail::gemm_variant<T>(const GemmTiles &);                       \
   template detail::ChosenVariant detail::gemm_wgmma_variant<T>(int, int, int, bool);               \
+  template detail::ChosenVariant detail::linear_skinny_variant<T>(int, int, int);                  \
+  template bool detail::linear_skinny_serves<T>(const jit::Target &, const void *, const void *,   \
+                                                const void *, int, int, int);                      \
   template bool detail::gemm_wgmma_serves<T>(const jit::Target &, const void *, const void *,      \
                                              const void *, int, int);                              \
   template void linear<T>(Runtime &, T *, const T *, const T *, int, int, int, Stream);            \

@@ -49,6 +49,12 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
 template <Element T>
 bool gemm_wgmma_serves(const jit::Target &target, const void *c, const void *a, const void *b,
                        int n, int k);
+// linear() for at most this many rows of A: the weight-streaming kernel, linear_skinny.
+constexpr int linear_skinny_max_m = 64;
+template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int k);
+template <Element T>
+bool linear_skinny_serves(const jit::Target &target, const void *c, const void *a, const void *w,
+                          int m, int n, int k);
 // gemm() with these tiles (the portable kernel).
 template <Element T> ChosenVariant gemm_variant(const GemmTiles &tiles);
 

@@ -52,6 +52,15 @@ template <bool TRANSPOSE> __device__ inline void ldmatrix_x4(unsigned (&r)[4], c
                  : "r"(address));
 }
 
+// 16 bytes read once: past L1, so that what is reused (the activations) stays there.
+template <typename T> __device__ inline uint4 load_streaming(const T *p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
 } // namespace kjit_gemm_mma
 
 // Two blocks per multiprocessor (at most 128 registers a thread for 256 threads): one block's
@@ -138,6 +147,101 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
         if (row < m && col < n)
           c[static_cast<long long>(row) * n + col] = kjit::from_float<T>(acc[i][j][e]);
       }
+}
+
+// C = A @ W^T for few rows of A (decode: m up to 64), W [N, K] an nn.Linear weight; A [M, K],
+// C [M, N] row-major, float accumulation, one rounding to T. Bound by reading W once, so every
+// element of W is loaded exactly once, 16 bytes per load, straight into mma registers, with
+// UNROLL * ROW_BLOCKS * 2 loads in flight per thread; nothing of W goes through shared memory.
+//
+// The swap: W's rows are the mma's M (16 rows per mma), A's rows (tokens) its N (8 per mma), so
+// C^T is computed and a block's M_TILE tokens take M_TILE / 8 mma per 16 rows of W. A dot
+// product does not depend on the order of its terms, so the K of both operands may be permuted
+// alike: lane 4g + t loads the 8 consecutive elements k0 + 8t .. k0 + 8t + 7 of W's rows g and
+// g + 8 and of token g, and in the first of two k16 steps uses the first four as its fragment's
+// k-slots (2t, 2t + 1, 2t + 8, 2t + 9), in the second the last four. So 32 of K per pair of
+// steps, every fragment a 16-byte load, no shuffles.
+//
+// A block has WARPS warps over 16 * ROW_BLOCKS rows of W: the warps split K (warp w takes the
+// 32-element chunks w, w + WARPS, ...) and add their partial sums in shared memory at the end.
+// W streams past L1 (no_allocate); A is read by every block and stays in the caches.
+template <typename T, int M_TILE, int ROW_BLOCKS, int WARPS, int UNROLL>
+__global__ void __launch_bounds__(32 * WARPS)
+    linear_skinny(T *KJIT_RESTRICT c, const T *KJIT_RESTRICT a, const T *KJIT_RESTRICT w, int m,
+                  int n, int k) {
+  static_assert(M_TILE % 8 == 0, "tokens in tiles of 8");
+  constexpr int TOKEN_TILES = M_TILE / 8, ROWS = 16 * ROW_BLOCKS;
+  constexpr int STRIDE = ROWS + 4; // a partial sum's row in shared memory: lanes in distinct banks
+  __shared__ float sums[M_TILE * STRIDE];
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = lane / 4, t = lane % 4;
+  const int row0 = blockIdx.x * ROWS, token0 = blockIdx.y * M_TILE;
+  const int chunks = (k + 31) / 32;
+  float acc[ROW_BLOCKS][TOKEN_TILES][4] = {};
+
+  for (int first = warp; first < chunks; first += WARPS * UNROLL) {
+    uint4 w_frag[UNROLL][ROW_BLOCKS][2], a_frag[UNROLL][TOKEN_TILES];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      // k is a multiple of 8, so a thread's 8 elements lie wholly inside or outside the matrix.
+      const int kk = (first + u * WARPS) * 32 + 8 * t;
+      const bool inside = first + u * WARPS < chunks && kk < k;
+#pragma unroll
+      for (int i = 0; i < ROW_BLOCKS; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = row0 + 16 * i + 8 * h + group;
+          w_frag[u][i][h] = make_uint4(0, 0, 0, 0);
+          if (inside && row < n)
+            w_frag[u][i][h] = kjit_gemm_mma::load_streaming(w + static_cast<long long>(row) * k + kk);
+        }
+#pragma unroll
+      for (int j = 0; j < TOKEN_TILES; ++j) {
+        const int token = token0 + 8 * j + group;
+        a_frag[u][j] = make_uint4(0, 0, 0, 0);
+        if (inside && token < m)
+          a_frag[u][j] = __ldg(reinterpret_cast<const uint4 *>(a + static_cast<long long>(token) * k + kk));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int i = 0; i < ROW_BLOCKS; ++i)
+#pragma unroll
+        for (int j = 0; j < TOKEN_TILES; ++j) {
+          const uint4 &lo = w_frag[u][i][0], &hi = w_frag[u][i][1], &x = a_frag[u][j];
+          const unsigned a0[4] = {lo.x, hi.x, lo.y, hi.y}, b0[2] = {x.x, x.y};
+          const unsigned a1[4] = {lo.z, hi.z, lo.w, hi.w}, b1[2] = {x.z, x.w};
+          kjit_gemm_mma::Mma<T>::run(acc[i][j], a0, b0);
+          kjit_gemm_mma::Mma<T>::run(acc[i][j], a1, b1);
+        }
+  }
+
+  // The warps' partial sums, added in warp order (the same result on every run): accumulator e
+  // of (i, j) is W's row 16i + group (+8 for e >= 2) and token 8j + 2t + (e & 1).
+  for (int turn = 0; turn < WARPS; ++turn) {
+    if (warp == turn) {
+#pragma unroll
+      for (int i = 0; i < ROW_BLOCKS; ++i)
+#pragma unroll
+        for (int j = 0; j < TOKEN_TILES; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            float &sum = sums[(8 * j + 2 * t + (e & 1)) * STRIDE + 16 * i + group + (e >= 2 ? 8 : 0)];
+            sum = turn == 0 ? acc[i][j][e] : sum + acc[i][j][e];
+          }
+    }
+    __syncthreads();
+  }
+  // C's rows are n apart and n is a multiple of 8: pairs of columns, 4-byte stores.
+  for (int pair = threadIdx.x; pair < M_TILE * ROWS / 2; pair += 32 * WARPS) {
+    const int token = pair / (ROWS / 2), column = 2 * (pair % (ROWS / 2));
+    if (token0 + token < m && row0 + column < n)
+      *reinterpret_cast<typename kjit::Pairs<T>::type *>(
+          c + static_cast<long long>(token0 + token) * n + row0 + column) =
+          kjit::Pairs<T>::pack(sums[token * STRIDE + column], sums[token * STRIDE + column + 1]);
+  }
 }
 
 #endif

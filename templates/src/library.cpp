@@ -175,6 +175,16 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   all.emplace_back("gemm_mfma", std::string(embedded::gemm_mfma_hip),
                    tensor_core_params("WAVES", 2),
                    TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
+  // A @ W^T for a few rows of A (decode), on NVIDIA tensor cores (mma.sync, sm_80 and newer):
+  // streams the weight W [N, K] once (gemm_mma.hip's second kernel).
+  all.emplace_back(
+      "linear_skinny", std::string(embedded::gemm_mma_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"M_TILE", ParamSchema::one_of({8, 16, 32, 64}, 16)},
+                             {"ROW_BLOCKS", ParamSchema::one_of({1, 2, 4}, 2)},
+                             {"WARPS", ParamSchema::one_of({2, 4, 8, 16}, 8)},
+                             {"UNROLL", ParamSchema::one_of({1, 2, 4, 8}, 4)}},
+      TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
   // The same GEMM on Hopper (sm_90a): wgmma fed by TMA, A and B passed as tensor maps.
   // B_KMAJOR = 1 reads B as an nn.Linear weight [N, K] (C = A @ W^T).
   all.emplace_back(

@@ -110,13 +110,17 @@ TYPED_TEST(GemmGpuTest, MatchesTheReferenceForSizesThatAreNotMultiplesOfTheTiles
   }
 }
 
-// linear(): C = A @ W^T with W [n, k], on sm_90a (gemm_wgmma reading W K-major); elsewhere it
-// refuses with a reason.
-TYPED_TEST(GemmGpuTest, LinearMatchesTheReferenceOnHopperAndRefusesElsewhere) {
+// linear(): C = A @ W^T with W [n, k]: linear_skinny for m <= 64 on sm_80 and newer (ragged m,
+// n and k against its 8-token, 16-row and 32-element steps), gemm_wgmma reading W K-major on
+// sm_90a above; elsewhere it refuses with a reason.
+TYPED_TEST(GemmGpuTest, LinearMatchesTheReferenceOnTensorCoresAndRefusesElsewhere) {
   using T = TypeParam;
   std::mt19937 rng(77);
-  const GemmShape shapes[] = {{1, 4104, 136}, {200, 264, 136}, {77, 520, 72}, {1100, 520, 1032}};
+  const GemmShape shapes[] = {{1, 4104, 136}, {3, 4104, 4104},  {5, 264, 1000}, {16, 520, 72},
+                              {33, 8, 4104},  {64, 136, 264},   {65, 264, 136}, {200, 264, 136},
+                              {77, 520, 72},  {1100, 520, 1032}};
   const bool hopper = serves_wgmma<T>(this->device());
+  const void *aligned = reinterpret_cast<const void *>(std::uintptr_t{256});
   for (const GemmShape &s : shapes) {
     SCOPED_TRACE(::testing::Message() << s.m << " x " << s.n << " x " << s.k);
     const auto a = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
@@ -128,7 +132,10 @@ TYPED_TEST(GemmGpuTest, LinearMatchesTheReferenceOnHopperAndRefusesElsewhere) {
       linear<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), w_on_device.as<T>(), s.m, s.n,
                 s.k);
     };
-    if (!hopper) {
+    if (!(s.m <= detail::linear_skinny_max_m
+              ? detail::linear_skinny_serves<T>(this->device().target(), aligned, aligned, aligned,
+                                                s.m, s.n, s.k)
+              : hopper)) {
       EXPECT_THROW(run(), Error);
       continue;
     }

@@ -36,6 +36,17 @@ TEST_F(OpsCompileTest, GemmMmaCompilesForSm90AndNamesWhyNotForAmd) {
   EXPECT_TRUE(refuses_to_compile("gemm_mma", {}, "gfx90a", "mma.sync is NVIDIA's"));
 }
 
+TEST_F(OpsCompileTest, LinearSkinnyCompilesForSm80AndSm90AtEveryTokenTile) {
+  for (const char *type : {"half", "bfloat16"})
+    for (int m_tile : {8, 16, 32, 64})
+      for (const char *target : {"sm_80", "sm_90a"})
+        EXPECT_TRUE(compiles("linear_skinny",
+                             {{"T", type}, {"M_TILE", m_tile}, {"UNROLL", m_tile >= 32 ? 2 : 4}},
+                             target))
+            << type << " " << m_tile << " " << target;
+  EXPECT_TRUE(refuses_to_compile("linear_skinny", {}, "gfx90a", "mma.sync is NVIDIA's"));
+}
+
 // ptxas reports without failing when it serialises wgmma (warning C7510: the kernel then runs
 // far slower) or ignores setmaxnreg (C7508), and names spills only in its -v report. Compiles
 // gemm_wgmma's variants through NVRTC as kjit does, plus --ptxas-options=-v, and reads the log.

@@ -43,8 +43,9 @@ template <Element T>
 void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, Stream stream = nullptr);
 
 // C = A @ W^T with W [n, k] row-major, as torch.nn.Linear holds its weight (x @ W^T); A [m, k]
-// and C [m, n] as in gemm(). Runs on sm_90a only (gemm_wgmma reading W K-major): throws
-// Error(bad_argument) elsewhere, and where gemm() would not run gemm_wgmma.
+// and C [m, n] as in gemm(). For m <= 64 (decode) on NVIDIA sm_80 and newer, half and bfloat16,
+// n and k multiples of 8, 16-byte aligned matrices: linear_skinny, which streams W once. Else on
+// sm_90a gemm_wgmma reading W K-major; throws Error(bad_argument) where neither serves.
 template <Element T>
 void linear(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k,
             Stream stream = nullptr);
