@@ -290,10 +290,14 @@ TEST_F(DiskStoreTest, WritesLeaveNoTempFiles) {
 }
 
 TEST_F(DiskStoreTest, ConcurrentWritersNeverExposeAPartialEntry) {
-  constexpr int kWriters = 4, kWritesEach = 50;
+  // Each writer writes at least kWritesEach times, and goes on (up to kMostWritesEach) until the
+  // reader has seen a complete entry, so that reads overlap writes however the threads are
+  // scheduled.
+  constexpr int kWriters = 4, kWritesEach = 50, kMostWritesEach = 20000;
   std::atomic<int> writers_left{kWriters};
   std::atomic<int> write_failures{0};
-  int hits = 0, misses = 0;
+  std::atomic<int> hits{0};
+  int misses = 0;
   std::vector<std::string> problems;
 
   std::thread reader([&] {
@@ -311,10 +315,10 @@ TEST_F(DiskStoreTest, ConcurrentWritersNeverExposeAPartialEntry) {
   std::vector<std::thread> writers;
   for (int writer = 0; writer < kWriters; ++writer)
     writers.emplace_back([&, writer] {
-      for (int i = 0; i < kWritesEach; ++i) {
+      for (int i = 0; i < kMostWritesEach && (i < kWritesEach || hits == 0); ++i) {
         Entry sized = entry;
         sized.code =
-            sample_code(static_cast<std::size_t>((writer * kWritesEach + i) * 997 % 65536));
+            sample_code(static_cast<std::size_t>((writer * kMostWritesEach + i) * 997 % 65536));
         try {
           store.write(sized);
         } catch (const Error &) {
@@ -332,7 +336,7 @@ TEST_F(DiskStoreTest, ConcurrentWritersNeverExposeAPartialEntry) {
   EXPECT_GT(hits, 0);
   EXPECT_EQ(store.read(key, kTarget).status, Status::hit);
   expect_only_entries();
-  RecordProperty("hits", hits);
+  RecordProperty("hits", hits.load());
   RecordProperty("misses", misses);
 }
 
