@@ -153,7 +153,24 @@ TEST_F(CliTest, ListsTemplatesAndTargets) {
 
   const CliRun targets = kjit("targets --json");
   ASSERT_EQ(targets.status, 0) << targets.err;
-  EXPECT_EQ(nlohmann::json::parse(targets.out)["compilers"].size(), 2u);
+  const auto compilers = nlohmann::json::parse(targets.out)["compilers"];
+  EXPECT_EQ(compilers.size(), 2u);
+
+  // The table fits 100 columns whatever the compilers' identities; -v adds each identity.
+  const CliRun table = kjit("targets");
+  ASSERT_EQ(table.status, 0) << table.err;
+  std::istringstream lines(table.out);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_LE(line.size(), 100u) << line;
+  const CliRun verbose = kjit("targets -v");
+  ASSERT_EQ(verbose.status, 0) << verbose.err;
+  for (const auto &compiler : compilers)
+    if (compiler["available"] == true) {
+      const std::string release = compiler["release"];
+      EXPECT_NE(table.out.find(release), std::string::npos) << release << "\n" << table.out;
+      EXPECT_EQ(table.out.find(compiler["version"].get<std::string>()), std::string::npos);
+      EXPECT_NE(verbose.out.find(compiler["version"].get<std::string>()), std::string::npos);
+    }
 }
 
 // `kjit cache`, as a script drives it: list, inspect, verify, repair and trim the user tier.

@@ -26,18 +26,43 @@ constexpr int exit_bad_input = 2;
 
 void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
 
-std::string join(const std::vector<std::string> &items) {
-  std::string out;
-  for (const auto &item : items)
-    out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 // ---- kjit targets ---------------------------------------------------------------------------
 
-int run_targets(bool as_json) {
+// The release a compiler identity names, short enough for a table: "nvrtc 13.0" (the text before
+// the parenthesis), or for hiprtc, whose own version says little, the ROCm release its HIP
+// version names ("hiprtc 9.0 (HIP 5.2.21153, ..." -> "hiprtc, ROCm 5.2").
+std::string release_of(const jit::Compiler &compiler) {
+  const std::string &identity = compiler.identity();
+  const std::size_t hip = identity.find("HIP ");
+  if (hip != std::string::npos) {
+    const std::size_t start = hip + 4;
+    const std::size_t minor_end =
+        identity.find_first_not_of("0123456789", identity.find('.', start) + 1);
+    return std::string(compiler.name()) + ", ROCm " + identity.substr(start, minor_end - start);
+  }
+  return identity.substr(0, identity.find(" ("));
+}
+
+// `items` joined with ", " into lines of at most `width` characters (an item longer than that
+// gets a line of its own).
+std::vector<std::string> wrap(const std::vector<std::string> &items, std::size_t width) {
+  std::vector<std::string> lines{""};
+  for (const auto &item : items) {
+    if (!lines.back().empty() && lines.back().size() + 2 + item.size() > width) {
+      lines.back() += ",";
+      lines.emplace_back();
+    }
+    lines.back() += (lines.back().empty() ? "" : ", ") + item;
+  }
+  return lines;
+}
+
+// The table fits 100 columns: the release, and the targets wrapped. `verbose` adds the full
+// identity (sonames and build ids) on a line of its own under each compiler.
+int run_targets(bool as_json, bool verbose) {
+  constexpr std::size_t targets_width = 64;
   json compilers = json::array();
-  Table table({"compiler", "version", "targets"});
+  Table table({"compiler", "release", "targets"});
   for (Vendor vendor : {Vendor::amd, Vendor::nvidia}) {
     try {
       auto compiler = jit::load_compiler(vendor);
@@ -53,9 +78,15 @@ int run_targets(bool as_json) {
       compilers.push_back({{"vendor", to_string(vendor)},
                            {"compiler", compiler->name()},
                            {"available", true},
+                           {"release", release_of(*compiler)},
                            {"version", compiler->identity()},
                            {"targets", targets}});
-      table.add({std::string(compiler->name()), compiler->identity(), join(names)});
+      const std::vector<std::string> lines = wrap(names, targets_width);
+      for (std::size_t i = 0; i < lines.size(); ++i)
+        table.add({i == 0 ? std::string(compiler->name()) : "", i == 0 ? release_of(*compiler) : "",
+                   lines[i]});
+      if (verbose)
+        table.add({"", "identity", compiler->identity()});
     } catch (const Error &error) {
       compilers.push_back(
           {{"vendor", to_string(vendor)}, {"available", false}, {"reason", error.summary()}});
@@ -199,6 +230,9 @@ int run(int argc, char **argv) {
   app.add_flag("--json", as_json, "print one JSON document instead of a table");
 
   auto *targets = app.add_subcommand("targets", "compilers found and the targets each supports");
+  bool verbose_targets = false;
+  targets->add_flag("-v,--verbose", verbose_targets,
+                    "also each compiler's full identity (sonames, build ids), as in --json");
   auto *templates_cmd =
       app.add_subcommand("templates", "templates and their parameters (type, values, default)");
   CompileArgs compile_args;
@@ -243,7 +277,7 @@ int run(int argc, char **argv) {
     return exit_bad_input;
   }
   if (*targets)
-    return run_targets(as_json);
+    return run_targets(as_json, verbose_targets);
   if (*templates_cmd)
     return run_templates(as_json);
   if (*cache)
