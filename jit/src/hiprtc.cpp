@@ -208,6 +208,16 @@ std::vector<std::string_view> comgr_sonames(const std::string &hiprtc_release) {
   return {"libamd_comgr.so.3", "libamd_comgr.so.2"};
 }
 
+// "hiprtc, ROCm 5.2" from the HIP release ("5.2.21153"): its major and minor numbers are the
+// ROCm release's. hiprtcVersion's own "major.minor" where the file name tells no release.
+std::string release_name(const std::string &hip_release, int major, int minor) {
+  const std::size_t dot = hip_release.find('.');
+  if (std::atoi(hip_release.c_str()) < 1 || dot == std::string::npos)
+    return "hiprtc " + std::to_string(major) + "." + std::to_string(minor);
+  return "hiprtc, ROCm " +
+         hip_release.substr(0, hip_release.find_first_not_of("0123456789", dot + 1));
+}
+
 std::string directory_of(const std::string &path) { return path.substr(0, path.rfind('/')); }
 
 std::string demangle(const std::string &symbol) {
@@ -255,12 +265,14 @@ public:
                 library_version(hiprtc_library_.real_path()) + ", comgr " +
                 std::to_string(comgr_major) + "." + std::to_string(comgr_minor) + "; " +
                 build_id_text(hiprtc_library_) + ", " + build_id_text(comgr_library_) + ")";
+    release_ = release_name(library_version(hiprtc_library_.real_path()), major, minor);
     targets_ = comgr_targets(comgr_);
   }
 
   Vendor vendor() const override { return Vendor::amd; }
   std::string_view name() const override { return "hiprtc"; }
   const std::string &identity() const override { return identity_; }
+  std::string release() const override { return release_; }
   const std::vector<TargetSupport> &supported_targets() const override { return targets_; }
 
   std::vector<std::pair<std::string, std::string>> environment() const override {
@@ -287,6 +299,7 @@ private:
   HiprtcFunctions hiprtc_;
   ComgrFunctions comgr_;
   std::string identity_;
+  std::string release_;
   std::vector<TargetSupport> targets_;
 };
 

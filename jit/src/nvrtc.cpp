@@ -119,14 +119,16 @@ public:
     builtins_ = preload_builtins(directory, major, minor);
     // NVRTC's version has no patch level: a toolkit update keeps "13.0" while the code generator
     // and the headers beside it change. The libraries' build ids tell one build from another.
-    identity_ = "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " (" +
-                build_id_text(library_) + (builtins_ ? ", " + build_id_text(*builtins_) : "") + ")";
+    release_ = "nvrtc " + std::to_string(major) + "." + std::to_string(minor);
+    identity_ = release_ + " (" + build_id_text(library_) +
+                (builtins_ ? ", " + build_id_text(*builtins_) : "") + ")";
     cuda_include_directory_ = cuda_include_directory(directory);
   }
 
   Vendor vendor() const override { return Vendor::nvidia; }
   std::string_view name() const override { return "nvrtc"; }
   const std::string &identity() const override { return identity_; }
+  std::string release() const override { return release_; }
   const std::vector<TargetSupport> &supported_targets() const override { return targets_; }
   // NVRTC reads no environment variable that changes its code (it ignores CPATH, unlike comgr).
   std::vector<std::pair<std::string, std::string>> environment() const override { return {}; }
@@ -140,6 +142,7 @@ private:
   std::optional<DynamicLibrary> builtins_; // held so that NVRTC finds it loaded
   std::string cuda_include_directory_;
   std::string identity_;
+  std::string release_;
   std::vector<TargetSupport> targets_;
 };
 

@@ -28,21 +28,6 @@ void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
 
 // ---- kjit targets ---------------------------------------------------------------------------
 
-// The release a compiler identity names, short enough for a table: "nvrtc 13.0" (the text before
-// the parenthesis), or for hiprtc, whose own version says little, the ROCm release its HIP
-// version names ("hiprtc 9.0 (HIP 5.2.21153, ..." -> "hiprtc, ROCm 5.2").
-std::string release_of(const jit::Compiler &compiler) {
-  const std::string &identity = compiler.identity();
-  const std::size_t hip = identity.find("HIP ");
-  if (hip != std::string::npos) {
-    const std::size_t start = hip + 4;
-    const std::size_t minor_end =
-        identity.find_first_not_of("0123456789", identity.find('.', start) + 1);
-    return std::string(compiler.name()) + ", ROCm " + identity.substr(start, minor_end - start);
-  }
-  return identity.substr(0, identity.find(" ("));
-}
-
 // `items` joined with ", " into lines of at most `width` characters (an item longer than that
 // gets a line of its own).
 std::vector<std::string> wrap(const std::vector<std::string> &items, std::size_t width) {
@@ -75,16 +60,16 @@ int run_targets(bool as_json, bool verbose) {
         names.push_back(name);
         targets.push_back({{"arch", support.arch}, {"features", support.features}});
       }
+      const std::string release = compiler->release();
       compilers.push_back({{"vendor", to_string(vendor)},
                            {"compiler", compiler->name()},
                            {"available", true},
-                           {"release", release_of(*compiler)},
+                           {"release", release},
                            {"version", compiler->identity()},
                            {"targets", targets}});
       const std::vector<std::string> lines = wrap(names, targets_width);
       for (std::size_t i = 0; i < lines.size(); ++i)
-        table.add({i == 0 ? std::string(compiler->name()) : "", i == 0 ? release_of(*compiler) : "",
-                   lines[i]});
+        table.add({i == 0 ? std::string(compiler->name()) : "", i == 0 ? release : "", lines[i]});
       if (verbose)
         table.add({"", "identity", compiler->identity()});
     } catch (const Error &error) {

@@ -49,6 +49,9 @@ public:
   // Version text identifying the code generator ("hiprtc 9.0 (HIP 5.2.21153, comgr 2.4)").
   // Part of every key: a compiler upgrade must not load code the old one made.
   virtual const std::string &identity() const = 0;
+  // The release, short enough for people and tables ("nvrtc 13.0", "hiprtc, ROCm 5.2");
+  // identity() is what keys use.
+  virtual std::string release() const { return identity(); }
   // Environment variables this compiler reads that change the code it emits, with their values
   // now (unset ones omitted). Part of every key.
   virtual std::vector<std::pair<std::string, std::string>> environment() const = 0;
