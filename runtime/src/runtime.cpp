@@ -1,15 +1,12 @@
 #include "kjit/runtime/runtime.hpp"
 
 #include "compiler_memo.hpp"
-#include "kjit/cache/catalog.hpp"
-#include "kjit/cache/disk_store.hpp"
-#include "kjit/cache/stats.hpp"
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
 #include "kjit/templates/sets.hpp"
 #include "memory_tier.hpp"
-#include "remote_tier.hpp"
 #include "signature.hpp"
+#include "tiered_store.hpp"
 #include "variant.hpp"
 
 #include <algorithm>
@@ -71,38 +68,18 @@ private:
 
 class Runtime::Impl {
 public:
-  explicit Impl(Config config)
-      : config_(std::move(config)), remote_(config_.remote, config_.fleet) {
-    if (!config_.prebuilt_dir.empty() && std::filesystem::is_directory(config_.prebuilt_dir))
-      prebuilt_.emplace(config_.prebuilt_dir, cache::Access::read_only);
-    if (!config_.cache_dir.empty()) {
-      user_.emplace(config_.cache_dir, cache::Access::read_write);
-      memo_.emplace(user_->compilers_directory());
-    } else
-      log().warn("no cache directory (HOME and KJIT_CACHE_DIR unset): variants stay in memory");
+  explicit Impl(Config config) : config_(std::move(config)), tiers_(config_) {
+    if (const cache::DiskStore *user = tiers_.user())
+      memo_.emplace(user->compilers_directory());
   }
 
   // Leaves what this Runtime did in the cache's statistics and keeps the user tier within
   // KJIT_CACHE_SIZE, once per Runtime rather than on any hot path. A prebuilt-mode Runtime writes
   // nothing.
   ~Impl() {
-    counters_ += remote_.counters();
-    if (!user_ || user_disabled_ || config_.mode != Mode::jit)
-      return;
-    cache::StatsFiles(user_->stats_directory()).add(counters_);
-    if (config_.cache_size_bytes == 0 || counters_.compiles == 0)
-      return;
-    try {
-      const cache::PruneResult pruned =
-          cache::prune(*user_, config_.cache_size_bytes, std::nullopt);
-      if (pruned.removed > 0)
-        log().info("removed {} least recently used entries ({} bytes) to keep {} within "
-                   "KJIT_CACHE_SIZE",
-                   pruned.removed, pruned.removed_bytes, config_.cache_dir.string());
-    } catch (const std::exception &error) {
-      log().warn("cannot keep {} within KJIT_CACHE_SIZE: {}", config_.cache_dir.string(),
-                 error.what());
-    }
+    counters_ += tiers_.remote_counters();
+    if (config_.mode == Mode::jit)
+      tiers_.close(counters_, counters_.compiles > 0 ? config_.cache_size_bytes : 0);
   }
 
   const Config &config() const { return config_; }
@@ -209,24 +186,17 @@ private:
     }
   }
 
-  // The one place a CodeObject is made: from a verified entry holding one kernel.
-  static std::unique_ptr<CodeObject> code_object(const VariantDescription &variant,
-                                                 cache::Entry &entry, Origin origin,
-                                                 std::filesystem::path path) {
-    return std::unique_ptr<CodeObject>(new CodeObject(
-        variant.key, variant.request.target, std::move(entry.code), entry.header.kernels[0].first,
-        entry.header.kernels[0].second, origin, entry.header.compile_ms, std::move(path)));
-  }
-
-  std::unique_ptr<CodeObject> from_entry(const VariantDescription &variant, cache::Lookup &found,
-                                         Origin origin) {
-    auto &entry = *found.entry;
-    if (entry.header.kernels.size() != 1) {
-      log().warn("ignoring cache entry {}: it holds {} kernels, expected 1", found.path.string(),
-                 entry.header.kernels.size());
-      return nullptr;
-    }
-    return code_object(variant, entry, origin, found.path);
+  // The one place a CodeObject is made: from a verified entry holding one kernel. Counts a hit
+  // for any origin but a compile.
+  std::unique_ptr<CodeObject> code_object(const VariantDescription &variant, Found found) {
+    auto &entry = found.entry;
+    auto object = std::unique_ptr<CodeObject>(
+        new CodeObject(variant.key, variant.request.target, std::move(entry.code),
+                       entry.header.kernels[0].first, entry.header.kernels[0].second, found.origin,
+                       entry.header.compile_ms, std::move(found.path)));
+    if (found.origin != Origin::compiled)
+      count_hit(*object);
+    return object;
   }
 
   void count_hit(const CodeObject &object) {
@@ -242,48 +212,6 @@ private:
       ++counters_.user_hits;
     }
     counters_.saved_ms += object.compile_ms();
-  }
-
-  // Writes `entry` to the user tier when it has one: where the entry is, or empty.
-  std::filesystem::path keep(const cache::Entry &entry) {
-    if (!user_ || user_disabled_)
-      return {};
-    try {
-      user_->write(entry);
-      return user_->entry_path(entry.header.key, entry.header.target);
-    } catch (const Error &error) {
-      disk_unusable(error);
-      return {};
-    }
-  }
-
-  // A remote's entry, kept in the user tier so that the next process finds it on disk.
-  std::unique_ptr<CodeObject> from_remote(const VariantDescription &variant, cache::Entry entry) {
-    std::filesystem::path path = keep(entry);
-    auto object = code_object(variant, entry, Origin::remote, std::move(path));
-    count_hit(*object);
-    return object;
-  }
-
-  // The prebuilt tier, then the user tier. A bad entry is reported once and treated as a miss;
-  // in the user tier the compile that follows rewrites it.
-  std::unique_ptr<CodeObject> lookup(const VariantDescription &variant) {
-    const std::string &target = variant.request.target.id();
-    for (auto [store, origin] :
-         {std::pair{&prebuilt_, Origin::prebuilt}, std::pair{&user_, Origin::user_cache}}) {
-      if (!store->has_value())
-        continue;
-      cache::Lookup found = (*store)->read(variant.key, target);
-      if (found.status == cache::Lookup::Status::hit)
-        if (auto object = from_entry(variant, found, origin)) {
-          count_hit(*object);
-          (*store)->record_use(found);
-          return object;
-        }
-      if (found.status == cache::Lookup::Status::rejected)
-        log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
-    }
-    return nullptr;
   }
 
   // Names the variant and the prebuild command that adds it: its built-in level when one has it,
@@ -315,12 +243,6 @@ private:
                     command);
   }
 
-  // Warns once per Runtime, then keeps variants in memory only.
-  void disk_unusable(const Error &error) {
-    if (!user_disabled_.exchange(true))
-      log().warn("{}; variants compiled by this process are kept in memory only", error.summary());
-  }
-
   // What keys need of `vendor`'s compiler. In prebuilt mode: the identity the prebuilt tier was
   // built with, so that no compiler is needed (nor consulted: one installed since must not change
   // the keys of what was shipped). Otherwise the loaded compiler's once this process has loaded
@@ -330,8 +252,8 @@ private:
   CompilerIdentity compiler_identity(Vendor vendor) {
     std::lock_guard lock(identity_mutex_);
     std::optional<CompilerIdentity> &known = identities_[static_cast<int>(vendor)];
-    if (config_.mode == Mode::prebuilt && !known && prebuilt_)
-      known = read_tier_identity(*prebuilt_, vendor);
+    if (config_.mode == Mode::prebuilt && !known && tiers_.prebuilt())
+      known = read_tier_identity(*tiers_.prebuilt(), vendor);
     const jit::Compiler *loaded = config_.compilers ? nullptr : ProcessCompilers::loaded(vendor);
     if (!known && memo_)
       known = memo_->read(vendor);
@@ -346,7 +268,7 @@ private:
         if (error.code() != Errc::compiler_unavailable)
           throw;
         std::optional<CompilerIdentity> shipped =
-            prebuilt_ ? read_tier_identity(*prebuilt_, vendor) : std::nullopt;
+            tiers_.prebuilt() ? read_tier_identity(*tiers_.prebuilt(), vendor) : std::nullopt;
         if (shipped)
           return *shipped; // not remembered: a compiler installed later is loaded then
         if (config_.mode == Mode::prebuilt)
@@ -366,40 +288,30 @@ private:
     return *known;
   }
 
-  // A prebuilt entry for the portable form of the target: prebuilds name targets as GPU_ARCHS
-  // does ("gfx90a", "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-",
-  // "sm_90a"). Code for an AMD processor with no feature named is built for either setting of each
-  // ("any"), and sm_90 code runs on an sm_90a device, so it serves; the reverse never does.
-  std::unique_ptr<CodeObject> portable_prebuilt(const Instance &instance,
-                                                const VariantDescription &variant) {
+  // The portable form of the target, under which a prebuilt entry serves it: prebuilds name
+  // targets as GPU_ARCHS does ("gfx90a", "sm_90"), while a device asks for its own
+  // ("gfx90a:sramecc+:xnack-", "sm_90a"). Code for an AMD processor with no feature named is built
+  // for either setting of each ("any"), and sm_90 code runs on an sm_90a device, so it serves; the
+  // reverse never does.
+  static std::optional<TieredStore::Alias> portable(const Instance &instance,
+                                                    const VariantDescription &variant) {
     const jit::Target &target = variant.request.target;
     std::string arch = target.arch();
     if (target.vendor() == Vendor::nvidia && (arch.ends_with('a') || arch.ends_with('f')))
       arch.pop_back();
-    if (!prebuilt_ || arch == target.id())
-      return nullptr;
+    if (arch == target.id())
+      return std::nullopt;
     const jit::Target portable = jit::Target::parse(arch);
-    const VariantDescription generic = describe_variant(instance, portable, variant.compiler);
-    cache::Lookup found = prebuilt_->read(generic.key, portable.id());
-    if (found.status == cache::Lookup::Status::rejected)
-      log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
-    if (found.status != cache::Lookup::Status::hit)
-      return nullptr;
-    auto object = from_entry(variant, found, Origin::prebuilt);
-    if (object)
-      count_hit(*object);
-    return object;
+    return TieredStore::Alias{describe_variant(instance, portable, variant.compiler).key,
+                              portable.id()};
   }
 
   std::unique_ptr<CodeObject> load_or_build(const Instance &instance,
                                             const VariantDescription &variant) {
     if (!config_.rebuild) {
-      if (auto object = lookup(variant))
-        return object;
-      if (auto object = portable_prebuilt(instance, variant))
-        return object;
-      if (auto entry = remote_.find(variant.key, variant.request.target.id()))
-        return from_remote(variant, std::move(*entry));
+      if (auto found = tiers_.find(variant.key, variant.request.target.id(),
+                                   [&] { return portable(instance, variant); }))
+        return code_object(variant, std::move(*found));
     }
     const jit::Target &target = variant.request.target;
     if (config_.mode == Mode::prebuilt)
@@ -414,34 +326,12 @@ private:
       return load_or_build(instance, describe_variant(instance, target, loaded));
     }
 
-    // The lock makes concurrent processes compile a variant once: whoever waited finds the
-    // entry the holder published.
-    std::optional<cache::FileLock> lock;
-    if (user_ && !user_disabled_) {
-      try {
-        lock.emplace(user_->lock(variant.key));
-      } catch (const Error &error) {
-        disk_unusable(error);
-      }
-      if (lock && !config_.rebuild) {
-        cache::Lookup found = user_->read(variant.key, variant.request.target.id());
-        if (found.status == cache::Lookup::Status::hit)
-          if (auto object = from_entry(variant, found, Origin::user_cache)) {
-            count_hit(*object);
-            return object;
-          }
-        // Reported by lookup() already. Removed now, so that a directory planted under the
-        // entry's name (which no rename replaces) does not cost the process its disk tier.
-        if (found.status == cache::Lookup::Status::rejected)
-          user_->remove(variant.key, variant.request.target.id());
-      }
-    }
-
-    // One compile per fleet: the lease holder compiles, the others take what it publishes.
-    std::unique_ptr<RemoteTier::Claim> claim;
-    if (!config_.rebuild)
-      if (auto entry = remote_.claim_or_wait(variant.key, variant.request.target.id(), claim))
-        return from_remote(variant, std::move(*entry));
+    // Concurrent processes, and nodes of a fleet, compile a variant once: whoever waited takes
+    // what the holder published.
+    TieredStore::Compiling compiling =
+        tiers_.begin_compile(variant.key, target.id(), !config_.rebuild);
+    if (compiling.published)
+      return code_object(variant, std::move(*compiling.published));
 
     {
       std::lock_guard counting(counters_mutex_);
@@ -459,19 +349,15 @@ private:
     }
 
     cache::Entry entry = make_entry(instance, variant, jit_compiler, std::move(result), compile_ms);
-    std::filesystem::path entry_path = lock ? keep(entry) : std::filesystem::path();
-    remote_.publish(entry);
-    return code_object(variant, entry, Origin::compiled, std::move(entry_path));
+    std::filesystem::path entry_path = tiers_.publish(compiling, entry);
+    return code_object(variant, {std::move(entry), Origin::compiled, std::move(entry_path)});
   }
 
   Config config_;
-  std::optional<cache::DiskStore> prebuilt_;
-  std::optional<cache::DiskStore> user_;
-  RemoteTier remote_;
+  TieredStore tiers_;
   std::optional<CompilerMemo> memo_; // beside the user tier
   std::mutex identity_mutex_;
   std::optional<CompilerIdentity> identities_[2]; // per vendor, as last known to this Runtime
-  std::atomic<bool> user_disabled_ = false;
   mutable std::mutex counters_mutex_; // the slow path's counters: one update per disk access
   cache::CacheCounters counters_;
 

@@ -1,0 +1,19 @@
+#pragma once
+// The on-disk tiers a Config names (docs/ARCHITECTURE.md, "The tiers"): the one place that turns
+// KJIT_CACHE_DIR and KJIT_PREBUILT_DIR into stores, for the Runtime's cascade and for
+// `kjit cache` alike.
+#include "kjit/cache/disk_store.hpp"
+#include "kjit/runtime/config.hpp"
+
+#include <optional>
+
+namespace kjit {
+
+struct LocalTiers {
+  explicit LocalTiers(const Config &config);
+
+  std::optional<cache::DiskStore> user;     // read-write; none without a cache directory
+  std::optional<cache::DiskStore> prebuilt; // read-only; none when its directory does not exist
+};
+
+} // namespace kjit

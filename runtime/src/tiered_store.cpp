@@ -1,0 +1,135 @@
+#include "tiered_store.hpp"
+
+#include "kjit/cache/catalog.hpp"
+#include "kjit/error.hpp"
+#include "kjit/log.hpp"
+
+namespace kjit {
+
+LocalTiers::LocalTiers(const Config &config) {
+  if (!config.cache_dir.empty())
+    user.emplace(config.cache_dir, cache::Access::read_write);
+  if (!config.prebuilt_dir.empty() && std::filesystem::is_directory(config.prebuilt_dir))
+    prebuilt.emplace(config.prebuilt_dir, cache::Access::read_only);
+}
+
+TieredStore::TieredStore(const Config &config)
+    : local_(config), remote_(config.remote, config.fleet) {
+  if (!local_.user)
+    log().warn("no cache directory (HOME and KJIT_CACHE_DIR unset): variants stay in memory");
+}
+
+const cache::DiskStore *TieredStore::user() const {
+  return local_.user && !user_disabled_ ? &*local_.user : nullptr;
+}
+
+std::optional<Found> TieredStore::read(const cache::DiskStore &store, const cache::Key &key,
+                                       const std::string &target, Origin origin) {
+  cache::Lookup found = store.read(key, target);
+  if (found.status == cache::Lookup::Status::rejected)
+    log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
+  if (found.status != cache::Lookup::Status::hit)
+    return std::nullopt;
+  if (found.entry->header.kernels.size() != 1) {
+    log().warn("ignoring cache entry {}: it holds {} kernels, expected 1", found.path.string(),
+               found.entry->header.kernels.size());
+    return std::nullopt;
+  }
+  store.record_use(found);
+  return Found{std::move(*found.entry), origin, std::move(found.path)};
+}
+
+std::optional<Found> TieredStore::find(const cache::Key &key, const std::string &target,
+                                       const Aliases &prebuilt_alias) {
+  for (auto [store, origin] :
+       {std::pair{&local_.prebuilt, Origin::prebuilt}, std::pair{&local_.user, Origin::user_cache}})
+    if (store->has_value())
+      if (auto found = read(**store, key, target, origin))
+        return found;
+  if (local_.prebuilt)
+    if (std::optional<Alias> alias = prebuilt_alias())
+      if (auto found = read(*local_.prebuilt, alias->key, alias->target, Origin::prebuilt))
+        return found;
+  if (auto entry = remote_.find(key, target))
+    return promoted(std::move(*entry));
+  return std::nullopt;
+}
+
+// A remote's entry, kept in the user tier so that the next process finds it on disk.
+Found TieredStore::promoted(cache::Entry entry) {
+  std::filesystem::path path = keep(entry);
+  return Found{std::move(entry), Origin::remote, std::move(path)};
+}
+
+std::filesystem::path TieredStore::keep(const cache::Entry &entry) {
+  const cache::DiskStore *store = user();
+  if (!store)
+    return {};
+  try {
+    store->write(entry);
+    return store->entry_path(entry.header.key, entry.header.target);
+  } catch (const Error &error) {
+    disk_unusable(error);
+    return {};
+  }
+}
+
+TieredStore::Compiling TieredStore::begin_compile(const cache::Key &key, const std::string &target,
+                                                  bool reuse) {
+  Compiling compiling;
+  if (const cache::DiskStore *store = user()) {
+    try {
+      compiling.lock_.emplace(store->lock(key));
+    } catch (const Error &error) {
+      disk_unusable(error);
+    }
+    if (compiling.lock_ && reuse) {
+      // Another process may have published it while this one waited for the lock.
+      cache::Lookup found = store->read(key, target);
+      if (found.status == cache::Lookup::Status::hit && found.entry->header.kernels.size() == 1) {
+        compiling.published = Found{std::move(*found.entry), Origin::user_cache, found.path};
+        return compiling;
+      }
+      // Reported by find() already.
+      if (found.status == cache::Lookup::Status::rejected)
+        store->remove(key, target);
+    }
+  }
+  // One compile per fleet: the lease holder compiles, the others take what it publishes.
+  if (reuse)
+    if (auto entry = remote_.claim_or_wait(key, target, compiling.claim_))
+      compiling.published = promoted(std::move(*entry));
+  return compiling;
+}
+
+std::filesystem::path TieredStore::publish(const Compiling &compiling, const cache::Entry &entry) {
+  std::filesystem::path path = compiling.lock_ ? keep(entry) : std::filesystem::path();
+  remote_.publish(entry);
+  return path;
+}
+
+void TieredStore::close(const cache::CacheCounters &counters, std::uint64_t max_bytes) {
+  const cache::DiskStore *store = user();
+  if (!store)
+    return;
+  cache::StatsFiles(store->stats_directory()).add(counters);
+  if (max_bytes == 0)
+    return;
+  try {
+    const cache::PruneResult pruned = cache::prune(*store, max_bytes, std::nullopt);
+    if (pruned.removed > 0)
+      log().info("removed {} least recently used entries ({} bytes) to keep {} within "
+                 "KJIT_CACHE_SIZE",
+                 pruned.removed, pruned.removed_bytes, store->root().string());
+  } catch (const std::exception &error) {
+    log().warn("cannot keep {} within KJIT_CACHE_SIZE: {}", store->root().string(), error.what());
+  }
+}
+
+// Warns once per store, then keeps variants in memory only.
+void TieredStore::disk_unusable(const Error &error) {
+  if (!user_disabled_.exchange(true))
+    log().warn("{}; variants compiled by this process are kept in memory only", error.summary());
+}
+
+} // namespace kjit

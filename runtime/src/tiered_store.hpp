@@ -1,0 +1,89 @@
+#pragma once
+// The cascade of tiers below the Runtime's memory (docs/ARCHITECTURE.md, "The tiers"): prebuilt,
+// user, remote; which is asked first, what a hit in one is copied to, and where a compile is
+// published. The Runtime asks it for keys and never names a tier itself.
+//
+// Every entry it returns is verified for the key and target asked for and holds one kernel; an
+// entry that fails that in one tier is a miss there, warned about once, and the next tier is asked.
+#include "kjit/cache/entry.hpp"
+#include "kjit/cache/file_lock.hpp"
+#include "kjit/cache/stats.hpp"
+#include "kjit/error.hpp"
+#include "kjit/runtime/local_tiers.hpp"
+#include "kjit/runtime/runtime.hpp"
+#include "remote_tier.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace kjit {
+
+struct Found {
+  cache::Entry entry;
+  Origin origin;
+  std::filesystem::path path; // where it is on disk; empty when it lives in memory only
+};
+
+class TieredStore {
+public:
+  explicit TieredStore(const Config &config);
+
+  const std::optional<cache::DiskStore> &prebuilt() const { return local_.prebuilt; }
+  // The user tier while it is usable: none without a cache directory or after it failed.
+  const cache::DiskStore *user() const;
+
+  // Another name a prebuilt entry may serve a variant under: its key and target.
+  struct Alias {
+    cache::Key key;
+    std::string target;
+  };
+  // Made only when the local tiers miss, since naming an alias costs a key.
+  using Aliases = std::function<std::optional<Alias>()>;
+
+  // The prebuilt tier, the user tier, the prebuilt tier under `prebuilt_alias` (the portable form
+  // of a target: runtime.cpp), then the remote; a remote hit is kept in the user tier.
+  std::optional<Found> find(const cache::Key &key, const std::string &target,
+                            const Aliases &prebuilt_alias);
+
+  // Makes one compile of `key` per machine and per fleet. While held, the key's file lock in the
+  // user tier and the remote lease (when this process took it) are this process's.
+  class Compiling {
+  public:
+    // What another process or node published while this one waited: then nothing to compile.
+    std::optional<Found> published;
+
+  private:
+    friend class TieredStore;
+    std::optional<cache::FileLock> lock_;
+    std::unique_ptr<RemoteTier::Claim> claim_;
+  };
+  // Takes the key's file lock; with `reuse` (not KJIT_REBUILD), reads the user tier again under it
+  // and takes the remote lease or waits for the node that holds it. A rejected user entry is
+  // removed, so that a directory planted under its name does not cost the process its disk tier.
+  Compiling begin_compile(const cache::Key &key, const std::string &target, bool reuse);
+  // Publishes a compiled entry: to the user tier when `compiling` holds its lock, and to the
+  // remote. Returns where it is on disk, or empty.
+  std::filesystem::path publish(const Compiling &compiling, const cache::Entry &entry);
+
+  // The remote_* counters.
+  cache::CacheCounters remote_counters() const { return remote_.counters(); }
+  // Adds `counters` to the user tier's statistics and, when `max_bytes` is not 0, prunes it to
+  // that size. Does nothing without a usable user tier.
+  void close(const cache::CacheCounters &counters, std::uint64_t max_bytes);
+
+private:
+  std::optional<Found> read(const cache::DiskStore &store, const cache::Key &key,
+                            const std::string &target, Origin origin);
+  std::filesystem::path keep(const cache::Entry &entry);
+  Found promoted(cache::Entry entry);
+  void disk_unusable(const Error &error);
+
+  LocalTiers local_;
+  RemoteTier remote_;
+  std::atomic<bool> user_disabled_ = false;
+};
+
+} // namespace kjit
