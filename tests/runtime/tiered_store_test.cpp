@@ -1,0 +1,296 @@
+// The tiered store on its own, over temporary directories and an in-process fake remote: the
+// order of the cascade, the promotion of a remote hit into the user tier, a bad entry in one tier
+// falling through to the next, the re-read under the lock, and a read-only tier never written.
+#include "runtime/src/tiered_store.hpp"
+#include "tests/cache/support.hpp"
+#include "tests/support/fake_remote.hpp"
+#include "tests/support/log_capture.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <fstream>
+#include <gtest/gtest.h>
+#include <map>
+
+namespace kjit {
+namespace {
+
+namespace fs = std::filesystem;
+using cache::testing::kTarget;
+using cache::testing::sample_entry;
+using testing::FakeRemote;
+using testing::LogCapture;
+using testing::TempDir;
+
+// Every file under `root` with its size and mtime: what a read-only tier must keep.
+std::map<fs::path, std::pair<std::uintmax_t, fs::file_time_type>> snapshot(const fs::path &root) {
+  std::map<fs::path, std::pair<std::uintmax_t, fs::file_time_type>> files;
+  for (const auto &item : fs::recursive_directory_iterator(root))
+    files[item.path()] = {item.is_regular_file() ? item.file_size() : 0, item.last_write_time()};
+  return files;
+}
+
+class TieredStoreTest : public ::testing::Test {
+protected:
+  TieredStoreTest() {
+    config.cache_dir = home / "cache";
+    config.prebuilt_dir = home / "prebuilt";
+    config.remote = {{"fake://remote", false, remote, remote, remote}};
+    config.fleet = {.lease_ttl = std::chrono::milliseconds(300),
+                    .wait = std::chrono::milliseconds(1000),
+                    .poll = std::chrono::milliseconds(2)};
+    fs::create_directories(config.prebuilt_dir);
+  }
+
+  // `entry` with its code marked by the tier it is put in, so a hit says where it came from.
+  static cache::Entry marked(cache::Entry entry, std::byte mark) {
+    entry.code.front() = mark;
+    return entry;
+  }
+  void put_prebuilt(const cache::Entry &entry) {
+    cache::DiskStore(config.prebuilt_dir, cache::Access::read_write)
+        .write(marked(entry, kPrebuilt));
+  }
+  void put_user(const cache::Entry &entry) { user.write(marked(entry, kUser)); }
+  void put_remote(const cache::Entry &entry) {
+    remote->set_raw({cache::kEntryRecord, entry.header.target, entry.header.key},
+                    cache::encode_entry(marked(entry, kRemote)));
+  }
+  static void corrupt(const fs::path &path) {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-1, std::ios::end);
+    file.put('\x5a');
+  }
+  std::optional<Found> find(TieredStore &store, const cache::Entry &entry,
+                            const TieredStore::Aliases &alias = no_alias) {
+    return store.find(entry.header.key, entry.header.target, alias);
+  }
+
+  static constexpr std::byte kPrebuilt{0x01}, kUser{0x02}, kRemote{0x03};
+  static inline const TieredStore::Aliases no_alias = [] {
+    return std::optional<TieredStore::Alias>();
+  };
+
+  TempDir home;
+  Config config;
+  std::shared_ptr<FakeRemote> remote = std::make_shared<FakeRemote>();
+  const cache::DiskStore user{home / "cache", cache::Access::read_write};
+  const cache::Entry entry = sample_entry("one");
+};
+
+TEST_F(TieredStoreTest, AsksPrebuiltThenUserThenRemote) {
+  put_prebuilt(entry);
+  put_user(entry);
+  put_remote(entry);
+  TieredStore store(config);
+
+  auto found = find(store, entry);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->origin, Origin::prebuilt);
+  EXPECT_EQ(found->entry.code.front(), kPrebuilt);
+  EXPECT_EQ(remote->gets(), 0) << "a local hit asks no remote";
+
+  fs::remove_all(config.prebuilt_dir / "v2");
+  found = find(store, entry);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->origin, Origin::user_cache);
+  EXPECT_EQ(found->entry.code.front(), kUser);
+  EXPECT_EQ(found->path, user.entry_path(entry.header.key, kTarget));
+
+  ASSERT_EQ(user.remove(entry.header.key, kTarget), "");
+  found = find(store, entry);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->origin, Origin::remote);
+  EXPECT_EQ(found->entry.code.front(), kRemote);
+
+  TieredStore cold(config);
+  EXPECT_FALSE(find(cold, sample_entry("absent")));
+}
+
+TEST_F(TieredStoreTest, ARemoteHitIsKeptInTheUserTier) {
+  put_remote(entry);
+  TieredStore store(config);
+  auto found = find(store, entry);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->origin, Origin::remote);
+  EXPECT_EQ(found->path, user.entry_path(entry.header.key, kTarget));
+
+  cache::Lookup kept = user.read(entry.header.key, kTarget);
+  ASSERT_EQ(kept.status, cache::Lookup::Status::hit);
+  EXPECT_EQ(kept.entry->code.front(), kRemote);
+  const int gets = remote->gets();
+  found = find(store, entry);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->origin, Origin::user_cache);
+  EXPECT_EQ(remote->gets(), gets);
+}
+
+TEST_F(TieredStoreTest, ABadEntryInOneTierFallsThroughToTheNext) {
+  put_prebuilt(entry);
+  put_user(entry);
+  put_remote(entry);
+  corrupt(cache::DiskStore(config.prebuilt_dir, cache::Access::read_only)
+              .entry_path(entry.header.key, kTarget));
+  corrupt(user.entry_path(entry.header.key, kTarget));
+  LogCapture log;
+  TieredStore store(config);
+
+  auto found = find(store, entry);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->origin, Origin::remote);
+  EXPECT_EQ(log.warnings(), 2) << log.text();
+  EXPECT_EQ(user.read(entry.header.key, kTarget).status, cache::Lookup::Status::hit)
+      << "the remote's entry replaced the corrupt one";
+
+  // A value in the remote that is another key's entry is a miss too.
+  const cache::Entry other = sample_entry("other");
+  remote->set_raw({cache::kEntryRecord, kTarget, other.header.key}, cache::encode_entry(entry));
+  EXPECT_FALSE(find(store, other));
+}
+
+TEST_F(TieredStoreTest, AnEntryOfSeveralKernelsIsAMiss) {
+  cache::Entry several = entry;
+  several.header.kernels.push_back({"scale<half, 256>", "_Z5scaleI6__halfLi256EEvPT_S2_i"});
+  put_user(several);
+  put_remote(entry);
+  LogCapture log;
+  TieredStore store(config);
+  auto found = find(store, entry);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->origin, Origin::remote);
+  EXPECT_NE(log.text().find("expected 1"), std::string::npos) << log.text();
+}
+
+TEST_F(TieredStoreTest, APrebuiltAliasIsAskedAfterTheLocalTiersAndBeforeTheRemote) {
+  const cache::Entry portable = sample_entry("one", "gfx90a");
+  put_prebuilt(portable);
+  put_remote(entry);
+  int made = 0;
+  auto alias = [&] {
+    ++made;
+    return std::optional<TieredStore::Alias>({portable.header.key, "gfx90a"});
+  };
+  TieredStore store(config);
+  auto found = find(store, entry, alias);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->origin, Origin::prebuilt);
+  EXPECT_EQ(found->entry.code.front(), kPrebuilt);
+  EXPECT_EQ(remote->gets(), 0);
+
+  put_user(entry);
+  made = 0;
+  ASSERT_TRUE(find(store, entry, alias));
+  EXPECT_EQ(made, 0) << "an alias costs a key: made only when the local tiers miss";
+}
+
+TEST_F(TieredStoreTest, ReadOnlyTiersAreNeverWritten) {
+  put_prebuilt(sample_entry("shipped"));
+  put_remote(entry);
+  const auto before = snapshot(config.prebuilt_dir);
+  {
+    TieredStore store(config);
+    ASSERT_TRUE(find(store, sample_entry("shipped")));
+    ASSERT_TRUE(find(store, entry)); // a remote hit: promoted to the user tier only
+    const cache::Entry compiled = sample_entry("compiled");
+    {
+      TieredStore::Compiling compiling = store.begin_compile(compiled.header.key, kTarget, true);
+      ASSERT_FALSE(compiling.published);
+      store.publish(compiling, compiled);
+    }
+    store.close({.compiles = 1}, 1);
+  }
+  EXPECT_EQ(snapshot(config.prebuilt_dir), before);
+  EXPECT_EQ(user.read(sample_entry("shipped").header.key, kTarget).status,
+            cache::Lookup::Status::miss)
+      << "a prebuilt hit is not copied";
+
+  // A read-only remote is asked but never written.
+  config.remote.front().read_only = true;
+  TieredStore store(config);
+  const cache::Entry compiled = sample_entry("compiled elsewhere");
+  TieredStore::Compiling compiling = store.begin_compile(compiled.header.key, kTarget, true);
+  store.publish(compiling, compiled);
+  EXPECT_FALSE(remote->raw({cache::kEntryRecord, kTarget, compiled.header.key}));
+}
+
+TEST_F(TieredStoreTest, ACompileIsPublishedToTheUserTierAndTheRemote) {
+  TieredStore store(config);
+  ASSERT_FALSE(find(store, entry));
+  TieredStore::Compiling compiling = store.begin_compile(entry.header.key, kTarget, true);
+  ASSERT_FALSE(compiling.published);
+  EXPECT_EQ(store.publish(compiling, entry), user.entry_path(entry.header.key, kTarget));
+  EXPECT_EQ(user.read(entry.header.key, kTarget).status, cache::Lookup::Status::hit);
+  EXPECT_EQ(remote->raw({cache::kEntryRecord, kTarget, entry.header.key}),
+            cache::encode_entry(entry));
+
+  // Without a user tier, the remote still gets it.
+  config.cache_dir.clear();
+  TieredStore memory_only(config);
+  const cache::Entry other = sample_entry("other");
+  TieredStore::Compiling unlocked = memory_only.begin_compile(other.header.key, kTarget, true);
+  EXPECT_EQ(memory_only.publish(unlocked, other), fs::path());
+  EXPECT_TRUE(remote->raw({cache::kEntryRecord, kTarget, other.header.key}));
+}
+
+TEST_F(TieredStoreTest, UnderTheLockTheUserTierIsReadAgain) {
+  TieredStore store(config);
+  ASSERT_FALSE(find(store, entry));
+  put_user(entry); // another process published it meanwhile
+  TieredStore::Compiling compiling = store.begin_compile(entry.header.key, kTarget, true);
+  ASSERT_TRUE(compiling.published);
+  EXPECT_EQ(compiling.published->origin, Origin::user_cache);
+  EXPECT_EQ(compiling.published->entry.code.front(), kUser);
+
+  // KJIT_REBUILD: nothing is reused.
+  TieredStore::Compiling rebuilding =
+      store.begin_compile(sample_entry("two").header.key, kTarget, false);
+  EXPECT_FALSE(rebuilding.published);
+}
+
+TEST_F(TieredStoreTest, UnderTheLockARejectedUserEntryIsRemoved) {
+  const fs::path planted = user.entry_path(entry.header.key, kTarget);
+  fs::create_directories(planted / "inside");
+  LogCapture log;
+  TieredStore store(config);
+  ASSERT_FALSE(find(store, entry));
+  TieredStore::Compiling compiling = store.begin_compile(entry.header.key, kTarget, true);
+  EXPECT_FALSE(compiling.published);
+  EXPECT_FALSE(fs::exists(planted));
+  EXPECT_EQ(store.publish(compiling, entry), planted);
+  EXPECT_TRUE(fs::is_regular_file(planted));
+}
+
+TEST_F(TieredStoreTest, ANodeWaitingOnAnotherNodesLeaseTakesWhatItPublishes) {
+  TieredStore holder(config), waiter(config);
+  TieredStore::Compiling compiling = holder.begin_compile(entry.header.key, kTarget, true);
+  ASSERT_FALSE(compiling.published);
+  std::thread publisher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    holder.publish(compiling, entry);
+  });
+  config.cache_dir = home / "other-node";
+  TieredStore other_node(config);
+  TieredStore::Compiling waited = other_node.begin_compile(entry.header.key, kTarget, true);
+  publisher.join();
+  ASSERT_TRUE(waited.published);
+  EXPECT_EQ(waited.published->origin, Origin::remote);
+  EXPECT_TRUE(fs::is_regular_file(waited.published->path)) << "kept in its user tier";
+}
+
+TEST_F(TieredStoreTest, CloseAddsTheStatisticsAndPrunes) {
+  {
+    TieredStore store(config);
+    {
+      TieredStore::Compiling compiling = store.begin_compile(entry.header.key, kTarget, true);
+      store.publish(compiling, entry);
+    }
+    store.close({.user_hits = 2, .compiles = 1}, 1);
+  }
+  const cache::CacheCounters total = cache::StatsFiles(user.stats_directory()).total();
+  EXPECT_EQ(total.compiles, 1u);
+  EXPECT_EQ(total.user_hits, 2u);
+  EXPECT_EQ(user.read(entry.header.key, kTarget).status, cache::Lookup::Status::miss)
+      << "pruned to one byte";
+}
+
+} // namespace
+} // namespace kjit
