@@ -6,13 +6,6 @@
 
 namespace kjit {
 
-LocalTiers::LocalTiers(const Config &config) {
-  if (!config.cache_dir.empty())
-    user.emplace(config.cache_dir, cache::Access::read_write);
-  if (!config.prebuilt_dir.empty() && std::filesystem::is_directory(config.prebuilt_dir))
-    prebuilt.emplace(config.prebuilt_dir, cache::Access::read_only);
-}
-
 TieredStore::TieredStore(const Config &config)
     : local_(config), remote_(config.remote, config.fleet) {
   if (!local_.user)

@@ -8,6 +8,7 @@
 #include "kjit/cache/stats.hpp"
 #include "kjit/jit/kernel_resources.hpp"
 #include "kjit/kjit.hpp"
+#include "kjit/runtime/local_tiers.hpp"
 #include "kjit/units.hpp"
 
 #include <algorithm>
@@ -36,18 +37,15 @@ namespace fs = std::filesystem;
 
 constexpr int exit_check_failed = 1;
 
-// The two tiers as the environment configures them (KJIT_CACHE_DIR, KJIT_PREBUILT_DIR).
-struct Tiers {
-  Config config = Config::from_environment();
-  std::optional<cache::DiskStore> user;
-  std::optional<cache::DiskStore> prebuilt;
+// The local tiers as the environment configures them (KJIT_CACHE_DIR, KJIT_PREBUILT_DIR), built as
+// a Runtime builds them; unlike a Runtime, the commands need a user tier.
+struct Tiers : LocalTiers {
+  Config config;
 
-  Tiers() {
-    if (config.cache_dir.empty())
+  Tiers() : Tiers(Config::from_environment()) {}
+  explicit Tiers(Config from) : LocalTiers(from), config(std::move(from)) {
+    if (!user)
       throw Error(Errc::bad_config, "no cache directory: set KJIT_CACHE_DIR (HOME is not set)");
-    user.emplace(config.cache_dir, cache::Access::read_write);
-    if (!config.prebuilt_dir.empty() && fs::is_directory(config.prebuilt_dir))
-      prebuilt.emplace(config.prebuilt_dir, cache::Access::read_only);
   }
 };
 
@@ -59,11 +57,9 @@ struct Listed {
 
 std::vector<Listed> list_entries(const Tiers &tiers) {
   std::vector<Listed> all;
-  for (auto [store, tier] :
-       {std::pair{&tiers.user, "user"}, std::pair{&tiers.prebuilt, "prebuilt"}})
-    if (store->has_value())
-      for (cache::StoredEntry &stored : cache::scan(**store))
-        all.push_back({std::move(stored), &**store, tier});
+  for (auto [store, tier] : tiers.present())
+    for (cache::StoredEntry &stored : cache::scan(*store))
+      all.push_back({std::move(stored), store, std::string(tier)});
   return all;
 }
 
@@ -75,11 +71,9 @@ struct ListedInTier {
 
 std::vector<ListedInTier> list_summaries(const Tiers &tiers, const std::string &target) {
   std::vector<ListedInTier> all;
-  for (auto [store, tier] :
-       {std::pair{&tiers.user, "user"}, std::pair{&tiers.prebuilt, "prebuilt"}})
-    if (store->has_value())
-      for (cache::ListedEntry &listed : cache::list(**store, target))
-        all.push_back({std::move(listed), tier});
+  for (auto [store, tier] : tiers.present())
+    for (cache::ListedEntry &listed : cache::list(*store, target))
+      all.push_back({std::move(listed), std::string(tier)});
   return all;
 }
 

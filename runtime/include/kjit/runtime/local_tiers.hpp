@@ -6,6 +6,8 @@
 #include "kjit/runtime/config.hpp"
 
 #include <optional>
+#include <string_view>
+#include <vector>
 
 namespace kjit {
 
@@ -14,6 +16,13 @@ struct LocalTiers {
 
   std::optional<cache::DiskStore> user;     // read-write; none without a cache directory
   std::optional<cache::DiskStore> prebuilt; // read-only; none when its directory does not exist
+
+  // The tiers there are, user first, each with the name listings give it ("user", "prebuilt").
+  struct Named {
+    const cache::DiskStore *store;
+    std::string_view name;
+  };
+  std::vector<Named> present() const;
 };
 
 } // namespace kjit
