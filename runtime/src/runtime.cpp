@@ -288,29 +288,27 @@ private:
     return *known;
   }
 
-  // The portable form of the target, under which a prebuilt entry serves it: prebuilds name
-  // targets as GPU_ARCHS does ("gfx90a", "sm_90"), while a device asks for its own
-  // ("gfx90a:sramecc+:xnack-", "sm_90a"). Code for an AMD processor with no feature named is built
-  // for either setting of each ("any"), and sm_90 code runs on an sm_90a device, so it serves; the
-  // reverse never does.
-  static std::optional<TieredStore::Alias> portable(const Instance &instance,
-                                                    const VariantDescription &variant) {
+  // The portable form of the target, whose entry serves it: prebuilds name targets as GPU_ARCHS
+  // does ("gfx90a", "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-",
+  // "sm_90a"). Code for an AMD processor with no feature named is built for either setting of each
+  // ("any"), and sm_90 code runs on an sm_90a device, so it serves; the reverse never does.
+  static std::vector<TieredStore::StandIn> stand_ins(const Instance &instance,
+                                                     const VariantDescription &variant) {
     const jit::Target &target = variant.request.target;
     std::string arch = target.arch();
     if (target.vendor() == Vendor::nvidia && (arch.ends_with('a') || arch.ends_with('f')))
       arch.pop_back();
     if (arch == target.id())
-      return std::nullopt;
+      return {};
     const jit::Target portable = jit::Target::parse(arch);
-    return TieredStore::Alias{describe_variant(instance, portable, variant.compiler).key,
-                              portable.id()};
+    return {{describe_variant(instance, portable, variant.compiler).key, portable.id()}};
   }
 
   std::unique_ptr<CodeObject> load_or_build(const Instance &instance,
                                             const VariantDescription &variant) {
     if (!config_.rebuild) {
       if (auto found = tiers_.find(variant.key, variant.request.target.id(),
-                                   [&] { return portable(instance, variant); }))
+                                   [&] { return stand_ins(instance, variant); }))
         return code_object(variant, std::move(*found));
     }
     const jit::Target &target = variant.request.target;

@@ -32,16 +32,22 @@ std::optional<Found> TieredStore::read(const cache::DiskStore &store, const cach
   return Found{std::move(*found.entry), origin, std::move(found.path)};
 }
 
-std::optional<Found> TieredStore::find(const cache::Key &key, const std::string &target,
-                                       const Aliases &prebuilt_alias) {
+std::optional<Found> TieredStore::find_local(const cache::Key &key, const std::string &target) {
   for (auto [store, origin] :
        {std::pair{&local_.prebuilt, Origin::prebuilt}, std::pair{&local_.user, Origin::user_cache}})
     if (store->has_value())
       if (auto found = read(**store, key, target, origin))
         return found;
-  if (local_.prebuilt)
-    if (std::optional<Alias> alias = prebuilt_alias())
-      if (auto found = read(*local_.prebuilt, alias->key, alias->target, Origin::prebuilt))
+  return std::nullopt;
+}
+
+std::optional<Found> TieredStore::find(const cache::Key &key, const std::string &target,
+                                       const MakeStandIns &stand_ins) {
+  if (auto found = find_local(key, target))
+    return found;
+  if (local_.prebuilt || local_.user)
+    for (const StandIn &stand_in : stand_ins())
+      if (auto found = find_local(stand_in.key, stand_in.target))
         return found;
   if (auto entry = remote_.find(key, target))
     return promoted(std::move(*entry));

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace kjit {
 
@@ -35,18 +36,19 @@ public:
   // The user tier while it is usable: none without a cache directory or after it failed.
   const cache::DiskStore *user() const;
 
-  // Another name a prebuilt entry may serve a variant under: its key and target.
-  struct Alias {
+  // An entry built for another target whose code also runs on the one asked for (the portable
+  // form of a target: runtime.cpp): its key and target.
+  struct StandIn {
     cache::Key key;
     std::string target;
   };
-  // Made only when the local tiers miss, since naming an alias costs a key.
-  using Aliases = std::function<std::optional<Alias>()>;
+  // Made only when the local tiers miss the key itself, since each stand-in costs a key.
+  using MakeStandIns = std::function<std::vector<StandIn>()>;
 
-  // The prebuilt tier, the user tier, the prebuilt tier under `prebuilt_alias` (the portable form
-  // of a target: runtime.cpp), then the remote; a remote hit is kept in the user tier.
+  // The prebuilt tier then the user tier for the key, then for each stand-in in order; then the
+  // remote, whose hit is kept in the user tier.
   std::optional<Found> find(const cache::Key &key, const std::string &target,
-                            const Aliases &prebuilt_alias);
+                            const MakeStandIns &stand_ins);
 
   // Makes one compile of `key` per machine and per fleet. While held, the key's file lock in the
   // user tier and the remote lease (when this process took it) are this process's.
@@ -75,6 +77,7 @@ public:
   void close(const cache::CacheCounters &counters, std::uint64_t max_bytes);
 
 private:
+  std::optional<Found> find_local(const cache::Key &key, const std::string &target);
   std::optional<Found> read(const cache::DiskStore &store, const cache::Key &key,
                             const std::string &target, Origin origin);
   std::filesystem::path keep(const cache::Entry &entry);

@@ -107,7 +107,7 @@ TuningRecord record_of(const json &object) {
 fs::path tuning_directory(const fs::path &root) {
   if (root.empty())
     return {};
-  return cache::DiskStore(root, cache::Access::read_only).versioned_root() / "tuning";
+  return cache::DiskStore(root, cache::Access::read_only).tuning_directory();
 }
 
 // <tuning>/<target dir>/<key hex>.json. Throws Error(bad_target) for a target id that cannot name
@@ -316,7 +316,7 @@ TuningRecord TuningTable::find_or_tune(const TuningKey &key,
                                 "(set KJIT_CACHE_DIR)");
   if (const std::string problem = cache::make_private_directories(user_); !problem.empty())
     throw Error(Errc::cache_io, "cannot create " + user_.string() + ": " + problem);
-  const cache::FileLock lock(user_ / "lock", key.key());
+  const cache::FileLock lock(user_ / cache::DiskStore::kLockFileName, key.key());
   // Whoever held the lock may have tuned it meanwhile.
   if (auto record = find_in(user_, key))
     return *record;

@@ -61,13 +61,13 @@ protected:
     file.put('\x5a');
   }
   std::optional<Found> find(TieredStore &store, const cache::Entry &entry,
-                            const TieredStore::Aliases &alias = no_alias) {
-    return store.find(entry.header.key, entry.header.target, alias);
+                            const TieredStore::MakeStandIns &stand_ins = none) {
+    return store.find(entry.header.key, entry.header.target, stand_ins);
   }
 
   static constexpr std::byte kPrebuilt{0x01}, kUser{0x02}, kRemote{0x03};
-  static inline const TieredStore::Aliases no_alias = [] {
-    return std::optional<TieredStore::Alias>();
+  static inline const TieredStore::MakeStandIns none = [] {
+    return std::vector<TieredStore::StandIn>();
   };
 
   TempDir home;
@@ -160,26 +160,35 @@ TEST_F(TieredStoreTest, AnEntryOfSeveralKernelsIsAMiss) {
   EXPECT_NE(log.text().find("expected 1"), std::string::npos) << log.text();
 }
 
-TEST_F(TieredStoreTest, APrebuiltAliasIsAskedAfterTheLocalTiersAndBeforeTheRemote) {
+TEST_F(TieredStoreTest, StandInsAreAskedAfterTheLocalTiersAndBeforeTheRemote) {
   const cache::Entry portable = sample_entry("one", "gfx90a");
+  const cache::Entry generic = sample_entry("one", "gfx9-generic");
+  put_user(generic);
   put_prebuilt(portable);
   put_remote(entry);
   int made = 0;
-  auto alias = [&] {
+  auto stand_ins = [&] {
     ++made;
-    return std::optional<TieredStore::Alias>({portable.header.key, "gfx90a"});
+    return std::vector<TieredStore::StandIn>{{portable.header.key, "gfx90a"},
+                                             {generic.header.key, "gfx9-generic"}};
   };
   TieredStore store(config);
-  auto found = find(store, entry, alias);
+  auto found = find(store, entry, stand_ins);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::prebuilt);
-  EXPECT_EQ(found->entry.code.front(), kPrebuilt);
+  EXPECT_EQ(found->entry.header.target, "gfx90a") << "the stand-ins in their order";
   EXPECT_EQ(remote->gets(), 0);
+
+  fs::remove_all(config.prebuilt_dir / "v2");
+  found = find(store, entry, stand_ins);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->origin, Origin::user_cache);
+  EXPECT_EQ(found->entry.header.target, "gfx9-generic");
 
   put_user(entry);
   made = 0;
-  ASSERT_TRUE(find(store, entry, alias));
-  EXPECT_EQ(made, 0) << "an alias costs a key: made only when the local tiers miss";
+  ASSERT_TRUE(find(store, entry, stand_ins));
+  EXPECT_EQ(made, 0) << "a stand-in costs a key: made only when the local tiers miss";
 }
 
 TEST_F(TieredStoreTest, ReadOnlyTiersAreNeverWritten) {

@@ -5,6 +5,8 @@
 //   <root>/v<N>/lock            (the per-key OFD lock file, see file_lock.hpp)
 //   <root>/v<N>/stats/          (the user tier's statistics files, see stats.hpp)
 //   <root>/v<N>/compilers/      (the compiler identities keys were made with)
+//   <root>/v<N>/tuning/         (the tuning table's records and its own lock file, see
+//                                kjit/runtime/tuning_table.hpp)
 //
 // Only this class names these paths; everything else asks it.
 //
@@ -62,6 +64,7 @@ public:
   std::filesystem::path lock_path() const { return versioned_root_ / kLockFileName; }
   std::filesystem::path stats_directory() const { return versioned_root_ / "stats"; }
   std::filesystem::path compilers_directory() const { return versioned_root_ / "compilers"; }
+  std::filesystem::path tuning_directory() const { return versioned_root_ / "tuning"; }
   static constexpr std::string_view kLockFileName = "lock";
   // Throws Error(bad_target) for a target id that cannot name a directory (above).
   std::filesystem::path entry_path(const Key &key, std::string_view target) const;
