@@ -52,6 +52,9 @@ bool gemm_wgmma_serves(const jit::Target &target, const void *c, const void *a, 
 // linear() for at most this many rows of A: the weight-streaming kernel, linear_skinny.
 constexpr int linear_skinny_max_m = 64;
 template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int k);
+// The extents a GEMM shape's tuning records (linear_skinny's and gemm_wgmma's, problem {T}) are
+// kept under: m rounded up to a power of two (rows_bucket), n, k and B's layout.
+ParamValues gemm_tuning_extents(int m, int n, int k, bool b_kmajor);
 template <Element T>
 bool linear_skinny_serves(const jit::Target &target, const void *c, const void *a, const void *w,
                           int m, int n, int k);
