@@ -121,6 +121,36 @@ struct Bench {
                 2.0 * size * size * static_cast<double>(size) / ms * 1e-9);
   }
 
+  // gemm_wgmma with M, N and K compiled in against the same variant taking them at run time, in
+  // alternating batches of the same process; gemm() (B [K, N]) or linear() (W [N, K]).
+  template <Element T> void specialised_row(int m, int n, int k, bool b_kmajor) {
+    DeviceBuffer a = random_on<T>(device, static_cast<std::size_t>(m) * k);
+    DeviceBuffer b = random_on<T>(device, static_cast<std::size_t>(n) * k);
+    DeviceBuffer c = device.allocate(static_cast<std::size_t>(m) * n * sizeof(T));
+    const ops::detail::ChosenVariant runtime_sizes =
+        ops::detail::gemm_wgmma_variant<T>(m, n, k, b_kmajor);
+    ops::detail::ChosenVariant fixed = runtime_sizes;
+    fixed.params.insert(fixed.params.end(), {{"SHAPE_M", m}, {"SHAPE_N", n}, {"SHAPE_K", k}});
+    const double flop = 2.0 * m * n * static_cast<double>(k);
+    const int launches = std::max(2, static_cast<int>(2e12 / flop / 50) + 1);
+    auto time = [&](const ops::detail::ChosenVariant &variant) {
+      return median_ms_per_launch(device, std::min(launches, 200), [&] {
+        ops::detail::launch_gemm_wgmma<T>(rt, variant, c.as<T>(), a.as<T>(), b.as<T>(), m, n, k,
+                                          b_kmajor);
+      });
+    };
+    double run_time_ms = 1e30, fixed_ms = 1e30; // best of three alternations
+    for (int round = 0; round < 3; ++round) {
+      run_time_ms = std::min(run_time_ms, time(runtime_sizes));
+      fixed_ms = std::min(fixed_ms, time(fixed));
+    }
+    std::printf("| gemm_wgmma %s m=%d n=%d k=%d | %s | run-time sizes %.4f ms %.1f TFLOP/s | "
+                "compiled-in sizes %.4f ms %.1f TFLOP/s | run-time / compiled-in %.3f |\n",
+                b_kmajor ? "linear" : "gemm", m, n, k, std::string(element_name<T>()).c_str(),
+                run_time_ms, flop / run_time_ms * 1e-9, fixed_ms, flop / fixed_ms * 1e-9,
+                run_time_ms / fixed_ms);
+  }
+
   // The first call of a variant in this process (compile or cache load, tensor maps, launch,
   // until the device is done) against a warm call.
   template <Element T> void first_call_row(int m, int n, int k) {
@@ -340,6 +370,13 @@ int main(int argc, char **argv) {
       std::printf("\n| op | shape | type | ms | rate | bandwidth |\n| --- | --- | --- | --- | --- "
                   "| --- |\n");
       bench.first_call_row<BFloat16>(16, 4104, 4096);
+      for (int size : {4096, 8192}) {
+        bench.specialised_row<Half>(size, size, size, false);
+        bench.specialised_row<BFloat16>(size, size, size, false);
+      }
+      for (int m : {128, 1024})
+        bench.specialised_row<BFloat16>(m, 4096, 4096, true);
+      bench.specialised_row<BFloat16>(1024, 6144, 4096, true);
       const int projections[][2] = {{4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};
       for (const auto &kn : projections)
         for (int m : {1, 16, 64, 128, 1024, 8192})

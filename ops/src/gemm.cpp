@@ -158,10 +158,10 @@ template <Element T> constexpr int element_code() {
   return std::is_same_v<T, BFloat16> ? 3 : static_cast<int>(sizeof(T));
 }
 
-// `variant` with the tunable values `winner` names (those the caller fixes, T and B_KMAJOR, kept).
+// `variant` with the tunable values `winner` names (the problem's, T and B_KMAJOR, kept).
 detail::ChosenVariant with_winner(detail::ChosenVariant variant, const TimedVariant &winner) {
   for (auto &[name, value] : variant.params)
-    if (name != "T" && name != "B_KMAJOR")
+    if (variant.tmpl->param(name)->param.is_tunable())
       value = Value(detail::winner_value(winner, name, static_cast<int>(value.integer())));
   return variant;
 }
@@ -273,6 +273,19 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
 } // namespace
 
 namespace detail {
+
+template <Element T>
+void launch_gemm_wgmma(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *b,
+                       int m, int n, int k, bool b_kmajor, Stream stream) {
+  for (const auto &[name, size] : {std::pair{"SHAPE_M", m}, {"SHAPE_N", n}, {"SHAPE_K", k}}) {
+    const int fixed = winner_value({variant.params, 0}, name, 0);
+    require(fixed == 0 || fixed == size, op, [&] {
+      return std::string(name) + " = " + std::to_string(fixed) +
+             " was compiled in; the call's is " + std::to_string(size);
+    });
+  }
+  launch_gemm_plan(make_gemm_plan<T>(rt, variant), c, a, b, m, n, k, b_kmajor, stream);
+}
 
 template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int /*k*/) {
   // Every token of a block in one pass over W, 16 rows of W per block (the most blocks). A step's
@@ -466,6 +479,8 @@ std::vector<double> linear(std::span<const T> a, std::span<const T> w, int m, in
   template detail::ChosenVariant detail::gemm_variant<T>(const GemmTiles &);                       \
   template detail::ChosenVariant detail::gemm_wgmma_variant<T>(int, int, int, bool);               \
   template detail::ChosenVariant detail::linear_skinny_variant<T>(int, int, int);                  \
+  template void detail::launch_gemm_wgmma<T>(Runtime &, const detail::ChosenVariant &, T *,        \
+                                             const T *, const T *, int, int, int, bool, Stream);   \
   template bool detail::linear_skinny_serves<T>(const jit::Target &, const void *, const void *,   \
                                                 const void *, int, int, int);                      \
   template bool detail::gemm_wgmma_serves<T>(const jit::Target &, const void *, const void *,      \

@@ -232,5 +232,45 @@ TYPED_TEST(GemmGpuTest, ATuningRecordForTheShapeChoosesWhatRuns) {
   }
 }
 
+// gemm_wgmma with M, N and K compiled in (SHAPE_M/N/K) computes what the run-time variant does,
+// on ragged shapes, for gemm() and linear(); a call whose sizes differ from the compiled ones is
+// refused.
+TYPED_TEST(GemmGpuTest, ShapeSpecialisedWgmmaMatchesTheReference) {
+  using T = TypeParam;
+  if (!serves_wgmma<T>(this->device()))
+    GTEST_SKIP() << "gemm_wgmma serves half and bfloat16 on sm_90a; this is " << element_name<T>()
+                 << " on " << this->device().target().id();
+  std::mt19937 rng(99);
+  const GemmShape shapes[] = {{200, 264, 136}, {77, 520, 72}, {1100, 2056, 1032}};
+  for (bool b_kmajor : {false, true})
+    for (const GemmShape &s : shapes) {
+      SCOPED_TRACE(::testing::Message()
+                   << (b_kmajor ? "linear " : "gemm ") << s.m << " x " << s.n << " x " << s.k);
+      detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(s.m, s.n, s.k, b_kmajor);
+      variant.params.insert(variant.params.end(),
+                            {{"SHAPE_M", s.m}, {"SHAPE_N", s.n}, {"SHAPE_K", s.k}});
+      const auto a =
+          gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
+      const auto b =
+          gpu_testing::random_elements<T>(static_cast<std::size_t>(s.n) * s.k, rng, -1, 1);
+      DeviceBuffer a_on_device = this->upload(a), b_on_device = this->upload(b);
+      const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
+      DeviceBuffer c = this->template poisoned<T>(c_count);
+      detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                   b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
+      const auto got = this->template download<T>(c, c_count);
+      const auto exact = b_kmajor ? reference::linear<T>(a, b, s.m, s.n, s.k)
+                                  : reference::gemm<T>(a, b, s.m, s.n, s.k);
+      const auto magnitudes =
+          b_kmajor ? reference::linear<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k)
+                   : reference::gemm<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k);
+      EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
+      EXPECT_THROW(detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(),
+                                                a_on_device.as<T>(), b_on_device.as<T>(), s.m - 1,
+                                                s.n, s.k, b_kmajor),
+                   Error);
+    }
+}
+
 } // namespace
 } // namespace kjit::ops
