@@ -198,17 +198,31 @@ struct Bench {
                 m, n, k, std::string(element_name<T>()).c_str(), first.count(), warm, raw);
   }
 
+  // A [m, k], copies of W [n, k] at least 256 MiB together (rotated over so that the 50 MiB L2
+  // serves none of them), and C [m, n].
+  struct LinearOperands {
+    DeviceBuffer a;
+    std::vector<DeviceBuffer> weights;
+    DeviceBuffer c;
+    std::size_t weight_bytes;
+  };
+  template <Element T> LinearOperands linear_operands(int m, int n, int k) {
+    const std::size_t weight_bytes = static_cast<std::size_t>(n) * k * sizeof(T);
+    std::vector<DeviceBuffer> weights;
+    for (std::size_t i = 0; i < rotation(weight_bytes); ++i)
+      weights.push_back(random_on<T>(device, static_cast<std::size_t>(n) * k));
+    return {random_on<T>(device, static_cast<std::size_t>(m) * k), std::move(weights),
+            device.allocate(static_cast<std::size_t>(m) * n * sizeof(T)), weight_bytes};
+  }
+
   // linear() (x @ W^T) on a Llama-3-8B projection; for small m also the weights' bandwidth
   // against a copy of as many bytes. Launches rotate over copies of the weights (and the copy
   // over pairs of buffers) at least 256 MiB in all, so that the 50 MiB L2 serves none of them.
   template <Element T> void linear_row(int m, int n, int k) {
-    DeviceBuffer a = random_on<T>(device, static_cast<std::size_t>(m) * k);
-    const std::size_t weight_bytes = static_cast<std::size_t>(n) * k * sizeof(T);
-    const std::size_t copies = rotation(weight_bytes);
-    std::vector<DeviceBuffer> weights;
-    for (std::size_t i = 0; i < copies; ++i)
-      weights.push_back(random_on<T>(device, static_cast<std::size_t>(n) * k));
-    DeviceBuffer c = device.allocate(static_cast<std::size_t>(m) * n * sizeof(T));
+    LinearOperands ops = linear_operands<T>(m, n, k);
+    DeviceBuffer &a = ops.a, &c = ops.c;
+    const std::vector<DeviceBuffer> &weights = ops.weights;
+    const std::size_t weight_bytes = ops.weight_bytes, copies = weights.size();
     const double flop = 2.0 * m * n * static_cast<double>(k);
     const int launches = std::max(2, static_cast<int>(2e12 / flop / 50) + 1);
     std::size_t next = 0;
@@ -243,13 +257,10 @@ struct Bench {
                                 {"WARPS", warps},
                                 {"UNROLL", unroll}});
     precompile(rt, {heuristic.tmpl, {}}, candidates, device.target());
-    DeviceBuffer a = random_on<T>(device, static_cast<std::size_t>(m) * k);
-    const std::size_t weight_bytes = static_cast<std::size_t>(n) * k * sizeof(T);
-    const std::size_t copies = rotation(weight_bytes);
-    std::vector<DeviceBuffer> weights;
-    for (std::size_t i = 0; i < copies; ++i)
-      weights.push_back(random_on<T>(device, static_cast<std::size_t>(n) * k));
-    DeviceBuffer c = device.allocate(static_cast<std::size_t>(m) * n * sizeof(T));
+    LinearOperands ops = linear_operands<T>(m, n, k);
+    DeviceBuffer &a = ops.a, &c = ops.c;
+    const std::vector<DeviceBuffer> &weights = ops.weights;
+    const std::size_t weight_bytes = ops.weight_bytes, copies = weights.size();
     const double copy = copy_ms(weight_bytes / 2);
     struct Timed {
       double ms;

@@ -287,7 +287,7 @@ void launch_gemm_wgmma(Runtime &rt, const ChosenVariant &variant, T *c, const T 
   launch_gemm_plan(make_gemm_plan<T>(rt, variant), c, a, b, m, n, k, b_kmajor, stream);
 }
 
-template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int /*k*/) {
+template <Element T> ChosenVariant linear_skinny_variant(int m, int /*n*/, int /*k*/) {
   // Every token of a block in one pass over W, 16 rows of W per block (the most blocks). A step's
   // loads all issue before its mma, so their registers grow with the tokens and the unrolling,
   // and the warps that fit on a multiprocessor fall: for 16 and more tokens, 8 warps a block
