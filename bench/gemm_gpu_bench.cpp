@@ -1,19 +1,22 @@
 // kjit_gemm_gpu_bench: the GEMM's TFLOP/s and the rotary embedding's and per-token
 // quantisation's bandwidth on the device, each memory-bound figure next to a device-to-device
 // copy of as many bytes measured in the same run (bench/python/gemm_torch.py times torch on the
-// same shapes). Prints one table; run through tools/gpu-check --run.
+// same shapes). Prints one table; run through tools/gpu-check --run. With KJIT_BENCH_SKINNY_SWEEP
+// set it also times every linear_skinny variant on the Llama-3-8B projections at m = 1, 16, 64.
 //
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
 // launches (batches are long enough, 20+ ms, that the launch and synchronisation costs vanish).
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
+#include "kjit/ops/tuning.hpp"
 #include "ops/src/variants.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <random>
@@ -118,6 +121,36 @@ struct Bench {
                 2.0 * size * size * static_cast<double>(size) / ms * 1e-9);
   }
 
+  // gemm_wgmma with M, N and K compiled in against the same variant taking them at run time, in
+  // alternating batches of the same process; gemm() (B [K, N]) or linear() (W [N, K]).
+  template <Element T> void specialised_row(int m, int n, int k, bool b_kmajor) {
+    DeviceBuffer a = random_on<T>(device, static_cast<std::size_t>(m) * k);
+    DeviceBuffer b = random_on<T>(device, static_cast<std::size_t>(n) * k);
+    DeviceBuffer c = device.allocate(static_cast<std::size_t>(m) * n * sizeof(T));
+    const ops::detail::ChosenVariant runtime_sizes =
+        ops::detail::gemm_wgmma_variant<T>(m, n, k, b_kmajor);
+    ops::detail::ChosenVariant fixed = runtime_sizes;
+    fixed.params.insert(fixed.params.end(), {{"SHAPE_M", m}, {"SHAPE_N", n}, {"SHAPE_K", k}});
+    const double flop = 2.0 * m * n * static_cast<double>(k);
+    const int launches = std::max(2, static_cast<int>(2e12 / flop / 50) + 1);
+    auto time = [&](const ops::detail::ChosenVariant &variant) {
+      return median_ms_per_launch(device, std::min(launches, 200), [&] {
+        ops::detail::launch_gemm_wgmma<T>(rt, variant, c.as<T>(), a.as<T>(), b.as<T>(), m, n, k,
+                                          b_kmajor);
+      });
+    };
+    double run_time_ms = 1e30, fixed_ms = 1e30; // best of three alternations
+    for (int round = 0; round < 3; ++round) {
+      run_time_ms = std::min(run_time_ms, time(runtime_sizes));
+      fixed_ms = std::min(fixed_ms, time(fixed));
+    }
+    std::printf("| gemm_wgmma %s m=%d n=%d k=%d | %s | run-time sizes %.4f ms %.1f TFLOP/s | "
+                "compiled-in sizes %.4f ms %.1f TFLOP/s | run-time / compiled-in %.3f |\n",
+                b_kmajor ? "linear" : "gemm", m, n, k, std::string(element_name<T>()).c_str(),
+                run_time_ms, flop / run_time_ms * 1e-9, fixed_ms, flop / fixed_ms * 1e-9,
+                run_time_ms / fixed_ms);
+  }
+
   // The first call of a variant in this process (compile or cache load, tensor maps, launch,
   // until the device is done) against a warm call.
   template <Element T> void first_call_row(int m, int n, int k) {
@@ -165,17 +198,31 @@ struct Bench {
                 m, n, k, std::string(element_name<T>()).c_str(), first.count(), warm, raw);
   }
 
+  // A [m, k], copies of W [n, k] at least 256 MiB together (rotated over so that the 50 MiB L2
+  // serves none of them), and C [m, n].
+  struct LinearOperands {
+    DeviceBuffer a;
+    std::vector<DeviceBuffer> weights;
+    DeviceBuffer c;
+    std::size_t weight_bytes;
+  };
+  template <Element T> LinearOperands linear_operands(int m, int n, int k) {
+    const std::size_t weight_bytes = static_cast<std::size_t>(n) * k * sizeof(T);
+    std::vector<DeviceBuffer> weights;
+    for (std::size_t i = 0; i < rotation(weight_bytes); ++i)
+      weights.push_back(random_on<T>(device, static_cast<std::size_t>(n) * k));
+    return {random_on<T>(device, static_cast<std::size_t>(m) * k), std::move(weights),
+            device.allocate(static_cast<std::size_t>(m) * n * sizeof(T)), weight_bytes};
+  }
+
   // linear() (x @ W^T) on a Llama-3-8B projection; for small m also the weights' bandwidth
   // against a copy of as many bytes. Launches rotate over copies of the weights (and the copy
   // over pairs of buffers) at least 256 MiB in all, so that the 50 MiB L2 serves none of them.
   template <Element T> void linear_row(int m, int n, int k) {
-    DeviceBuffer a = random_on<T>(device, static_cast<std::size_t>(m) * k);
-    const std::size_t weight_bytes = static_cast<std::size_t>(n) * k * sizeof(T);
-    const std::size_t copies = rotation(weight_bytes);
-    std::vector<DeviceBuffer> weights;
-    for (std::size_t i = 0; i < copies; ++i)
-      weights.push_back(random_on<T>(device, static_cast<std::size_t>(n) * k));
-    DeviceBuffer c = device.allocate(static_cast<std::size_t>(m) * n * sizeof(T));
+    LinearOperands ops = linear_operands<T>(m, n, k);
+    DeviceBuffer &a = ops.a, &c = ops.c;
+    const std::vector<DeviceBuffer> &weights = ops.weights;
+    const std::size_t weight_bytes = ops.weight_bytes, copies = weights.size();
     const double flop = 2.0 * m * n * static_cast<double>(k);
     const int launches = std::max(2, static_cast<int>(2e12 / flop / 50) + 1);
     std::size_t next = 0;
@@ -191,6 +238,61 @@ struct Bench {
       const double copy = copy_ms(weight_bytes / 2);
       std::printf(" | copy %.0f GB/s | %.2f of copy", weight_bytes / copy * 1e-6, copy / ms);
     }
+    std::printf(" |\n");
+  }
+
+  // Every linear_skinny variant (ROW_BLOCKS x WARPS x UNROLL, M_TILE as the heuristic picks it)
+  // on one shape, rotated past L2 as in linear_row, each against the same copy: the evidence the
+  // heuristic's choice rests on. Prints the heuristic's variant and the fastest ones.
+  template <Element T> void skinny_sweep(int m, int n, int k) {
+    const ops::detail::ChosenVariant heuristic = ops::detail::linear_skinny_variant<T>(m, n, k);
+    const int m_tile = heuristic.integer("M_TILE");
+    std::vector<ParamValues> candidates;
+    for (int row_blocks : {1, 2, 4})
+      for (int warps : {4, 8, 16})
+        for (int unroll : {1, 2, 4, 8})
+          candidates.push_back({{"T", std::string(element_name<T>())},
+                                {"M_TILE", m_tile},
+                                {"ROW_BLOCKS", row_blocks},
+                                {"WARPS", warps},
+                                {"UNROLL", unroll}});
+    precompile(rt, {heuristic.tmpl, {}}, candidates, device.target());
+    LinearOperands ops = linear_operands<T>(m, n, k);
+    DeviceBuffer &a = ops.a, &c = ops.c;
+    const std::vector<DeviceBuffer> &weights = ops.weights;
+    const std::size_t weight_bytes = ops.weight_bytes, copies = weights.size();
+    const double copy = copy_ms(weight_bytes / 2);
+    struct Timed {
+      double ms;
+      std::string name;
+      bool chosen;
+    };
+    std::vector<Timed> timed;
+    for (const ParamValues &params : candidates) {
+      const Kernel &kernel = rt.kernel(*heuristic.tmpl, params);
+      const ops::detail::ChosenVariant variant{heuristic.tmpl, params};
+      const int rows = 16 * variant.integer("ROW_BLOCKS");
+      const Dim3 grid((n + rows - 1) / rows, (m + m_tile - 1) / m_tile);
+      const unsigned block = 32 * variant.integer("WARPS");
+      std::size_t next = 0;
+      const double ms = median_ms_per_launch(device, 100, [&] {
+        kernel.launch({.grid = grid, .block = block}, c.as<T>(), a.as<const T>(),
+                      weights[next++ % copies].as<const T>(), m, n, k);
+      });
+      timed.push_back({ms,
+                       "RB" + std::to_string(variant.integer("ROW_BLOCKS")) + " W" +
+                           std::to_string(variant.integer("WARPS")) + " U" +
+                           std::to_string(variant.integer("UNROLL")),
+                       params == heuristic.params});
+    }
+    std::sort(timed.begin(), timed.end(),
+              [](const Timed &x, const Timed &y) { return x.ms < y.ms; });
+    std::printf("| skinny sweep m=%d k=%d n=%d M_TILE %d | copy %.0f GB/s |", m, k, n, m_tile,
+                weight_bytes / copy * 1e-6);
+    for (std::size_t i = 0; i < timed.size(); ++i)
+      if (i < 5 || timed[i].chosen)
+        std::printf(" %s%s %.2f of copy;", timed[i].chosen ? "heuristic " : "",
+                    timed[i].name.c_str(), copy / timed[i].ms);
     std::printf(" |\n");
   }
 
@@ -279,10 +381,23 @@ int main(int argc, char **argv) {
       std::printf("\n| op | shape | type | ms | rate | bandwidth |\n| --- | --- | --- | --- | --- "
                   "| --- |\n");
       bench.first_call_row<BFloat16>(16, 4104, 4096);
+      for (int size : {4096, 8192}) {
+        bench.specialised_row<Half>(size, size, size, false);
+        bench.specialised_row<BFloat16>(size, size, size, false);
+      }
+      for (int m : {128, 1024})
+        bench.specialised_row<BFloat16>(m, 4096, 4096, true);
+      bench.specialised_row<BFloat16>(1024, 6144, 4096, true);
       const int projections[][2] = {{4096, 6144}, {4096, 4096}, {4096, 28672}, {14336, 4096}};
       for (const auto &kn : projections)
-        for (int m : {1, 16, 128, 1024, 8192})
+        for (int m : {1, 16, 64, 128, 1024, 8192})
           bench.linear_row<BFloat16>(m, kn[1], kn[0]);
+      if (std::getenv("KJIT_BENCH_SKINNY_SWEEP") != nullptr) { // minutes of compiles and runs
+        std::printf("\n");
+        for (const auto &kn : projections)
+          for (int m : {1, 16, 64})
+            bench.skinny_sweep<BFloat16>(m, kn[1], kn[0]);
+      }
     }
   } catch (const kjit::Error &error) {
     std::printf("no result: %s\n", error.summary().c_str());

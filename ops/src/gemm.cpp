@@ -1,8 +1,10 @@
 #include "kjit/ops/gemm.hpp"
 
+#include "kjit/log.hpp"
 #include "kjit/runtime/tensor_map.hpp"
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
+#include "plans.hpp"
 #include "variants.hpp"
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 
 namespace kjit::ops {
 
@@ -115,66 +118,195 @@ int prepared_grid_limit(const Kernel &kernel, unsigned shared_bytes) {
   return prepared.emplace(&kernel, kernel.device().multiprocessors()).first->second;
 }
 
+// What one GEMM shape launches through one Runtime: chosen once (the tuning table's winner, else
+// the heuristic), then found again on every call of the shape without building parameter lists
+// or asking the Runtime or the table. Each thread keeps its own plans, as the row-wise operators
+// do (plans.hpp).
+struct GemmPlanKey {
+  std::uint64_t runtime;
+  int element; // Element's size and kind: float 4, half 2, bfloat16 3
+  bool b_kmajor;
+  bool skinny_serves; // the pointers and sizes allow linear_skinny
+  std::int64_t m_bucket;
+  int n, k;
+  bool operator==(const GemmPlanKey &) const = default;
+};
+
+struct GemmPlanKeyHash {
+  std::size_t operator()(const GemmPlanKey &key) const {
+    std::size_t h = std::hash<std::uint64_t>()(key.runtime);
+    for (std::uint64_t part :
+         {static_cast<std::uint64_t>(key.element * 4 + key.b_kmajor * 2 + key.skinny_serves),
+          static_cast<std::uint64_t>(key.m_bucket), static_cast<std::uint64_t>(key.n),
+          static_cast<std::uint64_t>(key.k)})
+      h = (h ^ part) * 0x9e3779b97f4a7c15ull;
+    return h;
+  }
+};
+
+struct GemmPlan {
+  const Kernel *kernel;
+  bool skinny;
+  int rows_per_block, m_tile; // linear_skinny: a block's rows of W and tokens
+  int threads;
+  int block_n; // gemm_wgmma
+  unsigned shared_bytes;
+  int grid_limit;
+};
+
+template <Element T> constexpr int element_code() {
+  return std::is_same_v<T, BFloat16> ? 3 : static_cast<int>(sizeof(T));
+}
+
+// `variant` with the tunable values `winner` names (the problem's, T and B_KMAJOR, kept).
+detail::ChosenVariant with_winner(detail::ChosenVariant variant, const TimedVariant &winner) {
+  for (auto &[name, value] : variant.params)
+    if (variant.tmpl->param(name)->param.is_tunable())
+      value = Value(detail::winner_value(winner, name, static_cast<int>(value.integer())));
+  return variant;
+}
+
+// The variant for the key's shape: the faster of the tuning table's winners for linear_skinny
+// (where it serves) and gemm_wgmma, else the heuristic (linear_skinny up to
+// linear_skinny_max_m rows where it serves, gemm_wgmma beyond).
 template <Element T>
-void gemm_on_hopper(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, bool b_kmajor,
-                    Stream stream) {
-  const detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(m, n, k, b_kmajor);
+detail::ChosenVariant choose_gemm_variant(Runtime &rt, const GemmPlanKey &key) {
+  const int m = static_cast<int>(key.m_bucket);
+  const ParamValues extents = detail::gemm_tuning_extents(m, key.n, key.k, key.b_kmajor);
+  const ParamValues problem = {{"T", element_name<T>()}};
+  const detail::ChosenVariant skinny = detail::linear_skinny_variant<T>(m, key.n, key.k);
+  const detail::ChosenVariant wgmma = detail::gemm_wgmma_variant<T>(m, key.n, key.k, key.b_kmajor);
+  const std::optional<TimedVariant> skinny_winner =
+      key.skinny_serves ? detail::tuned_winner(rt, *skinny.tmpl, problem, extents) : std::nullopt;
+  const std::optional<TimedVariant> wgmma_winner =
+      detail::tuned_winner(rt, *wgmma.tmpl, problem, extents);
+  if (skinny_winner && (!wgmma_winner || skinny_winner->time_us <= wgmma_winner->time_us))
+    return with_winner(skinny, *skinny_winner);
+  if (wgmma_winner)
+    return with_winner(wgmma, *wgmma_winner);
+  return key.skinny_serves ? skinny : wgmma;
+}
+
+template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  if (variant.tmpl->name() == "linear_skinny")
+    return {&kernel,
+            true,
+            16 * variant.integer("ROW_BLOCKS"),
+            variant.integer("M_TILE"),
+            32 * variant.integer("WARPS"),
+            0,
+            0,
+            0};
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
   // The stages, the slack to align them to 1024 bytes, and two mbarriers per stage.
   const unsigned shared_bytes = static_cast<unsigned>(
       stages * (wgmma_block_m + block_n) * wgmma_block_k * 2 + 1024 + stages * 16);
-  const int grid_limit = prepared_grid_limit(kernel, shared_bytes);
+  return {&kernel,
+          false,
+          0,
+          0,
+          wgmma_threads,
+          block_n,
+          shared_bytes,
+          prepared_grid_limit(kernel, shared_bytes)};
+}
+
+// This thread's plan for the shape, chosen and compiled on its first call. A record the table
+// holds that does not build (a value the template refuses, a compile failure) is logged and the
+// heuristic used instead: the table is shared, untrusted input.
+template <Element T>
+const GemmPlan &gemm_plan(Runtime &rt, int m, int n, int k, bool b_kmajor, bool skinny_serves) {
+  thread_local std::unordered_map<GemmPlanKey, GemmPlan, GemmPlanKeyHash> plans;
+  const GemmPlanKey key{
+      rt.id(), element_code<T>(), b_kmajor, skinny_serves, detail::rows_bucket(m), n, k};
+  auto found = plans.find(key);
+  if (found != plans.end()) [[likely]]
+    return found->second;
+  const detail::ChosenVariant chosen = choose_gemm_variant<T>(rt, key);
+  try {
+    return plans.emplace(key, make_gemm_plan<T>(rt, chosen)).first->second;
+  } catch (const Error &error) {
+    const int bucket = static_cast<int>(key.m_bucket);
+    const detail::ChosenVariant heuristic =
+        skinny_serves ? detail::linear_skinny_variant<T>(bucket, n, k)
+                      : detail::gemm_wgmma_variant<T>(bucket, n, k, b_kmajor);
+    if (chosen.params == heuristic.params)
+      throw;
+    log().warn("the tuned {} variant for {} x {} x {} does not build ({}); using the heuristic's",
+               chosen.tmpl->name(), m, n, k, error.summary());
+    return plans.emplace(key, make_gemm_plan<T>(rt, heuristic)).first->second;
+  }
+}
+
+template <Element T>
+void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m, int n, int k,
+                      bool b_kmajor, Stream stream) {
+  if (plan.skinny) {
+    plan.kernel->launch(
+        {.grid = Dim3(detail::divide_up(n, plan.rows_per_block), detail::divide_up(m, plan.m_tile)),
+         .block = plan.threads,
+         .stream = stream},
+        c, a, b, m, n, k);
+    return;
+  }
   const TensorMapElement element =
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
-  const Device &device = kernel.device();
+  const Device &device = plan.kernel->device();
   const auto row_bytes = [](int columns) { return static_cast<std::uint64_t>(columns) * 2; };
   const TensorMap map_a = tensor_maps().get(
       device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k), wgmma_block_m, 64});
   const TensorMap map_b =
       b_kmajor ? tensor_maps().get(device, {element, b, std::uint64_t(n), std::uint64_t(k),
-                                            row_bytes(k), std::uint32_t(block_n), 64})
+                                            row_bytes(k), std::uint32_t(plan.block_n), 64})
                : tensor_maps().get(device, {element, b, std::uint64_t(k), std::uint64_t(n),
                                             row_bytes(n), wgmma_block_k, 64});
-  const long long tiles =
-      static_cast<long long>(detail::divide_up(m, wgmma_block_m)) * detail::divide_up(n, block_n);
-  kernel.launch({.grid = static_cast<unsigned>(std::min<long long>(tiles, grid_limit)),
-                 .block = wgmma_threads,
-                 .shared_bytes = shared_bytes,
-                 .stream = stream},
-                c, map_a, map_b, m, n, k);
-}
-
-template <Element T>
-void linear_on_mma_skinny(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k,
-                          Stream stream) {
-  const detail::ChosenVariant variant = detail::linear_skinny_variant<T>(m, n, k);
-  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  const int rows = 16 * variant.integer("ROW_BLOCKS"), tokens = variant.integer("M_TILE");
-  kernel.launch({.grid = Dim3(detail::divide_up(n, rows), detail::divide_up(m, tokens)),
-                 .block = 32 * variant.integer("WARPS"),
-                 .stream = stream},
-                c, a, w, m, n, k);
+  const long long tiles = static_cast<long long>(detail::divide_up(m, wgmma_block_m)) *
+                          detail::divide_up(n, plan.block_n);
+  plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(tiles, plan.grid_limit)),
+                       .block = plan.threads,
+                       .shared_bytes = plan.shared_bytes,
+                       .stream = stream},
+                      c, map_a, map_b, m, n, k);
 }
 
 } // namespace
 
 namespace detail {
 
-template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int /*k*/) {
-  // Every token of a block in one pass over W. The bandwidth follows the warps in flight: with
-  // W's rows for thousands of blocks of 32, 8 warps each; with fewer, blocks of 16 rows and 16
-  // warps, which gives twice the blocks and each more loads in flight (BENCHMARKS.md).
+template <Element T>
+void launch_gemm_wgmma(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *b,
+                       int m, int n, int k, bool b_kmajor, Stream stream) {
+  for (const auto &[name, size] : {std::pair{"SHAPE_M", m}, {"SHAPE_N", n}, {"SHAPE_K", k}}) {
+    const int fixed = winner_value({variant.params, 0}, name, 0);
+    require(fixed == 0 || fixed == size, op, [&] {
+      return std::string(name) + " = " + std::to_string(fixed) +
+             " was compiled in; the call's is " + std::to_string(size);
+    });
+  }
+  launch_gemm_plan(make_gemm_plan<T>(rt, variant), c, a, b, m, n, k, b_kmajor, stream);
+}
+
+template <Element T> ChosenVariant linear_skinny_variant(int m, int /*n*/, int /*k*/) {
+  // Every token of a block in one pass over W, 16 rows of W per block (the most blocks). A step's
+  // loads all issue before its mma, so their registers grow with the tokens and the unrolling,
+  // and the warps that fit on a multiprocessor fall: for 16 and more tokens, 8 warps a block
+  // and shorter steps keep more blocks resident than 16 warps would (BENCHMARKS.md, "linear_skinny
+  // at m = 16").
   const int m_tile = m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
-  const bool many_rows = n >= 16384;
-  const int row_blocks = many_rows ? 2 : 1, warps = many_rows ? 8 : 16;
   static const Template &tmpl = templates::find("linear_skinny");
   return {&tmpl,
           {{"T", element_name<T>()},
            {"M_TILE", m_tile},
-           {"ROW_BLOCKS", row_blocks},
-           {"WARPS", warps},
-           {"UNROLL", m_tile >= 32 ? 2 : 4}}};
+           {"ROW_BLOCKS", 1},
+           {"WARPS", m_tile == 8 ? 16 : 8},
+           {"UNROLL", m_tile == 8    ? 8
+                      : m_tile == 16 ? 4
+                                     : 2}}};
+}
+
+ParamValues gemm_tuning_extents(int m, int n, int k, bool b_kmajor) {
+  return {{"b_kmajor", b_kmajor ? 1 : 0}, {"k", k}, {"m", rows_bucket(m)}, {"n", n}};
 }
 
 template <Element T>
@@ -286,7 +418,8 @@ void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, Stream
   check_operands(c, a, b, m, n, k); // before the device is looked for
   const jit::Target &target = rt.default_device().target();
   if (detail::gemm_wgmma_serves<T>(target, c, a, b, n, k))
-    gemm_on_hopper(rt, c, a, b, m, n, k, /*b_kmajor=*/false, stream);
+    launch_gemm_plan(gemm_plan<T>(rt, m, n, k, /*b_kmajor=*/false, /*skinny_serves=*/false), c, a,
+                     b, m, n, k, /*b_kmajor=*/false, stream);
   else if (gemm_has_tensor_cores<T>(target))
     gemm_on_tensor_cores(rt, c, a, b, m, n, k, stream);
   else
@@ -297,14 +430,14 @@ template <Element T>
 void linear(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k, Stream stream) {
   check_operands(c, a, w, m, n, k);
   const jit::Target &target = rt.default_device().target();
-  if (detail::linear_skinny_serves<T>(target, c, a, w, m, n, k))
-    return linear_on_mma_skinny(rt, c, a, w, m, n, k, stream);
-  detail::require(detail::gemm_wgmma_serves<T>(target, c, a, w, n, k), "linear", [&] {
+  const bool skinny = detail::linear_skinny_serves<T>(target, c, a, w, m, n, k);
+  detail::require(skinny || detail::gemm_wgmma_serves<T>(target, c, a, w, n, k), "linear", [&] {
     return "runs on sm_90a only, for half and bfloat16 with n and k multiples of 8 and 16-byte "
            "aligned matrices (the device's target is " +
            target.id() + ")";
   });
-  gemm_on_hopper(rt, c, a, w, m, n, k, /*b_kmajor=*/true, stream);
+  launch_gemm_plan(gemm_plan<T>(rt, m, n, k, /*b_kmajor=*/true, skinny), c, a, w, m, n, k,
+                   /*b_kmajor=*/true, stream);
 }
 
 namespace reference {
@@ -346,6 +479,8 @@ std::vector<double> linear(std::span<const T> a, std::span<const T> w, int m, in
   template detail::ChosenVariant detail::gemm_variant<T>(const GemmTiles &);                       \
   template detail::ChosenVariant detail::gemm_wgmma_variant<T>(int, int, int, bool);               \
   template detail::ChosenVariant detail::linear_skinny_variant<T>(int, int, int);                  \
+  template void detail::launch_gemm_wgmma<T>(Runtime &, const detail::ChosenVariant &, T *,        \
+                                             const T *, const T *, int, int, int, bool, Stream);   \
   template bool detail::linear_skinny_serves<T>(const jit::Target &, const void *, const void *,   \
                                                 const void *, int, int, int);                      \
   template bool detail::gemm_wgmma_serves<T>(const jit::Target &, const void *, const void *,      \

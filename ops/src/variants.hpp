@@ -46,12 +46,21 @@ template <Element T> ChosenVariant gemm_mma_variant(int m, int n);
 template <Element T> ChosenVariant gemm_mfma_variant(int m, int n);
 // gemm() (b_kmajor false) or linear() (true) on Hopper, where gemm_wgmma_serves.
 template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool b_kmajor);
+// Launches gemm_wgmma's `variant` (gemm_wgmma_variant's, perhaps with SHAPE_M, SHAPE_N or
+// SHAPE_K fixed) as gemm() (b_kmajor false) or linear() would: for tests and benchmarks that
+// compare variants. Throws Error(bad_argument) where a fixed size is not the call's.
+template <Element T>
+void launch_gemm_wgmma(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *b,
+                       int m, int n, int k, bool b_kmajor, Stream stream = nullptr);
 template <Element T>
 bool gemm_wgmma_serves(const jit::Target &target, const void *c, const void *a, const void *b,
                        int n, int k);
 // linear() for at most this many rows of A: the weight-streaming kernel, linear_skinny.
 constexpr int linear_skinny_max_m = 64;
 template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int k);
+// The extents a GEMM shape's tuning records (linear_skinny's and gemm_wgmma's, problem {T}) are
+// kept under: m rounded up to a power of two (rows_bucket), n, k and B's layout.
+ParamValues gemm_tuning_extents(int m, int n, int k, bool b_kmajor);
 template <Element T>
 bool linear_skinny_serves(const jit::Target &target, const void *c, const void *a, const void *w,
                           int m, int n, int k);

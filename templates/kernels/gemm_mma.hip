@@ -177,32 +177,41 @@ __global__ void __launch_bounds__(32 * WARPS)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int group = lane / 4, t = lane % 4;
   const int row0 = blockIdx.x * ROWS, token0 = blockIdx.y * M_TILE;
-  const int chunks = (k + 31) / 32;
   float acc[ROW_BLOCKS][TOKEN_TILES][4] = {};
 
-  for (int first = warp; first < chunks; first += WARPS * UNROLL) {
+  // Rows of W past n and tokens past m are clamped to the last one rather than skipped: their
+  // sums are never stored, and unconditional loads let the compiler issue all of a step's loads
+  // before its first mma.
+  const T *w_rows[ROW_BLOCKS][2];
+#pragma unroll
+  for (int i = 0; i < ROW_BLOCKS; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      w_rows[i][h] = w + static_cast<long long>(min(row0 + 16 * i + 8 * h + group, n - 1)) * k;
+  const T *a_rows[TOKEN_TILES];
+#pragma unroll
+  for (int j = 0; j < TOKEN_TILES; ++j)
+    a_rows[j] = a + static_cast<long long>(min(token0 + 8 * j + group, m - 1)) * k;
+
+  // One step of UNROLL chunks of 32 (this warp's `first`, first + WARPS, ...). k is a multiple of
+  // 8, so a thread's 8 elements lie wholly inside or outside the matrix; a checked step tests each
+  // load against k, the others (every chunk whole, the constant folded once inlined) do not.
+  const auto step = [&](int first, bool checked) {
     uint4 w_frag[UNROLL][ROW_BLOCKS][2], a_frag[UNROLL][TOKEN_TILES];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
-      // k is a multiple of 8, so a thread's 8 elements lie wholly inside or outside the matrix.
       const int kk = (first + u * WARPS) * 32 + 8 * t;
-      const bool inside = first + u * WARPS < chunks && kk < k;
+      const bool inside = !checked || kk < k;
 #pragma unroll
       for (int i = 0; i < ROW_BLOCKS; ++i)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = row0 + 16 * i + 8 * h + group;
-          w_frag[u][i][h] = make_uint4(0, 0, 0, 0);
-          if (inside && row < n)
-            w_frag[u][i][h] = kjit_gemm_mma::load_streaming(w + static_cast<long long>(row) * k + kk);
-        }
+        for (int h = 0; h < 2; ++h)
+          w_frag[u][i][h] =
+              inside ? kjit_gemm_mma::load_streaming(w_rows[i][h] + kk) : make_uint4(0, 0, 0, 0);
 #pragma unroll
-      for (int j = 0; j < TOKEN_TILES; ++j) {
-        const int token = token0 + 8 * j + group;
-        a_frag[u][j] = make_uint4(0, 0, 0, 0);
-        if (inside && token < m)
-          a_frag[u][j] = __ldg(reinterpret_cast<const uint4 *>(a + static_cast<long long>(token) * k + kk));
-      }
+      for (int j = 0; j < TOKEN_TILES; ++j)
+        a_frag[u][j] = inside ? __ldg(reinterpret_cast<const uint4 *>(a_rows[j] + kk))
+                              : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u)
@@ -216,7 +225,14 @@ __global__ void __launch_bounds__(32 * WARPS)
           kjit_gemm_mma::Mma<T>::run(acc[i][j], a0, b0);
           kjit_gemm_mma::Mma<T>::run(acc[i][j], a1, b1);
         }
-  }
+  };
+  // Steps of whole chunks, then at most one checked step for this warp's remaining chunks (fewer
+  // than UNROLL, the last perhaps partial).
+  int first = warp;
+  for (; first + (UNROLL - 1) * WARPS < k / 32; first += WARPS * UNROLL)
+    step(first, false);
+  if (first * 32 < k)
+    step(first, true);
 
   // The warps' partial sums, added in warp order (the same result on every run): accumulator e
   // of (i, j) is W's row 16i + group (+8 for e >= 2) and token 8j + 2t + (e & 1).

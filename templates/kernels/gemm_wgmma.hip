@@ -138,11 +138,17 @@ __device__ inline void place_tile(int t, int tiles_m, int tiles_n, int &tile_m, 
 
 // One block per multiprocessor: the 384 threads' register cap at entry (65536 / 384) is what
 // setmaxnreg redistributes, 40 to the producer and 232 to each consumer.
-template <typename T, int BLOCK_N, int STAGES, int B_KMAJOR, int GROUP_M>
+// SHAPE_M, SHAPE_N and SHAPE_K other than 0 make that size a compile-time constant (the launch
+// passes the same value), so the tile counts, the K loop's trip count and the epilogue's bounds
+// fold; 0 takes the argument.
+template <typename T, int BLOCK_N, int STAGES, int B_KMAJOR, int GROUP_M, int SHAPE_M,
+          int SHAPE_N, int SHAPE_K>
 __global__ void __launch_bounds__(384, 1)
     gemm_wgmma(T *KJIT_RESTRICT c, const __grid_constant__ kjit::TensorMap map_a,
-               const __grid_constant__ kjit::TensorMap map_b, int m, int n, int k) {
+               const __grid_constant__ kjit::TensorMap map_b, int m_arg, int n_arg, int k_arg) {
   using namespace kjit_gemm_wgmma;
+  const int m = SHAPE_M > 0 ? SHAPE_M : m_arg, n = SHAPE_N > 0 ? SHAPE_N : n_arg,
+            k = SHAPE_K > 0 ? SHAPE_K : k_arg;
   static_assert(BLOCK_N == 128 || BLOCK_N == 256, "wgmma N of 128 or 256");
   constexpr int A_BYTES = BM * BK * 2, B_BYTES = BLOCK_N * BK * 2, STAGE = A_BYTES + B_BYTES;
   constexpr unsigned COLUMN_BLOCK = 64 * BK * 2; // an MN-major B tile's 64 columns

@@ -180,20 +180,24 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   all.emplace_back(
       "linear_skinny", std::string(embedded::gemm_mma_hip),
       std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
-                             {"M_TILE", ParamSchema::one_of({8, 16, 32, 64}, 16)},
-                             {"ROW_BLOCKS", ParamSchema::one_of({1, 2, 4}, 2)},
-                             {"WARPS", ParamSchema::one_of({2, 4, 8, 16}, 8)},
-                             {"UNROLL", ParamSchema::one_of({1, 2, 4, 8}, 4)}},
+                             {"M_TILE", ParamSchema::one_of({8, 16, 32, 64}, 16).tunable()},
+                             {"ROW_BLOCKS", ParamSchema::one_of({1, 2, 4}, 2).tunable()},
+                             {"WARPS", ParamSchema::one_of({2, 4, 8, 16}, 8).tunable()},
+                             {"UNROLL", ParamSchema::one_of({1, 2, 4, 8}, 4).tunable()}},
       TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
   // The same GEMM on Hopper (sm_90a): wgmma fed by TMA, A and B passed as tensor maps.
-  // B_KMAJOR = 1 reads B as an nn.Linear weight [N, K] (C = A @ W^T).
+  // B_KMAJOR = 1 reads B as an nn.Linear weight [N, K] (C = A @ W^T). SHAPE_M/N/K: a size fixed
+  // at compile time (0: the run-time argument).
   all.emplace_back(
       "gemm_wgmma", std::string(embedded::gemm_wgmma_hip),
       std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
-                             {"BLOCK_N", ParamSchema::one_of({128, 256}, 256)},
-                             {"STAGES", ParamSchema::one_of({3, 4, 5}, 4)},
+                             {"BLOCK_N", ParamSchema::one_of({128, 256}, 256).tunable()},
+                             {"STAGES", ParamSchema::one_of({3, 4, 5}, 4).tunable()},
                              {"B_KMAJOR", ParamSchema::one_of({0, 1}, 0)},
-                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8)}},
+                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
+                             {"SHAPE_M", ParamSchema::integer(0, 1 << 30, 0)},
+                             {"SHAPE_N", ParamSchema::integer(0, 1 << 30, 0)},
+                             {"SHAPE_K", ParamSchema::integer(0, 1 << 30, 0)}},
       TemplateOptions{.arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap", "int",
                                     "int", "int"}});
 }

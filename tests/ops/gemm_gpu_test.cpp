@@ -1,4 +1,5 @@
 // gemm on the device against the double-precision reference.
+#include "kjit/runtime/tuning_table.hpp"
 #include "ops/src/variants.hpp"
 #include "tests/ops/gpu_support.hpp"
 
@@ -145,6 +146,130 @@ TYPED_TEST(GemmGpuTest, LinearMatchesTheReferenceOnTensorCoresAndRefusesElsewher
     const auto magnitudes = reference::linear<T>(magnitudes_of(a), magnitudes_of(w), s.m, s.n, s.k);
     EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
   }
+}
+
+// A tuning record for the shape decides what linear() and gemm() launch: the planted winner is
+// what the call compiled (asking for it again compiles nothing), the heuristic's variant is not
+// (asking for it compiles it), and the result still matches the reference. Covered: a
+// linear_skinny record with other tunables, a gemm_wgmma record that takes an m <= 64 linear()
+// away from linear_skinny, and a gemm_wgmma record for gemm().
+TYPED_TEST(GemmGpuTest, ATuningRecordForTheShapeChoosesWhatRuns) {
+  using T = TypeParam;
+  if (!serves_wgmma<T>(this->device()))
+    GTEST_SKIP() << "gemm_wgmma and its records serve half and bfloat16 on sm_90a; this is "
+                 << element_name<T>() << " on " << this->device().target().id();
+  Runtime &rt = this->runtime();
+  const Device &device = this->device();
+  const Template &skinny = templates::find("linear_skinny"), &wgmma = templates::find("gemm_wgmma");
+  struct Planted {
+    bool linear; // else gemm()
+    int m, n, k;
+    const Template *tmpl;
+    ParamValues winner;
+  };
+  const Planted cases[] = {
+      {true,
+       16,
+       520,
+       1032,
+       &skinny,
+       {{"M_TILE", 8}, {"ROW_BLOCKS", 2}, {"WARPS", 4}, {"UNROLL", 1}}},
+      {true,
+       8,
+       264,
+       136,
+       &wgmma,
+       {{"BLOCK_N", 128}, {"STAGES", 3}, {"GROUP_M", 1}, {"B_KMAJOR", 1}}},
+      {false,
+       200,
+       264,
+       136,
+       &wgmma,
+       {{"BLOCK_N", 256}, {"STAGES", 3}, {"GROUP_M", 2}, {"B_KMAJOR", 0}}},
+  };
+  const TuningTable table = TuningTable::from_config(rt.config());
+  const ParamValues problem = {{"T", element_name<T>()}};
+  std::mt19937 rng(4242);
+  for (const Planted &p : cases) {
+    SCOPED_TRACE(::testing::Message() << (p.linear ? "linear " : "gemm ") << p.m << " x " << p.n
+                                      << " x " << p.k << ", " << p.tmpl->name());
+    table.store(
+        {TuningKey::of(*p.tmpl, problem, detail::gemm_tuning_extents(p.m, p.n, p.k, p.linear),
+                       {device.target().id(), device.multiprocessors(), device.name()},
+                       rt.compiler_identity(device.vendor())),
+         {p.winner, 1.0},
+         {},
+         0});
+    const auto a = gpu_testing::random_elements<T>(static_cast<std::size_t>(p.m) * p.k, rng, -1, 1);
+    const auto b = gpu_testing::random_elements<T>(static_cast<std::size_t>(p.n) * p.k, rng, -1, 1);
+    DeviceBuffer a_on_device = this->upload(a), b_on_device = this->upload(b);
+    const std::size_t c_count = static_cast<std::size_t>(p.m) * p.n;
+    DeviceBuffer c = this->template poisoned<T>(c_count);
+    if (p.linear)
+      linear<T>(rt, c.as<T>(), a_on_device.as<T>(), b_on_device.as<T>(), p.m, p.n, p.k);
+    else
+      gemm<T>(rt, c.as<T>(), a_on_device.as<T>(), b_on_device.as<T>(), p.m, p.n, p.k);
+    const auto got = this->template download<T>(c, c_count);
+    const auto exact = p.linear ? reference::linear<T>(a, b, p.m, p.n, p.k)
+                                : reference::gemm<T>(a, b, p.m, p.n, p.k);
+    const auto magnitudes =
+        p.linear ? reference::linear<T>(magnitudes_of(a), magnitudes_of(b), p.m, p.n, p.k)
+                 : reference::gemm<T>(magnitudes_of(a), magnitudes_of(b), p.m, p.n, p.k);
+    EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, p.k));
+
+    ParamValues planted = problem;
+    planted.insert(planted.end(), p.winner.begin(), p.winner.end());
+    const std::uint64_t compiled = rt.counters().compiled;
+    rt.kernel(*p.tmpl, planted);
+    EXPECT_EQ(rt.counters().compiled, compiled) << "the call did not build the planted winner";
+    const detail::ChosenVariant heuristic =
+        p.linear && p.m <= detail::linear_skinny_max_m
+            ? detail::linear_skinny_variant<T>(p.m, p.n, p.k)
+            : detail::gemm_wgmma_variant<T>(p.m, p.n, p.k, p.linear);
+    ASSERT_NE(heuristic.params, planted);
+    rt.kernel(*heuristic.tmpl, heuristic.params);
+    EXPECT_EQ(rt.counters().compiled, compiled + 1) << "the call built the heuristic's variant";
+  }
+}
+
+// gemm_wgmma with M, N and K compiled in (SHAPE_M/N/K) computes what the run-time variant does,
+// on ragged shapes, for gemm() and linear(); a call whose sizes differ from the compiled ones is
+// refused.
+TYPED_TEST(GemmGpuTest, ShapeSpecialisedWgmmaMatchesTheReference) {
+  using T = TypeParam;
+  if (!serves_wgmma<T>(this->device()))
+    GTEST_SKIP() << "gemm_wgmma serves half and bfloat16 on sm_90a; this is " << element_name<T>()
+                 << " on " << this->device().target().id();
+  std::mt19937 rng(99);
+  const GemmShape shapes[] = {{200, 264, 136}, {77, 520, 72}, {1100, 2056, 1032}};
+  for (bool b_kmajor : {false, true})
+    for (const GemmShape &s : shapes) {
+      SCOPED_TRACE(::testing::Message()
+                   << (b_kmajor ? "linear " : "gemm ") << s.m << " x " << s.n << " x " << s.k);
+      detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(s.m, s.n, s.k, b_kmajor);
+      variant.params.insert(variant.params.end(),
+                            {{"SHAPE_M", s.m}, {"SHAPE_N", s.n}, {"SHAPE_K", s.k}});
+      const auto a =
+          gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
+      const auto b =
+          gpu_testing::random_elements<T>(static_cast<std::size_t>(s.n) * s.k, rng, -1, 1);
+      DeviceBuffer a_on_device = this->upload(a), b_on_device = this->upload(b);
+      const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
+      DeviceBuffer c = this->template poisoned<T>(c_count);
+      detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                   b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
+      const auto got = this->template download<T>(c, c_count);
+      const auto exact = b_kmajor ? reference::linear<T>(a, b, s.m, s.n, s.k)
+                                  : reference::gemm<T>(a, b, s.m, s.n, s.k);
+      const auto magnitudes =
+          b_kmajor ? reference::linear<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k)
+                   : reference::gemm<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k);
+      EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
+      EXPECT_THROW(detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(),
+                                                a_on_device.as<T>(), b_on_device.as<T>(), s.m - 1,
+                                                s.n, s.k, b_kmajor),
+                   Error);
+    }
 }
 
 } // namespace

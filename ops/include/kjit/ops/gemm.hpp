@@ -37,15 +37,20 @@ template <Element T>
 void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, const GemmTiles &tiles,
           Stream stream = nullptr);
 // On sm_90a (H100, H200) for half and bfloat16 with n and k multiples of 8 and 16-byte aligned
-// matrices: the gemm_wgmma template (wgmma, TMA, a persistent grid). Elsewhere tensor cores
-// where gemm_has_tensor_cores<T>, else the portable kernel with gemm_tiles_for.
+// matrices: the gemm_wgmma template (wgmma, TMA, a persistent grid), with the tunables of the
+// tuning table's gemm_wgmma record for the shape where there is one, else a heuristic's.
+// Elsewhere tensor cores where gemm_has_tensor_cores<T>, else the portable kernel with
+// gemm_tiles_for.
 template <Element T>
 void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, Stream stream = nullptr);
 
 // C = A @ W^T with W [n, k] row-major, as torch.nn.Linear holds its weight (x @ W^T); A [m, k]
 // and C [m, n] as in gemm(). For m <= 64 (decode) on NVIDIA sm_80 and newer, half and bfloat16,
 // n and k multiples of 8, 16-byte aligned matrices: linear_skinny, which streams W once. Else on
-// sm_90a gemm_wgmma reading W K-major; throws Error(bad_argument) where neither serves.
+// sm_90a gemm_wgmma reading W K-major; throws Error(bad_argument) where neither serves. Where the
+// tuning table holds a record for the shape (linear_skinny's, gemm_wgmma's or both: the faster
+// winner), its winner runs instead; a record that does not build is logged and ignored. The
+// choice is made once per shape (m rounded up to a power of two) and thread.
 template <Element T>
 void linear(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k,
             Stream stream = nullptr);
