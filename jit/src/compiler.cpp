@@ -1,5 +1,6 @@
 #include "kjit/jit/compiler.hpp"
 
+#include "compiler_releases.hpp"
 #include "kjit/error.hpp"
 #include "vendor_compilers.hpp"
 
@@ -33,7 +34,10 @@ void Compiler::check_supported(const Target &target) const {
     std::vector<std::string> archs;
     for (const TargetSupport &s : supported)
       archs.push_back(s.arch);
-    throw Error(Errc::unsupported_target, target.arch() + " is not supported by " + identity() +
+    // Name the releases that do support it: the fix is usually another compiler release.
+    const std::string elsewhere = releases_supporting(vendor(), target.arch());
+    throw Error(Errc::unsupported_target, target.arch() + " is not supported by " + release() +
+                                              (elsewhere.empty() ? "" : "; " + elsewhere) +
                                               "; it supports: " + join(archs));
   }
   for (const TargetFeature &feature : target.features()) {

@@ -1,6 +1,7 @@
 // The AMD compiler: hiprtc (inside libamdhip64 up to ROCm 5.2, libhiprtc later), with comgr, the
 // code object manager hiprtc compiles through, asked which processors and features exist.
 #include "compile_log.hpp"
+#include "compiler_releases.hpp"
 #include "dynamic_library.hpp"
 #include "kjit/error.hpp"
 #include "kjit/jit/elf.hpp"
@@ -210,12 +211,12 @@ std::vector<std::string_view> comgr_sonames(const std::string &hiprtc_release) {
 
 // "hiprtc, ROCm 5.2" from the HIP release ("5.2.21153"): its major and minor numbers are the
 // ROCm release's. hiprtcVersion's own "major.minor" where the file name tells no release.
-std::string release_name(const std::string &hip_release, int major, int minor) {
+std::string release_of(const std::string &hip_release, int major, int minor) {
   const std::size_t dot = hip_release.find('.');
   if (std::atoi(hip_release.c_str()) < 1 || dot == std::string::npos)
     return "hiprtc " + std::to_string(major) + "." + std::to_string(minor);
-  return "hiprtc, ROCm " +
-         hip_release.substr(0, hip_release.find_first_not_of("0123456789", dot + 1));
+  return release_name(Vendor::amd,
+                      hip_release.substr(0, hip_release.find_first_not_of("0123456789", dot + 1)));
 }
 
 std::string directory_of(const std::string &path) { return path.substr(0, path.rfind('/')); }
@@ -265,7 +266,7 @@ public:
                 library_version(hiprtc_library_.real_path()) + ", comgr " +
                 std::to_string(comgr_major) + "." + std::to_string(comgr_minor) + "; " +
                 build_id_text(hiprtc_library_) + ", " + build_id_text(comgr_library_) + ")";
-    release_ = release_name(library_version(hiprtc_library_.real_path()), major, minor);
+    release_ = release_of(library_version(hiprtc_library_.real_path()), major, minor);
     targets_ = comgr_targets(comgr_);
   }
 

@@ -1,6 +1,7 @@
 // The NVIDIA compiler: NVRTC, emitting cubin for one sm_ target per program. NVRTC is documented
 // thread safe for distinct programs, so compiles run concurrently with no lock.
 #include "compile_log.hpp"
+#include "compiler_releases.hpp"
 #include "dynamic_library.hpp"
 #include "kjit/error.hpp"
 #include "kjit/jit/options.hpp"
@@ -119,7 +120,7 @@ public:
     builtins_ = preload_builtins(directory, major, minor);
     // NVRTC's version has no patch level: a toolkit update keeps "13.0" while the code generator
     // and the headers beside it change. The libraries' build ids tell one build from another.
-    release_ = "nvrtc " + std::to_string(major) + "." + std::to_string(minor);
+    release_ = release_name(Vendor::nvidia, std::to_string(major) + "." + std::to_string(minor));
     identity_ = release_ + " (" + build_id_text(library_) +
                 (builtins_ ? ", " + build_id_text(*builtins_) : "") + ")";
     cuda_include_directory_ = cuda_include_directory(directory);

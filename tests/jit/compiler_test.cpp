@@ -1,5 +1,6 @@
 // Behaviour every compiler owes its caller, checked against each installed one.
 #include "compiler_fixture.hpp"
+#include "compiler_releases.hpp"
 
 namespace kjit::jit {
 namespace {
@@ -26,6 +27,20 @@ public:
   }
 };
 TYPED_TEST_SUITE(AnyCompilerTest, Compilers, CompilerNames);
+
+// The known-releases table that unsupported-target errors quote was read from the compilers
+// themselves; the loaded one must still list exactly its row, or the table has drifted.
+TYPED_TEST(AnyCompilerTest, KnownReleaseRowIsWhatTheCompilerLists) {
+  const std::string release = this->compiler().release();
+  const std::vector<std::string> row = known_release_archs(TypeParam::vendor, release);
+  if (row.empty())
+    GTEST_SKIP() << release << " has no row in jit/src/compiler_releases.cpp; add one from "
+                 << "`kjit targets --json`";
+  std::vector<std::string> listed;
+  for (const TargetSupport &target : this->compiler().supported_targets())
+    listed.push_back(target.arch);
+  EXPECT_EQ(listed, row) << release;
+}
 
 const std::string broken_on_line_3 = "// line 1\n"
                                      "extern \"C\" __global__ void broken(float* x) {\n"

@@ -65,6 +65,18 @@ TEST_F(NvrtcTest, VariantsNvrtcRejectsAreUnsupported) {
   }
 }
 
+// A Volta target on NVRTC 13 names the CUDA release that still compiles it.
+TEST_F(NvrtcTest, DroppedArchitectureNamesTheLastReleaseThatHadIt) {
+  if (supports(compiler(), "sm_70"))
+    GTEST_SKIP() << compiler().release() << " supports sm_70";
+  Error error = error_from([&] { compiler().check_supported(Target::parse("sm_70")); });
+  EXPECT_EQ(error.summary().find("sm_70 is not supported by " + compiler().release() +
+                                 "; NVRTC of CUDA 12 was the last to support it (CUDA 13 begins "
+                                 "at sm_75); it supports: sm_75"),
+            0u)
+      << error.summary();
+}
+
 TEST_F(NvrtcTest, AmdTargetIsRefused) {
   Error error = error_from([&] { compiler().check_supported(Target::parse("gfx90a")); });
   EXPECT_EQ(error.code(), Errc::unsupported_target);

@@ -65,9 +65,10 @@ public:
   // The processors this library can compile for, as the library itself reports them.
   virtual const std::vector<TargetSupport> &supported_targets() const = 0;
 
-  // Throws Error(unsupported_target) naming the supported list when the compiler cannot emit
-  // code for `target` or one of its features. Called by compile() before the vendor library
-  // sees the target: hiprtc 5.2 aborts the process on an unknown one.
+  // Throws Error(unsupported_target) naming the supported list, and the known releases that list
+  // the target, when the compiler cannot emit code for `target` or one of its features. Called by
+  // compile() before the vendor library sees the target: hiprtc 5.2 aborts the process on an
+  // unknown one.
   void check_supported(const Target &target) const;
 
   // Throws Error(compile_error) whose detail() is the compiler log with source line numbers,
