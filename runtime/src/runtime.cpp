@@ -265,15 +265,18 @@ private:
     return object;
   }
 
-  // The prebuilt tier, then the user tier. A bad entry is reported once and treated as a miss;
-  // in the user tier the compile that follows rewrites it.
-  std::unique_ptr<CodeObject> lookup(const VariantDescription &variant) {
-    const std::string &target = variant.request.target.id();
+  // The prebuilt tier, then the user tier, for an entry stored as `stored` describes it: the
+  // variant itself, or the same variant built for a target whose code runs on the variant's (see
+  // stand_in). A bad entry is reported once and treated as a miss; in the user tier the compile
+  // that follows rewrites it.
+  std::unique_ptr<CodeObject> lookup(const VariantDescription &variant,
+                                     const VariantDescription &stored) {
+    const std::string &target = stored.request.target.id();
     for (auto [store, origin] :
          {std::pair{&prebuilt_, Origin::prebuilt}, std::pair{&user_, Origin::user_cache}}) {
       if (!store->has_value())
         continue;
-      cache::Lookup found = (*store)->read(variant.key, target);
+      cache::Lookup found = (*store)->read(stored.key, target);
       if (found.status == cache::Lookup::Status::hit)
         if (auto object = from_entry(variant, found, origin)) {
           count_hit(*object);
@@ -366,37 +369,30 @@ private:
     return *known;
   }
 
-  // A prebuilt entry for the portable form of the target: prebuilds name targets as GPU_ARCHS
-  // does ("gfx90a", "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-",
-  // "sm_90a"). Code for an AMD processor with no feature named is built for either setting of each
-  // ("any"), and sm_90 code runs on an sm_90a device, so it serves; the reverse never does.
-  std::unique_ptr<CodeObject> portable_prebuilt(const Instance &instance,
-                                                const VariantDescription &variant) {
+  // An entry built for a target whose code also runs on the variant's (jit::serving_targets, most
+  // specific first): prebuilds name targets as GPU_ARCHS does ("gfx90a", "gfx11-generic",
+  // "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-", "gfx1101", "sm_90a").
+  std::unique_ptr<CodeObject> stand_in(const Instance &instance,
+                                       const VariantDescription &variant) {
     const jit::Target &target = variant.request.target;
-    std::string arch = target.arch();
-    if (target.vendor() == Vendor::nvidia && (arch.ends_with('a') || arch.ends_with('f')))
-      arch.pop_back();
-    if (!prebuilt_ || arch == target.id())
-      return nullptr;
-    const jit::Target portable = jit::Target::parse(arch);
-    const VariantDescription generic = describe_variant(instance, portable, variant.compiler);
-    cache::Lookup found = prebuilt_->read(generic.key, portable.id());
-    if (found.status == cache::Lookup::Status::rejected)
-      log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
-    if (found.status != cache::Lookup::Status::hit)
-      return nullptr;
-    auto object = from_entry(variant, found, Origin::prebuilt);
-    if (object)
-      count_hit(*object);
-    return object;
+    for (const jit::Target &candidate : jit::serving_targets(target)) {
+      if (candidate == target)
+        continue;
+      if (auto object = lookup(variant, describe_variant(instance, candidate, variant.compiler))) {
+        log().debug("{} for {}: the {} entry serves it", instance.source_template().name(),
+                    target.id(), candidate.id());
+        return object;
+      }
+    }
+    return nullptr;
   }
 
   std::unique_ptr<CodeObject> load_or_build(const Instance &instance,
                                             const VariantDescription &variant) {
     if (!config_.rebuild) {
-      if (auto object = lookup(variant))
+      if (auto object = lookup(variant, variant))
         return object;
-      if (auto object = portable_prebuilt(instance, variant))
+      if (auto object = stand_in(instance, variant))
         return object;
       if (auto entry = remote_.find(variant.key, variant.request.target.id()))
         return from_remote(variant, std::move(*entry));
