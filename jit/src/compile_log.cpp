@@ -108,4 +108,20 @@ Error compile_failure(const CompileRequest &request, std::string_view log,
                std::move(annotated.text));
 }
 
+std::optional<Error> missing_device_library(std::string_view log, const Target &target,
+                                            std::string_view release) {
+  if (log.find("cannot find ROCm device library for " + target.arch()) == std::string_view::npos)
+    return std::nullopt;
+  std::string isa = target.arch().substr(3); // "11-generic" from "gfx11-generic"
+  std::replace(isa.begin(), isa.end(), '-', '_');
+  std::string advice;
+  if (target.is_generic())
+    advice = "; build for its processors instead";
+  return Error(Errc::unsupported_target,
+               std::string(release) + " cannot compile for " + target.id() +
+                   ": its compiler finds no device library for " + target.arch() +
+                   " (oclc_isa_version_" + isa + ".bc)" + advice,
+               std::string(log));
+}
+
 } // namespace kjit::jit

@@ -7,6 +7,7 @@
 #include "kjit/jit/compiler.hpp"
 
 #include <cstddef>
+#include <optional>
 #include <regex>
 #include <span>
 #include <string>
@@ -42,5 +43,14 @@ AnnotatedLog annotate_compile_log(std::string_view log, std::span<const SourceFi
 // name for its result) stands in for the count when the log locates no error.
 Error compile_failure(const CompileRequest &request, std::string_view log,
                       const std::regex &error_location, std::string_view compiler_status);
+
+// hiprtc's compiler (clang in comgr) fails a compile with "cannot find ROCm device library for
+// <target>" when it has no device library (oclc_isa_version_<isa>.bc) for the target, whatever
+// the source: Debian's ROCm 7.2 does so for every generic target although its comgr embeds their
+// bitcode. That is the compiler release lacking the target, not an error in the source: an
+// Error(unsupported_target) naming the target, the device library and `release`, the log as its
+// detail. nullopt when `log` says no such thing.
+std::optional<Error> missing_device_library(std::string_view log, const Target &target,
+                                            std::string_view release);
 
 } // namespace kjit::jit

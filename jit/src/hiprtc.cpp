@@ -316,6 +316,8 @@ CompileResult HiprtcCompiler::compile(const CompileRequest &request) const {
   if (status != 0) {
     // clang's diagnostics: "scale.hip:3:10: error: ...", "kjit/util.h:2:1: fatal error: ...".
     static const std::regex error_location(R"(^([^:]+):(\d+):\d+: (?:fatal )?error:)");
+    if (std::optional<Error> lacking = missing_device_library(result.log, request.target, release_))
+      throw *lacking;
     throw compile_failure(request, result.log, error_location, status_name(hiprtc_, status));
   }
   result.code = program.code();

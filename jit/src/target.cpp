@@ -3,6 +3,7 @@
 #include "kjit/error.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <xxhash.h>
 
 namespace kjit::jit {
@@ -149,6 +150,48 @@ int Target::warp_size() const {
   if (const GenericTarget *generic = find_generic(arch_))
     return generic->warp_size;
   return arch_.size() >= 7 ? 32 : 64; // "gfx" then the version: gfx90a (CDNA), gfx1030 (RDNA)
+}
+
+namespace {
+
+// `arch` with each subset of `features`, the larger subsets first, in feature-name order.
+void add_feature_subsets(std::vector<Target> &targets, const std::string &arch,
+                         const std::vector<TargetFeature> &features) {
+  const unsigned count = static_cast<unsigned>(features.size());
+  for (int size = static_cast<int>(count); size >= 0; --size)
+    for (unsigned mask = (1u << count); mask-- > 0;) {
+      if (std::popcount(mask) != size)
+        continue;
+      std::string id = arch;
+      for (unsigned i = 0; i < count; ++i)
+        if (mask & (1u << i))
+          id += ":" + features[i].name + (features[i].enabled ? "+" : "-");
+      targets.push_back(Target::parse(id));
+    }
+}
+
+} // namespace
+
+std::vector<Target> serving_targets(const Target &target) {
+  std::vector<Target> targets;
+  if (target.vendor() == Vendor::nvidia) {
+    targets.push_back(target);
+    const std::string &arch = target.arch();
+    if (arch.ends_with('a') || arch.ends_with('f'))
+      targets.push_back(Target::parse(arch.substr(0, arch.size() - 1)));
+    return targets;
+  }
+  add_feature_subsets(targets, target.arch(), target.features());
+  if (std::optional<std::string> family = generic_family(target.arch())) {
+    const GenericTarget &generic = *find_generic(*family);
+    std::vector<TargetFeature> taken;
+    for (const TargetFeature &feature : target.features())
+      if (std::find(generic.features.begin(), generic.features.end(), feature.name) !=
+          generic.features.end())
+        taken.push_back(feature);
+    add_feature_subsets(targets, *family, taken);
+  }
+  return targets;
 }
 
 std::string generic_target_names() {

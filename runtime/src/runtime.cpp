@@ -288,20 +288,17 @@ private:
     return *known;
   }
 
-  // The portable form of the target, whose entry serves it: prebuilds name targets as GPU_ARCHS
-  // does ("gfx90a", "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-",
-  // "sm_90a"). Code for an AMD processor with no feature named is built for either setting of each
-  // ("any"), and sm_90 code runs on an sm_90a device, so it serves; the reverse never does.
+  // The entries built for targets whose code also runs on the variant's (jit::serving_targets,
+  // most specific first): prebuilds name targets as GPU_ARCHS does ("gfx90a", "gfx11-generic",
+  // "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-", "gfx1101", "sm_90a").
   static std::vector<TieredStore::StandIn> stand_ins(const Instance &instance,
                                                      const VariantDescription &variant) {
-    const jit::Target &target = variant.request.target;
-    std::string arch = target.arch();
-    if (target.vendor() == Vendor::nvidia && (arch.ends_with('a') || arch.ends_with('f')))
-      arch.pop_back();
-    if (arch == target.id())
-      return {};
-    const jit::Target portable = jit::Target::parse(arch);
-    return {{describe_variant(instance, portable, variant.compiler).key, portable.id()}};
+    std::vector<TieredStore::StandIn> found;
+    for (const jit::Target &candidate : jit::serving_targets(variant.request.target))
+      if (candidate != variant.request.target)
+        found.push_back(
+            {describe_variant(instance, candidate, variant.compiler).key, candidate.id()});
+    return found;
   }
 
   std::unique_ptr<CodeObject> load_or_build(const Instance &instance,

@@ -36,8 +36,8 @@ public:
   // The user tier while it is usable: none without a cache directory or after it failed.
   const cache::DiskStore *user() const;
 
-  // An entry built for another target whose code also runs on the one asked for (the portable
-  // form of a target: runtime.cpp): its key and target.
+  // An entry built for another target whose code also runs on the one asked for (a serving
+  // target: jit::serving_targets): its key and target.
   struct StandIn {
     cache::Key key;
     std::string target;

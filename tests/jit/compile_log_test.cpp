@@ -113,5 +113,28 @@ TEST(AnnotateCompileLog, WorksWithTheNvrtcLineStyle) {
       << annotated.text;
 }
 
+// The log of Debian's ROCm 7.2 hiprtc for any source compiled for gfx11-generic.
+TEST(MissingDeviceLibrary, NamesTheTargetTheLibraryAndTheRelease) {
+  const std::string log =
+      "error: cannot find ROCm device library for gfx11-generic; provide its path via "
+      "'--rocm-path' or '--rocm-device-lib-path', or pass '-nogpulib' to build without ROCm "
+      "device library\nld.lld: error: undefined hidden symbol: __ockl_get_local_id\n";
+  std::optional<Error> error =
+      missing_device_library(log, Target::parse("gfx11-generic"), "hiprtc, ROCm 7.2");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->code(), Errc::unsupported_target);
+  EXPECT_EQ(error->summary(), "hiprtc, ROCm 7.2 cannot compile for gfx11-generic: its compiler "
+                              "finds no device library for gfx11-generic "
+                              "(oclc_isa_version_11_generic.bc); build for its processors instead");
+  EXPECT_EQ(error->detail(), log);
+}
+
+TEST(MissingDeviceLibrary, OtherFailuresAndOtherTargetsAreNotIt) {
+  const std::string log = "error: cannot find ROCm device library for gfx11-generic; ...\n";
+  EXPECT_FALSE(missing_device_library("k.hip:3:13: error: use of undeclared identifier 'oops'\n",
+                                      Target::parse("gfx11-generic"), "hiprtc, ROCm 7.2"));
+  EXPECT_FALSE(missing_device_library(log, Target::parse("gfx1101"), "hiprtc, ROCm 7.2"));
+}
+
 } // namespace
 } // namespace kjit::jit

@@ -93,6 +93,31 @@ TEST(GenericFamily, EachProcessorMapsToTheGenericTargetThatServesIt) {
   EXPECT_EQ(generic_family("sm_90"), std::nullopt);
 }
 
+std::vector<std::string> serving_ids(const char *target) {
+  std::vector<std::string> ids;
+  for (const Target &serving : serving_targets(Target::parse(target)))
+    ids.push_back(serving.id());
+  return ids;
+}
+
+TEST(ServingTargets, ExactFirstThenFewerFeaturesThenTheGenericFamily) {
+  using Ids = std::vector<std::string>;
+  EXPECT_EQ(serving_ids("gfx1101"), (Ids{"gfx1101", "gfx11-generic"}));
+  EXPECT_EQ(serving_ids("gfx942:sramecc+:xnack-"),
+            (Ids{"gfx942:sramecc+:xnack-", "gfx942:xnack-", "gfx942:sramecc+", "gfx942",
+                 "gfx9-4-generic:sramecc+:xnack-", "gfx9-4-generic:xnack-",
+                 "gfx9-4-generic:sramecc+", "gfx9-4-generic"}));
+  // gfx9-generic takes no sramecc: code for it names none, which runs under either setting.
+  EXPECT_EQ(serving_ids("gfx906:sramecc-:xnack+"),
+            (Ids{"gfx906:sramecc-:xnack+", "gfx906:xnack+", "gfx906:sramecc-", "gfx906",
+                 "gfx9-generic:xnack+", "gfx9-generic"}));
+  EXPECT_EQ(serving_ids("gfx90a"), (Ids{"gfx90a"})); // no family
+  EXPECT_EQ(serving_ids("gfx11-generic"), (Ids{"gfx11-generic"}));
+  EXPECT_EQ(serving_ids("sm_90a"), (Ids{"sm_90a", "sm_90"}));
+  EXPECT_EQ(serving_ids("sm_100f"), (Ids{"sm_100f", "sm_100"}));
+  EXPECT_EQ(serving_ids("sm_90"), (Ids{"sm_90"}));
+}
+
 class BadTarget : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(BadTarget, IsRefusedWithTheTextAndTheExpectedForms) {

@@ -2,7 +2,8 @@
 // A Compiler that runs no vendor library: lets key tests vary the compiler identity and
 // environment, and runtime tests (Config::compilers) count compiles. Its "code object" is the
 // request's name expressions and source, so different variants get different bytes; it compiles
-// for gfx90a (features sramecc, xnack) and takes `compile_delay` per compile.
+// for `targets` (gfx90a with features sramecc and xnack, unless a test names others) and takes
+// `compile_delay` per compile.
 #include "kjit/jit/compiler.hpp"
 
 #include <atomic>
@@ -22,7 +23,7 @@ public:
   std::vector<std::pair<std::string, std::string>> environment() const override {
     return environment_;
   }
-  const std::vector<jit::TargetSupport> &supported_targets() const override { return targets_; }
+  const std::vector<jit::TargetSupport> &supported_targets() const override { return targets; }
   jit::CompileResult compile(const jit::CompileRequest &request) const override {
     ++compiles;
     std::this_thread::sleep_for(compile_delay);
@@ -47,12 +48,12 @@ public:
 
   std::vector<std::string> library_files_; // none by default: nothing to remember it by
   std::chrono::milliseconds compile_delay{0};
+  std::vector<jit::TargetSupport> targets{{"gfx90a", {"sramecc", "xnack"}}};
   mutable std::atomic<int> compiles = 0;
 
 private:
   std::string identity_;
   std::vector<std::pair<std::string, std::string>> environment_;
-  std::vector<jit::TargetSupport> targets_{{"gfx90a", {"sramecc", "xnack"}}};
 };
 
 } // namespace kjit::testing

@@ -58,6 +58,14 @@ private:
 // AMDGPUUsage; nullopt for a processor no generic target serves (gfx90a) or that is one itself.
 std::optional<std::string> generic_family(std::string_view processor);
 
+// The targets whose code runs on a device of `target`, in the order lookups try them before
+// compiling for `target`: `target` itself; then the same processor with fewer of its features
+// named, down to none (code built for no setting of a feature runs under either); then its
+// generic family with those feature subsets, restricted to the features the family takes
+// (gfx942:sramecc+:xnack- ... gfx942, gfx9-4-generic:sramecc+:xnack- ... gfx9-4-generic). An
+// NVIDIA sm_90a or sm_100f is served by sm_90 or sm_100 code, never the reverse.
+std::vector<Target> serving_targets(const Target &target);
+
 // "gfx9-generic, gfx9-4-generic, ...", for messages.
 std::string generic_target_names();
 
