@@ -4,7 +4,10 @@
 #include "kjit/error.hpp"
 #include "kjit/units.hpp"
 
+#include <charconv>
+#include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <pwd.h>
 #include <string>
 #include <unistd.h>
@@ -40,6 +43,17 @@ std::filesystem::path default_cache_dir() {
               std::string(name) + "='" + value + "' is not valid; it accepts " + accepts);
 }
 
+// A whole number of milliseconds in [minimum, maximum]; nullopt for anything else.
+std::optional<std::chrono::milliseconds>
+parse_milliseconds(const std::string &text, std::int64_t minimum, std::int64_t maximum) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < minimum ||
+      value > maximum)
+    return std::nullopt;
+  return std::chrono::milliseconds(value);
+}
+
 } // namespace
 
 Config Config::from_environment() {
@@ -70,6 +84,18 @@ Config Config::from_environment() {
                             ? std::filesystem::path(KJIT_INSTALL_PREFIX) / "share/kjit/prebuilt"
                             : std::filesystem::path(prebuilt_dir);
   config.remote = cache::remote_storages_from_environment();
+  if (auto ttl = environment("KJIT_REMOTE_LEASE_MS"); !ttl.empty()) {
+    const auto parsed = parse_milliseconds(ttl, 10, 3'600'000);
+    if (!parsed)
+      bad_config("KJIT_REMOTE_LEASE_MS", ttl, "milliseconds from 10 to 3600000");
+    config.fleet.lease_ttl = *parsed;
+  }
+  if (auto wait = environment("KJIT_REMOTE_WAIT_MS"); !wait.empty()) {
+    const auto parsed = parse_milliseconds(wait, 0, 86'400'000);
+    if (!parsed)
+      bad_config("KJIT_REMOTE_WAIT_MS", wait, "milliseconds from 0 to 86400000");
+    config.fleet.wait = *parsed;
+  }
   return config;
 }
 

@@ -102,5 +102,31 @@ TEST(Config, ReadsTheRemotesAndRefusesABadOneOrAnOpenSecret) {
   }
 }
 
+TEST(Config, ReadsTheFleetLeaseAndWaitInMilliseconds) {
+  ScopedEnvironment env;
+  env.set("KJIT_REMOTE_LEASE_MS", nullptr);
+  env.set("KJIT_REMOTE_WAIT_MS", nullptr);
+  EXPECT_EQ(Config::from_environment().fleet.lease_ttl, FleetWait{}.lease_ttl);
+  env.set("KJIT_REMOTE_LEASE_MS", "1500");
+  env.set("KJIT_REMOTE_WAIT_MS", "0");
+  const Config config = Config::from_environment();
+  EXPECT_EQ(config.fleet.lease_ttl, std::chrono::milliseconds(1500));
+  EXPECT_EQ(config.fleet.wait, std::chrono::milliseconds(0));
+  for (const char *bad : {"5", "2s", "-1", " 100", "99999999999999999999"}) {
+    env.set("KJIT_REMOTE_LEASE_MS", bad);
+    try {
+      Config::from_environment();
+      ADD_FAILURE() << "KJIT_REMOTE_LEASE_MS=" << bad << " was accepted";
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_config);
+      EXPECT_EQ(error.summary(), "KJIT_REMOTE_LEASE_MS='" + std::string(bad) +
+                                     "' is not valid; it accepts milliseconds from 10 to 3600000");
+    }
+  }
+  env.set("KJIT_REMOTE_LEASE_MS", nullptr);
+  env.set("KJIT_REMOTE_WAIT_MS", "soon");
+  EXPECT_THROW(Config::from_environment(), Error);
+}
+
 } // namespace
 } // namespace kjit

@@ -53,7 +53,8 @@ struct Config {
 
   // KJIT_MODE (jit|prebuilt), KJIT_CACHE_DIR, KJIT_PREBUILT_DIR, KJIT_REBUILD (0|1),
   // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G), KJIT_REMOTE_STORAGE and
-  // KJIT_REMOTE_SECRET_FILE (kjit/cache/redis_remote.hpp).
+  // KJIT_REMOTE_SECRET_FILE (kjit/cache/redis_remote.hpp), KJIT_REMOTE_LEASE_MS and
+  // KJIT_REMOTE_WAIT_MS (FleetWait's lease_ttl and wait).
   // Throws Error(bad_config) naming the variable, its value and what it accepts.
   static Config from_environment();
 };
