@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 extern char **environ;
@@ -107,15 +108,34 @@ Child::~Child() {
   }
 }
 
-ChildOutcome Child::wait() {
+ChildOutcome Child::ended(int status) {
   ChildOutcome outcome;
-  while (::waitpid(pid_, &outcome.status, 0) < 0 && errno == EINTR) {
-  }
+  outcome.ended = std::chrono::steady_clock::now();
+  outcome.status = status;
   pid_ = -1;
   outcome.out = read_text(out_);
   outcome.err = read_text(err_);
   outcome.fields = fields_of(outcome.out);
   return outcome;
+}
+
+ChildOutcome Child::wait() {
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  return ended(status);
+}
+
+std::optional<ChildOutcome> Child::wait_until(std::chrono::steady_clock::time_point deadline) {
+  // Polled: waitpid has no timeout, and a few milliseconds are fine against process lifetimes.
+  while (true) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_)
+      return ended(status);
+    if (std::chrono::steady_clock::now() >= deadline)
+      return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 ChildOutcome run_child(const std::vector<std::string> &arguments,

@@ -1,9 +1,11 @@
 #pragma once
 // Starting kjit_stress_child processes from a test: arguments, extra environment, descriptors
 // handed over at fixed numbers, and what each child printed and how it ended.
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <utility>
@@ -19,7 +21,8 @@ struct ChildOutcome {
   int status = 0; // waitpid's
   std::string out;
   std::string err;
-  std::map<std::string, std::string> fields; // "compiled=1 ..." from its output line
+  std::map<std::string, std::string> fields;   // "compiled=1 ..." from its output line
+  std::chrono::steady_clock::time_point ended; // when the parent saw it end
 
   bool succeeded() const;
   bool killed() const;
@@ -43,8 +46,11 @@ public:
 
   pid_t pid() const { return pid_; }
   ChildOutcome wait();
+  // Its outcome if it ends by `deadline`; nullopt (still running, killed by the destructor) if not.
+  std::optional<ChildOutcome> wait_until(std::chrono::steady_clock::time_point deadline);
 
 private:
+  ChildOutcome ended(int status);
   pid_t pid_ = -1;
   std::filesystem::path out_, err_;
 };

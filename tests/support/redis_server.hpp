@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace kjit::testing {
 
@@ -104,6 +105,33 @@ public:
     if (reply)
       freeReplyObject(reply);
     return ok;
+  }
+
+  // The names matching `pattern` (KEYS: fine for a test's few names), on `connection`, which the
+  // caller keeps open when it polls.
+  static std::vector<std::string> keys(redisContext *connection, const std::string &pattern) {
+    std::vector<std::string> names;
+    auto *reply = static_cast<redisReply *>(redisCommand(connection, "KEYS %s", pattern.c_str()));
+    if (reply && reply->type == REDIS_REPLY_ARRAY)
+      for (std::size_t i = 0; i < reply->elements; ++i)
+        names.emplace_back(reply->element[i]->str, reply->element[i]->len);
+    if (reply)
+      freeReplyObject(reply);
+    return names;
+  }
+  std::vector<std::string> keys(const std::string &pattern) const {
+    Connection c = connect_admin();
+    return c ? keys(c.get(), pattern) : std::vector<std::string>{};
+  }
+  // The milliseconds `name` has left to live: -1 without an expiry, -2 when absent, -3 on error.
+  long long pttl(const std::string &name) const {
+    Connection c = connect_admin();
+    auto *reply =
+        c ? static_cast<redisReply *>(redisCommand(c.get(), "PTTL %s", name.c_str())) : nullptr;
+    const long long left = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -3;
+    if (reply)
+      freeReplyObject(reply);
+    return left;
   }
 
 private:
