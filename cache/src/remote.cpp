@@ -25,6 +25,8 @@ std::string_view to_string(RemoteFailure failure) {
     return "error";
   case RemoteFailure::timeout:
     return "timeout";
+  case RemoteFailure::refused:
+    return "refused";
   }
   return "?";
 }
@@ -34,6 +36,16 @@ std::string storage_prefix(RecordKind kind) { return kind_prefix("kjit/", kind);
 std::string storage_name(const RecordKey &record) { return record_name("kjit/", record); }
 
 std::string lease_name(const RecordKey &record) { return record_name("kjit/lease/", record); }
+
+Decoded decode_record_entry(std::span<const std::byte> value, const RecordKey &record) {
+  Decoded decoded = decode_entry_for(value, record.key, record.target);
+  if (decoded.entry && decoded.entry->header.kernels.size() != 1) {
+    decoded.problem =
+        "it holds " + std::to_string(decoded.entry->header.kernels.size()) + " kernels, expected 1";
+    decoded.entry.reset();
+  }
+  return decoded;
+}
 
 std::optional<RecordKey> parse_storage_name(std::string_view name, RecordKind kind) {
   const std::string prefix = storage_prefix(kind);

@@ -77,7 +77,7 @@ public:
 
 private:
   RemoteFault refused(const RecordKey &record, std::string_view why) {
-    RemoteFault fault{RemoteFailure::error, "refused an " + std::string(why) + " value under " +
+    RemoteFault fault{RemoteFailure::refused, "refused an " + std::string(why) + " value under " +
                                                 storage_name(record) +
                                                 " (KJIT_REMOTE_SECRET_FILE is set)"};
     if (!warned_.exchange(true))

@@ -49,16 +49,12 @@ cache::CacheCounters RemoteTier::counters() const {
 std::optional<cache::Entry> RemoteTier::verified(const cache::RemoteStorage &remote,
                                                  const cache::RecordKey &record,
                                                  const std::vector<std::byte> &value) {
-  cache::Decoded decoded = cache::decode_entry_for(value, record.key, record.target);
-  if (decoded.entry && decoded.entry->header.kernels.size() == 1)
-    return std::move(decoded.entry);
-  fault(remote,
-        {cache::RemoteFailure::error,
-         "ignoring the value of " + cache::storage_name(record) + ": " +
-             (decoded.entry ? "it holds " + std::to_string(decoded.entry->header.kernels.size()) +
-                                  " kernels, expected 1"
-                            : decoded.problem)});
-  return std::nullopt;
+  cache::Decoded decoded = cache::decode_record_entry(value, record);
+  if (!decoded.entry)
+    fault(remote,
+          {cache::RemoteFailure::refused,
+           "ignoring the value of " + cache::storage_name(record) + ": " + decoded.problem});
+  return std::move(decoded.entry);
 }
 
 std::optional<cache::Entry> RemoteTier::find(const cache::Key &key, const std::string &target) {

@@ -35,7 +35,7 @@ TEST(SignedRemote, ReadsBackWhatItSignedAndRefusesEverythingElse) {
     store->set_raw(where, std::move(raw));
     auto got = signer->get(where);
     ASSERT_FALSE(got.ok()) << why;
-    EXPECT_EQ(got.fault().failure, RemoteFailure::error);
+    EXPECT_EQ(got.fault().failure, RemoteFailure::refused);
     EXPECT_NE(got.fault().message.find("signed"), std::string::npos) << got.fault().message;
   };
   const std::vector<std::byte> signed_a = *store->raw(a);

@@ -48,8 +48,10 @@ struct RemoteTimeouts {
 
 // Why an operation did not complete. A miss is not a failure.
 enum class RemoteFailure {
-  error,   // refused connection, authentication or ACL denial, a bad reply, an unsigned value...
+  error,   // refused connection, authentication or ACL denial, a bad reply...
   timeout, // the connect or operation timeout passed
+  refused, // a value is there, but the backend will not return it (unsigned, wrongly signed):
+           // the record is bad, the remote is fine
 };
 std::string_view to_string(RemoteFailure failure);
 
@@ -107,6 +109,11 @@ std::optional<RecordKey> parse_storage_name(std::string_view name, RecordKind ki
 // The name of the lease on a record: "kjit/lease/<kind>/v<format>/<target>/<key hex>". Kept
 // apart from the records' prefix so that a listing never meets a lease.
 std::string lease_name(const RecordKey &record);
+
+// How a value read from a remote is verified before anything uses it (a Runtime's lookup, `kjit
+// cache pull` and `verify --remote` alike): decoded as a disk entry is (checksum, the key and
+// target in its header equal to the record's) and holding one kernel. `problem` says why not.
+Decoded decode_record_entry(std::span<const std::byte> value, const RecordKey &record);
 
 enum class PutMode {
   overwrite,      // replaces a present value (push --force, rewriting a value found bad)
