@@ -20,12 +20,13 @@ struct CliRun {
 
 class CliTest : public ::testing::Test {
 protected:
-  // Runs `kjit <args>` with its own cache directory; stdout and stderr are kept apart.
-  // `environment`: more VARIABLE=value assignments for the command.
-  CliRun kjit(const std::string &args, const std::string &environment = "") const {
+  // Runs `kjit <args>` with its own cache directory (`cache` under the test's directory); stdout
+  // and stderr are kept apart. `environment`: more VARIABLE=value assignments for the command.
+  CliRun kjit(const std::string &args, const std::string &environment = "",
+              const std::string &cache = "cache") const {
     const auto err_file = dir / "stderr";
-    const std::string command = environment + " KJIT_CACHE_DIR='" + (dir / "cache").string() +
-                                "' '" + KJIT_CLI + "' " + args + " 2>'" + err_file.string() + "'";
+    const std::string command = environment + " KJIT_CACHE_DIR='" + (dir / cache).string() + "' '" +
+                                KJIT_CLI + "' " + args + " 2>'" + err_file.string() + "'";
     CliRun run;
     FILE *pipe = ::popen(command.c_str(), "r");
     char buffer[4096];

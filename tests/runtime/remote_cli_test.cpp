@@ -1,0 +1,158 @@
+// `kjit cache push|pull`, `ls --remote` and `verify --remote` against a real redis-server, with
+// values planted behind kjit's back: garbage, another key's entry, an entry cut short, a value
+// signed for another name. A remote is untrusted input: nothing bad reaches the user tier.
+#include "cli_fixture.hpp"
+#include "tests/support/redis_server.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace kjit {
+namespace {
+
+class RemoteCliTest : public CliTest {
+protected:
+  void SetUp() override {
+    if (!hiprtc_available())
+      GTEST_SKIP() << "hiprtc is not available";
+  }
+  std::string remote(std::string_view user = "writer", std::string_view attributes = "") const {
+    return "KJIT_REMOTE_STORAGE='" + redis.url(user, attributes) + "'";
+  }
+  // `kjit <args> --json` with the user tier `cache` (a node of its own when not the fixture's).
+  nlohmann::json json_of(const std::string &args, const std::string &environment, int status,
+                         const std::string &cache = "cache") const {
+    const CliRun run = kjit(args + " --json", environment, cache);
+    EXPECT_EQ(run.status, status) << args << "\n" << run.err;
+    return run.status == 2 ? nlohmann::json() : nlohmann::json::parse(run.out);
+  }
+  // Compiles scale<half, N> for gfx90a into the fixture's user tier, with no remote.
+  nlohmann::json compile(int n) const {
+    return json_of("compile scale -p T=half -p N=" + std::to_string(n) + " --target gfx90a", "", 0);
+  }
+  static std::string name_of(const std::string &key) { return "kjit/entry/v2/gfx90a/" + key; }
+  static std::string bytes_of(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  void plant(const std::string &name, const std::string &value) const {
+    ASSERT_TRUE(redis.admin("SET %s %b", name.c_str(), value.data(), value.size()));
+  }
+  void expect_bad(const std::string &args, const std::string &environment,
+                  const std::string &fragment) const {
+    const CliRun run = kjit(args, environment);
+    EXPECT_EQ(run.status, 2) << args << "\n" << run.err;
+    EXPECT_EQ(run.err.rfind("kjit: ", 0), 0u) << run.err;
+    EXPECT_NE(run.err.find(fragment), std::string::npos) << args << "\nstderr: " << run.err;
+  }
+
+  testing::RedisServer redis;
+};
+
+TEST_F(RemoteCliTest, PushNeverOverwritesAndPullTakesOnlyValidEntries) {
+  const nlohmann::json a = compile(64), b = compile(128);
+  const nlohmann::json pushed = json_of("cache push", remote(), 0);
+  EXPECT_EQ(pushed["entries"], 2);
+  EXPECT_EQ(pushed["remotes"][0]["stored"], 2);
+  const nlohmann::json again = json_of("cache push", remote(), 0);
+  EXPECT_EQ(again["remotes"][0]["stored"], 0);
+  EXPECT_EQ(again["remotes"][0]["already_present"], 2) << "push never overwrites";
+
+  // Planted: garbage, a's entry under another key's name, b's entry cut short.
+  const std::string garbage(64, 'a'), misplaced(64, 'b'), cut(64, 'c');
+  plant(name_of(garbage), "not an entry");
+  const std::string entry_a = bytes_of(a["entry"]);
+  plant(name_of(misplaced), entry_a);
+  plant(name_of(cut), bytes_of(b["entry"]).substr(0, entry_a.size() / 2));
+  plant("kjit/entry/v2/gfx90a/not-a-key", "ignored by every listing");
+
+  const nlohmann::json listed = json_of("cache ls --remote", remote(), 0);
+  EXPECT_EQ(listed["remotes"][0]["entries"], 5);
+  EXPECT_EQ(json_of("cache ls --remote --limit 2", remote(), 0)["remotes"][0]["shown"].size(), 2u);
+  EXPECT_EQ(json_of("cache ls --remote --target gfx906", remote(), 0)["remotes"][0]["entries"], 0);
+
+  const nlohmann::json verified = json_of("cache verify --remote", remote(), 1);
+  EXPECT_EQ(verified["checked"], 5);
+  std::set<std::string> bad;
+  for (const auto &value : verified["bad"]) {
+    bad.insert(value["key"].get<std::string>());
+    EXPECT_EQ(value["action"], "none");
+  }
+  EXPECT_EQ(bad, (std::set<std::string>{garbage, misplaced, cut}));
+
+  const nlohmann::json pulled = json_of("cache pull", remote(), 1, "node2");
+  EXPECT_EQ(pulled["pulled"], 2);
+  EXPECT_EQ(pulled["rejected"].size(), 3u);
+  EXPECT_TRUE(pulled["missing"].empty());
+  const nlohmann::json local = json_of("cache verify", "", 0, "node2");
+  EXPECT_EQ(local["checked"], 2) << "only the two valid entries reached the user tier";
+  const nlohmann::json hit =
+      json_of("compile scale -p T=half -p N=64 --target gfx90a", "", 0, "node2");
+  EXPECT_EQ(hit["origin"], "user cache");
+  EXPECT_EQ(hit["key"], a["key"]);
+
+  const nlohmann::json named = json_of("cache pull --target gfx90a " + b["key"].get<std::string>() +
+                                           " " + std::string(64, 'd'),
+                                       remote(), 1, "node3");
+  EXPECT_EQ(named["pulled"], 1);
+  EXPECT_EQ(named["missing"].size(), 1u);
+  EXPECT_EQ(json_of("cache pull --target gfx90a " + b["key"].get<std::string>(), remote(), 0,
+                    "node3")["already_present"],
+            1);
+
+  // --fix removes bad values only where it may write.
+  const nlohmann::json kept =
+      json_of("cache verify --remote --fix", remote("reader", "|read-only"), 1);
+  for (const auto &value : kept["bad"])
+    EXPECT_EQ(value["action"], "kept (read-only remote)");
+  EXPECT_EQ(redis.keys("kjit/entry/v2/gfx90a/*").size(), 6u);
+  const nlohmann::json fixed = json_of("cache verify --remote --fix", remote(), 1);
+  for (const auto &value : fixed["bad"])
+    EXPECT_EQ(value["action"], "removed");
+  EXPECT_EQ(json_of("cache verify --remote", remote(), 0)["checked"], 2);
+}
+
+TEST_F(RemoteCliTest, WithAFleetSecretVerifyAndPullRefuseValuesNotSignedForTheirName) {
+  const std::filesystem::path secret = dir / "secret";
+  std::ofstream(secret) << "fleet secret\n";
+  std::filesystem::permissions(secret, std::filesystem::perms::owner_read);
+  const std::string signing = remote() + " KJIT_REMOTE_SECRET_FILE='" + secret.string() + "'";
+  const nlohmann::json a = compile(64);
+  EXPECT_EQ(json_of("cache push", signing, 0)["remotes"][0]["stored"], 1);
+  const std::string copied(64, 'e'), unsigned_copy(64, 'f');
+  ASSERT_TRUE(redis.admin("COPY %s %s", name_of(a["key"]).c_str(), name_of(copied).c_str()));
+  plant(name_of(unsigned_copy), bytes_of(a["entry"]));
+
+  const nlohmann::json verified = json_of("cache verify --remote", signing, 1);
+  EXPECT_EQ(verified["checked"], 3);
+  std::map<std::string, std::string> problems;
+  for (const auto &value : verified["bad"])
+    problems[value["key"]] = value["problem"];
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[copied].find("wrongly signed"), std::string::npos) << problems[copied];
+  EXPECT_NE(problems[unsigned_copy].find("unsigned"), std::string::npos) << problems[unsigned_copy];
+
+  const nlohmann::json pulled = json_of("cache pull", signing, 1, "node2");
+  EXPECT_EQ(pulled["pulled"], 1);
+  EXPECT_EQ(pulled["rejected"].size(), 2u);
+}
+
+TEST_F(RemoteCliTest, BadInputAndAnUnreachableRemoteAreExitTwoWithOneLine) {
+  compile(64);
+  expect_bad("cache ls --remote",
+             "KJIT_REMOTE_STORAGE=", "no remote cache: set KJIT_REMOTE_STORAGE");
+  expect_bad("cache pull " + std::string(64, 'a'), remote(), "needs --target");
+  expect_bad("cache pull --target gfx90a xyz", remote(), "'xyz' is not a key");
+  expect_bad("cache push --tier nosuch", remote(), "--tier nosuch");
+  expect_bad("cache push", remote("reader", "|read-only"), "read-only: nowhere to push");
+  expect_bad("cache push", remote("reader"), "publishing kjit/entry/v2/gfx90a/");
+  redis.kill();
+  expect_bad("cache ls --remote", remote(), "remote cache redis://writer:***@127.0.0.1");
+  expect_bad("cache verify --remote", remote(), "Connection refused");
+  expect_bad("cache pull", remote(), "listing its records");
+}
+
+} // namespace
+} // namespace kjit
