@@ -369,9 +369,11 @@ TEST_F(PrebuildCliTest, ShardsTogetherBuildTheWholeTier) {
     const CliRun run = kjit("prebuild --sets " + set + " --targets gfx90a --jobs 2 --shard " +
                             std::to_string(k) + "/3 --max-batch 1 --out " + tier.string());
     ASSERT_EQ(run.status, 0) << run.err;
-    for (auto &[path, bytes] : tree(tier))
-      if (path.ends_with(".kjit"))
+    for (auto &[path, bytes] : tree(tier)) {
+      if (path.ends_with(".kjit")) {
         EXPECT_TRUE(shards.emplace(path, bytes).second) << path << " built by two shards";
+      }
+    }
   }
   ASSERT_EQ(kjit("prebuild --sets " + set + " --targets gfx90a --max-batch 1 --out " +
                  (dir / "whole").string())
