@@ -78,8 +78,8 @@ public:
 private:
   RemoteFault refused(const RecordKey &record, std::string_view why) {
     RemoteFault fault{RemoteFailure::refused, "refused an " + std::string(why) + " value under " +
-                                                storage_name(record) +
-                                                " (KJIT_REMOTE_SECRET_FILE is set)"};
+                                                  storage_name(record) +
+                                                  " (KJIT_REMOTE_SECRET_FILE is set)"};
     if (!warned_.exchange(true))
       log().warn("remote: {}; such values are misses", fault.message);
     return fault;
