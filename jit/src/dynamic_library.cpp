@@ -4,10 +4,12 @@
 #include "kjit/jit/elf.hpp"
 #include "kjit/log.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
+#include <functional>
 #include <link.h>
 #include <optional>
 #include <utility>
@@ -26,6 +28,21 @@ std::string real_path_of(void *handle, const std::string &fallback) {
     return fallback;
   char resolved[PATH_MAX];
   return realpath(map->l_name, resolved) != nullptr ? resolved : map->l_name;
+}
+
+// {6, 4, 3} from "6.4.3"; nullopt for anything else ("6.4.3-rc", "6..4", "").
+std::optional<std::vector<unsigned long>> dotted_version(std::string_view text) {
+  std::vector<unsigned long> numbers;
+  for (;;) {
+    const std::size_t dot = text.find('.');
+    const std::string_view part = text.substr(0, dot);
+    if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != part.npos)
+      return std::nullopt;
+    numbers.push_back(std::stoul(std::string(part)));
+    if (dot == text.npos)
+      return numbers;
+    text.remove_prefix(dot + 1);
+  }
 }
 
 } // namespace
@@ -86,16 +103,43 @@ void *DynamicLibrary::address(const char *name) const {
   return symbol;
 }
 
-std::vector<std::string> library_candidates(std::initializer_list<std::string_view> names,
-                                            std::initializer_list<std::string> directories) {
-  std::vector<std::string> candidates(names.begin(), names.end());
+std::vector<std::string> files_in(std::initializer_list<std::string_view> names,
+                                  const std::vector<std::string> &directories) {
+  std::vector<std::string> files;
   for (const std::string &directory : directories) {
     if (directory.empty())
       continue;
     for (std::string_view name : names)
-      candidates.push_back(directory + "/" + std::string(name));
+      files.push_back(directory + "/" + std::string(name));
   }
+  return files;
+}
+
+std::vector<std::string> library_candidates(std::initializer_list<std::string_view> names,
+                                            const std::vector<std::string> &directories) {
+  std::vector<std::string> candidates(names.begin(), names.end());
+  for (std::string &file : files_in(names, directories))
+    candidates.push_back(std::move(file));
   return candidates;
+}
+
+std::vector<std::string> versioned_directories(const std::string &parent, std::string_view prefix,
+                                               std::string_view below) {
+  std::vector<std::pair<std::vector<unsigned long>, std::string>> found;
+  std::error_code error;
+  for (const auto &entry : std::filesystem::directory_iterator(parent, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix))
+      continue;
+    if (std::optional<std::vector<unsigned long>> version =
+            dotted_version(std::string_view(name).substr(prefix.size())))
+      found.emplace_back(std::move(*version), parent + "/" + name + "/" + std::string(below));
+  }
+  std::sort(found.begin(), found.end(), std::greater<>());
+  std::vector<std::string> directories;
+  for (auto &[version, directory] : found)
+    directories.push_back(std::move(directory));
+  return directories;
 }
 
 std::string directory_from_environment(const char *name, std::string_view suffix) {

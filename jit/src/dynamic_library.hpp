@@ -43,11 +43,21 @@ private:
   std::string real_path_;
 };
 
+// Each of `names` inside each of `directories` that is not empty (an empty entry stands for an
+// environment variable that is not set), directory by directory.
+std::vector<std::string> files_in(std::initializer_list<std::string_view> names,
+                                  const std::vector<std::string> &directories);
+
 // The places to look for a library: each of `names` as the dynamic loader finds it (its cache,
-// LD_LIBRARY_PATH), then each name inside each of `directories` that is not empty (an empty entry
-// stands for an environment variable that is not set).
+// LD_LIBRARY_PATH), then files_in(names, directories).
 std::vector<std::string> library_candidates(std::initializer_list<std::string_view> names,
-                                            std::initializer_list<std::string> directories);
+                                            const std::vector<std::string> &directories);
+
+// "<parent>/<prefix><version>/<below>" for each directory in `parent` whose name is `prefix`
+// followed by a version of dot-separated numbers ("rocm-6.4.3"), newest version first; none when
+// `parent` cannot be read.
+std::vector<std::string> versioned_directories(const std::string &parent, std::string_view prefix,
+                                               std::string_view below);
 
 // "libnvrtc.so.13 build 65be0db3...": the library's file name and GNU build id (see
 // read_build_id), for compiler identities; "... without build id" when it has none.

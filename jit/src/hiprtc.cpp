@@ -17,6 +17,9 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <string_view>
+
+using namespace std::string_view_literals;
 
 namespace kjit::jit {
 namespace {
@@ -343,25 +346,46 @@ CompileResult HiprtcCompiler::compile(const CompileRequest &request) const {
   return result;
 }
 
+// hiprtc from the places docs/ARCHITECTURE.md lists ("Which hiprtc and comgr are loaded").
+DynamicLibrary open_hiprtc() {
+  // hiprtc later moved from libamdhip64 to its own libhiprtc, and a libamdhip64 that no longer
+  // exports it is passed over by the required-symbol check.
+  const auto names = {"libhiprtc.so.7"sv,   "libhiprtc.so.6"sv, "libhiprtc.so.5"sv,
+                      "libamdhip64.so.5"sv, "libhiprtc.so"sv,   "libamdhip64.so"sv};
+  constexpr const char *symbol = "hiprtcCreateProgram";
+  const std::string rocm_lib = directory_from_environment("ROCM_PATH", "lib");
+  if (rocm_lib.empty()) {
+    std::vector<std::string> directories{directory_from_environment("HIP_PATH", "lib"),
+                                         "/opt/rocm/lib"};
+    for (std::string &directory : versioned_directories("/opt", "rocm-", "lib"))
+      directories.push_back(std::move(directory));
+    return DynamicLibrary::open_first("hiprtc", library_candidates(names, directories), symbol);
+  }
+  // A ROCM_PATH names the release the user wants: compiling with another one found elsewhere
+  // would give code, and a compiler identity, that they did not ask for.
+  try {
+    return DynamicLibrary::open_first("hiprtc", files_in(names, {rocm_lib}), symbol);
+  } catch (const Error &error) {
+    throw Error(Errc::compiler_unavailable, "ROCM_PATH is set but " + rocm_lib + " holds no hiprtc",
+                "point ROCM_PATH at a ROCm installation, or unset it to search the system's "
+                "libraries and /opt/rocm*\n" +
+                    error.summary() + "\n" + error.detail());
+  }
+}
+
 } // namespace
 
 std::unique_ptr<Compiler> load_hiprtc() {
-  std::vector<std::string> hiprtc_candidates = library_candidates(
-      // hiprtc later moved from libamdhip64 to its own libhiprtc, and a libamdhip64 that no
-      // longer exports it is passed over by the required-symbol check below.
-      {"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libamdhip64.so.5", "libhiprtc.so",
-       "libamdhip64.so"},
-      {directory_from_environment("ROCM_PATH", "lib"),
-       directory_from_environment("HIP_PATH", "lib"), "/opt/rocm/lib"});
-  DynamicLibrary hiprtc =
-      DynamicLibrary::open_first("hiprtc", hiprtc_candidates, "hiprtcCreateProgram");
-  // hiprtc dlopens its comgr by soname, from its own directory first; opening the same soname
-  // the same way gives kjit the comgr that compiles.
+  DynamicLibrary hiprtc = open_hiprtc();
+  // hiprtc dlopens its comgr by soname when it first compiles. The comgr beside hiprtc, from the
+  // same installation, comes first; once kjit has it loaded, hiprtc's dlopen of that soname gets
+  // the same library, so kjit names the comgr that compiles.
+  std::vector<std::string_view> sonames = comgr_sonames(library_version(hiprtc.real_path()));
   std::vector<std::string> comgr_candidates;
-  for (std::string_view soname : comgr_sonames(library_version(hiprtc.real_path())))
-    for (const std::string &candidate :
-         library_candidates({soname}, {directory_of(hiprtc.real_path())}))
-      comgr_candidates.push_back(candidate);
+  for (std::string_view soname : sonames)
+    comgr_candidates.push_back(directory_of(hiprtc.real_path()) + "/" + std::string(soname));
+  for (std::string_view soname : sonames)
+    comgr_candidates.emplace_back(soname);
   try {
     DynamicLibrary comgr =
         DynamicLibrary::open_first("comgr", comgr_candidates, "amd_comgr_get_isa_metadata");

@@ -1,10 +1,12 @@
 #include "dynamic_library.hpp"
 
 #include "kjit/error.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 namespace kjit::jit {
 namespace {
@@ -44,6 +46,18 @@ TEST(LibraryCandidates, NamesFirstThenEachNameInEachSetDirectory) {
       library_candidates({"liba.so.1", "liba.so"}, {"/opt/x/lib", "", "/usr/lib"}),
       (std::vector<std::string>{"liba.so.1", "liba.so", "/opt/x/lib/liba.so.1",
                                 "/opt/x/lib/liba.so", "/usr/lib/liba.so.1", "/usr/lib/liba.so"}));
+}
+
+TEST(VersionedDirectories, NewestVersionFirstAndOnlyDottedNumbers) {
+  testing::TempDir opt;
+  for (const char *name : {"rocm", "rocm-5.7.1", "rocm-6.10.0", "rocm-6.4.3", "rocm-6.4",
+                           "rocm-6.4.3-rc1", "rocm-", "rocm-6..4", "rocm-7.", "hip-9.0"})
+    std::filesystem::create_directory(opt / name);
+  const std::string root = opt.path().string();
+  EXPECT_EQ(versioned_directories(root, "rocm-", "lib"),
+            (std::vector<std::string>{root + "/rocm-6.10.0/lib", root + "/rocm-6.4.3/lib",
+                                      root + "/rocm-6.4/lib", root + "/rocm-5.7.1/lib"}));
+  EXPECT_TRUE(versioned_directories(root + "/missing", "rocm-", "lib").empty());
 }
 
 TEST(DirectoryFromEnvironment, IsEmptyWhenTheVariableIsUnsetOrEmpty) {
