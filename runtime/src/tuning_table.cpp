@@ -184,6 +184,11 @@ void list_in(const fs::path &directory, std::vector<TuningRecord> &out) {
   }
 }
 
+Error refused_record(const std::string &origin, std::size_t index, const std::string &problem) {
+  return Error(Errc::bad_archive, origin + ": record " + std::to_string(index) + ": " + problem +
+                                      "; nothing was imported");
+}
+
 } // namespace
 
 bool TuningKey::operator==(const TuningKey &other) const { return fields() == other.fields(); }
@@ -357,11 +362,9 @@ std::vector<TuningRecord> parse_tuning_records(std::string_view text, const std:
     try {
       records.push_back(record_of(item));
     } catch (const json::exception &error) {
-      throw Error(Errc::bad_archive, origin + ": record " + std::to_string(index) + ": " +
-                                         error.what() + "; nothing was imported");
+      throw refused_record(origin, index, error.what());
     } catch (const Error &error) {
-      throw Error(Errc::bad_archive, origin + ": record " + std::to_string(index) + ": " +
-                                         error.summary() + "; nothing was imported");
+      throw refused_record(origin, index, error.summary());
     }
   }
   return records;
@@ -372,6 +375,30 @@ std::string tuning_records_json(const std::vector<TuningRecord> &records) {
   for (const TuningRecord &record : records)
     list.push_back(record_json(record));
   return json{{"records", list}}.dump(2) + '\n';
+}
+
+cache::ArchiveSummary export_cache_archive(const cache::DiskStore &user, const fs::path &archive) {
+  std::vector<std::string> records;
+  for (const TuningRecord &record : TuningTable(user.root()).list())
+    records.push_back(record.to_json());
+  return cache::export_archive(user, archive, records);
+}
+
+cache::ArchiveSummary import_cache_archive(const cache::DiskStore &user, const fs::path &archive) {
+  const cache::ArchiveContent content = cache::read_archive(user, archive);
+  const TuningTable table(user.root());
+  std::vector<TuningRecord> records;
+  for (std::size_t i = 0; i < content.records.size(); ++i) {
+    try {
+      records.push_back(TuningRecord::from_json(content.records[i]));
+      record_path(table.user_directory(), records.back().key); // a target that names a directory
+    } catch (const Error &error) {
+      throw refused_record(archive.string(), i + 1, error.summary());
+    }
+  }
+  cache::ArchiveSummary summary = cache::import_entries(user, content);
+  summary.records = table.import_records(records);
+  return summary;
 }
 
 } // namespace kjit

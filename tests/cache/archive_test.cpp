@@ -104,11 +104,17 @@ TEST_F(ArchiveTest, EntriesAreWrittenInPathOrder) {
     source.write(sample_entry("many " + std::to_string(seed), "gfx1030", 100));
   export_archive(source, archive);
   const std::vector<std::byte> bytes = read_bytes(archive);
+  auto load = [&bytes](std::size_t at, int size) {
+    std::uint64_t value = 0;
+    for (int i = 0; i < size; ++i)
+      value |= std::uint64_t{std::to_integer<unsigned>(bytes[at + i])} << (8 * i);
+    return value;
+  };
+  ASSERT_EQ(load(8, 4), 2u); // the format version
   std::vector<std::string> paths;
-  for (std::size_t at = 16; at + 16 < bytes.size();) {
-    std::uint64_t length = 0;
-    for (int i = 0; i < 8; ++i)
-      length |= std::uint64_t{std::to_integer<unsigned>(bytes[at + i])} << (8 * i);
+  std::size_t at = 16;
+  for (std::uint64_t entry = 0; entry < load(12, 4); ++entry) {
+    const std::uint64_t length = load(at, 8);
     const Decoded decoded = decode_entry(std::span(bytes).subspan(at + 8, length));
     ASSERT_TRUE(decoded.entry.has_value()) << decoded.problem;
     paths.push_back(source.entry_path(decoded.entry->header.key, decoded.entry->header.target));
@@ -116,6 +122,8 @@ TEST_F(ArchiveTest, EntriesAreWrittenInPathOrder) {
   }
   ASSERT_EQ(paths.size(), 46u);
   EXPECT_TRUE(std::is_sorted(paths.begin(), paths.end()));
+  EXPECT_EQ(load(at, 4), 0u); // no records were given
+  EXPECT_EQ(at + 4 + 16, bytes.size());
 }
 
 TEST_F(ArchiveTest, ExportLeavesOutAnEntryThatFailsVerification) {
@@ -129,6 +137,21 @@ TEST_F(ArchiveTest, ExportLeavesOutAnEntryThatFailsVerification) {
   EXPECT_EQ(exported.skipped, 1u);
   import_archive(destination, archive);
   EXPECT_EQ(destination.read(entry.header.key, entry.header.target).status, Lookup::Status::miss);
+}
+
+TEST_F(ArchiveTest, CarriesRecordsOpaquelyAndRefusesACutRecordSection) {
+  const std::vector<std::string> records = {"{\"first\": 1}\n", std::string("second\0", 7)};
+  EXPECT_EQ(export_archive(source, archive, records).records, 2u);
+  const ArchiveContent content = read_archive(destination, archive);
+  EXPECT_EQ(content.records, records);
+  EXPECT_EQ(content.entries.size(), 6u);
+  // import_archive leaves records to their owner: it writes the entries only.
+  EXPECT_EQ(import_archive(destination, archive).entries, 6u);
+
+  const std::vector<std::byte> good = read_bytes(archive);
+  // Three bytes fewer: the last 16 are taken as the checksum, and the second record loses three.
+  expect_refused(std::vector<std::byte>(good.begin(), good.end() - 3),
+                 "truncated: record 2 of 2 is cut short");
 }
 
 TEST_F(ArchiveTest, CutAlteredAndForeignArchivesAreRefusedWhole) {

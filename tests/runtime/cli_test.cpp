@@ -367,7 +367,8 @@ TEST_F(CliCacheTest, BadInputIsExitTwoWithOneClearLineAndChangesNothing) {
 }
 
 // The tuning table from the command line, on a machine without a GPU: records imported,
-// listed as {"records": [...]}, shown, exported as CSV; tuning says there is no GPU (exit 3).
+// listed as {"records": [...]}, shown, exported as CSV and in a cache archive; tuning says there
+// is no GPU (exit 3).
 TEST_F(CliTest, TuneManagesTheTableAndNeedsAGpuToTune) {
   const std::string record = R"({"records": [{"format": 1, "key": "KEY", "template": "rms_norm",
     "source_digest": "d", "problem": {"HIDDEN": 4096, "T": "bfloat16"}, "extents": {"rows": 64},
@@ -392,6 +393,14 @@ TEST_F(CliTest, TuneManagesTheTableAndNeedsAGpuToTune) {
   const CliRun imported = kjit("tune import --json " + write_source("right.json", right));
   ASSERT_EQ(imported.status, 0) << imported.err;
   EXPECT_EQ(nlohmann::json::parse(imported.out).at("imported"), 1);
+  // The record travels in cache archives (tuning_test.cpp checks what import refuses).
+  const std::string archive = write_source("warm.kjitar", "");
+  const CliRun exported = kjit("cache export --json " + archive);
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  EXPECT_EQ(nlohmann::json::parse(exported.out).at("tuning_records"), 1);
+  const CliRun reimported = kjit("cache import --json " + archive);
+  ASSERT_EQ(reimported.status, 0) << reimported.err;
+  EXPECT_EQ(nlohmann::json::parse(reimported.out).at("tuning_records"), 1);
   const nlohmann::json listed = nlohmann::json::parse(kjit("tune ls --json").out);
   ASSERT_EQ(listed.at("records").size(), 1u);
   EXPECT_EQ(listed.at("records").at(0).at("key"), key);

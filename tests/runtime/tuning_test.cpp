@@ -1,6 +1,7 @@
 // The tuning table (keying, round trip, export and import, concurrency, records for another
 // device, corrupt records) and the tuner's logic against a fake measurement: the device side is
 // checked on a GPU.
+#include "kjit/cache/archive.hpp"
 #include "kjit/error.hpp"
 #include "kjit/runtime/tuner.hpp"
 #include "kjit/runtime/tuning_table.hpp"
@@ -182,6 +183,67 @@ TEST(TuningTable, ExportsAndImportsRecordsAsJsonAndShowsThemAsCsv) {
     EXPECT_NE(error.summary().find("altered.json: record 1"), std::string::npos);
   }
   EXPECT_THROW(parse_tuning_records("[1, 2]", "list.json"), Error);
+}
+
+// Every file under `root`: what "nothing written" means.
+std::vector<std::filesystem::path> files_under(const std::filesystem::path &root) {
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::exists(root))
+    for (const auto &item : std::filesystem::recursive_directory_iterator(root))
+      if (item.is_regular_file())
+        files.push_back(item.path());
+  return files;
+}
+
+TEST(TuningArchive, CarriesTheRecordsFromOneCacheToAnEmptyOne) {
+  TempDir from, to;
+  const TuningTable source(from.path());
+  const TuningDevice pcie{"sm_90a", 114, "NVIDIA H100 PCIe"};
+  source.store(record_for(rms_key(1024)));
+  source.store(record_for(rms_key(4096)));
+  source.store(record_for(rms_key(4096, pcie)));
+  const std::filesystem::path archive = from.path() / "warm.kjitar";
+  const cache::DiskStore exporting(from.path(), cache::Access::read_write);
+  EXPECT_EQ(export_cache_archive(exporting, archive).records, 3u);
+
+  const cache::DiskStore importing(to.path(), cache::Access::read_write);
+  EXPECT_EQ(import_cache_archive(importing, archive).records, 3u);
+  const TuningTable destination(to.path());
+  EXPECT_EQ(destination.find(rms_key(4096)), record_for(rms_key(4096)));
+  EXPECT_EQ(destination.find(rms_key(1024)), record_for(rms_key(1024)));
+  // The other device's record is kept under its own key: found for that device only.
+  EXPECT_EQ(destination.find(rms_key(4096, pcie)), record_for(rms_key(4096, pcie)));
+  EXPECT_NE(destination.find(rms_key(4096))->key.device, pcie);
+  EXPECT_EQ(destination.list(), source.list());
+  // Importing again changes nothing.
+  EXPECT_EQ(import_cache_archive(importing, archive).records, 3u);
+  EXPECT_EQ(destination.list(), source.list());
+}
+
+TEST(TuningArchive, RefusesATamperedRecordWithNothingWritten) {
+  TempDir from, to;
+  const cache::DiskStore exporting(from.path(), cache::Access::read_write);
+  const cache::DiskStore importing(to.path(), cache::Access::read_write);
+  const std::string good = record_for(rms_key(1024)).to_json();
+  std::string other_compiler = record_for(rms_key(4096)).to_json();
+  other_compiler.replace(other_compiler.find("\"compiler\": \"nvrtc 13.0\""), 24,
+                         "\"compiler\": \"nvrtc 99.0\"");
+  // Consistent with its key, but its target cannot name a directory.
+  const std::string escaping = record_for(rms_key(4096, {"../../x", 132, ""})).to_json();
+  const std::filesystem::path archive = from.path() / "tampered.kjitar";
+  for (const std::string &bad : {other_compiler, good.substr(0, good.size() / 2), escaping}) {
+    // export_archive frames the records it is given with a valid checksum: only the record is bad.
+    cache::export_archive(exporting, archive, {good, bad});
+    try {
+      import_cache_archive(importing, archive);
+      ADD_FAILURE() << "imported a tampered record:\n" << bad;
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_archive) << error.summary();
+      EXPECT_NE(error.summary().find("tampered.kjitar: record 2: "), std::string::npos)
+          << error.summary();
+    }
+    EXPECT_EQ(files_under(to.path()), std::vector<std::filesystem::path>{}) << bad;
+  }
 }
 
 TEST(TuningTable, ConcurrentTunersOfOneProblemTuneItOnce) {

@@ -9,6 +9,7 @@
 #include "kjit/jit/kernel_resources.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/local_tiers.hpp"
+#include "kjit/runtime/tuning_table.hpp"
 #include "kjit/units.hpp"
 
 #include <algorithm>
@@ -533,11 +534,13 @@ int print_archive(const std::string &done, const std::string &archive,
     print_json({{"archive", archive},
                 {"entries", summary.entries},
                 {"bytes", summary.bytes},
-                {"skipped", summary.skipped}});
+                {"skipped", summary.skipped},
+                {"tuning_records", summary.records}});
   else
     std::cout << done << " " << summary.entries << " entries (" << human_bytes(summary.bytes)
-              << ") " << (done == "exported" ? "to " : "from ") << archive << "; "
-              << summary.skipped << " " << skipped_as << '\n';
+              << ") and " << summary.records << " tuning records "
+              << (done == "exported" ? "to " : "from ") << archive << "; " << summary.skipped << " "
+              << skipped_as << '\n';
   return 0;
 }
 
@@ -565,10 +568,15 @@ CLI::App *add_cache_command(CLI::App &app, CacheArgs &args, bool &as_json) {
   prune->add_option("--max-size", args.max_size, "keep at most this much: 500M, 2G...");
   prune->add_option("--older-than", args.older_than, "remove entries unused for: 12h, 7d...");
   cache->add_subcommand("clear", "remove every entry of the user tier");
-  cache->add_subcommand("export", "write the valid entries of the user tier to one archive file")
+  cache
+      ->add_subcommand("export",
+                       "write the user tier's valid entries and tuning records to one archive")
       ->add_option("archive", args.archive, "the archive to write")
       ->required();
-  cache->add_subcommand("import", "check an archive whole, then add its entries to the user tier")
+  cache
+      ->add_subcommand(
+          "import",
+          "check an archive whole, then add its entries and tuning records to the user tier")
       ->add_option("archive", args.archive, "the archive to read")
       ->required();
   for (CLI::App *command : cache->get_subcommands({}))
@@ -591,12 +599,12 @@ int run_cache(const CLI::App &cache, const CacheArgs &args, bool as_json) {
     return run_prune(args, as_json);
   if (command == "export") {
     const Tiers tiers;
-    return print_archive("exported", args.archive, cache::export_archive(*tiers.user, args.archive),
+    return print_archive("exported", args.archive, export_cache_archive(*tiers.user, args.archive),
                          "invalid, left out", as_json);
   }
   if (command == "import") {
     const Tiers tiers;
-    return print_archive("imported", args.archive, cache::import_archive(*tiers.user, args.archive),
+    return print_archive("imported", args.archive, import_cache_archive(*tiers.user, args.archive),
                          "already present", as_json);
   }
   return run_clear(as_json);

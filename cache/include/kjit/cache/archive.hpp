@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 namespace kjit::cache {
 
@@ -21,18 +23,32 @@ struct ArchiveSummary {
   std::size_t entries = 0; // exported, or imported (written)
   std::uint64_t bytes = 0;
   std::size_t skipped = 0; // export: invalid entries left out; import: entries already present
+  std::size_t records = 0; // exported, or imported
 };
 
-// Writes every entry of `store` that verify() finds valid into `archive`, published atomically, in
-// path order: the same cache gives the same archive byte for byte. Recency is not carried.
-// Throws Error(cache_io) when the file cannot be written.
-ArchiveSummary export_archive(const DiskStore &store, const std::filesystem::path &archive);
+// An archive whose framing, checksum and entries were checked; its records are not yet.
+struct ArchiveContent {
+  std::vector<Entry> entries;
+  std::vector<std::uint64_t> entry_bytes; // each entry's file size
+  std::vector<std::string> records;
+};
 
-// Checks the whole archive before writing anything: framing, lengths, checksum, and for each
-// entry that it decodes, that its key is the key of its key inputs and that its target can name
-// a directory. Then writes the entries not already present. Throws Error(bad_archive) naming the
-// archive and the problem, with the store unchanged; Error(cache_io) for a read-only store or a
-// failed write.
+// Writes every entry of `store` that verify() finds valid into `archive`, then `records`, published
+// atomically, in path order: the same cache gives the same archive byte for byte. Recency is not
+// carried. Throws Error(cache_io) when the file cannot be written.
+ArchiveSummary export_archive(const DiskStore &store, const std::filesystem::path &archive,
+                              const std::vector<std::string> &records = {});
+
+// Checks the whole archive, writing nothing: framing, lengths, checksum, and for each entry that
+// it decodes, that its key is the key of its key inputs and that its target can name a directory.
+// Throws Error(bad_archive) naming the archive and the problem.
+ArchiveContent read_archive(const DiskStore &store, const std::filesystem::path &archive);
+
+// Writes the entries of `content` not already present in `store`. Throws Error(cache_io) for a
+// read-only store or a failed write.
+ArchiveSummary import_entries(const DiskStore &store, const ArchiveContent &content);
+
+// read_archive, then import_entries: the records are left to their owner.
 ArchiveSummary import_archive(const DiskStore &store, const std::filesystem::path &archive);
 
 } // namespace kjit::cache

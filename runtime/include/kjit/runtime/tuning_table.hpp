@@ -14,6 +14,7 @@
 //   <root>/v<N>/tuning/lock            (the per-key OFD lock, as compiles use)
 // The user tier is read-write; a prebuilt tier may ship records (`kjit prebuild --tuned`) and is
 // read first, as for code. Files are trusted as entries are (kjit/cache/private_file.hpp).
+#include "kjit/cache/archive.hpp"
 #include "kjit/cache/key.hpp"
 #include "kjit/templates/template.hpp"
 
@@ -126,5 +127,17 @@ private:
 // `kjit tune export` print). Throws Error(bad_archive) naming the record that does not parse.
 std::vector<TuningRecord> parse_tuning_records(std::string_view text, const std::string &origin);
 std::string tuning_records_json(const std::vector<TuningRecord> &records);
+
+// `kjit cache export`: the valid entries and tuning records of the user tier at `user` in one
+// archive (kjit/cache/archive.hpp). Throws Error(cache_io) when it cannot be written.
+cache::ArchiveSummary export_cache_archive(const cache::DiskStore &user,
+                                           const std::filesystem::path &archive);
+// `kjit cache import`: the archive checked whole, its records as untrusted input too (format, key
+// equal to the key of their content, a target that can name a directory), before anything is
+// written; then its entries and records are added to the user tier at `user`. A record for another
+// device or compiler is kept under its own key, so it is never found for this one. Throws
+// Error(bad_archive) naming the archive and the record or entry, with nothing written.
+cache::ArchiveSummary import_cache_archive(const cache::DiskStore &user,
+                                           const std::filesystem::path &archive);
 
 } // namespace kjit
