@@ -178,7 +178,11 @@ std::string RemoteUrl::description() const {
     out += "***@";
   if (transport == Transport::tcp) {
     out += host.find(':') == std::string::npos ? host : "[" + host + "]";
-    out += ":" + std::to_string(port) + "/" + std::to_string(db);
+    // Appended piece by piece: gcc 12 warns falsely (-Wrestrict) on ":" + std::to_string(...).
+    out += ':';
+    out += std::to_string(port);
+    out += '/';
+    out += std::to_string(db);
   } else {
     out += socket_path;
     if (db != 0)
