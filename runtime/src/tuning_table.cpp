@@ -315,7 +315,7 @@ std::string tuning_csv(const std::vector<TuningRecord> &records) {
 TuningTable::TuningTable(fs::path user_root, fs::path prebuilt_root,
                          std::vector<cache::RemoteStorage> remotes, FleetWait fleet)
     : user_(tuning_directory(user_root)), prebuilt_(tuning_directory(prebuilt_root)),
-      remote_(std::make_shared<RemoteTier>(std::move(remotes), fleet)) {}
+      remote_(std::make_shared<RemoteTier>(std::move(remotes), fleet)), fleet_(fleet) {}
 
 TuningTable TuningTable::from_config(const Config &config) {
   return TuningTable(config.cache_dir, config.prebuilt_dir, config.remote, config.fleet);
@@ -369,7 +369,13 @@ TuningRecord TuningTable::find_or_tune(const TuningKey &key,
                                 "(set KJIT_CACHE_DIR)");
   if (const std::string problem = cache::make_private_directories(user_); !problem.empty())
     throw Error(Errc::cache_io, "cannot create " + user_.string() + ": " + problem);
-  const cache::FileLock lock(user_ / cache::DiskStore::kLockFileName, key.key());
+  // A tuner of this machine that hangs must not hang the others: they wait for it as long as for
+  // another node's lease, then tune too.
+  const std::optional<cache::FileLock> lock = cache::FileLock::try_for(
+      user_ / cache::DiskStore::kLockFileName, key.key(), fleet_.wait, fleet_.poll);
+  if (!lock)
+    log().info("tuning table: the process tuning {} did not finish within {} ms; tuning it here",
+               key.key().hex(), fleet_.wait.count());
   // Whoever held the lock may have tuned it meanwhile.
   if (auto record = find_in(user_, key))
     return *record;

@@ -247,12 +247,12 @@ enum class Sharing { one_machine, fleet };
 
 class ConcurrentTuners : public ::testing::TestWithParam<Sharing> {
 protected:
-  // The table of process `process`.
-  TuningTable table_of(int process) const {
+  // The table of process `process`, waiting for another tuner as `wait` says.
+  TuningTable table_of(int process, const FleetWait &wait = fleet) const {
     if (GetParam() == Sharing::one_machine)
-      return TuningTable(scratch.path() / "shared");
+      return TuningTable(scratch.path() / "shared", {}, {}, wait);
     return TuningTable(scratch.path() / ("node-" + std::to_string(process)), {},
-                       remote_at(redis.url()), fleet);
+                       remote_at(redis.url()), wait);
   }
   // A record that names who tuned it.
   static TuningRecord tuned_by(int tuner) {
@@ -336,44 +336,41 @@ TEST_P(ConcurrentTuners, WhenTheTunerDiesAWaiterTakesOver) {
   EXPECT_EQ(lines_of(results), std::vector<std::string>{"1"});
 }
 
+// A waiter waits for a live tuner's record at most FleetWait::wait, then tunes itself: a tuner
+// that hangs hangs no other.
+TEST_P(ConcurrentTuners, AWaiterTunesItselfOnceTheStatedWaitRunsOut) {
+  const std::filesystem::path release = scratch.path() / "release";
+  const pid_t hung = in_child([&] {
+    table_of(0).find_or_tune(rms_key(4096), [&] {
+      append_line(tunings, "hung");
+      if (!await_lines(release, 1))
+        throw std::runtime_error("never released");
+      return tuned_by(0);
+    });
+  });
+  ASSERT_TRUE(await_lines(tunings, 1)) << "the first tuner never started";
+  FleetWait short_wait = fleet;
+  short_wait.wait = 200ms;
+  const pid_t impatient = in_child([&] {
+    const TuningRecord record = table_of(1, short_wait).find_or_tune(rms_key(4096), [&] {
+      append_line(tunings, "impatient");
+      return tuned_by(1);
+    });
+    append_line(results, std::to_string(record.created_unix));
+  });
+  // The impatient one ends while the first still tunes.
+  EXPECT_EQ(exit_status(impatient, 20s), 0);
+  EXPECT_EQ(lines_of(tunings), (std::vector<std::string>{"hung", "impatient"}));
+  EXPECT_EQ(lines_of(results), std::vector<std::string>{"1"});
+  append_line(release, "now");
+  EXPECT_EQ(exit_status(hung), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(, ConcurrentTuners,
                          ::testing::Values(Sharing::one_machine, Sharing::fleet),
                          [](const auto &info) {
                            return info.param == Sharing::one_machine ? "OneMachine" : "Fleet";
                          });
-
-// Across a fleet, a waiter waits for a live tuner's record at most FleetWait::wait, then tunes
-// itself.
-TEST(RemoteTuning, AWaiterTunesItselfOnceTheStatedWaitRunsOut) {
-  RedisServer redis;
-  TempDir scratch;
-  const std::filesystem::path tunings = scratch.path() / "tunings";
-  const std::filesystem::path release = scratch.path() / "release";
-  const pid_t slow = in_child([&] {
-    TuningTable(scratch.path() / "slow", {}, remote_at(redis.url()), fleet)
-        .find_or_tune(rms_key(4096), [&] {
-          append_line(tunings, "slow");
-          if (!await_lines(release, 1))
-            throw std::runtime_error("never released");
-          return record_for(rms_key(4096));
-        });
-  });
-  ASSERT_TRUE(await_lines(tunings, 1));
-  FleetWait short_wait = fleet;
-  short_wait.wait = 200ms;
-  const pid_t impatient = in_child([&] {
-    TuningTable(scratch.path() / "impatient", {}, remote_at(redis.url()), short_wait)
-        .find_or_tune(rms_key(4096), [&] {
-          append_line(tunings, "impatient");
-          return record_for(rms_key(4096));
-        });
-  });
-  // The impatient one ends while the slow one still tunes.
-  EXPECT_EQ(exit_status(impatient, 20s), 0);
-  EXPECT_EQ(lines_of(tunings), (std::vector<std::string>{"slow", "impatient"}));
-  append_line(release, "now");
-  EXPECT_EQ(exit_status(slow), 0);
-}
 
 } // namespace
 } // namespace kjit

@@ -119,9 +119,10 @@ public:
   // tier and the remotes. Concurrent tuners of one problem tune it once and the others take its
   // record, as compiles do: on one machine (threads or processes) the key's file lock in the user
   // tier orders them, and a tuner that dies releases it at once; across a fleet the lease on the
-  // record in a remote does, waited on at most FleetWait::wait (KJIT_REMOTE_WAIT_MS) before tuning
-  // here anyway, and taken over within FleetWait::lease_ttl (KJIT_REMOTE_LEASE_MS) from a tuner
-  // that died. Throws what `tune` throws, and Error(cache_io) when there is no user tier.
+  // record in a remote does, and a tuner that dies loses it within FleetWait::lease_ttl
+  // (KJIT_REMOTE_LEASE_MS). Either is waited on at most FleetWait::wait (KJIT_REMOTE_WAIT_MS,
+  // default 60 s) before tuning here anyway. Throws what `tune` throws, and Error(cache_io) when
+  // there is no user tier.
   TuningRecord find_or_tune(const TuningKey &key, const std::function<TuningRecord()> &tune) const;
 
   // Every valid record of both tiers (the prebuilt tier's first), sorted by template, target and
@@ -141,6 +142,7 @@ private:
   std::filesystem::path user_;     // <root>/v<N>/tuning, or empty
   std::filesystem::path prebuilt_; // likewise
   std::shared_ptr<RemoteTier> remote_;
+  FleetWait fleet_;
 };
 
 // The records of a JSON document {"records": [...]} (what `kjit tune ls --json` and
