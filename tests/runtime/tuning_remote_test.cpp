@@ -37,8 +37,15 @@ using Clock = std::chrono::steady_clock;
 // record is always waited for.
 const FleetWait fleet{.lease_ttl = 300ms, .wait = 20s, .poll = 5ms};
 
-// The remote at `url`, signed with `secret` when it is not empty. `description` names it in
-// warnings, which come once per process and description: each test case names its own.
+// `name`, numbered so that no two remotes of this process share it: warnings come once per
+// process and remote description, and each test case (each repetition too) expects its own.
+std::string unique_description(const std::string &name) {
+  static std::atomic<int> made = 0;
+  return name + " #" + std::to_string(++made);
+}
+
+// The remote at `url`, signed with `secret` when it is not empty, named `description` in
+// warnings when that is not empty.
 std::vector<cache::RemoteStorage> remote_at(const std::string &url, const std::string &secret = {},
                                             const std::string &description = {}) {
   cache::RemoteStorage storage = cache::open_redis_remote(cache::parse_remote_storage(url).at(0));
@@ -193,7 +200,9 @@ TEST(RemoteTuning, ABadValueIsRefusedWithAWarningAndTheTableFallsBack) {
                         cache::PutMode::overwrite);
     LogCapture log;
     const TuningTable table(
-        dir.path(), {}, remote_at(redis.url(), bad.reader_secret, "remote for " + bad.name), fleet);
+        dir.path(), {},
+        remote_at(redis.url(), bad.reader_secret, unique_description("remote for " + bad.name)),
+        fleet);
     EXPECT_FALSE(table.find(key));
     const int warnings = log.warnings();
     EXPECT_GE(warnings, 1);
@@ -223,7 +232,8 @@ TEST(RemoteTuning, WithTheRemoteDownATunerKeepsItsRecordLocally) {
   redis.kill();
   TempDir dir;
   LogCapture log;
-  const TuningTable table(dir.path(), {}, remote_at(url, "", "the remote that is down"), fleet);
+  const TuningTable table(dir.path(), {},
+                          remote_at(url, "", unique_description("the remote that is down")), fleet);
   int tunings = 0;
   auto tune = [&] {
     ++tunings;
