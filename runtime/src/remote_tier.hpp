@@ -50,7 +50,7 @@ public:
   // Publishes `entry` to every writable remote, keeping a value already there.
   void publish(const cache::Entry &entry);
 
-  // While held, this process compiles the record for the fleet: its lease is renewed until the
+  // While held, this process makes the record for the fleet: its lease is renewed until the
   // claim ends, then released (compare and delete).
   class Claim {
   public:
