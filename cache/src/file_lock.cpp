@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <thread>
 #include <unistd.h>
 #include <utility>
 
@@ -59,6 +60,24 @@ FileLock::FileLock(const std::filesystem::path &lock_file, const Key &key) {
     ::close(fd_);
     fail(lock_file, key, "fcntl(F_OFD_SETLKW)", error);
   }
+}
+
+std::optional<FileLock> FileLock::try_for(const std::filesystem::path &lock_file, const Key &key,
+                                          std::chrono::milliseconds wait,
+                                          std::chrono::milliseconds poll) {
+  FileLock lock;
+  lock.fd_ = open_lock_file(lock_file);
+  if (lock.fd_ < 0)
+    fail(lock_file, key, "open", errno);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (set_lock(lock.fd_, key, F_WRLCK, F_OFD_SETLK) < 0) {
+    if (errno != EAGAIN && errno != EACCES)
+      fail(lock_file, key, "fcntl(F_OFD_SETLK)", errno);
+    if (std::chrono::steady_clock::now() + poll > deadline)
+      return std::nullopt;
+    std::this_thread::sleep_for(poll);
+  }
+  return lock;
 }
 
 FileLock::~FileLock() {

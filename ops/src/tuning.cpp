@@ -105,6 +105,11 @@ const std::vector<std::string> &tunable_operators() {
   return ops;
 }
 
+void check_tuning(const OperatorShape &shape, const TuneOptions &options) {
+  const Tunable tunable = describe(shape);
+  check_tune_options({tunable.tmpl, tunable.problem}, options);
+}
+
 TuningKey operator_tuning_key(Runtime &rt, const OperatorShape &shape) {
   const Tunable tunable = describe(shape);
   const Device &device = rt.default_device();

@@ -18,6 +18,19 @@ bool first_warning_for(const std::string &remote) {
 
 bool writable(const cache::RemoteStorage &remote) { return !remote.read_only && remote.backend; }
 
+cache::RecordKey entry_record(const cache::Key &key, const std::string &target) {
+  return {cache::kEntryRecord, target, key};
+}
+
+// A compiled entry's verifier, keeping the entry it accepts in `out`.
+RemoteTier::Verify entry_verifier(std::optional<cache::Entry> &out) {
+  return [&out](const cache::RecordKey &record, std::span<const std::byte> value) {
+    cache::Decoded decoded = cache::decode_record_entry(value, record);
+    out = std::move(decoded.entry);
+    return out ? std::string() : decoded.problem;
+  };
+}
+
 } // namespace
 
 RemoteTier::RemoteTier(std::vector<cache::RemoteStorage> remotes, FleetWait fleet)
@@ -46,24 +59,11 @@ cache::CacheCounters RemoteTier::counters() const {
   return counters_;
 }
 
-std::optional<cache::Entry> RemoteTier::verified(const cache::RemoteStorage &remote,
-                                                 const cache::RecordKey &record,
-                                                 const std::vector<std::byte> &value) {
-  cache::Decoded decoded = cache::decode_record_entry(value, record);
-  if (!decoded.entry)
-    fault(remote,
-          {cache::RemoteFailure::refused,
-           "ignoring the value of " + cache::storage_name(record) + ": " + decoded.problem});
-  return std::move(decoded.entry);
+bool RemoteTier::find(const cache::RecordKey &record, const Verify &verify) {
+  return find(record, verify, MissCounting::counted);
 }
 
-std::optional<cache::Entry> RemoteTier::find(const cache::Key &key, const std::string &target) {
-  return find(key, target, MissCounting::counted);
-}
-
-std::optional<cache::Entry> RemoteTier::find(const cache::Key &key, const std::string &target,
-                                             MissCounting counting) {
-  const cache::RecordKey record{cache::kEntryRecord, target, key};
+bool RemoteTier::find(const cache::RecordKey &record, const Verify &verify, MissCounting counting) {
   for (const cache::RemoteStorage &remote : remotes_) {
     auto got = remote.backend->get(record);
     if (!got.ok()) {
@@ -75,25 +75,34 @@ std::optional<cache::Entry> RemoteTier::find(const cache::Key &key, const std::s
         count_miss();
       continue;
     }
-    if (auto entry = verified(remote, record, *got.value()))
-      return entry;
+    const std::string problem = verify(record, *got.value());
+    if (problem.empty())
+      return true;
+    fault(remote, {cache::RemoteFailure::refused,
+                   "ignoring the value of " + cache::storage_name(record) + ": " + problem});
   }
-  return std::nullopt;
+  return false;
 }
 
-void RemoteTier::publish(const cache::Entry &entry) {
-  const cache::RecordKey record{cache::kEntryRecord, entry.header.target, entry.header.key};
-  const std::vector<std::byte> bytes = cache::encode_entry(entry);
+void RemoteTier::publish(const cache::RecordKey &record, std::span<const std::byte> value) {
   for (const cache::RemoteStorage &remote : remotes_)
     if (writable(remote))
-      if (auto put = remote.backend->put(record, bytes, cache::PutMode::only_if_absent); !put.ok())
+      if (auto put = remote.backend->put(record, value, cache::PutMode::only_if_absent); !put.ok())
         fault(remote, put.fault());
 }
 
-std::optional<cache::Entry> RemoteTier::claim_or_wait(const cache::Key &key,
-                                                      const std::string &target,
-                                                      std::unique_ptr<Claim> &claim) {
-  const cache::RecordKey record{cache::kEntryRecord, target, key};
+std::optional<cache::Entry> RemoteTier::find(const cache::Key &key, const std::string &target) {
+  std::optional<cache::Entry> entry;
+  find(entry_record(key, target), entry_verifier(entry));
+  return entry;
+}
+
+void RemoteTier::publish(const cache::Entry &entry) {
+  publish(entry_record(entry.header.key, entry.header.target), cache::encode_entry(entry));
+}
+
+bool RemoteTier::claim_or_wait(const cache::RecordKey &record, const Verify &verify,
+                               std::string_view work, std::unique_ptr<Claim> &claim) {
   for (cache::RemoteStorage &remote : remotes_) {
     if (!writable(remote) || !remote.leases)
       continue;
@@ -102,25 +111,32 @@ std::optional<cache::Entry> RemoteTier::claim_or_wait(const cache::Key &key,
       auto taken = remote.leases->try_acquire(record, fleet_.lease_ttl);
       if (!taken.ok()) {
         fault(remote, taken.fault());
-        return std::nullopt;
+        return false;
       }
       if (taken.value()) {
         claim.reset(new Claim(*this, remote, record, std::move(*taken.value())));
-        // Published between this process's lookup and its lease: nothing left to compile.
-        return find(key, target, MissCounting::uncounted);
+        // Published between this process's lookup and its lease: nothing left to make.
+        return find(record, verify, MissCounting::uncounted);
       }
-      if (auto published = find(key, target, MissCounting::uncounted))
-        return published;
+      if (find(record, verify, MissCounting::uncounted))
+        return true;
       if (std::chrono::steady_clock::now() + fleet_.poll > deadline)
         break;
       std::this_thread::sleep_for(fleet_.poll);
     }
-    log().info("remote cache {}: the node compiling {} did not publish it within {} ms; "
-               "compiling it here",
-               remote.description, key.hex(), fleet_.wait.count());
-    return std::nullopt;
+    log().info("remote cache {}: the node {} {} did not publish it within {} ms; {} it here",
+               remote.description, work, record.key.hex(), fleet_.wait.count(), work);
+    return false;
   }
-  return std::nullopt;
+  return false;
+}
+
+std::optional<cache::Entry> RemoteTier::claim_or_wait(const cache::Key &key,
+                                                      const std::string &target,
+                                                      std::unique_ptr<Claim> &claim) {
+  std::optional<cache::Entry> entry;
+  claim_or_wait(entry_record(key, target), entry_verifier(entry), "compiling", claim);
+  return entry;
 }
 
 RemoteTier::Claim::Claim(RemoteTier &tier, cache::RemoteStorage &remote, cache::RecordKey record,

@@ -1,8 +1,10 @@
 #pragma once
-// The remote tiers (KJIT_REMOTE_STORAGE) as a Runtime uses them: entries read from a remote are
-// verified as disk entries are, published with a write that never overwrites, and a missing
-// variant is compiled once per fleet through a lease. Every remote fault is a miss, warned about
-// once per process and remote, and counted; the Runtime carries on from its other tiers.
+// The remote tiers (KJIT_REMOTE_STORAGE) as a Runtime and the tuning table use them, for any kind
+// of record (compiled entries, tuning records): every value read from a remote is untrusted input,
+// checked by its kind's verifier before anything uses it; records are published with a write that
+// never overwrites, and a missing one is made (compiled, tuned) once per fleet through a lease.
+// Every remote fault, a value refused included, is a miss, warned about once per process and
+// remote, and counted; the caller carries on from its other tiers.
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/remote.hpp"
 #include "kjit/cache/stats.hpp"
@@ -10,9 +12,13 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -27,14 +33,24 @@ public:
 
   bool empty() const { return remotes_.empty(); }
 
-  // The verified entry for `key` on `target` from the first remote that has a valid one. A value
-  // that is not a valid entry for them is a miss, warned about once.
-  std::optional<cache::Entry> find(const cache::Key &key, const std::string &target);
+  // Checks a value read from a remote for `record` before anything uses it: empty when it is a
+  // valid record of that kind for that key (the verifier keeps what it decoded), else why it is
+  // not, for the warning.
+  using Verify =
+      std::function<std::string(const cache::RecordKey &record, std::span<const std::byte> value)>;
 
+  // True when a remote has a value for `record` that `verify` accepts, asking the remotes in order.
+  // A value it refuses is a miss, warned about once.
+  bool find(const cache::RecordKey &record, const Verify &verify);
+  // Publishes `value` under `record` to every writable remote, keeping a value already there.
+  void publish(const cache::RecordKey &record, std::span<const std::byte> value);
+
+  // The verified entry for `key` on `target` from the first remote that has a valid one.
+  std::optional<cache::Entry> find(const cache::Key &key, const std::string &target);
   // Publishes `entry` to every writable remote, keeping a value already there.
   void publish(const cache::Entry &entry);
 
-  // While held, this process compiles the record for the fleet: its lease is renewed until the
+  // While held, this process makes the record for the fleet: its lease is renewed until the
   // claim ends, then released (compare and delete).
   class Claim {
   public:
@@ -56,10 +72,15 @@ public:
     bool done_ = false;
     std::thread renewer_;
   };
-  // Before compiling a missing variant: the entry when another node published it while this one
-  // waited on its lease; otherwise nothing, with `claim` holding the lease when this process took
-  // it (it compiles for the fleet) or empty (no lease to take, or the wait ran out: it compiles
-  // anyway).
+  // Before making a missing record (`work` says how: "compiling", "tuning"): true when another
+  // node published one that `verify` accepts while this one waited on its lease (at most
+  // FleetWait::wait); otherwise false, with `claim` holding the lease when this process took it (it
+  // makes the record for the fleet) or empty (no lease to take, or the wait ran out: it makes it
+  // anyway). A holder that dies stops renewing its lease, so a waiter takes it over within
+  // FleetWait::lease_ttl.
+  bool claim_or_wait(const cache::RecordKey &record, const Verify &verify, std::string_view work,
+                     std::unique_ptr<Claim> &claim);
+  // The same for a compiled entry: the entry another node published, or nothing.
   std::optional<cache::Entry> claim_or_wait(const cache::Key &key, const std::string &target,
                                             std::unique_ptr<Claim> &claim);
 
@@ -73,11 +94,7 @@ private:
   // A lookup counts one remote miss; the re-reads of claim_or_wait while it waits for another
   // node's lease are part of that one lookup, so they count none.
   enum class MissCounting { counted, uncounted };
-  std::optional<cache::Entry> find(const cache::Key &key, const std::string &target,
-                                   MissCounting counting);
-  std::optional<cache::Entry> verified(const cache::RemoteStorage &remote,
-                                       const cache::RecordKey &record,
-                                       const std::vector<std::byte> &value);
+  bool find(const cache::RecordKey &record, const Verify &verify, MissCounting counting);
 
   std::vector<cache::RemoteStorage> remotes_;
   FleetWait fleet_;

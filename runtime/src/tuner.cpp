@@ -134,13 +134,32 @@ double relative_difference(const std::vector<double> &a, const std::vector<doubl
   return std::sqrt(difference / norm);
 }
 
-TuneResult tune(const TuningProblem &problem, const TuneOptions &options, std::string_view target,
-                const Measure &measure) {
+void check_tune_options(const TuningProblem &problem, const TuneOptions &options) {
   const Template &tmpl = *problem.tmpl;
   if (!(options.budget_s > 0))
     throw Error(Errc::bad_parameter, tmpl.name() + ": the tuning budget is " +
                                          std::to_string(options.budget_s) +
                                          " s: too small for one candidate");
+  // Each value bound beside the first of the others: what the target's rules refuse is not the
+  // caller's mistake, and is left to tuning_candidates.
+  const SearchSpace space = complete_space(tmpl, options.space);
+  for (const auto &[name, values] : space)
+    for (const Value &value : values) {
+      ParamValues params = problem.problem;
+      for (const auto &[other, others] : space)
+        params.emplace_back(other, other == name ? value : others.front());
+      try {
+        tmpl.bind(params);
+      } catch (const Error &error) {
+        bad_space(tmpl, error.summary());
+      }
+    }
+}
+
+TuneResult tune(const TuningProblem &problem, const TuneOptions &options, std::string_view target,
+                const Measure &measure) {
+  const Template &tmpl = *problem.tmpl;
+  check_tune_options(problem, options);
   Candidates candidates = tuning_candidates(problem, options.space, target);
   TuneResult result;
   result.dropped = std::move(candidates.refused);

@@ -6,6 +6,7 @@
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
 #include "kjit/runtime/config.hpp"
+#include "remote_tier.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -146,21 +147,50 @@ std::optional<TuningRecord> read_record(const fs::path &path) {
   return std::nullopt;
 }
 
+// Why a record found for another key is not used.
+std::string not_the_key_asked_for(const TuningKey &found) {
+  return "it is for " + found.template_name + " (" + params_text(found.problem) + "; " +
+         params_text(found.extents) + ") on " + found.device.target + " with " +
+         std::to_string(found.device.compute_units) + " compute units, compiled by " +
+         found.compiler + ", not the problem and device asked for";
+}
+
 std::optional<TuningRecord> find_in(const fs::path &directory, const TuningKey &key) {
   if (directory.empty())
     return std::nullopt;
   const fs::path path = record_path(directory, key);
   std::optional<TuningRecord> record = read_record(path);
   if (record && record->key != key) {
-    warn_once(path, "it is for " + record->key.template_name + " (" +
-                        params_text(record->key.problem) + "; " + params_text(record->key.extents) +
-                        ") on " + record->key.device.target + " with " +
-                        std::to_string(record->key.device.compute_units) +
-                        " compute units, compiled by " + record->key.compiler +
-                        ", not the problem and device asked for");
+    warn_once(path, not_the_key_asked_for(record->key));
     return std::nullopt;
   }
   return record;
+}
+
+// Tuning records in a remote are a kind of their own, so that they never meet entries, versioned
+// by the records' format.
+constexpr cache::RecordKind kRemoteTuningRecord{"tuning", kRecordFormat};
+
+cache::RecordKey remote_record(const TuningKey &key) {
+  return {kRemoteTuningRecord, key.device.target, key.key()};
+}
+
+// Checks a remote's value for `key` as untrusted input: a record of this format whose key is the
+// key of its content, that content being the problem, device and compiler asked for. Keeps the
+// record it accepts in `out`.
+RemoteTier::Verify remote_verifier(const TuningKey &key, std::optional<TuningRecord> &out) {
+  return [&key, &out](const cache::RecordKey &, std::span<const std::byte> value) -> std::string {
+    try {
+      TuningRecord record = TuningRecord::from_json(
+          std::string_view(reinterpret_cast<const char *>(value.data()), value.size()));
+      if (record.key != key)
+        return not_the_key_asked_for(record.key);
+      out = std::move(record);
+      return {};
+    } catch (const Error &error) {
+      return error.summary();
+    }
+  };
 }
 
 void list_in(const fs::path &directory, std::vector<TuningRecord> &out) {
@@ -282,11 +312,13 @@ std::string tuning_csv(const std::vector<TuningRecord> &records) {
   return out;
 }
 
-TuningTable::TuningTable(fs::path user_root, fs::path prebuilt_root)
-    : user_(tuning_directory(user_root)), prebuilt_(tuning_directory(prebuilt_root)) {}
+TuningTable::TuningTable(fs::path user_root, fs::path prebuilt_root,
+                         std::vector<cache::RemoteStorage> remotes, FleetWait fleet)
+    : user_(tuning_directory(user_root)), prebuilt_(tuning_directory(prebuilt_root)),
+      remote_(std::make_shared<RemoteTier>(std::move(remotes), fleet)), fleet_(fleet) {}
 
 TuningTable TuningTable::from_config(const Config &config) {
-  return TuningTable(config.cache_dir, config.prebuilt_dir);
+  return TuningTable(config.cache_dir, config.prebuilt_dir, config.remote, config.fleet);
 }
 
 fs::path TuningTable::user_directory() const { return user_; }
@@ -295,11 +327,27 @@ std::optional<TuningRecord> TuningTable::find(const TuningKey &key) const {
   try {
     if (auto record = find_in(prebuilt_, key))
       return record;
-    return find_in(user_, key);
+    if (auto record = find_in(user_, key))
+      return record;
+    return find_remote(key);
   } catch (const Error &error) { // a target id that cannot name a directory: no record
     log().debug("tuning table: {}", error.summary());
     return std::nullopt;
   }
+}
+
+std::optional<TuningRecord> TuningTable::find_remote(const TuningKey &key) const {
+  std::optional<TuningRecord> record;
+  if (!remote_->find(remote_record(key), remote_verifier(key, record)))
+    return std::nullopt;
+  // Kept in the user tier, so that the next process finds it on disk; losing it costs a lookup.
+  if (!user_.empty())
+    try {
+      store(*record);
+    } catch (const Error &error) {
+      log().warn("cannot keep the remote's tuning record on disk: {}", error.summary());
+    }
+  return record;
 }
 
 void TuningTable::store(const TuningRecord &record) const {
@@ -321,12 +369,28 @@ TuningRecord TuningTable::find_or_tune(const TuningKey &key,
                                 "(set KJIT_CACHE_DIR)");
   if (const std::string problem = cache::make_private_directories(user_); !problem.empty())
     throw Error(Errc::cache_io, "cannot create " + user_.string() + ": " + problem);
-  const cache::FileLock lock(user_ / cache::DiskStore::kLockFileName, key.key());
+  // A tuner of this machine that hangs must not hang the others: they wait for it as long as for
+  // another node's lease, then tune too.
+  const std::optional<cache::FileLock> lock = cache::FileLock::try_for(
+      user_ / cache::DiskStore::kLockFileName, key.key(), fleet_.wait, fleet_.poll);
+  if (!lock)
+    log().info("tuning table: the process tuning {} did not finish within {} ms; tuning it here",
+               key.key().hex(), fleet_.wait.count());
   // Whoever held the lock may have tuned it meanwhile.
   if (auto record = find_in(user_, key))
     return *record;
+  // One tuning per fleet: the lease holder tunes, the others take what it publishes.
+  std::optional<TuningRecord> published;
+  std::unique_ptr<RemoteTier::Claim> claim;
+  if (remote_->claim_or_wait(remote_record(key), remote_verifier(key, published), "tuning",
+                             claim)) {
+    store(*published);
+    return *published;
+  }
   TuningRecord record = tune();
   store(record);
+  const std::string text = record.to_json();
+  remote_->publish(remote_record(record.key), std::as_bytes(std::span(text)));
   return record;
 }
 

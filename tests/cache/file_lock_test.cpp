@@ -166,6 +166,20 @@ TEST_F(FileLockTest, AKilledHolderReleasesTheLock) {
   EXPECT_TRUE(attempt.acquired_within(kAcquiredWithin));
 }
 
+TEST_F(FileLockTest, TryingForAWhileGivesUpOnAHeldLockAndTakesAFreeOne) {
+  std::optional<FileLock> held(std::in_place, lock_file, key);
+  EXPECT_FALSE(FileLock::try_for(lock_file, key, 50ms, 5ms));
+  EXPECT_TRUE(FileLock::try_for(lock_file, other_key, 50ms, 5ms));
+  held.reset();
+  std::optional<FileLock> taken = FileLock::try_for(lock_file, key, 0ms, 5ms);
+  ASSERT_TRUE(taken);
+  LockAttempt attempt(lock_file, key);
+  EXPECT_FALSE(attempt.acquired_within(kBlockedFor)) << "try_for's lock does not exclude";
+  taken.reset();
+  EXPECT_TRUE(attempt.acquired_within(kAcquiredWithin));
+  EXPECT_THROW(FileLock::try_for(scratch.path() / "missing" / "lock", key, 0ms, 5ms), Error);
+}
+
 TEST_F(FileLockTest, UnopenableLockFileThrowsCacheIo) {
   try {
     FileLock lock(scratch.path() / "missing" / "lock", key);

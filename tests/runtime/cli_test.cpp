@@ -366,29 +366,39 @@ TEST_F(CliCacheTest, BadInputIsExitTwoWithOneClearLineAndChangesNothing) {
   EXPECT_EQ(json_of("cache ls").size(), keys.size()) << "nothing was removed";
 }
 
+// A tuning table of one record whose "key" is KEY, not the key of its content.
+const std::string tuning_table_with_a_wrong_key =
+    R"({"records": [{"format": 1, "key": "KEY", "template": "rms_norm",
+  "source_digest": "d", "problem": {"HIDDEN": 4096, "T": "bfloat16"}, "extents": {"rows": 64},
+  "target": "sm_90a", "compute_units": 132, "device": "NVIDIA H100", "compiler": "nvrtc",
+  "winner": {"params": {"THREADS": 256, "VEC": 8}, "time_us": 3.5}, "runners_up": [],
+  "created_unix": 1764000000}]})";
+
+// The key of the record's content, which `kjit tune import` names when it refuses the record: ""
+// when it does not.
+std::string key_named_by(const CliRun &refused) {
+  const std::string named = "is not the key of its content, ";
+  const std::size_t at = refused.err.find(named);
+  return at == std::string::npos ? "" : refused.err.substr(at + named.size(), 64);
+}
+
 // The tuning table from the command line, on a machine without a GPU: records imported,
 // listed as {"records": [...]}, shown, exported as CSV and in a cache archive; tuning says there
 // is no GPU (exit 3).
 TEST_F(CliTest, TuneManagesTheTableAndNeedsAGpuToTune) {
-  const std::string record = R"({"records": [{"format": 1, "key": "KEY", "template": "rms_norm",
-    "source_digest": "d", "problem": {"HIDDEN": 4096, "T": "bfloat16"}, "extents": {"rows": 64},
-    "target": "sm_90a", "compute_units": 132, "device": "NVIDIA H100", "compiler": "nvrtc",
-    "winner": {"params": {"THREADS": 256, "VEC": 8}, "time_us": 3.5}, "runners_up": [],
-    "created_unix": 1764000000}]})";
   // The key is the record's own, computed from its content: a wrong one is refused, naming the
   // right one, and nothing is stored.
-  const CliRun wrong = kjit("tune import " + write_source("wrong.json", record));
+  const CliRun wrong =
+      kjit("tune import " + write_source("wrong.json", tuning_table_with_a_wrong_key));
   EXPECT_EQ(wrong.status, 2);
   EXPECT_EQ(wrong.err.rfind("kjit: ", 0), 0u) << wrong.err;
-  const std::string refused = "is not the key of its content, ";
-  const std::size_t at = wrong.err.find(refused);
-  ASSERT_NE(at, std::string::npos) << wrong.err;
-  const std::string key = wrong.err.substr(at + refused.size(), 64);
+  const std::string key = key_named_by(wrong);
+  ASSERT_FALSE(key.empty()) << wrong.err;
   const CliRun empty = kjit("tune ls --json");
   ASSERT_EQ(empty.status, 0) << empty.err;
   EXPECT_EQ(nlohmann::json::parse(empty.out), nlohmann::json::parse(R"({"records": []})"));
 
-  std::string right = record;
+  std::string right = tuning_table_with_a_wrong_key;
   right.replace(right.find("KEY"), 3, key);
   const CliRun imported = kjit("tune import --json " + write_source("right.json", right));
   ASSERT_EQ(imported.status, 0) << imported.err;
@@ -424,6 +434,60 @@ TEST_F(CliTest, TuneManagesTheTableAndNeedsAGpuToTune) {
   const CliRun unknown = kjit("tune gemm --shapes " + shapes);
   EXPECT_EQ(unknown.status, 2);
   EXPECT_NE(unknown.err.find("the tunable operators are"), std::string::npos) << unknown.err;
+  // Bad input is refused (exit 2) before a GPU is looked for.
+  const std::string tune = "tune rms_norm --shapes " + shapes;
+  expect_bad_input(tune + " --space WARPS=1,2", "search space: unknown parameter 'WARPS'");
+  expect_bad_input(tune + " --space VEC=3", "search space: ");
+  expect_bad_input(tune + " --space HIDDEN=1024", "'HIDDEN' is a problem parameter");
+  expect_bad_input(tune + " --space VEC", "--space VEC: expected NAME=V1,V2,...");
+  expect_bad_input(tune + " --space VEC=,4", "--space VEC=,4: an empty value");
+  expect_bad_input(tune + " --budget 0", "too small for one candidate");
+  expect_bad_input("tune rms_norm --shapes " +
+                       write_source("bad_shapes.json", R"({"types": ["int8"], "rows": [64],
+                                                           "lengths": [4096]})"),
+                   "type 'int8' is not float, half or bfloat16");
+  // A valid space still needs the GPU.
+  EXPECT_EQ(kjit(tune + " --space VEC=4,8 --space THREADS=128").status, 3);
+}
+
+// A table entry that is corrupt or filed under another key is skipped with one warning: the
+// other records are listed, and nothing is removed.
+TEST_F(CliTest, TuneListsTheTableSkippingBadRecordsWithOneWarningEach) {
+  const CliRun wrong =
+      kjit("tune import " + write_source("wrong.json", tuning_table_with_a_wrong_key));
+  const std::string key = key_named_by(wrong);
+  ASSERT_FALSE(key.empty()) << wrong.err;
+  std::string right = tuning_table_with_a_wrong_key;
+  right.replace(right.find("KEY"), 3, key);
+  ASSERT_EQ(kjit("tune import " + write_source("right.json", right)).status, 0);
+  const nlohmann::json listed = nlohmann::json::parse(kjit("tune ls --json").out);
+  ASSERT_EQ(listed.at("records").size(), 1u);
+
+  // Beside the good record: a corrupt one, and a good one copied under another key (as a record
+  // for another device would be found under this device's key).
+  std::filesystem::path good;
+  for (const auto &item : std::filesystem::recursive_directory_iterator(dir / "cache"))
+    if (item.path().extension() == ".json")
+      good = item.path();
+  ASSERT_FALSE(good.empty());
+  const std::filesystem::path corrupt = good.parent_path() / (std::string(64, 'a') + ".json");
+  const std::filesystem::path misfiled = good.parent_path() / (std::string(64, 'b') + ".json");
+  std::ofstream(corrupt) << "{\"format\": 1, \"key\": ";
+  std::filesystem::copy_file(good, misfiled);
+  for (const std::filesystem::path &file : {corrupt, misfiled})
+    std::filesystem::permissions(file, std::filesystem::perms::owner_read |
+                                           std::filesystem::perms::owner_write);
+  const CliRun listing = kjit("tune ls --json");
+  ASSERT_EQ(listing.status, 0) << listing.err;
+  EXPECT_EQ(nlohmann::json::parse(listing.out).at("records").size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(listing.out).at("records").at(0).at("key"), key);
+  for (const std::filesystem::path &file : {corrupt, misfiled}) {
+    const std::string warning = "ignoring tuning record " + file.string();
+    const std::size_t at = listing.err.find(warning);
+    EXPECT_NE(at, std::string::npos) << listing.err;
+    EXPECT_EQ(listing.err.find(warning, at + 1), std::string::npos) << "warned twice";
+    EXPECT_TRUE(std::filesystem::exists(file)) << "removed";
+  }
 }
 
 } // namespace

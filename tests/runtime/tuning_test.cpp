@@ -6,6 +6,7 @@
 #include "kjit/runtime/tuner.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "kjit/templates/library.hpp"
+#include "tests/runtime/tuning_records.hpp"
 #include "tests/support/log_capture.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -17,22 +18,11 @@
 namespace kjit {
 namespace {
 
+using testing::h100;
 using testing::LogCapture;
+using testing::record_for;
+using testing::rms_key;
 using testing::TempDir;
-
-const TuningDevice h100{"sm_90a", 132, "NVIDIA H100 80GB HBM3"};
-
-TuningKey rms_key(int hidden, TuningDevice device = h100, std::string compiler = "nvrtc 13.0") {
-  return TuningKey::of(templates::find("rms_norm"), {{"T", "bfloat16"}, {"HIDDEN", hidden}},
-                       {{"rows", 4096}}, std::move(device), std::move(compiler));
-}
-
-TuningRecord record_for(TuningKey key) {
-  return {std::move(key),
-          {{{"THREADS", 256}, {"VEC", 8}}, 3.25},
-          {{{{"THREADS", 512}, {"VEC", 8}}, 3.5}, {{{"THREADS", 128}, {"VEC", 4}}, 4.0}},
-          1764000000};
-}
 
 TEST(TuningKey, NamesTemplateProblemDeviceAndCompiler) {
   const cache::Key base = rms_key(4096).key();

@@ -8,6 +8,7 @@
 #include "table.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -53,6 +54,28 @@ std::vector<ops::OperatorShape> read_shapes(const std::string &op, const std::st
   return shapes;
 }
 
+// --space NAME=V1,V2 as a search space: integers where they parse whole, type names otherwise.
+SearchSpace read_space(const std::vector<std::string> &items) {
+  SearchSpace space;
+  for (const std::string &item : items) {
+    const std::size_t equals = item.find('=');
+    if (equals == 0 || equals == std::string::npos || equals + 1 == item.size())
+      throw Error(Errc::bad_usage, "--space " + item + ": expected NAME=V1,V2,...");
+    std::vector<Value> values;
+    std::stringstream list(item.substr(equals + 1));
+    for (std::string text; std::getline(list, text, ',');) {
+      if (text.empty())
+        throw Error(Errc::bad_usage, "--space " + item + ": an empty value");
+      std::int64_t integer = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), integer);
+      values.push_back(error == std::errc() && end == text.data() + text.size() ? Value(integer)
+                                                                                : Value(text));
+    }
+    space.emplace_back(item.substr(0, equals), std::move(values));
+  }
+  return space;
+}
+
 // "[#####.....] 12/24 candidates of rms_norm bfloat16 4096x4096 (3/20)" on a terminal.
 class ProgressBar {
 public:
@@ -85,6 +108,11 @@ int tune_shapes(const TuneArgs &args, bool as_json) {
                                          "': the tunable operators are rms_norm, softmax, "
                                          "silu_and_mul");
   const std::vector<ops::OperatorShape> shapes = read_shapes(args.op, args.shapes);
+  TuneOptions checked;
+  checked.budget_s = args.budget_s;
+  checked.space = read_space(args.space);
+  for (const ops::OperatorShape &shape : shapes)
+    ops::check_tuning(shape, checked);
   Runtime rt;
   try {
     rt.default_device();
@@ -104,8 +132,7 @@ int tune_shapes(const TuneArgs &args, bool as_json) {
     const std::string what = shape.op + " " + shape.type + " " + std::to_string(shape.rows) + "x" +
                              std::to_string(shape.length) + " (" + std::to_string(i + 1) + "/" +
                              std::to_string(shapes.size()) + ")";
-    TuneOptions options;
-    options.budget_s = args.budget_s;
+    TuneOptions options = checked;
     options.progress = [&](std::size_t done, std::size_t total) { bar.show(what, done, total); };
     const ops::OperatorTuning outcome = ops::tune_operator(rt, table, shape, options);
     bar.finish();
@@ -159,6 +186,9 @@ CLI::App *add_tune_command(CLI::App &app, TuneArgs &args, bool &as_json) {
   tune->add_option("--shapes", args.shapes,
                    "JSON: {\"types\": [...], \"rows\": [...], \"lengths\": [...]}");
   tune->add_option("--budget", args.budget_s, "seconds of measuring per shape (default 60)");
+  tune->add_option("--space", args.space,
+                   "NAME=V1,V2,...: the values of a tunable parameter to try (repeatable; "
+                   "default: every value each allows)");
   auto *ls = tune->add_subcommand("ls", "the records of the tuning table");
   auto *show = tune->add_subcommand("show", "one record in full");
   show->add_option("key", args.key_prefix, "a prefix of the record's key")->required();

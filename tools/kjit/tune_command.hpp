@@ -2,13 +2,15 @@
 // `kjit tune`: tune the built-in operators on the GPU found, and manage the tuning table
 // (kjit/runtime/tuning_table.hpp).
 //
-//   kjit tune OP --shapes FILE [--budget S]   OP: rms_norm, softmax, silu_and_mul
+//   kjit tune OP --shapes FILE [--budget S] [--space NAME=V1,V2...]...
+//                                            OP: rms_norm, softmax, silu_and_mul
 //   kjit tune ls | show KEY-PREFIX | export FILE [--csv] | import FILE
 //
 // A shapes file is JSON: {"types": ["bfloat16"], "rows": [1, 64], "lengths": [4096, 16384]},
 // every combination (lengths: the row length, or silu_and_mul's d).
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace kjit::cli {
 
@@ -16,15 +18,16 @@ struct TuneArgs {
   std::string op;
   std::string shapes;
   double budget_s = 60;
-  std::string key_prefix; // show
-  std::string file;       // export, import
-  bool csv = false;       // export
+  std::vector<std::string> space; // NAME=V1,V2: the values to try of a tunable parameter
+  std::string key_prefix;         // show
+  std::string file;               // export, import
+  bool csv = false;               // export
 };
 
 CLI::App *add_tune_command(CLI::App &app, TuneArgs &args, bool &as_json);
 
 // Exit status: 0; 3 when there is no GPU to tune on (said on stderr). Throws kjit::Error for bad
-// input (the caller prints it and exits 2).
+// input (the caller prints it and exits 2), checked before looking for a GPU.
 int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json);
 
 } // namespace kjit::cli

@@ -5,7 +5,9 @@
 // files left per key.
 #include "kjit/cache/key.hpp"
 
+#include <chrono>
 #include <filesystem>
+#include <optional>
 
 namespace kjit::cache {
 
@@ -14,6 +16,12 @@ public:
   // Blocks until the lock on `key` in `lock_file` is held. Creates the file (0600) if needed.
   // Throws Error(cache_io) when the file cannot be opened or locked.
   FileLock(const std::filesystem::path &lock_file, const Key &key);
+  // The lock on `key` once taken, trying every `poll` for at most `wait`; nullopt when another
+  // holder keeps it that long (a waiter that must not hang on a holder that hangs). Throws as the
+  // constructor does.
+  static std::optional<FileLock> try_for(const std::filesystem::path &lock_file, const Key &key,
+                                         std::chrono::milliseconds wait,
+                                         std::chrono::milliseconds poll);
   ~FileLock();
   FileLock(FileLock &&other) noexcept;
   FileLock &operator=(FileLock &&other) noexcept;
@@ -21,6 +29,7 @@ public:
   FileLock &operator=(const FileLock &) = delete;
 
 private:
+  FileLock() = default;
   int fd_ = -1;
 };
 

@@ -23,6 +23,10 @@ struct OperatorShape {
   int length;
 };
 
+// Checks `shape` and `options` without a device: Error(bad_parameter) for an unknown operator or
+// type, a shape out of range, and what check_tune_options refuses.
+void check_tuning(const OperatorShape &shape, const TuneOptions &options);
+
 // The key the wrapper looks the shape up by on the Runtime's device. Throws
 // Error(bad_parameter) for an unknown operator or type, or a shape out of range.
 TuningKey operator_tuning_key(Runtime &rt, const OperatorShape &shape);

@@ -73,6 +73,11 @@ struct TuneResult {
   double seconds = 0;
 };
 
+// What tune() refuses before measuring anything: a search space naming an unknown or a problem
+// parameter, or a value its parameter does not allow, and a budget that is not positive. Throws
+// Error(bad_parameter); a caller checks with it before it looks for a device.
+void check_tune_options(const TuningProblem &problem, const TuneOptions &options);
+
 // Throws Error(bad_parameter) for a bad search space or a budget that is not positive or that
 // the first candidate overran; Error(device_error) when no candidate ran and agreed (the reasons
 // in its detail).

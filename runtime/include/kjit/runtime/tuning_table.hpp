@@ -14,20 +14,30 @@
 //   <root>/v<N>/tuning/lock            (the per-key OFD lock, as compiles use)
 // The user tier is read-write; a prebuilt tier may ship records (`kjit prebuild --tuned`) and is
 // read first, as for code. Files are trusted as entries are (kjit/cache/private_file.hpp).
+//
+// Records are shared with a fleet through the remote tiers (KJIT_REMOTE_STORAGE) as compiled
+// entries are, through the same code: stored as "kjit/tuning/v<format>/<target>/<key hex>", signed
+// with the fleet secret when one is set, every value read treated as untrusted input (its format,
+// its key equal to the key of its content, that content the problem, device and compiler asked
+// for) and any fault a miss with one warning per process and remote. A remote's record is kept in
+// the user tier once found.
 #include "kjit/cache/archive.hpp"
 #include "kjit/cache/key.hpp"
+#include "kjit/cache/remote.hpp"
+#include "kjit/runtime/config.hpp"
 #include "kjit/templates/template.hpp"
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace kjit {
 
-struct Config;
+class RemoteTier;
 
 // The device a record was measured on, as far as it can change the winner.
 struct TuningDevice {
@@ -89,22 +99,30 @@ std::string tuning_csv(const std::vector<TuningRecord> &records);
 class TuningTable {
 public:
   // `user_root`: the user tier's root (may be empty: nothing is stored); `prebuilt_root`: a
-  // read-only tier's root (may be empty or missing).
-  TuningTable(std::filesystem::path user_root, std::filesystem::path prebuilt_root = {});
+  // read-only tier's root (may be empty or missing); `remotes`: the remote tiers records are shared
+  // through, and how long a tuner waits for another node's record (`fleet`).
+  TuningTable(std::filesystem::path user_root, std::filesystem::path prebuilt_root = {},
+              std::vector<cache::RemoteStorage> remotes = {}, FleetWait fleet = {});
   // The tiers a Runtime with `config` uses.
   static TuningTable from_config(const Config &config);
 
-  // The record for `key`: the prebuilt tier's, else the user tier's; nullopt when neither has a
-  // valid one. A file that is corrupt or does not match `key` is skipped with one warning per
-  // file and process. Never throws.
+  // The record for `key`: the prebuilt tier's, else the user tier's, else a remote's (then kept in
+  // the user tier); nullopt when none has a valid one. A file that is corrupt or does not match
+  // `key` is skipped with one warning per file and process, a remote's value with one warning per
+  // remote and process. Never throws.
   std::optional<TuningRecord> find(const TuningKey &key) const;
 
   // Publishes `record` into the user tier (atomically, by rename). Throws Error(cache_io).
   void store(const TuningRecord &record) const;
 
-  // The record for `key`, tuning it with `tune` when there is none: under the key's lock, so that
-  // concurrent tuners of one problem (threads or processes) tune it once and the others read the
-  // result. Throws what `tune` throws, and Error(cache_io) when there is no user tier.
+  // The record for `key`, tuning it with `tune` when there is none, then publishing it to the user
+  // tier and the remotes. Concurrent tuners of one problem tune it once and the others take its
+  // record, as compiles do: on one machine (threads or processes) the key's file lock in the user
+  // tier orders them, and a tuner that dies releases it at once; across a fleet the lease on the
+  // record in a remote does, and a tuner that dies loses it within FleetWait::lease_ttl
+  // (KJIT_REMOTE_LEASE_MS). Either is waited on at most FleetWait::wait (KJIT_REMOTE_WAIT_MS,
+  // default 60 s) before tuning here anyway. Throws what `tune` throws, and Error(cache_io) when
+  // there is no user tier.
   TuningRecord find_or_tune(const TuningKey &key, const std::function<TuningRecord()> &tune) const;
 
   // Every valid record of both tiers (the prebuilt tier's first), sorted by template, target and
@@ -119,8 +137,12 @@ public:
   std::filesystem::path user_directory() const;
 
 private:
+  std::optional<TuningRecord> find_remote(const TuningKey &key) const;
+
   std::filesystem::path user_;     // <root>/v<N>/tuning, or empty
   std::filesystem::path prebuilt_; // likewise
+  std::shared_ptr<RemoteTier> remote_;
+  FleetWait fleet_;
 };
 
 // The records of a JSON document {"records": [...]} (what `kjit tune ls --json` and
