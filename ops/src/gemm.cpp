@@ -105,17 +105,11 @@ TensorMapCache &tensor_maps() {
   return cache;
 }
 
-// The first launch of each kernel raises its shared-memory limit (once per Kernel object, which
-// the Runtime keeps for its life) and reads how many blocks run at once, one per multiprocessor
-// (the device's count; for clusters the driver's count of whole clusters that fit, which the
-// GPCs' sizes can make fewer), for the persistent grid.
+// Raises the kernel's shared-memory limit and reads how many blocks run at once, one per
+// multiprocessor (the device's count; for clusters the driver's count of whole clusters that
+// fit, which the GPCs' sizes can make fewer), for the persistent grid. Once per plan: plans are
+// kept per Runtime (by its id, never by an address a later Kernel could reuse).
 int prepared_grid_limit(const Kernel &kernel, unsigned shared_bytes, int cluster) {
-  static std::mutex mutex;
-  static std::map<const Kernel *, int> prepared;
-  std::lock_guard lock(mutex);
-  auto found = prepared.find(&kernel);
-  if (found != prepared.end())
-    return found->second;
   kernel.allow_shared_bytes(shared_bytes);
   const int limit =
       cluster > 1 ? cluster * kernel.max_active_clusters(wgmma_threads, Dim3(cluster), shared_bytes)
@@ -124,7 +118,7 @@ int prepared_grid_limit(const Kernel &kernel, unsigned shared_bytes, int cluster
     return kernel.name() + " fits no cluster of " + std::to_string(cluster) + " blocks with " +
            std::to_string(shared_bytes) + " shared bytes each";
   });
-  return prepared.emplace(&kernel, limit).first->second;
+  return limit;
 }
 
 // What one GEMM shape launches through one Runtime: chosen once (the tuning table's winner, else
@@ -310,7 +304,13 @@ void launch_gemm_wgmma(Runtime &rt, const ChosenVariant &variant, T *c, const T 
              " was compiled in; the call's is " + std::to_string(size);
     });
   }
-  launch_gemm_plan(make_gemm_plan<T>(rt, variant), c, a, b, m, n, k, b_kmajor, stream);
+  // Plans by Runtime and variant, as gemm_plan keeps them by Runtime and shape.
+  thread_local std::map<std::pair<std::uint64_t, std::string>, GemmPlan> plans;
+  const std::pair key{rt.id(), variant.tmpl->bind(variant.params).expression(Vendor::nvidia)};
+  auto found = plans.find(key);
+  if (found == plans.end())
+    found = plans.emplace(key, make_gemm_plan<T>(rt, variant)).first;
+  launch_gemm_plan(found->second, c, a, b, m, n, k, b_kmajor, stream);
 }
 
 template <Element T> ChosenVariant linear_skinny_variant(int m, int /*n*/, int /*k*/) {

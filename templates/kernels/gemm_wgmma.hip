@@ -78,9 +78,12 @@ __device__ inline unsigned cluster_rank() {
   return rank;
 }
 // An arrival on the barrier at `bar`'s offset in the shared memory of the cluster's block `rank`.
+// With the default (CTA-scope) release, as for the local barriers: what it orders is the
+// consumer's wgmma reads, complete by wgmma.wait_group, before the peer's copy engine writes; a
+// cluster-scope release fence here would stall the consumer's warpgroup on every stage.
 __device__ inline void barrier_arrive_in(unsigned long long *bar, unsigned rank) {
   asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(
                    shared_address(bar)),
                "r"(rank)
                : "memory");
