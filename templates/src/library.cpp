@@ -190,6 +190,14 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   // clusters of two blocks sharing B's or A's tiles through multicast copies (at most one of them
   // 2). EPILOGUE 1 stores C through shared memory and the copy engine, 0 from registers.
   // SHAPE_M/N/K: a size fixed at compile time (0: the run-time argument).
+  // gemm_wgmma's clusters are of one or two blocks: a tuner's search space over CLUSTER_M and
+  // CLUSTER_N drops the pair of 2s before compiling it.
+  TuningRules wgmma_rules;
+  wgmma_rules.fits = [](const Instance &instance, std::string_view) -> std::string {
+    if (integer_value(instance, "CLUSTER_M") * integer_value(instance, "CLUSTER_N") > 2)
+      return "CLUSTER_M and CLUSTER_N make clusters of more than two blocks";
+    return "";
+  };
   all.emplace_back(
       "gemm_wgmma", std::string(embedded::gemm_wgmma_hip),
       std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
@@ -204,7 +212,8 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"SHAPE_N", ParamSchema::integer(0, 1 << 30, 0)},
                              {"SHAPE_K", ParamSchema::integer(0, 1 << 30, 0)}},
       TemplateOptions{.arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
-                                    "const kjit::TensorMap", "int", "int", "int"}});
+                                    "const kjit::TensorMap", "int", "int", "int"},
+                      .tuning = wgmma_rules});
 }
 
 std::vector<Template> make_builtin() {
