@@ -321,6 +321,7 @@ __global__ void __launch_bounds__(384, 1)
     float acc[BLOCK_N / 2];
     int s = 0;
     unsigned phase = 0;
+    int stored = 0; // EPILOGUE 1: boxes this consumer has stored; they alternate between buffers
     for (int t = first_pair; t < pairs; t += pair_stride) {
       int tile_m, tile_n;
       place(t, tile_m, tile_n);
@@ -362,7 +363,9 @@ __global__ void __launch_bounds__(384, 1)
           const int first_column = tile_n * BLOCK_N + box * 64;
           if (first_row >= m || first_column >= n) // the same for the whole warpgroup
             continue;
-          unsigned char *buffer = c_boxes + (consumer * 2 + box % 2) * C_BOX;
+          // By the count of boxes stored, not the box's index: boxes past the edge are skipped,
+          // and the buffer's last store must be the one before the latest.
+          unsigned char *buffer = c_boxes + (consumer * 2 + stored++ % 2) * C_BOX;
           if (thread == 0)
             stores_read<1>(); // the store that last read this buffer (two boxes ago) is done
           warpgroup_sync(consumer);
