@@ -151,6 +151,46 @@ struct Bench {
                 run_time_ms / fixed_ms);
   }
 
+  // gemm() through gemm_wgmma's default variant with its clusters and epilogue replaced: the
+  // register epilogue without clusters (the kernel before clusters), the shared-memory epilogue
+  // without and with clusters of two along M and along N, in alternating rounds of one process,
+  // each the best of three.
+  template <Element T> void cluster_rows(int size) {
+    const std::size_t count = static_cast<std::size_t>(size) * size;
+    DeviceBuffer a = random_on<T>(device, count), b = random_on<T>(device, count);
+    DeviceBuffer c = device.allocate(count * sizeof(T));
+    struct Layout {
+      int cluster_m, cluster_n, epilogue;
+      double ms = 1e30;
+    };
+    Layout layouts[] = {{1, 1, 0}, {1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {2, 1, 0}};
+    const int launches = size >= 8192 ? 4 : 20;
+    for (int round = 0; round < 3; ++round)
+      for (Layout &layout : layouts) {
+        ops::detail::ChosenVariant variant =
+            ops::detail::gemm_wgmma_variant<T>(size, size, size, false);
+        for (auto &[name, value] : variant.params)
+          if (name == "CLUSTER_M")
+            value = Value(layout.cluster_m);
+          else if (name == "CLUSTER_N")
+            value = Value(layout.cluster_n);
+          else if (name == "EPILOGUE")
+            value = Value(layout.epilogue);
+        layout.ms =
+            std::min(layout.ms, median_ms_per_launch(device, launches, [&] {
+                       ops::detail::launch_gemm_wgmma<T>(rt, variant, c.as<T>(), a.as<T>(),
+                                                         b.as<T>(), size, size, size, false);
+                     }));
+      }
+    const double flop = 2.0 * size * size * static_cast<double>(size);
+    for (const Layout &layout : layouts)
+      std::printf("| gemm_wgmma cluster %d x %d, epilogue %d | %d^3 | %s | %.3f | %.1f TFLOP/s | "
+                  "%.3f of cluster 1 x 1, epilogue 0 |\n",
+                  layout.cluster_m, layout.cluster_n, layout.epilogue, size,
+                  std::string(element_name<T>()).c_str(), layout.ms, flop / layout.ms * 1e-9,
+                  layouts[0].ms / layout.ms);
+  }
+
   // The first call of a variant in this process (compile or cache load, tensor maps, launch,
   // until the device is done) against a warm call.
   template <Element T> void first_call_row(int m, int n, int k) {
@@ -348,14 +388,31 @@ struct Bench {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc > 1) { // tools/gpu-check asks every bench program for --help
-    std::printf("usage: %s\n  prints the operators' GEMM TFLOP/s and bandwidth table\n", argv[0]);
+  const bool clusters_only = argc == 2 && std::string(argv[1]) == "--clusters";
+  if (argc > 1 && !clusters_only) { // tools/gpu-check asks every bench program for --help
+    std::printf("usage: %s [--clusters]\n  prints the operators' GEMM TFLOP/s and bandwidth "
+                "table; --clusters only gemm_wgmma's cluster and epilogue layouts\n",
+                argv[0]);
     return 0;
   }
   try {
     Bench bench;
     std::printf("device: %s (%s)\n\n", bench.device.name().c_str(),
                 bench.device.target().id().c_str());
+    const void *aligned = reinterpret_cast<const void *>(std::uintptr_t{256});
+    const bool hopper = ops::detail::gemm_wgmma_serves<BFloat16>(bench.device.target(), aligned,
+                                                                 aligned, aligned, 8, 8);
+    if (hopper) {
+      std::printf("| layout | shape | type | ms | rate | ratio |\n| --- | --- | --- | --- | --- "
+                  "| --- |\n");
+      for (int size : {4096, 8192}) {
+        bench.cluster_rows<BFloat16>(size);
+        bench.cluster_rows<Half>(size);
+      }
+      std::printf("\n");
+    }
+    if (clusters_only)
+      return 0;
     std::printf("| op | shape | type | ms | GB/s | copy GB/s | of copy |\n");
     std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
     bench.rotary_row<Half>(16384, 32, 8, 128);
@@ -375,9 +432,7 @@ int main(int argc, char **argv) {
       bench.gemm_row<BFloat16>(size);
     }
     bench.gemm_row<Half>(4096, gemm_tiles_for(4096, 4096, 4096));
-    const void *aligned = reinterpret_cast<const void *>(std::uintptr_t{256});
-    if (ops::detail::gemm_wgmma_serves<BFloat16>(bench.device.target(), aligned, aligned, aligned,
-                                                 8, 8)) {
+    if (hopper) {
       std::printf("\n| op | shape | type | ms | rate | bandwidth |\n| --- | --- | --- | --- | --- "
                   "| --- |\n");
       bench.first_call_row<BFloat16>(16, 4104, 4096);

@@ -105,17 +105,20 @@ TensorMapCache &tensor_maps() {
   return cache;
 }
 
-// The first launch of each kernel raises its shared-memory limit (once per Kernel object, which
-// the Runtime keeps for its life) and reads the device's multiprocessor count for the grid.
-int prepared_grid_limit(const Kernel &kernel, unsigned shared_bytes) {
-  static std::mutex mutex;
-  static std::map<const Kernel *, int> prepared;
-  std::lock_guard lock(mutex);
-  auto found = prepared.find(&kernel);
-  if (found != prepared.end())
-    return found->second;
+// Raises the kernel's shared-memory limit and reads how many blocks run at once, one per
+// multiprocessor (the device's count; for clusters the driver's count of whole clusters that
+// fit, which the GPCs' sizes can make fewer), for the persistent grid. Once per plan: plans are
+// kept per Runtime (by its id, never by an address a later Kernel could reuse).
+int prepared_grid_limit(const Kernel &kernel, unsigned shared_bytes, int cluster) {
   kernel.allow_shared_bytes(shared_bytes);
-  return prepared.emplace(&kernel, kernel.device().multiprocessors()).first->second;
+  const int limit =
+      cluster > 1 ? cluster * kernel.max_active_clusters(wgmma_threads, Dim3(cluster), shared_bytes)
+                  : kernel.device().multiprocessors();
+  detail::require(limit > 0, op, [&] {
+    return kernel.name() + " fits no cluster of " + std::to_string(cluster) + " blocks with " +
+           std::to_string(shared_bytes) + " shared bytes each";
+  });
+  return limit;
 }
 
 // What one GEMM shape launches through one Runtime: chosen once (the tuning table's winner, else
@@ -149,9 +152,9 @@ struct GemmPlan {
   bool skinny;
   int rows_per_block, m_tile; // linear_skinny: a block's rows of W and tokens
   int threads;
-  int block_n; // gemm_wgmma
+  int block_n, cluster_m, cluster_n; // gemm_wgmma
   unsigned shared_bytes;
-  int grid_limit;
+  int grid_limit; // blocks, a multiple of the cluster's
 };
 
 template <Element T> constexpr int element_code() {
@@ -197,19 +200,26 @@ template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVa
             32 * variant.integer("WARPS"),
             0,
             0,
+            0,
+            0,
             0};
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
-  // The stages, the slack to align them to 1024 bytes, and two mbarriers per stage.
-  const unsigned shared_bytes = static_cast<unsigned>(
-      stages * (wgmma_block_m + block_n) * wgmma_block_k * 2 + 1024 + stages * 16);
+  const int cluster_m = variant.integer("CLUSTER_M"), cluster_n = variant.integer("CLUSTER_N");
+  // The stages, C's four 64 x 64 boxes for EPILOGUE 1, the slack to align them to 1024 bytes,
+  // and two mbarriers per stage.
+  const unsigned shared_bytes =
+      static_cast<unsigned>(stages * (wgmma_block_m + block_n) * wgmma_block_k * 2 +
+                            variant.integer("EPILOGUE") * 4 * 64 * 64 * 2 + 1024 + stages * 16);
   return {&kernel,
           false,
           0,
           0,
           wgmma_threads,
           block_n,
+          cluster_m,
+          cluster_n,
           shared_bytes,
-          prepared_grid_limit(kernel, shared_bytes)};
+          prepared_grid_limit(kernel, shared_bytes, cluster_m * cluster_n)};
 }
 
 // This thread's plan for the shape, chosen and compiled on its first call. A record the table
@@ -254,20 +264,30 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
   const Device &device = plan.kernel->device();
   const auto row_bytes = [](int columns) { return static_cast<std::uint64_t>(columns) * 2; };
-  const TensorMap map_a = tensor_maps().get(
-      device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k), wgmma_block_m, 64});
+  // A block of a cluster copies half of the tile the pair shares: A's rows along N, a K-major
+  // B's along M (an MN-major B's 64-column boxes are split by count).
+  const TensorMap map_a =
+      tensor_maps().get(device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k),
+                                 std::uint32_t(wgmma_block_m / plan.cluster_n), 64});
   const TensorMap map_b =
-      b_kmajor ? tensor_maps().get(device, {element, b, std::uint64_t(n), std::uint64_t(k),
-                                            row_bytes(k), std::uint32_t(plan.block_n), 64})
-               : tensor_maps().get(device, {element, b, std::uint64_t(k), std::uint64_t(n),
-                                            row_bytes(n), wgmma_block_k, 64});
-  const long long tiles = static_cast<long long>(detail::divide_up(m, wgmma_block_m)) *
-                          detail::divide_up(n, plan.block_n);
-  plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(tiles, plan.grid_limit)),
+      b_kmajor
+          ? tensor_maps().get(device, {element, b, std::uint64_t(n), std::uint64_t(k), row_bytes(k),
+                                       std::uint32_t(plan.block_n / plan.cluster_m), 64})
+          : tensor_maps().get(device, {element, b, std::uint64_t(k), std::uint64_t(n), row_bytes(n),
+                                       wgmma_block_k, 64});
+  const TensorMap map_c = tensor_maps().get(
+      device, {element, c, std::uint64_t(m), std::uint64_t(n), row_bytes(n), 64, 64});
+  const int cluster = plan.cluster_m * plan.cluster_n;
+  const long long pairs =
+      static_cast<long long>(detail::divide_up(m, wgmma_block_m * plan.cluster_m)) *
+      detail::divide_up(n, plan.block_n * plan.cluster_n);
+  const auto blocks = static_cast<unsigned>(std::min<long long>(pairs * cluster, plan.grid_limit));
+  plan.kernel->launch({.grid = blocks,
                        .block = plan.threads,
                        .shared_bytes = plan.shared_bytes,
-                       .stream = stream},
-                      c, map_a, map_b, m, n, k);
+                       .stream = stream,
+                       .cluster = Dim3(static_cast<unsigned>(cluster))},
+                      c, map_c, map_a, map_b, m, n, k);
 }
 
 } // namespace
@@ -284,7 +304,13 @@ void launch_gemm_wgmma(Runtime &rt, const ChosenVariant &variant, T *c, const T 
              " was compiled in; the call's is " + std::to_string(size);
     });
   }
-  launch_gemm_plan(make_gemm_plan<T>(rt, variant), c, a, b, m, n, k, b_kmajor, stream);
+  // Plans by Runtime and variant, as gemm_plan keeps them by Runtime and shape.
+  thread_local std::map<std::pair<std::uint64_t, std::string>, GemmPlan> plans;
+  const std::pair key{rt.id(), variant.tmpl->bind(variant.params).expression(Vendor::nvidia)};
+  auto found = plans.find(key);
+  if (found == plans.end())
+    found = plans.emplace(key, make_gemm_plan<T>(rt, variant)).first;
+  launch_gemm_plan(found->second, c, a, b, m, n, k, b_kmajor, stream);
 }
 
 template <Element T> ChosenVariant linear_skinny_variant(int m, int /*n*/, int /*k*/) {
@@ -329,7 +355,10 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int /*k*/, b
            {"BLOCK_N", block_n},
            {"STAGES", block_n == 256 ? 4 : 5},
            {"B_KMAJOR", b_kmajor ? 1 : 0},
-           {"GROUP_M", 8}}};
+           {"GROUP_M", 8},
+           {"CLUSTER_M", 1},
+           {"CLUSTER_N", 1},
+           {"EPILOGUE", 1}}};
 }
 
 template <Element T>

@@ -38,6 +38,13 @@ struct CudaCalls {
                           const std::uint64_t *, const unsigned *, const unsigned *, int, int, int,
                           int)>
       tensor_map_encode_tiled{"cuTensorMapEncodeTiled"};
+  // CUresult (const CUlaunchConfig *, CUfunction, void **params, void **extra). Drivers before
+  // CUDA 12 lack it; they launch without clusters.
+  DriverCall<DriverResult(const void *, void *, void **, void **)> launch_kernel_ex{
+      "cuLaunchKernelEx"};
+  // CUresult (int *clusters, CUfunction, const CUlaunchConfig *), CUDA 12.0 like the above.
+  DriverCall<DriverResult(int *, void *, const void *)> occupancy_max_active_clusters{
+      "cuOccupancyMaxActiveClusters"};
 };
 CudaCalls cuda;
 
@@ -129,6 +136,58 @@ DriverResult encode_tensor_map(void *map, const TensorMapShape &shape) {
                                       tensor_map_l2_promotion_256b, 0);
 }
 
+// CUlaunchAttribute and CUlaunchConfig (cuda.h, CUDA 12.0): an attribute is an id, padding and
+// a 64-byte value union, of which the cluster dimension uses the first three unsigned ints.
+constexpr int launch_attribute_cluster_dimension = 4; // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+struct LaunchAttribute {
+  int id;
+  char pad[8 - sizeof(int)];
+  union {
+    unsigned dimension[3];
+    char bytes[64];
+  } value;
+};
+static_assert(sizeof(LaunchAttribute) == 72);
+struct LaunchExConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  void *stream;
+  LaunchAttribute *attributes;
+  unsigned attribute_count;
+};
+
+// A launch configuration with the cluster dimension as its one attribute; `attribute` must
+// outlive it.
+LaunchExConfig cluster_config(Dim3 grid, Dim3 block, Dim3 cluster, unsigned shared_bytes,
+                              void *stream, LaunchAttribute &attribute) {
+  attribute = {};
+  attribute.id = launch_attribute_cluster_dimension;
+  attribute.value.dimension[0] = cluster.x;
+  attribute.value.dimension[1] = cluster.y;
+  attribute.value.dimension[2] = cluster.z;
+  return {grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, &attribute, 1};
+}
+
+DriverResult launch_cluster(void *function, Dim3 grid, Dim3 block, Dim3 cluster,
+                            unsigned shared_bytes, void *stream, void **params) {
+  if (cuda.launch_kernel_ex.function == nullptr)
+    return driver_lacks_call;
+  LaunchAttribute attribute;
+  const LaunchExConfig config =
+      cluster_config(grid, block, cluster, shared_bytes, stream, attribute);
+  return cuda.launch_kernel_ex(&config, function, params, nullptr);
+}
+
+DriverResult max_active_clusters(int *count, void *function, Dim3 block, Dim3 cluster,
+                                 unsigned shared_bytes) {
+  if (cuda.occupancy_max_active_clusters.function == nullptr)
+    return driver_lacks_call;
+  LaunchAttribute attribute;
+  // The grid only has to be a multiple of the cluster here.
+  const LaunchExConfig config =
+      cluster_config(cluster, block, cluster, shared_bytes, nullptr, attribute);
+  return cuda.occupancy_max_active_clusters(count, function, &config);
+}
+
 } // namespace
 
 DriverApi &cuda_driver() {
@@ -161,6 +220,8 @@ DriverApi &cuda_driver() {
                          bind(cuda.context_get_current), bind(cuda.context_set_current),
                          bind(cuda.function_set_attribute),
                          bind(cuda.tensor_map_encode_tiled, /*required=*/false),
+                         bind(cuda.launch_kernel_ex, false),
+                         bind(cuda.occupancy_max_active_clusters, false),
                          bind(cuda.event_elapsed_v2, false), bind(cuda.event_elapsed_v1, false)},
       .describe = describe,
       .native_target = {"cuDeviceGetAttribute", native_target},
@@ -172,6 +233,8 @@ DriverApi &cuda_driver() {
       .encode_tensor_map = {"cuTensorMapEncodeTiled", encode_tensor_map},
       .event_elapsed = {"cuEventElapsedTime", event_elapsed},
       .shared_bytes_per_block = {"cuDeviceGetAttribute", shared_bytes_per_block},
+      .launch_cluster = {"cuLaunchKernelEx", launch_cluster},
+      .max_active_clusters = {"cuOccupancyMaxActiveClusters", max_active_clusters},
   };
   return api;
 }

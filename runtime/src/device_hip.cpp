@@ -224,6 +224,8 @@ DriverApi &hip_driver() {
       .encode_tensor_map = {"tensor maps (NVIDIA only)"}, // no function: AMD has none
       .event_elapsed = {"hipEventElapsedTime", event_elapsed},
       .shared_bytes_per_block = {"hipGetDeviceProperties", shared_bytes_per_block},
+      .launch_cluster = {"thread-block clusters (NVIDIA only)"}, // no function: HIP has none
+      .max_active_clusters = {"thread-block clusters (NVIDIA only)"},
   };
   return api;
 }

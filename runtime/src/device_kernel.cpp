@@ -106,31 +106,78 @@ Kernel Module::kernel(const std::string &lowered_name, KernelSignature signature
 
 namespace {
 
-[[noreturn]] void launch_failed(const detail::DeviceState &state, const std::string &kernel,
-                                const LaunchConfig &config, detail::DriverResult result) {
-  auto shape = [](Dim3 d) {
-    return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) +
-           ")";
-  };
-  throw Error(Errc::device_error, std::string(state.api->launch_kernel.symbol) + " of " + kernel +
-                                      " on " + detail::describe_device(state) + " with grid " +
-                                      shape(config.grid) + ", block " + shape(config.block) + ", " +
-                                      std::to_string(config.shared_bytes) +
-                                      " shared bytes failed: " + state.api->describe(result));
+std::string shape(Dim3 d) {
+  return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
+}
+
+[[noreturn]] void launch_failed(const detail::DeviceState &state, const char *symbol,
+                                const std::string &kernel, const LaunchConfig &config,
+                                detail::DriverResult result) {
+  const std::string reason = result == detail::driver_lacks_call
+                                 ? "this driver has no " + std::string(symbol) +
+                                       " (thread-block clusters need a CUDA 12.0 or newer driver)"
+                                 : state.api->describe(result);
+  throw Error(Errc::device_error,
+              std::string(symbol) + " of " + kernel + " on " + detail::describe_device(state) +
+                  " with grid " + shape(config.grid) + ", block " + shape(config.block) +
+                  (config.cluster.x * config.cluster.y * config.cluster.z != 1
+                       ? ", cluster " + shape(config.cluster)
+                       : "") +
+                  ", " + std::to_string(config.shared_bytes) + " shared bytes failed: " + reason);
+}
+
+// Refuses a cluster launch before any driver call where the backend has no clusters or the
+// cluster does not tile the grid (which drivers report only as an invalid value).
+void check_cluster(const detail::DeviceState &state, const std::string &kernel,
+                   const LaunchConfig &config) {
+  const Dim3 &grid = config.grid, &cluster = config.cluster;
+  if (state.api->launch_cluster.function == nullptr)
+    throw Error(Errc::bad_argument, kernel + ": a cluster of " + shape(cluster) +
+                                        " blocks cannot launch on " +
+                                        detail::describe_device(state) + ", which has no " +
+                                        state.api->launch_cluster.symbol);
+  if (cluster.x == 0 || cluster.y == 0 || cluster.z == 0 || grid.x % cluster.x != 0 ||
+      grid.y % cluster.y != 0 || grid.z % cluster.z != 0)
+    throw Error(Errc::bad_argument, kernel + ": the cluster " + shape(cluster) +
+                                        " does not divide the grid " + shape(grid));
 }
 
 } // namespace
 
 void Kernel::launch_packed(const LaunchConfig &config, void **args) const {
   const detail::DeviceState &state = detail::DeviceAccess::state(device_);
-  detail::ScopedContext current(state);
   const Dim3 &grid = config.grid;
   const Dim3 &block = config.block;
+  const Dim3 &cluster = config.cluster;
+  const bool clustered = cluster.x != 1 || cluster.y != 1 || cluster.z != 1;
+  if (clustered) [[unlikely]]
+    check_cluster(state, name_, config);
+  detail::ScopedContext current(state);
+  const auto &api = *state.api;
   const detail::DriverResult result =
-      state.api->launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                               config.shared_bytes, config.stream, args, nullptr);
+      clustered ? api.launch_cluster(function_, grid, block, cluster, config.shared_bytes,
+                                     config.stream, args)
+                : api.launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                    config.shared_bytes, config.stream, args, nullptr);
   if (result != 0) [[unlikely]]
-    launch_failed(state, name_, config, result);
+    launch_failed(state, clustered ? api.launch_cluster.symbol : api.launch_kernel.symbol, name_,
+                  config, result);
+}
+
+int Kernel::max_active_clusters(Dim3 block, Dim3 cluster, unsigned shared_bytes) const {
+  const detail::DeviceState &state = detail::DeviceAccess::state(device_);
+  const auto &query = state.api->max_active_clusters;
+  check_cluster(state, name_, {.grid = cluster, .block = block, .cluster = cluster});
+  detail::ScopedContext current(state);
+  int count = 0;
+  if (const detail::DriverResult result = query(&count, function_, block, cluster, shared_bytes);
+      result != 0)
+    throw Error(Errc::device_error, std::string(query.symbol) + " of " + name_ +
+                                        " for clusters of " + shape(cluster) + " failed: " +
+                                        (result == detail::driver_lacks_call
+                                             ? "this driver has no " + std::string(query.symbol)
+                                             : state.api->describe(result)));
+  return count;
 }
 
 void Kernel::allow_shared_bytes(unsigned bytes) const {

@@ -6,7 +6,8 @@
 // A and B arrive as tensor maps (kjit::encode_tensor_map) with the 128-byte swizzle: boxes of
 // 128 x 64 of A, and of BLOCK_N x 64 (W) or 64 x 64 (B, BLOCK_N / 64 boxes side by side) of B.
 // The maps' bounds make ragged M, N and K work: reads past an edge fill zeros, so partial tiles
-// add nothing; stores are checked against m and n.
+// add nothing; stores are checked against m and n (EPILOGUE 0) or dropped past the edges by the
+// copy engine (EPILOGUE 1).
 //
 // Three warpgroups. Warpgroup 0 gives up registers (setmaxnreg) and one of its threads issues
 // the copies into a ring of STAGES stages, each guarded by a "full" mbarrier (the copy engine
@@ -16,6 +17,18 @@
 // previous stage is released. The grid is persistent: block b takes tiles b, b + gridDim.x, ...
 // in a grouped order (GROUP_M rows of tiles sweep the columns together, so a group's B stays in
 // L2), and the consumers' stores of one tile overlap the producer's loads of the next.
+//
+// CLUSTER_M = 2 (or CLUSTER_N = 2) runs the grid in clusters of two blocks that take vertically
+// (horizontally) adjacent tiles, which share B's (A's) tile of every K step: each block copies
+// half of it, multicast into both blocks' shared memory, and half the bytes leave L2. A stage is
+// then written by both producers, so it is free only when both blocks' consumers are done with
+// it: each consumer arrives on the "empty" barrier of every block of the cluster. The blocks
+// wait for each other after making their barriers (a copy may not land before the peer's
+// barrier exists) and before exiting (nor after the peer has gone).
+//
+// EPILOGUE 1 stores C through shared memory: each consumer writes 64 x 64 boxes of its rows,
+// in the 128-byte swizzle (no bank conflicts), into one of two buffers, and the copy engine
+// stores the box while the next is written. EPILOGUE 0 stores pairs from registers.
 #if KJIT_HIP
 #error "kjit gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a); on AMD targets use gemm"
 #else
@@ -55,6 +68,27 @@ __device__ inline void barrier_wait(unsigned long long *bar, unsigned parity) {
                "r"(parity));
 }
 
+// Cluster barriers (all threads of every block of the cluster) and this block's rank in it.
+__device__ inline void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+__device__ inline unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+// An arrival on the barrier at `bar`'s offset in the shared memory of the cluster's block `rank`.
+// With the default (CTA-scope) release, as for the local barriers: what it orders is the
+// consumer's wgmma reads, complete by wgmma.wait_group, before the peer's copy engine writes; a
+// cluster-scope release fence here would stall the consumer's warpgroup on every stage.
+__device__ inline void barrier_arrive_in(unsigned long long *bar, unsigned rank) {
+  asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(
+                   shared_address(bar)),
+               "r"(rank)
+               : "memory");
+}
+
 // The box of `map` at (column, row) into `to`, completing on `bar`.
 __device__ inline void copy_box(void *to, const kjit::TensorMap *map, unsigned long long *bar,
                                 int column, int row) {
@@ -63,6 +97,35 @@ __device__ inline void copy_box(void *to, const kjit::TensorMap *map, unsigned l
                "l"(reinterpret_cast<unsigned long long>(map)), "r"(shared_address(bar)),
                "r"(column), "r"(row)
                : "memory");
+}
+
+// copy_box into the same offset of every block of the cluster in `blocks` (a bit per rank),
+// completing on the barrier at `bar`'s offset in each.
+__device__ inline void multicast_box(void *to, const kjit::TensorMap *map, unsigned long long *bar,
+                                     int column, int row, unsigned short blocks) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(shared_address(to)),
+               "l"(reinterpret_cast<unsigned long long>(map)), "r"(shared_address(bar)),
+               "r"(column), "r"(row), "h"(blocks)
+               : "memory");
+}
+
+// The box of shared memory at `from` to `map` at (column, row), in this thread's bulk group;
+// the copy engine drops what lies past the matrix's edges.
+__device__ inline void store_box(const kjit::TensorMap *map, const void *from, int column, int row) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(shared_address(from)), "r"(column), "r"(row)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// Until at most PENDING of this thread's bulk groups still read their shared memory.
+template <int PENDING> __device__ inline void stores_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
+}
+// The 128 threads of warpgroup `id` (named barrier 1 + id; 0 is __syncthreads').
+__device__ inline void warpgroup_sync(int id) {
+  asm volatile("bar.sync %0, 128;" ::"r"(1 + id) : "memory");
 }
 
 // A wgmma shared-memory descriptor with the 128-byte swizzle (layout type 1 in bits 62-63):
@@ -140,58 +203,98 @@ __device__ inline void place_tile(int t, int tiles_m, int tiles_n, int &tile_m, 
 // setmaxnreg redistributes, 40 to the producer and 232 to each consumer.
 // SHAPE_M, SHAPE_N and SHAPE_K other than 0 make that size a compile-time constant (the launch
 // passes the same value), so the tile counts, the K loop's trip count and the epilogue's bounds
-// fold; 0 takes the argument.
-template <typename T, int BLOCK_N, int STAGES, int B_KMAJOR, int GROUP_M, int SHAPE_M,
-          int SHAPE_N, int SHAPE_K>
+// fold; 0 takes the argument. The launch gives A's map boxes of 128 / CLUSTER_N rows and a
+// K-major B's of BLOCK_N / CLUSTER_M rows (the halves each block of a pair copies), and C's of
+// 64 x 64.
+template <typename T, int BLOCK_N, int STAGES, int B_KMAJOR, int GROUP_M, int CLUSTER_M,
+          int CLUSTER_N, int EPILOGUE, int SHAPE_M, int SHAPE_N, int SHAPE_K>
 __global__ void __launch_bounds__(384, 1)
-    gemm_wgmma(T *KJIT_RESTRICT c, const __grid_constant__ kjit::TensorMap map_a,
+    gemm_wgmma(T *KJIT_RESTRICT c, const __grid_constant__ kjit::TensorMap map_c,
+               const __grid_constant__ kjit::TensorMap map_a,
                const __grid_constant__ kjit::TensorMap map_b, int m_arg, int n_arg, int k_arg) {
   using namespace kjit_gemm_wgmma;
   const int m = SHAPE_M > 0 ? SHAPE_M : m_arg, n = SHAPE_N > 0 ? SHAPE_N : n_arg,
             k = SHAPE_K > 0 ? SHAPE_K : k_arg;
   static_assert(BLOCK_N == 128 || BLOCK_N == 256, "wgmma N of 128 or 256");
+  constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
+  static_assert(CLUSTER_M >= 1 && CLUSTER_N >= 1 && CLUSTER <= 2, "clusters of 1 or 2 blocks");
   constexpr int A_BYTES = BM * BK * 2, B_BYTES = BLOCK_N * BK * 2, STAGE = A_BYTES + B_BYTES;
   constexpr unsigned COLUMN_BLOCK = 64 * BK * 2; // an MN-major B tile's 64 columns
-  // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
-  // barriers. The launch asks for the alignment's slack (gemm.cpp).
+  constexpr int C_BOX = 64 * 64 * 2;             // EPILOGUE 1: one box of a consumer's rows
+  // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then for
+  // EPILOGUE 1 two C boxes per consumer, then the barriers. The launch asks for the alignment's
+  // slack (gemm.cpp).
   extern __shared__ unsigned char shared_raw[];
   unsigned char *stages = reinterpret_cast<unsigned char *>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
-  unsigned long long *full = reinterpret_cast<unsigned long long *>(stages + STAGES * STAGE);
+  unsigned char *c_boxes = stages + STAGES * STAGE;
+  unsigned long long *full =
+      reinterpret_cast<unsigned long long *>(c_boxes + (EPILOGUE ? 4 * C_BOX : 0));
   unsigned long long *empty = full + STAGES;
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       barrier_init(&full[s], 1);
-      barrier_init(&empty[s], 2); // one arrival per consumer
+      barrier_init(&empty[s], 2 * CLUSTER); // one arrival per consumer of the cluster
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  __syncthreads();
+  if (CLUSTER > 1)
+    cluster_sync();
+  else
+    __syncthreads();
 
+  // A cluster takes pairs of tiles: super-tiles of CLUSTER_M x CLUSTER_N tiles in the grouped
+  // order, its blocks one tile each. A pair's tile past the matrix is still computed (its peer
+  // needs its half of the shared copies), on the zeros the copies fill, and not stored.
+  const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
   const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BLOCK_N - 1) / BLOCK_N;
-  const int tiles = tiles_m * tiles_n, k_blocks = (k + BK - 1) / BK;
+  const int pairs_m = (tiles_m + CLUSTER_M - 1) / CLUSTER_M,
+            pairs_n = (tiles_n + CLUSTER_N - 1) / CLUSTER_N;
+  const int pairs = pairs_m * pairs_n, k_blocks = (k + BK - 1) / BK;
+  const int first_pair = blockIdx.x / CLUSTER, pair_stride = gridDim.x / CLUSTER;
+  const auto place = [&](int t, int &tile_m, int &tile_n) {
+    place_tile<GROUP_M>(t, pairs_m, pairs_n, tile_m, tile_n);
+    tile_m = tile_m * CLUSTER_M + (CLUSTER_M > 1 ? rank : 0);
+    tile_n = tile_n * CLUSTER_N + (CLUSTER_N > 1 ? rank : 0);
+  };
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (thread == 0) {
+      constexpr unsigned short BOTH = 3; // the cluster's blocks, for the multicasts
       int s = 0;
       unsigned phase = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (int t = first_pair; t < pairs; t += pair_stride) {
         int tile_m, tile_n;
-        place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
+        place(t, tile_m, tile_n);
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
-          barrier_expect_bytes(&full[s], STAGE);
-          copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
+          barrier_expect_bytes(&full[s], STAGE); // this block's copies and the peer's
+          if (CLUSTER_N > 1) // the pair's rows of A are the same: half each, to both
+            multicast_box(a_stage + rank * (A_BYTES / 2), &map_a, &full[s], kb * BK,
+                          tile_m * BM + rank * (BM / 2), BOTH);
+          else
+            copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
           if (B_KMAJOR) {
-            copy_box(b_stage, &map_b, &full[s], kb * BK, tile_n * BLOCK_N);
+            if (CLUSTER_M > 1) // the pair's columns of B are the same: half each, to both
+              multicast_box(b_stage + rank * (B_BYTES / 2), &map_b, &full[s], kb * BK,
+                            tile_n * BLOCK_N + rank * (BLOCK_N / 2), BOTH);
+            else
+              copy_box(b_stage, &map_b, &full[s], kb * BK, tile_n * BLOCK_N);
           } else {
+            constexpr int BLOCKS = BLOCK_N / 64 / CLUSTER_M; // column blocks this block copies
 #pragma unroll
-            for (int j = 0; j < BLOCK_N / 64; ++j)
-              copy_box(b_stage + j * COLUMN_BLOCK, &map_b, &full[s], tile_n * BLOCK_N + j * 64,
-                       kb * BK);
+            for (int i = 0; i < BLOCKS; ++i) {
+              const int j = (CLUSTER_M > 1 ? rank * BLOCKS : 0) + i;
+              if (CLUSTER_M > 1)
+                multicast_box(b_stage + j * COLUMN_BLOCK, &map_b, &full[s],
+                              tile_n * BLOCK_N + j * 64, kb * BK, BOTH);
+              else
+                copy_box(b_stage + j * COLUMN_BLOCK, &map_b, &full[s], tile_n * BLOCK_N + j * 64,
+                         kb * BK);
+            }
           }
           if (++s == STAGES) {
             s = 0;
@@ -202,14 +305,26 @@ __global__ void __launch_bounds__(384, 1)
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    const int rows = (warpgroup - 1) * 64; // this consumer's rows of the tile
+    const int consumer = warpgroup - 1, rows = consumer * 64; // this consumer's rows of the tile
     const int warp = thread / 32, lane = thread % 32;
+    // The stage's slot is free for this cluster's producers once this consumer is done with it.
+    const auto release = [&](int stage) {
+      if (thread != 0)
+        return;
+      if (CLUSTER > 1) {
+        for (unsigned block = 0; block < CLUSTER; ++block)
+          barrier_arrive_in(&empty[stage], block);
+      } else {
+        barrier_arrive(&empty[stage]);
+      }
+    };
     float acc[BLOCK_N / 2];
     int s = 0;
     unsigned phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int stored = 0; // EPILOGUE 1: boxes this consumer has stored; they alternate between buffers
+    for (int t = first_pair; t < pairs; t += pair_stride) {
       int tile_m, tile_n;
-      place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
+      place(t, tile_m, tile_n);
       int previous = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
         barrier_wait(&full[s], phase);
@@ -226,8 +341,8 @@ __global__ void __launch_bounds__(384, 1)
         }
         wgmma_commit();
         wgmma_wait<1>(); // the previous stage's batch is done: release it
-        if (previous >= 0 && thread == 0)
-          barrier_arrive(&empty[previous]);
+        if (previous >= 0)
+          release(previous);
         previous = s;
         if (++s == STAGES) {
           s = 0;
@@ -235,27 +350,65 @@ __global__ void __launch_bounds__(384, 1)
         }
       }
       wgmma_wait<0>();
-      if (previous >= 0 && thread == 0)
-        barrier_arrive(&empty[previous]);
+      if (previous >= 0)
+        release(previous);
       // Register 4j + 2h + e of m64nNk16's accumulators holds row 16 * warp + lane / 4 + 8h,
-      // column 8j + 2 (lane % 4) + e. n is even (the tensor map's rows are 16-byte multiples), so
-      // a pair starting inside the matrix ends inside it: one 4-byte store.
-      const int row0 = tile_m * BM + rows + warp * 16 + lane / 4;
-      const int column0 = tile_n * BLOCK_N + 2 * (lane % 4);
+      // column 8j + 2 (lane % 4) + e.
+      const int first_row = tile_m * BM + rows;
+      if (EPILOGUE) {
+        // Box b holds columns 64b..64b+63: j from 8b; row r's 16-byte chunk q lies at chunk
+        // q ^ (r % 8) of its 128 bytes, as the copy engine's 128-byte swizzle reads it.
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; ++j) {
-        const int column = column0 + 8 * j;
+        for (int box = 0; box < BLOCK_N / 64; ++box) {
+          const int first_column = tile_n * BLOCK_N + box * 64;
+          if (first_row >= m || first_column >= n) // the same for the whole warpgroup
+            continue;
+          // By the count of boxes stored, not the box's index: boxes past the edge are skipped,
+          // and the buffer's last store must be the one before the latest.
+          unsigned char *buffer = c_boxes + (consumer * 2 + stored++ % 2) * C_BOX;
+          if (thread == 0)
+            stores_read<1>(); // the store that last read this buffer (two boxes ago) is done
+          warpgroup_sync(consumer);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = row0 + 8 * h;
-          if (row < m && column < n)
-            *reinterpret_cast<typename kjit::Pairs<T>::type *>(
-                c + static_cast<long long>(row) * n + column) =
-                kjit::Pairs<T>::pack(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int j = box * 8 + jj, row = warp * 16 + lane / 4 + 8 * h;
+              const int byte = (8 * jj + 2 * (lane % 4)) * 2;
+              *reinterpret_cast<typename kjit::Pairs<T>::type *>(
+                  buffer + row * 128 + ((byte / 16) ^ (row % 8)) * 16 + byte % 16) =
+                  kjit::Pairs<T>::pack(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            }
+          // The copy engine reads what ordinary stores wrote: fence, then the store by one thread.
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+          warpgroup_sync(consumer);
+          if (thread == 0)
+            store_box(&map_c, buffer, first_column, first_row);
+        }
+      } else {
+        // n is even (the tensor map's rows are 16-byte multiples), so a pair starting inside the
+        // matrix ends inside it: one 4-byte store.
+        const int row0 = first_row + warp * 16 + lane / 4;
+        const int column0 = tile_n * BLOCK_N + 2 * (lane % 4);
+#pragma unroll
+        for (int j = 0; j < BLOCK_N / 8; ++j) {
+          const int column = column0 + 8 * j;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = row0 + 8 * h;
+            if (row < m && column < n)
+              *reinterpret_cast<typename kjit::Pairs<T>::type *>(
+                  c + static_cast<long long>(row) * n + column) =
+                  kjit::Pairs<T>::pack(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          }
         }
       }
     }
+    if (EPILOGUE && thread == 0)
+      stores_read<0>(); // the boxes' shared memory lives until the copy engine has read it
   }
+  if (CLUSTER > 1)
+    cluster_sync(); // no block leaves while its peer may still copy into it or arrive on it
 }
 
 #endif

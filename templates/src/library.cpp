@@ -185,9 +185,19 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"WARPS", ParamSchema::one_of({2, 4, 8, 16}, 8).tunable()},
                              {"UNROLL", ParamSchema::one_of({1, 2, 4, 8}, 4).tunable()}},
       TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
-  // The same GEMM on Hopper (sm_90a): wgmma fed by TMA, A and B passed as tensor maps.
-  // B_KMAJOR = 1 reads B as an nn.Linear weight [N, K] (C = A @ W^T). SHAPE_M/N/K: a size fixed
-  // at compile time (0: the run-time argument).
+  // The same GEMM on Hopper (sm_90a): wgmma fed by TMA, A, B and C passed as tensor maps.
+  // B_KMAJOR = 1 reads B as an nn.Linear weight [N, K] (C = A @ W^T). CLUSTER_M or CLUSTER_N = 2:
+  // clusters of two blocks sharing B's or A's tiles through multicast copies (at most one of them
+  // 2). EPILOGUE 1 stores C through shared memory and the copy engine, 0 from registers.
+  // SHAPE_M/N/K: a size fixed at compile time (0: the run-time argument).
+  // gemm_wgmma's clusters are of one or two blocks: a tuner's search space over CLUSTER_M and
+  // CLUSTER_N drops the pair of 2s before compiling it.
+  TuningRules wgmma_rules;
+  wgmma_rules.fits = [](const Instance &instance, std::string_view) -> std::string {
+    if (integer_value(instance, "CLUSTER_M") * integer_value(instance, "CLUSTER_N") > 2)
+      return "CLUSTER_M and CLUSTER_N make clusters of more than two blocks";
+    return "";
+  };
   all.emplace_back(
       "gemm_wgmma", std::string(embedded::gemm_wgmma_hip),
       std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
@@ -195,11 +205,15 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"STAGES", ParamSchema::one_of({3, 4, 5}, 4).tunable()},
                              {"B_KMAJOR", ParamSchema::one_of({0, 1}, 0)},
                              {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
+                             {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
+                             {"CLUSTER_N", ParamSchema::one_of({1, 2}, 1).tunable()},
+                             {"EPILOGUE", ParamSchema::one_of({0, 1}, 1).tunable()},
                              {"SHAPE_M", ParamSchema::integer(0, 1 << 30, 0)},
                              {"SHAPE_N", ParamSchema::integer(0, 1 << 30, 0)},
                              {"SHAPE_K", ParamSchema::integer(0, 1 << 30, 0)}},
-      TemplateOptions{.arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap", "int",
-                                    "int", "int"}});
+      TemplateOptions{.arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
+                                    "const kjit::TensorMap", "int", "int", "int"},
+                      .tuning = wgmma_rules});
 }
 
 std::vector<Template> make_builtin() {

@@ -220,6 +220,33 @@ int cuLaunchKernel(void *function, unsigned grid_x, unsigned, unsigned, unsigned
                    unsigned block_y, unsigned block_z, unsigned, void *, void **params, void **) {
   return launch(function, grid_x, block_x, block_y, block_z, params, current_device);
 }
+// cuda.h's CUlaunchConfig with one CUlaunchAttribute: only the cluster dimension (id 4) is
+// accepted, and the grid must be a multiple of it, as the real driver checks.
+struct FakeLaunchAttribute {
+  int id;
+  unsigned value[18];
+};
+struct FakeLaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  void *stream;
+  FakeLaunchAttribute *attributes;
+  unsigned attribute_count;
+};
+int cuLaunchKernelEx(const FakeLaunchConfig *config, void *function, void **params, void **) {
+  if (config->attribute_count != 1 || config->attributes[0].id != 4)
+    return invalid_value;
+  const unsigned *cluster = config->attributes[0].value + 1; // after the id's padding
+  if (config->grid_x % cluster[0] != 0 || config->grid_y % cluster[1] != 0 ||
+      config->grid_z % cluster[2] != 0)
+    return invalid_value;
+  const int result = launch(function, config->grid_x, config->block_x, config->block_y,
+                            config->block_z, params, current_device);
+  if (result == success) {
+    ++counters.cluster_launches;
+    counters.cluster_blocks = cluster[0] * cluster[1] * cluster[2];
+  }
+  return result;
+}
 int cuFuncGetAttribute(int *value, int attribute, void *function) {
   return fake_function_attribute(value, attribute, function);
 }

@@ -6,12 +6,14 @@
 namespace kjit::testing {
 
 struct FakeDriverCounters {
-  std::atomic<int> context_get{0};    // cuCtxGetCurrent, hipGetDevice
-  std::atomic<int> context_set{0};    // cuCtxSetCurrent, hipSetDevice
-  std::atomic<int> primary_retain{0}; // cuDevicePrimaryCtxRetain
-  std::atomic<int> launches{0};       // cuLaunchKernel, hipModuleLaunchKernel (accepted)
-  std::atomic<int> module_unloads{0}; // with the module's device current
-  std::atomic<int> frees{0};          // with the memory's device current
+  std::atomic<int> context_get{0};         // cuCtxGetCurrent, hipGetDevice
+  std::atomic<int> context_set{0};         // cuCtxSetCurrent, hipSetDevice
+  std::atomic<int> primary_retain{0};      // cuDevicePrimaryCtxRetain
+  std::atomic<int> launches{0};            // cuLaunchKernel, hipModuleLaunchKernel (accepted)
+  std::atomic<int> cluster_launches{0};    // of them, through cuLaunchKernelEx with a cluster
+  std::atomic<unsigned> cluster_blocks{0}; // the last cluster's x * y * z
+  std::atomic<int> module_unloads{0};      // with the module's device current
+  std::atomic<int> frees{0};               // with the memory's device current
 };
 
 // Exported by the fake library with C linkage, found by the tests with dlsym.

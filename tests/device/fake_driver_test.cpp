@@ -171,6 +171,50 @@ TEST_P(FakeDevices, WrongArgumentsNeverReachTheDriver) {
   EXPECT_EQ(counters_->launches, launches);
 }
 
+// A cluster of one block is a plain launch (one cuLaunchKernel); a larger cluster goes through
+// cuLaunchKernelEx with the cluster dimension on CUDA, and is refused before the driver on HIP,
+// which has no clusters, or where it does not divide the grid.
+TEST_P(FakeDevices, ClustersLaunchThroughLaunchKernelExOnCudaAndAreRefusedOnHip) {
+  const Device &device = found_[0];
+  Loaded scale = load_scale(device);
+  std::vector<float> x(512, 1.0f);
+  DeviceBuffer buffer = device.allocate(x.size() * sizeof(float));
+  buffer.write(std::span(x));
+  const int launches = counters_->launches, cluster_launches = counters_->cluster_launches;
+  scale.kernel.launch({.grid = 2, .block = 256, .cluster = 1}, buffer.as<float>(), 2.0f, 512);
+  EXPECT_EQ(counters_->launches, launches + 1);
+  EXPECT_EQ(counters_->cluster_launches, cluster_launches);
+  auto refusal = [&](const LaunchConfig &config) {
+    try {
+      scale.kernel.launch(config, buffer.as<float>(), 2.0f, 512);
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument);
+      return error.summary();
+    }
+    return std::string("no error");
+  };
+  if (hip()) {
+    EXPECT_EQ(refusal({.grid = 2, .block = 256, .cluster = 2}),
+              "scale: a cluster of (2, 1, 1) blocks cannot launch on HIP device 0 (kjit fake GPU "
+              "0), which has no thread-block clusters (NVIDIA only)");
+    EXPECT_EQ(counters_->launches, launches + 1);
+    return;
+  }
+  scale.kernel.launch({.grid = 2, .block = 256, .cluster = 2}, buffer.as<float>(), 2.0f, 512);
+  EXPECT_EQ(counters_->launches, launches + 2);
+  EXPECT_EQ(counters_->cluster_launches, cluster_launches + 1);
+  EXPECT_EQ(counters_->cluster_blocks, 2u);
+  device.synchronize();
+  buffer.read(std::span(x));
+  EXPECT_EQ(x[0], 4.0f);
+  EXPECT_EQ(x[511], 4.0f);
+  EXPECT_EQ(refusal({.grid = 3, .block = 256, .cluster = 2}),
+            "scale: the cluster (2, 1, 1) does not divide the grid (3, 1, 1)");
+  EXPECT_EQ(refusal({.grid = Dim3(2, 2), .block = 256, .cluster = Dim3(1, 0)}),
+            "scale: the cluster (1, 0, 1) does not divide the grid (2, 2, 1)");
+  EXPECT_EQ(counters_->launches, launches + 2);
+}
+
 TEST_P(FakeDevices, DriverRefusalsNameTheCallTheDeviceAndTheReason) {
   auto summary_of = [](auto action) {
     try {

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <optional>
+#include <tuple>
 
 namespace kjit::ops {
 namespace {
@@ -270,6 +272,103 @@ TYPED_TEST(GemmGpuTest, ShapeSpecialisedWgmmaMatchesTheReference) {
                                                 s.n, s.k, b_kmajor),
                    Error);
     }
+}
+
+// gemm_wgmma in clusters of two blocks along M and along N (B's or A's tiles multicast to the
+// pair) and with either epilogue, at both tile widths, for gemm() and linear(), against one
+// fp64 reference per shape. The shapes are multiples of no tile size and have odd tile counts,
+// so that a pair's second tile lies past the matrix, and a K shorter than one step.
+TYPED_TEST(GemmGpuTest, ClusteredWgmmaAndBothEpiloguesMatchTheReference) {
+  using T = TypeParam;
+  if (!serves_wgmma<T>(this->device()))
+    GTEST_SKIP() << "gemm_wgmma serves half and bfloat16 on sm_90a; this is " << element_name<T>()
+                 << " on " << this->device().target().id();
+  struct Layout {
+    int cluster_m, cluster_n, epilogue;
+  };
+  const Layout layouts[] = {{1, 1, 0}, {1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {2, 1, 0}, {1, 2, 0}};
+  const GemmShape shapes[] = {{72, 136, 40}, {200, 264, 136}, {1100, 2056, 1032}};
+  std::mt19937 rng(1717);
+  for (bool b_kmajor : {false, true})
+    for (const GemmShape &s : shapes) {
+      const auto a =
+          gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
+      const auto b =
+          gpu_testing::random_elements<T>(static_cast<std::size_t>(s.n) * s.k, rng, -1, 1);
+      DeviceBuffer a_on_device = this->upload(a), b_on_device = this->upload(b);
+      const auto exact = b_kmajor ? reference::linear<T>(a, b, s.m, s.n, s.k)
+                                  : reference::gemm<T>(a, b, s.m, s.n, s.k);
+      const auto magnitudes =
+          b_kmajor ? reference::linear<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k)
+                   : reference::gemm<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k);
+      const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
+      for (int block_n : {128, 256})
+        for (const Layout &layout : layouts) {
+          SCOPED_TRACE(::testing::Message()
+                       << (b_kmajor ? "linear " : "gemm ") << s.m << " x " << s.n << " x " << s.k
+                       << ", BLOCK_N " << block_n << ", cluster " << layout.cluster_m << " x "
+                       << layout.cluster_n << ", epilogue " << layout.epilogue);
+          detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(s.m, s.n, s.k, b_kmajor);
+          for (auto &[name, value] : variant.params)
+            if (name == "BLOCK_N")
+              value = Value(block_n);
+            else if (name == "STAGES")
+              value = Value(block_n == 256 ? 4 : 5);
+            else if (name == "CLUSTER_M")
+              value = Value(layout.cluster_m);
+            else if (name == "CLUSTER_N")
+              value = Value(layout.cluster_n);
+            else if (name == "EPILOGUE")
+              value = Value(layout.epilogue);
+          DeviceBuffer c = this->template poisoned<T>(c_count);
+          detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                       b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
+          const auto got = this->template download<T>(c, c_count);
+          EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
+        }
+    }
+}
+
+// On a large ragged shape, every cluster and epilogue layout writes bit for bit what the
+// single-block register-epilogue kernel writes: each element's products are accumulated by the
+// same wgmma sequence and rounded once, whoever copied the tiles and however C is stored.
+TYPED_TEST(GemmGpuTest, ClusteredWgmmaWritesWhatTheSingleBlockKernelWrites) {
+  using T = TypeParam;
+  if (!serves_wgmma<T>(this->device()))
+    GTEST_SKIP() << "gemm_wgmma serves half and bfloat16 on sm_90a; this is " << element_name<T>()
+                 << " on " << this->device().target().id();
+  const int m = 4100, n = 4104, k = 4104;
+  std::mt19937 rng(4100);
+  const auto a = gpu_testing::random_elements<T>(static_cast<std::size_t>(m) * k, rng, -1, 1);
+  const auto b = gpu_testing::random_elements<T>(static_cast<std::size_t>(n) * k, rng, -1, 1);
+  DeviceBuffer a_on_device = this->upload(a), b_on_device = this->upload(b);
+  const std::size_t c_count = static_cast<std::size_t>(m) * n;
+  auto run = [&](int cluster_m, int cluster_n, int epilogue) {
+    detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(m, n, k, false);
+    for (auto &[name, value] : variant.params)
+      if (name == "CLUSTER_M")
+        value = Value(cluster_m);
+      else if (name == "CLUSTER_N")
+        value = Value(cluster_n);
+      else if (name == "EPILOGUE")
+        value = Value(epilogue);
+    DeviceBuffer c = this->template poisoned<T>(c_count);
+    detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                 b_on_device.as<T>(), m, n, k, false);
+    return this->template download<T>(c, c_count);
+  };
+  const std::vector<T> single = run(1, 1, 0);
+  ASSERT_FALSE(std::isnan(to_double(single[c_count - 1])));
+  for (const auto &[cluster_m, cluster_n, epilogue] :
+       {std::tuple{1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {2, 1, 0}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "cluster " << cluster_m << " x " << cluster_n << ", epilogue " << epilogue);
+    const std::vector<T> got = run(cluster_m, cluster_n, epilogue);
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < c_count; ++i)
+      differ += std::memcmp(&got[i], &single[i], sizeof(T)) != 0;
+    EXPECT_EQ(differ, 0u) << "of " << c_count;
+  }
 }
 
 } // namespace

@@ -403,6 +403,24 @@ TEST(Tuner, RelativeDifferenceTreatsNaNAsDisagreement) {
   EXPECT_TRUE(std::isinf(relative_difference({1}, {1, 2})));
 }
 
+// gemm_wgmma's search space holds its cluster shapes (1 x 1, 2 x 1, 1 x 2) and both epilogues,
+// with every value of its other tunables; the rules drop 2 x 2 before anything is compiled.
+TEST(BuiltinRules, GemmWgmmaSearchesClustersOfOneOrTwoBlocksAndBothEpilogues) {
+  const Template &wgmma = templates::find("gemm_wgmma");
+  const Candidates candidates = tuning_candidates(
+      {&wgmma, {{"T", "bfloat16"}}},
+      {{"CLUSTER_M", {1, 2}}, {"CLUSTER_N", {1, 2}}, {"EPILOGUE", {0, 1}}}, "sm_90a");
+  ASSERT_FALSE(candidates.refused.empty());
+  EXPECT_EQ(candidates.accepted.size(), 3 * candidates.refused.size());
+  for (const auto &[params, why] : candidates.refused) {
+    EXPECT_EQ(value_of(params, "CLUSTER_M"), 2);
+    EXPECT_EQ(value_of(params, "CLUSTER_N"), 2);
+    EXPECT_EQ(why, "CLUSTER_M and CLUSTER_N make clusters of more than two blocks");
+  }
+  for (const char *name : {"CLUSTER_M", "CLUSTER_N", "EPILOGUE"})
+    EXPECT_TRUE(wgmma.param(name)->param.is_tunable()) << name;
+}
+
 TEST(BuiltinRules, RowwiseVariantsMustFitTheRowAndTheWarp) {
   const Template &rms = templates::find("rms_norm");
   auto fits = [&](int hidden, int vec, int threads, std::string_view target) {

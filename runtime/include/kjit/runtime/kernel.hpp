@@ -100,6 +100,10 @@ struct LaunchConfig {
   Dim3 block;
   unsigned shared_bytes = 0; // dynamic shared memory per block
   Stream stream = nullptr;   // the device's default stream when null
+  // Blocks per thread-block cluster (NVIDIA sm_90 and newer: the blocks of a cluster run at once
+  // on one GPC and reach each other's shared memory); each of the grid's dimensions a multiple of
+  // the cluster's. {1, 1, 1}, the default, launches without clusters.
+  Dim3 cluster = Dim3(1, 1, 1);
 };
 
 // A code object loaded onto one device; unloaded (on that device's context) on destruction.
@@ -144,9 +148,11 @@ public:
 
   // Launches the kernel with `args` after checking them against the signature (see
   // KernelSignature::check): exactly one launch call to the driver (cuLaunchKernel,
-  // hipModuleLaunchKernel) with the device's context current, and no allocation. Asynchronous: a
-  // fault inside the kernel surfaces at the next synchronising call. Throws Error(bad_argument)
-  // before touching the driver, Error(device_error) when the driver refuses the launch.
+  // hipModuleLaunchKernel; cuLaunchKernelEx for a cluster of more than one block) with the
+  // device's context current, and no allocation. Asynchronous: a fault inside the kernel surfaces
+  // at the next synchronising call. Throws Error(bad_argument) before touching the driver (also
+  // for a cluster that does not divide the grid, or any cluster on HIP, which has none),
+  // Error(device_error) when the driver refuses the launch or lacks cuLaunchKernelEx.
   template <typename... Args> void launch(const LaunchConfig &config, const Args &...args) const {
     // The driver copies each argument's bytes; anything else (a std::vector, a class with a
     // pointer to itself) would reach the kernel as bytes that mean nothing there.
@@ -163,6 +169,13 @@ public:
   // Lets launches take up to `bytes` of dynamic shared memory (CUDA asks for it past 48 KiB;
   // a no-op on AMD). Throws Error(device_error) past the device's limit.
   void allow_shared_bytes(unsigned bytes) const;
+
+  // How many clusters of `cluster` blocks of `block` threads with `shared_bytes` of dynamic
+  // shared memory each can run at once on the device (a persistent grid's size: clusters are
+  // placed whole within one GPC, so the multiprocessor count over the cluster size can be too
+  // many). Throws Error(bad_argument) on a backend without clusters (HIP), Error(device_error)
+  // where the driver refuses or lacks cuOccupancyMaxActiveClusters.
+  int max_active_clusters(Dim3 block, Dim3 cluster, unsigned shared_bytes) const;
 
   // For callers that pack the arguments themselves: `args` holds one pointer per parameter, to a
   // value of exactly the parameter's size. Not checked.
