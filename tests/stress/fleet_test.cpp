@@ -40,10 +40,11 @@ constexpr int kThreads = 4;
 // broken lease shows as extra compiles within the bound, not as a timeout.
 constexpr auto kBound = std::chrono::seconds(60);
 constexpr auto kWait = std::chrono::seconds(30);
-// Short, so that the fault variant waits little for a dead holder's lease to expire.
-constexpr auto kLeaseTtl = std::chrono::milliseconds(1500);
+// Short, so that the fault variant waits little for a dead holder's lease to expire; renewed every
+// second, which leaves a holder on a loaded 2-core machine two seconds of slack.
+constexpr auto kLeaseTtl = std::chrono::milliseconds(3000);
 // Longer than the lease: a holder that did not renew its lease would lose it mid-compile.
-constexpr auto kFakeCompile = std::chrono::milliseconds(2500);
+constexpr auto kFakeCompile = std::chrono::milliseconds(4000);
 
 // How the nodes compile: the fake NVRTC (always there, its compiles reported on a pipe) or the
 // real hiprtc (where installed; the code checked as an AMDGPU ELF holding the kernel).
