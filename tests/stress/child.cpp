@@ -89,10 +89,21 @@ Child::Child(const std::vector<std::string> &arguments,
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  for (std::size_t i = 0; i < handed.size(); ++i)
-    posix_spawn_file_actions_adddup2(&actions, handed[i], child_fd_base + static_cast<int>(i));
+  // The dup2s run in order in the child, so a handed descriptor whose number is the target of an
+  // earlier one (a parent with many pipes open has descriptors 20, 21...) would be overwritten
+  // before it is copied: each is handed from a copy numbered above every target.
+  std::vector<int> sources;
+  for (std::size_t i = 0; i < handed.size(); ++i) {
+    sources.push_back(
+        ::fcntl(handed[i], F_DUPFD_CLOEXEC, child_fd_base + static_cast<int>(handed.size())));
+    if (sources.back() < 0)
+      throw std::runtime_error("cannot copy a descriptor to hand over");
+    posix_spawn_file_actions_adddup2(&actions, sources[i], child_fd_base + static_cast<int>(i));
+  }
   const int error = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  for (int source : sources)
+    ::close(source);
   if (error != 0)
     throw std::runtime_error("cannot start " + texts[0]);
 }

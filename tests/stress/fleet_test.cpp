@@ -172,7 +172,8 @@ protected:
   static Tally tally(const std::vector<ChildOutcome> &outcomes) {
     Tally tally;
     for (const ChildOutcome &outcome : outcomes) {
-      EXPECT_TRUE(outcome.succeeded()) << outcome.out << outcome.err;
+      EXPECT_TRUE(outcome.succeeded()) << "wait status " << outcome.status << "\n"
+                                       << outcome.out << outcome.err;
       EXPECT_EQ(outcome.warnings(), 0) << outcome.err;
       tally.compiled += outcome.number("compiled");
       tally.remote_hits += outcome.number("remote_hits");
