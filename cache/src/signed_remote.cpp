@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <fstream>
 #include <iterator>
 
@@ -80,14 +79,12 @@ private:
     RemoteFault fault{RemoteFailure::refused, "refused an " + std::string(why) + " value under " +
                                                   storage_name(record) +
                                                   " (KJIT_REMOTE_SECRET_FILE is set)"};
-    if (!warned_.exchange(true))
-      log().warn("remote: {}; such values are misses", fault.message);
+    log().debug("remote: {}", fault.message); // the caller reports it (the Runtime warns once)
     return fault;
   }
 
   std::shared_ptr<RemoteBackend> inner_;
   std::string secret_;
-  std::atomic<bool> warned_ = false;
 };
 
 } // namespace

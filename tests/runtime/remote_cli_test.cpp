@@ -40,6 +40,12 @@ protected:
   void plant(const std::string &name, const std::string &value) const {
     ASSERT_TRUE(redis.admin("SET %s %b", name.c_str(), value.data(), value.size()));
   }
+  static int warnings_in(const std::string &err) {
+    int count = 0;
+    for (std::size_t at = 0; (at = err.find("kjit warning: ", at)) != std::string::npos; ++at)
+      ++count;
+    return count;
+  }
   void expect_bad(const std::string &args, const std::string &environment,
                   const std::string &fragment) const {
     const CliRun run = kjit(args, environment);
@@ -137,6 +143,77 @@ TEST_F(RemoteCliTest, WithAFleetSecretVerifyAndPullRefuseValuesNotSignedForTheir
   const nlohmann::json pulled = json_of("cache pull", signing, 1, "node2");
   EXPECT_EQ(pulled["pulled"], 1);
   EXPECT_EQ(pulled["rejected"].size(), 2u);
+}
+
+TEST_F(RemoteCliTest, PushAndPullTakeASubsetAndEitherLocalTier) {
+  const nlohmann::json a = compile(64), b = compile(128);
+  const std::string key_a = a["key"], key_b = b["key"], absent(64, 'a');
+  const nlohmann::json one = json_of("cache push --target gfx90a " + key_a, remote(), 0);
+  EXPECT_EQ(one["entries"], 1);
+  EXPECT_EQ(one["remotes"][0]["stored"], 1);
+  EXPECT_EQ(redis.keys("kjit/entry/*"), std::vector<std::string>{name_of(key_a)});
+  EXPECT_EQ(json_of("cache push --target gfx906", remote(), 0)["entries"], 0)
+      << "no entry of that target";
+  const nlohmann::json partly = json_of("cache push --target gfx90a " + absent, remote(), 1);
+  EXPECT_EQ(partly["missing"].size(), 1u) << "a key named but not in the tier";
+
+  // A build machine fills a prebuilt tier from the remote; a node then hits it there.
+  const std::string prebuilt = "KJIT_PREBUILT_DIR='" + (dir / "prebuilt").string() + "' ";
+  const nlohmann::json filled =
+      json_of("cache pull --tier prebuilt", prebuilt + remote(), 0, "builder");
+  EXPECT_EQ(filled["tier"], "prebuilt");
+  EXPECT_EQ(filled["pulled"], 1);
+  EXPECT_FALSE(std::filesystem::exists(dir / "builder")) << "the user tier was not written";
+  const nlohmann::json hit =
+      json_of("compile scale -p T=half -p N=64 --target gfx90a", prebuilt, 0, "node2");
+  EXPECT_EQ(hit["origin"], "prebuilt");
+  EXPECT_EQ(hit["key"], key_a);
+
+  // ...and publishes it back from there to an empty remote.
+  ASSERT_TRUE(redis.admin("FLUSHALL"));
+  const nlohmann::json from_prebuilt =
+      json_of("cache push --tier prebuilt", prebuilt + remote(), 0);
+  EXPECT_EQ(from_prebuilt["tier"], "prebuilt");
+  EXPECT_EQ(from_prebuilt["remotes"][0]["stored"], 1);
+  EXPECT_EQ(redis.keys("kjit/entry/*"), std::vector<std::string>{name_of(key_a)});
+  expect_bad("cache push --tier prebuilt",
+             "KJIT_PREBUILT_DIR='" + (dir / "none").string() + "' " + remote(), "no prebuilt tier");
+  expect_bad("cache pull --tier nosuch", remote(), "--tier nosuch");
+  expect_bad("cache push " + key_b, remote(), "needs --target");
+}
+
+// `kjit cache stats` sums what every process's remote tier did: a miss and a hit, a server that
+// stalls (timeouts) and one that is gone (errors), each fault one warning and the compile done.
+TEST_F(RemoteCliTest, CacheStatsCountRemoteHitsMissesErrorsAndTimeouts) {
+  const auto counters = [&](const std::string &cache) {
+    return json_of("cache stats", "", 0, cache)["counters"];
+  };
+  const std::string scale = "compile scale -p T=half --target gfx90a -p N=";
+  EXPECT_EQ(json_of(scale + "64", remote(), 0)["origin"], "compiled");
+  nlohmann::json first = counters("cache");
+  EXPECT_EQ(first["remote_misses"], 1);
+  EXPECT_EQ(first["remote_hits"], 0);
+  EXPECT_EQ(json_of(scale + "64", remote(), 0, "node2")["origin"], "remote");
+  EXPECT_EQ(counters("node2")["remote_hits"], 1);
+  EXPECT_EQ(counters("node2")["remote_misses"], 0);
+
+  redis.signal(SIGSTOP);
+  const CliRun stalled = kjit(scale + "128 --json", remote("writer", "|operation-timeout=200"));
+  redis.signal(SIGCONT);
+  EXPECT_EQ(stalled.status, 0) << stalled.err;
+  EXPECT_EQ(warnings_in(stalled.err), 1) << stalled.err;
+  const nlohmann::json after_stall = counters("cache");
+  EXPECT_GE(after_stall["remote_timeouts"], 1);
+  EXPECT_EQ(after_stall["remote_errors"], 0);
+
+  redis.kill();
+  const CliRun down = kjit(scale + "256 --json", remote());
+  EXPECT_EQ(down.status, 0) << down.err;
+  EXPECT_EQ(warnings_in(down.err), 1) << down.err;
+  const nlohmann::json after_down = counters("cache");
+  EXPECT_GE(after_down["remote_errors"], 1);
+  EXPECT_EQ(after_down["remote_timeouts"], after_stall["remote_timeouts"]);
+  EXPECT_EQ(after_down["remote_misses"], 1) << "a fault is counted as a fault, not a miss";
 }
 
 TEST_F(RemoteCliTest, BadInputAndAnUnreachableRemoteAreExitTwoWithOneLine) {

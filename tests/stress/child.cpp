@@ -89,10 +89,21 @@ Child::Child(const std::vector<std::string> &arguments,
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  for (std::size_t i = 0; i < handed.size(); ++i)
-    posix_spawn_file_actions_adddup2(&actions, handed[i], child_fd_base + static_cast<int>(i));
+  // The dup2s run in order in the child, so a handed descriptor whose number is the target of an
+  // earlier one (a parent with many pipes open has descriptors 20, 21...) would be overwritten
+  // before it is copied: each is handed from a copy numbered above every target.
+  std::vector<int> sources;
+  for (std::size_t i = 0; i < handed.size(); ++i) {
+    sources.push_back(
+        ::fcntl(handed[i], F_DUPFD_CLOEXEC, child_fd_base + static_cast<int>(handed.size())));
+    if (sources.back() < 0)
+      throw std::runtime_error("cannot copy a descriptor to hand over");
+    posix_spawn_file_actions_adddup2(&actions, sources[i], child_fd_base + static_cast<int>(i));
+  }
   const int error = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  for (int source : sources)
+    ::close(source);
   if (error != 0)
     throw std::runtime_error("cannot start " + texts[0]);
 }
@@ -149,36 +160,46 @@ ChildOutcome run_kjit(const std::vector<std::string> &arguments, const fs::path 
   return Child(arguments, {{"KJIT_CACHE_DIR", cache.string()}}, {}, scratch, KJIT_CLI).wait();
 }
 
-Storm run_storm(int processes, int threads, const std::vector<std::string> &arguments,
-                const fs::path &scratch) {
+StartedStorm start_storm(const std::vector<StormNode> &nodes, int threads,
+                         const fs::path &scratch) {
   // Every child writes a byte to `ready` once its threads wait; they all start when `go` reads
   // end of file, when this process closes its end.
   int ready[2], go[2];
   if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(go, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
-  std::vector<std::string> child_arguments = arguments;
-  child_arguments.insert(child_arguments.end(), {"--threads", std::to_string(threads), "--ready-fd",
-                                                 std::to_string(child_fd_base), "--go-fd",
-                                                 std::to_string(child_fd_base + 1)});
-  std::vector<Child> children;
-  for (int i = 0; i < processes; ++i)
-    children.emplace_back(child_arguments, std::vector<std::pair<std::string, std::string>>{},
-                          std::vector<int>{ready[1], go[0]}, scratch);
+  StartedStorm storm;
+  for (const StormNode &node : nodes) {
+    std::vector<std::string> arguments = node.arguments;
+    arguments.insert(arguments.end(),
+                     {"--threads", std::to_string(threads), "--ready-fd",
+                      std::to_string(child_fd_base), "--go-fd", std::to_string(child_fd_base + 1)});
+    std::vector<int> handed = {ready[1], go[0]};
+    handed.insert(handed.end(), node.handed.begin(), node.handed.end());
+    storm.children.emplace_back(arguments, node.environment, handed, scratch);
+  }
   ::close(ready[1]);
   ::close(go[0]);
-  for (int i = 0; i < processes; ++i) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
     char byte;
     if (::read(ready[0], &byte, 1) != 1)
       break; // a child died before its threads were ready: its outcome says why
   }
   ::close(ready[0]);
-  const auto released = std::chrono::steady_clock::now();
+  storm.released = std::chrono::steady_clock::now();
   ::close(go[1]);
+  return storm;
+}
+
+Storm run_storm(int processes, int threads, const std::vector<std::string> &arguments,
+                const fs::path &scratch) {
+  StartedStorm started =
+      start_storm(std::vector<StormNode>(static_cast<std::size_t>(processes), {arguments, {}, {}}),
+                  threads, scratch);
   Storm storm;
-  for (Child &child : children)
+  for (Child &child : started.children)
     storm.children.push_back(child.wait());
   storm.milliseconds =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - released)
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started.released)
           .count();
   return storm;
 }

@@ -64,8 +64,26 @@ ChildOutcome run_child(const std::vector<std::string> &arguments,
 ChildOutcome run_kjit(const std::vector<std::string> &arguments, const std::filesystem::path &cache,
                       const std::filesystem::path &scratch);
 
+// One process of a storm: its kjit_stress_child arguments (which variant, where its cache is),
+// its extra environment, and descriptors handed to it at child_fd_base + 2 + i (after the storm's
+// own two).
+struct StormNode {
+  std::vector<std::string> arguments;
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::vector<int> handed;
+};
+
+// A storm's processes, started with `threads` threads each, every thread waiting until they are
+// all released at the same moment; they are running when this returns.
+struct StartedStorm {
+  std::vector<Child> children;
+  std::chrono::steady_clock::time_point released;
+};
+StartedStorm start_storm(const std::vector<StormNode> &nodes, int threads,
+                         const std::filesystem::path &scratch);
+
 // A storm: `processes` kjit_stress_child processes of `threads` threads each, released at the
-// same moment to ask for one variant (`arguments` say which, and where the cache is).
+// same moment to ask for one variant (`arguments` say which, and where the cache is), waited for.
 struct Storm {
   std::vector<ChildOutcome> children;
   double milliseconds = 0; // from the release to the last child's exit

@@ -1,7 +1,8 @@
 // The process the stress tests start, many at once: a Runtime asked for one variant of the built-in
 // `scale` template by several threads, each of which checks the code object it gets. Prints one
-// line, "compiled=N user_hits=N prebuilt_hits=N valid=N threads=N code=<sha256 of the code>", and
-// exits 0 when every thread got a valid code object, 1 otherwise (what failed goes to stderr).
+// line, "compiled=N user_hits=N prebuilt_hits=N remote_hits=N valid=N threads=N code=<sha256 of
+// the code>", and exits 0 when every thread got a valid code object, 1 otherwise (what failed goes
+// to stderr). The KJIT_* variables configure its Runtime (KJIT_REMOTE_STORAGE for the fleet tests).
 //
 //   kjit_stress_child [--cache DIR] [--prebuilt DIR] --target ID [-p K=V]... [--threads N]
 //       [--expect elf|fake] [--ready-fd FD] [--go-fd FD] [--as-uid UID] [--file-size-limit BYTES]
@@ -178,7 +179,8 @@ int main(int argc, char **argv) {
                      {reinterpret_cast<const char *>(got[0]->code().data()), got[0]->code().size()})
                : "none";
     std::cout << "compiled=" << counters.compiled << " user_hits=" << counters.user_cache_hits
-              << " prebuilt_hits=" << counters.prebuilt_hits << " valid=" << valid
+              << " prebuilt_hits=" << counters.prebuilt_hits
+              << " remote_hits=" << counters.remote_hits << " valid=" << valid
               << " threads=" << options.threads << " code=" << code << std::endl;
     return valid == options.threads ? 0 : 1;
   } catch (const std::exception &error) {

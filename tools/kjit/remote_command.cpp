@@ -152,21 +152,41 @@ int run_verify(const Config &config, bool fix, bool as_json) {
   return bad.empty() ? 0 : exit_check_failed;
 }
 
+// The records KEY... --target name; nullopt when no key is given (every record, or only
+// --target's).
+std::optional<std::vector<cache::RecordKey>> named_records(const RemoteCacheArgs &args,
+                                                           const std::string &target) {
+  if (args.keys.empty())
+    return std::nullopt;
+  if (target.empty())
+    throw Error(Errc::bad_usage, "KEY... needs --target, the target the keys were built for");
+  std::vector<cache::RecordKey> records;
+  for (const std::string &text : args.keys) {
+    const std::optional<cache::Key> key = cache::Key::from_hex(text);
+    if (!key)
+      throw Error(Errc::bad_usage, "'" + text + "' is not a key (64 lowercase hex digits)");
+    records.push_back({cache::kEntryRecord, target, *key});
+  }
+  return records;
+}
+
+void check_tier_name(const std::string &tier) {
+  if (tier != "user" && tier != "prebuilt")
+    throw Error(Errc::bad_usage, "--tier " + tier + ": expected user or prebuilt");
+}
+
 // ---- push -------------------------------------------------------------------------------------
 
-int run_push(const Config &config, const std::string &tier, bool as_json) {
+int run_push(const Config &config, const RemoteCacheArgs &args, bool as_json) {
+  check_tier_name(args.tier);
   const LocalTiers tiers(config);
-  const cache::DiskStore *store = nullptr;
-  if (tier == "user")
-    store = tiers.user ? &*tiers.user : nullptr;
-  else if (tier == "prebuilt")
-    store = tiers.prebuilt ? &*tiers.prebuilt : nullptr;
-  else
-    throw Error(Errc::bad_usage, "--tier " + tier + ": expected user or prebuilt");
+  const cache::DiskStore *store = args.tier == "user"
+                                      ? (tiers.user ? &*tiers.user : nullptr)
+                                      : (tiers.prebuilt ? &*tiers.prebuilt : nullptr);
   if (!store)
     throw Error(Errc::bad_config,
-                "no " + tier + " tier (" +
-                    (tier == "user" ? config.cache_dir : config.prebuilt_dir).string() + ")");
+                "no " + args.tier + " tier (" +
+                    (args.tier == "user" ? config.cache_dir : config.prebuilt_dir).string() + ")");
   std::vector<const cache::RemoteStorage *> writable;
   for (const cache::RemoteStorage &remote : configured_remotes(config))
     if (!remote.read_only)
@@ -174,12 +194,24 @@ int run_push(const Config &config, const std::string &tier, bool as_json) {
   if (writable.empty())
     throw Error(Errc::bad_usage,
                 "every remote of KJIT_REMOTE_STORAGE is read-only: nowhere to push");
+  const std::string target = canonical_target(args.target);
+  std::vector<cache::RecordKey> records;
+  if (auto named = named_records(args, target))
+    records = std::move(*named);
+  else
+    for (const cache::StoredEntry &stored : cache::scan(*store))
+      if (target.empty() || stored.target == target)
+        records.push_back({cache::kEntryRecord, stored.target, stored.key});
 
   std::vector<std::pair<std::size_t, std::size_t>> outcomes(writable.size()); // stored, present
   std::size_t entries = 0, invalid = 0;
-  for (const cache::StoredEntry &stored : cache::scan(*store)) {
-    cache::Lookup found = store->read(stored.key, stored.target);
-    const cache::RecordKey record{cache::kEntryRecord, stored.target, stored.key};
+  json missing = json::array();
+  for (const cache::RecordKey &record : records) {
+    cache::Lookup found = store->read(record.key, record.target);
+    if (found.status == cache::Lookup::Status::miss) {
+      missing.push_back({{"key", record.key.hex()}, {"target", record.target}});
+      continue;
+    }
     if (found.status != cache::Lookup::Status::hit) {
       ++invalid;
       continue;
@@ -203,38 +235,47 @@ int run_push(const Config &config, const std::string &tier, bool as_json) {
                        {"stored", outcomes[i].first},
                        {"already_present", outcomes[i].second}});
   if (as_json)
-    print_json({{"tier", tier}, {"entries", entries}, {"invalid", invalid}, {"remotes", remotes}});
+    print_json({{"tier", args.tier},
+                {"entries", entries},
+                {"invalid", invalid},
+                {"missing", missing},
+                {"remotes", remotes}});
   else {
-    std::cout << "pushed " << entries << " entries of the " << tier << " tier (" << invalid
-              << " invalid, left out)\n";
+    std::cout << "pushed " << entries << " entries of the " << args.tier << " tier (" << invalid
+              << " invalid, left out; " << missing.size() << " missing)\n";
     for (std::size_t i = 0; i < writable.size(); ++i)
       std::cout << "  " << writable[i]->description << ": " << outcomes[i].first << " stored, "
                 << outcomes[i].second << " already present\n";
+    for (const json &absent : missing)
+      std::cout << "  missing  " << absent["key"].get<std::string>() << " ("
+                << absent["target"].get<std::string>() << ")\n";
   }
-  return 0;
+  return missing.empty() ? 0 : exit_check_failed;
 }
 
 // ---- pull -------------------------------------------------------------------------------------
 
+// Where pull writes: the user tier, or the prebuilt tier (KJIT_PREBUILT_DIR), which a build
+// machine fills as `kjit prebuild --out` does, created when it does not exist yet.
+cache::DiskStore pull_destination(const Config &config, const std::string &tier) {
+  check_tier_name(tier);
+  const std::filesystem::path &root = tier == "user" ? config.cache_dir : config.prebuilt_dir;
+  if (root.empty())
+    throw Error(Errc::bad_config, tier == "user"
+                                      ? "no cache directory: set KJIT_CACHE_DIR (HOME is not set)"
+                                      : "no prebuilt directory: set KJIT_PREBUILT_DIR");
+  return cache::DiskStore(root, cache::Access::read_write);
+}
+
 int run_pull(const Config &config, const RemoteCacheArgs &args, bool as_json) {
-  const LocalTiers tiers(config);
-  if (!tiers.user)
-    throw Error(Errc::bad_config, "no cache directory: set KJIT_CACHE_DIR (HOME is not set)");
+  const cache::DiskStore destination = pull_destination(config, args.tier);
   const std::vector<cache::RemoteStorage> &remotes = configured_remotes(config);
   const std::string target = canonical_target(args.target);
 
   std::vector<cache::RecordKey> wanted;
-  if (!args.keys.empty()) {
-    if (target.empty())
-      throw Error(Errc::bad_usage,
-                  "pull KEY... needs --target, the target the keys were built for");
-    for (const std::string &text : args.keys) {
-      const std::optional<cache::Key> key = cache::Key::from_hex(text);
-      if (!key)
-        throw Error(Errc::bad_usage, "'" + text + "' is not a key (64 lowercase hex digits)");
-      wanted.push_back({cache::kEntryRecord, target, *key});
-    }
-  } else {
+  if (auto named = named_records(args, target))
+    wanted = std::move(*named);
+  else {
     std::set<std::string> seen;
     for (const cache::RemoteStorage &remote : remotes)
       walk(remote, target, [&](const cache::RecordKey &record) {
@@ -246,7 +287,7 @@ int run_pull(const Config &config, const RemoteCacheArgs &args, bool as_json) {
   std::size_t pulled = 0, present = 0;
   json rejected = json::array(), missing = json::array();
   for (const cache::RecordKey &record : wanted) {
-    if (tiers.user->read(record.key, record.target).status == cache::Lookup::Status::hit) {
+    if (destination.read(record.key, record.target).status == cache::Lookup::Status::hit) {
       ++present;
       continue;
     }
@@ -260,7 +301,7 @@ int run_pull(const Config &config, const RemoteCacheArgs &args, bool as_json) {
         problem = remote.description + ": " + found->problem;
         continue;
       }
-      tiers.user->write(*found->entry);
+      destination.write(*found->entry);
       kept = true;
       break;
     }
@@ -273,12 +314,13 @@ int run_pull(const Config &config, const RemoteCacheArgs &args, bool as_json) {
       missing.push_back({{"key", record.key.hex()}, {"target", record.target}});
   }
   if (as_json)
-    print_json({{"pulled", pulled},
+    print_json({{"tier", args.tier},
+                {"pulled", pulled},
                 {"already_present", present},
                 {"rejected", rejected},
                 {"missing", missing}});
   else {
-    std::cout << "pulled " << pulled << " entries into " << config.cache_dir.string() << "; "
+    std::cout << "pulled " << pulled << " entries into " << destination.root().string() << "; "
               << present << " already present, " << rejected.size() << " rejected, "
               << missing.size() << " missing\n";
     for (const json &bad : rejected)
@@ -305,13 +347,17 @@ void add_remote_cache_commands(CLI::App &cache, RemoteCacheArgs &args, bool &as_
   cache.get_subcommand("ls")->add_option("--limit", args.limit,
                                          "with --remote: list at most this many (all are counted)");
   CLI::App *push = cache.add_subcommand(
-      "push", "publish the valid local entries to every writable remote, never overwriting");
-  push->add_option("--tier", args.tier, "user (default) or prebuilt");
+      "push", "publish the valid local entries (those keys, else all) to every writable remote, "
+              "never overwriting");
   CLI::App *pull = cache.add_subcommand(
-      "pull", "copy remote entries into the user tier, each verified as a remote hit is");
-  pull->add_option("keys", args.keys, "keys (64 hex digits); none: every entry the remotes hold");
-  pull->add_option("--target", args.target,
-                   "the target the keys were built for; without keys, only its entries");
+      "pull", "copy remote entries (those keys, else all) into a local tier, each verified as a "
+              "remote hit is");
+  for (CLI::App *command : {push, pull}) {
+    command->add_option("keys", args.keys, "keys (64 hex digits); none: every entry");
+    command->add_option("--target", args.target,
+                        "the target the keys were built for; without keys, only its entries");
+    command->add_option("--tier", args.tier, "the local tier: user (default) or prebuilt");
+  }
   for (CLI::App *command : {push, pull})
     command->add_flag("--json", as_json, "print one JSON document instead of a table");
 }
@@ -336,7 +382,7 @@ int run_remote_cache(const CLI::App &cache, const RemoteCacheArgs &args, bool as
     return run_verify(config, cache.get_subcommand("verify")->get_option("--fix")->count() > 0,
                       as_json);
   if (command == "push")
-    return run_push(config, args.tier, as_json);
+    return run_push(config, args, as_json);
   return run_pull(config, args, as_json);
 }
 

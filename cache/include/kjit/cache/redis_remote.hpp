@@ -6,8 +6,8 @@
 // connection; the next call reconnects. After kBreakerFailures failures to reach it in a row
 // (refused, dropped or timed out connections; a denied command does not count) the remote is
 // skipped, every call failing at once, for kBreakerCooldown, then one call tries again: a dead
-// server costs a lookup no connection attempt. The first failure is logged once per remote (so once
-// per process for the remotes of KJIT_REMOTE_STORAGE); later ones only at debug level.
+// server costs a lookup no connection attempt. Faults are returned, not warned about (debug level
+// only): their messages leave out the remote's description, which every caller adds.
 #include "kjit/cache/remote.hpp"
 #include "kjit/cache/remote_url.hpp"
 

@@ -3,10 +3,11 @@
 // anyone who can reach the server. With a fleet secret, values are published as
 //   "kjit-hmac-sha256:" + HMAC-SHA256(secret, storage name + '\0' + bytes) + bytes
 // and a value whose tag is missing or does not match (unsigned, signed with another secret,
-// copied from another record, altered, cut short) is refused: a fault whose message says so,
-// logged once per process. Binding the storage name stops a signed value being replayed under
-// another key. Without a secret, a writer of the store can make readers load its code objects
-// (the README says so); the tiered store's checks (checksum, key, target) catch accidents only.
+// copied from another record, altered, cut short) is refused: a fault whose message says so, which
+// the caller reports (the Runtime's remote tier warns once per process). Binding the storage name
+// stops a signed value being replayed under another key. Without a secret, a writer of the store
+// can make readers load its code objects (the README says so); the tiered store's checks (checksum,
+// key, target) catch accidents only.
 #include "kjit/cache/remote.hpp"
 
 #include <filesystem>
