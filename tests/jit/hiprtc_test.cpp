@@ -69,6 +69,10 @@ TEST_P(HiprtcCodeObject, IsAnAmdgpuElfForTheTargetHoldingTheKernelDescriptor) {
   EXPECT_EQ(elf->flags & mach_mask, expected.mach) << std::hex << elf->flags;
   EXPECT_EQ(elf->flags & feature_mask, expected.features) << std::hex << elf->flags;
   EXPECT_TRUE(contains(elf->symbols, result.lowered_names[0] + ".kd"));
+  // A processor's code object is v4 (ROCm 5's default) or v5 (ROCm 6's and 7's); v6 is for
+  // generic targets, which the lookup checks against what the device's runtime loads.
+  std::optional<int> version = amdgpu_code_object_version(*elf);
+  EXPECT_TRUE(version == 4 || version == 5) << version.value_or(-1);
 }
 
 INSTANTIATE_TEST_SUITE_P(
