@@ -404,8 +404,13 @@ std::unique_ptr<Compiler> load_hiprtc() {
         DynamicLibrary::open_first("comgr", comgr_candidates, "amd_comgr_get_isa_metadata");
     return std::make_unique<HiprtcCompiler>(std::move(hiprtc), std::move(comgr));
   } catch (const Error &error) {
+    // Both places in the one line, which `kjit targets` shows without the detail.
+    std::string searched;
+    for (const std::string &candidate : comgr_candidates)
+      searched += (searched.empty() ? "" : ", then ") + candidate;
     throw Error(Errc::compiler_unavailable,
-                "hiprtc " + hiprtc.real_path() + " was found without its comgr",
+                "hiprtc " + hiprtc.real_path() + " was found without its comgr (searched " +
+                    searched + ")",
                 "install the comgr of the same ROCm release (Debian: libamd-comgr2 for ROCm 5, "
                 "libamd-comgr3 for ROCm 6 and 7)\n" +
                     error.summary() + "\n" + error.detail());

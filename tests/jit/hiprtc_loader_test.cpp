@@ -118,7 +118,8 @@ TEST(HiprtcLoader, RocmPathInstallationIsLoadedWithItsOwnComgr) {
   } catch (const Error &error) {
     const std::string beside = rocm + "/lib/" + comgr;
     if (error.code() == Errc::compiler_unavailable &&
-        error.summary().find("was found without its comgr") != std::string::npos &&
+        error.summary().ends_with("was found without its comgr (searched " + beside + ", then " +
+                                  comgr + ")") &&
         error.detail().find("  " + beside + ": ") != std::string::npos &&
         error.detail().find("\n  " + comgr + ": ") != std::string::npos)
       std::exit(0);
