@@ -1,10 +1,13 @@
 // The first-call path's costs (issue: kjit core, "Measured"):
 //   - an in-memory hit from parameters;
 //   - a disk hit in a fresh Runtime, from call to code object in hand, for a ~50 KB entry;
-//   - a cold compile, against the vendor compiler called directly on the same input.
-// Each kjit figure has its baseline measured in the same run.
+//   - a cold compile, against the vendor compiler called directly on the same input;
+//   - compile time per variant alone and sixteen to a program (issue 13), the same way.
+// Each kjit figure has its baseline measured in the same run. The AMD target is
+// KJIT_BENCH_AMD_TARGET (default gfx90a: ROCm 6 and 7 run it with gfx942, which 5.2 lacks).
 #include "bench/raw_compilers.hpp"
 #include "kjit/kjit.hpp"
+#include "kjit/runtime/prebuild.hpp"
 #include "runtime/src/variant.hpp"
 
 #include <algorithm>
@@ -59,7 +62,8 @@ private:
 };
 
 jit::Target target_of(const benchmark::State &state) {
-  return jit::Target::parse(state.range(0) == 0 ? "gfx90a" : "sm_90");
+  const char *amd = std::getenv("KJIT_BENCH_AMD_TARGET");
+  return jit::Target::parse(state.range(0) != 0 ? "sm_90" : amd != nullptr ? amd : "gfx90a");
 }
 
 bool compiler_missing(benchmark::State &state, Runtime &rt, const jit::Target &target) {
@@ -214,7 +218,85 @@ void BM_ColdCompileOverhead(benchmark::State &state) {
   state.counters["own_pct"] = 100.0 * median(own_ms) / raw;
 }
 
-// range(0): 0 = gfx90a through hiprtc, 1 = sm_90 through NVRTC.
+// Compile time per variant, alone and `range(1)` to a program, as `kjit prebuild` builds them
+// (prebuild::build: one program per batch, then an entry per variant written to a tier) against the
+// vendor compiler called directly on the same programs, alternating which goes first. Every
+// iteration takes fresh variants, 16 in programs of 16, 4 alone: range(2) 0, the toy scale<half,
+// N> for new N; 1, an operator, fused_add_rms_norm in bfloat16 for new HIDDEN, as the core set
+// holds it. The counters are per variant, the fastest iteration's (the machine is shared: the
+// minimum is the least disturbed), and kjit's over the direct call's.
+Instance fresh_variant(bool operator_kernel, int n) {
+  if (!operator_kernel)
+    return scale.bind({{"T", "half"}, {"N", n}});
+  return templates::find("fused_add_rms_norm")
+      .bind({{"T", "bfloat16"}, {"HIDDEN", 8 * n}, {"VEC", 8}, {"THREADS", 256}});
+}
+
+void BM_VariantsPerProgram(benchmark::State &state) {
+  ScratchCache tier;
+  const auto target = target_of(state);
+  const std::size_t per_program = static_cast<std::size_t>(state.range(1));
+  const std::size_t variants = per_program == 1 ? 4 : per_program;
+  std::optional<prebuild::Compilers> compilers;
+  try {
+    compilers.emplace(std::vector{target});
+  } catch (const Error &error) {
+    state.SkipWithError(error.summary().c_str());
+    return;
+  }
+  const CompilerIdentity identity = CompilerIdentity::of(compilers->of(target.vendor()));
+  double kjit_best = 1e300, raw_best = 1e300;
+  int next_n = 512;
+  bool raw_first = true;
+  for (auto _ : state) {
+    std::vector<prebuild::TargetedInstance> fresh;
+    for (std::size_t i = 0; i < variants; ++i)
+      fresh.push_back({fresh_variant(state.range(2) == 1, next_n++), target});
+    const std::vector<prebuild::Batch> batches = prebuild::make_batches(fresh, per_program);
+    auto time_kjit = [&] {
+      const auto start = std::chrono::steady_clock::now();
+      for (const prebuild::Batch &batch : batches)
+        if (prebuild::build(batch, *compilers, tier.config().cache_dir).built !=
+            batch.variants.size())
+          throw std::runtime_error("a variant did not build");
+      kjit_best = std::min(kjit_best, ms_since(start) / variants);
+    };
+    auto time_raw = [&] {
+      const auto start = std::chrono::steady_clock::now();
+      for (const prebuild::Batch &batch : batches) {
+        jit::CompileRequest request =
+            describe_variant(batch.variants.front().instance, target, identity).request;
+        request.name_expressions.clear();
+        for (const prebuild::TargetedInstance &variant : batch.variants)
+          request.name_expressions.push_back(
+              describe_variant(variant.instance, target, identity).request.name_expressions[0]);
+        benchmark::DoNotOptimize(raw_compile(request).data());
+      }
+      raw_best = std::min(raw_best, ms_since(start) / variants);
+    };
+    try {
+      if (raw_first) {
+        time_raw();
+        time_kjit();
+      } else {
+        time_kjit();
+        time_raw();
+      }
+    } catch (const std::exception &error) {
+      state.SkipWithError(error.what());
+      return;
+    }
+    raw_first = !raw_first;
+    state.SetIterationTime(kjit_best / 1000.0);
+  }
+  state.SetLabel(target.id() + ", " + compilers->of(target.vendor()).identity());
+  state.counters["kjit_ms_per_variant"] = kjit_best;
+  state.counters["raw_ms_per_variant"] = raw_best;
+  state.counters["kjit_over_raw"] = kjit_best / raw_best;
+}
+
+// range(0): 0 = the AMD target (KJIT_BENCH_AMD_TARGET, gfx90a) through hiprtc, 1 = sm_90 through
+// NVRTC.
 BENCHMARK(BM_MemoryHit)->ArgName("nvidia")->Arg(0)->Arg(1);
 BENCHMARK(BM_MemoryHitBuildingParams)->ArgName("nvidia")->Arg(0)->Arg(1);
 BENCHMARK(BM_DiskHitFreshRuntime)->ArgName("nvidia")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
@@ -224,6 +306,12 @@ BENCHMARK(BM_ColdCompileOverhead)
     ->Arg(0)
     ->Arg(1)
     ->Iterations(60)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VariantsPerProgram)
+    ->ArgNames({"nvidia", "per_program", "operator"})
+    ->ArgsProduct({{0, 1}, {1, 16}, {0, 1}})
+    ->Iterations(3)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

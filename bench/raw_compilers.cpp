@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace kjit::bench {
 
@@ -36,12 +37,19 @@ template <typename F> F symbol(void *library, const std::string &name) {
 
 RtcApi load(Vendor vendor) {
   const bool amd = vendor == Vendor::amd;
-  const char *names[] = {amd ? "libamdhip64.so.5" : "libnvrtc.so.13",
-                         amd ? "libamdhip64.so" : "/usr/local/cuda/lib64/libnvrtc.so.13"};
+  // hiprtc as kjit's loader finds it on a Debian system: its own library from ROCm 6 (and 5.3),
+  // inside libamdhip64 up to ROCm 5.2. One release is installed where the benchmark runs.
+  const std::vector<const char *> names =
+      amd ? std::vector{"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libamdhip64.so.5",
+                        "libamdhip64.so"}
+          : std::vector{"libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13"};
   void *library = nullptr;
-  for (const char *name : names)
-    if ((library = dlopen(name, RTLD_NOW | RTLD_GLOBAL)) != nullptr)
+  for (const char *name : names) {
+    library = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+    if (library != nullptr && dlsym(library, amd ? "hiprtcCreateProgram" : "nvrtcCreateProgram"))
       break;
+    library = nullptr; // a libamdhip64 of ROCm 6 and later holds no hiprtc
+  }
   if (library == nullptr)
     throw std::runtime_error(std::string("cannot load ") + names[0]);
   const std::string prefix = amd ? "hiprtc" : "nvrtc";

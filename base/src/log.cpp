@@ -1,7 +1,9 @@
 #include "kjit/log.hpp"
 
 #include <cstdlib>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <string>
@@ -44,6 +46,13 @@ spdlog::logger &log() {
     return made;
   }();
   return *logger;
+}
+
+bool first_warning_about(const std::string &subject) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mutex);
+  return warned.insert(subject).second;
 }
 
 } // namespace kjit

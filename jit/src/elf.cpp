@@ -63,6 +63,8 @@ std::optional<ElfSummary> read_elf(std::span<const std::byte> image) {
     return std::nullopt;
 
   ElfSummary summary;
+  summary.os_abi = std::uint8_t(elf.read(7, 1));
+  summary.abi_version = std::uint8_t(elf.read(8, 1));
   summary.machine = std::uint16_t(elf.read(18, 2));
   summary.flags = std::uint32_t(elf.read(48, 4));
   std::uint64_t section_table = elf.read(40, 8);
@@ -139,6 +141,13 @@ std::vector<ElfNote> read_notes(std::span<const std::byte> notes) {
     note = next;
   }
   return found;
+}
+
+std::optional<int> amdgpu_code_object_version(const ElfSummary &elf) {
+  constexpr std::uint8_t os_abi_amdgpu_hsa = 64; // ELFOSABI_AMDGPU_HSA
+  if (elf.machine != elf_machine_amdgpu || elf.os_abi != os_abi_amdgpu_hsa)
+    return std::nullopt;
+  return elf.abi_version + 2;
 }
 
 std::optional<std::string> read_build_id(std::span<const std::byte> image) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cxxabi.h>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -305,6 +306,9 @@ private:
   std::string identity_;
   std::string release_;
   std::vector<TargetSupport> targets_;
+  // Targets whose compiles failed for want of their device library, with that error; guarded by
+  // hiprtc_calls.
+  mutable std::map<std::string, Error> lacking_device_library_;
 };
 
 CompileResult HiprtcCompiler::compile(const CompileRequest &request) const {
@@ -313,14 +317,23 @@ CompileResult HiprtcCompiler::compile(const CompileRequest &request) const {
   options.push_back("--offload-arch=" + request.target.id());
 
   std::lock_guard lock(hiprtc_calls);
+  // A target whose device library this hiprtc lacks fails every program alike, each after a
+  // whole compile: a prebuild of 324 variants for two generic targets paid 16 s for 76 copies of
+  // one error (BENCHMARKS.md). The first failure is the answer for the process.
+  if (auto known = lacking_device_library_.find(request.target.id());
+      known != lacking_device_library_.end())
+    throw known->second;
   VendorProgram program(hiprtc_, request);
   int status = program.compile(options);
   CompileResult result{.code = {}, .lowered_names = {}, .log = readable_log(program.log())};
   if (status != 0) {
     // clang's diagnostics: "scale.hip:3:10: error: ...", "kjit/util.h:2:1: fatal error: ...".
     static const std::regex error_location(R"(^([^:]+):(\d+):\d+: (?:fatal )?error:)");
-    if (std::optional<Error> lacking = missing_device_library(result.log, request.target, release_))
+    if (std::optional<Error> lacking =
+            missing_device_library(result.log, request.target, release_)) {
+      lacking_device_library_.emplace(request.target.id(), *lacking);
       throw *lacking;
+    }
     throw compile_failure(request, result.log, error_location, status_name(hiprtc_, status));
   }
   result.code = program.code();
@@ -391,8 +404,13 @@ std::unique_ptr<Compiler> load_hiprtc() {
         DynamicLibrary::open_first("comgr", comgr_candidates, "amd_comgr_get_isa_metadata");
     return std::make_unique<HiprtcCompiler>(std::move(hiprtc), std::move(comgr));
   } catch (const Error &error) {
+    // Both places in the one line, which `kjit targets` shows without the detail.
+    std::string searched;
+    for (const std::string &candidate : comgr_candidates)
+      searched += (searched.empty() ? "" : ", then ") + candidate;
     throw Error(Errc::compiler_unavailable,
-                "hiprtc " + hiprtc.real_path() + " was found without its comgr",
+                "hiprtc " + hiprtc.real_path() + " was found without its comgr (searched " +
+                    searched + ")",
                 "install the comgr of the same ROCm release (Debian: libamd-comgr2 for ROCm 5, "
                 "libamd-comgr3 for ROCm 6 and 7)\n" +
                     error.summary() + "\n" + error.detail());

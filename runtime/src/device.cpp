@@ -130,11 +130,19 @@ std::string describe_device_into(const DriverApi &api, int ordinal, OpenedBacken
   }
   if (result != 0)
     return call_failed(api, symbol, result);
+  std::optional<int> newest_code_object;
+  if (api.newest_code_object_version.function != nullptr) {
+    int version = 0;
+    if (result = api.newest_code_object_version(&version); result != 0)
+      return call_failed(api, api.newest_code_object_version.symbol, result);
+    newest_code_object = version;
+  }
   try {
     opened.states.emplace_back(api, ordinal, handle, name, jit::Target::parse(target));
   } catch (const Error &error) {
     return error.summary();
   }
+  opened.states.back().newest_code_object_version = newest_code_object;
   return {};
 }
 
@@ -244,6 +252,9 @@ Vendor Device::vendor() const { return backend() == Backend::hip ? Vendor::amd :
 int Device::ordinal() const { return state_->ordinal; }
 const std::string &Device::name() const { return state_->name; }
 const jit::Target &Device::target() const { return state_->target; }
+std::optional<int> Device::newest_code_object_version() const {
+  return state_->newest_code_object_version;
+}
 
 int Device::multiprocessors() const {
   const detail::DriverApi &api = *state_->api;

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -127,6 +128,9 @@ struct DriverApi {
   DriverCall<DriverResult(int *count, void *function, Dim3 block, Dim3 cluster,
                           unsigned shared_bytes)>
       max_active_clusters;
+  // The newest AMDGPU code object version the runtime loads; no function where code objects
+  // have no such version (cubins).
+  DriverCall<DriverResult(int *version)> newest_code_object_version;
 };
 
 // What a vendor operation returns when the driver library lacks the entry point it needs: no
@@ -140,6 +144,10 @@ constexpr int function_attribute_num_regs = 4;
 
 DriverApi &cuda_driver(); // device_cuda.cpp
 DriverApi &hip_driver();  // device_hip.cpp
+
+// The newest code object version the HIP runtime of ROCm `major`.`minor` loads (device_hip.cpp
+// says why).
+int code_object_version_of_hip(int major, int minor);
 
 // One device as the backend describes it when it is opened. Its context is made lazily, on the
 // device's first use: a CUDA primary context costs hundreds of MB of device memory and a good
@@ -155,6 +163,7 @@ struct DeviceState {
   int handle; // CUdevice, hipDevice_t
   std::string name;
   jit::Target target;
+  std::optional<int> newest_code_object_version; // set when the backend has the query
 
   // The device's context, made on the first call (cuDevicePrimaryCtxRetain; the ordinal for
   // HIP). Throws Error(device_error); a later call tries again.

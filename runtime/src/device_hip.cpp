@@ -88,6 +88,7 @@ struct HipCalls {
   DriverCall<DriverResult(int *)> get_device{"hipGetDevice"};
   DriverCall<DriverResult(int)> set_device{"hipSetDevice"};
   DriverCall<DriverResult(float *, void *, void *)> event_elapsed{"hipEventElapsedTime"};
+  DriverCall<DriverResult(int *)> runtime_version{"hipRuntimeGetVersion"};
 };
 HipCalls hip;
 
@@ -178,10 +179,30 @@ DriverResult set_current_context(Context context) {
   return hip.set_device(static_cast<int>(context - 1));
 }
 
+// HIP has no query for the code object versions its loader takes; they follow the release, which
+// hipRuntimeGetVersion gives as HIP_VERSION (major * 10,000,000 + minor * 100,000 + patch; HIP's
+// release is its ROCm's).
+DriverResult newest_code_object_version(int *version) {
+  int hip_version = 0;
+  const DriverResult result = hip.runtime_version(&hip_version);
+  if (result == 0)
+    *version = code_object_version_of_hip(hip_version / 10'000'000, hip_version / 100'000 % 100);
+  return result;
+}
+
 // AMD kernels take the dynamic LDS they are launched with, up to the device's limit: no opt-in.
 DriverResult allow_shared_bytes(void *, int) { return 0; }
 
 } // namespace
+
+// Code object v6 (generic targets) from ROCm 6.4, whose HIP runtime was the first to load generic
+// code objects; v5 from ROCm 6.0, whose compilers emit it by default; before, v4, ROCm 5's default
+// (ROCm 5 runtimes loaded v5 only in some releases: v4 is the one they all load).
+int code_object_version_of_hip(int major, int minor) {
+  if (major > 6 || (major == 6 && minor >= 4))
+    return 6;
+  return major == 6 ? 5 : 4;
+}
 
 DriverApi &hip_driver() {
   static DriverApi api{
@@ -213,7 +234,8 @@ DriverApi &hip_driver() {
       .vendor_symbols = {bind(hip.get_error_name), bind(hip.get_error_string),
                          bind(hip.get_properties_r0600, false),
                          bind(hip.get_properties_r0000, false), bind(hip.get_device),
-                         bind(hip.set_device), bind(hip.event_elapsed, false)},
+                         bind(hip.set_device), bind(hip.event_elapsed, false),
+                         bind(hip.runtime_version)},
       .describe = describe,
       .native_target = {"hipGetDeviceProperties", native_target},
       .device_context = {"hipSetDevice", device_context},
@@ -226,6 +248,7 @@ DriverApi &hip_driver() {
       .shared_bytes_per_block = {"hipGetDeviceProperties", shared_bytes_per_block},
       .launch_cluster = {"thread-block clusters (NVIDIA only)"}, // no function: HIP has none
       .max_active_clusters = {"thread-block clusters (NVIDIA only)"},
+      .newest_code_object_version = {"hipRuntimeGetVersion", newest_code_object_version},
   };
   return api;
 }

@@ -2,19 +2,9 @@
 
 #include "kjit/log.hpp"
 
-#include <set>
-
 namespace kjit {
 
 namespace {
-
-// One warning per process and remote: a dead server must not flood the log of every lookup.
-bool first_warning_for(const std::string &remote) {
-  static std::mutex mutex;
-  static std::set<std::string> warned;
-  std::lock_guard lock(mutex);
-  return warned.insert(remote).second;
-}
 
 bool writable(const cache::RemoteStorage &remote) { return !remote.read_only && remote.backend; }
 
@@ -44,7 +34,8 @@ void RemoteTier::fault(const cache::RemoteStorage &remote, const cache::RemoteFa
     ++(fault.failure == cache::RemoteFailure::timeout ? counters_.remote_timeouts
                                                       : counters_.remote_errors);
   }
-  if (first_warning_for(remote.description))
+  // One warning per process and remote: a dead server must not flood the log of every lookup.
+  if (first_warning_about("remote " + remote.description))
     log().warn("remote cache {}: {} ({}); carrying on without it where it fails",
                remote.description, fault.message, to_string(fault.failure));
 }

@@ -93,14 +93,27 @@ public:
     return config_.compilers ? config_.compilers(vendor) : ProcessCompilers::load(vendor);
   }
 
+  // `newest_code_object`: the newest AMDGPU code object version the caller can load; a cached
+  // entry newer than that is a miss. The memory tier keeps what each limit found apart, so that a
+  // code object found for a target is never handed to a device that cannot load it.
   const CodeObject &compile(const Template &tmpl, const ParamValues &params,
-                            const jit::Target &target) {
-    const std::uint64_t hash = memory_hash(tmpl, params, target, 0);
-    if (const CodeObject *hit = code_objects_.find(hash, tmpl, params, target))
+                            const jit::Target &target, int newest_code_object) {
+    const std::uint64_t scope =
+        newest_code_object == any_code_object ? 0 : static_cast<std::uint64_t>(newest_code_object);
+    const std::uint64_t hash = memory_hash(tmpl, params, target, scope);
+    if (const CodeObject *hit = code_objects_.find(hash, tmpl, params, target, scope))
       return *hit;
-    const CodeObject &object = resolve(tmpl.bind(params), target);
-    code_objects_.insert(hash, tmpl, params, target, &object);
+    const CodeObject &object = resolve(tmpl.bind(params), target, newest_code_object);
+    code_objects_.insert(hash, tmpl, params, target, &object, scope);
     return object;
+  }
+
+  // What the Runtime's configuration lets a lookup return, and with `device`, what it loads.
+  int newest_code_object(const Device *device) const {
+    int newest = config_.newest_code_object_version.value_or(any_code_object);
+    if (device != nullptr)
+      newest = std::min(newest, device->newest_code_object_version().value_or(any_code_object));
+    return newest;
   }
 
   // `given`: the signature the caller names, or null for the one the template declares.
@@ -113,7 +126,7 @@ public:
     if (const Kernel *hit = kernels_.find(hash, tmpl, params, device.target(), scope))
       return checked(*hit, given);
 
-    const CodeObject &code = compile(tmpl, params, device.target());
+    const CodeObject &code = compile(tmpl, params, device.target(), newest_code_object(&device));
     std::lock_guard lock(loaded_mutex_);
     auto &slot = loaded_[{code.key(), scope}];
     if (!slot) {
@@ -153,34 +166,36 @@ public:
 private:
   // Single flight: the first thread to ask for a key resolves it, the others wait for its result
   // (or its exception).
-  const CodeObject &resolve(const Instance &instance, const jit::Target &target) {
+  const CodeObject &resolve(const Instance &instance, const jit::Target &target,
+                            int newest_code_object) {
     VariantDescription variant =
         describe_variant(instance, target, compiler_identity(target.vendor()));
+    const ObjectKey key{variant.key, newest_code_object};
 
     std::promise<const CodeObject *> promise;
     std::shared_future<const CodeObject *> pending;
     {
       std::lock_guard lock(objects_mutex_);
-      if (auto found = objects_.find(variant.key); found != objects_.end())
+      if (auto found = objects_.find(key); found != objects_.end())
         return *found->second;
-      if (auto running = in_flight_.find(variant.key); running != in_flight_.end())
+      if (auto running = in_flight_.find(key); running != in_flight_.end())
         pending = running->second;
       else
-        in_flight_.emplace(variant.key, promise.get_future().share());
+        in_flight_.emplace(key, promise.get_future().share());
     }
     if (pending.valid())
       return *pending.get();
 
     try {
-      auto object = load_or_build(instance, variant);
+      auto object = load_or_build(instance, variant, newest_code_object);
       std::lock_guard lock(objects_mutex_);
-      const CodeObject &stored = *objects_.emplace(variant.key, std::move(object)).first->second;
-      in_flight_.erase(variant.key);
+      const CodeObject &stored = *objects_.emplace(key, std::move(object)).first->second;
+      in_flight_.erase(key);
       promise.set_value(&stored);
       return stored;
     } catch (...) {
       std::lock_guard lock(objects_mutex_);
-      in_flight_.erase(variant.key);
+      in_flight_.erase(key);
       promise.set_exception(std::current_exception());
       throw;
     }
@@ -302,10 +317,12 @@ private:
   }
 
   std::unique_ptr<CodeObject> load_or_build(const Instance &instance,
-                                            const VariantDescription &variant) {
+                                            const VariantDescription &variant,
+                                            int newest_code_object) {
     if (!config_.rebuild) {
-      if (auto found = tiers_.find(variant.key, variant.request.target.id(),
-                                   [&] { return stand_ins(instance, variant); }))
+      if (auto found = tiers_.find(
+              variant.key, variant.request.target.id(),
+              [&] { return stand_ins(instance, variant); }, newest_code_object))
         return code_object(variant, std::move(*found));
     }
     const jit::Target &target = variant.request.target;
@@ -318,7 +335,8 @@ private:
       // The memo named another compiler than the one the loader found (one installed elsewhere on
       // the search path since): key the variant by the real one.
       log().info("{} is not the compiler the memo named: keying by it", loaded.identity);
-      return load_or_build(instance, describe_variant(instance, target, loaded));
+      return load_or_build(instance, describe_variant(instance, target, loaded),
+                           newest_code_object);
     }
 
     // Concurrent processes, and nodes of a fleet, compile a variant once: whoever waited takes
@@ -368,8 +386,10 @@ private:
   std::mutex loaded_mutex_;
   std::map<std::pair<cache::Key, std::uint64_t>, std::unique_ptr<Loaded>> loaded_;
   std::mutex objects_mutex_;
-  std::map<cache::Key, std::unique_ptr<CodeObject>> objects_;
-  std::map<cache::Key, std::shared_future<const CodeObject *>> in_flight_;
+  // A variant's key and the newest code object version its lookup accepted.
+  using ObjectKey = std::pair<cache::Key, int>;
+  std::map<ObjectKey, std::unique_ptr<CodeObject>> objects_;
+  std::map<ObjectKey, std::shared_future<const CodeObject *>> in_flight_;
 };
 
 namespace {
@@ -402,7 +422,7 @@ const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params,
 }
 const CodeObject &Runtime::compile(const Template &tmpl, const ParamValues &params,
                                    const jit::Target &target) {
-  return impl_->compile(tmpl, params, target);
+  return impl_->compile(tmpl, params, target, impl_->newest_code_object(nullptr));
 }
 
 } // namespace kjit

@@ -2,6 +2,7 @@
 
 #include "kjit/cache/catalog.hpp"
 #include "kjit/error.hpp"
+#include "kjit/jit/elf.hpp"
 #include "kjit/log.hpp"
 
 namespace kjit {
@@ -32,25 +33,52 @@ std::optional<Found> TieredStore::read(const cache::DiskStore &store, const cach
   return Found{std::move(*found.entry), origin, std::move(found.path)};
 }
 
-std::optional<Found> TieredStore::find_local(const cache::Key &key, const std::string &target) {
+namespace {
+
+// Whether the device's runtime loads `entry`'s code object. One warning per process and target:
+// a tier built for a generic target misses on every variant under an old runtime, and one line
+// says why.
+bool loadable(const cache::Entry &entry, const std::filesystem::path &path,
+              int newest_code_object) {
+  if (newest_code_object == any_code_object)
+    return true;
+  const std::optional<jit::ElfSummary> elf = jit::read_elf(entry.code);
+  const std::optional<int> version = elf ? jit::amdgpu_code_object_version(*elf) : std::nullopt;
+  if (!version || *version <= newest_code_object)
+    return true;
+  if (first_warning_about("code object version of " + entry.header.target))
+    log().warn("ignoring cache entry {} for {}: its code object is version {}, and the device's "
+               "runtime loads up to version {} (generic targets need version 6: ROCm 6.4 or "
+               "later); the other {} entries are ignored without a warning",
+               path.empty() ? std::string("from the remote") : path.string(), entry.header.target,
+               *version, newest_code_object, entry.header.target);
+  return false;
+}
+
+} // namespace
+
+std::optional<Found> TieredStore::find_local(const cache::Key &key, const std::string &target,
+                                             int newest_code_object) {
   for (auto [store, origin] :
        {std::pair{&local_.prebuilt, Origin::prebuilt}, std::pair{&local_.user, Origin::user_cache}})
     if (store->has_value())
       if (auto found = read(**store, key, target, origin))
-        return found;
+        if (loadable(found->entry, found->path, newest_code_object))
+          return found;
   return std::nullopt;
 }
 
 std::optional<Found> TieredStore::find(const cache::Key &key, const std::string &target,
-                                       const MakeStandIns &stand_ins) {
-  if (auto found = find_local(key, target))
+                                       const MakeStandIns &stand_ins, int newest_code_object) {
+  if (auto found = find_local(key, target, newest_code_object))
     return found;
   if (local_.prebuilt || local_.user)
     for (const StandIn &stand_in : stand_ins())
-      if (auto found = find_local(stand_in.key, stand_in.target))
+      if (auto found = find_local(stand_in.key, stand_in.target, newest_code_object))
         return found;
   if (auto entry = remote_.find(key, target))
-    return promoted(std::move(*entry));
+    if (loadable(*entry, {}, newest_code_object))
+      return promoted(std::move(*entry));
   return std::nullopt;
 }
 

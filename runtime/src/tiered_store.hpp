@@ -16,11 +16,15 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
 
 namespace kjit {
+
+// A code object version limit that every code object meets: no device to load it asks less.
+inline constexpr int any_code_object = std::numeric_limits<int>::max();
 
 struct Found {
   cache::Entry entry;
@@ -46,9 +50,12 @@ public:
   using MakeStandIns = std::function<std::vector<StandIn>()>;
 
   // The prebuilt tier then the user tier for the key, then for each stand-in in order; then the
-  // remote, whose hit is kept in the user tier.
+  // remote, whose hit is kept in the user tier. An AMD entry whose code object version is newer
+  // than `newest_code_object` (what the device's runtime loads: a gfx11-generic entry is v6, which
+  // HIP loads from ROCm 6.4) is a miss, warned about once per process.
   std::optional<Found> find(const cache::Key &key, const std::string &target,
-                            const MakeStandIns &stand_ins);
+                            const MakeStandIns &stand_ins,
+                            int newest_code_object = any_code_object);
 
   // Makes one compile of `key` per machine and per fleet. While held, the key's file lock in the
   // user tier and the remote lease (when this process took it) are this process's.
@@ -77,7 +84,8 @@ public:
   void close(const cache::CacheCounters &counters, std::uint64_t max_bytes);
 
 private:
-  std::optional<Found> find_local(const cache::Key &key, const std::string &target);
+  std::optional<Found> find_local(const cache::Key &key, const std::string &target,
+                                  int newest_code_object);
   std::optional<Found> read(const cache::DiskStore &store, const cache::Key &key,
                             const std::string &target, Origin origin);
   std::filesystem::path keep(const cache::Entry &entry);

@@ -10,9 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
 
 namespace kjit {
 
@@ -122,10 +120,7 @@ fs::path record_path(const fs::path &directory, const TuningKey &key) {
 
 // Warns once per file and process: a table read on every new shape must not repeat itself.
 void warn_once(const fs::path &path, const std::string &problem) {
-  static std::mutex mutex;
-  static std::set<std::string> warned;
-  std::lock_guard lock(mutex);
-  if (warned.insert(path.string()).second)
+  if (first_warning_about("tuning record " + path.string()))
     log().warn("ignoring tuning record {}: {}", path.string(), problem);
 }
 

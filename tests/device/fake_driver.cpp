@@ -324,6 +324,11 @@ int hipMemcpyDtoH(void *host, const void *device, std::size_t bytes) {
   return fake_copy(host, device, bytes);
 }
 int hipDeviceSynchronize() { return fake_synchronize(); }
+// ROCm 6.4.3's HIP_VERSION, as Debian's libamdhip64-6 reports it.
+int hipRuntimeGetVersion(int *version) {
+  *version = 60443484;
+  return success;
+}
 const char *hipGetErrorName(int result) { return error_name(result, true); }
 const char *hipGetErrorString(int result) { return error_text(result); }
 

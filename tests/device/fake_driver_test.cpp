@@ -88,6 +88,15 @@ INSTANTIATE_TEST_SUITE_P(Tables, FakeDevices, ::testing::Values(Backend::cuda, B
                            return info.param == Backend::hip ? "hip" : "cuda";
                          });
 
+TEST(HipCodeObjectVersions, FollowTheRelease) {
+  EXPECT_EQ(detail::code_object_version_of_hip(5, 2), 4);
+  EXPECT_EQ(detail::code_object_version_of_hip(5, 7), 4);
+  EXPECT_EQ(detail::code_object_version_of_hip(6, 0), 5);
+  EXPECT_EQ(detail::code_object_version_of_hip(6, 3), 5);
+  EXPECT_EQ(detail::code_object_version_of_hip(6, 4), 6);
+  EXPECT_EQ(detail::code_object_version_of_hip(7, 2), 6);
+}
+
 TEST_P(FakeDevices, DescribesEachDeviceWithItsNativeTarget) {
   ASSERT_EQ(found_.size(), 2u);
   const char *targets[2][2] = {{"sm_90a", "sm_80"},
@@ -98,6 +107,8 @@ TEST_P(FakeDevices, DescribesEachDeviceWithItsNativeTarget) {
     EXPECT_EQ(found_[i].target().id(), targets[hip()][i]);
     EXPECT_EQ(found_[i].backend(), GetParam());
     EXPECT_EQ(found_[i].vendor(), hip() ? Vendor::amd : Vendor::nvidia);
+    // The fake HIP runtime is ROCm 6.4's, the first that loads generic targets' code objects.
+    EXPECT_EQ(found_[i].newest_code_object_version(), hip() ? std::optional(6) : std::nullopt);
   }
 }
 

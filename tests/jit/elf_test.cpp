@@ -71,6 +71,25 @@ TEST(ReadElf, ReadsMachineFlagsAndSymbols) {
   EXPECT_EQ(elf->symbols, (std::vector<std::string>{"_Z5scalePf", "_Z5scalePf.kd"}));
 }
 
+// The version is the header's, whatever else the image holds: v4 (ROCm 5), v5 (the default from
+// ROCm 6), v6 (generic targets); only an HSA code object has one.
+TEST(AmdgpuCodeObjectVersion, IsTheHsaAbiVersionPlusTwo) {
+  std::vector<std::byte> image = ElfBuilder().build(elf_machine_amdgpu, 0x53f, {"k"});
+  image[7] = std::byte{64}; // ELFOSABI_AMDGPU_HSA
+  for (int abi_version : {2, 3, 4}) {
+    image[8] = std::byte(abi_version);
+    std::optional<ElfSummary> elf = read_elf(image);
+    ASSERT_TRUE(elf);
+    EXPECT_EQ(amdgpu_code_object_version(*elf), abi_version + 2);
+  }
+  std::vector<std::byte> pal = image;
+  pal[7] = std::byte{65}; // ELFOSABI_AMDGPU_PAL
+  EXPECT_EQ(amdgpu_code_object_version(*read_elf(pal)), std::nullopt);
+  std::vector<std::byte> cubin = ElfBuilder().build(elf_machine_cuda, 0, {"k"});
+  cubin[7] = std::byte{64};
+  EXPECT_EQ(amdgpu_code_object_version(*read_elf(cubin)), std::nullopt);
+}
+
 TEST(ReadElf, RefusesWhatIsNotAnElf64LittleEndianFile) {
   std::vector<std::byte> image = ElfBuilder().build(elf_machine_cuda, 0, {"k"});
   EXPECT_FALSE(read_elf({}));

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -30,12 +31,15 @@ std::string soname_of(const std::string &file) {
 
 // An installation as AMD lays one out: each library's file with its soname as a link to it. The
 // files are hard links (copies where linking fails), so their real paths stay in `lib`.
-void install_like_rocm(const std::string &library, const fs::path &lib) {
-  const fs::path file = lib / fs::path(library).filename();
+void install_as(const std::string &library, const fs::path &file) {
   std::error_code error;
   fs::create_hard_link(library, file, error);
   if (error)
     fs::copy_file(library, file);
+}
+void install_like_rocm(const std::string &library, const fs::path &lib) {
+  const fs::path file = lib / fs::path(library).filename();
+  install_as(library, file);
   fs::create_symlink(file.filename(), lib / soname_of(file.filename().string()));
 }
 
@@ -102,6 +106,68 @@ TEST(HiprtcLoader, RocmPathInstallationIsLoadedWithItsOwnComgr) {
   }
   EXPECT_EXIT(load_and_compile_from(std::getenv(fake_rocm_variable)), ::testing::ExitedWithCode(0),
               "");
+}
+
+// Runs in a fresh process: loading through ROCM_PATH, whose hiprtc has no comgr there nor on the
+// loader's path, must fail naming both places searched. Exits 0 when it does.
+[[noreturn]] void expect_missing_comgr(const std::string &rocm, const std::string &comgr) {
+  ::setenv("ROCM_PATH", rocm.c_str(), 1);
+  try {
+    load_hiprtc();
+    std::cerr << "hiprtc was loaded without " << comgr << "\n";
+  } catch (const Error &error) {
+    const std::string beside = rocm + "/lib/" + comgr;
+    if (error.code() == Errc::compiler_unavailable &&
+        error.summary().ends_with("was found without its comgr (searched " + beside + ", then " +
+                                  comgr + ")") &&
+        error.detail().find("  " + beside + ": ") != std::string::npos &&
+        error.detail().find("\n  " + comgr + ": ") != std::string::npos)
+      std::exit(0);
+    std::cerr << error.what() << "\n" << error.detail() << "\n";
+  }
+  std::exit(1);
+}
+
+// The real hiprtc, installed under the name of a release whose comgr this system lacks (ROCm 7's
+// comgr 3 on Debian 12, ROCm 5's comgr 2 in a ROCm 6 or 7 root), so that neither the directory of
+// the hiprtc nor the loader's path has its comgr.
+TEST(HiprtcLoader, HiprtcWithoutItsComgrNamesBothFilesSearched) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  constexpr const char *missing_variable = "KJIT_TEST_MISSING_COMGR";
+  std::optional<testing::TempDir> rocm;
+  testing::ScopedEnvironment environment;
+  if (std::getenv(missing_variable) == nullptr) {
+    std::string hiprtc_file;
+    try {
+      for (const std::string &file : load_hiprtc()->library_files())
+        if (file.find("comgr") == std::string::npos)
+          hiprtc_file = file;
+    } catch (const Error &error) {
+      GTEST_SKIP() << "hiprtc not available: " << error.what();
+    }
+    std::optional<std::pair<int, std::string>> absent; // a release and its comgr's soname
+    for (const auto &[release, comgr] :
+         {std::pair{7, "libamd_comgr.so.3"}, {5, "libamd_comgr.so.2"}})
+      if (void *handle = dlopen(comgr, RTLD_NOW | RTLD_LOCAL)) {
+        dlclose(handle);
+      } else {
+        absent.emplace(release, comgr);
+        break;
+      }
+    if (!absent)
+      GTEST_SKIP() << "this system has both comgr 2 and comgr 3";
+    rocm.emplace();
+    const fs::path lib = *rocm / "lib";
+    fs::create_directories(lib);
+    const std::string name = "libhiprtc.so." + std::to_string(absent->first);
+    install_as(hiprtc_file, lib / (name + ".0.0"));
+    fs::create_symlink(name + ".0.0", lib / name);
+    environment.set(missing_variable, (rocm->path().string() + ":" + absent->second).c_str());
+  }
+  const std::string given = std::getenv(missing_variable);
+  const std::size_t colon = given.rfind(':');
+  EXPECT_EXIT(expect_missing_comgr(given.substr(0, colon), given.substr(colon + 1)),
+              ::testing::ExitedWithCode(0), "");
 }
 
 TEST(HiprtcLoader, RocmPathWithoutHiprtcIsAnErrorNotAFallback) {

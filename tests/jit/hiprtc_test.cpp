@@ -69,6 +69,11 @@ TEST_P(HiprtcCodeObject, IsAnAmdgpuElfForTheTargetHoldingTheKernelDescriptor) {
   EXPECT_EQ(elf->flags & mach_mask, expected.mach) << std::hex << elf->flags;
   EXPECT_EQ(elf->flags & feature_mask, expected.features) << std::hex << elf->flags;
   EXPECT_TRUE(contains(elf->symbols, result.lowered_names[0] + ".kd"));
+  // An HSA code object of version 4 to 6, the versions kjit's lookups compare with what a
+  // device's runtime loads: hiprtc 5.2 emits v4; Debian's 6.4 and 7.2 emit v6 for processors too
+  // (their LLVM's default), AMD's own ROCm 6 and 7 v5.
+  std::optional<int> version = amdgpu_code_object_version(*elf);
+  EXPECT_TRUE(version >= 4 && version <= 6) << version.value_or(-1);
 }
 
 INSTANTIATE_TEST_SUITE_P(

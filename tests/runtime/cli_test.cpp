@@ -125,6 +125,26 @@ TEST_F(CliTest, BadInputIsExitTwoWithOneClearLine) {
   expect_bad_input("compile scale -p T=half -p N=4096 --target gfx1030:xnack+", "xnack");
 }
 
+// A generic target the loaded hiprtc cannot build: ROCm 5.2 lists none (refused before hiprtc sees
+// it), Debian's 6.4 and 7.2 list them but do not find their device library (docs/ARCHITECTURE.md,
+// "Targets"). Either is exit 2 whose first line says so, never an abort or a raw log alone.
+TEST_F(CliTest, AGenericTargetTheCompilerCannotBuildIsExitTwoWithAClearLine) {
+  if (!hiprtc_available())
+    GTEST_SKIP() << "hiprtc is not available";
+  const CliRun run = kjit("compile axpy --target gfx11-generic");
+  if (run.status == 0)
+    GTEST_SKIP() << "this hiprtc compiles gfx11-generic";
+  EXPECT_EQ(run.status, 2) << run.err;
+  const std::string first = run.err.substr(0, run.err.find('\n'));
+  const bool not_listed = first.starts_with("kjit: gfx11-generic is not supported by hiprtc");
+  const bool no_library =
+      first.starts_with("kjit: hiprtc, ROCm ") &&
+      first.ends_with("cannot compile for gfx11-generic: its compiler finds no device library "
+                      "for gfx11-generic (oclc_isa_version_11_generic.bc); build for its "
+                      "processors instead");
+  EXPECT_TRUE(not_listed || no_library) << run.err;
+}
+
 TEST_F(CliTest, ACompileErrorPrintsTheLogWithLineNumbers) {
   if (!hiprtc_available())
     GTEST_SKIP() << "hiprtc is not available";

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 namespace kjit::testing {
@@ -28,6 +29,8 @@ public:
     ++compiles;
     std::this_thread::sleep_for(compile_delay);
     jit::CompileResult result;
+    if (code_object_version)
+      result.code = code_object_header(*code_object_version);
     std::string text = request.target.id();
     for (const std::string &expression : request.name_expressions) {
       text += expression;
@@ -46,7 +49,27 @@ public:
   }
   std::vector<std::string> library_files() const override { return library_files_; }
 
+  // An AMDGPU HSA code object's ELF header of `version` (and no sections), as hiprtc's code starts.
+  static std::vector<std::byte> code_object_header(int version) {
+    std::vector<std::byte> header(64);
+    const unsigned char identity[] = {0x7f,
+                                      'E',
+                                      'L',
+                                      'F',
+                                      2,
+                                      1,
+                                      1,
+                                      64 /* ELFOSABI_AMDGPU_HSA */,
+                                      static_cast<unsigned char>(version - 2)};
+    for (std::size_t i = 0; i < sizeof identity; ++i)
+      header[i] = std::byte{identity[i]};
+    header[18] = std::byte{0xE0}; // EM_AMDGPU
+    return header;
+  }
+
   std::vector<std::string> library_files_; // none by default: nothing to remember it by
+  // When set, the code starts with code_object_header(*code_object_version), then the text.
+  std::optional<int> code_object_version;
   std::chrono::milliseconds compile_delay{0};
   std::vector<jit::TargetSupport> targets{{"gfx90a", {"sramecc", "xnack"}}};
   mutable std::atomic<int> compiles = 0;

@@ -390,6 +390,24 @@ TEST_F(PrebuildCliTest, ShardsTogetherBuildTheWholeTier) {
                    "--shard '4/3'");
 }
 
+// Variants that fail with one error are one line: the count and the first of them. A target the
+// compiler cannot build (a generic target on Debian's ROCm 6.4) fails every variant so.
+TEST_F(PrebuildCliTest, FailuresSharingOneErrorAreOneLine) {
+  write_source("refused.hip", "template <typename T, int N> __global__ void refused(T *x) {\n"
+                              "  static_assert(sizeof(T) == 0, \"always refused\");\n}\n");
+  const std::string set = write_source("refused.json", R"({"name": "refused", "level": 1,
+          "templates": [{"name": "refused", "source": "refused.hip"}],
+          "variants": [{"template": "refused", "params": {"T": "float", "N": [1, 2, 3]}}]})");
+  const CliRun run =
+      kjit("prebuild --sets " + set + " --targets gfx90a --out " + (dir / "tier").string());
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("kjit: 3 of 3 variants not built:\n  3 variants, the first refused "
+                         "(N=1,T=float) for gfx90a: "),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(run.err.find("(N=2,T=float)"), std::string::npos) << run.err;
+}
+
 TEST_F(PrebuildCliTest, AVariantThatDoesNotCompileIsListedAndTheOthersAreBuilt) {
   const fs::path tier = dir / "prebuilt";
   const CliRun run =

@@ -3,6 +3,7 @@
 // Against a fake compiler that counts compiles and whose code names the target it was built for.
 #include "kjit/kjit.hpp"
 #include "tests/runtime/fake_compiler.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -17,6 +18,8 @@ const Template scale("scale", R"(template <typename T, int N> __global__ void sc
                      {{"T", ParamSchema::type({"float", "half"})},
                       {"N", ParamSchema::integer(1, 1 << 20)}});
 const ParamValues half_4096 = {{"T", "half"}, {"N", 4096}};
+
+const ParamValues half_2048 = {{"T", "half"}, {"N", 2048}};
 
 std::string code_text(const CodeObject &object) {
   return {reinterpret_cast<const char *>(object.code().data()), object.code().size()};
@@ -34,15 +37,17 @@ protected:
   }
   // Fills the prebuilt tier with scale<half, 4096> built for each of `targets` (rebuilding, so
   // that a gfx1101 entry is compiled even where a gfx11-generic one would serve it).
-  void prebuild(std::initializer_list<const char *> targets) {
+  void prebuild(std::initializer_list<const char *> targets,
+                std::initializer_list<ParamValues> variants = {half_4096}) {
     Config filler = testing::private_config(dir);
     filler.cache_dir = dir / "prebuilt";
     filler.rebuild = true;
     filler.compilers = [this](Vendor) -> const jit::Compiler & { return compiler; };
     Runtime rt(filler);
     for (const char *target : targets)
-      ASSERT_EQ(rt.compile(scale, half_4096, jit::Target::parse(target)).origin(),
-                Origin::compiled);
+      for (const ParamValues &variant : variants)
+        ASSERT_EQ(rt.compile(scale, variant, jit::Target::parse(target)).origin(),
+                  Origin::compiled);
     compiler.compiles = 0;
   }
   Config reader() {
@@ -108,6 +113,40 @@ TEST_F(ServingTargetsTest, AGenericEntryForNoFeatureSettingServesEverySetting) {
   for (const char *device : {"gfx942:sramecc+:xnack-", "gfx942:sramecc-:xnack+", "gfx942"})
     EXPECT_EQ(rt.compile(scale, half_4096, jit::Target::parse(device)).origin(), Origin::prebuilt)
         << device;
+  EXPECT_EQ(compiler.compiles, 0);
+}
+
+// A generic target's code object is version 6, which a HIP runtime older than ROCm 6.4 cannot
+// load: there the family's entries are misses, with one warning for them all, and the device's own
+// target is compiled (as version 5). A runtime that loads version 6 uses them.
+TEST_F(ServingTargetsTest, AGenericEntryTheRuntimeCannotLoadIsAMissWithOneWarning) {
+  compiler.code_object_version = 6;
+  prebuild({"gfx11-generic"}, {half_4096, half_2048});
+  compiler.code_object_version = 5;
+  Config config = reader();
+  config.newest_code_object_version = 5;
+  testing::LogCapture log;
+  {
+    Runtime rt(config);
+    for (const ParamValues &variant : {half_4096, half_2048}) {
+      const CodeObject &object = rt.compile(scale, variant, jit::Target::parse("gfx1101"));
+      EXPECT_EQ(object.origin(), Origin::compiled);
+      EXPECT_EQ(object.code()[8], std::byte{3}) << "the device's own code object, version 5";
+    }
+    EXPECT_EQ(compiler.compiles, 2);
+  }
+  EXPECT_EQ(log.warnings(), 1) << log.text();
+  EXPECT_NE(log.text().find("for gfx11-generic: its code object is version 6, and the device's "
+                            "runtime loads up to version 5"),
+            std::string::npos)
+      << log.text();
+
+  config.newest_code_object_version = 6;
+  compiler.compiles = 0;
+  Runtime loads_six(config);
+  // gfx1102, which the user tier has no entry of.
+  EXPECT_EQ(loads_six.compile(scale, half_4096, jit::Target::parse("gfx1102")).origin(),
+            Origin::prebuilt);
   EXPECT_EQ(compiler.compiles, 0);
 }
 

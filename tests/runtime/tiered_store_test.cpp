@@ -3,6 +3,7 @@
 // falling through to the next, the re-read under the lock, and a read-only tier never written.
 #include "runtime/src/tiered_store.hpp"
 #include "tests/cache/support.hpp"
+#include "tests/runtime/fake_compiler.hpp"
 #include "tests/support/fake_remote.hpp"
 #include "tests/support/log_capture.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -189,6 +190,40 @@ TEST_F(TieredStoreTest, StandInsAreAskedAfterTheLocalTiersAndBeforeTheRemote) {
   made = 0;
   ASSERT_TRUE(find(store, entry, stand_ins));
   EXPECT_EQ(made, 0) << "a stand-in costs a key: made only when the local tiers miss";
+}
+
+// The device's runtime loads code objects up to a version (a generic target's are version 6): a
+// newer entry is a miss, the next stand-in is asked, and one warning tells why for that target.
+TEST_F(TieredStoreTest, AnEntryNewerThanTheDevicesRuntimeLoadsIsAMissWarnedOnce) {
+  cache::Entry generic = sample_entry("one", "gfx12-generic");
+  generic.code = testing::FakeCompiler::code_object_header(6);
+  cache::Entry processor = sample_entry("one", "gfx1201");
+  processor.code = testing::FakeCompiler::code_object_header(5);
+  cache::DiskStore(config.prebuilt_dir, cache::Access::read_write).write(generic);
+  user.write(processor);
+  auto stand_ins = [&] {
+    return std::vector<TieredStore::StandIn>{{generic.header.key, generic.header.target},
+                                             {processor.header.key, processor.header.target}};
+  };
+  LogCapture log;
+  TieredStore store(config);
+  for (int lookup = 0; lookup < 3; ++lookup) {
+    auto found = store.find(entry.header.key, entry.header.target, stand_ins, 5);
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->entry.header.target, "gfx1201");
+  }
+  EXPECT_EQ(log.warnings(), 1) << log.text();
+  EXPECT_NE(log.text().find("for gfx12-generic: its code object is version 6"), std::string::npos)
+      << log.text();
+
+  for (int newest : {6, any_code_object}) {
+    auto found = store.find(entry.header.key, entry.header.target, stand_ins, newest);
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->entry.header.target, "gfx12-generic") << newest;
+  }
+  fs::remove(user.entry_path(processor.header.key, processor.header.target));
+  EXPECT_FALSE(store.find(sample_entry("absent").header.key, kTarget, stand_ins, 4))
+      << "no stand-in a version 4 runtime loads";
 }
 
 TEST_F(TieredStoreTest, ReadOnlyTiersAreNeverWritten) {

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <poll.h>
@@ -295,6 +296,22 @@ json result_json(const prebuild::BatchResult &result) {
 prebuild::BatchResult result_of(const json &line) {
   return {line.at("built").get<std::size_t>(), line.at("bytes").get<std::uint64_t>(),
           line.at("compile_ms").get<double>(), line.at("failures").get<std::vector<std::string>>()};
+}
+
+// Each failure ("<variant>: <error>") on a line of its own, except that those sharing one error
+// are one line, with their count and the first of them: a target the compiler cannot build fails
+// each of its variants alike, and hundreds of copies of one line hide the one line that matters.
+void report_failures(const std::vector<std::string> &failures) {
+  std::map<std::string, std::vector<const std::string *>> by_error;
+  for (const std::string &failure : failures) {
+    const std::size_t colon = failure.find(": ");
+    by_error[colon == std::string::npos ? failure : failure.substr(colon + 2)].push_back(&failure);
+  }
+  for (const auto &[error, alike] : by_error)
+    if (alike.size() == 1)
+      std::cerr << "  " << *alike.front() << '\n';
+    else
+      std::cerr << "  " << alike.size() << " variants, the first " << *alike.front() << '\n';
 }
 
 prebuild::BatchResult build_or_report(const Plan &plan, const prebuild::Compilers &compilers,
@@ -587,8 +604,7 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
   if (total.failures.empty())
     return 0;
   std::cerr << "kjit: " << total.failures.size() << " of " << to_build << " variants not built:\n";
-  for (const std::string &failure : total.failures)
-    std::cerr << "  " << failure << '\n';
+  report_failures(total.failures);
   return 1;
 }
 

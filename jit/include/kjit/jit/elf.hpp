@@ -27,6 +27,8 @@ inline constexpr std::uint32_t elf_section_note = 7;   // SHT_NOTE
 inline constexpr std::uint32_t elf_section_nobits = 8; // SHT_NOBITS
 
 struct ElfSummary {
+  std::uint8_t os_abi = 0;          // e_ident[EI_OSABI]
+  std::uint8_t abi_version = 0;     // e_ident[EI_ABIVERSION]
   std::uint16_t machine = 0;        // e_machine: elf_machine_amdgpu, elf_machine_cuda...
   std::uint32_t flags = 0;          // e_flags: the processor and its features on AMDGPU
   std::vector<std::string> symbols; // names in .symtab, in table order (the null entry omitted)
@@ -45,6 +47,12 @@ std::vector<ElfNote> read_notes(std::span<const std::byte> notes);
 // Returns nullopt when `image` is not a well-formed little-endian ELF64 file (truncated, or a
 // header or section that points outside the image).
 std::optional<ElfSummary> read_elf(std::span<const std::byte> image);
+
+// The AMDGPU code object version of an HSA code object (LLVM's AMDGPUUsage, "AMDGPU ELF Header":
+// e_ident[EI_OSABI] is ELFOSABI_AMDGPU_HSA, 64, and e_ident[EI_ABIVERSION] is
+// ELFABIVERSION_AMDGPU_HSA_V2..V6, 0..4, so the version is the ABI version + 2). Generic targets
+// exist only from version 6. nullopt for any other ELF (a cubin, a PAL or Mesa code object).
+std::optional<int> amdgpu_code_object_version(const ElfSummary &elf);
 
 // The GNU build id of an ELF64 file (its NT_GNU_BUILD_ID note, in lower-case hex as `readelf -n`
 // prints it), found through the PT_NOTE program headers. `image` may be a prefix of the file:

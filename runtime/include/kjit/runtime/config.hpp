@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace kjit {
@@ -50,6 +51,10 @@ struct Config {
   // Where compilers come from. Empty: the vendor libraries (hiprtc, NVRTC), loaded once per
   // process. Tests give their own; the compilers must outlive the Runtime.
   std::function<const jit::Compiler &(Vendor)> compilers;
+  // The newest AMDGPU code object version a cached entry may have to be used: newer entries are
+  // misses. Empty: no limit of the Runtime's own; a kernel for a device also takes the device's
+  // (Device::newest_code_object_version). Set by tests, which have no AMD device.
+  std::optional<int> newest_code_object_version;
 
   // KJIT_MODE (jit|prebuilt), KJIT_CACHE_DIR, KJIT_PREBUILT_DIR, KJIT_REBUILD (0|1),
   // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G), KJIT_REMOTE_STORAGE and

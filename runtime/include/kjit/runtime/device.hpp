@@ -13,6 +13,7 @@
 #include "kjit/vendor.hpp"
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,6 +66,12 @@ public:
   // exactly that compute capability, which is what a per-device JIT cache wants; the target is
   // part of every cache key, so an sm_90a entry is never loaded for another processor.
   const jit::Target &target() const;
+  // The newest AMDGPU code object version this device's runtime loads (HIP); nullopt where code
+  // objects carry no such version (CUDA). HIP has no query for it, so it is derived from the HIP
+  // runtime's release (hipRuntimeGetVersion): 6, which generic targets need, from ROCm 6.4, the
+  // first whose runtime loads generic code objects; 5 from ROCm 6.0, whose compilers emit it by
+  // default; 4 before. Lookups skip cached code this device could not load.
+  std::optional<int> newest_code_object_version() const;
 
   // Streaming multiprocessors (NVIDIA) or compute units (AMD): a persistent kernel's grid, and
   // what, with the target, makes two GPUs one model for tuning. Read from the driver on each call.
