@@ -5,9 +5,16 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 
 namespace kjit::ops {
 namespace {
@@ -368,6 +375,90 @@ TYPED_TEST(GemmGpuTest, ClusteredWgmmaWritesWhatTheSingleBlockKernelWrites) {
     for (std::size_t i = 0; i < c_count; ++i)
       differ += std::memcmp(&got[i], &single[i], sizeof(T)) != 0;
     EXPECT_EQ(differ, 0u) << "of " << c_count;
+  }
+}
+
+// Writes `values` as raw little-endian elements (the host's layout, x86 and Arm alike).
+template <typename T>
+void write_raw(const std::filesystem::path &path, const std::vector<T> &values) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char *>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(T)));
+  if (!out.flush())
+    throw std::runtime_error("cannot write " + path.string());
+}
+
+// Big ragged products against torch's fp32 matmul, which this binary cannot call: with
+// KJIT_GEMM_DUMP_DIR set, each case's A, B and C go there as raw files, with a JSON header per
+// C, for tests/python/gemm_check_torch.py to check (tools/gpu-check --run runs both). A fp64
+// reference on the CPU would take minutes per shape. Here only that no poison is left behind.
+// Layouts: gemm() as its heuristic chooses, gemm_wgmma in a 2 x 1 cluster with the shared-memory
+// epilogue, and linear() (B as W [n, k], torch's layout); n and k are multiples of 8 (wgmma's
+// condition) and none of M, N, K is a multiple of any tile.
+TYPED_TEST(GemmGpuTest, BigRaggedProductsAreDumpedForTheTorchCheck) {
+  using T = TypeParam;
+  if constexpr (std::is_same_v<T, float>)
+    GTEST_SKIP() << "gemm_wgmma, the kernel these shapes are for, serves half and bfloat16";
+  const char *dump = std::getenv("KJIT_GEMM_DUMP_DIR");
+  if (dump == nullptr || *dump == '\0')
+    GTEST_SKIP() << "KJIT_GEMM_DUMP_DIR is not set: tools/gpu-check --run sets it and checks the "
+                    "files with tests/python/gemm_check_torch.py";
+  const std::filesystem::path dir(dump);
+  if (!serves_wgmma<T>(this->device())) {
+    // The checker reads this as "no result" rather than as a dump that went missing.
+    std::ofstream(dir / "SKIPPED") << "gemm_wgmma serves half and bfloat16 on sm_90a; this is "
+                                   << this->device().target().id() << "\n";
+    GTEST_SKIP() << "gemm_wgmma serves half and bfloat16 on sm_90a; this is " << element_name<T>()
+                 << " on " << this->device().target().id();
+  }
+  enum class Call { gemm, gemm_cluster_2x1, linear };
+  const GemmShape shapes[] = {{4100, 4104, 4104}, {8195, 8200, 8200}};
+  std::mt19937 rng(1700);
+  for (const GemmShape &s : shapes) {
+    const std::string shape = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+                              std::to_string(s.k) + "-" + std::string(element_name<T>());
+    const auto a = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
+    const auto b = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.k) * s.n, rng, -1, 1);
+    write_raw(dir / (shape + ".a"), a);
+    write_raw(dir / (shape + ".b"), b);
+    DeviceBuffer a_on_device = this->upload(a), b_on_device = this->upload(b);
+    const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
+    for (const auto &[call, name] : {std::pair{Call::gemm, "gemm"},
+                                     {Call::gemm_cluster_2x1, "gemm-cluster2x1"},
+                                     {Call::linear, "linear"}}) {
+      SCOPED_TRACE(::testing::Message() << shape << ", " << name);
+      DeviceBuffer c = this->template poisoned<T>(c_count);
+      if (call == Call::gemm) {
+        gemm<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), b_on_device.as<T>(), s.m, s.n,
+                s.k);
+      } else if (call == Call::linear) {
+        linear<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), b_on_device.as<T>(), s.m, s.n,
+                  s.k);
+      } else {
+        detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(s.m, s.n, s.k, false);
+        for (auto &[param, value] : variant.params)
+          if (param == "CLUSTER_M")
+            value = Value(2);
+          else if (param == "CLUSTER_N")
+            value = Value(1);
+          else if (param == "EPILOGUE")
+            value = Value(1);
+        detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                     b_on_device.as<T>(), s.m, s.n, s.k, false);
+      }
+      const auto got = this->template download<T>(c, c_count);
+      std::size_t poison = 0;
+      for (const T &value : got)
+        poison += std::isnan(to_double(value));
+      EXPECT_EQ(poison, 0u) << "elements of " << c_count << " left NaN (poison)";
+      const std::string stem = shape + "-" + name;
+      write_raw(dir / (stem + ".c"), got);
+      std::ofstream(dir / (stem + ".json"))
+          << "{\"case\": \"" << stem << "\", \"dtype\": \"" << element_name<T>()
+          << "\", \"m\": " << s.m << ", \"n\": " << s.n << ", \"k\": " << s.k
+          << ", \"b_layout\": \"" << (call == Call::linear ? "n_by_k" : "k_by_n") << "\", \"a\": \""
+          << shape << ".a\", \"b\": \"" << shape << ".b\", \"c\": \"" << stem << ".c\"}\n";
+    }
   }
 }
 
