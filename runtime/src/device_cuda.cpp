@@ -235,6 +235,7 @@ DriverApi &cuda_driver() {
       .shared_bytes_per_block = {"cuDeviceGetAttribute", shared_bytes_per_block},
       .launch_cluster = {"cuLaunchKernelEx", launch_cluster},
       .max_active_clusters = {"cuOccupancyMaxActiveClusters", max_active_clusters},
+      .newest_code_object_version = {"code object versions (AMD only)"}, // cubins have none
   };
   return api;
 }
