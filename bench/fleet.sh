@@ -11,12 +11,8 @@ kjit=$(realpath "${1:-build/release/tools/kjit}")
 rounds=${2:-10}
 nodes=${3:-8}
 work=$(mktemp -d /tmp/kjit-fleet-bench-XXXXXX)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
-  --logfile "$work/redis.log" &
-redis_pid=$!
-trap 'kill $redis_pid 2>/dev/null; wait $redis_pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+source "$(dirname "$0")/lib/redis.bash"
+start_redis "$work"
 remote="redis://127.0.0.1:$port"
 export KJIT_PREBUILT_DIR="$work/none"
 

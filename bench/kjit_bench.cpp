@@ -153,6 +153,27 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// Times the raw compiler and kjit once each, alternating which goes first from one call to the
+// next so that neither always inherits the other's warm caches. False, with the benchmark told
+// why, when either throws.
+template <typename TimeRaw, typename TimeKjit>
+bool time_both(benchmark::State &state, bool &raw_first, TimeRaw &time_raw, TimeKjit &time_kjit) {
+  try {
+    if (raw_first) {
+      time_raw();
+      time_kjit();
+    } else {
+      time_kjit();
+      time_raw();
+    }
+  } catch (const std::exception &error) {
+    state.SkipWithError(error.what());
+    return false;
+  }
+  raw_first = !raw_first;
+  return true;
+}
+
 // A cold compile through kjit (a variant missing from the cache: lookup, lock, compile, publish
 // a new entry) against the vendor compiler called directly on the same translation unit,
 // alternating the two (and which goes first) so that drift on the machine affects both alike.
@@ -191,20 +212,8 @@ void BM_ColdCompileOverhead(benchmark::State &state) {
   for (auto _ : state) {
     params = {{"T", "half"}, {"N", 4096 + static_cast<int>(raw_ms.size())}};
     request.emplace(describe_variant(scale.bind(params), target, identity).request);
-    // Alternate which runs first, so that neither always inherits the other's warm caches.
-    try {
-      if (raw_first) {
-        time_raw();
-        time_kjit();
-      } else {
-        time_kjit();
-        time_raw();
-      }
-    } catch (const std::exception &error) {
-      state.SkipWithError(error.what());
+    if (!time_both(state, raw_first, time_raw, time_kjit))
       return;
-    }
-    raw_first = !raw_first;
     state.SetIterationTime(kjit_ms.back() / 1000.0);
   }
   std::vector<double> differences(raw_ms.size());
@@ -274,19 +283,8 @@ void BM_VariantsPerProgram(benchmark::State &state) {
       }
       raw_best = std::min(raw_best, ms_since(start) / variants);
     };
-    try {
-      if (raw_first) {
-        time_raw();
-        time_kjit();
-      } else {
-        time_kjit();
-        time_raw();
-      }
-    } catch (const std::exception &error) {
-      state.SkipWithError(error.what());
+    if (!time_both(state, raw_first, time_raw, time_kjit))
       return;
-    }
-    raw_first = !raw_first;
     state.SetIterationTime(kjit_best / 1000.0);
   }
   state.SetLabel(target.id() + ", " + compilers->of(target.vendor()).identity());

@@ -13,13 +13,9 @@ build=$(realpath "${1:-build/release}")
 count=${2:-10000}
 rounds=${3:-3}
 kjit=$build/tools/kjit
-work=$(mktemp -d "${TMPDIR:-/tmp}/kjit-pull-bench-XXXXXX") 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
-  --logfile "$work/redis.log" &
-redis_pid=$!
-trap 'kill $redis_pid 2>/dev/null; wait $redis_pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+work=$(mktemp -d "${TMPDIR:-/tmp}/kjit-pull-bench-XXXXXX")
+source "$(dirname "$0")/lib/redis.bash"
+start_redis "$work"
 export KJIT_REMOTE_STORAGE="redis://127.0.0.1:$port" KJIT_PREBUILT_DIR="$work/none"
 
 "$build/bench/kjit_make_cache" "$work/source" "$count" >&2
