@@ -357,9 +357,8 @@ void add_remote_cache_commands(CLI::App &cache, RemoteCacheArgs &args, bool &as_
     command->add_option("--target", args.target,
                         "the target the keys were built for; without keys, only its entries");
     command->add_option("--tier", args.tier, "the local tier: user (default) or prebuilt");
-  }
-  for (CLI::App *command : {push, pull})
     command->add_flag("--json", as_json, "print one JSON document instead of a table");
+  }
 }
 
 bool is_remote_cache_command(const CLI::App &cache, const RemoteCacheArgs &args) {
