@@ -51,8 +51,17 @@ std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
     const TuningKey key = TuningKey::of(
         tmpl, problem, extents, {device.target().id(), device.multiprocessors(), device.name()},
         rt.compiler_identity(device.vendor()));
-    if (auto record = TuningTable::from_config(rt.config()).find(key))
-      return record->winner;
+    const std::optional<TuningRecord> record = TuningTable::from_config(rt.config()).find(key);
+    if (!record)
+      return std::nullopt;
+    // The table is untrusted input: a winner the template refuses would make rt.kernel throw.
+    if (const std::string problem = winner_problem(tmpl, *record); !problem.empty()) {
+      if (first_warning_about("tuned winner " + key.key().hex()))
+        log().warn("ignoring the tuning record {} of {}: {}; using the heuristic", key.key().hex(),
+                   tmpl.name(), problem);
+      return std::nullopt;
+    }
+    return record->winner;
   } catch (const Error &error) {
     log().debug("no tuning record for {}: {}", tmpl.name(), error.summary());
   }

@@ -41,7 +41,8 @@ const Plan *find_plan(const PlanKey &key);
 const Plan &remember_plan(const PlanKey &key, const Plan &plan);
 
 // The tuning table's winner for `problem` of `tmpl` over `extents` ({"rows", rows_bucket(..)})
-// on the Runtime's device, or nullopt (no record, no table, or no compiler identity to key by).
+// on the Runtime's device, or nullopt (no record, no table, or no compiler identity to key by, or
+// a winner that does not fit `tmpl`'s schema: ignored with one warning, winner_problem).
 std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
                                          const ParamValues &problem, const ParamValues &extents);
 

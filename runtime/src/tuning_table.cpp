@@ -6,10 +6,12 @@
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
 #include "kjit/runtime/config.hpp"
+#include "kjit/templates/library.hpp"
 #include "remote_tier.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace kjit {
@@ -79,8 +81,26 @@ json record_json(const TuningRecord &record) {
           {"created_unix", record.created_unix}};
 }
 
+// An integer field of a record: a JSON integer within T's range. nlohmann's get<T>() would convert
+// a number like 1e300 too, which is undefined behaviour beyond T's range.
+template <typename T> T integer_of(const json &object, const char *name) {
+  const json &value = object.at(name);
+  const bool fits =
+      value.is_number_unsigned()
+          ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+          : value.is_number_integer() &&
+                value.get<std::int64_t>() >= std::numeric_limits<T>::min() &&
+                value.get<std::int64_t>() <= std::numeric_limits<T>::max();
+  if (!fits)
+    throw Error(Errc::cache_io, std::string("\"") + name + "\" is " + value.dump() +
+                                    ", not an integer from " +
+                                    std::to_string(std::numeric_limits<T>::min()) + " to " +
+                                    std::to_string(std::numeric_limits<T>::max()));
+  return static_cast<T>(value.get<std::int64_t>());
+}
+
 TuningRecord record_of(const json &object) {
-  if (object.at("format").get<int>() != kRecordFormat)
+  if (integer_of<int>(object, "format") != kRecordFormat)
     throw Error(Errc::cache_io, "tuning record format " + object.at("format").dump() +
                                     ", this kjit reads " + std::to_string(kRecordFormat));
   TuningRecord record;
@@ -89,13 +109,13 @@ TuningRecord record_of(const json &object) {
   key.source_digest = object.at("source_digest").get<std::string>();
   key.problem = params_of(object.at("problem"));
   key.extents = params_of(object.at("extents"));
-  key.device = {object.at("target").get<std::string>(), object.at("compute_units").get<int>(),
+  key.device = {object.at("target").get<std::string>(), integer_of<int>(object, "compute_units"),
                 object.at("device").get<std::string>()};
   key.compiler = object.at("compiler").get<std::string>();
   record.winner = timed_of(object.at("winner"));
   for (const json &runner : object.at("runners_up"))
     record.runners_up.push_back(timed_of(runner));
-  record.created_unix = object.at("created_unix").get<std::int64_t>();
+  record.created_unix = integer_of<std::int64_t>(object, "created_unix");
   if (object.at("key").get<std::string>() != key.key().hex())
     throw Error(Errc::cache_io, "its key " + object.at("key").get<std::string>() +
                                     " is not the key of its content, " + key.key().hex());
@@ -212,6 +232,62 @@ void list_in(const fs::path &directory, std::vector<TuningRecord> &out) {
 Error refused_record(const std::string &origin, std::size_t index, const std::string &problem) {
   return Error(Errc::bad_archive, origin + ": record " + std::to_string(index) + ": " + problem +
                                       "; nothing was imported");
+}
+
+// Checks a record to be imported as the untrusted input it is; throws Error naming the problem.
+// Its target must name a directory, and its winner bind to its template where that is a built-in
+// one of the same source. A record of another version of a template, or of one kjit does not
+// ship, cannot be checked here; it is never found for a template it does not match, and the
+// operators check a winner again before they launch it.
+void check_importable(const TuningRecord &record) {
+  record_path(".", record.key); // Error(bad_target) for a target that cannot name a directory
+  for (const Template &tmpl : templates::builtin())
+    if (tmpl.name() == record.key.template_name &&
+        tuning_source_digest(tmpl) == record.key.source_digest)
+      if (const std::string problem = winner_problem(tmpl, record); !problem.empty())
+        throw Error(Errc::bad_parameter, problem);
+}
+
+// "1 entry", "3 entries".
+std::string counted(std::size_t count, const std::string &one, const std::string &more) {
+  return std::to_string(count) + " " + (count == 1 ? one : more);
+}
+
+// The keys of `records[from, to)` as `kjit tune ls` shows them (12 hex digits), comma-separated.
+std::string short_keys(const std::vector<TuningRecord> &records, std::size_t from, std::size_t to) {
+  std::string keys;
+  for (std::size_t i = from; i < to; ++i)
+    keys += (keys.empty() ? "" : ", ") + records[i].key.key().hex().substr(0, 12);
+  return keys;
+}
+
+// Which entries of `content` an import into `store` that stopped did not leave there, as archive
+// positions ("entries 4-10"), for the one line that reports the stop.
+std::string entries_left_out(const cache::DiskStore &store, const cache::ArchiveContent &content,
+                             std::size_t records) {
+  const std::size_t count = content.entries.size();
+  std::vector<bool> missing(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const cache::EntryHeader &header = content.entries[i].header;
+    missing[i] = store.read(header.key, header.target).status != cache::Lookup::Status::hit;
+  }
+  std::string positions; // runs of missing entries, counted from 1: "2, 4-10"
+  for (std::size_t first = 0; first < count; ++first) {
+    if (!missing[first])
+      continue;
+    std::size_t last = first;
+    while (last + 1 < count && missing[last + 1])
+      ++last;
+    positions += (positions.empty() ? "" : ", ") + std::to_string(first + 1) +
+                 (last > first ? "-" + std::to_string(last + 1) : std::string());
+    first = last;
+  }
+  const auto left_out = static_cast<std::size_t>(std::count(missing.begin(), missing.end(), true));
+  return "the import stopped with " + std::to_string(count - left_out) + " of its " +
+         counted(count, "entry", "entries") + " in the cache; not imported: " +
+         (left_out == 0 ? std::string("no entry") : "entries " + positions) + " and its " +
+         counted(records, "tuning record", "tuning records") +
+         " (importing it again skips the entries already there)";
 }
 
 } // namespace
@@ -403,9 +479,39 @@ std::vector<TuningRecord> TuningTable::list() const {
 }
 
 std::size_t TuningTable::import_records(const std::vector<TuningRecord> &records) const {
-  for (const TuningRecord &record : records)
-    store(record);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    try {
+      store(records[i]);
+    } catch (const Error &error) {
+      const std::string imported =
+          i == 0 ? "imported none of " + counted(records.size(), "tuning record", "tuning records")
+                 : "imported " + std::to_string(i) + " of " +
+                       counted(records.size(), "tuning record", "tuning records") + " (" +
+                       short_keys(records, 0, i) + ")";
+      throw Error(error.code(), error.summary() + "; " + imported + ", not " +
+                                    short_keys(records, i, records.size()));
+    }
+  }
   return records.size();
+}
+
+std::string winner_problem(const Template &tmpl, const TuningRecord &record) {
+  ParamValues params = record.key.problem;
+  for (const auto &[name, value] : record.winner.params) {
+    if (tmpl.param(name) == nullptr)
+      return "its winner sets '" + name + "', which is not a parameter of " + tmpl.name();
+    for (const auto &[problem_name, problem_value] : record.key.problem)
+      if (problem_name == name)
+        return "its winner sets '" + name + "', which is a problem parameter of its key";
+    params.emplace_back(name, value);
+  }
+  try {
+    tmpl.bind(params);
+  } catch (const Error &error) {
+    return "its winner " + params_text(record.winner.params) + " does not fit " + tmpl.name() +
+           ": " + error.summary();
+  }
+  return {};
 }
 
 std::vector<TuningRecord> parse_tuning_records(std::string_view text, const std::string &origin) {
@@ -420,6 +526,7 @@ std::vector<TuningRecord> parse_tuning_records(std::string_view text, const std:
     ++index;
     try {
       records.push_back(record_of(item));
+      check_importable(records.back());
     } catch (const json::exception &error) {
       throw refused_record(origin, index, error.what());
     } catch (const Error &error) {
@@ -450,13 +557,25 @@ cache::ArchiveSummary import_cache_archive(const cache::DiskStore &user, const f
   for (std::size_t i = 0; i < content.records.size(); ++i) {
     try {
       records.push_back(TuningRecord::from_json(content.records[i]));
-      record_path(table.user_directory(), records.back().key); // a target that names a directory
+      check_importable(records.back());
     } catch (const Error &error) {
       throw refused_record(archive.string(), i + 1, error.summary());
     }
   }
-  cache::ArchiveSummary summary = cache::import_entries(user, content);
-  summary.records = table.import_records(records);
+  cache::ArchiveSummary summary;
+  try {
+    summary = cache::import_entries(user, content);
+  } catch (const Error &error) {
+    throw Error(error.code(), archive.string() + ": " + error.summary() + "; " +
+                                  entries_left_out(user, content, records.size()));
+  }
+  try {
+    summary.records = table.import_records(records);
+  } catch (const Error &error) {
+    throw Error(error.code(), archive.string() + ": its " +
+                                  counted(summary.entries, "new entry", "new entries") +
+                                  " imported, then: " + error.summary());
+  }
   return summary;
 }
 

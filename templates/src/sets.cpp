@@ -1,13 +1,12 @@
 #include "kjit/templates/sets.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/input_file.hpp"
 #include "kjit/templates/library.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace kjit::templates {
 
@@ -21,15 +20,6 @@ namespace {
 
 // Keeps the order a file lists parameters in: a source template's are its template arguments.
 using json = nlohmann::ordered_json;
-
-std::string read_text(const std::filesystem::path &path, const std::string &what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(Errc::file_io, "cannot read " + what + " " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 Value value_of(const json &item, const std::string &where) {
   if (item.is_number_integer())
@@ -186,7 +176,7 @@ Template source_template(const json &spec, const json &variants, const SetParser
   std::vector<std::string> arguments;
   if (auto listed = spec.find("arguments"); listed != spec.end())
     arguments = listed->get<std::vector<std::string>>();
-  return Template(name, read_text(source, "template source"), std::move(decls),
+  return Template(name, read_input_file(source, "template source"), std::move(decls),
                   TemplateOptions{.kernel = name, .arguments = std::move(arguments)});
 }
 
@@ -241,7 +231,7 @@ VariantSet VariantSet::parse(std::string_view json_text, std::string origin,
 }
 
 VariantSet VariantSet::read_file(const std::filesystem::path &path) {
-  return parse(read_text(path, "set file"), path.string(), path.parent_path());
+  return parse(read_input_file(path, "set file"), path.string(), path.parent_path());
 }
 
 const std::vector<VariantSet> &builtin_sets() {

@@ -1,5 +1,6 @@
 // The wrappers' choice between a tuning record's winner and their heuristic (ops/src/launch.cpp),
 // and the row buckets records are kept for.
+#include "kjit/templates/library.hpp"
 #include "ops/src/launch.hpp"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,20 @@ TEST(Plans, AWinnerWiderThanThePointersAllowFallsBack) {
   // A record missing a value is not used either.
   EXPECT_EQ(choose_row_shape(heuristic, TimedVariant{{{"VEC", 4}}, 1}, 8, 32).threads,
             heuristic.threads);
+}
+
+// choose_row_shape knows nothing of the template: a record's winner of VEC=3 passes it, and
+// rt.kernel would then refuse the variant instead of the wrapper falling back to its heuristic.
+// tuned_winner checks a winner against the template's schema first (winner_problem).
+TEST(Plans, AWinnerTheTemplateRefusesIsCaughtBeforeItReachesALaunch) {
+  const TimedVariant odd{{{"THREADS", 256}, {"VEC", 3}}, 1.0};
+  EXPECT_EQ(choose_row_shape(heuristic, odd, 8, 32).vec, 3);
+  const Template &rms_norm = templates::find("rms_norm");
+  EXPECT_THROW(rms_norm.bind({{"T", "bfloat16"}, {"HIDDEN", 4096}, {"VEC", 3}, {"THREADS", 256}}),
+               Error);
+  const TuningKey key = TuningKey::of(rms_norm, {{"T", "bfloat16"}, {"HIDDEN", 4096}},
+                                      {{"rows", 64}}, {"sm_90a", 132}, "nvrtc");
+  EXPECT_NE(winner_problem(rms_norm, {key, odd, {}, 0}), "");
 }
 
 TEST(Plans, RowsAreBucketedToPowersOfTwo) {

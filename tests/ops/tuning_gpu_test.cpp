@@ -4,6 +4,7 @@
 #include "kjit/ops/tuning.hpp"
 #include "kjit/runtime/tuner.hpp"
 #include "tests/ops/gpu_support.hpp"
+#include "tests/support/log_capture.hpp"
 
 #include <random>
 
@@ -60,6 +61,29 @@ TEST_F(TuningGpu, TunesSiluAndMulAndTheWrapperLaunchesTheWinner) {
   const auto expected = reference::gated(reference::silu, to_doubles(x), 64, 1000);
   EXPECT_TRUE(
       all_close(download<BFloat16>(out, count), expected, 0x1p-24, epsilon<BFloat16>() + 0x1p-12));
+}
+
+// A record planted in the table whose winner rms_norm does not take (VEC=3) is ignored with one
+// warning: the wrapper launches its heuristic instead of throwing, and the result is right.
+TEST_F(TuningGpu, AWinnerTheTemplateDoesNotTakeIsIgnoredForTheHeuristic) {
+  const Template &tmpl = templates::find("rms_norm");
+  const TuningKey key =
+      TuningKey::of(tmpl, {{"T", "bfloat16"}, {"HIDDEN", 4096}}, {{"rows", 64}},
+                    {device().target().id(), device().multiprocessors(), device().name()},
+                    runtime().compiler_identity(device().vendor()));
+  table().store({key, {{{"THREADS", 256}, {"VEC", 3}}, 1.0}, {}, 0});
+  const std::size_t count = 64 * 4096;
+  const auto x = random_elements<BFloat16>(count, rng, -2.0, 2.0);
+  const auto w = random_elements<BFloat16>(4096, rng, -2.0, 2.0);
+  DeviceBuffer dx = upload(x), dw = upload(w);
+  DeviceBuffer out = poisoned<BFloat16>(count);
+  const kjit::testing::LogCapture log;
+  rms_norm(runtime(), out.as<BFloat16>(), dx.as<BFloat16>(), dw.as<BFloat16>(), 1e-6f, 64, 4096);
+  EXPECT_EQ(log.warnings(), 1) << log.text();
+  EXPECT_NE(log.text().find("VEC = 3 is not allowed"), std::string::npos) << log.text();
+  const auto expected = reference::rms_norm(to_doubles(x), to_doubles(w), 1e-6, 64, 4096);
+  EXPECT_TRUE(
+      all_close(download<BFloat16>(out, count), expected, 0x1p-24, epsilon<BFloat16>() + 0x1p-16));
 }
 
 // A template whose variant MODE=1 writes garbage (its input plus one), MODE=2 fails to compile.

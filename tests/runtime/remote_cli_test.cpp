@@ -46,10 +46,11 @@ protected:
       ++count;
     return count;
   }
+  // Exit `status`: 2 bad input, 4 a remote that refuses or cannot be reached (an I/O failure).
   void expect_bad(const std::string &args, const std::string &environment,
-                  const std::string &fragment) const {
+                  const std::string &fragment, int status = 2) const {
     const CliRun run = kjit(args, environment);
-    EXPECT_EQ(run.status, 2) << args << "\n" << run.err;
+    EXPECT_EQ(run.status, status) << args << "\n" << run.err;
     EXPECT_EQ(run.err.rfind("kjit: ", 0), 0u) << run.err;
     EXPECT_NE(run.err.find(fragment), std::string::npos) << args << "\nstderr: " << run.err;
   }
@@ -216,7 +217,7 @@ TEST_F(RemoteCliTest, CacheStatsCountRemoteHitsMissesErrorsAndTimeouts) {
   EXPECT_EQ(after_down["remote_misses"], 1) << "a fault is counted as a fault, not a miss";
 }
 
-TEST_F(RemoteCliTest, BadInputAndAnUnreachableRemoteAreExitTwoWithOneLine) {
+TEST_F(RemoteCliTest, BadInputIsExitTwoAndARemoteThatRefusesExitFourWithOneLine) {
   compile(64);
   expect_bad("cache ls --remote",
              "KJIT_REMOTE_STORAGE=", "no remote cache: set KJIT_REMOTE_STORAGE");
@@ -224,11 +225,11 @@ TEST_F(RemoteCliTest, BadInputAndAnUnreachableRemoteAreExitTwoWithOneLine) {
   expect_bad("cache pull --target gfx90a xyz", remote(), "'xyz' is not a key");
   expect_bad("cache push --tier nosuch", remote(), "--tier nosuch");
   expect_bad("cache push", remote("reader", "|read-only"), "read-only: nowhere to push");
-  expect_bad("cache push", remote("reader"), "publishing kjit/entry/v2/gfx90a/");
+  expect_bad("cache push", remote("reader"), "publishing kjit/entry/v2/gfx90a/", 4);
   redis.kill();
-  expect_bad("cache ls --remote", remote(), "remote cache redis://writer:***@127.0.0.1");
-  expect_bad("cache verify --remote", remote(), "Connection refused");
-  expect_bad("cache pull", remote(), "listing its records");
+  expect_bad("cache ls --remote", remote(), "remote cache redis://writer:***@127.0.0.1", 4);
+  expect_bad("cache verify --remote", remote(), "Connection refused", 4);
+  expect_bad("cache pull", remote(), "listing its records", 4);
 }
 
 } // namespace

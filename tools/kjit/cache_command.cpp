@@ -1,5 +1,6 @@
 #include "cache_command.hpp"
 
+#include "exit_status.hpp"
 #include "table.hpp"
 
 #include "kjit/cache/archive.hpp"
@@ -35,8 +36,6 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-constexpr int exit_check_failed = 1;
 
 // The local tiers as the environment configures them (KJIT_CACHE_DIR, KJIT_PREBUILT_DIR), built as
 // a Runtime builds them; unlike a Runtime, the commands need a user tier.

@@ -1,14 +1,14 @@
 // The kjit command line: inspect compilers and templates, compile variants into the cache, and
 // inspect and manage the cache (cache_command.cpp).
-// Exit status (docs/ARCHITECTURE.md, "The command line"): 0 success, 1 a check failed, 2 bad usage
-// or input, with one clear line on stderr.
+// Exit status: exit_status.hpp; every failure is one clear line on stderr.
 #include "cache_command.hpp"
-#include "files.hpp"
+#include "exit_status.hpp"
 #include "prebuild_command.hpp"
 #include "remote_command.hpp"
 #include "table.hpp"
 #include "tune_command.hpp"
 
+#include "kjit/input_file.hpp"
 #include "kjit/kjit.hpp"
 
 #include <CLI/CLI.hpp>
@@ -17,13 +17,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <system_error>
 
 namespace kjit::cli {
 namespace {
 
 using nlohmann::json;
-
-constexpr int exit_bad_input = 2;
 
 void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
 
@@ -156,7 +155,7 @@ Template template_from_file(const CompileArgs &args, const ParamValues &params) 
     decls.push_back({name, value.is_integer()
                                ? ParamSchema::integer(value.integer(), value.integer())
                                : ParamSchema::type({value.type()})});
-  return Template(args.kernel, read_text_file(args.source_file, "--source"), std::move(decls),
+  return Template(args.kernel, read_input_file(args.source_file, "--source"), std::move(decls),
                   TemplateOptions{.kernel = args.kernel});
 }
 
@@ -285,15 +284,19 @@ int run(int argc, char **argv) {
 } // namespace kjit::cli
 
 int main(int argc, char **argv) {
+  using namespace kjit::cli;
   try {
-    return kjit::cli::run(argc, argv);
+    return run(argc, argv);
   } catch (const kjit::Error &error) {
     std::cerr << "kjit: " << error.summary() << '\n';
     if (!error.detail().empty())
       std::cerr << error.detail() << '\n';
-    return kjit::cli::exit_bad_input;
+    return exit_status_of(error.code());
+  } catch (const std::system_error &error) { // std::filesystem's among them: the system refused
+    std::cerr << "kjit: " << error.what() << '\n';
+    return exit_io_failure;
   } catch (const std::exception &error) {
     std::cerr << "kjit: internal error: " << error.what() << '\n';
-    return kjit::cli::exit_bad_input;
+    return exit_internal;
   }
 }

@@ -1,7 +1,7 @@
 #include "prebuild_command.hpp"
 
-#include "files.hpp"
-
+#include "exit_status.hpp"
+#include "kjit/input_file.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/prebuild.hpp"
 #include "kjit/runtime/tuning_table.hpp"
@@ -106,13 +106,20 @@ fs::path output_directory(const PrebuildArgs &args) {
   return Config::from_environment().prebuilt_dir;
 }
 
-// Creates the tier and checks it can be written before anything is compiled.
+// Creates the tier and checks it can be written before anything is compiled. A path that cannot
+// be a directory is bad input; a directory the system does not let kjit write, an I/O failure.
 void check_writable(const fs::path &out) {
   std::error_code error;
   fs::create_directories(out, error);
-  if (error || ::access(out.c_str(), W_OK | X_OK) != 0)
-    throw Error(Errc::cache_io, "cannot write the prebuilt tier " + out.string() + ": " +
-                                    (error ? error.message() : std::strerror(errno)));
+  if (!error && ::access(out.c_str(), W_OK | X_OK) != 0)
+    error = std::error_code(errno, std::generic_category());
+  if (!error)
+    return;
+  const bool bad_path = error == std::errc::not_a_directory || error == std::errc::file_exists ||
+                        error == std::errc::filename_too_long ||
+                        error == std::errc::no_such_file_or_directory;
+  throw Error(bad_path ? Errc::file_io : Errc::cache_io,
+              "cannot write the prebuilt tier " + out.string() + ": " + error.message());
 }
 
 // Batches `variants` into the plan and names where they go.
@@ -135,7 +142,7 @@ Plan make_tuned_plan(const PrebuildArgs &args) {
   std::vector<jit::Target> wanted;
   if (!args.targets.empty())
     wanted = parse_targets(args.targets, "--targets");
-  const std::string text = read_text_file(args.tuned, "--tuned");
+  const std::string text = read_input_file(args.tuned, "--tuned");
   std::vector<prebuild::TargetedInstance> variants;
   for (const TuningRecord &record : parse_tuning_records(text, args.tuned)) {
     const jit::Target target = jit::Target::parse(record.key.device.target);
@@ -605,7 +612,7 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
     return 0;
   std::cerr << "kjit: " << total.failures.size() << " of " << to_build << " variants not built:\n";
   report_failures(total.failures);
-  return 1;
+  return exit_check_failed;
 }
 
 int run_prebuild_worker(const PrebuildArgs &args) {
@@ -614,7 +621,7 @@ int run_prebuild_worker(const PrebuildArgs &args) {
   for (std::string line; std::getline(std::cin, line);) {
     const std::size_t index = std::stoul(line);
     if (index >= plan.batches.size())
-      return 2;
+      return exit_bad_input;
     std::cout << result_json(build_or_report(plan, compilers, index)).dump() << std::endl;
   }
   return 0;

@@ -1,5 +1,6 @@
 #include "remote_command.hpp"
 
+#include "exit_status.hpp"
 #include "table.hpp"
 
 #include "kjit/cache/catalog.hpp"
@@ -16,8 +17,6 @@ namespace kjit::cli {
 namespace {
 
 using nlohmann::json;
-
-constexpr int exit_check_failed = 1;
 
 void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
 

@@ -1,7 +1,6 @@
 #include "tune_command.hpp"
 
-#include "files.hpp"
-
+#include "kjit/input_file.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/ops/tuning.hpp"
 #include "kjit/runtime/tuning_table.hpp"
@@ -9,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -20,8 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int exit_no_gpu = 3;
-
 std::string params_text(const ParamValues &params) {
   std::string out;
   for (const auto &[name, value] : params)
@@ -31,7 +29,7 @@ std::string params_text(const ParamValues &params) {
 
 // Every combination the shapes file lists, for `op`.
 std::vector<ops::OperatorShape> read_shapes(const std::string &op, const std::string &path) {
-  const json file = json::parse(read_text_file(path, "shapes file"), nullptr, false);
+  const json file = json::parse(read_input_file(path, "shapes file"), nullptr, false);
   auto list = [&](const char *field) {
     if (file.is_discarded() || !file.is_object() || !file.contains(field) ||
         !file.at(field).is_array() || file.at(field).empty())
@@ -119,8 +117,7 @@ int tune_shapes(const TuneArgs &args, bool as_json) {
   } catch (const Error &error) {
     if (error.code() != Errc::no_device)
       throw;
-    std::cerr << "kjit: cannot tune: " << error.summary() << '\n';
-    return exit_no_gpu;
+    throw Error(Errc::no_device, "cannot tune: " + error.summary());
   }
   const TuningTable table = TuningTable::from_config(rt.config());
   const ProgressBar bar(as_json);
@@ -235,8 +232,9 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
     const std::vector<TuningRecord> records = table.list();
     std::ofstream out(args.file, std::ios::binary | std::ios::trunc);
     out << (args.csv ? tuning_csv(records) : tuning_records_json(records));
+    out.close(); // what is still buffered is written here: a full disk fails here, not later
     if (!out)
-      throw Error(Errc::cache_io, "cannot write " + args.file);
+      throw Error(Errc::cache_io, "cannot write " + args.file + ": " + std::strerror(errno));
     if (as_json)
       std::cout << json{{"exported", records.size()}, {"file", args.file}}.dump(2) << '\n';
     else
@@ -245,7 +243,7 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
   }
   if (tune.got_subcommand("import")) {
     const std::size_t count = table.import_records(
-        parse_tuning_records(read_text_file(args.file, "tuning table"), args.file));
+        parse_tuning_records(read_input_file(args.file, "tuning table"), args.file));
     if (as_json)
       std::cout << json{{"imported", count}, {"file", args.file}}.dump(2) << '\n';
     else

@@ -129,8 +129,10 @@ public:
   // problem; bad files are skipped with one warning each.
   std::vector<TuningRecord> list() const;
 
-  // Stores each of `records` whose key it holds, replacing older ones; returns how many. Throws
-  // Error(cache_io) for a read-only table.
+  // Stores each of `records` under the key it holds, in order, replacing older ones; returns how
+  // many. Check them first (parse_tuning_records does): this only writes. Throws Error(cache_io)
+  // for a table without a user tier or a write that fails, naming (by key) the records imported
+  // before it and those not imported.
   std::size_t import_records(const std::vector<TuningRecord> &records) const;
 
   // <root>/v<N>/tuning of the user tier.
@@ -145,8 +147,16 @@ private:
   FleetWait fleet_;
 };
 
+// Why the winner of `record` cannot be launched as a variant of `tmpl`, or "" when it can: it sets
+// parameters of `tmpl` that are not the record's problem parameters, and with the problem binds to
+// `tmpl`'s schema. A record is untrusted input (imported, a remote's, a file planted in a tier): a
+// winner with VEC=3 must reach neither a table nor a launch.
+std::string winner_problem(const Template &tmpl, const TuningRecord &record);
+
 // The records of a JSON document {"records": [...]} (what `kjit tune ls --json` and
-// `kjit tune export` print). Throws Error(bad_archive) naming the record that does not parse.
+// `kjit tune export` print), each checked as untrusted input: its key the key of its content, a
+// target that can name a directory, a winner that fits its template (winner_problem) where that is
+// a built-in one of the same source. Throws Error(bad_archive) naming the first record refused.
 std::vector<TuningRecord> parse_tuning_records(std::string_view text, const std::string &origin);
 std::string tuning_records_json(const std::vector<TuningRecord> &records);
 
@@ -154,11 +164,12 @@ std::string tuning_records_json(const std::vector<TuningRecord> &records);
 // archive (kjit/cache/archive.hpp). Throws Error(cache_io) when it cannot be written.
 cache::ArchiveSummary export_cache_archive(const cache::DiskStore &user,
                                            const std::filesystem::path &archive);
-// `kjit cache import`: the archive checked whole, its records as untrusted input too (format, key
-// equal to the key of their content, a target that can name a directory), before anything is
-// written; then its entries and records are added to the user tier at `user`. A record for another
-// device or compiler is kept under its own key, so it is never found for this one. Throws
-// Error(bad_archive) naming the archive and the record or entry, with nothing written.
+// `kjit cache import`: the archive checked whole, its records as untrusted input too (as
+// parse_tuning_records checks them), before anything is written; then its entries and records are
+// added to the user tier at `user`. A record for another device or compiler is kept under its own
+// key, so it is never found for this one. Throws Error(bad_archive) naming the archive and the
+// record or entry, with nothing written; a write that fails (a full disk) is the write's
+// Error(cache_io), saying which entries (archive positions) and records were not imported.
 cache::ArchiveSummary import_cache_archive(const cache::DiskStore &user,
                                            const std::filesystem::path &archive);
 
