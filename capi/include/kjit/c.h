@@ -112,7 +112,7 @@ int kjit_compile(kjit_runtime *runtime, const kjit_template *tmpl, const kjit_pa
 void kjit_code_bytes(const kjit_code *code, const void **data, size_t *size);
 const char *kjit_code_key(const kjit_code *code);    /* 64 hex digits */
 const char *kjit_code_target(const kjit_code *code); /* canonical id */
-const char *kjit_code_origin(const kjit_code *code); /* compiled, user_cache, prebuilt, remote */
+const char *kjit_code_origin(const kjit_code *code); /* compiled, user cache, prebuilt, remote */
 const char *kjit_code_expression(const kjit_code *code);   /* "scale<__half, 4096>" */
 const char *kjit_code_lowered_name(const kjit_code *code); /* the kernel's symbol */
 const char *kjit_code_entry_path(const kjit_code *code);   /* "" when in memory only */
