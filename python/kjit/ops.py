@@ -258,7 +258,7 @@ def _register():
         outs = [f"out{i}" for i in range(count)]
         returns = "Tensor" if count == 1 else "(" + ", ".join(["Tensor"] * count) + ")"
         library.define(f"{name}({inputs}) -> {returns}")
-        mutable = ", ".join(f"Tensor(o{i}!) {o}" for i, o in enumerate(outs))
+        mutable = ", ".join(f"Tensor({'ab'[i]}!) {o}" for i, o in enumerate(outs))
         library.define(f"{name}_out({mutable}, {inputs}) -> ()")
 
         def functional(*inputs, _make=make_outs, _impl=impl):

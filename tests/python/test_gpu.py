@@ -124,19 +124,23 @@ def test_quantisation_against_torch(dtype, rows, hidden):
         fp8, fp8_scales = ops.quant_fp8(x)
         close(fp8_scales, x.float().abs().amax(-1) / 448, torch.float32, 10)
         decoded = fp8.view(torch.float8_e4m3fn).float() * fp8_scales[:, None]
-        torch.testing.assert_close(decoded, x.float(), rtol=0.07, atol=1e-3 * 448)
+        torch.testing.assert_close(decoded, x.float(), rtol=0.07, atol=1e-2)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m, n, k", [(1, 4096, 4096), (7, 1000, 520), (130, 264, 4104)])
 def test_gemm_and_linear_against_torch(dtype, m, n, k):
     a, b, w = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype), randn(n, k, dtype=dtype)
-    scale = math.sqrt(k) * 4
+    def product_close(actual, expected):  # sums of k products: absolute error grows as sqrt(k)
+        tolerance = TOLERANCE[dtype]
+        torch.testing.assert_close(actual.float(), expected, rtol=tolerance,
+                                   atol=tolerance * math.sqrt(k) * 2)
+
     out = poisoned_like(a, (m, n))
     ops.gemm(a, b, out=out)
-    close(out, a.float() @ b.float(), dtype, scale)
+    product_close(out, a.float() @ b.float())
     try:
-        close(ops.linear(a, w), a.float() @ w.float().T, dtype, scale)
+        product_close(ops.linear(a, w), a.float() @ w.float().T)
     except kjit.BadArgument as error:  # linear has no kernel for this shape and type here
         assert "linear" in error.message
 
@@ -244,18 +248,23 @@ def test_torch_compile_fullgraph_keeps_the_operators():
     assert not counters["graph_break"], dict(counters["graph_break"])
 
 
-def test_fake_implementations_touch_no_cache(tmp_path, monkeypatch):
+def test_fake_implementations_touch_no_cache(monkeypatch):
     from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def refuse(*args):
+        raise AssertionError("a fake implementation reached kjit's library")
     x = randn(3, 512, dtype=torch.float16)
     w = randn(512, dtype=torch.float16)
-    with FakeTensorMode() as mode:
-        fx, fw = mode.from_tensor(x), mode.from_tensor(w)
+    b = randn(512, 7, dtype=torch.float16)
+    with FakeTensorMode() as mode, monkeypatch.context() as patch:
+        patch.setattr(ops, "lib", refuse)  # the operators' only way into the C library
+        patch.setattr(kjit._core, "default_runtime", refuse)
+        fx, fw, fb = mode.from_tensor(x), mode.from_tensor(w), mode.from_tensor(b)
         out = torch.ops.kjit.rms_norm(fx, fw, 1e-6)
         assert out.shape == (3, 512) and out.dtype == torch.float16
         values, scales = torch.ops.kjit.quant_int8(fx)
         assert values.dtype == torch.int8 and scales.shape == (3,)
-        assert torch.ops.kjit.gemm(fx, mode.from_tensor(randn(512, 7, dtype=torch.float16))
-                                   ).shape == (3, 7)
+        assert torch.ops.kjit.gemm(fx, fb).shape == (3, 7)
     torch.library.opcheck(torch.ops.kjit.rms_norm.default, (x, w, 1e-6))
     torch.library.opcheck(torch.ops.kjit.silu_and_mul.default, (x,))
 
