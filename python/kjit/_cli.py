@@ -40,3 +40,9 @@ def run(args, ok=(0,)):
 
 def run_json(args):
     return json.loads(run([*args, "--json"]))
+
+
+def flags(**options):
+    """["--max-size", "2G", ...] for each option given (not None); underscores become dashes."""
+    return [item for name, value in options.items() if value is not None
+            for item in ("--" + name.replace("_", "-"), str(value))]

@@ -465,15 +465,5 @@ class Runtime:
         return ordinal.value
 
 
-_default_runtime = None
-_default_lock = threading.Lock()
-
-
-def default_runtime():
-    """The process's Runtime that kjit.ops and kjit.warmup use, made on first use."""
-    global _default_runtime
-    if _default_runtime is None:
-        with _default_lock:
-            if _default_runtime is None:
-                _default_runtime = Runtime()
-    return _default_runtime
+#: The process's Runtime that kjit.ops and kjit.warmup use, made on first use.
+default_runtime = _native.once(Runtime)

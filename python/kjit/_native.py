@@ -128,8 +128,19 @@ _SIGNATURES = {
     "kjit_linear": (_I, [_P, _I, _P, _P, _P, _I, _I, _I, _P]),
 }
 
-_lock = threading.Lock()
-_library = None
+def once(make):
+    """A function that returns make()'s result, made on its first call (by one thread)."""
+    lock, made = threading.Lock(), []
+
+    def get():
+        if not made:
+            with lock:
+                if not made:
+                    made.append(make())
+        return made[0]
+
+    return get
+
 
 
 class _Library:
@@ -173,14 +184,8 @@ def _load():
                           "--preset release --target kjit_c)")
 
 
-def lib():
-    """The library, loaded on the first call. Raises LibraryNotFound or AbiMismatch."""
-    global _library
-    if _library is None:
-        with _lock:
-            if _library is None:
-                _library = _load()
-    return _library
+#: The library, loaded on the first call. Raises LibraryNotFound or AbiMismatch.
+lib = once(_load)
 
 
 def last_error(status):

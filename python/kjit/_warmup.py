@@ -30,21 +30,13 @@ def warmup(manifest, runtime=None):
 
 def tune(template, shapes_file, budget=None, space=()):
     """`kjit tune TEMPLATE --shapes FILE [--budget S] [--space K=V,...]`: its JSON report."""
-    args = ["tune", template, "--shapes", shapes_file]
-    if budget is not None:
-        args += ["--budget", budget]
-    for item in space:
-        args += ["--space", item]
-    return _cli.run_json(args)
+    space_flags = [item for value in space for item in ("--space", value)]
+    return _cli.run_json(["tune", template, "--shapes", shapes_file,
+                          *_cli.flags(budget=budget), *space_flags])
 
 
 def prebuild(targets=None, level=None, sets=(), out=None, jobs=None):
     """`kjit prebuild` into a prebuilt tier (KJIT_PREBUILT_DIR, or `out`): its JSON report."""
-    args = ["prebuild"]
-    for flag, value in (("--targets", targets), ("--level", level), ("--out", out),
-                        ("--jobs", jobs)):
-        if value is not None:
-            args += [flag, value]
-    for path in sets:
-        args += ["--sets", path]
-    return _cli.run_json(args)
+    set_flags = [item for path in sets for item in ("--sets", path)]
+    return _cli.run_json(["prebuild", *_cli.flags(targets=targets, level=level, out=out,
+                                                  jobs=jobs), *set_flags])

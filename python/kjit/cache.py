@@ -12,12 +12,7 @@ def stats():
 
 def ls(target=None, template=None):
     """The entries of both tiers: key, tier, target, bytes, template, parameters, path."""
-    args = ["cache", "ls"]
-    if target:
-        args += ["--target", target]
-    if template:
-        args += ["--template", template]
-    return _cli.run_json(args)
+    return _cli.run_json(["cache", "ls", *_cli.flags(target=target, template=template)])
 
 
 def verify():
@@ -27,12 +22,7 @@ def verify():
 
 
 def prune(max_size=None, older_than=None):
-    args = ["cache", "prune"]
-    if max_size:
-        args += ["--max-size", max_size]
-    if older_than:
-        args += ["--older-than", older_than]
-    return _cli.run_json(args)
+    return _cli.run_json(["cache", "prune", *_cli.flags(max_size=max_size, older_than=older_than)])
 
 
 def clear():

@@ -328,37 +328,22 @@ def softmax(x, scale=1.0, causal_queries=0, out=None):
     return _call("softmax", (x, float(scale), int(causal_queries)), out)
 
 
-def silu(x, out=None):
-    return _call("silu", (x,), out)
+def _unary(name, doc):
+    def op(x, out=None):
+        return _call(name, (x,), out)
+    op.__name__, op.__doc__ = name, doc
+    return op
 
 
-def gelu(x, out=None):
-    return _call("gelu", (x,), out)
-
-
-def gelu_tanh(x, out=None):
-    return _call("gelu_tanh", (x,), out)
-
-
-def relu(x, out=None):
-    return _call("relu", (x,), out)
-
-
-def sigmoid(x, out=None):
-    return _call("sigmoid", (x,), out)
-
-
-def silu_and_mul(x, out=None):
-    """silu(x[..., :d]) * x[..., d:] for x [..., 2d]."""
-    return _call("silu_and_mul", (x,), out)
-
-
-def gelu_and_mul(x, out=None):
-    return _call("gelu_and_mul", (x,), out)
-
-
-def gelu_tanh_and_mul(x, out=None):
-    return _call("gelu_tanh_and_mul", (x,), out)
+silu = _unary("silu", "x * sigmoid(x), element-wise.")
+gelu = _unary("gelu", "x * Phi(x) (erf), element-wise.")
+gelu_tanh = _unary("gelu_tanh", "torch's gelu(approximate='tanh'), element-wise.")
+relu = _unary("relu", "max(x, 0), element-wise (NaN stays NaN).")
+sigmoid = _unary("sigmoid", "1 / (1 + e^-x), element-wise.")
+silu_and_mul = _unary("silu_and_mul", "silu(x[..., :d]) * x[..., d:] for x [..., 2d].")
+gelu_and_mul = _unary("gelu_and_mul", "gelu(x[..., :d]) * x[..., d:] for x [..., 2d].")
+gelu_tanh_and_mul = _unary("gelu_tanh_and_mul",
+                           "gelu_tanh(x[..., :d]) * x[..., d:] for x [..., 2d].")
 
 
 def rotary_embedding(positions, query, key, cos_sin_cache, head_size, is_neox=True):
@@ -367,14 +352,9 @@ def rotary_embedding(positions, query, key, cos_sin_cache, head_size, is_neox=Tr
                   (positions, query, key, cos_sin_cache, int(head_size), bool(is_neox)))
 
 
-def quant_int8(x, out=None):
-    """Dynamic per-token int8 quantisation: (values int8 [..., hidden], scales float32 [rows])."""
-    return _call("quant_int8", (x,), out)
-
-
-def quant_fp8(x, out=None):
-    """The same in fp8 e4m3fn (NVIDIA sm_89 and newer)."""
-    return _call("quant_fp8", (x,), out)
+quant_int8 = _unary("quant_int8", "Dynamic per-token int8 quantisation: (values int8 [..., "
+                    "hidden], scales float32 [rows]).")
+quant_fp8 = _unary("quant_fp8", "The same in fp8 e4m3fn (NVIDIA sm_89 and newer).")
 
 
 def gemm(a, b, out=None):
