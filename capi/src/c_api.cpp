@@ -13,12 +13,15 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+// The caller's template, or one of the library's built-in ones (then `owned` is empty).
 struct kjit_template {
-  kjit::Template tmpl;
+  std::optional<kjit::Template> owned;
+  const kjit::Template *tmpl;
 };
 
 struct kjit_code {
@@ -207,19 +210,29 @@ int kjit_template_create(const char *name, const char *source, const kjit_param_
       require(arguments[i], "an argument type");
       options.arguments.emplace_back(arguments[i]);
     }
-    *out = new kjit_template{kjit::Template(name, source, std::move(decls), std::move(options))};
+    auto handle = std::make_unique<kjit_template>();
+    handle->owned.emplace(name, source, std::move(decls), std::move(options));
+    handle->tmpl = &*handle->owned;
+    *out = handle.release();
+  });
+}
+
+int kjit_template_builtin(const char *name, kjit_template **out) {
+  return guarded([&] {
+    require(name && out, "name or out");
+    *out = new kjit_template{std::nullopt, &kjit::templates::find(name)};
   });
 }
 
 void kjit_template_destroy(kjit_template *tmpl) { delete tmpl; }
-const char *kjit_template_name(const kjit_template *tmpl) { return tmpl->tmpl.name().c_str(); }
+const char *kjit_template_name(const kjit_template *tmpl) { return tmpl->tmpl->name().c_str(); }
 
 int kjit_compile(kjit_runtime *runtime, const kjit_template *tmpl, const kjit_param *params,
                  size_t param_count, const char *target, const kjit_code **out) {
   return guarded([&] {
     require(runtime && tmpl && target && out, "runtime, template, target or out");
     const kjit::CodeObject &code = runtime->runtime.compile(
-        tmpl->tmpl, to_param_values(params, param_count), kjit::jit::Target::parse(target));
+        *tmpl->tmpl, to_param_values(params, param_count), kjit::jit::Target::parse(target));
     const std::lock_guard lock(runtime->mutex);
     std::unique_ptr<kjit_code> &handle = runtime->codes[&code];
     if (!handle)
@@ -248,7 +261,7 @@ int kjit_kernel_get(kjit_runtime *runtime, const kjit_template *tmpl, const kjit
   return guarded([&] {
     require(runtime && tmpl && out, "runtime, template or out");
     const kjit::Kernel &kernel = runtime->runtime.kernel(
-        tmpl->tmpl, to_param_values(params, param_count), device_of(*runtime, device));
+        *tmpl->tmpl, to_param_values(params, param_count), device_of(*runtime, device));
     const std::lock_guard lock(runtime->mutex);
     std::unique_ptr<kjit_kernel> &handle = runtime->kernels[&kernel];
     if (!handle) {

@@ -126,6 +126,17 @@ class Template:
         self._destroy = native.template_destroy
         self.name, self.source, self.arguments = name, source, tuple(arguments)
 
+    @classmethod
+    def builtin(cls, name):
+        """One of the templates built into kjit ("scale", "rms_norm"...: `kjit templates`)."""
+        native = lib()
+        handle = ctypes.c_void_p()
+        check(native.template_builtin(name.encode(), ctypes.byref(handle)))
+        tmpl = cls.__new__(cls)
+        tmpl._handle, tmpl._destroy = handle.value, native.template_destroy
+        tmpl.name, tmpl.source, tmpl.arguments = name, None, ()
+        return tmpl
+
     def __del__(self):
         if getattr(self, "_handle", None):
             self._destroy(self._handle)

@@ -93,6 +93,7 @@ _SIGNATURES = {
     "kjit_runtime_destroy": (None, [_P]),
     "kjit_template_create": (_I, [_S, _S, ctypes.POINTER(_ParamDecl), ctypes.c_size_t,
                                   ctypes.POINTER(_S), ctypes.c_size_t, _S, ctypes.POINTER(_P)]),
+    "kjit_template_builtin": (_I, [_S, ctypes.POINTER(_P)]),
     "kjit_template_destroy": (None, [_P]),
     "kjit_compile": (_I, [_P, _P, ctypes.POINTER(_Param), ctypes.c_size_t, _S,
                           ctypes.POINTER(_P)]),

@@ -48,6 +48,13 @@ int main(int argc, char **argv) {
     return 1;
   CHECK(strcmp(kjit_template_name(tmpl), "c_abi_scale") == 0);
 
+  /* A built-in template by name, and an unknown name. */
+  kjit_template *builtin = NULL;
+  CHECK(kjit_template_builtin("rms_norm", &builtin) == KJIT_OK && builtin != NULL);
+  kjit_template_destroy(builtin);
+  CHECK(kjit_template_builtin("no_such_template", &builtin) == KJIT_UNKNOWN_TEMPLATE);
+  CHECK(strstr(kjit_last_error(), "no_such_template") != NULL);
+
   /* A malformed schema: min > max. */
   kjit_template *bad = NULL;
   decls[1].min = 10;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The README's Python install, as a user runs it: a fresh venv (Debian's interpreter, its
 # site-packages visible for setuptools and wheel), `pip install --no-build-isolation --no-index`
-# of a copy of python/ against this build (no package index is reached: --no-index), then the
-# installed package used from another directory: its own library and command, a compile.
+# of a copy of python/ against this build (no package index is reached: --no-index) with the
+# minimal prebuilt level for gfx90a inside (PREBUILD_KERNELS, GPU_ARCHS), then the installed
+# package used from another directory: its own library and command, a compile, and
+# KJIT_MODE=prebuilt served from the wheel's tier.
 #   install_check.sh PYTHON SOURCE_DIR BUILD_DIR
 set -euo pipefail
 python=$1 source_dir=$2 build_dir=$3
@@ -11,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 
 cp -r "$source_dir/python" "$work/src"
 "$python" -m venv --system-site-packages "$work/venv"
-KJIT_BUILD_DIR=$build_dir "$work/venv/bin/pip" install --quiet --no-build-isolation --no-index \
+PREBUILD_KERNELS=3 GPU_ARCHS=gfx90a KJIT_BUILD_DIR=$build_dir "$work/venv/bin/pip" install --quiet --no-build-isolation --no-index \
   "$work/src"
 cd "$work"
 env -u KJIT_C_LIBRARY -u KJIT_CLI KJIT_CACHE_DIR="$work/cache" "$work/venv/bin/python" - <<'PY'
@@ -32,5 +34,22 @@ except kjit.CompilerUnavailable as error:
 out = subprocess.run([sys.executable, "-m", "kjit", "templates"], capture_output=True, text=True,
                      check=True).stdout
 assert "rms_norm" in out, out
+# KJIT_MODE=prebuilt, an empty user tier: the wheel's tier serves level 3's scale<half, 4096>,
+# and a variant outside it is an error naming it.
+check = """
+import kjit
+rt = kjit.Runtime()
+code = rt.compile(kjit.Template.builtin("scale"), {"T": "half", "N": 4096}, "gfx90a")
+assert code.origin == "prebuilt", code.origin
+try:
+    rt.compile(kjit.Template.builtin("scale"), {"T": "half", "N": 4095}, "gfx90a")
+    raise SystemExit("a variant outside the prebuilt tier was served")
+except kjit.NotPrebuilt as error:
+    assert "4095" in error.message, error.message
+print("install check: prebuilt tier of the wheel served", code.expression)
+"""
+import os
+subprocess.run([sys.executable, "-c", check], check=True,
+               env={**os.environ, "KJIT_MODE": "prebuilt", "KJIT_CACHE_DIR": "prebuilt-user-tier"})
 print("install check: passed,", library)
 PY

@@ -80,6 +80,14 @@ def test_a_second_process_finds_the_entry_on_disk(cache_dir):
     assert (origin1, origin2) == ("compiled", "user cache") and key1 == key2
 
 
+def test_builtin_templates_by_name(cache_dir):
+    code = compile_or_skip(kjit.Runtime(), kjit.Template.builtin("scale"),
+                           {"T": "float", "N": 256}, "gfx90a")
+    assert code.origin == "compiled" and "256" in code.expression
+    with pytest.raises(kjit.UnknownTemplate, match="no_such_template"):
+        kjit.Template.builtin("no_such_template")
+
+
 def test_parameter_schemas_in_python_idioms(cache_dir):
     tmpl = kjit.Template("py_schema", SCALE, params={
         "T": kjit.types("float", "half", default="half"),

@@ -100,6 +100,9 @@ typedef struct kjit_param {
 int kjit_template_create(const char *name, const char *source, const kjit_param_decl *params,
                          size_t param_count, const char *const *arguments, size_t argument_count,
                          const char *kernel, kjit_template **out);
+/* One of the templates built into the library ("scale", "rms_norm"...; `kjit templates` lists
+ * them), as a handle to destroy like any other. KJIT_UNKNOWN_TEMPLATE names the known ones. */
+int kjit_template_builtin(const char *name, kjit_template **out);
 void kjit_template_destroy(kjit_template *tmpl);
 const char *kjit_template_name(const kjit_template *tmpl);
 
