@@ -5,11 +5,14 @@
  * Every function that can fail returns a kjit_status: KJIT_OK (0) or the code of the failure,
  * one of kjit::Errc's plus one (KJIT_INTERNAL for anything else). The thread's last error then
  * holds the one-line message (kjit_last_error) and the detail block (kjit_last_error_detail: a
- * compiler log with the template's line numbers); both stay valid until the thread's next call.
- * No exception ever crosses this interface.
+ * compiler log with the template's line numbers); both stay valid until the thread's next
+ * failure. No exception ever crosses this interface.
  *
  * Handles: a runtime and a template are the caller's, freed with their destroy function. Code
- * objects and kernels belong to the runtime that returned them and live as long as it does. */
+ * objects and kernels belong to the runtime that returned them and live as long as it does.
+ *
+ * The cache's queries, tuning and prebuilding are the `kjit` command's (`kjit cache stats --json`,
+ * `kjit tune`, `kjit prebuild`), which the Python package runs; they are not part of this ABI. */
 #ifndef KJIT_C_H
 #define KJIT_C_H
 
