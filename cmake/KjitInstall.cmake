@@ -15,7 +15,11 @@ foreach(library IN LISTS kjit_libraries)
 endforeach()
 set_target_properties(kjit_cli PROPERTIES EXPORT_NAME cli)
 add_executable(kjit::cli ALIAS kjit_cli)
-install(TARGETS ${kjit_libraries} kjit kjit_cli EXPORT kjitTargets
+# The C ABI: libkjit_c.so and kjit/c.h (kjit::c), for callers in other languages.
+set_target_properties(kjit_c PROPERTIES EXPORT_NAME c)
+target_include_directories(kjit_c INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/capi/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS ${kjit_libraries} kjit kjit_c kjit_cli EXPORT kjitTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -66,8 +66,7 @@ void gated(Runtime &rt, const GatedOp &op, T *out, const T *x, int rows, int d, 
   const std::size_t out_bytes = static_cast<std::size_t>(rows) * d * sizeof(T);
   detail::require_disjoint(out, out_bytes, x, 2 * out_bytes, op.name, "out and x");
   const int aligned = detail::vector_width(sizeof(T), d, {out, x});
-  const detail::PlanKey key{rt.id(), &op, d, detail::rows_bucket(rows), static_cast<int>(sizeof(T)),
-                            aligned};
+  const detail::PlanKey key = detail::plan_key<T>(rt.id(), &op, d, rows, aligned);
   const detail::Plan *plan = detail::find_plan(key);
   if (plan == nullptr) [[unlikely]]
     plan =

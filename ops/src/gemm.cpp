@@ -157,10 +157,6 @@ struct GemmPlan {
   int grid_limit; // blocks, a multiple of the cluster's
 };
 
-template <Element T> constexpr int element_code() {
-  return std::is_same_v<T, BFloat16> ? 3 : static_cast<int>(sizeof(T));
-}
-
 // `variant` with the tunable values `winner` names (the problem's, T and B_KMAJOR, kept).
 detail::ChosenVariant with_winner(detail::ChosenVariant variant, const TimedVariant &winner) {
   for (auto &[name, value] : variant.params)
@@ -229,7 +225,7 @@ template <Element T>
 const GemmPlan &gemm_plan(Runtime &rt, int m, int n, int k, bool b_kmajor, bool skinny_serves) {
   thread_local std::unordered_map<GemmPlanKey, GemmPlan, GemmPlanKeyHash> plans;
   const GemmPlanKey key{
-      rt.id(), element_code<T>(), b_kmajor, skinny_serves, detail::rows_bucket(m), n, k};
+      rt.id(), detail::element_code<T>(), b_kmajor, skinny_serves, detail::rows_bucket(m), n, k};
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;

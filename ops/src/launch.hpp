@@ -154,7 +154,7 @@ void launch_rowwise(Runtime &rt, const RowwiseKernel &op, int rows, int length,
                     std::initializer_list<const void *> pointers, Stream stream,
                     const Args &...args) {
   const int aligned = vector_width(sizeof(T), length, pointers);
-  const PlanKey key{rt.id(), &op, length, rows_bucket(rows), static_cast<int>(sizeof(T)), aligned};
+  const PlanKey key = plan_key<T>(rt.id(), &op, length, rows, aligned);
   const Plan *plan = find_plan(key);
   if (plan == nullptr) [[unlikely]]
     plan =

@@ -16,7 +16,7 @@ struct PlanKeyHash {
     for (std::uint64_t part :
          {reinterpret_cast<std::uint64_t>(key.op), static_cast<std::uint64_t>(key.length),
           static_cast<std::uint64_t>(key.rows),
-          static_cast<std::uint64_t>(key.element_bytes * 64 + key.aligned_vec)})
+          static_cast<std::uint64_t>(key.element * 64 + key.aligned_vec)})
       h = (h ^ part) * 0x9e3779b97f4a7c15ull;
     return h;
   }

@@ -9,9 +9,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
 
 namespace kjit::ops::detail {
+
+// The rows a tuning record is kept for: the next power of two, so that records cover every
+// batch size between two tuned ones.
+std::int64_t rows_bucket(std::int64_t rows);
 
 // One shape of one operator through one Runtime. `op` is the address of the operator's
 // constant (its RowwiseKernel, its activation name): unique, and cheap to compare.
@@ -20,10 +25,23 @@ struct PlanKey {
   const void *op;
   std::int64_t length; // row length, or d
   std::int64_t rows;   // rounded up to a power of two: rows_bucket()
-  int element_bytes;
-  int aligned_vec; // the widest vector the pointers allow
+  int element;         // element_code<T>()
+  int aligned_vec;     // the widest vector the pointers allow
   bool operator==(const PlanKey &) const = default;
 };
+
+// T's size and kind: float 4, half 2, bfloat16 3. Its size alone would give half and bfloat16 one
+// plan, and the second type to run a shape would launch the first one's kernel.
+template <Element T> constexpr int element_code() {
+  return std::is_same_v<T, BFloat16> ? 3 : static_cast<int>(sizeof(T));
+}
+
+// The key of T's plan for one shape of `op` (a row length, or d) through the Runtime `runtime`.
+template <Element T>
+PlanKey plan_key(std::uint64_t runtime, const void *op, std::int64_t length, std::int64_t rows,
+                 int aligned_vec) {
+  return {runtime, op, length, rows_bucket(rows), element_code<T>(), aligned_vec};
+}
 
 struct Plan {
   const Kernel *kernel;
@@ -31,10 +49,6 @@ struct Plan {
   int threads;        // per row (row-wise operators)
   int rows_per_block; // row-wise operators
 };
-
-// The rows a tuning record is kept for: the next power of two, so that records cover every
-// batch size between two tuned ones.
-std::int64_t rows_bucket(std::int64_t rows);
 
 // This thread's plan for `key`, or nullptr. Lock-free: each thread keeps its own.
 const Plan *find_plan(const PlanKey &key);

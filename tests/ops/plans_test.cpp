@@ -61,5 +61,16 @@ TEST(Plans, RowsAreBucketedToPowersOfTwo) {
   EXPECT_EQ(rows_bucket(65536), 65536);
 }
 
+// half and bfloat16 have one size: a plan remembered for one must not serve the other.
+TEST(Plans, HalfAndBFloat16ShapesHaveTheirOwnPlans) {
+  static const int op = 0;
+  const PlanKey half = plan_key<Half>(7, &op, 4096, 3, 8);
+  remember_plan(half, Plan{nullptr, 8, 32, 8});
+  EXPECT_NE(find_plan(half), nullptr);
+  EXPECT_EQ(find_plan(plan_key<BFloat16>(7, &op, 4096, 3, 8)), nullptr);
+  EXPECT_EQ(find_plan(plan_key<float>(7, &op, 4096, 3, 8)), nullptr);
+  EXPECT_NE(find_plan(plan_key<Half>(7, &op, 4096, 4, 8)), nullptr); // the same row bucket
+}
+
 } // namespace
 } // namespace kjit::ops::detail

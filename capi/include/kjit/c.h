@@ -1,0 +1,209 @@
+/* kjit's C ABI: the one stable surface for callers in other languages (the Python package
+ * `kjit` loads it with ctypes; Rust, Julia and C use it as it is). libkjit_c.so exports these
+ * functions and nothing else.
+ *
+ * Every function that can fail returns a kjit_status: KJIT_OK (0) or the code of the failure,
+ * one of kjit::Errc's plus one (KJIT_INTERNAL for anything else). The thread's last error then
+ * holds the one-line message (kjit_last_error) and the detail block (kjit_last_error_detail: a
+ * compiler log with the template's line numbers); both stay valid until the thread's next
+ * failure. No exception ever crosses this interface.
+ *
+ * Handles: a runtime and a template are the caller's, freed with their destroy function. Code
+ * objects and kernels belong to the runtime that returned them and live as long as it does.
+ *
+ * The cache's queries, tuning and prebuilding are the `kjit` command's (`kjit cache stats --json`,
+ * `kjit tune`, `kjit prebuild`), which the Python package runs; they are not part of this ABI. */
+#ifndef KJIT_C_H
+#define KJIT_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any change to a declaration below; a caller built against another version must not
+ * call in (the Python package checks it when it loads the library). */
+#define KJIT_C_ABI_VERSION 1
+uint32_t kjit_abi_version(void);
+
+typedef enum kjit_status {
+  KJIT_OK = 0,
+  KJIT_UNKNOWN_TEMPLATE = 1,
+  KJIT_BAD_PARAMETER = 2,
+  KJIT_BAD_TARGET = 3,
+  KJIT_UNSUPPORTED_TARGET = 4,
+  KJIT_BAD_OPTION = 5,
+  KJIT_COMPILE_ERROR = 6,
+  KJIT_COMPILER_UNAVAILABLE = 7,
+  KJIT_CACHE_IO = 8,
+  KJIT_NOT_PREBUILT = 9,
+  KJIT_BAD_CONFIG = 10,
+  KJIT_NO_DEVICE = 11,
+  KJIT_DEVICE_ERROR = 12,
+  KJIT_BAD_ARGUMENT = 13,
+  KJIT_BAD_ARCHIVE = 14,
+  KJIT_BAD_USAGE = 15,
+  KJIT_FILE_IO = 16,
+  KJIT_PROCESS_ERROR = 17,
+  KJIT_INTERNAL = 100 /* not a kjit::Error: out of memory, a defect */
+} kjit_status;
+
+/* "bad parameter" for KJIT_BAD_PARAMETER (kjit::to_string of the Errc), "ok", "internal";
+ * "unknown" for a value that is no status. */
+const char *kjit_status_name(int status);
+const char *kjit_last_error(void);
+const char *kjit_last_error_detail(void);
+
+typedef struct kjit_runtime kjit_runtime;
+typedef struct kjit_template kjit_template;
+typedef struct kjit_code kjit_code;
+typedef struct kjit_kernel kjit_kernel;
+
+/* ---- runtime ---------------------------------------------------------------------------- */
+
+/* A runtime configured from the KJIT_* variables, as kjit::Runtime(). */
+int kjit_runtime_create(kjit_runtime **out);
+void kjit_runtime_destroy(kjit_runtime *runtime);
+
+/* ---- templates -------------------------------------------------------------------------- */
+
+typedef enum kjit_param_kind {
+  KJIT_PARAM_TYPE = 0,    /* one of `types` */
+  KJIT_PARAM_INTEGER = 1, /* an integer in [min, max] */
+  KJIT_PARAM_ONE_OF = 2   /* one of `values` */
+} kjit_param_kind;
+
+/* One parameter of a template's schema. */
+typedef struct kjit_param_decl {
+  const char *name;
+  int kind; /* kjit_param_kind */
+  const char *const *types;
+  size_t type_count;
+  int64_t min, max;
+  const int64_t *values;
+  size_t value_count;
+  const char *default_type; /* a type parameter's default; NULL: none */
+  int has_default_integer;  /* an integer parameter's default is default_integer */
+  int64_t default_integer;
+  int tunable; /* changes how the kernel runs, not what it computes */
+} kjit_param_decl;
+
+/* One parameter value: a type (`type` not NULL) or an integer. */
+typedef struct kjit_param {
+  const char *name;
+  const char *type;
+  int64_t integer;
+} kjit_param;
+
+/* `kernel`: the __global__ function template's name (NULL: the template's name). `arguments`:
+ * the kernel's parameter types as the source declares them ("const T*", "float"), which
+ * launches are checked against. Fails with KJIT_BAD_PARAMETER for a malformed schema. */
+int kjit_template_create(const char *name, const char *source, const kjit_param_decl *params,
+                         size_t param_count, const char *const *arguments, size_t argument_count,
+                         const char *kernel, kjit_template **out);
+/* One of the templates built into the library ("scale", "rms_norm"...; `kjit templates` lists
+ * them), as a handle to destroy like any other. KJIT_UNKNOWN_TEMPLATE names the known ones. */
+int kjit_template_builtin(const char *name, kjit_template **out);
+void kjit_template_destroy(kjit_template *tmpl);
+const char *kjit_template_name(const kjit_template *tmpl);
+
+/* ---- compiling -------------------------------------------------------------------------- */
+
+/* The variant for `params` on `target` ("gfx90a", "sm_90"): from memory, a cache tier, or
+ * compiled and stored, as kjit::Runtime::compile. */
+int kjit_compile(kjit_runtime *runtime, const kjit_template *tmpl, const kjit_param *params,
+                 size_t param_count, const char *target, const kjit_code **out);
+void kjit_code_bytes(const kjit_code *code, const void **data, size_t *size);
+const char *kjit_code_key(const kjit_code *code);    /* 64 hex digits */
+const char *kjit_code_target(const kjit_code *code); /* canonical id */
+const char *kjit_code_origin(const kjit_code *code); /* compiled, user cache, prebuilt, remote */
+const char *kjit_code_expression(const kjit_code *code);   /* "scale<__half, 4096>" */
+const char *kjit_code_lowered_name(const kjit_code *code); /* the kernel's symbol */
+const char *kjit_code_entry_path(const kjit_code *code);   /* "" when in memory only */
+double kjit_code_compile_ms(const kjit_code *code);
+
+/* ---- kernels and launches --------------------------------------------------------------- */
+
+/* The variant compiled for the GPU `device` (its ordinal; -1: the runtime's default device),
+ * loaded and ready to launch, checked against the template's declared argument types. */
+int kjit_kernel_get(kjit_runtime *runtime, const kjit_template *tmpl, const kjit_param *params,
+                    size_t param_count, int device, const kjit_kernel **out);
+const char *kjit_kernel_name(const kjit_kernel *kernel);
+int kjit_kernel_device(const kjit_kernel *kernel);          /* the device's ordinal */
+void *kjit_kernel_native_handle(const kjit_kernel *kernel); /* CUfunction, hipFunction_t */
+size_t kjit_kernel_arg_count(const kjit_kernel *kernel);
+/* The type ("half*") and size in bytes of argument `index`; NULL and 0 past the last one. */
+const char *kjit_kernel_arg_type(const kjit_kernel *kernel, size_t index);
+uint32_t kjit_kernel_arg_size(const kjit_kernel *kernel, size_t index);
+
+typedef struct kjit_launch_config {
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_bytes;
+  uint32_t reserved; /* 0 */
+  void *stream;      /* CUstream, hipStream_t; NULL: the device's default stream */
+} kjit_launch_config;
+
+/* Launches with `args[i]` pointing to argument i's value of `sizes[i]` bytes. Fails with
+ * KJIT_BAD_ARGUMENT naming the kernel when the count or a size differs from its parameters. */
+int kjit_kernel_launch(const kjit_kernel *kernel, const kjit_launch_config *config,
+                       void *const *args, const uint32_t *sizes, size_t arg_count);
+/* The same from one block of memory, for callers that pack a launch in one step (the Python
+ * package: one struct.pack per call): a kjit_launch_config at offset 0, then argument i's value
+ * at kjit_kernel_arg_offset(i), kjit_kernel_packed_size() bytes in all. Not checked: each value
+ * must be exactly its parameter's size. */
+int kjit_kernel_launch_packed(const kjit_kernel *kernel, const void *packed);
+uint32_t kjit_kernel_arg_offset(const kjit_kernel *kernel, size_t index); /* 0 past the last */
+uint32_t kjit_kernel_packed_size(const kjit_kernel *kernel);
+
+/* ---- operators (kjit/ops/ops.hpp), on the runtime's default device ----------------------- */
+
+typedef enum kjit_dtype { KJIT_FLOAT32 = 0, KJIT_FLOAT16 = 1, KJIT_BFLOAT16 = 2 } kjit_dtype;
+typedef enum kjit_activation_kind {
+  KJIT_SILU = 0,
+  KJIT_GELU = 1,
+  KJIT_GELU_TANH = 2,
+  KJIT_RELU = 3,
+  KJIT_SIGMOID = 4
+} kjit_activation_kind;
+
+/* The default device's ordinal (-1 and an error when there is none). */
+int kjit_default_device(kjit_runtime *runtime, int *ordinal);
+
+int kjit_rms_norm(kjit_runtime *rt, int dtype, void *out, const void *x, const void *weight,
+                  float eps, int rows, int hidden, void *stream);
+int kjit_fused_add_rms_norm(kjit_runtime *rt, int dtype, void *x, void *residual,
+                            const void *weight, float eps, int rows, int hidden, void *stream);
+int kjit_layer_norm(kjit_runtime *rt, int dtype, void *out, const void *x, const void *weight,
+                    const void *bias, float eps, int rows, int hidden, void *stream);
+int kjit_softmax(kjit_runtime *rt, int dtype, void *out, const void *x, float scale, int rows,
+                 int cols, int causal_queries, void *stream);
+/* out = f(x) element-wise over n elements. */
+int kjit_activation(kjit_runtime *rt, int activation, int dtype, void *out, const void *x,
+                    int64_t n, void *stream);
+/* out [rows, d] = f(x[:, :d]) * x[:, d:] for x [rows, 2d]; SILU, GELU or GELU_TANH. */
+int kjit_activation_and_mul(kjit_runtime *rt, int activation, int dtype, void *out, const void *x,
+                            int rows, int d, void *stream);
+/* style 0: neox, 1: gptj. */
+int kjit_rotary_embedding(kjit_runtime *rt, int dtype, const int64_t *positions, void *query,
+                          void *key, const void *cos_sin_cache, int max_position, int tokens,
+                          int q_heads, int kv_heads, int head_size, int rotary_dim, int style,
+                          void *stream);
+int kjit_quant_int8(kjit_runtime *rt, int dtype, int8_t *out, float *scales, const void *input,
+                    int rows, int hidden, void *stream);
+int kjit_quant_fp8(kjit_runtime *rt, int dtype, uint8_t *out, float *scales, const void *input,
+                   int rows, int hidden, void *stream);
+/* c [m, n] = a [m, k] @ b [k, n]. */
+int kjit_gemm(kjit_runtime *rt, int dtype, void *c, const void *a, const void *b, int m, int n,
+              int k, void *stream);
+/* c [m, n] = a [m, k] @ w [n, k]^T. */
+int kjit_linear(kjit_runtime *rt, int dtype, void *c, const void *a, const void *w, int m, int n,
+                int k, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KJIT_C_H */

@@ -1,0 +1,467 @@
+// kjit's C ABI (kjit/c.h) over the C++ library: handles around kjit::Runtime, kjit::Template,
+// CodeObject and Kernel, and one function per operator. Every entry point runs its body through
+// guarded(), which turns any exception into a status and the thread's last error, so nothing
+// thrown ever reaches a C or Python caller.
+#include "kjit/c.h"
+
+#include "kjit/error.hpp"
+#include "kjit/kjit.hpp"
+#include "kjit/ops/ops.hpp"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+// The caller's template, or one of the library's built-in ones (then `owned` is empty).
+struct kjit_template {
+  std::optional<kjit::Template> owned;
+  const kjit::Template *tmpl;
+};
+
+struct kjit_code {
+  const kjit::CodeObject *code;
+  std::string key, target, origin;
+};
+
+struct kjit_kernel {
+  const kjit::Kernel *kernel;
+  std::vector<std::uint32_t> sizes;
+  // Where each argument lies in a packed launch: after the kjit_launch_config, each at the next
+  // multiple of 8 bytes.
+  std::vector<std::uint32_t> offsets;
+  std::uint32_t packed_size = sizeof(kjit_launch_config);
+};
+
+struct kjit_runtime {
+  kjit::Runtime runtime;
+  // The handles given out, one per code object or kernel, alive as long as the runtime.
+  std::mutex mutex;
+  std::map<const kjit::CodeObject *, std::unique_ptr<kjit_code>> codes;
+  std::map<const kjit::Kernel *, std::unique_ptr<kjit_kernel>> kernels;
+};
+
+namespace {
+
+struct LastError {
+  std::string message, detail;
+};
+thread_local LastError last_error;
+
+int fail(int status, std::string message, std::string detail = {}) {
+  last_error.message = std::move(message);
+  last_error.detail = std::move(detail);
+  return status;
+}
+
+template <typename Body> int guarded(Body &&body) noexcept {
+  try {
+    body();
+    return KJIT_OK;
+  } catch (const kjit::Error &error) {
+    return fail(static_cast<int>(error.code()) + 1, error.summary(), error.detail());
+  } catch (const std::bad_alloc &) {
+    return fail(KJIT_INTERNAL, "out of memory");
+  } catch (const std::exception &error) {
+    return fail(KJIT_INTERNAL, error.what());
+  } catch (...) {
+    return fail(KJIT_INTERNAL, "an unknown exception");
+  }
+}
+
+void require(bool condition, const char *what) {
+  if (!condition)
+    throw kjit::Error(kjit::Errc::bad_argument, std::string(what) + " is null");
+}
+
+std::string text(const char *value) { return value ? std::string(value) : std::string(); }
+
+// The one place C parameters become kjit::ParamValues.
+kjit::ParamValues to_param_values(const kjit_param *params, std::size_t count) {
+  require(params || count == 0, "params");
+  kjit::ParamValues values;
+  values.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    require(params[i].name, "a parameter's name");
+    if (params[i].type)
+      values.emplace_back(params[i].name, kjit::Value(std::string(params[i].type)));
+    else
+      values.emplace_back(params[i].name, kjit::Value(params[i].integer));
+  }
+  return values;
+}
+
+kjit::ParamSchema to_schema(const kjit_param_decl &decl) {
+  kjit::ParamSchema schema = [&] {
+    switch (decl.kind) {
+    case KJIT_PARAM_TYPE: {
+      require(decl.types || decl.type_count == 0, "a type parameter's types");
+      std::optional<std::string> fallback;
+      if (decl.default_type)
+        fallback = decl.default_type;
+      return kjit::ParamSchema::type({decl.types, decl.types + decl.type_count}, fallback);
+    }
+    case KJIT_PARAM_INTEGER:
+    case KJIT_PARAM_ONE_OF: {
+      std::optional<std::int64_t> fallback;
+      if (decl.has_default_integer)
+        fallback = decl.default_integer;
+      if (decl.kind == KJIT_PARAM_INTEGER)
+        return kjit::ParamSchema::integer(decl.min, decl.max, fallback);
+      require(decl.values || decl.value_count == 0, "an integer parameter's values");
+      return kjit::ParamSchema::one_of({decl.values, decl.values + decl.value_count}, fallback);
+    }
+    default:
+      throw kjit::Error(kjit::Errc::bad_parameter, "parameter " + text(decl.name) + ": kind " +
+                                                       std::to_string(decl.kind) +
+                                                       " is none of type, integer, one_of");
+    }
+  }();
+  return decl.tunable ? schema.tunable() : schema;
+}
+
+const kjit::Device &device_of(kjit_runtime &rt, int ordinal) {
+  if (ordinal < 0)
+    return rt.runtime.default_device();
+  for (const kjit::Device &device : kjit::devices())
+    if (device.ordinal() == ordinal)
+      return device;
+  throw kjit::Error(kjit::Errc::no_device, "no GPU of ordinal " + std::to_string(ordinal));
+}
+
+kjit::LaunchConfig to_launch_config(const kjit_launch_config &config) {
+  return {.grid = {config.grid[0], config.grid[1], config.grid[2]},
+          .block = {config.block[0], config.block[1], config.block[2]},
+          .shared_bytes = config.shared_bytes,
+          .stream = config.stream};
+}
+
+// Calls `body` with a null pointer of the element type `dtype` names.
+template <typename Body> void with_element(int dtype, Body &&body) {
+  switch (dtype) {
+  case KJIT_FLOAT32:
+    return body(static_cast<float *>(nullptr));
+  case KJIT_FLOAT16:
+    return body(static_cast<kjit::ops::Half *>(nullptr));
+  case KJIT_BFLOAT16:
+    return body(static_cast<kjit::ops::BFloat16 *>(nullptr));
+  default:
+    throw kjit::Error(kjit::Errc::bad_argument,
+                      "dtype " + std::to_string(dtype) + " is none of float32, float16, bfloat16");
+  }
+}
+
+kjit::Runtime &runtime_of(kjit_runtime *rt) {
+  require(rt, "runtime");
+  return rt->runtime;
+}
+
+template <typename T> T *as(void *pointer) { return static_cast<T *>(pointer); }
+template <typename T> const T *as(const void *pointer) { return static_cast<const T *>(pointer); }
+
+} // namespace
+
+extern "C" {
+
+uint32_t kjit_abi_version(void) { return KJIT_C_ABI_VERSION; }
+
+const char *kjit_status_name(int status) {
+  if (status == KJIT_OK)
+    return "ok";
+  if (status == KJIT_INTERNAL)
+    return "internal";
+  if (status < 1 || status > static_cast<int>(kjit::Errc::process_error) + 1)
+    return "unknown";
+  // Errc's names are string literals: the view's data is NUL-terminated.
+  return kjit::to_string(static_cast<kjit::Errc>(status - 1)).data();
+}
+
+const char *kjit_last_error(void) { return last_error.message.c_str(); }
+const char *kjit_last_error_detail(void) { return last_error.detail.c_str(); }
+
+int kjit_runtime_create(kjit_runtime **out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = new kjit_runtime{};
+  });
+}
+
+void kjit_runtime_destroy(kjit_runtime *runtime) { delete runtime; }
+
+int kjit_template_create(const char *name, const char *source, const kjit_param_decl *params,
+                         size_t param_count, const char *const *arguments, size_t argument_count,
+                         const char *kernel, kjit_template **out) {
+  return guarded([&] {
+    require(out && name && source, "out, name or source");
+    require(params || param_count == 0, "params");
+    require(arguments || argument_count == 0, "arguments");
+    std::vector<kjit::ParamDecl> decls;
+    for (std::size_t i = 0; i < param_count; ++i) {
+      require(params[i].name, "a parameter's name");
+      decls.push_back({params[i].name, to_schema(params[i])});
+    }
+    kjit::TemplateOptions options{.kernel = text(kernel)};
+    for (std::size_t i = 0; i < argument_count; ++i) {
+      require(arguments[i], "an argument type");
+      options.arguments.emplace_back(arguments[i]);
+    }
+    auto handle = std::make_unique<kjit_template>();
+    handle->owned.emplace(name, source, std::move(decls), std::move(options));
+    handle->tmpl = &*handle->owned;
+    *out = handle.release();
+  });
+}
+
+int kjit_template_builtin(const char *name, kjit_template **out) {
+  return guarded([&] {
+    require(name && out, "name or out");
+    *out = new kjit_template{std::nullopt, &kjit::templates::find(name)};
+  });
+}
+
+void kjit_template_destroy(kjit_template *tmpl) { delete tmpl; }
+const char *kjit_template_name(const kjit_template *tmpl) { return tmpl->tmpl->name().c_str(); }
+
+int kjit_compile(kjit_runtime *runtime, const kjit_template *tmpl, const kjit_param *params,
+                 size_t param_count, const char *target, const kjit_code **out) {
+  return guarded([&] {
+    require(runtime && tmpl && target && out, "runtime, template, target or out");
+    const kjit::CodeObject &code = runtime->runtime.compile(
+        *tmpl->tmpl, to_param_values(params, param_count), kjit::jit::Target::parse(target));
+    const std::lock_guard lock(runtime->mutex);
+    std::unique_ptr<kjit_code> &handle = runtime->codes[&code];
+    if (!handle)
+      handle.reset(new kjit_code{&code, code.key().hex(), code.target().id(),
+                                 std::string(kjit::to_string(code.origin()))});
+    *out = handle.get();
+  });
+}
+
+void kjit_code_bytes(const kjit_code *code, const void **data, size_t *size) {
+  *data = code->code->code().data();
+  *size = code->code->code().size();
+}
+const char *kjit_code_key(const kjit_code *code) { return code->key.c_str(); }
+const char *kjit_code_target(const kjit_code *code) { return code->target.c_str(); }
+const char *kjit_code_origin(const kjit_code *code) { return code->origin.c_str(); }
+const char *kjit_code_expression(const kjit_code *code) { return code->code->expression().c_str(); }
+const char *kjit_code_lowered_name(const kjit_code *code) {
+  return code->code->lowered_name().c_str();
+}
+const char *kjit_code_entry_path(const kjit_code *code) { return code->code->entry_path().c_str(); }
+double kjit_code_compile_ms(const kjit_code *code) { return code->code->compile_ms(); }
+
+int kjit_kernel_get(kjit_runtime *runtime, const kjit_template *tmpl, const kjit_param *params,
+                    size_t param_count, int device, const kjit_kernel **out) {
+  return guarded([&] {
+    require(runtime && tmpl && out, "runtime, template or out");
+    const kjit::Kernel &kernel = runtime->runtime.kernel(
+        *tmpl->tmpl, to_param_values(params, param_count), device_of(*runtime, device));
+    const std::lock_guard lock(runtime->mutex);
+    std::unique_ptr<kjit_kernel> &handle = runtime->kernels[&kernel];
+    if (!handle) {
+      handle.reset(new kjit_kernel{&kernel, {}, {}});
+      for (const kjit::KernelParameter &parameter : kernel.signature().parameters()) {
+        handle->sizes.push_back(parameter.size);
+        handle->offsets.push_back(handle->packed_size);
+        handle->packed_size += (parameter.size + 7) / 8 * 8;
+      }
+    }
+    *out = handle.get();
+  });
+}
+
+const char *kjit_kernel_name(const kjit_kernel *kernel) { return kernel->kernel->name().c_str(); }
+int kjit_kernel_device(const kjit_kernel *kernel) { return kernel->kernel->device().ordinal(); }
+void *kjit_kernel_native_handle(const kjit_kernel *kernel) {
+  return kernel->kernel->native_handle();
+}
+size_t kjit_kernel_arg_count(const kjit_kernel *kernel) { return kernel->sizes.size(); }
+const char *kjit_kernel_arg_type(const kjit_kernel *kernel, size_t index) {
+  const auto &parameters = kernel->kernel->signature().parameters();
+  return index < parameters.size() ? parameters[index].type.c_str() : nullptr;
+}
+uint32_t kjit_kernel_arg_size(const kjit_kernel *kernel, size_t index) {
+  return index < kernel->sizes.size() ? kernel->sizes[index] : 0;
+}
+
+int kjit_kernel_launch(const kjit_kernel *kernel, const kjit_launch_config *config,
+                       void *const *args, const uint32_t *sizes, size_t arg_count) {
+  return guarded([&] {
+    require(kernel && config, "kernel or config");
+    require((args && sizes) || arg_count == 0, "args or sizes");
+    const kjit::KernelSignature &signature = kernel->kernel->signature();
+    if (arg_count != kernel->sizes.size() ||
+        !std::equal(sizes, sizes + arg_count, kernel->sizes.begin()))
+      throw kjit::Error(kjit::Errc::bad_argument,
+                        kernel->kernel->name() + ": given " + std::to_string(arg_count) +
+                            " arguments whose sizes do not match the kernel's " +
+                            signature.to_string());
+    kernel->kernel->launch_packed(to_launch_config(*config), const_cast<void **>(args));
+  });
+}
+
+int kjit_kernel_launch_packed(const kjit_kernel *kernel, const void *packed) {
+  return guarded([&] {
+    require(kernel && packed, "kernel or packed");
+    const auto *bytes = static_cast<const std::byte *>(packed);
+    // Kernels with more parameters than this are rare; they pay for an allocation.
+    constexpr std::size_t inline_count = 32;
+    void *inline_args[inline_count];
+    std::vector<void *> heap_args;
+    void **args = inline_args;
+    if (kernel->offsets.size() > inline_count) {
+      heap_args.resize(kernel->offsets.size());
+      args = heap_args.data();
+    }
+    for (std::size_t i = 0; i < kernel->offsets.size(); ++i)
+      args[i] = const_cast<std::byte *>(bytes + kernel->offsets[i]);
+    kjit_launch_config config;
+    std::memcpy(&config, packed, sizeof config);
+    kernel->kernel->launch_packed(to_launch_config(config), args);
+  });
+}
+
+uint32_t kjit_kernel_arg_offset(const kjit_kernel *kernel, size_t index) {
+  return index < kernel->offsets.size() ? kernel->offsets[index] : 0;
+}
+uint32_t kjit_kernel_packed_size(const kjit_kernel *kernel) { return kernel->packed_size; }
+
+int kjit_default_device(kjit_runtime *runtime, int *ordinal) {
+  *ordinal = -1;
+  return guarded([&] { *ordinal = runtime->runtime.default_device().ordinal(); });
+}
+
+int kjit_rms_norm(kjit_runtime *rt, int dtype, void *out, const void *x, const void *weight,
+                  float eps, int rows, int hidden, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::rms_norm(runtime_of(rt), as<T>(out), as<T>(x), as<T>(weight), eps, rows, hidden,
+                          stream);
+    });
+  });
+}
+
+int kjit_fused_add_rms_norm(kjit_runtime *rt, int dtype, void *x, void *residual,
+                            const void *weight, float eps, int rows, int hidden, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::fused_add_rms_norm(runtime_of(rt), as<T>(x), as<T>(residual), as<T>(weight), eps,
+                                    rows, hidden, stream);
+    });
+  });
+}
+
+int kjit_layer_norm(kjit_runtime *rt, int dtype, void *out, const void *x, const void *weight,
+                    const void *bias, float eps, int rows, int hidden, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::layer_norm(runtime_of(rt), as<T>(out), as<T>(x), as<T>(weight), as<T>(bias), eps,
+                            rows, hidden, stream);
+    });
+  });
+}
+
+int kjit_softmax(kjit_runtime *rt, int dtype, void *out, const void *x, float scale, int rows,
+                 int cols, int causal_queries, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::softmax(runtime_of(rt), as<T>(out), as<T>(x), scale, rows, cols, causal_queries,
+                         stream);
+    });
+  });
+}
+
+int kjit_activation(kjit_runtime *rt, int activation, int dtype, void *out, const void *x,
+                    int64_t n, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      using Function = void (*)(kjit::Runtime &, T *, const T *, std::int64_t, kjit::Stream);
+      static constexpr Function functions[] = {kjit::ops::silu<T>, kjit::ops::gelu<T>,
+                                               kjit::ops::gelu_tanh<T>, kjit::ops::relu<T>,
+                                               kjit::ops::sigmoid<T>};
+      if (activation < 0 || activation > KJIT_SIGMOID)
+        throw kjit::Error(kjit::Errc::bad_argument,
+                          "activation " + std::to_string(activation) + " is not a kjit_activation");
+      functions[activation](runtime_of(rt), as<T>(out), as<T>(x), n, stream);
+    });
+  });
+}
+
+int kjit_activation_and_mul(kjit_runtime *rt, int activation, int dtype, void *out, const void *x,
+                            int rows, int d, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      using Function = void (*)(kjit::Runtime &, T *, const T *, int, int, kjit::Stream);
+      static constexpr Function functions[] = {
+          kjit::ops::silu_and_mul<T>, kjit::ops::gelu_and_mul<T>, kjit::ops::gelu_tanh_and_mul<T>};
+      if (activation < 0 || activation > KJIT_GELU_TANH)
+        throw kjit::Error(kjit::Errc::bad_argument,
+                          "activation " + std::to_string(activation) +
+                              " has no gated form (silu, gelu, gelu_tanh)");
+      functions[activation](runtime_of(rt), as<T>(out), as<T>(x), rows, d, stream);
+    });
+  });
+}
+
+int kjit_rotary_embedding(kjit_runtime *rt, int dtype, const int64_t *positions, void *query,
+                          void *key, const void *cos_sin_cache, int max_position, int tokens,
+                          int q_heads, int kv_heads, int head_size, int rotary_dim, int style,
+                          void *stream) {
+  return guarded([&] {
+    if (style != 0 && style != 1)
+      throw kjit::Error(kjit::Errc::bad_argument, "rotary style " + std::to_string(style) +
+                                                      " is neither neox (0) nor gptj (1)");
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::rotary_embedding(
+          runtime_of(rt), positions, as<T>(query), as<T>(key), as<T>(cos_sin_cache), max_position,
+          tokens, q_heads, kv_heads, head_size, rotary_dim,
+          style == 0 ? kjit::ops::RotaryStyle::neox : kjit::ops::RotaryStyle::gptj, stream);
+    });
+  });
+}
+
+int kjit_quant_int8(kjit_runtime *rt, int dtype, int8_t *out, float *scales, const void *input,
+                    int rows, int hidden, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::dynamic_per_token_quant_int8(runtime_of(rt), out, scales, as<T>(input), rows,
+                                              hidden, stream);
+    });
+  });
+}
+
+int kjit_quant_fp8(kjit_runtime *rt, int dtype, uint8_t *out, float *scales, const void *input,
+                   int rows, int hidden, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::dynamic_per_token_quant_fp8(runtime_of(rt), out, scales, as<T>(input), rows,
+                                             hidden, stream);
+    });
+  });
+}
+
+int kjit_gemm(kjit_runtime *rt, int dtype, void *c, const void *a, const void *b, int m, int n,
+              int k, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::gemm(runtime_of(rt), as<T>(c), as<T>(a), as<T>(b), m, n, k, stream);
+    });
+  });
+}
+
+int kjit_linear(kjit_runtime *rt, int dtype, void *c, const void *a, const void *w, int m, int n,
+                int k, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::linear(runtime_of(rt), as<T>(c), as<T>(a), as<T>(w), m, n, k, stream);
+    });
+  });
+}
+
+} // extern "C"

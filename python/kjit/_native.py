@@ -1,0 +1,202 @@
+"""Loads libkjit_c.so (kjit's C ABI, kjit/c.h) with ctypes, checks its ABI version, and turns
+its status codes into kjit.Error subclasses. The library is loaded on first use, not at import,
+so that a missing or mismatched library is a kjit.Error the caller can catch."""
+
+import ctypes
+import os
+import pathlib
+import threading
+
+#: The kjit/c.h version this package was written against (KJIT_C_ABI_VERSION).
+ABI_VERSION = 1
+
+_PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
+
+
+class Error(Exception):
+    """A kjit failure: `code` is the status (kjit::Errc + 1), `message` the one line, `detail`
+    the detail block (a compiler log with the template's line numbers) or ""."""
+
+    code = None
+
+    def __init__(self, message, detail="", code=None):
+        super().__init__(message if not detail else message + "\n" + detail)
+        self.message = message
+        self.detail = detail
+        if code is not None:
+            self.code = code
+
+
+class LibraryNotFound(Error):
+    """libkjit_c.so is not where the package looks for it."""
+
+
+class AbiMismatch(Error):
+    """The library's kjit_abi_version() is not the one this package was written for."""
+
+
+# One subclass per kjit::Errc, in kjit/c.h's order (status = Errc + 1).
+_STATUS_NAMES = [
+    "UnknownTemplate", "BadParameter", "BadTarget", "UnsupportedTarget", "BadOption",
+    "CompileError", "CompilerUnavailable", "CacheIO", "NotPrebuilt", "BadConfig", "NoDevice",
+    "DeviceError", "BadArgument", "BadArchive", "BadUsage", "FileIO", "ProcessError",
+]
+ERRORS = {}
+for _status, _name in enumerate(_STATUS_NAMES, start=1):
+    ERRORS[_status] = type(_name, (Error,), {"code": _status, "__module__": "kjit"})
+Internal = type("Internal", (Error,), {"code": 100, "__module__": "kjit"})
+ERRORS[100] = Internal
+
+
+def error_class(name):
+    return next(cls for cls in ERRORS.values() if cls.__name__ == name)
+
+
+BadArgument = error_class("BadArgument")
+
+
+def library_candidates():
+    """Where libkjit_c.so is looked for, in order: KJIT_C_LIBRARY (a file), the package's own
+    copy (an installed wheel), the build tree of a source checkout."""
+    explicit = os.environ.get("KJIT_C_LIBRARY")
+    if explicit:
+        return [pathlib.Path(explicit)]
+    repo = _PACKAGE_DIR.parent.parent
+    return [_PACKAGE_DIR / "_lib" / "libkjit_c.so",
+            repo / "build" / "release" / "capi" / "libkjit_c.so"]
+
+
+class _Param(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_char_p),
+                ("integer", ctypes.c_int64)]
+
+
+class _ParamDecl(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int),
+                ("types", ctypes.POINTER(ctypes.c_char_p)), ("type_count", ctypes.c_size_t),
+                ("min", ctypes.c_int64), ("max", ctypes.c_int64),
+                ("values", ctypes.POINTER(ctypes.c_int64)), ("value_count", ctypes.c_size_t),
+                ("default_type", ctypes.c_char_p), ("has_default_integer", ctypes.c_int),
+                ("default_integer", ctypes.c_int64), ("tunable", ctypes.c_int)]
+
+
+_P = ctypes.c_void_p
+_I = ctypes.c_int
+_F = ctypes.c_float
+_S = ctypes.c_char_p
+# name: (restype, argtypes). Functions returning a status have restype c_int.
+_SIGNATURES = {
+    "kjit_abi_version": (ctypes.c_uint32, []),
+    "kjit_last_error": (_S, []),
+    "kjit_last_error_detail": (_S, []),
+    "kjit_runtime_create": (_I, [ctypes.POINTER(_P)]),
+    "kjit_runtime_destroy": (None, [_P]),
+    "kjit_template_create": (_I, [_S, _S, ctypes.POINTER(_ParamDecl), ctypes.c_size_t,
+                                  ctypes.POINTER(_S), ctypes.c_size_t, _S, ctypes.POINTER(_P)]),
+    "kjit_template_builtin": (_I, [_S, ctypes.POINTER(_P)]),
+    "kjit_template_destroy": (None, [_P]),
+    "kjit_compile": (_I, [_P, _P, ctypes.POINTER(_Param), ctypes.c_size_t, _S,
+                          ctypes.POINTER(_P)]),
+    "kjit_code_bytes": (None, [_P, ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_size_t)]),
+    "kjit_code_key": (_S, [_P]),
+    "kjit_code_target": (_S, [_P]),
+    "kjit_code_origin": (_S, [_P]),
+    "kjit_code_expression": (_S, [_P]),
+    "kjit_code_lowered_name": (_S, [_P]),
+    "kjit_code_entry_path": (_S, [_P]),
+    "kjit_code_compile_ms": (ctypes.c_double, [_P]),
+    "kjit_kernel_get": (_I, [_P, _P, ctypes.POINTER(_Param), ctypes.c_size_t, _I,
+                             ctypes.POINTER(_P)]),
+    "kjit_kernel_name": (_S, [_P]),
+    "kjit_kernel_device": (_I, [_P]),
+    "kjit_kernel_native_handle": (_P, [_P]),
+    "kjit_kernel_arg_count": (ctypes.c_size_t, [_P]),
+    "kjit_kernel_arg_type": (_S, [_P, ctypes.c_size_t]),
+    "kjit_kernel_arg_size": (ctypes.c_uint32, [_P, ctypes.c_size_t]),
+    "kjit_kernel_arg_offset": (ctypes.c_uint32, [_P, ctypes.c_size_t]),
+    "kjit_kernel_packed_size": (ctypes.c_uint32, [_P]),
+    "kjit_default_device": (_I, [_P, ctypes.POINTER(_I)]),
+    "kjit_rms_norm": (_I, [_P, _I, _P, _P, _P, _F, _I, _I, _P]),
+    "kjit_fused_add_rms_norm": (_I, [_P, _I, _P, _P, _P, _F, _I, _I, _P]),
+    "kjit_layer_norm": (_I, [_P, _I, _P, _P, _P, _P, _F, _I, _I, _P]),
+    "kjit_softmax": (_I, [_P, _I, _P, _P, _F, _I, _I, _I, _P]),
+    "kjit_activation": (_I, [_P, _I, _I, _P, _P, ctypes.c_int64, _P]),
+    "kjit_activation_and_mul": (_I, [_P, _I, _I, _P, _P, _I, _I, _P]),
+    "kjit_rotary_embedding": (_I, [_P, _I, _P, _P, _P, _P, _I, _I, _I, _I, _I, _I, _I, _P]),
+    "kjit_quant_int8": (_I, [_P, _I, _P, _P, _P, _I, _I, _P]),
+    "kjit_quant_fp8": (_I, [_P, _I, _P, _P, _P, _I, _I, _P]),
+    "kjit_gemm": (_I, [_P, _I, _P, _P, _P, _I, _I, _I, _P]),
+    "kjit_linear": (_I, [_P, _I, _P, _P, _P, _I, _I, _I, _P]),
+}
+
+def once(make):
+    """A function that returns make()'s result, made on its first call (by one thread)."""
+    lock, made = threading.Lock(), []
+
+    def get():
+        if not made:
+            with lock:
+                if not made:
+                    made.append(make())
+        return made[0]
+
+    return get
+
+
+
+class _Library:
+    """The loaded library: one ctypes function per kjit/c.h declaration, as attributes."""
+
+    def __init__(self, path):
+        self.path = path
+        cdll = ctypes.CDLL(str(path))
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            function = getattr(cdll, name)
+            function.restype = restype
+            function.argtypes = argtypes
+            setattr(self, name[len("kjit_"):], function)
+        # The launch keeps the GIL: it is one short driver call, and releasing and taking the GIL
+        # back would cost more than the call's own checks.
+        launch = ctypes.PyDLL(str(path)).kjit_kernel_launch_packed
+        launch.restype = ctypes.c_int
+        launch.argtypes = [_P, _P]
+        self.kernel_launch_packed = launch
+
+
+def _load():
+    tried = []
+    for path in library_candidates():
+        if not path.is_file():
+            tried.append(f"{path} (absent)")
+            continue
+        try:
+            abi = ctypes.CDLL(str(path)).kjit_abi_version
+        except (OSError, AttributeError) as error:
+            tried.append(f"{path} ({error})")
+            continue
+        abi.restype = ctypes.c_uint32
+        version = abi()
+        if version != ABI_VERSION:
+            raise AbiMismatch(f"{path} has kjit C ABI version {version}, this kjit package needs "
+                              f"{ABI_VERSION}: install the package and the library of one build")
+        return _Library(path)
+    raise LibraryNotFound("kjit: libkjit_c.so not found; looked at " + ", ".join(tried) +
+                          " (set KJIT_C_LIBRARY to its path, or build it: cmake --build "
+                          "--preset release --target kjit_c)")
+
+
+#: The library, loaded on the first call. Raises LibraryNotFound or AbiMismatch.
+lib = once(_load)
+
+
+def last_error(status):
+    """The kjit.Error subclass instance for `status`, with the thread's last error."""
+    native = lib()
+    message = native.last_error().decode(errors="replace")
+    detail = native.last_error_detail().decode(errors="replace")
+    return ERRORS.get(status, Internal)(message, detail, code=status)
+
+
+def check(status):
+    if status:
+        raise last_error(status)

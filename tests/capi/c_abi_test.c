@@ -1,0 +1,143 @@
+/* kjit's C ABI from C (compiled as C11, no C++ in this file): versions, a template, a compile
+ * and its hit, and each kind of failure as a status with its message. Exit 0 passed, 1 a check
+ * failed, 77 skipped (no compiler for the target). Usage: kjit_c_abi_test TARGET */
+#include "kjit/c.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+
+#define CHECK(condition)                                                                           \
+  do {                                                                                             \
+    if (!(condition)) {                                                                            \
+      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__,            \
+              #condition, kjit_last_error());                                                      \
+      ++failures;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static const char *source = "template <typename T, int N> __global__ void scale(T* x, float a) {\n"
+                            "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                            "  if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);\n"
+                            "}\n";
+
+int main(int argc, char **argv) {
+  const char *target = argc > 1 ? argv[1] : "gfx90a";
+  CHECK(kjit_abi_version() == KJIT_C_ABI_VERSION);
+  CHECK(strcmp(kjit_status_name(KJIT_BAD_PARAMETER), "bad parameter") == 0);
+  CHECK(strcmp(kjit_status_name(12345), "unknown") == 0);
+
+  static const char *const types[] = {"float", "half", "bfloat16"};
+  kjit_param_decl decls[2];
+  memset(decls, 0, sizeof decls);
+  decls[0].name = "T";
+  decls[0].kind = KJIT_PARAM_TYPE;
+  decls[0].types = types;
+  decls[0].type_count = 3;
+  decls[1].name = "N";
+  decls[1].kind = KJIT_PARAM_INTEGER;
+  decls[1].min = 1;
+  decls[1].max = 1 << 20;
+  static const char *const arguments[] = {"T*", "float"};
+
+  kjit_template *tmpl = NULL;
+  CHECK(kjit_template_create("c_abi_scale", source, decls, 2, arguments, 2, "scale", &tmpl) ==
+        KJIT_OK);
+  if (!tmpl)
+    return 1;
+  CHECK(strcmp(kjit_template_name(tmpl), "c_abi_scale") == 0);
+
+  /* A built-in template by name, and an unknown name. */
+  kjit_template *builtin = NULL;
+  CHECK(kjit_template_builtin("rms_norm", &builtin) == KJIT_OK && builtin != NULL);
+  kjit_template_destroy(builtin);
+  CHECK(kjit_template_builtin("no_such_template", &builtin) == KJIT_UNKNOWN_TEMPLATE);
+  CHECK(strstr(kjit_last_error(), "no_such_template") != NULL);
+
+  /* A malformed schema: min > max. */
+  kjit_template *bad = NULL;
+  decls[1].min = 10;
+  decls[1].max = 1;
+  CHECK(kjit_template_create("bad", source, decls, 2, arguments, 2, NULL, &bad) ==
+        KJIT_BAD_PARAMETER);
+  CHECK(bad == NULL && strlen(kjit_last_error()) > 0);
+  /* A null pointer is an error, not a crash. */
+  CHECK(kjit_template_create(NULL, source, decls, 2, arguments, 2, NULL, &bad) ==
+        KJIT_BAD_ARGUMENT);
+
+  kjit_runtime *rt = NULL;
+  CHECK(kjit_runtime_create(&rt) == KJIT_OK);
+  if (!rt)
+    return 1;
+
+  kjit_param params[2] = {{"T", "half", 0}, {"N", NULL, 4096}};
+  const kjit_code *code = NULL;
+  int status = kjit_compile(rt, tmpl, params, 2, target, &code);
+  if (status == KJIT_COMPILER_UNAVAILABLE || status == KJIT_UNSUPPORTED_TARGET) {
+    printf("skipped: no compiler for %s: %s\n", target, kjit_last_error());
+    kjit_runtime_destroy(rt);
+    kjit_template_destroy(tmpl);
+    return 77;
+  }
+  CHECK(status == KJIT_OK);
+  if (code) {
+    const void *bytes = NULL;
+    size_t size = 0;
+    kjit_code_bytes(code, &bytes, &size);
+    CHECK(bytes != NULL && size > 0);
+    CHECK(strlen(kjit_code_key(code)) == 64);
+    CHECK(strlen(kjit_code_lowered_name(code)) > 0);
+    CHECK(strstr(kjit_code_expression(code), "4096") != NULL);
+    CHECK(kjit_code_compile_ms(code) >= 0);
+    printf("compiled %s for %s: %zu bytes, origin %s, key %.12s\n", kjit_code_expression(code),
+           kjit_code_target(code), size, kjit_code_origin(code), kjit_code_key(code));
+    /* The same variant again: the same handle, from memory. */
+    const kjit_code *again = NULL;
+    CHECK(kjit_compile(rt, tmpl, params, 2, target, &again) == KJIT_OK && again == code);
+  }
+
+  /* A missing parameter, an out-of-range one, a bad target. */
+  CHECK(kjit_compile(rt, tmpl, params, 1, target, &code) == KJIT_BAD_PARAMETER);
+  CHECK(strstr(kjit_last_error(), "N") != NULL);
+  kjit_param too_big[2] = {{"T", "half", 0}, {"N", NULL, 1 << 21}};
+  CHECK(kjit_compile(rt, tmpl, too_big, 2, target, &code) == KJIT_BAD_PARAMETER);
+  CHECK(kjit_compile(rt, tmpl, params, 2, "not-a-target", &code) == KJIT_BAD_TARGET);
+
+  /* A compile error carries the compiler's log in the detail. */
+  kjit_template *broken = NULL;
+  decls[1].min = 1;
+  decls[1].max = 8;
+  CHECK(kjit_template_create("c_abi_broken",
+                             "template <int N> __global__ void broken(float* x) {\n"
+                             "  x[0] = undeclared_name;\n}\n",
+                             &decls[1], 1, NULL, 0, "broken", &broken) == KJIT_OK);
+  if (broken) {
+    kjit_param one = {"N", NULL, 1};
+    CHECK(kjit_compile(rt, broken, &one, 1, target, &code) == KJIT_COMPILE_ERROR);
+    CHECK(strstr(kjit_last_error_detail(), "undeclared_name") != NULL);
+    kjit_template_destroy(broken);
+  }
+
+  /* A launch with the wrong argument count is refused before the driver (checked on the GPU;
+   * here there may be no device, which is its own clear status). */
+  const kjit_kernel *kernel = NULL;
+  status = kjit_kernel_get(rt, tmpl, params, 2, -1, &kernel);
+  CHECK(status == KJIT_OK || status == KJIT_NO_DEVICE);
+  if (status == KJIT_OK) {
+    kjit_launch_config config = {{1, 1, 1}, {256, 1, 1}, 0, 0, NULL};
+    float a = 2.0f;
+    void *args[1] = {&a};
+    uint32_t sizes[1] = {4};
+    CHECK(kjit_kernel_launch(kernel, &config, args, sizes, 1) == KJIT_BAD_ARGUMENT);
+    CHECK(kjit_kernel_arg_count(kernel) == 2 && kjit_kernel_arg_size(kernel, 1) == 4);
+  } else {
+    printf("no GPU: %s\n", kjit_last_error());
+  }
+
+  kjit_runtime_destroy(rt);
+  kjit_template_destroy(tmpl);
+  if (failures)
+    fprintf(stderr, "%d checks failed\n", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,330 @@
+"""The kjit package on the CPU: loading the library, templates, compiles and their cache hits in
+another process, every bad input that needs no GPU, and the launch path's argument checks and
+packing (against a stand-in for the C launch)."""
+
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import kjit
+from kjit import _core, _native
+
+SCALE = """
+template <typename T, int N> __global__ void scale(T* x, float a) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
+}
+"""
+
+
+def scale_template(name="py_scale"):
+    return kjit.Template(name, SCALE, params={"T": ["float", "half", "bfloat16"],
+                                              "N": kjit.integer(1, 1 << 20)},
+                         arguments=["T*", "float"], kernel="scale")
+
+
+def compile_or_skip(rt, tmpl, params, target):
+    try:
+        return rt.compile(tmpl, params, target)
+    except (kjit.CompilerUnavailable, kjit.UnsupportedTarget) as error:
+        pytest.skip(f"no compiler for {target}: {error.message}")
+
+
+def test_the_library_is_the_abi_version_of_the_package():
+    assert _native.lib().abi_version() == kjit.ABI_VERSION
+
+
+def test_errors_have_one_subclass_per_status():
+    assert issubclass(kjit.BadParameter, kjit.Error) and kjit.BadParameter.code == 2
+    assert kjit.CompileError.code == 6 and kjit.NoDevice.code == 11
+    assert kjit.BadArgument.code == 13 and kjit.ProcessError.code == 17
+
+
+@pytest.mark.parametrize("target", ["gfx90a", "sm_90"])
+def test_compile_returns_the_code_object(cache_dir, target):
+    rt = kjit.Runtime()
+    code = compile_or_skip(rt, scale_template(), {"T": "half", "N": 4096}, target)
+    magic = b"\x7fELF" if target.startswith("gfx") else code.code[:4]
+    assert code.code[:4] == magic and len(code.code) > 100
+    assert len(code.key) == 64 and int(code.key, 16) >= 0
+    assert code.origin == "compiled" and code.compile_ms > 0
+    assert "4096" in code.expression and code.lowered_name
+    assert code.target == target and str(cache_dir) in code.entry_path
+    again = rt.compile(scale_template(), {"T": "half", "N": 4096}, target)
+    assert again.key == code.key and again.code == code.code
+
+
+def test_a_second_process_finds_the_entry_on_disk(cache_dir):
+    program = textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = {sys.path[:2]!r}
+        import kjit
+        tmpl = kjit.Template("py_scale_hit", {SCALE!r}, params={{"T": ["half"],
+                             "N": kjit.integer(1, 8192)}}, arguments=["T*", "float"],
+                             kernel="scale")
+        code = kjit.Runtime().compile(tmpl, {{"T": "half", "N": 128}}, "gfx90a")
+        print(code.origin, code.key)
+    """)
+    first = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    if "CompilerUnavailable" in first.stderr:
+        pytest.skip("no hiprtc")
+    assert first.returncode == 0, first.stderr
+    second = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    origin1, key1 = first.stdout.strip().rsplit(" ", 1)
+    origin2, key2 = second.stdout.strip().rsplit(" ", 1)
+    assert (origin1, origin2) == ("compiled", "user cache") and key1 == key2
+
+
+def test_builtin_templates_by_name(cache_dir):
+    code = compile_or_skip(kjit.Runtime(), kjit.Template.builtin("scale"),
+                           {"T": "float", "N": 256}, "gfx90a")
+    assert code.origin == "compiled" and "256" in code.expression
+    with pytest.raises(kjit.UnknownTemplate, match="no_such_template"):
+        kjit.Template.builtin("no_such_template")
+
+
+def test_parameter_schemas_in_python_idioms(cache_dir):
+    tmpl = kjit.Template("py_schema", SCALE, params={
+        "T": kjit.types("float", "half", default="half"),
+        "N": range(1, 1025)}, arguments=["T*", "float"], kernel="scale")
+    code = compile_or_skip(kjit.Runtime(), tmpl, {"N": 1024}, "gfx90a")  # T from its default
+    assert "__half" in code.expression or "half" in code.expression
+    vec = kjit.one_of(4, 8, default=8).tunable()
+    assert vec.is_tunable and vec.values == (4, 8)
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"T": "half"}, ["N"]),                               # missing
+    ({"T": "half", "N": 1 << 21}, ["N", "1048576"]),      # out of range
+    ({"T": "double", "N": 4}, ["T", "double"]),           # not allowed
+    ({"T": "half", "N": 4, "M": 1}, ["M"]),               # unknown
+    ({"T": "half", "N": True}, ["N"]),                    # a bool is no integer
+    ({"T": 1.5, "N": 4}, ["T"]),                          # a float is no type
+])
+def test_bad_parameters_are_bad_parameter(cache_dir, params, words):
+    with pytest.raises(kjit.BadParameter) as raised:
+        kjit.Runtime().compile(scale_template(), params, "gfx90a")
+    for word in words:
+        assert word in raised.value.message
+
+
+def test_a_malformed_schema_is_bad_parameter():
+    with pytest.raises(kjit.BadParameter):
+        kjit.Template("bad", SCALE, params={"N": kjit.integer(10, 1)})
+    with pytest.raises(kjit.BadParameter, match="no schema"):
+        kjit.Template("bad", SCALE, params={"N": {"min": 1}})
+
+
+def test_a_bad_target_is_bad_target(cache_dir):
+    with pytest.raises(kjit.BadTarget):
+        kjit.Runtime().compile(scale_template(), {"T": "half", "N": 4}, "gfx-nonsense")
+
+
+def test_a_compile_error_carries_the_numbered_log(cache_dir):
+    broken = kjit.Template("py_broken", "template <int N> __global__ void broken(float* x) {\n"
+                           "  x[0] = undeclared_name;\n}\n",
+                           params={"N": kjit.integer(1, 8)}, kernel="broken")
+    try:
+        kjit.Runtime().compile(broken, {"N": 1}, "gfx90a")
+    except kjit.CompileError as error:
+        assert "undeclared_name" in error.detail and "undeclared_name" in str(error)
+    except kjit.CompilerUnavailable:
+        pytest.skip("no hiprtc")
+    else:
+        pytest.fail("a source that does not compile compiled")
+
+
+def run_isolated(env, code="import kjit; kjit.Runtime()"):
+    """Runs `code` in a new interpreter (the library loads once per process)."""
+    program = f"import sys; sys.path[:0] = {sys.path[:2]!r}\n" + code
+    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          env={**os.environ, **env})
+
+
+def test_a_kernel_without_a_gpu_is_no_device():
+    result = run_isolated({"KJIT_BACKEND": "cuda", "LD_LIBRARY_PATH": "/nonexistent"},
+                          textwrap.dedent("""
+        import kjit
+        try:
+            kjit.Runtime().default_device()
+        except kjit.NoDevice as error:
+            print("no device:", error.message)
+    """))
+    assert result.returncode == 0, result.stderr
+    if not result.stdout:
+        pytest.skip("a CUDA GPU is present")
+    assert result.stdout.startswith("no device: no GPU")
+
+
+def test_a_missing_library_is_a_clear_error():
+    result = run_isolated({"KJIT_C_LIBRARY": "/nonexistent/libkjit_c.so"}, textwrap.dedent("""
+        import kjit
+        try:
+            kjit.Runtime()
+        except kjit.LibraryNotFound as error:
+            print(type(error).__name__, isinstance(error, kjit.Error), error)
+    """))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("LibraryNotFound True")
+    assert "/nonexistent/libkjit_c.so (absent)" in result.stdout
+    assert "KJIT_C_LIBRARY" in result.stdout
+
+
+def test_a_library_of_another_abi_version_is_refused():
+    fake = os.environ.get("KJIT_TEST_FAKE_ABI")
+    assert fake, "ctest names the fake-ABI library in KJIT_TEST_FAKE_ABI"
+    result = run_isolated({"KJIT_C_LIBRARY": fake}, textwrap.dedent("""
+        import kjit
+        try:
+            kjit.Template("t", "")
+        except kjit.AbiMismatch as error:
+            print(type(error).__name__, error)
+    """))
+    assert result.returncode == 0, result.stderr
+    assert "AbiMismatch" in result.stdout and "version 999" in result.stdout
+    assert f"needs {kjit.ABI_VERSION}" in result.stdout
+
+
+# ---- the launch path, against a stand-in for kjit_kernel_launch_packed --------------------
+
+
+class Launches:
+    """Records what the launcher hands to the C library."""
+
+    def __init__(self, layout):
+        self.layout, self.calls = layout, []
+
+    def __call__(self, handle, packed):
+        self.calls.append(struct.unpack(self.layout, packed))
+        return 0
+
+
+def launcher(types, sizes, device=0):
+    offsets, position = [], 40
+    for size in sizes:
+        offsets.append(position)
+        position += (size + 7) // 8 * 8
+    layout, kinds = _core.packed_layout(types, sizes, offsets, position)
+    launches = Launches(layout)
+    launch = _core.make_launcher(1234, "k", device, tuple(types), kinds,
+                                 struct.Struct(layout).pack, launches)
+    return launch, launches
+
+
+class CudaArray:
+    def __init__(self, address):
+        self.__cuda_array_interface__ = {"data": (address, False), "shape": (4,),
+                                         "typestr": "<f4", "version": 3}
+
+
+def test_a_launch_packs_config_and_arguments():
+    launch, launches = launcher(["half*", "float", "int", "unsigned long long", "__half"],
+                                [8, 4, 4, 8, 2])
+    launch(CudaArray(0x1000), 2.5, -3, 2**64 - 1, 1.5, grid=(7, 2), block=256, shared_bytes=64,
+           stream=0x77)
+    assert launches.calls == [(7, 2, 1, 256, 1, 1, 64, 0, 0x77, 0x1000, 2.5, -3, 2**64 - 1, 1.5)]
+    launch(0x2000, 1, 2, 3, 4, grid=1, block=(32, 4, 2))  # ints for floats; default stream 0
+    assert launches.calls[-1][:9] == (1, 1, 1, 32, 4, 2, 0, 0, 0)
+    assert launches.calls[-1][9:] == (0x2000, 1.0, 2, 3, 4.0)
+
+
+def test_bfloat16_scalars_are_rounded_to_nearest_even():
+    launch, launches = launcher(["bfloat16"], [2])
+    launch(1.0, grid=1, block=1)
+    launch(1.00390625, grid=1, block=1)  # halfway between two bfloat16: rounds to even (1.0)
+    assert [c[-1] for c in launches.calls] == [0x3F80, 0x3F80]
+
+
+@pytest.mark.parametrize("args, words", [
+    ((0x1000,), ["takes 2 arguments, 1 given"]),
+    ((0x1000, 2.0, 3), ["takes 2 arguments, 3 given"]),
+    ((None, 2.0), ["argument 0", "None"]),
+    (("text", 2.0), ["argument 0", "str"]),
+    ((0x1000, "2"), ["argument 1", "float", "str"]),
+    ((0x1000, True), ["argument 1", "bool"]),
+    ((3.5, 2.0), ["argument 0", "float"]),
+])
+def test_wrong_arguments_are_bad_argument(args, words):
+    launch, launches = launcher(["float*", "float"], [8, 4])
+    with pytest.raises(kjit.BadArgument) as raised:
+        launch(*args, grid=1, block=1)
+    for word in words:
+        assert word in raised.value.message
+    assert launches.calls == []
+
+
+def test_integers_out_of_range_and_bad_launch_shapes_are_bad_argument():
+    launch, launches = launcher(["int"], [4])
+    with pytest.raises(kjit.BadArgument, match="does not fit"):
+        launch(2**31, grid=1, block=1)
+    with pytest.raises(kjit.BadArgument, match="does not fit"):
+        launch(1, grid=2**32, block=1)
+    with pytest.raises(kjit.BadArgument, match="grid"):
+        launch(1, grid=(1, 2, 3, 4), block=1)
+    with pytest.raises(kjit.BadArgument, match="block"):
+        launch(1, grid=1, block=0)
+    with pytest.raises(kjit.BadArgument, match="stream"):
+        launch(1, grid=1, block=1, stream="default")
+    with pytest.raises(kjit.BadArgument, match="integer"):
+        launch(1.5, grid=1, block=1)
+    assert launches.calls == []
+
+
+def test_a_dlpack_tensor_on_another_device_is_refused():
+    class OnCpu:
+        def __dlpack__(self, stream=None):
+            raise AssertionError("never asked for its data")
+
+        def __dlpack_device__(self):
+            return (1, 0)  # kDLCPU
+
+    launch, launches = launcher(["float*"], [8])
+    with pytest.raises(kjit.BadArgument, match=r"DLPack tensor on device \(1, 0\)"):
+        launch(OnCpu(), grid=1, block=1)
+
+
+def test_structs_pass_as_their_bytes():
+    launch, launches = launcher(["float2"], [8])
+    launch(struct.pack("=ff", 1.0, 2.0), grid=1, block=1)
+    assert launches.calls[0][-1] == struct.pack("=ff", 1.0, 2.0)
+    with pytest.raises(kjit.BadArgument, match="bytes"):
+        launch(1.0, grid=1, block=1)
+
+
+# ---- the command line and the cache ---------------------------------------------------------
+
+
+def test_cache_queries_report_what_was_compiled(cache_dir):
+    code = compile_or_skip(kjit.Runtime(), scale_template("py_cache"),
+                           {"T": "float", "N": 64}, "gfx90a")
+    listed = kjit.cache.ls()
+    assert code.key in [row["key"] for row in listed]
+    assert kjit.cache.stats()["cache_dir"] == str(cache_dir)
+    assert kjit.cache.verify() == {"checked": len(listed), "bad": []}
+
+
+def test_python_m_kjit_is_the_command_line():
+    result = subprocess.run([sys.executable, "-m", "kjit", "templates", "--json"],
+                            capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path[:2])})
+    assert result.returncode == 0, result.stderr
+    assert '"rms_norm"' in result.stdout
+    bad = subprocess.run([sys.executable, "-m", "kjit", "no-such-command"],
+                         capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path[:2])})
+    assert bad.returncode == 2 and bad.stderr.startswith("kjit")
+
+
+def test_ops_need_torch():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError):
+            kjit.ops
+        return
+    pytest.skip("torch is installed: test_gpu.py covers kjit.ops")
