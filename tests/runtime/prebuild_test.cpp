@@ -538,6 +538,21 @@ TEST_F(PrebuildCliTest, TheCompilersLogOfTheFirstFailureOfEachTemplateIsShown) {
       << failures[0];
 }
 
+// As in a chroot without /proc: the workers are started by the path kjit was started by.
+TEST_F(PrebuildCliTest, WorkersStartWhereProcIsMissing) {
+  if (std::system("unshare -m --propagation private true 2>/dev/null") != 0)
+    GTEST_SKIP() << "cannot make a mount namespace here (needs root and unshare)";
+  const std::string hide_proc =
+      write_source("no_proc.sh", "#!/bin/sh\nmount -t tmpfs none /proc || exit 99\nexec \"$@\"\n");
+  fs::permissions(hide_proc, fs::perms::owner_all);
+  const CliRun run = kjit("prebuild --json --jobs 2 --max-batch 1 --sets " + user_set(2, false) +
+                              " --targets gfx90a --out " + (dir / "tier").string(),
+                          "unshare -m --propagation private " + hide_proc + " env");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["jobs"], 2);
+  EXPECT_EQ(entries(dir / "tier"), 4u);
+}
+
 TEST_F(PrebuildCliTest, AVariantThatDoesNotCompileIsListedAndTheOthersAreBuilt) {
   const fs::path tier = dir / "prebuilt";
   const CliRun run =
