@@ -13,7 +13,7 @@ if [[ $("$cli" targets --json) != *'"compiler": "hiprtc"'* ]]; then
 fi
 rm -rf "$work" && mkdir -p "$work"
 # gfx1201 is listed by no hiprtc before ROCm 6.4 (jit/src/compiler_releases.cpp).
-cmake -S "$here/prebuild_project" -B "$work/build" -DKJIT_CLI="$cli" -DKJIT_PREBUILD_MODULE="$module" \
+cmake -S "$here/prebuild_project" -B "$work/build" -G Ninja -DKJIT_CLI="$cli" -DKJIT_PREBUILD_MODULE="$module" \
   "-DTARGETS=gfx90a;gfx908;gfx1201" >/dev/null
 PREBUILD_KERNELS=2 cmake --build "$work/build" >"$work/build.log" 2>&1 || {
   cat "$work/build.log"; echo "FAIL: the build failed"; exit 1; }
