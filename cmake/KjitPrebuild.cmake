@@ -4,13 +4,21 @@
 #   kjit_prebuild(NAME
 #                 SETS file.json...            set files (their templates' sources beside them)
 #                 [SOURCES file.hip...]        what the sets read, so that editing it rebuilds
-#                 [TARGETS "gfx90a;sm_90"]     default: the GPU_ARCHS variable, else $ENV{GPU_ARCHS}
-#                 [LEVEL 1|2|3]                default: PREBUILD_KERNELS, else every set given
-#                 [DESTINATION dir])           installed there; default share/kjit/prebuilt
+#                 [TARGETS gfx942 gfx90a]      a CMake list; default: the GPU_ARCHS variable, else
+#                                              $ENV{GPU_ARCHS}
+#                 [LEVEL 1|2|3]                only the sets of this level; default every set given
+#                                              (kjit's own PREBUILD_KERNELS applies only when the
+#                                              library passes it: LEVEL ${PREBUILD_KERNELS})
+#                 [SKIP_UNSUPPORTED]           build for the targets the installed compiler
+#                                              supports, warn about the others
+#                 [DESTINATION dir])           installed there, under the library's own prefix;
+#                                              default ${CMAKE_INSTALL_DATADIR}/${PROJECT_NAME}/prebuilt
 #
 # Adds the target NAME (built by `all`), which runs `kjit prebuild` into
-# ${CMAKE_CURRENT_BINARY_DIR}/NAME-prebuilt; sets KJIT_PREBUILD_DIR_<NAME> to that directory; and
-# installs it as a prebuilt tier. With no targets, or PREBUILD_KERNELS=0, it adds nothing.
+# ${CMAKE_CURRENT_BINARY_DIR}/NAME-prebuilt; sets KJIT_PREBUILD_DIR_<NAME> to that directory and
+# KJIT_PREBUILD_DESTINATION_<NAME> to where it is installed (relative to the install prefix); and
+# installs it as a prebuilt tier, which the library adds to its Config::prebuilt_dirs (or users to
+# KJIT_PREBUILT_PATH). With no targets, or LEVEL 0, it adds nothing.
 # Sets `out` to `given`, else the CMake variable `name`, else the environment variable `name`.
 macro(_kjit_setting out given name)
   set(${out} "${given}")
@@ -23,26 +31,30 @@ macro(_kjit_setting out given name)
 endmacro()
 
 function(kjit_prebuild name)
-  cmake_parse_arguments(ARG "" "LEVEL;DESTINATION" "SETS;SOURCES;TARGETS" ${ARGN})
+  cmake_parse_arguments(ARG "SKIP_UNSUPPORTED" "LEVEL;DESTINATION" "SETS;SOURCES;TARGETS" ${ARGN})
   if(NOT ARG_SETS)
     message(FATAL_ERROR "kjit_prebuild(${name}): give SETS file.json...")
   endif()
   _kjit_setting(targets "${ARG_TARGETS}" GPU_ARCHS)
-  _kjit_setting(level "${ARG_LEVEL}" PREBUILD_KERNELS)
-  if(NOT targets OR "${level}" STREQUAL "0")
-    message(STATUS "kjit_prebuild(${name}): no GPU_ARCHS (or PREBUILD_KERNELS=0): nothing prebuilt")
+  if(NOT targets OR "${ARG_LEVEL}" STREQUAL "0")
+    message(STATUS "kjit_prebuild(${name}): no TARGETS or GPU_ARCHS (or LEVEL 0): nothing prebuilt")
     return()
   endif()
   if(NOT ARG_DESTINATION)
     include(GNUInstallDirs)
-    set(ARG_DESTINATION ${CMAKE_INSTALL_DATADIR}/kjit/prebuilt)
+    set(ARG_DESTINATION ${CMAKE_INSTALL_DATADIR}/${PROJECT_NAME}/prebuilt)
   endif()
 
   set(out ${CMAKE_CURRENT_BINARY_DIR}/${name}-prebuilt)
   set(stamp ${CMAKE_CURRENT_BINARY_DIR}/${name}-prebuilt.stamp)
-  set(command $<TARGET_FILE:kjit::cli> prebuild --targets "${targets}" --out ${out})
-  if(level)
-    list(APPEND command --level ${level})
+  # One argument "gfx942;gfx90a": a list in a COMMAND would become one argument per target.
+  list(JOIN targets "$<SEMICOLON>" target_argument)
+  set(command $<TARGET_FILE:kjit::cli> prebuild --targets "${target_argument}" --out ${out})
+  if(ARG_LEVEL)
+    list(APPEND command --level ${ARG_LEVEL})
+  endif()
+  if(ARG_SKIP_UNSUPPORTED)
+    list(APPEND command --skip-unsupported)
   endif()
   set(depends "")
   foreach(file IN LISTS ARG_SETS ARG_SOURCES)
@@ -62,5 +74,8 @@ function(kjit_prebuild name)
     VERBATIM)
   add_custom_target(${name} ALL DEPENDS ${stamp})
   set(KJIT_PREBUILD_DIR_${name} ${out} PARENT_SCOPE)
+  set(KJIT_PREBUILD_DESTINATION_${name} ${ARG_DESTINATION} PARENT_SCOPE)
+  # The tier is made at build time, so it exists when installed (empty where SKIP_UNSUPPORTED
+  # left no target).
   install(DIRECTORY ${out}/ DESTINATION ${ARG_DESTINATION} USE_SOURCE_PERMISSIONS)
 endfunction()

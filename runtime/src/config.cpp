@@ -4,6 +4,7 @@
 #include "kjit/error.hpp"
 #include "kjit/units.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -56,6 +57,16 @@ parse_milliseconds(const std::string &text, std::int64_t minimum, std::int64_t m
 
 } // namespace
 
+std::vector<std::filesystem::path> Config::prebuilt_tiers() const {
+  std::vector<std::filesystem::path> tiers;
+  for (const std::filesystem::path &dir : prebuilt_dirs)
+    if (!dir.empty() && std::find(tiers.begin(), tiers.end(), dir) == tiers.end())
+      tiers.push_back(dir);
+  if (!prebuilt_dir.empty() && std::find(tiers.begin(), tiers.end(), prebuilt_dir) == tiers.end())
+    tiers.push_back(prebuilt_dir);
+  return tiers;
+}
+
 Config Config::from_environment() {
   Config config;
   if (auto mode = environment("KJIT_MODE"); !mode.empty()) {
@@ -83,6 +94,13 @@ Config Config::from_environment() {
   config.prebuilt_dir = prebuilt_dir.empty()
                             ? std::filesystem::path(KJIT_INSTALL_PREFIX) / "share/kjit/prebuilt"
                             : std::filesystem::path(prebuilt_dir);
+  const std::string search_path = environment("KJIT_PREBUILT_PATH");
+  for (std::size_t start = 0; start <= search_path.size();) {
+    const std::size_t colon = std::min(search_path.find(':', start), search_path.size());
+    if (colon > start)
+      config.prebuilt_dirs.emplace_back(search_path.substr(start, colon - start));
+    start = colon + 1;
+  }
   config.remote = cache::remote_storages_from_environment();
   if (auto ttl = environment("KJIT_REMOTE_LEASE_MS"); !ttl.empty()) {
     const auto parsed = parse_milliseconds(ttl, 10, 3'600'000);

@@ -7,6 +7,18 @@ LocalTiers::LocalTiers(const Config &config) {
     user.emplace(config.cache_dir, cache::Access::read_write);
   if (!config.prebuilt_dir.empty() && std::filesystem::is_directory(config.prebuilt_dir))
     prebuilt.emplace(config.prebuilt_dir, cache::Access::read_only);
+  for (const std::filesystem::path &dir : config.prebuilt_tiers())
+    if (dir != config.prebuilt_dir && std::filesystem::is_directory(dir))
+      prebuilt_path.emplace_back(dir, cache::Access::read_only);
+}
+
+std::vector<const cache::DiskStore *> LocalTiers::prebuilt_tiers() const {
+  std::vector<const cache::DiskStore *> tiers;
+  for (const cache::DiskStore &store : prebuilt_path)
+    tiers.push_back(&store);
+  if (prebuilt)
+    tiers.push_back(&*prebuilt);
+  return tiers;
 }
 
 std::vector<LocalTiers::Named> LocalTiers::present() const {
@@ -15,6 +27,8 @@ std::vector<LocalTiers::Named> LocalTiers::present() const {
     tiers.push_back({&*user, "user"});
   if (prebuilt)
     tiers.push_back({&*prebuilt, "prebuilt"});
+  for (const cache::DiskStore &store : prebuilt_path)
+    tiers.push_back({&store, "prebuilt:" + store.root().string()});
   return tiers;
 }
 

@@ -199,7 +199,9 @@ BatchResult build(const Batch &batch, const Compilers &compilers, const fs::path
       } catch (const Error &alone) {
         if (alone.code() != Errc::compile_error)
           throw;
-        result.failures.push_back(batch.variants[i].describe() + ": " + alone.summary());
+        result.failures.push_back({batch.variants[i].describe() + ": " + alone.summary(),
+                                   batch.variants[i].instance.source_template().name(),
+                                   alone.detail()});
       }
     }
   }

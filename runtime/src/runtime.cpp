@@ -75,11 +75,13 @@ public:
 
   // Leaves what this Runtime did in the cache's statistics and keeps the user tier within
   // KJIT_CACHE_SIZE, once per Runtime rather than on any hot path. A prebuilt-mode Runtime writes
-  // nothing.
+  // no entry and creates nothing: its hits go into an existing, writable user tier's statistics.
   ~Impl() {
     counters_ += tiers_.remote_counters();
     if (config_.mode == Mode::jit)
       tiers_.close(counters_, counters_.compiles > 0 ? config_.cache_size_bytes : 0);
+    else
+      tiers_.count(counters_);
   }
 
   const Config &config() const { return config_; }
@@ -264,11 +266,29 @@ private:
   // it, else the memo's, so that a process whose variants are all cached never loads it; the memo
   // is written when the compiler is loaded and the memo did not name it. Where no compiler can be
   // loaded, the prebuilt tier's identity still finds its entries.
+  // The compiler identity the first prebuilt tier holding one for `vendor` was built with. Tiers
+  // of one search path are meant to be built with one compiler: a tier built with another has
+  // keys of its own, which lookups with this identity do not find.
+  std::optional<CompilerIdentity> shipped_identity(Vendor vendor) const {
+    for (const cache::DiskStore *tier : tiers_.prebuilt())
+      if (std::optional<CompilerIdentity> identity = read_tier_identity(*tier, vendor))
+        return identity;
+    return std::nullopt;
+  }
+
+  // "DIR1, DIR2": every prebuilt tier configured, in lookup order.
+  std::string tier_list() const {
+    std::string listed;
+    for (const std::filesystem::path &dir : config_.prebuilt_tiers())
+      listed += (listed.empty() ? "" : ", ") + dir.string();
+    return listed;
+  }
+
   CompilerIdentity compiler_identity(Vendor vendor) {
     std::lock_guard lock(identity_mutex_);
     std::optional<CompilerIdentity> &known = identities_[static_cast<int>(vendor)];
-    if (config_.mode == Mode::prebuilt && !known && tiers_.prebuilt())
-      known = read_tier_identity(*tiers_.prebuilt(), vendor);
+    if (config_.mode == Mode::prebuilt && !known)
+      known = shipped_identity(vendor);
     const jit::Compiler *loaded = config_.compilers ? nullptr : ProcessCompilers::loaded(vendor);
     if (!known && memo_)
       known = memo_->read(vendor);
@@ -282,13 +302,12 @@ private:
       } catch (const Error &error) {
         if (error.code() != Errc::compiler_unavailable)
           throw;
-        std::optional<CompilerIdentity> shipped =
-            tiers_.prebuilt() ? read_tier_identity(*tiers_.prebuilt(), vendor) : std::nullopt;
+        std::optional<CompilerIdentity> shipped = shipped_identity(vendor);
         if (shipped)
           return *shipped; // not remembered: a compiler installed later is loaded then
         if (config_.mode == Mode::prebuilt)
-          throw Error(Errc::not_prebuilt, "the prebuilt tier " + config_.prebuilt_dir.string() +
-                                              " holds no " + std::string(to_string(vendor)) +
+          throw Error(Errc::not_prebuilt, "the prebuilt tiers (" + tier_list() + ") hold no " +
+                                              std::string(to_string(vendor)) +
                                               " variants (no compiler identity) "
                                               "and KJIT_MODE=prebuilt forbids compiling: " +
                                               error.summary());

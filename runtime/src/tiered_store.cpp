@@ -5,6 +5,8 @@
 #include "kjit/jit/elf.hpp"
 #include "kjit/log.hpp"
 
+#include <unistd.h>
+
 namespace kjit {
 
 TieredStore::TieredStore(const Config &config)
@@ -59,12 +61,15 @@ bool loadable(const cache::Entry &entry, const std::filesystem::path &path,
 
 std::optional<Found> TieredStore::find_local(const cache::Key &key, const std::string &target,
                                              int newest_code_object) {
-  for (auto [store, origin] :
-       {std::pair{&local_.prebuilt, Origin::prebuilt}, std::pair{&local_.user, Origin::user_cache}})
-    if (store->has_value())
-      if (auto found = read(**store, key, target, origin))
-        if (loadable(found->entry, found->path, newest_code_object))
-          return found;
+  std::vector<std::pair<const cache::DiskStore *, Origin>> order;
+  for (const cache::DiskStore *store : local_.prebuilt_tiers())
+    order.emplace_back(store, Origin::prebuilt);
+  if (local_.user)
+    order.emplace_back(&*local_.user, Origin::user_cache);
+  for (auto [store, origin] : order)
+    if (auto found = read(*store, key, target, origin))
+      if (loadable(found->entry, found->path, newest_code_object))
+        return found;
   return std::nullopt;
 }
 
@@ -72,7 +77,7 @@ std::optional<Found> TieredStore::find(const cache::Key &key, const std::string 
                                        const MakeStandIns &stand_ins, int newest_code_object) {
   if (auto found = find_local(key, target, newest_code_object))
     return found;
-  if (local_.prebuilt || local_.user)
+  if (!local_.prebuilt_tiers().empty() || local_.user)
     for (const StandIn &stand_in : stand_ins())
       if (auto found = find_local(stand_in.key, stand_in.target, newest_code_object))
         return found;
@@ -133,6 +138,18 @@ std::filesystem::path TieredStore::publish(const Compiling &compiling, const cac
   std::filesystem::path path = compiling.lock_ ? keep(entry) : std::filesystem::path();
   remote_.publish(entry);
   return path;
+}
+
+void TieredStore::count(const cache::CacheCounters &counters) const {
+  const cache::DiskStore *store = user();
+  if (store && ::access(store->versioned_root().c_str(), W_OK | X_OK) == 0) {
+    cache::StatsFiles(store->stats_directory()).add(counters);
+    return;
+  }
+  log().info("KJIT_MODE=prebuilt: this process's {} hits are not counted in kjit cache stats: no "
+             "writable user tier at {}",
+             counters.prebuilt_hits + counters.user_hits + counters.remote_hits,
+             store ? store->versioned_root().string() : std::string("(none)"));
 }
 
 void TieredStore::close(const cache::CacheCounters &counters, std::uint64_t max_bytes) {

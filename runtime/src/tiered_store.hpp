@@ -36,7 +36,8 @@ class TieredStore {
 public:
   explicit TieredStore(const Config &config);
 
-  const std::optional<cache::DiskStore> &prebuilt() const { return local_.prebuilt; }
+  // The prebuilt tiers in lookup order (LocalTiers::prebuilt_tiers).
+  std::vector<const cache::DiskStore *> prebuilt() const { return local_.prebuilt_tiers(); }
   // The user tier while it is usable: none without a cache directory or after it failed.
   const cache::DiskStore *user() const;
 
@@ -79,6 +80,9 @@ public:
 
   // The remote_* counters.
   cache::CacheCounters remote_counters() const { return remote_.counters(); }
+  // A prebuilt-mode Runtime's end: adds `counters` to the user tier's statistics where that tier
+  // exists and this process may write it, and otherwise says (at info level) they go uncounted.
+  void count(const cache::CacheCounters &counters) const;
   // Adds `counters` to the user tier's statistics and, when `max_bytes` is not 0, prunes it to
   // that size. Does nothing without a usable user tier.
   void close(const cache::CacheCounters &counters, std::uint64_t max_bytes);

@@ -297,8 +297,8 @@ void precompile(Runtime &rt, const TuningProblem &problem,
   for (const prebuild::Batch &batch : prebuild::make_batches(std::move(variants)))
     if (!prebuild::up_to_date(batch, compilers, config.cache_dir)) {
       const prebuild::BatchResult built = prebuild::build(batch, compilers, config.cache_dir);
-      for (const std::string &failure : built.failures)
-        log().debug("tuning: {}", failure);
+      for (const prebuild::Failure &failure : built.failures)
+        log().debug("tuning: {}", failure.what);
     }
 }
 

@@ -55,7 +55,7 @@ TEST_P(BuiltinResources, CoreVariantsNeitherSpillNorUseScratchAndMatchTheWarpSiz
   const std::filesystem::path tier = dir / "prebuilt";
   for (const prebuild::Batch &batch : prebuild::make_batches(variants)) {
     const prebuild::BatchResult built = prebuild::build(batch, *compilers, tier);
-    ASSERT_TRUE(built.failures.empty()) << built.failures.front();
+    ASSERT_TRUE(built.failures.empty()) << built.failures.front().what;
   }
   prebuild::finish_tier(*compilers, {Vendor::amd}, tier);
   // ...which a Runtime that never compiles then serves: each variant's entry holds its batch's

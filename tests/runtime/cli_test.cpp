@@ -303,6 +303,23 @@ TEST_F(CliCacheTest, ShowDisassemblesWithTheObjdumpFoundAndSaysWhenThereIsNone) 
   EXPECT_NE(shown.out.find("s_endpgm"), std::string::npos) << "the kernel's last instruction";
 }
 
+TEST_F(CliCacheTest, AFailingDisassemblerIsReportedWithItsOwnError) {
+  const std::string key = compile(64);
+  if (std::filesystem::exists("/opt/rocm/llvm/bin/llvm-objdump"))
+    GTEST_SKIP() << "/opt/rocm's llvm-objdump is found before PATH's";
+  std::filesystem::create_directories(dir / "bin");
+  write_source("bin/llvm-objdump",
+               "#!/bin/sh\necho 'llvm-objdump: error: unknown target cpu' >&2\nexit 3\n");
+  std::filesystem::permissions(dir / "bin/llvm-objdump", std::filesystem::perms::owner_all);
+  const CliRun failed =
+      kjit("cache show " + key + " --disassemble", "PATH='" + (dir / "bin").string() + "'");
+  EXPECT_EQ(failed.status, 2);
+  EXPECT_NE(failed.err.find("could not disassemble the code object (exit status 3); it said:\n"
+                            "llvm-objdump: error: unknown target cpu"),
+            std::string::npos)
+      << failed.err;
+}
+
 TEST_F(CliCacheTest, VerifyFindsABadEntryAndFixRemovesIt) {
   compile(64);
   const std::string bad_key = compile(128);

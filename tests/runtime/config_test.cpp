@@ -22,6 +22,23 @@ TEST(Config, ReadsTheEnvironment) {
   EXPECT_EQ(config.prebuilt_dir, "/opt/kjit/prebuilt");
 }
 
+TEST(Config, ThePrebuiltPathComesBeforeKjitsOwnTier) {
+  ScopedEnvironment env;
+  env.set("KJIT_PREBUILT_DIR", "/opt/kjit/prebuilt");
+  env.set("KJIT_PREBUILT_PATH", "/opt/mylib/prebuilt::/opt/other:/opt/kjit/prebuilt:");
+  Config config = Config::from_environment();
+  EXPECT_EQ(config.prebuilt_dirs, (std::vector<std::filesystem::path>{
+                                      "/opt/mylib/prebuilt", "/opt/other", "/opt/kjit/prebuilt"}));
+  config.prebuilt_dirs.push_back("/usr/lib/mylib2/prebuilt"); // a library adds its own
+  EXPECT_EQ(config.prebuilt_tiers(),
+            (std::vector<std::filesystem::path>{"/opt/mylib/prebuilt", "/opt/other",
+                                                "/opt/kjit/prebuilt", "/usr/lib/mylib2/prebuilt"}))
+      << "each once, in order";
+  env.set("KJIT_PREBUILT_PATH", nullptr);
+  EXPECT_EQ(Config::from_environment().prebuilt_tiers(),
+            std::vector<std::filesystem::path>{"/opt/kjit/prebuilt"});
+}
+
 TEST(Config, DefaultsFollowXdgThenHome) {
   ScopedEnvironment env;
   env.set("KJIT_MODE", nullptr);

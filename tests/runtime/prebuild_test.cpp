@@ -163,9 +163,11 @@ protected:
       ns += (n > 1 ? ", " : "") + std::to_string(n);
     return write_source(
         "set.json",
-        R"({"name": "mine", "level": 1,
-            "templates": [{"name": "mine", "source": "mine.hip"},
-                          {"name": "broken", "source": "broken.hip"}],
+        std::string(R"({"name": "mine", "level": 1,
+            "templates": [{"name": "mine", "source": "mine.hip", "params": ["T", "N"]})") +
+            (with_broken ? R"(, {"name": "broken", "source": "broken.hip", "params": ["T", "N"]})"
+                         : "") +
+            R"(],
             "variants": [{"template": "mine", "params": {"T": ["float", "int"], "N": [)" +
             ns + "]}}" +
             (with_broken
@@ -392,11 +394,106 @@ TEST_F(PrebuildCliTest, ShardsTogetherBuildTheWholeTier) {
 
 // Variants that fail with one error are one line: the count and the first of them. A target the
 // compiler cannot build (a generic target on Debian's ROCm 6.4) fails every variant so.
+// A library's template with a header folder of its own and an option, declared once in its C++
+// Template (library_norm) and once in its set file (parameters listed in another order there).
+class LibraryPrebuildTest : public PrebuildCliTest {
+protected:
+  void SetUp() override {
+    PrebuildCliTest::SetUp();
+    fs::create_directories(dir / "include/mylib");
+    write_source("include/mylib/math.h", math);
+    write_source("norm.hip", source);
+    set = write_source("mylib.json", R"({"name": "mylib", "level": 1,
+      "templates": [{"name": "norm", "source": "norm.hip", "params": ["T", "HIDDEN"],
+                     "headers": ["include"], "compile_options": ["-DMYLIB_BIAS=1"]}],
+      "variants": [{"template": "norm",
+                    "params": {"HIDDEN": [1024, 4096], "T": ["float", "int"]}}]})");
+  }
+  // The library's own declaration, as its JIT calls use it: a wider schema than the set's.
+  Template library_norm(const std::string &header) const {
+    return Template{"norm",
+                    source,
+                    {{"T", ParamSchema::type({"float", "int", "half"})},
+                     {"HIDDEN", ParamSchema::integer(1, 1 << 20)}},
+                    {.headers = {{"mylib/math.h", header}}, .compile_options = {"-DMYLIB_BIAS=1"}}};
+  }
+  fs::path prebuild() const {
+    const fs::path tier = dir / "prebuilt";
+    const CliRun built =
+        kjit("prebuild --sets " + set + " --targets gfx90a --out " + tier.string());
+    EXPECT_EQ(built.status, 0) << built.err;
+    return tier;
+  }
+
+  const std::string math =
+      "#pragma once\ntemplate <typename T> __device__ T twice(T x) { return x + x; }\n";
+  const std::string source =
+      "#include \"mylib/math.h\"\n"
+      "template <typename T, int HIDDEN> __global__ void norm(T *x) "
+      "{ x[threadIdx.x] = twice(x[threadIdx.x]) + T(HIDDEN + MYLIB_BIAS); }\n";
+  std::string set;
+};
+
+TEST_F(LibraryPrebuildTest, AVariantPrebuiltFromASetIsTheOneTheLibrarysJitCallBuilds) {
+  Config config;
+  config.mode = Mode::prebuilt;
+  config.cache_dir = dir / "cache";
+  config.prebuilt_dir = prebuild();
+  Runtime rt(config);
+  const Template norm = library_norm(math);
+  for (const char *type : {"float", "int"})
+    for (int hidden : {1024, 4096}) {
+      const CodeObject &code =
+          rt.compile(norm, {{"T", type}, {"HIDDEN", hidden}}, jit::Target::parse("gfx90a"));
+      EXPECT_EQ(code.origin(), Origin::prebuilt) << type << " " << hidden;
+      EXPECT_EQ(code.entry_path().filename().string(), code.key().hex() + ".kjit");
+    }
+  EXPECT_EQ(rt.counters().compiled, 0u);
+  // The header's content is in the key: a library whose header differs finds nothing.
+  const Template edited = library_norm(math + "// edited\n");
+  EXPECT_THROW(rt.compile(edited, {{"T", "float"}, {"HIDDEN", 1024}}, jit::Target::parse("gfx90a")),
+               Error);
+}
+
+TEST_F(LibraryPrebuildTest, TheCommandLineReproducesASetsVariantAndRefusesWrongNames) {
+  const std::string env = prebuilt_env(prebuild());
+  const CliRun listed = kjit("templates --json --sets " + set);
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  const nlohmann::json templates = nlohmann::json::parse(listed.out)["templates"];
+  ASSERT_EQ(templates.size(), 1u) << templates;
+  EXPECT_EQ(templates[0]["name"], "norm");
+  EXPECT_EQ(templates[0]["params"][0]["name"], "T");
+  EXPECT_EQ(templates[0]["params"][1]["name"], "HIDDEN");
+
+  // The set's declaration: parameters by name, in any order, found under the JIT call's key.
+  for (const std::string &how : {"norm --sets " + set, "--sets " + set + " --template norm"}) {
+    const CliRun found =
+        kjit("compile " + how + " -p HIDDEN=1024 -p T=float --target gfx90a --json", env);
+    ASSERT_EQ(found.status, 0) << found.err;
+    EXPECT_EQ(nlohmann::json::parse(found.out)["origin"], "prebuilt") << how;
+  }
+  // A plain source file with the same header and option: the same key.
+  const CliRun by_hand =
+      kjit("compile --source " + (dir / "norm.hip").string() +
+               " --kernel norm --header mylib/math.h=" + (dir / "include/mylib/math.h").string() +
+               " -DMYLIB_BIAS=1 -p T=float -p HIDDEN=4096 --target gfx90a --json",
+           env);
+  ASSERT_EQ(by_hand.status, 0) << by_hand.err;
+  EXPECT_EQ(nlohmann::json::parse(by_hand.out)["origin"], "prebuilt");
+
+  expect_bad_input("compile norm --sets " + set + " -p HIDEN=1024 -p T=float --target gfx90a",
+                   "unknown parameter 'HIDEN'");
+  expect_bad_input("compile nrm --sets " + set + " -p T=float --target gfx90a",
+                   "mylib.json's templates: norm");
+  expect_bad_input("compile scale -DX=1 -p T=half -p N=64 --target gfx90a",
+                   "--header, -D and --option go with --source");
+}
+
 TEST_F(PrebuildCliTest, FailuresSharingOneErrorAreOneLine) {
   write_source("refused.hip", "template <typename T, int N> __global__ void refused(T *x) {\n"
                               "  static_assert(sizeof(T) == 0, \"always refused\");\n}\n");
   const std::string set = write_source("refused.json", R"({"name": "refused", "level": 1,
-          "templates": [{"name": "refused", "source": "refused.hip"}],
+          "templates": [{"name": "refused", "source": "refused.hip", "params": ["T", "N"]}],
           "variants": [{"template": "refused", "params": {"T": "float", "N": [1, 2, 3]}}]})");
   const CliRun run =
       kjit("prebuild --sets " + set + " --targets gfx90a --out " + (dir / "tier").string());
@@ -406,6 +503,54 @@ TEST_F(PrebuildCliTest, FailuresSharingOneErrorAreOneLine) {
             std::string::npos)
       << run.err;
   EXPECT_EQ(run.err.find("(N=2,T=float)"), std::string::npos) << run.err;
+}
+
+TEST_F(PrebuildCliTest, TheCompilersLogOfTheFirstFailureOfEachTemplateIsShown) {
+  write_source("refused.hip", "template <typename T, int N> __global__ void refused(T *x) {\n"
+                              "  static_assert(N == 0, \"N must be zero\");\n}\n");
+  const std::string set = write_source("refused.json", R"({"name": "refused", "level": 1,
+          "templates": [{"name": "refused", "source": "refused.hip", "params": ["T", "N"]}],
+          "variants": [{"template": "refused", "params": {"T": "float", "N": [1, 2]}}]})");
+  const std::string args = "prebuild --sets " + set + " --targets gfx90a --out ";
+  auto logs = [](const std::string &text) {
+    std::size_t count = 0;
+    for (std::size_t at = 0; (at = text.find("the compiler's log for", at)) != std::string::npos;
+         ++at)
+      ++count;
+    return count;
+  };
+  const CliRun first = kjit(args + (dir / "one").string());
+  EXPECT_EQ(first.status, 1);
+  EXPECT_EQ(logs(first.err), 1u) << first.err;
+  EXPECT_NE(first.err.find("the compiler's log for refused (N=1,T=float) for gfx90a"),
+            std::string::npos)
+      << first.err;
+  // Numbered with the template's own lines: the static_assert is its line 2.
+  EXPECT_NE(first.err.find("N must be zero"), std::string::npos) << first.err;
+  const CliRun verbose = kjit(args + (dir / "two").string() + " --verbose");
+  EXPECT_EQ(logs(verbose.err), 2u) << verbose.err;
+  const CliRun as_json = kjit(args + (dir / "three").string() + " --json");
+  EXPECT_EQ(as_json.status, 1);
+  const nlohmann::json failures = nlohmann::json::parse(as_json.out)["failures"];
+  ASSERT_EQ(failures.size(), 2u) << as_json.out;
+  EXPECT_EQ(failures[0]["template"], "refused");
+  EXPECT_NE(failures[0]["log"].get<std::string>().find("N must be zero"), std::string::npos)
+      << failures[0];
+}
+
+// As in a chroot without /proc: the workers are started by the path kjit was started by.
+TEST_F(PrebuildCliTest, WorkersStartWhereProcIsMissing) {
+  if (std::system("unshare -m --propagation private true 2>/dev/null") != 0)
+    GTEST_SKIP() << "cannot make a mount namespace here (needs root and unshare)";
+  const std::string hide_proc =
+      write_source("no_proc.sh", "#!/bin/sh\nmount -t tmpfs none /proc || exit 99\nexec \"$@\"\n");
+  fs::permissions(hide_proc, fs::perms::owner_all);
+  const CliRun run = kjit("prebuild --json --jobs 2 --max-batch 1 --sets " + user_set(2, false) +
+                              " --targets gfx90a --out " + (dir / "tier").string(),
+                          "unshare -m --propagation private " + hide_proc + " env");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["jobs"], 2);
+  EXPECT_EQ(entries(dir / "tier"), 4u);
 }
 
 TEST_F(PrebuildCliTest, AVariantThatDoesNotCompileIsListedAndTheOthersAreBuilt) {
@@ -426,7 +571,7 @@ TEST_F(PrebuildCliTest, AVariantThatDoesNotCompileIsListedAndTheOthersAreBuilt) 
 TEST_F(PrebuildCliTest, AVariantForAnotherVendorIsNotBuilt) {
   write_source("mine.hip", "template <int N> __global__ void mine(int *x) { x[0] = N; }\n");
   const std::string set = write_source("vendors.json", R"({"name": "v", "level": 1,
-                          "templates": [{"name": "mine", "source": "mine.hip"}],
+                          "templates": [{"name": "mine", "source": "mine.hip", "params": ["N"]}],
                           "variants": [{"template": "mine", "params": {"N": [1, 2]}},
                                        {"template": "mine", "params": {"N": 3},
                                         "vendors": ["nvidia"]}]})");

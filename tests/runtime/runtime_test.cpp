@@ -212,6 +212,26 @@ TEST_F(RuntimeTest, ThePrebuiltTierServesFirstAndIsNeverWritten) {
   EXPECT_FALSE(std::filesystem::exists(dir / "cache" / "v2"));
 }
 
+TEST_F(RuntimeTest, PrebuiltModeHitsAreCountedInAWritableUserTiersStatistics) {
+  Config filler = config();
+  filler.cache_dir = dir / "prebuilt";
+  { Runtime(filler).compile(scale, half_4096, gfx90a); }
+  const cache::DiskStore user(dir / "cache", cache::Access::read_write);
+  std::filesystem::create_directories(user.versioned_root()); // a user tier there is
+  Config reader = config();
+  reader.prebuilt_dir = dir / "prebuilt";
+  reader.mode = Mode::prebuilt;
+  for (int process = 0; process < 2; ++process) {
+    Runtime rt(reader);
+    EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::prebuilt);
+  }
+  EXPECT_EQ(cache::StatsFiles(user.stats_directory()).total().prebuilt_hits, 2u);
+  const auto written = testing::tree(dir / "cache");
+  EXPECT_TRUE(std::none_of(written.begin(), written.end(), [](const std::string &path) {
+    return path.ends_with(".kjit");
+  })) << "no entry is written in prebuilt mode";
+}
+
 // An entry for gfx90a placed where the gfx908 entry belongs is never loaded for gfx908.
 TEST_F(RuntimeTest, AnEntryForAnotherTargetIsNeverLoaded) {
   const auto gfx908 = jit::Target::parse("gfx908");
@@ -292,6 +312,29 @@ TEST_F(RuntimeTest, EachRuntimeLeavesItsCountsInTheCacheStatistics) {
 }
 
 // A Runtime that compiled leaves the user tier within its bound, least recently used out first.
+// What the prelude promises on every release: the fixed-width integer types, which NVRTC lacks and
+// hiprtc 5.2 has only in part (and whose <cstdint> does not compile there).
+TEST_F(RuntimeTest, ThePreludeProvidesTheFixedWidthIntegerTypes) {
+  const Template widths{"widths",
+                        R"(template <int N>
+__global__ void widths(int8_t *a, uint8_t *b, int16_t *c, uint16_t *d, int32_t *e,
+                       std::uint32_t *f, int64_t *g, uint64_t *h) {
+  static_assert(sizeof(int8_t) == 1 && sizeof(uint16_t) == 2 && sizeof(std::int32_t) == 4 &&
+                sizeof(int64_t) == 8 && sizeof(uint64_t) == 8, "fixed widths");
+  *g = *a + *b + *c + *d + *e + *f + N;
+  *h = static_cast<uint64_t>(*g);
+})",
+                        {{"N", ParamSchema::integer(1, 8)}}};
+  Runtime rt(config());
+  EXPECT_EQ(rt.compile(widths, {{"N", 1}}, gfx90a).origin(), Origin::compiled);
+  try {
+    rt.compiler(Vendor::nvidia);
+  } catch (const Error &error) {
+    GTEST_SKIP() << "hiprtc checked; NVRTC is not available: " << error.summary();
+  }
+  EXPECT_EQ(rt.compile(widths, {{"N", 1}}, jit::Target::parse("sm_90")).origin(), Origin::compiled);
+}
+
 TEST_F(RuntimeTest, KjitCacheSizeKeepsTheUserTierWithinItsBound) {
   std::uintmax_t one_entry = 0;
   {

@@ -78,6 +78,28 @@ protected:
   const cache::Entry entry = sample_entry("one");
 };
 
+TEST_F(TieredStoreTest, AsksEachPrebuiltTierInOrderKjitsOwnLastAndWritesNone) {
+  const cache::Entry other = sample_entry("two");
+  const fs::path library = home / "mylib-prebuilt", missing = home / "missing";
+  cache::DiskStore(library, cache::Access::read_write).write(marked(entry, std::byte{0x11}));
+  put_prebuilt(entry);
+  put_prebuilt(other);
+  config.prebuilt_dirs = {missing, library};
+  const auto before = snapshot(library);
+  TieredStore store(config);
+
+  auto found = find(store, entry);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->origin, Origin::prebuilt);
+  EXPECT_EQ(found->entry.code.front(), std::byte{0x11}) << "the library's tier comes first";
+  EXPECT_EQ(found->path.string().rfind(library.string(), 0), 0u) << found->path;
+  found = find(store, other);
+  ASSERT_TRUE(found) << "kjit's own tier is searched after it";
+  EXPECT_EQ(found->entry.code.front(), kPrebuilt);
+  EXPECT_EQ(snapshot(library), before) << "a prebuilt tier is read-only";
+  EXPECT_FALSE(fs::exists(missing));
+}
+
 TEST_F(TieredStoreTest, AsksPrebuiltThenUserThenRemote) {
   put_prebuilt(entry);
   put_user(entry);

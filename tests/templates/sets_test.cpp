@@ -3,8 +3,10 @@
 #include "kjit/error.hpp"
 #include "kjit/templates/library.hpp"
 #include "kjit/templates/sets.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
@@ -112,8 +114,9 @@ TEST(SetsTest, BadSetsAreOneClearErrorNamingTheFile) {
        "\"processors\" must list"},
       {R"({"name": "x", "level": 1, "variants": [{"template": "scale", "processors": [942]}]})",
        "\"processors\": 942 is not"},
-      {R"({"name": "x", "level": 1, "templates": [{"name": "k", "source": "missing.hip"}],
-           "variants": [{"template": "k"}]})",
+      {R"({"name": "x", "level": 1,
+           "templates": [{"name": "k", "source": "missing.hip", "params": ["N"]}],
+           "variants": [{"template": "k", "params": {"N": 1}}]})",
        "cannot read template source"},
   };
   for (const auto &[text, fragment] : cases) {
@@ -121,9 +124,120 @@ TEST(SetsTest, BadSetsAreOneClearErrorNamingTheFile) {
       VariantSet::parse(text, "my.json", "/nonexistent");
       ADD_FAILURE() << "no error for " << text;
     } catch (const Error &error) {
-      EXPECT_EQ(error.summary().rfind("my.json: ", 0), 0u) << error.summary();
+      EXPECT_EQ(error.summary().rfind("my.json:", 0), 0u) << error.summary();
       EXPECT_NE(error.summary().find(fragment), std::string::npos) << error.summary();
     }
+  }
+}
+
+// A library's set: a template with its own header folder, a header file and options, as its C++
+// Template declares them.
+class LibrarySetTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::filesystem::create_directories(dir / "include/mylib");
+    write("include/mylib/math.h",
+          "#pragma once\ntemplate <typename T> T twice(T x) { return x + x; }\n");
+    write("extra.h", "#define EXTRA 1\n");
+    write("k.hip", "#include \"mylib/math.h\"\n"
+                   "template <typename T, int HIDDEN> __global__ void k_kernel(T *x) {}\n");
+  }
+  void write(const std::string &name, const std::string &text) const {
+    std::ofstream(dir / name) << text;
+  }
+  // The set with `variants` and an optional extra member of the template item.
+  std::string set(const std::string &variants, const std::string &template_extra = "") const {
+    return R"({"name": "mylib", "level": 1,
+  "templates": [{"name": "k", "source": "k.hip", "kernel": "k_kernel",
+                 "params": ["T", "HIDDEN"],
+                 "headers": ["include", "extra.h"],
+                 "compile_options": ["-DMYLIB_FAST=1"])" +
+           template_extra + R"(}],
+  "variants": [)" +
+           variants + "]}";
+  }
+  VariantSet parse(const std::string &text) const {
+    return VariantSet::parse(text, "my.json", dir.path());
+  }
+  // The error parsing `text` gives.
+  std::string error_of(const std::string &text) const {
+    try {
+      parse(text);
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_parameter) << error.summary();
+      return error.summary();
+    }
+    ADD_FAILURE() << "no error for " << text;
+    return "";
+  }
+  testing::TempDir dir;
+};
+
+TEST_F(LibrarySetTest, ATemplateItemDeclaresHeadersOptionsKernelAndParameterOrder) {
+  // HIDDEN listed before T: the order is the declaration's, never the object's.
+  const VariantSet parsed =
+      parse(set(R"({"template": "k", "params": {"HIDDEN": [1024, 4096], "T": "half"}})"));
+  ASSERT_EQ(parsed.templates().size(), 1u);
+  const Template &k = *parsed.templates().front();
+  ASSERT_EQ(k.params().size(), 2u);
+  EXPECT_EQ(k.params()[0].name, "T");
+  EXPECT_EQ(k.params()[1].name, "HIDDEN");
+  EXPECT_EQ(k.kernel(), "k_kernel");
+  EXPECT_EQ(k.compile_options(), std::vector<std::string>{"-DMYLIB_FAST=1"});
+  EXPECT_EQ(
+      k.headers(),
+      (std::vector<HeaderFile>{
+          {"mylib/math.h", "#pragma once\ntemplate <typename T> T twice(T x) { return x + x; }\n"},
+          {"extra.h", "#define EXTRA 1\n"}}));
+  ASSERT_EQ(parsed.variants().size(), 2u);
+  EXPECT_EQ(k.bind(parsed.variants()[0].params).expression(Vendor::amd), "k_kernel<__half, 1024>");
+}
+
+TEST_F(LibrarySetTest, UnknownFieldsParametersAndTemplatesAreErrorsNamingFileAndLine) {
+  const std::string variant = R"({"template": "k", "params": {"T": "half", "HIDDEN": 1}})";
+  // The template item starts on line 2; the extra member is on line 6.
+  EXPECT_EQ(error_of(set(variant, R"(,
+      "argumnets": ["T*"])")),
+            "my.json:6: unknown field \"argumnets\" in a templates item (its fields: name, "
+            "source, kernel, params, arguments, headers, compile_options)");
+  EXPECT_EQ(error_of(set(variant + R"(,
+    {"template": "k", "params": {"T": "half",
+                                 "HIDEN": [1, 2]}})")),
+            "my.json:8: template k has no parameter HIDEN; its parameters: T, HIDDEN");
+  const std::string typo = error_of(set(variant + R"(,
+    {"template": "kk", "params": {}})"));
+  EXPECT_EQ(typo.rfind("my.json:7: unknown template 'kk'; known templates: ", 0), 0u) << typo;
+  EXPECT_TRUE(typo.ends_with("; this set's templates: k")) << typo;
+  EXPECT_EQ(error_of(set(variant + R"(,
+    {"template": "k", "params": {}, "vendor": ["amd"]})")),
+            "my.json:7: unknown field \"vendor\" in a variants item (its fields: template, params, "
+            "vendors, processors)");
+  EXPECT_EQ(error_of(R"({"name": "x", "level": 1, "variants": [],
+  "model": {}})"),
+            "my.json:2: unknown field \"model\" in a set (its fields: name, level, description, "
+            "values, models, templates, variants)");
+  // A built-in template's parameters are checked too.
+  EXPECT_EQ(error_of(R"({"name": "x", "level": 1, "variants": [
+    {"template": "scale", "params": {"NN": 4}}]})"),
+            "my.json:2: template scale has no parameter NN; its parameters: T, N");
+}
+
+TEST_F(LibrarySetTest, ATemplateItemMustDeclareItsParametersAndHeadersMustExist) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"name": "x", "level": 1,
+  "templates": [{"name": "k", "source": "k.hip"}],
+  "variants": [{"template": "k", "params": {"T": "half"}}]})",
+       "my.json:2: template k needs \"params\""},
+      {set(R"({"template": "k", "params": {"T": "half"}})"), "no variant gives parameter HIDDEN"},
+      {R"({"name": "x", "level": 1,
+  "templates": [{"name": "k", "source": "k.hip", "params": ["T"],
+                 "headers": ["include", "missing"]}],
+  "variants": [{"template": "k", "params": {"T": "half"}}]})",
+       "my.json:3: header missing: no such file or folder"},
+  };
+  for (const auto &[text, fragment] : cases) {
+    const std::string error = error_of(text);
+    EXPECT_NE(error.find(fragment), std::string::npos) << error;
   }
 }
 

@@ -16,7 +16,10 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <fcntl.h>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -219,6 +222,9 @@ int run_stats(bool as_json) {
   }
   const cache::CacheCounters counters = cache::StatsFiles(tiers.user->stats_directory()).total();
 
+  json prebuilt_path = json::array(); // the tiers searched before kjit's own
+  for (const cache::DiskStore &store : tiers.prebuilt_path)
+    prebuilt_path.push_back(store.root().string());
   if (as_json) {
     json rows = json::array();
     for (const auto &[where, totals] : by_tier_target)
@@ -228,13 +234,17 @@ int run_stats(bool as_json) {
                       {"bytes", totals.bytes}});
     print_json({{"cache_dir", tiers.config.cache_dir.string()},
                 {"prebuilt_dir", tiers.config.prebuilt_dir.string()},
+                {"prebuilt_path", prebuilt_path},
                 {"tiers", rows},
                 {"counters", json::parse(cache::to_json_text(counters))}});
     return 0;
   }
   std::cout << "user tier     " << tiers.config.cache_dir.string() << '\n'
             << "prebuilt tier " << tiers.config.prebuilt_dir.string()
-            << (tiers.prebuilt ? "" : " (absent)") << "\n\n";
+            << (tiers.prebuilt ? "" : " (absent)") << '\n';
+  for (const cache::DiskStore &store : tiers.prebuilt_path)
+    std::cout << "searched first " << store.root().string() << '\n';
+  std::cout << '\n';
   Table table({"tier", "target", "entries", "size"});
   Totals all;
   for (const auto &[where, totals] : by_tier_target) {
@@ -341,13 +351,40 @@ int disassemble(const cache::Entry &entry) {
     argv.push_back(arg.data());
   argv.push_back(nullptr);
   std::cout << std::flush;
+  // Its stderr is kept, so that a failure carries the disassembler's own reason.
+  const std::string errors = std::string(temp) + ".err";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   pid_t pid = 0;
   int status = -1;
-  if (written && ::posix_spawn(&pid, tool.c_str(), nullptr, nullptr, argv.data(), environ) == 0)
+  const int spawned =
+      written ? ::posix_spawn(&pid, tool.c_str(), &actions, nullptr, argv.data(), environ) : 0;
+  posix_spawn_file_actions_destroy(&actions);
+  if (written && spawned == 0)
     ::waitpid(pid, &status, 0);
   ::unlink(temp);
-  if (!written || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error(Errc::process_error, tool + " could not disassemble the code object");
+  std::string said;
+  {
+    std::ifstream in(errors);
+    said.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ::unlink(errors.c_str());
+  if (!written)
+    throw Error(Errc::file_io, "cannot write the code object to a temp file");
+  if (spawned != 0)
+    throw Error(Errc::process_error, "cannot run " + tool + ": " + std::strerror(spawned));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    while (!said.empty() && said.back() == '\n')
+      said.pop_back();
+    throw Error(Errc::process_error,
+                tool + " could not disassemble the code object (" +
+                    (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                       : "signal " + std::to_string(WTERMSIG(status))) +
+                    (said.empty() ? "; it said nothing)" : "); it said:"),
+                said);
+  }
+  std::cerr << said;
   return 0;
 }
 

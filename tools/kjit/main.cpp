@@ -10,12 +10,15 @@
 
 #include "kjit/input_file.hpp"
 #include "kjit/kjit.hpp"
+#include "kjit/templates/sets.hpp"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <system_error>
 
@@ -87,10 +90,21 @@ int run_targets(bool as_json, bool verbose) {
 
 // ---- kjit templates -------------------------------------------------------------------------
 
-int run_templates(bool as_json) {
+// The built-in templates, or with `sets_file` the templates that set file declares.
+int run_templates(bool as_json, const std::string &sets_file) {
+  std::optional<templates::VariantSet> set;
+  std::vector<const Template *> listed;
+  if (!sets_file.empty()) {
+    set.emplace(templates::VariantSet::read_file(sets_file));
+    listed = set->templates();
+  } else {
+    for (const Template &tmpl : templates::builtin())
+      listed.push_back(&tmpl);
+  }
   json listing = json::array();
   Table table({"template", "parameter", "accepts", "default"});
-  for (const Template &tmpl : templates::builtin()) {
+  for (const Template *each : listed) {
+    const Template &tmpl = *each;
     json params = json::array();
     for (const auto &[name, param] : tmpl.params()) {
       const std::string fallback = param.fallback() ? param.fallback()->to_string() : "";
@@ -123,9 +137,13 @@ int run_templates(bool as_json) {
 struct CompileArgs {
   std::string template_name;
   std::string source_file;
+  std::string sets_file; // the template is the one this set file declares
   std::string kernel;
   std::vector<std::string> params;
   std::string target;
+  std::vector<std::string> headers; // --source: [NAME=]FILE
+  std::vector<std::string> defines; // --source: NAME[=VALUE]
+  std::vector<std::string> options; // --source: compile options
 };
 
 ParamValues parse_params(const std::vector<std::string> &items) {
@@ -147,16 +165,49 @@ ParamValues parse_params(const std::vector<std::string> &items) {
   return params;
 }
 
+// --header [NAME=]FILE: the file, named as the source #includes it (default: its file name).
+HeaderFile header_from(const std::string &spec) {
+  const std::size_t equals = spec.find('=');
+  const std::string file = equals == std::string::npos ? spec : spec.substr(equals + 1);
+  const std::string name = equals == std::string::npos
+                               ? std::filesystem::path(file).filename().string()
+                               : spec.substr(0, equals);
+  if (name.empty() || file.empty())
+    throw Error(Errc::bad_usage, "--header " + spec + ": expected FILE or NAME=FILE");
+  return {name, read_input_file(file, "--header")};
+}
+
 // A template for a source file given on the command line: its parameters are those given, in
-// the order given, each accepting exactly the value given.
+// the order given, each accepting exactly the value given; its headers and options those given.
 Template template_from_file(const CompileArgs &args, const ParamValues &params) {
   std::vector<ParamDecl> decls;
   for (const auto &[name, value] : params)
     decls.push_back({name, value.is_integer()
                                ? ParamSchema::integer(value.integer(), value.integer())
                                : ParamSchema::type({value.type()})});
+  TemplateOptions options{.kernel = args.kernel, .compile_options = args.options};
+  for (const std::string &spec : args.headers)
+    options.headers.push_back(header_from(spec));
+  for (const std::string &define : args.defines)
+    options.compile_options.push_back("-D" + define);
   return Template(args.kernel, read_input_file(args.source_file, "--source"), std::move(decls),
-                  TemplateOptions{.kernel = args.kernel});
+                  std::move(options));
+}
+
+// The template `name` as the set file declares it (its parameters checked by name, its headers
+// and options the set's), else a built-in one.
+const Template &template_from_set(const templates::VariantSet &set, const std::string &name) {
+  for (const Template *tmpl : set.templates())
+    if (tmpl->name() == name)
+      return *tmpl;
+  try {
+    return templates::find(name);
+  } catch (const Error &error) {
+    std::string own;
+    for (const Template *tmpl : set.templates())
+      own += (own.empty() ? "" : ", ") + tmpl->name();
+    throw Error(error.code(), error.summary() + "; " + set.origin() + "'s templates: " + own);
+  }
 }
 
 int run_compile(const CompileArgs &args, bool as_json) {
@@ -165,14 +216,23 @@ int run_compile(const CompileArgs &args, bool as_json) {
                 "name a library template (kjit compile scale ...) or give --source FILE, not both");
   if (!args.source_file.empty() && args.kernel.empty())
     throw Error(Errc::bad_usage, "--source needs --kernel NAME");
+  if (args.source_file.empty() &&
+      !(args.headers.empty() && args.defines.empty() && args.options.empty()))
+    throw Error(Errc::bad_usage, "--header, -D and --option go with --source (a template and a "
+                                 "set file declare their own)");
   if (args.target.empty())
     throw Error(Errc::bad_target, "--target is required (e.g. --target gfx90a or sm_90)");
 
   const ParamValues params = parse_params(args.params);
   std::optional<Template> from_file;
+  std::optional<templates::VariantSet> set;
   if (!args.source_file.empty())
     from_file.emplace(template_from_file(args, params));
-  const Template &tmpl = from_file ? *from_file : templates::find(args.template_name);
+  else if (!args.sets_file.empty())
+    set.emplace(templates::VariantSet::read_file(args.sets_file));
+  const Template &tmpl = from_file ? *from_file
+                         : set     ? template_from_set(*set, args.template_name)
+                                   : templates::find(args.template_name);
   const auto target = jit::Target::parse(args.target);
 
   Runtime runtime;
@@ -220,10 +280,19 @@ int run(int argc, char **argv) {
                     "also each compiler's full identity (sonames, build ids), as in --json");
   auto *templates_cmd =
       app.add_subcommand("templates", "templates and their parameters (type, values, default)");
+  std::string templates_sets;
+  templates_cmd->add_option("--sets", templates_sets, "a set file: the templates it declares");
   CompileArgs compile_args;
   auto *compile = app.add_subcommand("compile", "compile one variant into the cache (or hit it)");
-  compile->add_option("template", compile_args.template_name, "a template from `kjit templates`");
+  compile->add_option("template,--template", compile_args.template_name,
+                      "a template from `kjit templates` (or from --sets FILE)");
+  compile->add_option("--sets", compile_args.sets_file,
+                      "a set file: the template as it declares it (parameters checked by name)");
   compile->add_option("--source", compile_args.source_file, "compile a kernel from this file");
+  compile->add_option("--header", compile_args.headers,
+                      "--source: [NAME=]FILE the source #includes as NAME (default its file name)");
+  compile->add_option("-D", compile_args.defines, "--source: NAME[=VALUE], a macro definition");
+  compile->add_option("--option", compile_args.options, "--source: a compile option");
   compile->add_option("--kernel", compile_args.kernel, "the kernel template in --source");
   compile->add_option("-p,--param", compile_args.params, "NAME=VALUE, repeatable, in order");
   compile->add_option("--target", compile_args.target, "gfx90a, gfx90a:sramecc+:xnack-, sm_90...");
@@ -266,7 +335,7 @@ int run(int argc, char **argv) {
   if (*targets)
     return run_targets(as_json, verbose_targets);
   if (*templates_cmd)
-    return run_templates(as_json);
+    return run_templates(as_json, templates_sets);
   if (*cache)
     return is_remote_cache_command(*cache, remote_args)
                ? run_remote_cache(*cache, remote_args, as_json)

@@ -24,8 +24,10 @@
 #include <nlohmann/json.hpp>
 #include <poll.h>
 #include <sched.h>
+#include <set>
 #include <spawn.h>
 #include <sstream>
+#include <sys/auxv.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -122,6 +124,23 @@ void check_writable(const fs::path &out) {
               "cannot write the prebuilt tier " + out.string() + ": " + error.message());
 }
 
+// --skip-unsupported: the targets the installed compilers can build, each of the others named in a
+// warning with the reason (no compiler for its vendor, or one that lacks the target).
+std::vector<jit::Target> buildable(std::vector<jit::Target> targets) {
+  std::vector<jit::Target> kept;
+  for (jit::Target &target : targets) {
+    try {
+      (void)prebuild::Compilers({target});
+      kept.push_back(std::move(target));
+    } catch (const Error &error) {
+      if (error.code() != Errc::unsupported_target && error.code() != Errc::compiler_unavailable)
+        throw;
+      std::cerr << "kjit: warning: skipping " << target.id() << ": " << error.summary() << '\n';
+    }
+  }
+  return kept;
+}
+
 // Batches `variants` into the plan and names where they go.
 Plan finish_plan(Plan plan, std::vector<prebuild::TargetedInstance> variants,
                  const PrebuildArgs &args) {
@@ -166,11 +185,15 @@ Plan make_plan(const PrebuildArgs &args) {
   if (!args.tuned.empty())
     return make_tuned_plan(args);
   Plan plan;
+  // PREBUILD_KERNELS is the level of kjit's own install: it chooses among the built-in sets and
+  // never filters a library's own (a library's build passes --level where it wants one).
   if (auto level = parse_level(args.level, "--level"))
     plan.level = *level;
+  else if (!args.sets.empty())
+    plan.level = 0;
   else if (auto from_env = parse_level(environment("PREBUILD_KERNELS"), "PREBUILD_KERNELS"))
     plan.level = *from_env;
-  else if (args.sets.empty())
+  else
     plan.level = 1;
 
   if (!args.targets.empty())
@@ -179,6 +202,8 @@ Plan make_plan(const PrebuildArgs &args) {
     plan.targets = parse_targets(environment("GPU_ARCHS"), "GPU_ARCHS");
   else
     throw Error(Errc::bad_target, "no targets: give --targets \"gfx90a;sm_90\" or set GPU_ARCHS");
+  if (args.skip_unsupported)
+    plan.targets = buildable(std::move(plan.targets));
 
   for (const std::string &file : args.sets)
     plan.user_sets.push_back(templates::VariantSet::read_file(file));
@@ -208,6 +233,8 @@ Plan make_plan(const PrebuildArgs &args) {
             variants.push_back(std::move(each));
     }
   }
+  if (in_every_shard == 0 && plan.targets.empty()) // --skip-unsupported left none
+    return finish_plan(std::move(plan), {}, args);
   if (in_every_shard == 0)
     throw Error(Errc::bad_usage,
                 "level " + std::to_string(plan.level) + " has no variants in " +
@@ -293,32 +320,63 @@ private:
 
 using BatchDone = std::function<void(std::size_t, prebuild::BatchResult)>;
 
+json failure_json(const prebuild::Failure &failure) {
+  return {{"what", failure.what}, {"template", failure.template_name}, {"log", failure.log}};
+}
+
 json result_json(const prebuild::BatchResult &result) {
+  json failures = json::array();
+  for (const prebuild::Failure &failure : result.failures)
+    failures.push_back(failure_json(failure));
   return {{"built", result.built},
           {"bytes", result.bytes},
           {"compile_ms", result.compile_ms},
-          {"failures", result.failures}};
+          {"failures", failures}};
 }
 
 prebuild::BatchResult result_of(const json &line) {
-  return {line.at("built").get<std::size_t>(), line.at("bytes").get<std::uint64_t>(),
-          line.at("compile_ms").get<double>(), line.at("failures").get<std::vector<std::string>>()};
+  prebuild::BatchResult result{line.at("built").get<std::size_t>(),
+                               line.at("bytes").get<std::uint64_t>(),
+                               line.at("compile_ms").get<double>(),
+                               {}};
+  for (const json &failure : line.at("failures"))
+    result.failures.push_back({failure.at("what").get<std::string>(),
+                               failure.at("template").get<std::string>(),
+                               failure.at("log").get<std::string>()});
+  return result;
+}
+
+// A failure of every variant of `batch` that is not the compiler's (the tier cannot be written,
+// the worker died): "<variant>: <why>", no log.
+std::vector<prebuild::Failure> all_failed(const prebuild::Batch &batch, const std::string &why) {
+  std::vector<prebuild::Failure> failures;
+  for (const prebuild::TargetedInstance &variant : batch.variants)
+    failures.push_back(
+        {variant.describe() + ": " + why, variant.instance.source_template().name(), ""});
+  return failures;
 }
 
 // Each failure ("<variant>: <error>") on a line of its own, except that those sharing one error
 // are one line, with their count and the first of them: a target the compiler cannot build fails
 // each of its variants alike, and hundreds of copies of one line hide the one line that matters.
-void report_failures(const std::vector<std::string> &failures) {
+// Then the compiler's log of the first failure of each template (`verbose`: of every failure),
+// so that the cause is on screen without a second command.
+void report_failures(const std::vector<prebuild::Failure> &failures, bool verbose) {
   std::map<std::string, std::vector<const std::string *>> by_error;
-  for (const std::string &failure : failures) {
-    const std::size_t colon = failure.find(": ");
-    by_error[colon == std::string::npos ? failure : failure.substr(colon + 2)].push_back(&failure);
+  for (const prebuild::Failure &failure : failures) {
+    const std::string &what = failure.what;
+    const std::size_t colon = what.find(": ");
+    by_error[colon == std::string::npos ? what : what.substr(colon + 2)].push_back(&what);
   }
   for (const auto &[error, alike] : by_error)
     if (alike.size() == 1)
       std::cerr << "  " << *alike.front() << '\n';
     else
       std::cerr << "  " << alike.size() << " variants, the first " << *alike.front() << '\n';
+  std::set<std::string> logged;
+  for (const prebuild::Failure &failure : failures)
+    if (!failure.log.empty() && (verbose || logged.insert(failure.template_name).second))
+      std::cerr << "the compiler's log for " << failure.what << ":\n" << failure.log << '\n';
 }
 
 prebuild::BatchResult build_or_report(const Plan &plan, const prebuild::Compilers &compilers,
@@ -328,8 +386,7 @@ prebuild::BatchResult build_or_report(const Plan &plan, const prebuild::Compiler
     return prebuild::build(batch, compilers, plan.out);
   } catch (const Error &error) { // the tier cannot be written: every variant failed
     prebuild::BatchResult failed;
-    for (const prebuild::TargetedInstance &variant : batch.variants)
-      failed.failures.push_back(variant.describe() + ": " + error.summary());
+    failed.failures = all_failed(batch, error.summary());
     return failed;
   }
 }
@@ -350,11 +407,28 @@ struct Worker {
   std::string buffer;
 };
 
+// This program's own file, which workers run: /proc/self/exe where /proc is mounted, else the path
+// it was started by (AT_EXECFN; a chroot often lacks /proc).
+std::string own_executable() {
+  std::error_code error;
+  const fs::path resolved = fs::read_symlink("/proc/self/exe", error);
+  if (!error)
+    return resolved.string();
+  const auto *started_as = reinterpret_cast<const char *>(::getauxval(AT_EXECFN));
+  return started_as != nullptr ? started_as : "/proc/self/exe";
+}
+
+[[noreturn]] void cannot_start_worker(const std::string &executable, int error) {
+  throw Error(Errc::process_error, "cannot start a prebuild worker " + executable + ": " +
+                                       std::strerror(error) +
+                                       " (--jobs 1 builds in this process instead)");
+}
+
 Worker spawn_worker(const std::vector<std::string> &argv) {
+  static const std::string executable = own_executable();
   int in_pipe[2], out_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0)
-    throw Error(Errc::process_error,
-                std::string("cannot start a prebuild worker: ") + std::strerror(errno));
+    cannot_start_worker(executable, errno);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
@@ -365,13 +439,12 @@ Worker spawn_worker(const std::vector<std::string> &argv) {
   raw.push_back(nullptr);
   Worker worker;
   const int failed =
-      posix_spawn(&worker.pid, "/proc/self/exe", &actions, nullptr, raw.data(), environ);
+      posix_spawn(&worker.pid, executable.c_str(), &actions, nullptr, raw.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
   if (failed != 0)
-    throw Error(Errc::process_error,
-                std::string("cannot start a prebuild worker: ") + std::strerror(failed));
+    cannot_start_worker(executable, failed);
   worker.to = in_pipe[1];
   worker.from = out_pipe[0];
   return worker;
@@ -454,9 +527,8 @@ void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_a
       ::waitpid(worker.pid, &status, 0);
       if (worker.batch) {
         prebuild::BatchResult failed;
-        for (const prebuild::TargetedInstance &variant : plan.batches[*worker.batch].variants)
-          failed.failures.push_back(variant.describe() + ": the worker compiling it ended with " +
-                                    exit_text(status));
+        failed.failures = all_failed(plan.batches[*worker.batch],
+                                     "the worker compiling it ended with " + exit_text(status));
         done(*worker.batch, failed);
         worker.batch.reset();
         if (next < pending.size()) {
@@ -516,6 +588,8 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
                      "identity), so that N machines fill one remote tier together");
     each->add_option("--tuned", args.tuned,
                      "a `kjit tune export` file: build exactly its winners and ship its records");
+    each->add_flag("--skip-unsupported", args.skip_unsupported,
+                   "build for the targets the installed compilers support; warn about the others");
     each->add_option(
         "--out", args.out,
         "the prebuilt tier (default KJIT_PREBUILT_DIR, else <prefix>/share/kjit/prebuilt)");
@@ -523,6 +597,9 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
   command->add_option("--jobs", args.jobs,
                       "parallel compile jobs (default MAX_JOBS, else cores and free memory)");
   command->add_flag("--json", as_json, "print one JSON document instead of a summary");
+  command->add_flag("-v,--verbose", args.verbose,
+                    "print the compiler's log of every variant that failed (default: the first of "
+                    "each template)");
   return {command, worker};
 }
 
@@ -563,7 +640,7 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
     total.built += result.built;
     total.bytes += result.bytes;
     total.compile_ms += result.compile_ms;
-    for (std::string &failure : result.failures)
+    for (prebuild::Failure &failure : result.failures)
       total.failures.push_back(std::move(failure));
   };
   if (!pending.empty()) {
@@ -583,6 +660,11 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   if (as_json) {
+    json failed = json::array(), failures = json::array();
+    for (const prebuild::Failure &failure : total.failures) {
+      failed.push_back(failure.what);
+      failures.push_back(failure_json(failure));
+    }
     std::cout << json{{"out", plan.out.string()},
                       {"targets", target_list},
                       {"level", plan.level},
@@ -590,12 +672,15 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
                       {"batches", plan.batches.size()},
                       {"up_to_date", plan.variants - to_build},
                       {"built", total.built},
-                      {"failed", total.failures},
+                      {"failed", failed},
+                      {"failures", failures},
                       {"bytes", total.bytes},
                       {"jobs", pending.empty() ? 0 : jobs},
                       {"seconds", seconds}}
                      .dump(2)
               << '\n';
+  } else if (plan.targets.empty()) {
+    std::cout << "nothing to prebuild: the installed compilers support none of the targets\n";
   } else if (pending.empty()) {
     std::cout << "nothing to do: all " << plan.variants << " variants for " << target_list
               << " are up to date in " << plan.out.string() << '\n';
@@ -611,7 +696,7 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
   if (total.failures.empty())
     return 0;
   std::cerr << "kjit: " << total.failures.size() << " of " << to_build << " variants not built:\n";
-  report_failures(total.failures);
+  report_failures(total.failures, args.verbose);
   return exit_check_failed;
 }
 

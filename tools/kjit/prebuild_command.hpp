@@ -17,6 +17,8 @@ struct PrebuildArgs {
   std::size_t max_batch = 16;    // variants per program at most (1: no batching)
   std::string shard;             // "K/N": this machine's share of the variants; empty: all
   std::string tuned;             // a tuning table export: exactly its winners, and its records
+  bool skip_unsupported = false; // drop (and warn about) targets no installed compiler builds
+  bool verbose = false;          // every failure's compiler log, not only each template's first
 };
 
 // Adds `prebuild` and the hidden worker command it starts to `app`; returns {prebuild, worker}.

@@ -33,6 +33,33 @@ typedef __nv_bfloat16 bfloat16;
 #define KJIT_RESTRICT __restrict__
 #endif
 
+// The fixed-width integer types, on every release: NVRTC declares none, and hiprtc 5.2 only the
+// 32- and 64-bit ones, while <cstdint> is no remedy (NVRTC has no such header; hiprtc 5.2's host
+// <stdint.h> redefines int64_t as long). These are the types every hiprtc release's own
+// declarations name, so repeating one of those is allowed. Include no <cstdint>: use these.
+// Only for the runtime compilers: a host build of the prelude (tests/ops' CPU emulation) has its
+// own <cstdint>.
+#if defined(__HIPCC_RTC__) || defined(__CUDACC_RTC__)
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef signed short int16_t;
+typedef unsigned short uint16_t;
+typedef signed int int32_t;
+typedef unsigned int uint32_t;
+typedef signed long long int64_t;
+typedef unsigned long long uint64_t;
+namespace std {
+using ::int16_t;
+using ::int32_t;
+using ::int64_t;
+using ::int8_t;
+using ::uint16_t;
+using ::uint32_t;
+using ::uint64_t;
+using ::uint8_t;
+} // namespace std
+#endif
+
 // The warp (wavefront) width of the target: 64 on CDNA (gfx9), 32 on RDNA and NVIDIA. Passed in
 // by the runtime from the target, never assumed.
 #ifndef KJIT_WARP_SIZE

@@ -38,6 +38,12 @@ struct Config {
   // The read-only prebuilt tier. Default: <install prefix>/share/kjit/prebuilt; skipped when
   // the directory does not exist.
   std::filesystem::path prebuilt_dir;
+  // More read-only prebuilt tiers, searched in this order before prebuilt_dir (kjit's own tier,
+  // always last): KJIT_PREBUILT_PATH's, then those a library adds (its installed tier, found
+  // relative to its own location). Each is skipped when its directory does not exist.
+  std::vector<std::filesystem::path> prebuilt_dirs;
+  // Every prebuilt tier in lookup order: prebuilt_dirs, then prebuilt_dir (each once, none empty).
+  std::vector<std::filesystem::path> prebuilt_tiers() const;
   // Ignore every cached entry and recompile (entries are still written).
   bool rebuild = false;
   // The user tier's bound in bytes: a Runtime that wrote entries prunes the least recently used
@@ -56,7 +62,8 @@ struct Config {
   // (Device::newest_code_object_version). Set by tests, which have no AMD device.
   std::optional<int> newest_code_object_version;
 
-  // KJIT_MODE (jit|prebuilt), KJIT_CACHE_DIR, KJIT_PREBUILT_DIR, KJIT_REBUILD (0|1),
+  // KJIT_MODE (jit|prebuilt), KJIT_CACHE_DIR, KJIT_PREBUILT_DIR, KJIT_PREBUILT_PATH
+  // (':'-separated prebuilt_dirs), KJIT_REBUILD (0|1),
   // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G), KJIT_REMOTE_STORAGE and
   // KJIT_REMOTE_SECRET_FILE (kjit/cache/redis_remote.hpp), KJIT_REMOTE_LEASE_MS and
   // KJIT_REMOTE_WAIT_MS (FleetWait's lease_ttl and wait).

@@ -89,11 +89,19 @@ private:
 // Whether every variant of `batch` has a valid entry in the tier at `root`.
 bool up_to_date(const Batch &batch, const Compilers &compilers, const std::filesystem::path &root);
 
+// A variant that did not build.
+struct Failure {
+  std::string what;          // "scale (N=..,T=..) for gfx90a: <error>"
+  std::string template_name; // "scale"
+  std::string log;           // the compiler's log, numbered with the template's own lines; or ""
+  auto operator<=>(const Failure &) const = default;
+};
+
 struct BatchResult {
-  std::size_t built = 0;             // entries written
-  std::uint64_t bytes = 0;           // their size on disk
-  double compile_ms = 0;             // time in the compiler
-  std::vector<std::string> failures; // "scale (N=..,T=..) for gfx90a: <error>", one per variant
+  std::size_t built = 0;         // entries written
+  std::uint64_t bytes = 0;       // their size on disk
+  double compile_ms = 0;         // time in the compiler
+  std::vector<Failure> failures; // one per variant
 };
 
 // Compiles `batch` as one program and writes one entry per variant into the tier at `root`. When

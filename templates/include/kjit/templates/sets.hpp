@@ -11,19 +11,34 @@
 //   "values"       optional named lists: {"types": ["half", "float"], "sizes": [1024, 4096]}
 //   "models"       optional: {"Llama-3-8B": {"hidden": 4096, "intermediate": 14336}}; "@hidden"
 //                  is every model's "hidden" value (sorted, each once)
-//   "templates"    optional, user sets only: templates from source files,
-//                  [{"name": "my_kernel", "source": "my_kernel.hip", "arguments": ["T*", "int"]}]
+//   "templates"    optional, user sets only: a library's templates from source files (below)
 //   "variants"     [{"template": "scale", "params": {"T": "@types", "N": [256, 4096]}}]
 //                  an item may add "vendors": ["nvidia"] (or "amd"): compiled for those targets
 //                  only (what one vendor's compiler refuses, or what only its wrappers ask for);
 //                  and "processors": ["gfx942", "gfx950"]: compiled for targets of those
 //                  processors only (what only they have, such as their matrix instructions)
 //
-// Each variants item names a template (built-in, or one of the file's "templates") and, per
+// A "templates" item declares a template as the library's C++ `Template` does, so that a variant
+// prebuilt from the set has exactly the key the library's JIT call computes:
+//
+//   {"name": "rms_norm",                  the Template's name (part of the key)
+//    "source": "kernels/rms_norm.hip",    relative to the set file
+//    "params": ["T", "HIDDEN"],           its template parameters, in the kernel's order
+//    "kernel": "rms_norm_kernel",         optional: the __global__ function template; default name
+//    "arguments": ["T*", "const T*", "int"],   optional: the kernel's argument types
+//    "headers": ["include", "extra.h"],   optional: files the source #includes, read at build time
+//                                         (their content is in the key): a file is named by its
+//                                         file name, a folder gives every file under it, named by
+//                                         its path relative to the folder ("mylib/math.h")
+//    "compile_options": ["-DMYLIB_FAST=1"]}   optional: as TemplateOptions::compile_options
+//
+// Each variants item names a template (one of the file's "templates", else a built-in) and, per
 // parameter, one value, a list of values, or "@name" (a "values" list or a "models" field); it
-// stands for every combination. Parameters left out take the template's default. A template from
-// a source file takes its parameters in the order "params" lists them (the kernel's template
-// arguments), accepting the values the file lists; its path is relative to the set file.
+// stands for every combination. Parameters are matched by name against the template's
+// declaration, whatever order the item lists them in; a template from a source file accepts the
+// values its variants list (a string is a type, an integer an integer). Parameters left out take
+// the template's default. A field this format does not name, a parameter the template does not
+// declare and a template name no one declares are errors naming the file and line.
 //
 // To add variants to a level, add an item to that level's file, or a new file with that "level"
 // in templates/sets/ (every *.json there is embedded). For kjit::ops, list exactly what the
@@ -64,12 +79,15 @@ public:
   int level() const { return level_; }
   // Where it came from, for messages: "built-in set core.json", or the file's path.
   const std::string &origin() const { return origin_; }
+  // The templates the file declares from source files, in its order.
+  std::vector<const Template *> templates() const;
   // Every combination, in the order the file lists them.
   const std::vector<SetVariant> &variants() const { return variants_; }
 
-  // Parses a set. `base_dir` resolves the paths of source templates. Throws Error(bad_parameter)
-  // naming `origin` and what is wrong (bad JSON, a missing field, an unknown template or "@name",
-  // a value of the wrong kind); parameter values are checked against the template when bound.
+  // Parses a set. `base_dir` resolves the paths of source templates and headers, which are read
+  // now. Throws Error(bad_parameter) naming `origin`, the line where known, and what is wrong
+  // (bad JSON, a missing or unknown field, an unknown template, parameter or "@name", a value of
+  // the wrong kind); parameter values are checked against the template when bound.
   static VariantSet parse(std::string_view json_text, std::string origin,
                           const std::filesystem::path &base_dir);
   // Reads and parses a set file. Throws Error(file_io) when it cannot be read.
