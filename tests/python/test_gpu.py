@@ -206,6 +206,25 @@ def test_a_user_template_on_torch_tensors():
     torch.testing.assert_close(y, torch.full_like(y, 4.0))
 
 
+def test_the_c_and_the_ctypes_launch_agree(monkeypatch):
+    tmpl = kjit.Template("gpu_scale_paths", SCALE, params={"T": ["float"]},
+                         arguments=["T*", "float", "int"], kernel="scale")
+    fast = kjit.Runtime().kernel(tmpl, {"T": "float"})
+    monkeypatch.setenv("KJIT_PYTHON_FASTLAUNCH", "0")
+    slow = kjit.Runtime().kernel(tmpl, {"T": "float"})
+    if os.environ.get("KJIT_TEST_EXPECT_FASTLAUNCH") == "1":
+        assert type(fast._launch).__name__ == "Launcher"
+    assert type(slow._launch).__name__ == "function"
+    original = randn(1001, dtype=torch.float32)
+    x, y = original.clone(), original.clone()
+    fast(x, 3.0, 1001, grid=4, block=256)
+    slow(y, 3.0, 1001, grid=4, block=256)
+    torch.testing.assert_close(x, original * 3)
+    torch.testing.assert_close(x, y, rtol=0, atol=0)
+    with pytest.raises(kjit.BadArgument, match="tensor on cpu"):
+        fast(x.cpu(), 3.0, 4, grid=1, block=1)
+
+
 def test_two_streams():
     a, b = randn(64, 4096, dtype=torch.bfloat16), randn(64, 4096, dtype=torch.bfloat16)
     w = randn(4096, dtype=torch.bfloat16)
