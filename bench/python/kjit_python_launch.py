@@ -1,11 +1,12 @@
 """Host time per launch from Python, all in one run on one GPU (issue 24, "Measured"): a held
 kjit kernel called on a torch tensor (the stream read from torch, and given), through
 kjit._fastlaunch's C where it is found and through ctypes (KJIT_PYTHON_FASTLAUNCH=0),
-cuLaunchKernel through ctypes (Python's floor), CuPy's RawKernel and a Triton kernel doing the same work (scale
-256 floats), torch's x.mul_(1.0), and kjit.ops.rms_norm against F.rms_norm at 1 x 4096 bf16; then
-kjit_gpu_bench's C++ launches (raw cuLaunchKernel, a held kjit::Kernel) run in this same call; and
-the first kernel of a new process from a warm cache. Each way is timed in bursts of 128 launches
-onto an idle device, the ways interleaved burst by burst; the median over the bursts.
+cuLaunchKernel through ctypes (Python's floor), CuPy's RawKernel and a Triton kernel doing the
+same work (scale 256 floats), torch's x.mul_(1.0), and kjit.ops.rms_norm against F.rms_norm at
+1 x 4096 bf16; then kjit_gpu_bench's C++ launches (raw cuLaunchKernel, a held kjit::Kernel) run
+in this same call; and the first kernel of a new process from a warm cache. Each way is timed in
+bursts of 128 launches onto an idle device, the ways interleaved burst by burst; the median over
+the bursts.
 
     python3 bench/python/kjit_python_launch.py [PATH/TO/kjit_gpu_bench]
 """

@@ -397,6 +397,39 @@ def test_python_m_kjit_is_the_command_line():
     assert bad.returncode == 2 and bad.stderr.startswith("kjit")
 
 
+CUSTOM = """template <typename T> __global__ void k(const T* x, T* y, float a, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
+}"""
+
+
+def test_a_user_template_registers_as_a_torch_operator(monkeypatch):
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    from kjit import ops
+    if not ops.REGISTERED:
+        pytest.skip(f"torch {torch.__version__} is older than 2.4 (no register_fake)")
+    tmpl = kjit.Template("cpu_custom", CUSTOM, params={"T": ["float", "half"]},
+                         arguments=["const T*", "T*", "float", "int"], kernel="k")
+    ops.custom_op("test_cpu_custom", tmpl, {"T": "half"}, grid=1, block=64)
+    schema = str(torch.ops.kjit.test_cpu_custom.default._schema)
+    assert schema == ("kjit::test_cpu_custom(Tensor a0, Tensor(a!) a1, float a2, int a3) -> ()")
+
+    def no_runtime():
+        raise AssertionError("the fake implementation reached the runtime")
+
+    # The fake (meta) implementation loads nothing: no runtime, no cache, no GPU.
+    monkeypatch.setattr(_core, "default_runtime", no_runtime)
+    meta = torch.empty(8, device="meta", dtype=torch.half)
+    assert torch.ops.kjit.test_cpu_custom(meta, meta.clone(), 2.0, 8) is None
+    with pytest.raises(kjit.BadUsage, match="already registered"):
+        ops.custom_op("test_cpu_custom", tmpl, {"T": "half"}, grid=1, block=64)
+    vector = kjit.Template("cpu_custom_vector", CUSTOM, arguments=["float2"], kernel="k")
+    with pytest.raises(kjit.BadArgument, match=r"argument 0 .*\(float2\) has no torch schema"):
+        ops.custom_op("test_cpu_custom_vector", vector, {}, grid=1, block=1)
+    with pytest.raises(kjit.BadArgument, match="not an operator name"):
+        ops.custom_op("no spaces", tmpl, {"T": "half"}, grid=1, block=1)
+
+
 def test_ops_need_torch():
     try:
         import torch  # noqa: F401
