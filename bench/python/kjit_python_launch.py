@@ -1,10 +1,12 @@
 """Host time per launch from Python, all in one run on one GPU (issue 24, "Measured"): a held
-kjit kernel called on a torch tensor (the stream read from torch, and given), cuLaunchKernel
-through ctypes (Python's floor), CuPy's RawKernel and a Triton kernel doing the same work (scale
-256 floats), torch's x.mul_(1.0), and kjit.ops.rms_norm against F.rms_norm at 1 x 4096 bf16; then
-kjit_gpu_bench's C++ launches (raw cuLaunchKernel, a held kjit::Kernel) run in this same call; and
-the first kernel of a new process from a warm cache. Each way is timed in bursts of 128 launches
-onto an idle device, the ways interleaved burst by burst; the median over the bursts.
+kjit kernel called on a torch tensor (the stream read from torch, and given), through
+kjit._fastlaunch's C where it is found and through ctypes (KJIT_PYTHON_FASTLAUNCH=0),
+cuLaunchKernel through ctypes (Python's floor), CuPy's RawKernel and a Triton kernel doing the
+same work (scale 256 floats), torch's x.mul_(1.0), and kjit.ops.rms_norm against F.rms_norm at
+1 x 4096 bf16; then kjit_gpu_bench's C++ launches (raw cuLaunchKernel, a held kjit::Kernel) run
+in this same call; and the first kernel of a new process from a warm cache. Each way is timed in
+bursts of 128 launches onto an idle device, the ways interleaved burst by burst; the median over
+the bursts.
 
     python3 bench/python/kjit_python_launch.py [PATH/TO/kjit_gpu_bench]
 """
@@ -52,8 +54,15 @@ def ways_for_scale():
     tmpl = kjit.Template("bench_scale", SOURCE, params={"T": ["float"]},
                          arguments=["T*", "float"], kernel="scale")
     k = kjit.Runtime().kernel(tmpl, {"T": "float"})
-    ways = {"kjit python (torch stream)": lambda: k(x, 1.0, grid=1, block=256),
-            "kjit python (stream=0)": lambda: k(x, 1.0, grid=1, block=256, stream=0)}
+    os.environ["KJIT_PYTHON_FASTLAUNCH"] = "0"  # the same kernel launched through ctypes
+    k_ctypes = kjit.Runtime().kernel(tmpl, {"T": "float"})
+    del os.environ["KJIT_PYTHON_FASTLAUNCH"]
+    path = "C" if type(k._launch).__name__ == "Launcher" else "ctypes"
+    ways = {f"kjit python, {path} (torch stream)": lambda: k(x, 1.0, grid=1, block=256),
+            f"kjit python, {path} (stream=0)": lambda: k(x, 1.0, grid=1, block=256, stream=0),
+            "kjit python, ctypes (torch stream)": lambda: k_ctypes(x, 1.0, grid=1, block=256),
+            "kjit python, ctypes (stream=0)": lambda: k_ctypes(x, 1.0, grid=1, block=256,
+                                                               stream=0)}
 
     # cuLaunchKernel from ctypes on kjit's own function handle: Python's floor.
     cuda = ctypes.CDLL("libcuda.so.1")
@@ -145,10 +154,10 @@ if __name__ == "__main__":
     results = interleaved(ways_for_scale())
     results.update(cpp_launches(sys.argv[1] if len(sys.argv) > 1 else None))
     held = results.get("C++ held kjit::Kernel")
-    print(f"\n{'one-block scale kernel':34s} {'us/launch':>10s} {'- C++ held':>11s}")
+    print(f"\n{'one-block scale kernel':36s} {'us/launch':>10s} {'- C++ held':>11s}")
     for name, us in results.items():
         extra = f"{us - held:+11.2f}" if held else ""
-        print(f"{name:34s} {us:10.2f} {extra}")
+        print(f"{name:36s} {us:10.2f} {extra}")
     print(f"\n{'rms_norm 1 x 4096 bf16':34s} {'us/call':>10s}")
     for name, us in interleaved(ways_for_rms_norm()).items():
         print(f"{name:34s} {us:10.2f}")

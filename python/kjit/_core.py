@@ -2,6 +2,8 @@
 
 import ctypes
 import numbers
+import operator
+import os
 import struct
 import sys
 import threading
@@ -287,17 +289,21 @@ def scalar(value, index, type_name, kind, kernel):
             kind == "int" and not isinstance(value, numbers.Integral)):
         raise BadArgument(f"{where} is a {type(value).__name__}, not "
                           f"{'an integer' if kind == 'int' else 'a number'}")
-    if kind == "bf16":
-        return _bfloat16_bits(float(value))
-    return int(value) if kind == "int" else float(value)
+    try:
+        if kind == "bf16":
+            return _bfloat16_bits(float(value))
+        return int(value) if kind == "int" else float(value)
+    except OverflowError:  # an int past a double's range
+        raise BadArgument(f"{where}: {value} does not fit a {type_name}") from None
 
 
 def packed_layout(argument_types, sizes, offsets, packed_size):
     """The struct format of a packed launch (kjit_kernel_launch_packed: the launch config, then
-    each argument at its offset) and each argument's kind: pointer, int, float, bf16, bytes."""
+    each argument at its offset), each argument's kind (pointer, int, float, bf16, bytes) and
+    its struct code ("P" for a device pointer)."""
     layout = "=IIIIIIIIQ"  # kjit_launch_config: grid, block, shared_bytes, reserved, stream
     position = struct.calcsize(layout)
-    kinds = []
+    kinds, codes = [], []
     for type_name, size, offset in zip(argument_types, sizes, offsets):
         layout += "x" * (offset - position)
         if type_name.rstrip().endswith("*"):
@@ -307,7 +313,28 @@ def packed_layout(argument_types, sizes, offsets, packed_size):
         layout += code
         position = offset + struct.calcsize("=" + code)
         kinds.append(kind)
-    return layout + "x" * (packed_size - position), kinds
+        codes.append("P" if kind == "pointer" else code)
+    return layout + "x" * (packed_size - position), kinds, codes
+
+
+# The argument codes kjit._fastlaunch packs itself: device pointers, C integers, float, double.
+_FAST_CODES = frozenset("PbBhHiIqQfd")
+
+
+def fast_launcher(slow, handle, device, codes, offsets, packed_size, launch):
+    """`slow` (make_launcher's launcher) with its common calls packed in C by kjit._fastlaunch,
+    where that is built, KJIT_PYTHON_FASTLAUNCH is not 0, `launch` is a C function and each
+    argument is a device pointer, a C integer, float or double; else `slow` itself. The two accept
+    and refuse the same calls: _fastlaunch hands every call it does not pack to `slow`."""
+    module = _native.fastlaunch() if os.environ.get("KJIT_PYTHON_FASTLAUNCH") != "0" else None
+    if (module is None or not isinstance(launch, ctypes._CFuncPtr) or
+            not _FAST_CODES.issuperset(codes)):
+        return slow
+    torch = _torch()
+    return module.Launcher(handle, ctypes.cast(launch, ctypes.c_void_p).value, "".join(codes),
+                           tuple(offsets), packed_size, device,
+                           torch.Tensor if torch is not None else None,
+                           _current_stream_function(), _native.last_error, slow)
 
 
 class Kernel:
@@ -327,16 +354,21 @@ class Kernel:
         count = native.kernel_arg_count(handle)
         self.argument_types = tuple(native.kernel_arg_type(handle, i).decode()
                                     for i in range(count))
-        layout, kinds = packed_layout(
+        offsets = [native.kernel_arg_offset(handle, i) for i in range(count)]
+        packed_size = native.kernel_packed_size(handle)
+        layout, kinds, codes = packed_layout(
             self.argument_types, [native.kernel_arg_size(handle, i) for i in range(count)],
-            [native.kernel_arg_offset(handle, i) for i in range(count)],
-            native.kernel_packed_size(handle))
-        self._launch = make_launcher(handle, self.name, self.device, self.argument_types, kinds,
-                                     struct.Struct(layout).pack, native.kernel_launch_packed)
+            offsets, packed_size)
+        launch = native.kernel_launch_packed
+        slow = make_launcher(handle, self.name, self.device, self.argument_types, kinds,
+                             struct.Struct(layout).pack, launch)
+        self._launch = fast_launcher(slow, handle, self.device, codes, offsets, packed_size,
+                                     launch)
 
-    def __call__(self, *args, grid, block, shared_bytes=0, stream=None):
-        return self._launch(*args, grid=grid, block=block, shared_bytes=shared_bytes,
-                            stream=stream)
+    # k(*args, grid=..., block=..., shared_bytes=0, stream=None) calls self._launch directly: the
+    # property's getter is C (attrgetter), so no Python frame stands between the caller and the
+    # launcher, which keeps kjit._fastlaunch's launch free of interpreter work.
+    __call__ = property(operator.attrgetter("_launch"))
 
     def __repr__(self):
         return f"kjit.Kernel({self.name}({', '.join(self.argument_types)}), GPU {self.device})"
@@ -373,7 +405,7 @@ def make_launcher(handle, name, device, argument_types, kinds, pack, launch):
         "    try:",
         f"        packed = _pack(g0, g1, g2, b0, b1, b2, shared_bytes, 0, stream"
         f"{''.join(', ' + n for n in names)})",
-        "    except _StructError as error:",
+        "    except _PackErrors as error:",
         "        raise _BadArgument(f'{_NAME}: an argument or launch value does not fit its "
         "type: {error}') from None",
         "    status = _launch(_HANDLE, packed)",
@@ -384,7 +416,8 @@ def make_launcher(handle, name, device, argument_types, kinds, pack, launch):
         "_DEVICE": device, "_TYPES": argument_types, "_NAME": name, "_HANDLE": handle,
         "_pointer": device_pointer, "_scalar": scalar, "_dim3": _dim3,
         "_current_stream": _current_stream_function(), "_stream_handle": _stream_handle,
-        "_pack": pack, "_launch": launch, "_StructError": struct.error,
+        "_pack": pack, "_launch": launch,
+        "_PackErrors": (struct.error, OverflowError),  # OverflowError: a float past float32
         "_BadArgument": BadArgument, "_last_error": _native.last_error,
     }
     exec("\n".join(body), scope)  # the source is built above from kjit's own strings only

@@ -55,15 +55,19 @@ def error_class(name):
 BadArgument = error_class("BadArgument")
 
 
-def library_candidates():
-    """Where libkjit_c.so is looked for, in order: KJIT_C_LIBRARY (a file), the package's own
-    copy (an installed wheel), the build tree of a source checkout."""
-    explicit = os.environ.get("KJIT_C_LIBRARY")
+def _candidates(variable, name, build_subdir):
+    """Where a native part of kjit is looked for, in order: the file the variable names, the
+    package's own copy (an installed wheel), the build tree of a source checkout."""
+    explicit = os.environ.get(variable)
     if explicit:
         return [pathlib.Path(explicit)]
     repo = _PACKAGE_DIR.parent.parent
-    return [_PACKAGE_DIR / "_lib" / "libkjit_c.so",
-            repo / "build" / "release" / "capi" / "libkjit_c.so"]
+    return [_PACKAGE_DIR / "_lib" / name, repo / "build" / "release" / build_subdir / name]
+
+
+def library_candidates():
+    """Where libkjit_c.so is looked for (KJIT_C_LIBRARY names it)."""
+    return _candidates("KJIT_C_LIBRARY", "libkjit_c.so", "capi")
 
 
 class _Param(ctypes.Structure):
@@ -187,6 +191,27 @@ def _load():
 
 #: The library, loaded on the first call. Raises LibraryNotFound or AbiMismatch.
 lib = once(_load)
+
+
+def _load_fastlaunch():
+    """The kjit._fastlaunch module, or None where it is not built or does not load (an older
+    interpreter, another platform): the package then launches through ctypes."""
+    import importlib.util
+    for path in _candidates("KJIT_FASTLAUNCH", "_fastlaunch.abi3.so", "python/fastlaunch"):
+        if not path.is_file():
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location("kjit._fastlaunch", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        except ImportError:
+            return None
+    return None
+
+
+#: kjit._fastlaunch or None, looked for once.
+fastlaunch = once(_load_fastlaunch)
 
 
 def last_error(status):

@@ -367,6 +367,90 @@ def linear(x, weight, out=None):
     return _call("linear", (x, weight), out)
 
 
+# ---- a user's own template as a torch operator --------------------------------------------
+
+
+def _schema_type(type_name, params):
+    """The torch schema type of one declared kernel argument: "Tensor" for a const pointer (read),
+    "Tensor!" for any other pointer (the kernel may write it), else float, int or bool."""
+    bare = " ".join(w for w in type_name.split() if w not in ("volatile",))
+    if bare.rstrip().endswith("*"):
+        return "Tensor" if "const" in bare.split() else "Tensor!"
+    bare = " ".join(w for w in bare.split() if w != "const")
+    value = params.get(bare)  # a type parameter: its value names the type
+    if isinstance(value, str):
+        bare = value
+    elif value is not None and type(value).__name__ == "dtype":
+        bare = _core._DTYPE_NAMES.get(str(value).replace("torch.", ""), bare)
+    code = _core._SCALAR_CODES.get(bare)
+    if code is None:
+        return None
+    return {"f": "float", "d": "float", "e": "float", "bf16": "float", "?": "bool"}.get(code, "int")
+
+
+def _dims(value, args):
+    return value(*args) if callable(value) else value
+
+
+def custom_op(name, template, params, *, grid, block, shared_bytes=0):
+    """Registers the variant of a user's `template` for `params` as the torch operator
+    torch.ops.kjit.<name>, in one call, and returns a function that launches it:
+
+        scale = kjit.ops.custom_op("my_scale", tmpl, {"T": "float"},
+                                   grid=lambda x, a, n: (n + 255) // 256, block=256)
+        scale(x, 2.0, x.numel())   # eager: the kernel directly; under torch.compile: the op
+
+    The schema follows the template's declared arguments: a const pointer is a Tensor the kernel
+    reads, any other pointer a Tensor it may write (Tensor(a!)), numbers float, int or bool; it
+    returns nothing. `grid` and `block` are ints, tuples or functions of the call's arguments.
+    Its fake implementation does nothing, so tracing touches neither the cache nor a GPU. The
+    kernel is loaded on the first call (inside a CUDA-graph capture that is kjit.BadUsage: run
+    it once before capturing). Needs torch >= 2.4."""
+    if not REGISTERED:
+        raise _native.error_class("BadUsage")(
+            f"kjit.ops.custom_op needs torch >= 2.4 (torch.library.register_fake); this is "
+            f"torch {torch.__version__}")
+    if not str(name).isidentifier():
+        raise BadArgument(f"kjit.ops.custom_op: {name!r} is not an operator name (an identifier)")
+    if not template.arguments:
+        raise BadArgument(f"kjit.ops.custom_op: template {template.name} declares no arguments "
+                          "(kjit.Template(..., arguments=[...]))")
+    params = dict(params or {})
+    schema, aliases = [], iter("abcdefghijklmnopqrstuvwxyz")
+    for i, type_name in enumerate(template.arguments):
+        kind = _schema_type(type_name, params)
+        if kind is None:
+            raise BadArgument(f"kjit.ops.custom_op: argument {i} of {template.name} "
+                              f"({type_name}) has no torch schema type (a pointer or a number)")
+        if kind == "Tensor!":
+            kind = f"Tensor({next(aliases)}!)"
+        schema.append(f"{kind} a{i}")
+    if hasattr(torch.ops.kjit, name):
+        raise _native.error_class("BadUsage")(f"kjit.ops.custom_op: kjit::{name} is already "
+                                              "registered")
+    held = []
+
+    def launch(*args):
+        if not held:
+            held.append(_core.default_runtime().kernel(template, params))
+        held[0](*args, grid=_dims(grid, args), block=_dims(block, args),
+                shared_bytes=shared_bytes)
+
+    _library.define(f"{name}({', '.join(schema)}) -> ()")
+    _library.impl(name, launch, "CUDA")
+    torch.library.register_fake(f"kjit::{name}", lambda *args: None, lib=_library)
+    op = getattr(torch.ops.kjit, name)
+
+    def call(*args):
+        if torch.compiler.is_compiling():
+            return op(*args)
+        return launch(*args)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"torch.ops.kjit.{name}: {template.name} {params} on torch tensors"
+    return call
+
+
 def run_manifest_item(item):
     """Runs the operator of one kjit.warmup item once on zeros: {"op", "dtype", "shapes"} with
     the shapes of its tensor inputs (as the capture error names them), outputs allocated."""

@@ -206,6 +206,48 @@ def test_a_user_template_on_torch_tensors():
     torch.testing.assert_close(y, torch.full_like(y, 4.0))
 
 
+def test_the_c_and_the_ctypes_launch_agree(monkeypatch):
+    tmpl = kjit.Template("gpu_scale_paths", SCALE, params={"T": ["float"]},
+                         arguments=["T*", "float", "int"], kernel="scale")
+    fast = kjit.Runtime().kernel(tmpl, {"T": "float"})
+    monkeypatch.setenv("KJIT_PYTHON_FASTLAUNCH", "0")
+    slow = kjit.Runtime().kernel(tmpl, {"T": "float"})
+    if os.environ.get("KJIT_TEST_EXPECT_FASTLAUNCH") == "1":
+        assert type(fast._launch).__name__ == "Launcher"
+    assert type(slow._launch).__name__ == "function"
+    original = randn(1001, dtype=torch.float32)
+    x, y = original.clone(), original.clone()
+    fast(x, 3.0, 1001, grid=4, block=256)
+    slow(y, 3.0, 1001, grid=4, block=256)
+    torch.testing.assert_close(x, original * 3)
+    torch.testing.assert_close(x, y, rtol=0, atol=0)
+    with pytest.raises(kjit.BadArgument, match="tensor on cpu"):
+        fast(x.cpu(), 3.0, 4, grid=1, block=1)
+
+
+def test_a_user_template_as_a_torch_operator_eager_and_compiled():
+    tmpl = kjit.Template("gpu_custom", SCALE, params={"T": ["float", "half", "bfloat16"]},
+                         arguments=["T*", "float", "int"], kernel="scale")
+    scale = ops.custom_op("test_gpu_custom", tmpl, {"T": torch.bfloat16},
+                          grid=lambda x, a, n: (n + 255) // 256, block=256)
+    assert "Tensor(a!) a0, float a1, int a2" in str(torch.ops.kjit.test_gpu_custom.default._schema)
+    x = randn(1001, dtype=torch.bfloat16)
+    y = x.clone()
+    scale(y, 3.0, y.numel())
+    close(y, x * 3, torch.bfloat16)
+
+    def block(x):
+        y = x.clone()
+        scale(y, 2.0, y.numel())
+        return torch.relu(y)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(block, fullgraph=True)
+    close(compiled(x), torch.relu(x * 2), torch.bfloat16)
+    explained = torch._dynamo.explain(block)(x)
+    assert explained.graph_break_count == 0, explained.break_reasons
+
+
 def test_two_streams():
     a, b = randn(64, 4096, dtype=torch.bfloat16), randn(64, 4096, dtype=torch.bfloat16)
     w = randn(4096, dtype=torch.bfloat16)

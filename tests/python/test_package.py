@@ -2,6 +2,7 @@
 another process, every bad input that needs no GPU, and the launch path's argument checks and
 packing (against a stand-in for the C launch)."""
 
+import ctypes
 import os
 import struct
 import subprocess
@@ -194,25 +195,38 @@ def test_a_library_of_another_abi_version_is_refused():
 
 
 class Launches:
-    """Records what the launcher hands to the C library."""
+    """What the launcher handed to the C library: the stand-in kjit_kernel_launch_packed records
+    each packed launch (tests/python/fake_launch.c), for the ctypes and the C path alike."""
 
     def __init__(self, layout):
-        self.layout, self.calls = layout, []
+        self.layout = layout
+        self.fake = ctypes.CDLL(os.environ["KJIT_TEST_FAKE_LAUNCH"])
+        self.fake.kjit_test_launch_recorded.restype = ctypes.c_void_p
+        self.fake.kjit_test_launch_reset(ctypes.c_size_t(struct.calcsize(layout)))
+        self.function = self.fake.kjit_test_launch
+        self.function.restype = ctypes.c_int
+        self.function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
 
-    def __call__(self, handle, packed):
-        self.calls.append(struct.unpack(self.layout, packed))
-        return 0
+    @property
+    def calls(self):
+        size = struct.calcsize(self.layout)
+        return [struct.unpack(self.layout, ctypes.string_at(
+            self.fake.kjit_test_launch_recorded(i), size))
+            for i in range(self.fake.kjit_test_launch_count())]
 
 
 def launcher(types, sizes, device=0):
+    """A kernel's launcher as Kernel makes it: the C path where kjit._fastlaunch is found and
+    not disabled, else ctypes."""
     offsets, position = [], 40
     for size in sizes:
         offsets.append(position)
         position += (size + 7) // 8 * 8
-    layout, kinds = _core.packed_layout(types, sizes, offsets, position)
+    layout, kinds, codes = _core.packed_layout(types, sizes, offsets, position)
     launches = Launches(layout)
-    launch = _core.make_launcher(1234, "k", device, tuple(types), kinds,
-                                 struct.Struct(layout).pack, launches)
+    slow = _core.make_launcher(1234, "k", device, tuple(types), kinds,
+                               struct.Struct(layout).pack, launches.function)
+    launch = _core.fast_launcher(slow, 1234, device, codes, offsets, position, launches.function)
     return launch, launches
 
 
@@ -296,6 +310,69 @@ def test_structs_pass_as_their_bytes():
         launch(1.0, grid=1, block=1)
 
 
+def test_the_launch_path_is_the_one_the_build_provides():
+    """python_package runs with kjit._fastlaunch and must use it; python_package_ctypes disables
+    it (KJIT_PYTHON_FASTLAUNCH=0) and must launch through ctypes."""
+    expected = os.environ.get("KJIT_TEST_EXPECT_FASTLAUNCH")
+    if expected is None:
+        pytest.skip("KJIT_TEST_EXPECT_FASTLAUNCH not set (ctest sets it)")
+    launch, _ = launcher(["float*", "float"], [8, 4])
+    assert (type(launch).__name__ == "Launcher") == (expected == "1"), type(launch)
+    # Half, bfloat16 and struct arguments are packed in Python on either path.
+    half, _ = launcher(["__half"], [2])
+    assert type(half).__name__ == "function"
+
+
+FAST_TYPES = ["float*", "float", "double", "int", "unsigned long long", "signed char",
+              "unsigned short", "long long"]
+FAST_SIZES = [8, 4, 8, 4, 8, 1, 2, 8]
+
+
+def test_plain_ints_and_floats_pack_at_their_ranges_edges():
+    launch, launches = launcher(FAST_TYPES, FAST_SIZES)
+    launch(2**64 - 1, 3.5, -1e300, -2**31, 2**64 - 1, -128, 65535, -2**63, grid=(7, 2, 3),
+           block=(2**32 - 1,), shared_bytes=2**32 - 1, stream=2**64 - 1)
+    launch(0, 3, 2**60, 2**31 - 1, 0, 127, 0, 2**63 - 1, grid=1, block=256)
+    assert launches.calls == [
+        (7, 2, 3, 2**32 - 1, 1, 1, 2**32 - 1, 0, 2**64 - 1, 2**64 - 1, 3.5, -1e300, -2**31,
+         2**64 - 1, -128, 65535, -2**63),
+        (1, 1, 1, 256, 1, 1, 0, 0, 0, 0, 3.0, float(2**60), 2**31 - 1, 0, 127, 0, 2**63 - 1)]
+
+
+@pytest.mark.parametrize("index, value", [
+    (0, -1), (1, 1e39), (3, 2**31), (4, -1), (5, 128), (6, -1), (7, 2**63), (2, 10**400),
+])
+def test_values_out_of_their_types_range_are_bad_argument(index, value):
+    launch, launches = launcher(FAST_TYPES, FAST_SIZES)
+    args = [0, 1.0, 1.0, 1, 1, 1, 1, 1]
+    args[index] = value
+    with pytest.raises(kjit.BadArgument, match=f"does not fit|argument {index}"):
+        launch(*args, grid=1, block=1)
+    assert launches.calls == []
+
+
+def test_bad_launch_keywords_are_the_python_errors():
+    launch, launches = launcher(["int"], [4])
+    with pytest.raises(TypeError, match="grid"):
+        launch(1, block=1)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        launch(1, grid=1, block=1, shard_bytes=4)
+    with pytest.raises(kjit.BadArgument, match="does not fit"):
+        launch(1, grid=1, block=1, shared_bytes=-1)
+    with pytest.raises(kjit.BadArgument, match="does not fit"):
+        launch(1, grid=1, block=1, stream=-1)
+    assert launches.calls == []
+
+
+def test_a_failed_launch_is_the_status_error():
+    launch, launches = launcher(["int"], [4])
+    for i in range(64):  # the stand-in records 64 launches, then fails with KJIT_BAD_ARGUMENT
+        launch(i, grid=1, block=1)
+    with pytest.raises(kjit.BadArgument):
+        launch(64, grid=1, block=1)
+    assert [call[-1] for call in launches.calls] == list(range(64))
+
+
 # ---- the command line and the cache ---------------------------------------------------------
 
 
@@ -318,6 +395,39 @@ def test_python_m_kjit_is_the_command_line():
                          capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path[:2])})
     assert bad.returncode == 2 and bad.stderr.startswith("kjit")
+
+
+CUSTOM = """template <typename T> __global__ void k(const T* x, T* y, float a, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);
+}"""
+
+
+def test_a_user_template_registers_as_a_torch_operator(monkeypatch):
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    from kjit import ops
+    if not ops.REGISTERED:
+        pytest.skip(f"torch {torch.__version__} is older than 2.4 (no register_fake)")
+    tmpl = kjit.Template("cpu_custom", CUSTOM, params={"T": ["float", "half"]},
+                         arguments=["const T*", "T*", "float", "int"], kernel="k")
+    ops.custom_op("test_cpu_custom", tmpl, {"T": "half"}, grid=1, block=64)
+    schema = str(torch.ops.kjit.test_cpu_custom.default._schema)
+    assert schema == ("kjit::test_cpu_custom(Tensor a0, Tensor(a!) a1, float a2, int a3) -> ()")
+
+    def no_runtime():
+        raise AssertionError("the fake implementation reached the runtime")
+
+    # The fake (meta) implementation loads nothing: no runtime, no cache, no GPU.
+    monkeypatch.setattr(_core, "default_runtime", no_runtime)
+    meta = torch.empty(8, device="meta", dtype=torch.half)
+    assert torch.ops.kjit.test_cpu_custom(meta, meta.clone(), 2.0, 8) is None
+    with pytest.raises(kjit.BadUsage, match="already registered"):
+        ops.custom_op("test_cpu_custom", tmpl, {"T": "half"}, grid=1, block=64)
+    vector = kjit.Template("cpu_custom_vector", CUSTOM, arguments=["float2"], kernel="k")
+    with pytest.raises(kjit.BadArgument, match=r"argument 0 .*\(float2\) has no torch schema"):
+        ops.custom_op("test_cpu_custom_vector", vector, {}, grid=1, block=1)
+    with pytest.raises(kjit.BadArgument, match="not an operator name"):
+        ops.custom_op("no spaces", tmpl, {"T": "half"}, grid=1, block=1)
 
 
 def test_ops_need_torch():
