@@ -115,7 +115,7 @@ void DiskStore::record_use(const Lookup &hit) const {
   constexpr std::int64_t minute_ns = 60'000'000'000;
   const std::int64_t now_ns = unix_now_ns();
   if (access_ == Access::read_only || hit.status != Lookup::Status::hit ||
-      now_ns - hit.last_use_ns < minute_ns)
+      hit.last_use_ns > now_ns - minute_ns) // not now - last use: that overflows for year 1600
     return;
   ::utimensat(AT_FDCWD, hit.path.c_str(), nullptr, 0); // a failure only ages the entry
 }

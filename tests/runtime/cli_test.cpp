@@ -328,6 +328,10 @@ TEST_F(CliCacheTest, PruneAndClear) {
   const nlohmann::json pruned = json_of("cache prune --older-than 1h");
   EXPECT_EQ(pruned["removed"], 0);
   EXPECT_EQ(pruned["kept"], 3);
+  // 20000 weeks in nanoseconds overflowed int64 and put the cutoff in the future: all removed.
+  const nlohmann::json ancient = json_of("cache prune --older-than 20000w");
+  EXPECT_EQ(ancient["removed"], 0);
+  EXPECT_EQ(ancient["kept"], 3);
   const nlohmann::json trimmed = json_of("cache prune --max-size 9K");
   EXPECT_GE(trimmed["removed"], 1);
   EXPECT_LE(trimmed["kept_bytes"].get<int>(), 9 * 1024);
@@ -381,6 +385,12 @@ TEST_F(CliCacheTest, BadInputIsExitTwoWithOneClearLineAndChangesNothing) {
   expect_bad_input("cache prune", "prune needs --max-size");
   expect_bad_input("cache prune --max-size lots", "--max-size lots: expected a size");
   expect_bad_input("cache prune --older-than 7", "--older-than 7: expected an age");
+  expect_bad_input("cache prune --older-than 99999999w", "at most 1000 years");
+  const std::string huge(400, '9'); // std::stod's out_of_range escaped as "internal error: stod"
+  expect_bad_input("cache prune --max-size " + huge, "expected a size");
+  const CliRun huge_size = kjit("cache prune --max-size 1G", "KJIT_CACHE_SIZE=" + huge);
+  EXPECT_EQ(huge_size.status, 2) << huge_size.err;
+  EXPECT_EQ(huge_size.err.rfind("kjit: KJIT_CACHE_SIZE='999", 0), 0u) << huge_size.err;
   expect_bad_input("cache ls --sort colour", "--sort colour");
   expect_bad_input("cache frobnicate", "unknown cache command 'frobnicate'; commands: ls, stats");
   EXPECT_EQ(json_of("cache ls").size(), keys.size()) << "nothing was removed";
