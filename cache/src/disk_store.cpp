@@ -2,6 +2,7 @@
 
 #include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
+#include "kjit/jit/target.hpp"
 
 #include <algorithm>
 #include <fcntl.h>
@@ -15,12 +16,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The directory name of a target id, or nullopt for one that could leave its directory. Target ids
-// are validated upstream; this is defence in depth, since the name becomes a path.
+// Whether `target` is a canonical target id, as jit::Target writes it ("sm_90a",
+// "gfx90a:sramecc+:xnack-"). Entries come from archives, remotes and planted files, and their
+// target becomes a directory: a name such as "tuning", "lock" or ".." would reach kjit's own
+// folders or leave the tier.
+bool is_canonical_target(std::string_view target) {
+  try {
+    return jit::Target::parse(target).id() == target;
+  } catch (const Error &) {
+    return false;
+  }
+}
+
+// The directory name of a target id, or nullopt for one that is not a canonical target id.
 std::optional<std::string> target_directory(std::string_view target) {
-  bool unsafe = target.empty() || target.front() == '.' || target.find('/') != target.npos ||
-                target.find("..") != target.npos || target.find('\0') != target.npos;
-  if (unsafe)
+  if (!is_canonical_target(target))
     return std::nullopt;
   std::string directory(target);
   std::replace(directory.begin(), directory.end(), ':', '_');
@@ -28,7 +38,8 @@ std::optional<std::string> target_directory(std::string_view target) {
 }
 
 std::string invalid_target_problem(std::string_view target) {
-  return "target id \"" + std::string(target) + "\" cannot name a cache directory";
+  return "target id \"" + std::string(target) +
+         "\" cannot name a cache directory: it is not a canonical target id";
 }
 
 fs::path entry_path_in(const fs::path &versioned_root, const std::string &target_directory,
