@@ -1,6 +1,7 @@
 // The `kjit` command line as a script would use it: exit status, one clear line on stderr for
 // bad input, and --json output that another process agrees with.
 #include "cli_fixture.hpp"
+#include "kjit/cache/entry.hpp"
 #include "tests/support/redis_server.hpp"
 
 #include <cstdio>
@@ -338,6 +339,25 @@ TEST_F(CliCacheTest, PruneAndClear) {
   EXPECT_EQ(json_of("cache ls").size(), trimmed["kept"].get<std::size_t>());
   EXPECT_EQ(json_of("cache clear")["kept"], 0);
   EXPECT_TRUE(json_of("cache ls").empty());
+}
+
+TEST_F(CliCacheTest, ShowPrintsACraftedCreationTimeWithoutOverflow) {
+  const std::string key = compile(64);
+  const std::filesystem::path path = json_of("cache show " + key)["path"];
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+  cache::Decoded decoded = cache::decode_entry(
+      std::span(reinterpret_cast<const std::byte *>(bytes.data()), bytes.size()));
+  ASSERT_TRUE(decoded.entry) << decoded.problem;
+  // created_unix * 10^9 overflowed int64 here: `show` printed a date in the 18th century.
+  decoded.entry->header.created_unix = 9'000'000'000'000'000'000;
+  const std::vector<std::byte> crafted = cache::encode_entry(*decoded.entry);
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char *>(crafted.data()),
+             static_cast<std::streamsize>(crafted.size()));
+  const nlohmann::json shown = json_of("cache show " + key);
+  EXPECT_EQ(shown["valid"], true);
+  EXPECT_EQ(shown["created"], "9000000000000000000 s after the epoch");
 }
 
 TEST_F(CliCacheTest, ExportThenImportBringsTheEntriesBack) {
