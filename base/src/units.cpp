@@ -1,21 +1,29 @@
 #include "kjit/units.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
-#include <string>
+#include <system_error>
 
 namespace kjit {
 
 namespace {
 
-// The number at the start of `text` (digits, one optional fraction) and what follows it.
+// The number at the start of `text` (digits, one optional fraction) and what follows it;
+// nullopt for a number too large for a double (never an exception: every caller reads untrusted
+// text).
 std::optional<double> leading_number(std::string_view text, std::string_view &rest) {
   const std::size_t end = text.find_first_not_of("0123456789.");
   const std::string_view digits = text.substr(0, end);
   if (digits.empty() || digits.front() == '.' || digits.find('.') != digits.rfind('.'))
     return std::nullopt;
   rest = end == std::string_view::npos ? std::string_view() : text.substr(end);
-  return std::stod(std::string(digits));
+  double number = 0;
+  const auto [stop, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number,
+                                             std::chars_format::fixed);
+  if (error != std::errc() || stop != digits.data() + digits.size())
+    return std::nullopt;
+  return number;
 }
 
 } // namespace
@@ -85,7 +93,7 @@ std::optional<std::int64_t> parse_duration_seconds(std::string_view text) {
     return std::nullopt;
   }
   const double seconds = std::floor(*number * seconds_per_unit);
-  if (!(seconds < 9.2e18))
+  if (!(seconds <= static_cast<double>(max_duration_seconds)))
     return std::nullopt;
   return static_cast<std::int64_t>(seconds);
 }

@@ -366,7 +366,7 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
   std::vector<TempFile> temp_files;
   walk_all(store, {}, entries, &temp_files);
   for (const TempFile &temp : temp_files)
-    if (unix_now_ns() - temp.mtime_ns > stale_temp_ns)
+    if (temp.mtime_ns < unix_now_ns() - stale_temp_ns) // no now - mtime: a saturated one overflows
       ::unlink(temp.path.c_str());
 
   std::sort(entries.begin(), entries.end(), [](const StoredEntry &a, const StoredEntry &b) {

@@ -2,6 +2,7 @@
 
 #include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
+#include "kjit/jit/target.hpp"
 
 #include <algorithm>
 #include <fcntl.h>
@@ -15,12 +16,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The directory name of a target id, or nullopt for one that could leave its directory. Target ids
-// are validated upstream; this is defence in depth, since the name becomes a path.
+// Whether `target` is a canonical target id, as jit::Target writes it ("sm_90a",
+// "gfx90a:sramecc+:xnack-"). Entries come from archives, remotes and planted files, and their
+// target becomes a directory: a name such as "tuning", "lock" or ".." would reach kjit's own
+// folders or leave the tier.
+bool is_canonical_target(std::string_view target) {
+  try {
+    return jit::Target::parse(target).id() == target;
+  } catch (const Error &) {
+    return false;
+  }
+}
+
+// The directory name of a target id, or nullopt for one that is not a canonical target id.
 std::optional<std::string> target_directory(std::string_view target) {
-  bool unsafe = target.empty() || target.front() == '.' || target.find('/') != target.npos ||
-                target.find("..") != target.npos || target.find('\0') != target.npos;
-  if (unsafe)
+  if (!is_canonical_target(target))
     return std::nullopt;
   std::string directory(target);
   std::replace(directory.begin(), directory.end(), ':', '_');
@@ -28,7 +38,8 @@ std::optional<std::string> target_directory(std::string_view target) {
 }
 
 std::string invalid_target_problem(std::string_view target) {
-  return "target id \"" + std::string(target) + "\" cannot name a cache directory";
+  return "target id \"" + std::string(target) +
+         "\" cannot name a cache directory: it is not a canonical target id";
 }
 
 fs::path entry_path_in(const fs::path &versioned_root, const std::string &target_directory,
@@ -115,7 +126,7 @@ void DiskStore::record_use(const Lookup &hit) const {
   constexpr std::int64_t minute_ns = 60'000'000'000;
   const std::int64_t now_ns = unix_now_ns();
   if (access_ == Access::read_only || hit.status != Lookup::Status::hit ||
-      now_ns - hit.last_use_ns < minute_ns)
+      hit.last_use_ns > now_ns - minute_ns) // not now - last use: that overflows for year 1600
     return;
   ::utimensat(AT_FDCWD, hit.path.c_str(), nullptr, 0); // a failure only ages the entry
 }

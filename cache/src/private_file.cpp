@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fcntl.h>
+#include <limits>
 #include <random>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -109,8 +110,19 @@ private:
 };
 } // namespace
 
+std::int64_t saturating_ns(std::int64_t seconds) {
+  std::int64_t ns = 0;
+  if (__builtin_mul_overflow(seconds, std::int64_t{1000000000}, &ns))
+    return seconds < 0 ? std::numeric_limits<std::int64_t>::min()
+                       : std::numeric_limits<std::int64_t>::max();
+  return ns;
+}
+
 std::int64_t unix_ns(const struct timespec &time) {
-  return std::int64_t{time.tv_sec} * 1000000000 + time.tv_nsec;
+  std::int64_t ns = 0;
+  if (__builtin_add_overflow(saturating_ns(time.tv_sec), std::int64_t{time.tv_nsec}, &ns))
+    return std::numeric_limits<std::int64_t>::max(); // only a positive tv_nsec can overflow
+  return ns;
 }
 
 std::int64_t unix_now_ns() {

@@ -112,10 +112,25 @@ constexpr const char *code_changing_variables[] = {
     // that finds no GPU): they select wave64 (-mwavefrontsize64) and CU mode (-mcumode) on gfx10.
     "GPU_ENABLE_WAVE32_MODE",
     "GPU_ENABLE_WGP_MODE",
-    // Include paths that the clang driver inside comgr adds: a header found there changes the code.
-    "CPATH",
-    "CPLUS_INCLUDE_PATH",
 };
+
+// Include paths that the clang driver inside comgr adds from the environment (CPATH for every
+// language, the other two by language). A header found there is in no key, and keying the value
+// alone would hand back old code after the header changed, so kjit does not compile while one is
+// set. Stripping it is no option: hiprtc runs in this process, and changing the environment of a
+// running process races every thread that reads it. An empty one adds no path (clang's
+// addDirectoryList skips it), so it counts as unset.
+constexpr const char *include_path_variables[] = {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"};
+
+void refuse_include_path_variables() {
+  for (const char *variable : include_path_variables)
+    if (const char *value = std::getenv(variable); value != nullptr && *value != '\0')
+      throw Error(Errc::bad_config,
+                  std::string(variable) + "='" + value +
+                      "' is set: hiprtc would search it for headers that the cache key does not "
+                      "hash, so kjit compiles nothing while it is; unset it for this process "
+                      "(kernels take their headers as Headers)");
+}
 
 // The names comgr gives its ISAs: "amdgcn-amd-amdhsa--gfx90a".
 constexpr std::string_view isa_prefix = "amdgcn-amd-amdhsa--";
@@ -313,6 +328,7 @@ private:
 
 CompileResult HiprtcCompiler::compile(const CompileRequest &request) const {
   check_supported(request.target);
+  refuse_include_path_variables();
   std::vector<std::string> options = canonicalize_options(request.options);
   options.push_back("--offload-arch=" + request.target.id());
 

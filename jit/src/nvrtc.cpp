@@ -155,6 +155,10 @@ CompileResult NvrtcCompiler::compile(const CompileRequest &request) const {
   // identity accounts for them: kjit may add this include path while it refuses the caller's.
   if (!cuda_include_directory_.empty())
     options.push_back("-I" + cuda_include_directory_);
+  // NVRTC searches the directory of the program's name, the current one for kjit's names, for a
+  // quoted #include: a file found there is in no key, so that search is turned off. Declared
+  // headers are found by name either way.
+  options.push_back("--no-source-include");
 
   VendorProgram program(nvrtc_, request);
   int status = program.compile(options);

@@ -1,6 +1,7 @@
 #include "kjit/templates/template.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/templates/includes.hpp"
 
 #include <algorithm>
 #include <regex>
@@ -185,8 +186,18 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
     fingerprint.add(param_name).add(param.describe());
     fingerprint.add(param.fallback() ? param.fallback()->to_string() : std::string_view{});
   }
-  for (const auto &header : options_.headers)
+  // Refused here, before any lookup: such a file is not in the key, so a hit could be stale.
+  auto refuse_unkeyed_include = [this](const std::string &file, std::string_view text) {
+    if (const std::string problem = templates::find_unkeyed_include(text); !problem.empty())
+      bad_parameter(name_ + ": " + file + " " + problem +
+                    ", a file the cache key does not hash; declare it as a HeaderFile and include "
+                    "it by that name");
+  };
+  refuse_unkeyed_include("source", source_);
+  for (const auto &header : options_.headers) {
+    refuse_unkeyed_include("header '" + header.name + "'", header.content);
     fingerprint.add(header.name).add(header.content);
+  }
   for (const auto &option : options_.compile_options)
     fingerprint.add(option);
   for (const auto &argument : options_.arguments) {

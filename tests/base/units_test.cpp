@@ -25,6 +25,16 @@ TEST(ParseSize, RefusesWhatIsNotASize) {
     EXPECT_EQ(parse_size(bad), std::nullopt) << bad;
 }
 
+TEST(ParseSize, RefusesNumbersTooLargeForADoubleWithoutThrowing) {
+  // std::stod threw std::out_of_range here: KJIT_CACHE_SIZE and --max-size escaped as
+  // "internal error: stod".
+  const std::string huge(400, '9');
+  EXPECT_EQ(parse_size(huge), std::nullopt);
+  EXPECT_EQ(parse_size(huge + "G"), std::nullopt);
+  EXPECT_EQ(parse_size("1." + std::string(400, '0')), 1u) << "a long fraction is still a number";
+  EXPECT_EQ(parse_size(huge, 1024 * 1024), std::nullopt);
+}
+
 TEST(ParseDuration, NeedsAUnit) {
   EXPECT_EQ(parse_duration_seconds("30s"), 30);
   EXPECT_EQ(parse_duration_seconds("90m"), 5400);
@@ -34,6 +44,15 @@ TEST(ParseDuration, NeedsAUnit) {
   EXPECT_EQ(parse_duration_seconds("1.5h"), 5400);
   for (const char *bad : {"", "7", "d", "-1d", "7y", "7dd", "1 d"})
     EXPECT_EQ(parse_duration_seconds(bad), std::nullopt) << bad;
+}
+
+TEST(ParseDuration, TakesUpToAThousandYearsAndRefusesMore) {
+  EXPECT_EQ(parse_duration_seconds("20000w"), std::int64_t{20000} * 7 * 86400);
+  EXPECT_EQ(parse_duration_seconds("365000d"), max_duration_seconds);
+  EXPECT_EQ(parse_duration_seconds("365001d"), std::nullopt);
+  // Up to 9.2e18 s passed before, which no caller could turn into nanoseconds.
+  EXPECT_EQ(parse_duration_seconds("15250000000000w"), std::nullopt);
+  EXPECT_EQ(parse_duration_seconds(std::string(400, '9') + "s"), std::nullopt);
 }
 
 } // namespace

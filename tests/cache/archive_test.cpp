@@ -191,6 +191,10 @@ TEST_F(ArchiveTest, AnEntryThatIsNotWhatItClaimsIsRefusedWhole) {
 
   expect_refused(assemble({good_entry, encode_entry(sample_entry("evil", "../evil"))}),
                  "cannot name a cache directory");
+  // A target naming one of kjit's own folders would land the entry among the tuning records.
+  for (const char *own : {"tuning", "stats", "compilers", "lock"})
+    expect_refused(assemble({good_entry, encode_entry(sample_entry("own", own))}),
+                   "cannot name a cache directory");
 }
 
 TEST_F(ArchiveTest, WhatIsNotAnArchiveFileIsRefused) {

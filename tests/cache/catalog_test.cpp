@@ -3,6 +3,7 @@
 #include "cache/src/summary_file.hpp"
 #include "kjit/cache/catalog.hpp"
 #include "kjit/cache/file_lock.hpp"
+#include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
 #include "support.hpp"
 
@@ -10,6 +11,7 @@
 #include <fcntl.h>
 #include <functional>
 #include <gtest/gtest.h>
+#include <limits>
 #include <sys/stat.h>
 #include <thread>
 
@@ -197,6 +199,28 @@ TEST_F(CatalogTest, PruneByAgeAndLeavesAWriterInProgressAlone) {
   EXPECT_FALSE(fs::exists(stale_temp)) << "a crashed writer's temp file is cleaned up";
   EXPECT_TRUE(fs::exists(fresh_temp)) << "a writer in progress keeps its temp file";
   EXPECT_THROW(prune(DiskStore(dir.path(), Access::read_only), 0, std::nullopt), Error);
+}
+
+TEST(UnixNs, SaturatesInsteadOfWrappingPast2262) {
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t min = std::numeric_limits<std::int64_t>::min();
+  EXPECT_EQ(unix_ns({1700000000, 5}), 1700000000 * second_ns + 5);
+  EXPECT_EQ(unix_ns({10413792000, 0}), max) << "2300-01-01 is later than now, not before 1970";
+  EXPECT_EQ(unix_ns({-10413792000, 0}), min);
+  EXPECT_EQ(unix_ns({max / second_ns, 999999999}), max);
+  EXPECT_EQ(saturating_ns(max), max);
+  EXPECT_EQ(saturating_ns(-3), -3 * second_ns);
+}
+
+TEST_F(CatalogTest, AnEntryTouchedPast2262IsRecentNotAncient) {
+  const fs::path future = put("future");
+  set_mtime(future, 10413792000); // 2300-01-01: its mtime in nanoseconds wrapped to 1716
+  const std::vector<StoredEntry> found = scan(store);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].last_use_ns, std::numeric_limits<std::int64_t>::max());
+  const PruneResult result = prune(store, std::nullopt, unix_now_ns() - 3600 * second_ns);
+  EXPECT_EQ(result.removed, 0u);
+  EXPECT_TRUE(fs::exists(future));
 }
 
 TEST_F(CatalogTest, PruneLeavesAnEntryWhoseWriterHoldsItsKey) {

@@ -281,6 +281,22 @@ TEST_F(DiskStoreTest, UnsafeTargetIdsAreRefused) {
   EXPECT_FALSE(fs::exists(root));
 }
 
+TEST_F(DiskStoreTest, OnlyCanonicalTargetIdsNameADirectory) {
+  // kjit's own folders beside the target directories, then ids jit::Target would not write.
+  for (const std::string &target : std::vector<std::string>{
+           "lock", "stats", "compilers", "tuning", "GFX90A", "gfx090a", "gfx90g", "gfx",
+           "gfx90a:xnack-:sramecc+", "gfx90a:xnack+:xnack-", "gfx90a:xnack", "gfx90a:", "sm_090",
+           "sm_", "sm_90b", "sm_90:xnack+", "gfx-generic", "gfx9-x-generic", "tuning_xnack+"}) {
+    SCOPED_TRACE(target);
+    EXPECT_EQ(store.read(key, target).status, Status::rejected);
+    EXPECT_EQ(error_from([&] { store.entry_path(key, target); }).code(), Errc::bad_target);
+  }
+  EXPECT_FALSE(fs::exists(root));
+  for (const char *target : {"gfx90a", "gfx90a:sramecc+:xnack-", "gfx1030", "gfx9-4-generic",
+                             "gfx10-3-generic:cumode+", "sm_90", "sm_90a", "sm_100f"})
+    EXPECT_NO_THROW(store.entry_path(key, target)) << target;
+}
+
 TEST_F(DiskStoreTest, WritesLeaveNoTempFiles) {
   for (int round = 0; round < 3; ++round)
     for (const char *seed : {"a", "b", "c"})

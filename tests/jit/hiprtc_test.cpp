@@ -196,6 +196,32 @@ TEST_F(HiprtcTest, EnvironmentReportsCompileOptionsAppendWhenSet) {
   EXPECT_NE(std::find(set.begin(), set.end(), entry), set.end());
 }
 
+// hiprtc's clang searches CPATH, C_INCLUDE_PATH and CPLUS_INCLUDE_PATH for headers that no key
+// hashes: with one set, kjit compiled, and only the variable's value was keyed, so a changed header
+// there gave the old code. Now it refuses to compile; an empty one is unset, as clang reads it.
+TEST_F(HiprtcTest, RefusesToCompileWhileAnIncludePathVariableIsSet) {
+  for (const char *variable : {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"}) {
+    SCOPED_TRACE(variable);
+    setenv(variable, "/tmp/kjit-headers", 1);
+    const Error error = error_from([&] {
+      compiler().compile(request("k.hip", scale_source, "gfx90a", {"scale<float, 64>"}));
+    });
+    const auto keyed = compiler().environment();
+    setenv(variable, "", 1);
+    const CompileResult compiled =
+        compiler().compile(request("k.hip", scale_source, "gfx90a", {"scale<float, 64>"}));
+    const auto keyed_when_empty = compiler().environment();
+    unsetenv(variable);
+    EXPECT_EQ(error.code(), Errc::bad_config);
+    EXPECT_EQ(error.summary().rfind(std::string(variable) + "='/tmp/kjit-headers' is set", 0), 0u)
+        << error.summary();
+    EXPECT_FALSE(compiled.code.empty());
+    EXPECT_EQ(keyed_when_empty, compiler().environment()) << "an empty variable is unset";
+    for (const auto &[name, value] : keyed)
+      EXPECT_NE(name, variable) << "refused, so never a key input";
+  }
+}
+
 TEST_F(HiprtcTest, ConcurrentCompilesGiveTheSameCodeAsSerialOnes) {
   // hiprtc 5.2 alone, compiling from several threads, crashes or emits code objects built with
   // other options (device-library symbols left in, twice the size); kjit serialises its calls.

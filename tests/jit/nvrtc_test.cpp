@@ -1,6 +1,9 @@
 #include "compiler_fixture.hpp"
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
+#include <unistd.h>
 
 namespace kjit::jit {
 namespace {
@@ -30,6 +33,25 @@ TEST_F(NvrtcTest, SupportedTargetsIncludeSm90AndItsArchSpecificVariant) {
   EXPECT_TRUE(supports(compiler(), "sm_90a"));
   for (const TargetSupport &target : compiler().supported_targets())
     EXPECT_TRUE(target.features.empty()) << target.arch;
+}
+
+// NVRTC found an undeclared "probe.h" in the current directory, a file no key hashes: after it
+// changed, the old code came back under the old key. It must not be found.
+TEST_F(NvrtcTest, AQuotedIncludeIsNotSearchedForInTheCurrentDirectory) {
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("kjit-nvrtc-cwd-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(directory);
+  std::ofstream(directory / "probe.h") << "#define PROBE 7\n";
+  const std::filesystem::path previous = std::filesystem::current_path();
+  std::filesystem::current_path(directory);
+  const Error error = error_from([&] {
+    compiler().compile(request("probe.cu", "#include \"probe.h\"\n" + scale_source, "sm_90",
+                               {"scale<float, 64>"}));
+  });
+  std::filesystem::current_path(previous);
+  std::filesystem::remove_all(directory);
+  EXPECT_EQ(error.code(), Errc::compile_error) << error.summary();
+  EXPECT_NE(error.detail().find("probe.h"), std::string::npos) << error.detail();
 }
 
 TEST_F(NvrtcTest, Sm90CubinHoldsTheLoweredKernel) {

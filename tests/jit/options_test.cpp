@@ -81,32 +81,81 @@ TEST(CanonicalizeOptions, RefusesTargetSelection) {
        {"--gpu-architecture=sm_90", "--gpu-architecture", "-arch=sm_90", "-arch",
         "--offload-arch=gfx90a", "--cuda-gpu-arch=sm_90", "-mcpu=gfx90a", "--mcpu=gfx90a",
         "-march=gfx90a", "--target=amdgcn-amd-amdhsa", "-target", "-mxnack", "-mno-xnack",
-        "-msramecc", "-mno-sramecc"})
+        "-msramecc", "-mno-sramecc", "-mwavefrontsize64"})
     expect_refused({option}, "selects the target");
 }
 
 TEST(CanonicalizeOptions, RefusesIncludePaths) {
   for (const char *option :
        {"-I/usr/include", "-I", "-isystem/opt/x", "-isystem", "-iquote.", "-idirafter/x",
-        "--include-path=/x", "-include", "-includefoo.h", "--pre-include=foo.h"})
-    expect_refused({option}, "pass them as Headers");
+        "--include-path=/x", "-include", "-includefoo.h", "--pre-include=foo.h",
+        // Each of these slipped past the refusal list that came before the allow-list.
+        "--include-directory=/x", "--include-directory-after=/x", "-Wp,-I/x", "-cxx-isystem/x",
+        "--include=/x/h.h", "-imacros", "-imacros/x/h.h", "--embed-dir=/x", "--sysroot=/x"})
+    expect_refused({option}, "pass headers as Headers");
 }
 
 TEST(CanonicalizeOptions, RefusesWhatMllvmOrXclangWouldSmuggleIn) {
-  expect_refused({"-Xclang", "-I/opt/include"}, "pass them as Headers");
-  expect_refused({"-mllvm", "-march=gfx90a"}, "selects the target");
+  expect_refused({"-Xclang", "-I/opt/include"}, "pass headers as Headers");
+  expect_refused({"-Xclang", "-include-pch"}, "pass headers as Headers");
+  expect_refused({"-Xclang", "-load"}, "not among the options");
+  expect_refused({"-mllvm", "-march=gfx90a"}, "LLVM option");
+  expect_refused({"-mllvm", "-sample-profile-file=prof.txt"}, "LLVM option");
+  expect_refused({"-mllvm", "-x=/tmp/y"}, "LLVM option");
+  expect_refused({"-mllvm"}, "needs an argument");
+  expect_refused({"-O3", "-Xclang"}, "needs an argument");
 }
 
 TEST(CanonicalizeOptions, RefusesOutputAndPreprocessingModes) {
-  for (const char *option :
-       {"-o", "-E", "-c", "-S", "-fsyntax-only", "--fdevice-syntax-only", "-M", "-MD", "-MF"})
-    expect_refused({option}, "needs a code object");
+  for (const char *option : {"-o", "-E", "-c", "-S", "-fsyntax-only", "--fdevice-syntax-only", "-M",
+                             "-MD", "-MF", "-fgpu-rdc", "--relocatable-device-code=true"})
+    expect_refused({option}, "needs one code object");
 }
 
-TEST(CanonicalizeOptions, AcceptsOptionsThatMerelyShareAPrefixWithRefusedOnes) {
-  // Refusals of short spellings are exact, so longer options starting alike still pass.
-  EXPECT_EQ(canonical({"-opt-info=inline", "-save-temps", "-std=c++17", "-ffast-math"}),
-            (Options{"-opt-info=inline", "-save-temps", "-std=c++17", "-ffast-math"}));
+TEST(CanonicalizeOptions, RefusesWhatIsNotKnownToBeSafe) {
+  for (const char *option :
+       {"-fplugin=/x.so", "--time=/tmp/t", "-ftime-trace", "-x", "hip", "-std=c++17/../x",
+        "-ffp-contract=maybe", "--ftz=yes", "--maxrregcount=lots", "-Wa,-x", "-Wl,-rpath", "-B/x",
+        "-nostdinc", "--ptxas-options=--options-file=/x", "-opt-info=everything"})
+    expect_refused({option}, "not among the options");
+}
+
+TEST(CanonicalizeOptions, AcceptsTheOptionsOnTheList) {
+  const Options allowed = {"-O0",
+                           "-O2",
+                           "-O3",
+                           "-ffast-math",
+                           "-fno-fast-math",
+                           "-ffp-contract=fast",
+                           "-std=c++17",
+                           "--std=c++20",
+                           "-std=gnu++17",
+                           "-Wall",
+                           "-Wno-unused-variable",
+                           "-Werror=shadow",
+                           "-w",
+                           "-g",
+                           "-gline-tables-only",
+                           "-save-temps",
+                           "-munsafe-fp-atomics",
+                           "-mcumode",
+                           "-fgpu-flush-denormals-to-zero",
+                           "--use_fast_math",
+                           "--ftz=true",
+                           "--prec-div=false",
+                           "-fmad=true",
+                           "--maxrregcount=128",
+                           "-opt-info=inline",
+                           "--optimization-info=inline",
+                           "-lineinfo",
+                           "--diag-suppress=177,550",
+                           "--ptxas-options=-v,--warn-on-spills",
+                           "--extra-device-vectorization",
+                           "--restrict",
+                           "--device-int128"};
+  EXPECT_EQ(canonical(allowed), allowed);
+  EXPECT_EQ(canonical({"-mllvm", "-unroll-threshold=200", "-Xclang", "-O3"}),
+            (Options{"-mllvm", "-unroll-threshold=200", "-Xclang", "-O3"}));
 }
 
 } // namespace

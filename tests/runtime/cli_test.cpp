@@ -1,6 +1,7 @@
 // The `kjit` command line as a script would use it: exit status, one clear line on stderr for
 // bad input, and --json output that another process agrees with.
 #include "cli_fixture.hpp"
+#include "kjit/cache/entry.hpp"
 #include "tests/support/redis_server.hpp"
 
 #include <cstdio>
@@ -345,12 +346,35 @@ TEST_F(CliCacheTest, PruneAndClear) {
   const nlohmann::json pruned = json_of("cache prune --older-than 1h");
   EXPECT_EQ(pruned["removed"], 0);
   EXPECT_EQ(pruned["kept"], 3);
+  // 20000 weeks in nanoseconds overflowed int64 and put the cutoff in the future: all removed.
+  const nlohmann::json ancient = json_of("cache prune --older-than 20000w");
+  EXPECT_EQ(ancient["removed"], 0);
+  EXPECT_EQ(ancient["kept"], 3);
   const nlohmann::json trimmed = json_of("cache prune --max-size 9K");
   EXPECT_GE(trimmed["removed"], 1);
   EXPECT_LE(trimmed["kept_bytes"].get<int>(), 9 * 1024);
   EXPECT_EQ(json_of("cache ls").size(), trimmed["kept"].get<std::size_t>());
   EXPECT_EQ(json_of("cache clear")["kept"], 0);
   EXPECT_TRUE(json_of("cache ls").empty());
+}
+
+TEST_F(CliCacheTest, ShowPrintsACraftedCreationTimeWithoutOverflow) {
+  const std::string key = compile(64);
+  const std::filesystem::path path = json_of("cache show " + key)["path"];
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+  cache::Decoded decoded = cache::decode_entry(
+      std::span(reinterpret_cast<const std::byte *>(bytes.data()), bytes.size()));
+  ASSERT_TRUE(decoded.entry) << decoded.problem;
+  // created_unix * 10^9 overflowed int64 here: `show` printed a date in the 18th century.
+  decoded.entry->header.created_unix = 9'000'000'000'000'000'000;
+  const std::vector<std::byte> crafted = cache::encode_entry(*decoded.entry);
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char *>(crafted.data()),
+             static_cast<std::streamsize>(crafted.size()));
+  const nlohmann::json shown = json_of("cache show " + key);
+  EXPECT_EQ(shown["valid"], true);
+  EXPECT_EQ(shown["created"], "9000000000000000000 s after the epoch");
 }
 
 TEST_F(CliCacheTest, ExportThenImportBringsTheEntriesBack) {
@@ -398,6 +422,12 @@ TEST_F(CliCacheTest, BadInputIsExitTwoWithOneClearLineAndChangesNothing) {
   expect_bad_input("cache prune", "prune needs --max-size");
   expect_bad_input("cache prune --max-size lots", "--max-size lots: expected a size");
   expect_bad_input("cache prune --older-than 7", "--older-than 7: expected an age");
+  expect_bad_input("cache prune --older-than 99999999w", "at most 1000 years");
+  const std::string huge(400, '9'); // std::stod's out_of_range escaped as "internal error: stod"
+  expect_bad_input("cache prune --max-size " + huge, "expected a size");
+  const CliRun huge_size = kjit("cache prune --max-size 1G", "KJIT_CACHE_SIZE=" + huge);
+  EXPECT_EQ(huge_size.status, 2) << huge_size.err;
+  EXPECT_EQ(huge_size.err.rfind("kjit: KJIT_CACHE_SIZE='999", 0), 0u) << huge_size.err;
   expect_bad_input("cache ls --sort colour", "--sort colour");
   expect_bad_input("cache frobnicate", "unknown cache command 'frobnicate'; commands: ls, stats");
   EXPECT_EQ(json_of("cache ls").size(), keys.size()) << "nothing was removed";

@@ -87,6 +87,19 @@ TEST(Config, CacheSizeIsInMegabytesUnlessAUnitIsGiven) {
   EXPECT_EQ(Config::from_environment().cache_size_bytes, 20ull << 30);
 }
 
+TEST(Config, AHugeCacheSizeIsBadConfigNotAnEscapedException) {
+  ScopedEnvironment env;
+  const std::string huge(400, '9'); // std::stod threw std::out_of_range on it
+  env.set("KJIT_CACHE_SIZE", huge.c_str());
+  try {
+    Config::from_environment();
+    FAIL() << "KJIT_CACHE_SIZE=" << huge << " was accepted";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_config);
+    EXPECT_NE(error.summary().find("KJIT_CACHE_SIZE='999"), std::string::npos) << error.summary();
+  }
+}
+
 TEST(Config, ReadsTheRemotesAndRefusesABadOneOrAnOpenSecret) {
   ScopedEnvironment env;
   env.set("KJIT_REMOTE_STORAGE", nullptr);

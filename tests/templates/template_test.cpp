@@ -3,8 +3,11 @@
 #include "kjit/templates/template.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <string>
+#include <unistd.h>
 
 namespace kjit {
 namespace {
@@ -140,6 +143,34 @@ TEST(Template, FingerprintFollowsEverythingThatDefinesIt) {
                      {.compile_options = {"-O2"}})
                 .fingerprint(),
             base);
+}
+
+// The issue's reproduction: a kernel including a header by absolute path compiled, the header
+// changed, and the next compile hit the old code under the same key. Such a template is now
+// refused before any lookup or compile.
+TEST(Template, RefusesAFileTheKeyDoesNotHash) {
+  const std::filesystem::path header =
+      std::filesystem::temp_directory_path() / ("kjit-val-" + std::to_string(::getpid()) + ".h");
+  std::ofstream(header) << "#define VAL 1\n";
+  const std::string source = "#include \"" + header.string() +
+                             "\"\ntemplate <int N> __global__ void k(int *x) { *x = VAL + N; }";
+  expect_error(
+      [&] {
+        Template("k", source, {{"N", ParamSchema::integer(1, 4)}});
+      },
+      Errc::bad_parameter,
+      "k: source line 1: #include \"" + header.string() + "\" names an absolute path");
+  expect_error(
+      [&] {
+        Template("k", "#include \"val.h\"\ntemplate <int N> __global__ void k();",
+                 {{"N", ParamSchema::integer(1, 4)}},
+                 {.headers = {{"val.h", "#include \"" + header.string() + "\"\n"}}});
+      },
+      Errc::bad_parameter, "k: header 'val.h' line 1: #include");
+  std::filesystem::remove(header);
+  EXPECT_NO_THROW(Template("k", "#include \"val.h\"\ntemplate <int N> __global__ void k();",
+                           {{"N", ParamSchema::integer(1, 4)}},
+                           {.headers = {{"val.h", "#define VAL 1\n"}}}));
 }
 
 TEST(Library, ShipsThePreludeAndFindsTemplatesByName) {

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -103,8 +104,10 @@ std::string human_bytes(std::uint64_t bytes) {
 
 // "42s ago", "5m ago", "3h ago", "12d ago".
 std::string age(std::int64_t then_ns) {
-  const std::int64_t seconds =
-      std::max<std::int64_t>(0, (cache::unix_now_ns() - then_ns) / 1000000000);
+  std::int64_t elapsed_ns = 0; // a saturated time before 1678 would overflow the difference
+  if (__builtin_sub_overflow(cache::unix_now_ns(), then_ns, &elapsed_ns))
+    elapsed_ns = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t seconds = std::max<std::int64_t>(0, elapsed_ns / 1000000000);
   char text[32];
   if (seconds < 120)
     std::snprintf(text, sizeof text, "%" PRId64 "s ago", seconds);
@@ -117,15 +120,18 @@ std::string age(std::int64_t then_ns) {
   return text;
 }
 
-// "2026-11-22T15:04:05Z"
-std::string iso_time(std::int64_t unix_ns) {
-  const std::time_t seconds = static_cast<std::time_t>(unix_ns / 1000000000);
+// "2026-11-22T15:04:05Z"; a time whose year an int cannot hold (a crafted header) as its number.
+std::string iso_time_of_seconds(std::int64_t unix_seconds) {
+  const std::time_t seconds = static_cast<std::time_t>(unix_seconds);
   std::tm utc{};
-  ::gmtime_r(&seconds, &utc);
+  if (::gmtime_r(&seconds, &utc) == nullptr)
+    return std::to_string(unix_seconds) + " s after the epoch";
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
 }
+
+std::string iso_time(std::int64_t unix_ns) { return iso_time_of_seconds(unix_ns / 1000000000); }
 
 void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
 
@@ -443,7 +449,7 @@ int run_show(const CacheArgs &args, bool as_json) {
                    parameter.value);
       out["target"] = header->target;
       out["compiler"] = header->compiler;
-      out["created"] = iso_time(header->created_unix * 1000000000);
+      out["created"] = iso_time_of_seconds(header->created_unix);
       out["compile_ms"] = header->compile_ms;
       out["kernels"] = header->kernels;
       out["key_inputs"] = header->key_inputs;
@@ -467,7 +473,7 @@ int run_show(const CacheArgs &args, bool as_json) {
                 << "parameters " << parameters_of(header->parameters) << '\n'
                 << "target     " << header->target << '\n'
                 << "compiler   " << header->compiler << '\n'
-                << "created    " << iso_time(header->created_unix * 1000000000) << '\n'
+                << "created    " << iso_time_of_seconds(header->created_unix) << '\n'
                 << "compile    " << header->compile_ms << " ms\n";
       if (lookup.entry)
         std::cout << "code       " << lookup.entry->code.size() << " bytes\n";
@@ -557,8 +563,14 @@ int run_prune(const CacheArgs &args, bool as_json) {
     const std::optional<std::int64_t> seconds = parse_duration_seconds(args.older_than);
     if (!seconds)
       throw Error(Errc::bad_usage, "--older-than " + args.older_than +
-                                       ": expected an age such as 30m, 12h, 7d or 2w");
-    unused_since_ns = cache::unix_now_ns() - *seconds * 1000000000;
+                                       ": expected an age such as 30m, 12h, 7d or 2w, at most "
+                                       "1000 years");
+    // An age reaching past the earliest time kjit can count (1677) is "nothing is that old":
+    // the cutoff saturates rather than wraps into the future, which removed every entry.
+    std::int64_t cutoff = 0;
+    if (__builtin_sub_overflow(cache::unix_now_ns(), cache::saturating_ns(*seconds), &cutoff))
+      cutoff = std::numeric_limits<std::int64_t>::min();
+    unused_since_ns = cutoff;
   }
   const Tiers tiers;
   return print_pruned(cache::prune(*tiers.user, max_bytes, unused_since_ns), as_json);

@@ -11,8 +11,13 @@ namespace kjit {
 // nullopt for anything else, negative, or beyond 2^64.
 std::optional<std::uint64_t> parse_size(std::string_view text, std::uint64_t bare_unit = 1);
 
+// The longest duration kjit takes: 1000 years of 365 days. In nanoseconds it is still beyond a
+// signed 64-bit count, so users of a duration saturate when they convert it.
+inline constexpr std::int64_t max_duration_seconds = 1000LL * 365 * 86400;
+
 // "30s", "90m", "12h", "7d", "2w": seconds, with the unit required (a bare "7" could mean days
-// to one reader and seconds to another). nullopt for anything else.
+// to one reader and seconds to another). nullopt for anything else or beyond
+// max_duration_seconds.
 std::optional<std::int64_t> parse_duration_seconds(std::string_view text);
 
 } // namespace kjit

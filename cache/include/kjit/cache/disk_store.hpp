@@ -12,8 +12,9 @@
 //
 // <target dir> is the canonical target id with ':' replaced by '_' ("gfx90a_sramecc+_xnack-").
 // Key text never becomes a path: only the validated target id and key hex do. A target id that is
-// empty, starts with '.', or holds '/', ".." or NUL is refused (defence in depth: ids are
-// validated upstream).
+// not canonical in jit::Target's grammar ("sm_90a", "gfx90a:sramecc+:xnack-", features in name
+// order) is refused: entries come from archives and remotes, and a target such as "tuning",
+// "lock" or ".." would name kjit's own folders or leave the tier.
 //
 // Trust: an entry is loaded only when the file and the directory holding it are owned by this user
 // or root and are not writable by group or others; with the key and target checked against the

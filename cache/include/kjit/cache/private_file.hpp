@@ -18,8 +18,12 @@ namespace kjit::cache {
 
 // Nanoseconds since the epoch, of a file time (struct stat's st_mtim) and of now, on the clock
 // file times use. kjit's recency of entries is their mtime in these units.
+// Both saturate: a time before 1678 or after 2262 (a file touched there, a crafted header) is
+// the earliest or latest count an int64 holds, never a wrapped one.
 std::int64_t unix_ns(const struct timespec &time);
 std::int64_t unix_now_ns();
+// `seconds` in nanoseconds, saturated likewise.
+std::int64_t saturating_ns(std::int64_t seconds);
 
 // Creates `directory` and its missing parents with mode 0700. Returns "" or what failed.
 std::string make_private_directories(const std::filesystem::path &directory);

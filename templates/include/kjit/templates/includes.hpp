@@ -1,0 +1,17 @@
+#pragma once
+// Include directives the cache key cannot cover.
+#include <string>
+#include <string_view>
+
+namespace kjit::templates {
+
+// The key hashes a kernel's source and its declared headers, found by name. A directive that
+// reaches a file by absolute path (#include "/x/h.h", #include </x/h.h>, #include_next, #embed,
+// __has_include("/x")) or through a macro (#include HEADER, whose expansion kjit cannot see)
+// reads a file the key does not hash: a later change of that file would hand back the old code
+// under the old key. Returns "" when `text` has none, else one line naming the first one and its
+// line number ("line 3: #include \"/tmp/x/val.h\" names an absolute path"). Comments and line
+// continuations are read as the preprocessor reads them.
+std::string find_unkeyed_include(std::string_view text);
+
+} // namespace kjit::templates
