@@ -144,7 +144,7 @@ TEST_F(ArchiveTest, CarriesRecordsOpaquelyAndRefusesACutRecordSection) {
   EXPECT_EQ(export_archive(source, archive, records).records, 2u);
   const ArchiveContent content = read_archive(destination, archive);
   EXPECT_EQ(content.records, records);
-  EXPECT_EQ(content.entries.size(), 6u);
+  EXPECT_EQ(content.entries, 6u);
   // import_archive leaves records to their owner: it writes the entries only.
   EXPECT_EQ(import_archive(destination, archive).entries, 6u);
 
@@ -191,6 +191,31 @@ TEST_F(ArchiveTest, AnEntryThatIsNotWhatItClaimsIsRefusedWhole) {
 
   expect_refused(assemble({good_entry, encode_entry(sample_entry("evil", "../evil"))}),
                  "cannot name a cache directory");
+}
+
+// Import reads the archive twice (checked whole, then written one entry at a time): one replaced
+// in between still has every entry checked again, and writes none that fails.
+TEST_F(ArchiveTest, AnArchiveReplacedAfterItWasCheckedWritesOnlyEntriesThatPassTheChecks) {
+  const std::vector<std::byte> good_entry = encode_entry(sample_entry("good"));
+  write_bytes(archive, assemble({good_entry, encode_entry(sample_entry("second"))}));
+  const ArchiveContent content = read_archive(destination, archive);
+  EXPECT_EQ(content.entries, 2u);
+  std::vector<std::byte> damaged = encode_entry(sample_entry("damaged"));
+  damaged[damaged.size() / 2] ^= std::byte{1};
+  write_bytes(archive, assemble({good_entry, damaged}));
+  try {
+    import_entries(destination, content);
+    ADD_FAILURE() << "imported a damaged entry";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_archive);
+    EXPECT_NE(error.summary().find("entry 2 is not a valid entry"), std::string::npos)
+        << error.summary();
+    EXPECT_NE(error.summary().find("changed after it was checked"), std::string::npos)
+        << error.summary();
+  }
+  const std::vector<StoredEntry> written = scan(destination);
+  ASSERT_EQ(written.size(), 1u);
+  EXPECT_EQ(written[0].key, sample_entry("good").header.key);
 }
 
 TEST_F(ArchiveTest, WhatIsNotAnArchiveFileIsRefused) {
