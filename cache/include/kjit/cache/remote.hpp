@@ -16,8 +16,8 @@
 // the header equal to the key asked for, the target) before anything is loaded. Signing (an
 // HMAC over the value with a fleet secret) belongs below this interface: a backend, or a wrapper
 // implementing RemoteBackend over another one, signs on put and checks on get, where an unsigned
-// or wrongly signed value is a Failure::error whose message says so. The tiered store never sees
-// the signature.
+// or wrongly signed value is a RemoteFailure::refused whose message says so. The tiered store
+// never sees the signature. A backend bounds what a reader holds: kMaxRemoteValueBytes.
 //
 // Threads: every operation may be called from several threads at once; an implementation may
 // serialise them on one connection. No operation may block past the timeouts it was configured
