@@ -218,6 +218,22 @@ TEST_F(ArchiveTest, AnArchiveReplacedAfterItWasCheckedWritesOnlyEntriesThatPassT
   EXPECT_EQ(written[0].key, sample_entry("good").header.key);
 }
 
+// Export streams into a temp file beside the archive: one that fails, even after the whole
+// archive is written (its name taken by a directory), throws and leaves no file behind.
+TEST_F(ArchiveTest, AnExportThatFailsLeavesNoTempFileBehind) {
+  fs::create_directories(archive / "taken");
+  try {
+    export_archive(source, archive);
+    ADD_FAILURE() << "exported over a directory";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::cache_io);
+    EXPECT_NE(error.summary().find("rename"), std::string::npos) << error.summary();
+  }
+  EXPECT_THROW(export_archive(source, dir.path() / "absent" / "warm.kjitar"), Error);
+  for (const auto &item : fs::directory_iterator(dir.path()))
+    EXPECT_EQ(item.path().filename().string().find(".tmp."), std::string::npos) << item.path();
+}
+
 TEST_F(ArchiveTest, WhatIsNotAnArchiveFileIsRefused) {
   try {
     import_archive(destination, dir.path() / "absent.kjitar");
