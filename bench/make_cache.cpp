@@ -1,6 +1,6 @@
 // Builds a large user tier for measuring the `kjit cache` commands (BENCHMARKS.md):
 //
-//   kjit_make_cache DIR COUNT
+//   kjit_make_cache DIR COUNT [CODE_MIB]
 //
 // Every entry is written by kjit's own writer with the key, header and key inputs that the
 // Runtime gives that variant: the built-in scale template over three element types and COUNT
@@ -9,7 +9,9 @@
 // first 16 per (type, target) are compiled; the others carry one of those real code objects
 // under their own key. Their sizes and headers are what a real cache holds, but their code is
 // not the variant their key names: a fixture to list, verify and prune, never a cache to run
-// from. DIR must not exist yet, so that no real cache is ever filled with them.
+// from. With CODE_MIB, those others' code objects are padded with zeros to that many MiB: a
+// cache of a few large entries (to measure what export and import hold in memory). DIR must not
+// exist yet, so that no real cache is ever filled with them.
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/kjit.hpp"
 #include "runtime/src/variant.hpp"
@@ -34,12 +36,13 @@ struct Base {
 } // namespace
 
 int main(int argc, char **argv) try {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: kjit_make_cache DIR COUNT\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: kjit_make_cache DIR COUNT [CODE_MIB]\n");
     return 2;
   }
   const std::filesystem::path dir = argv[1];
   const long count = std::stol(argv[2]);
+  const std::size_t code_bytes = argc == 4 ? std::stoul(argv[3]) << 20 : 0;
   if (std::filesystem::exists(dir)) {
     std::fprintf(stderr, "kjit_make_cache: %s exists; give a new directory\n", dir.c_str());
     return 2;
@@ -86,6 +89,8 @@ int main(int argc, char **argv) try {
     jit::CompileResult result{.code = {code.code().begin(), code.code().end()},
                               .lowered_names = {code.lowered_name()},
                               .log = {}};
+    if (result.code.size() < code_bytes)
+      result.code.resize(code_bytes);
     store.write(
         make_entry(instance, variant, *base.compiler, std::move(result), code.compile_ms()));
   }

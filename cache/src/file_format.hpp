@@ -3,6 +3,7 @@
 // integers and the XXH3-128 checksum that ends each file.
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <vector>
 #include <xxhash.h>
@@ -32,12 +33,32 @@ template <class Unsigned> Unsigned load_le(const std::byte *bytes) {
   return value;
 }
 
-// The XXH3-128 of `covered` in its on-disk order: high 64 bits, then low, each little-endian.
-inline Checksum checksum_of(std::span<const std::byte> covered) {
-  const XXH128_hash_t hash = XXH3_128bits(covered.data(), covered.size());
+// An XXH3-128 in its on-disk order: high 64 bits, then low, each little-endian.
+inline Checksum checksum_bytes(XXH128_hash_t hash) {
   Checksum bytes;
   store_le(store_le(bytes.data(), hash.high64), hash.low64);
   return bytes;
 }
+
+// The checksum of `covered`.
+inline Checksum checksum_of(std::span<const std::byte> covered) {
+  return checksum_bytes(XXH3_128bits(covered.data(), covered.size()));
+}
+
+// checksum_of for bytes that come in pieces (an archive streamed to or from its file).
+class ChecksumStream {
+public:
+  ChecksumStream() { XXH3_128bits_reset(state_.get()); }
+  void update(std::span<const std::byte> bytes) {
+    XXH3_128bits_update(state_.get(), bytes.data(), bytes.size());
+  }
+  Checksum digest() const { return checksum_bytes(XXH3_128bits_digest(state_.get())); }
+
+private:
+  struct Free {
+    void operator()(XXH3_state_t *state) const { XXH3_freeState(state); }
+  };
+  std::unique_ptr<XXH3_state_t, Free> state_{XXH3_createState()};
+};
 
 } // namespace kjit::cache::format

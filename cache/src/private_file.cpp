@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
+#include <vector>
 
 namespace kjit::cache {
 
@@ -32,8 +33,6 @@ public:
 
   int get() const { return fd_; }
   explicit operator bool() const { return fd_ >= 0; }
-  // Closes now and returns close's result: after a write, a failed close can mean lost data.
-  int close() { return ::close(std::exchange(fd_, -1)); }
 
 private:
   int fd_;
@@ -90,24 +89,6 @@ bool write_all(int fd, std::span<const std::byte> bytes) {
   return true;
 }
 
-// Unlinks the temp file when publication fails part way, so nothing half-written stays behind.
-class TempFileGuard {
-public:
-  TempFileGuard(int directory_fd, const std::string &name)
-      : directory_fd_(directory_fd), name_(name) {}
-  ~TempFileGuard() {
-    if (armed_)
-      ::unlinkat(directory_fd_, name_.c_str(), 0);
-  }
-  TempFileGuard(const TempFileGuard &) = delete;
-  TempFileGuard &operator=(const TempFileGuard &) = delete;
-  void disarm() { armed_ = false; }
-
-private:
-  int directory_fd_;
-  const std::string &name_;
-  bool armed_ = true;
-};
 } // namespace
 
 std::int64_t saturating_ns(std::int64_t seconds) {
@@ -217,44 +198,96 @@ std::string remove_private_path(const fs::path &path) {
 
 void publish_private_file(const fs::path &path, std::span<const std::byte> bytes,
                           std::string_view temp_stem, std::string_view what, Placement placement) {
-  auto failure = [&path, what](const std::string &step) {
-    return Error(Errc::cache_io,
-                 "cannot write " + std::string(what) + " " + path.string() + ": " + step);
-  };
-  const fs::path directory_path = path.parent_path().empty() ? "." : path.parent_path();
-  if (placement == Placement::private_directory)
-    if (std::string problem = make_private_directories(directory_path); !problem.empty())
-      throw failure(problem);
-  UniqueFd directory(::open(directory_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!directory)
-    throw failure("open directory: " + errno_text());
-  // A reader would refuse everything in such a directory: say so once instead of writing forever.
-  struct stat status {};
-  if (::fstat(directory.get(), &status) != 0)
-    throw failure("stat directory: " + errno_text());
-  if (placement == Placement::private_directory)
-    if (std::string reason = untrusted_reason(status); !reason.empty())
-      throw failure("its directory is " + reason + ", so entries in it are not loaded");
+  PrivateFileWriter file(path, temp_stem, what, placement);
+  file.append(bytes);
+  file.publish();
+}
 
-  const std::string temp_name = unique_temp_name(temp_stem);
-  UniqueFd file(::openat(directory.get(), temp_name.c_str(),
-                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!file)
-    throw failure("create " + temp_name + ": " + errno_text());
-  TempFileGuard guard(directory.get(), temp_name);
+PrivateFileWriter::PrivateFileWriter(fs::path path, std::string_view temp_stem,
+                                     std::string_view what, Placement placement)
+    : path_(std::move(path)), what_(what) {
+  try {
+    const fs::path directory_path = path_.parent_path().empty() ? "." : path_.parent_path();
+    if (placement == Placement::private_directory)
+      if (std::string problem = make_private_directories(directory_path); !problem.empty())
+        fail(problem);
+    directory_ = ::open(directory_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (directory_ < 0)
+      fail("open directory: " + errno_text());
+    // A reader would refuse everything in such a directory: say so once instead of writing
+    // forever.
+    struct stat status {};
+    if (::fstat(directory_, &status) != 0)
+      fail("stat directory: " + errno_text());
+    if (placement == Placement::private_directory)
+      if (std::string reason = untrusted_reason(status); !reason.empty())
+        fail("its directory is " + reason + ", so entries in it are not loaded");
+    const std::string temp_name = unique_temp_name(temp_stem);
+    file_ = ::openat(directory_, temp_name.c_str(),
+                     O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (file_ < 0)
+      fail("create " + temp_name + ": " + errno_text());
+    temp_name_ = temp_name;
+  } catch (...) {
+    discard();
+    throw;
+  }
+}
+
+PrivateFileWriter::~PrivateFileWriter() { discard(); }
+
+void PrivateFileWriter::discard() noexcept {
+  if (file_ >= 0)
+    ::close(std::exchange(file_, -1));
+  if (!temp_name_.empty()) // unpublished: nothing half-written stays behind
+    ::unlinkat(directory_, std::exchange(temp_name_, std::string()).c_str(), 0);
+  if (directory_ >= 0)
+    ::close(std::exchange(directory_, -1));
+}
+
+void PrivateFileWriter::fail(const std::string &step) const {
+  throw Error(Errc::cache_io, "cannot write " + what_ + " " + path_.string() + ": " + step);
+}
+
+void PrivateFileWriter::append(std::span<const std::byte> bytes) {
+  if (!write_all(file_, bytes))
+    fail("write: " + errno_text());
+}
+
+void PrivateFileWriter::overwrite(std::uint64_t offset, std::span<const std::byte> bytes) {
+  if (::pwrite(file_, bytes.data(), bytes.size(), static_cast<off_t>(offset)) !=
+      static_cast<ssize_t>(bytes.size()))
+    fail("write: " + errno_text());
+}
+
+void PrivateFileWriter::read_back(
+    const std::function<void(std::span<const std::byte>)> &visit) const {
+  std::vector<std::byte> buffer(std::size_t{1} << 20);
+  for (off_t at = 0;;) {
+    const ssize_t got = ::pread(file_, buffer.data(), buffer.size(), at);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      fail("read back: " + errno_text());
+    if (got == 0)
+      return;
+    visit(std::span(buffer).first(static_cast<std::size_t>(got)));
+    at += got;
+  }
+}
+
+void PrivateFileWriter::publish() {
   // The name appears only once the whole file is written and closed, so no reader ever sees a
   // partial entry under it (PyTorch #132756 renamed before closing and served truncated cubins).
   // No fsync: after a power loss a file may hold less than was written, but every read verifies
   // the checksum, so such an entry is a miss that gets rewritten, never a wrong binary, and the
   // fsyncs would cost every compile a disk flush (BENCHMARKS.md, "Evidence behind the code's
   // choices").
-  if (!write_all(file.get(), bytes))
-    throw failure("write: " + errno_text());
-  if (file.close() != 0)
-    throw failure("close: " + errno_text());
-  if (::renameat(directory.get(), temp_name.c_str(), directory.get(), path.filename().c_str()) != 0)
-    throw failure("rename: " + errno_text());
-  guard.disarm();
+  if (::close(std::exchange(file_, -1)) != 0)
+    fail("close: " + errno_text());
+  if (::renameat(directory_, temp_name_.c_str(), directory_, path_.filename().c_str()) != 0)
+    fail("rename: " + errno_text());
+  temp_name_.clear();
 }
 
 } // namespace kjit::cache

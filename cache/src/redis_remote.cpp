@@ -6,10 +6,13 @@
 #include <hiredis/hiredis.h>
 
 #include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string_view>
 
 namespace kjit::cache {
 
@@ -55,13 +58,32 @@ std::string new_token() {
   return token;
 }
 
+// The length a string reply ("$<length>\r\n<bytes>\r\n") announces, from the start of the
+// reply's bytes: 0 for a reply of another type or a nil one, nullopt while its length line is
+// incomplete.
+std::optional<std::size_t> string_length(std::string_view reply) {
+  if (reply.empty())
+    return std::nullopt;
+  if (reply[0] != '$' || reply.starts_with("$-"))
+    return 0;
+  const std::size_t end = reply.find("\r\n");
+  if (end == std::string_view::npos)
+    return std::nullopt;
+  std::size_t length = 0;
+  const auto [stop, error] = std::from_chars(reply.data() + 1, reply.data() + end, length);
+  return error == std::errc() && stop == reply.data() + end ? length : SIZE_MAX;
+}
+
+// A reader buffer above this is dropped after its reply instead of kept for the next one.
+constexpr std::size_t kLargeReply = std::size_t{1} << 20;
+
 class RedisRemote final : public RemoteBackend, public RemoteLeases, public RemoteListing {
 public:
   explicit RedisRemote(RemoteUrl url) : url_(std::move(url)) {}
 
   RemoteResult<std::optional<std::vector<std::byte>>> get(const RecordKey &record) override {
     const std::string name = storage_name(record);
-    auto reply = command({"GET", name});
+    auto reply = command({"GET", name}, kMaxRemoteValueBytes);
     if (!reply.ok())
       return reply.fault();
     const redisReply *r = reply.value().get();
@@ -172,8 +194,9 @@ private:
   }
 
   // One command's reply, or the fault. A server error reply (NOPERM, WRONGPASS...) is a fault
-  // too, but keeps the connection.
-  RemoteResult<Reply> command(std::vector<std::string_view> args) {
+  // too, but keeps the connection. A string reply longer than `max_string` is refused (below).
+  RemoteResult<Reply> command(std::vector<std::string_view> args,
+                              std::size_t max_string = SIZE_MAX) {
     std::lock_guard lock(mutex_);
     if (Clock::now() < skip_until_)
       return RemoteFault{RemoteFailure::error, std::string("skipped after repeated failures")};
@@ -181,40 +204,86 @@ private:
       if (auto fault = connect())
         return logged(std::move(*fault), true);
     }
-    auto reply = send(args);
+    auto reply = send(args, max_string);
     if (!reply.ok())
-      return logged(reply.fault(), true);
+      return logged(reply.fault(), reply.fault().failure != RemoteFailure::refused);
     // A denied command (NOPERM) leaves the server reachable: it does not trip the breaker, so a
-    // read-only user's refused publish never costs the fleet its reads.
-    if (reply.value()->type == REDIS_REPLY_ERROR)
-      return logged({RemoteFailure::error, std::string(args[0]) + ": " +
-                                               std::string(reply.value()->str, reply.value()->len)},
+    // read-only user's refused publish never costs the fleet its reads. WRONGTYPE is a record of
+    // another type under the name (a list, a hash): a bad record, refused as a bad value is.
+    if (reply.value()->type == REDIS_REPLY_ERROR) {
+      const std::string_view text(reply.value()->str, reply.value()->len);
+      return logged({text.starts_with("WRONGTYPE") ? RemoteFailure::refused : RemoteFailure::error,
+                     std::string(args[0]) + ": " + std::string(text)},
                     false);
+    }
     failures_ = 0;
     return reply;
   }
 
-  // Under mutex_: a reply of any type, or an I/O fault (which drops the connection).
-  RemoteResult<Reply> send(const std::vector<std::string_view> &args) {
+  // Under mutex_: a reply of any type, or a fault: an I/O one, or a string reply that announces
+  // more than `max_string` bytes, refused from its length line before its bytes are read. Either
+  // drops the connection (the rest of that reply is still on its way).
+  RemoteResult<Reply> send(const std::vector<std::string_view> &args,
+                           std::size_t max_string = SIZE_MAX) {
     std::vector<const char *> pointers;
     std::vector<std::size_t> lengths;
     for (std::string_view arg : args) {
       pointers.push_back(arg.data());
       lengths.push_back(arg.size());
     }
+    redisContext *c = context_.get();
     errno = 0;
-    Reply reply(static_cast<redisReply *>(redisCommandArgv(
-        context_.get(), static_cast<int>(args.size()), pointers.data(), lengths.data())));
-    if (!reply) {
-      const bool timed_out = errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT;
-      RemoteFault fault{timed_out ? RemoteFailure::timeout : RemoteFailure::error,
-                        std::string(args[0]) + ": " +
-                            (timed_out ? std::string("no reply within the operation timeout")
-                                       : std::string(context_->errstr))};
-      context_.reset();
-      return fault;
+    if (redisAppendCommandArgv(c, static_cast<int>(args.size()), pointers.data(), lengths.data()) !=
+        REDIS_OK)
+      return io_fault(args[0]);
+    for (int written = 0; !written;)
+      if (redisBufferWrite(c, &written) != REDIS_OK)
+        return io_fault(args[0]);
+    // The reply starts where the reader's unread bytes end now (none are left over: one command
+    // at a time), and the reader only appends to its buffer until it is asked for the reply.
+    const std::size_t start = c->reader->pos;
+    bool length_checked = max_string == SIZE_MAX;
+    void *reply = nullptr;
+    while (!reply) {
+      errno = 0;
+      if (redisBufferRead(c) != REDIS_OK)
+        return io_fault(args[0]);
+      if (!length_checked) {
+        const std::optional<std::size_t> announced =
+            string_length({c->reader->buf + start, c->reader->len - start});
+        if (!announced)
+          continue; // the length line is not all here yet
+        if (*announced > max_string) {
+          context_.reset();
+          return RemoteFault{RemoteFailure::refused,
+                             std::string(args[0]) + ": a value of " + std::to_string(*announced) +
+                                 " bytes, more than the " + std::to_string(max_string >> 20) +
+                                 " MiB a remote value may hold"};
+        }
+        length_checked = true;
+      }
+      if (redisGetReplyFromReader(c, &reply) != REDIS_OK)
+        return io_fault(args[0]);
     }
-    return reply;
+    Reply got(static_cast<redisReply *>(reply));
+    // A long reply leaves the reader's buffer as large as the reply until the next one arrives:
+    // a fresh reader gives that memory back now, before the caller copies the reply.
+    if (got->type == REDIS_REPLY_STRING && got->len > kLargeReply) {
+      redisReaderFree(c->reader);
+      c->reader = redisReaderCreate();
+    }
+    return got;
+  }
+
+  // Under mutex_: what made a send fail (hiredis set errno and the context's errstr).
+  RemoteFault io_fault(std::string_view command) {
+    const bool timed_out = errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT;
+    RemoteFault fault{timed_out ? RemoteFailure::timeout : RemoteFailure::error,
+                      std::string(command) + ": " +
+                          (timed_out ? std::string("no reply within the operation timeout")
+                                     : std::string(context_->errstr))};
+    context_.reset();
+    return fault;
   }
 
   // Under mutex_: connects, authenticates and selects the database.

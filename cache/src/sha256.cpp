@@ -105,7 +105,7 @@ Sha256::Digest Sha256::finish() {
   return digest;
 }
 
-Sha256::Digest hmac_sha256(std::string_view key, std::string_view message) {
+Sha256::Digest hmac_sha256(std::string_view key, std::initializer_list<std::string_view> parts) {
   constexpr std::size_t block = 64;
   // A key longer than a block is hashed first; a shorter one is padded with zeros.
   std::array<std::uint8_t, block> padded{};
@@ -126,7 +126,8 @@ Sha256::Digest hmac_sha256(std::string_view key, std::string_view message) {
     return sha;
   };
   Sha256 inner = keyed(0x36);
-  inner.update(message);
+  for (std::string_view part : parts)
+    inner.update(part);
   const Sha256::Digest inner_digest = inner.finish();
   Sha256 outer = keyed(0x5c);
   outer.update({reinterpret_cast<const char *>(inner_digest.data()), inner_digest.size()});

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
 namespace kjit::cache {
@@ -28,7 +29,12 @@ private:
   std::uint64_t total_bytes_ = 0;
 };
 
-// HMAC-SHA256 (RFC 2104): what signs the values of a shared store with a fleet secret.
-Sha256::Digest hmac_sha256(std::string_view key, std::string_view message);
+// HMAC-SHA256 (RFC 2104): what signs the values of a shared store with a fleet secret. The
+// message is `message`, or the concatenation of `parts` (so a large value is never copied into
+// one string).
+Sha256::Digest hmac_sha256(std::string_view key, std::initializer_list<std::string_view> parts);
+inline Sha256::Digest hmac_sha256(std::string_view key, std::string_view message) {
+  return hmac_sha256(key, {message});
+}
 
 } // namespace kjit::cache

@@ -144,7 +144,7 @@ TEST_F(ArchiveTest, CarriesRecordsOpaquelyAndRefusesACutRecordSection) {
   EXPECT_EQ(export_archive(source, archive, records).records, 2u);
   const ArchiveContent content = read_archive(destination, archive);
   EXPECT_EQ(content.records, records);
-  EXPECT_EQ(content.entries.size(), 6u);
+  EXPECT_EQ(content.entries, 6u);
   // import_archive leaves records to their owner: it writes the entries only.
   EXPECT_EQ(import_archive(destination, archive).entries, 6u);
 
@@ -195,6 +195,47 @@ TEST_F(ArchiveTest, AnEntryThatIsNotWhatItClaimsIsRefusedWhole) {
   for (const char *own : {"tuning", "stats", "compilers", "lock"})
     expect_refused(assemble({good_entry, encode_entry(sample_entry("own", own))}),
                    "cannot name a cache directory");
+}
+
+// Import reads the archive twice (checked whole, then written one entry at a time): one replaced
+// in between still has every entry checked again, and writes none that fails.
+TEST_F(ArchiveTest, AnArchiveReplacedAfterItWasCheckedWritesOnlyEntriesThatPassTheChecks) {
+  const std::vector<std::byte> good_entry = encode_entry(sample_entry("good"));
+  write_bytes(archive, assemble({good_entry, encode_entry(sample_entry("second"))}));
+  const ArchiveContent content = read_archive(destination, archive);
+  EXPECT_EQ(content.entries, 2u);
+  std::vector<std::byte> damaged = encode_entry(sample_entry("damaged"));
+  damaged[damaged.size() / 2] ^= std::byte{1};
+  write_bytes(archive, assemble({good_entry, damaged}));
+  try {
+    import_entries(destination, content);
+    ADD_FAILURE() << "imported a damaged entry";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_archive);
+    EXPECT_NE(error.summary().find("entry 2 is not a valid entry"), std::string::npos)
+        << error.summary();
+    EXPECT_NE(error.summary().find("changed after it was checked"), std::string::npos)
+        << error.summary();
+  }
+  const std::vector<StoredEntry> written = scan(destination);
+  ASSERT_EQ(written.size(), 1u);
+  EXPECT_EQ(written[0].key, sample_entry("good").header.key);
+}
+
+// Export streams into a temp file beside the archive: one that fails, even after the whole
+// archive is written (its name taken by a directory), throws and leaves no file behind.
+TEST_F(ArchiveTest, AnExportThatFailsLeavesNoTempFileBehind) {
+  fs::create_directories(archive / "taken");
+  try {
+    export_archive(source, archive);
+    ADD_FAILURE() << "exported over a directory";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::cache_io);
+    EXPECT_NE(error.summary().find("rename"), std::string::npos) << error.summary();
+  }
+  EXPECT_THROW(export_archive(source, dir.path() / "absent" / "warm.kjitar"), Error);
+  for (const auto &item : fs::directory_iterator(dir.path()))
+    EXPECT_EQ(item.path().filename().string().find(".tmp."), std::string::npos) << item.path();
 }
 
 TEST_F(ArchiveTest, WhatIsNotAnArchiveFileIsRefused) {

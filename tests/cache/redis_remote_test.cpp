@@ -202,6 +202,45 @@ TEST_F(RedisRemoteTest, ClientPauseAndDebugSleepAreTimeouts) {
   ASSERT_TRUE(remote.backend->get(record("a")).ok()) << "did not reconnect after the sleep";
 }
 
+// A name holding a list, or a string longer than kMaxRemoteValueBytes, is a bad record, not a
+// failure of the remote: refused (the oversize one from its length, before its bytes are read),
+// never tripping the breaker, and the next read on the same remote works.
+TEST_F(RedisRemoteTest, AWrongTypeOrOversizeValueIsRefusedAndTheRemoteStaysUsable) {
+  RemoteStorage remote = open(server.url());
+  const RecordKey list = record("list"), big = record("big"), edge = record("edge"),
+                  fine = record("fine");
+  ASSERT_TRUE(server.admin("RPUSH %s x", storage_name(list).c_str()));
+  // Made on the server: the maximum plus one byte, and the maximum exactly.
+  ASSERT_TRUE(server.admin("SETRANGE %s %s x", storage_name(big).c_str(),
+                           std::to_string(kMaxRemoteValueBytes).c_str()));
+  ASSERT_TRUE(server.admin("SETRANGE %s %s x", storage_name(edge).c_str(),
+                           std::to_string(kMaxRemoteValueBytes - 1).c_str()));
+  ASSERT_TRUE(remote.backend->put(fine, bytes_of("fine"), PutMode::overwrite).ok());
+  for (int round = 0; round < 4; ++round) { // more rounds than the breaker's three failures
+    auto wrong = remote.backend->get(list);
+    ASSERT_FALSE(wrong.ok());
+    EXPECT_EQ(wrong.fault().failure, RemoteFailure::refused) << wrong.fault().message;
+    EXPECT_NE(wrong.fault().message.find("WRONGTYPE"), std::string::npos);
+    auto oversize = remote.backend->get(big);
+    ASSERT_FALSE(oversize.ok());
+    EXPECT_EQ(oversize.fault().failure, RemoteFailure::refused) << oversize.fault().message;
+    EXPECT_NE(oversize.fault().message.find(std::to_string(kMaxRemoteValueBytes + 1) + " bytes"),
+              std::string::npos)
+        << oversize.fault().message;
+    auto good = remote.backend->get(fine);
+    ASSERT_TRUE(good.ok() && good.value()) << "round " << round;
+    EXPECT_EQ(*good.value(), bytes_of("fine"));
+  }
+  auto largest = remote.backend->get(edge);
+  ASSERT_TRUE(largest.ok() && largest.value()) << largest.fault().message;
+  EXPECT_EQ(largest.value()->size(), kMaxRemoteValueBytes);
+  auto through_signer = signed_backend(remote.backend, "fleet secret")->get(big);
+  ASSERT_FALSE(through_signer.ok());
+  EXPECT_EQ(through_signer.fault().failure, RemoteFailure::refused);
+  auto removed = remote.backend->remove(list);
+  ASSERT_TRUE(removed.ok() && removed.value()) << "a bad record of another type can be removed";
+}
+
 TEST_F(RedisRemoteTest, WithASecretValuesRewrittenBehindItsBackAreRefused) {
   RemoteStorage remote = open(server.url());
   auto signer = signed_backend(remote.backend, "fleet secret");

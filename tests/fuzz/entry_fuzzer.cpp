@@ -4,16 +4,14 @@
 // agree, and an accepted entry survives a write and a read unchanged. Each input is also read
 // with its last 16 bytes replaced by its checksum, so that mutations reach what lies behind the
 // checksum (the lengths' agreement with the header, the header's fields) instead of stopping there.
-#include "cache/src/file_format.hpp"
 #include "kjit/cache/entry.hpp"
+#include "sealed.hpp"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <span>
-#include <vector>
 
 namespace {
 
@@ -46,15 +44,7 @@ void check(std::span<const std::byte> bytes) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
-  namespace format = kjit::cache::format;
-  const std::span bytes(reinterpret_cast<const std::byte *>(data), size);
-  check(bytes);
-  if (size >= format::checksum_size) {
-    std::vector<std::byte> sealed(bytes.begin(), bytes.end());
-    const auto covered = std::span(sealed).first(size - format::checksum_size);
-    const format::Checksum checksum = format::checksum_of(covered);
-    std::copy(checksum.begin(), checksum.end(), sealed.end() - format::checksum_size);
-    check(sealed);
-  }
+  kjit::fuzz::check_as_is_and_sealed(std::span(reinterpret_cast<const std::byte *>(data), size),
+                                     check);
   return 0;
 }

@@ -121,6 +121,51 @@ TEST_F(RemoteCliTest, PushNeverOverwritesAndPullTakesOnlyValidEntries) {
   EXPECT_EQ(json_of("cache verify --remote", remote(), 0)["checked"], 2);
 }
 
+// A name holding another Redis type (a list, a hash) or a string longer than the stated maximum
+// is one bad value, as garbage is: verify reports it and --fix removes it, pull brings in every
+// good entry and reports it, and a Runtime's lookup is a miss with one warning, then a compile.
+TEST_F(RemoteCliTest, AWrongTypeOrOversizeValueIsOneBadValueNotAFailureOfTheRemote) {
+  const nlohmann::json a = compile(64), b = compile(128), c = compile(256);
+  EXPECT_EQ(json_of("cache push", remote(), 0)["entries"], 3);
+  const std::string list(64, 'a'), hash(64, 'b');
+  ASSERT_TRUE(redis.admin("RPUSH %s x", name_of(list).c_str()));
+  ASSERT_TRUE(redis.admin("HSET %s field x", name_of(hash).c_str()));
+  // b's entry replaced by a list, c's by a value one byte over the maximum (made on the server).
+  const std::string name_b = name_of(b["key"]), name_c = name_of(c["key"]);
+  ASSERT_TRUE(redis.admin("DEL %s", name_b.c_str()));
+  ASSERT_TRUE(redis.admin("RPUSH %s x", name_b.c_str()));
+  const std::size_t max_value = std::size_t{64} << 20; // README: 64 MiB (kMaxRemoteValueBytes)
+  ASSERT_TRUE(redis.admin("SETRANGE %s %s x", name_c.c_str(), std::to_string(max_value).c_str()));
+
+  const nlohmann::json verified = json_of("cache verify --remote", remote(), 1);
+  EXPECT_EQ(verified["checked"], 5);
+  std::map<std::string, std::string> problems;
+  for (const auto &value : verified["bad"])
+    problems[value["key"]] = value["problem"];
+  EXPECT_EQ(problems.size(), 4u);
+  EXPECT_NE(problems[list].find("WRONGTYPE"), std::string::npos) << problems[list];
+  EXPECT_NE(problems[c["key"]].find("more than the 64 MiB"), std::string::npos)
+      << problems[c["key"]];
+
+  const nlohmann::json pulled = json_of("cache pull", remote(), 1, "node2");
+  EXPECT_EQ(pulled["pulled"], 1);
+  EXPECT_EQ(pulled["rejected"].size(), 4u);
+
+  for (const std::string n : {"128", "256"}) {
+    const CliRun run =
+        kjit("compile scale -p T=half --target gfx90a --json -p N=" + n, remote(), "node3");
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(nlohmann::json::parse(run.out)["origin"], "compiled");
+    EXPECT_EQ(warnings_in(run.err), 1) << run.err;
+  }
+
+  const nlohmann::json fixed = json_of("cache verify --remote --fix", remote(), 1);
+  EXPECT_EQ(fixed["bad"].size(), 4u);
+  for (const auto &value : fixed["bad"])
+    EXPECT_EQ(value["action"], "removed");
+  EXPECT_EQ(json_of("cache verify --remote", remote(), 0)["checked"], 1);
+}
+
 TEST_F(RemoteCliTest, WithAFleetSecretVerifyAndPullRefuseValuesNotSignedForTheirName) {
   const std::filesystem::path secret = dir / "secret";
   std::ofstream(secret) << "fleet secret\n";

@@ -8,7 +8,9 @@
 //        end   16 bytes  XXH3-128 of every byte before it (high 64 bits, then low, LE)
 //
 // Each entry carries its own checksum; the archive's covers the framing, so a cut-off or altered
-// archive is refused whole before anything is written.
+// archive is refused whole before anything is written. Both ways are streamed: export and import
+// hold one entry (and a fixed buffer) in memory, whatever the archive's size; import reads the
+// archive twice, once to check it whole, then to write its entries.
 #include "kjit/cache/disk_store.hpp"
 
 #include <cstddef>
@@ -26,10 +28,12 @@ struct ArchiveSummary {
   std::size_t records = 0; // exported, or imported
 };
 
-// An archive whose framing, checksum and entries were checked; its records are not yet.
+// An archive whose framing, checksum and entries were checked; its records are not yet. The
+// entries stay in the file, which import_entries reads again.
 struct ArchiveContent {
-  std::vector<Entry> entries;
-  std::vector<std::uint64_t> entry_bytes; // each entry's file size
+  std::filesystem::path archive;
+  std::size_t entries = 0;
+  std::uint64_t entry_bytes = 0; // their file sizes, summed
   std::vector<std::string> records;
 };
 
@@ -44,8 +48,9 @@ ArchiveSummary export_archive(const DiskStore &store, const std::filesystem::pat
 // Throws Error(bad_archive) naming the archive and the problem.
 ArchiveContent read_archive(const DiskStore &store, const std::filesystem::path &archive);
 
-// Writes the entries of `content` not already present in `store`. Throws Error(cache_io) for a
-// read-only store or a failed write.
+// Writes the entries of `content`'s archive not already present in `store`, checking each again
+// as it is read. Throws Error(cache_io) for a read-only store or a failed write, and
+// Error(bad_archive) when the archive no longer passes the checks read_archive made.
 ArchiveSummary import_entries(const DiskStore &store, const ArchiveContent &content);
 
 // read_archive, then import_entries: the records are left to their owner.

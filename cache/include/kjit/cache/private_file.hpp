@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,5 +60,34 @@ enum class Placement { private_directory, existing_directory };
 void publish_private_file(const std::filesystem::path &path, std::span<const std::byte> bytes,
                           std::string_view temp_stem, std::string_view what,
                           Placement placement = Placement::private_directory);
+
+// publish_private_file for a file written piece by piece (an archive larger than memory): the
+// constructor creates the temp file, publish() renames it over `path`; destroyed unpublished, it
+// removes the temp file. Every method throws Error(cache_io) as publish_private_file does.
+class PrivateFileWriter {
+public:
+  PrivateFileWriter(std::filesystem::path path, std::string_view temp_stem, std::string_view what,
+                    Placement placement = Placement::private_directory);
+  ~PrivateFileWriter();
+  PrivateFileWriter(const PrivateFileWriter &) = delete;
+  PrivateFileWriter &operator=(const PrivateFileWriter &) = delete;
+
+  void append(std::span<const std::byte> bytes);
+  // Replaces bytes already appended, at `offset`: a field known only once the rest is written.
+  void overwrite(std::uint64_t offset, std::span<const std::byte> bytes);
+  // Calls `visit` with every byte written so far, in order, a bounded piece at a time.
+  void read_back(const std::function<void(std::span<const std::byte>)> &visit) const;
+  void publish();
+
+private:
+  [[noreturn]] void fail(const std::string &step) const;
+  void discard() noexcept; // closes, and removes the temp file unless published
+
+  std::filesystem::path path_;
+  std::string what_;
+  std::string temp_name_;
+  int directory_ = -1;
+  int file_ = -1;
+};
 
 } // namespace kjit::cache

@@ -16,8 +16,8 @@
 // the header equal to the key asked for, the target) before anything is loaded. Signing (an
 // HMAC over the value with a fleet secret) belongs below this interface: a backend, or a wrapper
 // implementing RemoteBackend over another one, signs on put and checks on get, where an unsigned
-// or wrongly signed value is a Failure::error whose message says so. The tiered store never sees
-// the signature.
+// or wrongly signed value is a RemoteFailure::refused whose message says so. The tiered store
+// never sees the signature. A backend bounds what a reader holds: kMaxRemoteValueBytes.
 //
 // Threads: every operation may be called from several threads at once; an implementation may
 // serialise them on one connection. No operation may block past the timeouts it was configured
@@ -50,8 +50,8 @@ struct RemoteTimeouts {
 enum class RemoteFailure {
   error,   // refused connection, authentication or ACL denial, a bad reply...
   timeout, // the connect or operation timeout passed
-  refused, // a value is there, but the backend will not return it (unsigned, wrongly signed):
-           // the record is bad, the remote is fine
+  refused, // a value is there, but the backend will not return it (unsigned, wrongly signed,
+           // longer than kMaxRemoteValueBytes, not a string): the record is bad, the remote fine
 };
 std::string_view to_string(RemoteFailure failure);
 
@@ -115,6 +115,13 @@ std::string lease_name(const RecordKey &record);
 // target in its header equal to the record's) and holding one kernel. `problem` says why not.
 Decoded decode_record_entry(std::span<const std::byte> value, const RecordKey &record);
 
+// The largest value a backend returns: far above any code object (a program of 16 GEMM
+// instantiations is a few MiB), so that a value planted by a writer of the store costs a reader
+// at most this much memory. A backend refuses a longer value (RemoteFailure::refused) from its
+// announced length, before reading its bytes, so a value that grows after any earlier look is
+// refused all the same.
+inline constexpr std::size_t kMaxRemoteValueBytes = std::size_t{64} << 20;
+
 enum class PutMode {
   overwrite,      // replaces a present value (push --force, rewriting a value found bad)
   only_if_absent, // a value already present is kept (SET NX): what a compile publishes
@@ -124,7 +131,8 @@ enum class PutOutcome { stored, already_present };
 class RemoteBackend {
 public:
   virtual ~RemoteBackend() = default;
-  // The value stored under `record`, nullopt when there is none.
+  // The value stored under `record`, nullopt when there is none. A value longer than
+  // kMaxRemoteValueBytes, or a name holding another type than a string, is refused.
   virtual RemoteResult<std::optional<std::vector<std::byte>>> get(const RecordKey &record) = 0;
   // Stores `value` under `record`. Under only_if_absent, already_present when a value was there
   // (it is left as it was). A read-only remote is a Failure::error.
