@@ -248,6 +248,18 @@ ArchiveSummary import_entries(const DiskStore &store, const ArchiveContent &cont
   return summary;
 }
 
+std::vector<bool> entries_present(const DiskStore &store, const ArchiveContent &content) {
+  std::vector<bool> present;
+  walk_archive(
+      store, content.archive, "it changed after it was checked",
+      [&](Entry &&entry, std::uint64_t) {
+        present.push_back(store.read(entry.header.key, entry.header.target).status ==
+                          Lookup::Status::hit);
+      },
+      [](std::string &&) {});
+  return present;
+}
+
 ArchiveSummary import_archive(const DiskStore &store, const fs::path &archive) {
   return import_entries(store, read_archive(store, archive));
 }

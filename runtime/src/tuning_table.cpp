@@ -265,11 +265,15 @@ std::string short_keys(const std::vector<TuningRecord> &records, std::size_t fro
 // positions ("entries 4-10"), for the one line that reports the stop.
 std::string entries_left_out(const cache::DiskStore &store, const cache::ArchiveContent &content,
                              std::size_t records) {
-  const std::size_t count = content.entries.size();
+  const std::size_t count = content.entries;
   std::vector<bool> missing(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    const cache::EntryHeader &header = content.entries[i].header;
-    missing[i] = store.read(header.key, header.target).status != cache::Lookup::Status::hit;
+  try {
+    const std::vector<bool> present = cache::entries_present(store, content);
+    for (std::size_t i = 0; i < count; ++i)
+      missing[i] = i >= present.size() || !present[i];
+  } catch (const Error &unreadable) {
+    return "the import stopped, and which of its " + counted(count, "entry", "entries") +
+           " it left out is unknown: " + unreadable.summary();
   }
   std::string positions; // runs of missing entries, counted from 1: "2, 4-10"
   for (std::size_t first = 0; first < count; ++first) {

@@ -53,6 +53,11 @@ ArchiveContent read_archive(const DiskStore &store, const std::filesystem::path 
 // Error(bad_archive) when the archive no longer passes the checks read_archive made.
 ArchiveSummary import_entries(const DiskStore &store, const ArchiveContent &content);
 
+// For each entry of `content`'s archive, in archive order, whether `store` holds it now: what an
+// import that stopped left out. Reads the archive once more, one entry at a time. Throws
+// Error(bad_archive) when the archive no longer passes the checks read_archive made.
+std::vector<bool> entries_present(const DiskStore &store, const ArchiveContent &content);
+
 // read_archive, then import_entries: the records are left to their owner.
 ArchiveSummary import_archive(const DiskStore &store, const std::filesystem::path &archive);
 
