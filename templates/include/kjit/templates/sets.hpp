@@ -14,10 +14,11 @@
 //   "templates"    optional, user sets only: templates from source files,
 //                  [{"name": "my_kernel", "source": "my_kernel.hip", "arguments": ["T*", "int"]}]
 //   "variants"     [{"template": "scale", "params": {"T": "@types", "N": [256, 4096]}}]
-//                  an item may add "vendors": ["nvidia"] (or "amd"): compiled for those targets
-//                  only (what one vendor's compiler refuses, or what only its wrappers ask for);
-//                  and "processors": ["gfx942", "gfx950"]: compiled for targets of those
-//                  processors only (what only they have, such as their matrix instructions)
+//                  compiled for the targets its template builds for (Template::targets: a
+//                  template written for MFMA or wgmma says so itself); an item may narrow them
+//                  with "vendors": ["nvidia"] (or "amd"): compiled for those targets only (what
+//                  only one vendor's wrappers ask for), and "processors": ["gfx942"]: compiled
+//                  for targets of those processors only
 //
 // Each variants item names a template (built-in, or one of the file's "templates") and, per
 // parameter, one value, a list of values, or "@name" (a "values" list or a "models" field); it
@@ -50,9 +51,10 @@ struct SetVariant {
   bool for_vendor(Vendor vendor) const {
     return vendors.empty() || std::find(vendors.begin(), vendors.end(), vendor) != vendors.end();
   }
-  // For a target of this vendor and processor.
+  // For a target of this vendor and processor: one its template builds for (Template::targets),
+  // narrowed by the item's vendors and processors.
   bool for_target(Vendor vendor, std::string_view processor) const {
-    return for_vendor(vendor) &&
+    return for_vendor(vendor) && tmpl->builds_for(vendor, processor) &&
            (processors.empty() ||
             std::find(processors.begin(), processors.end(), processor) != processors.end());
   }
