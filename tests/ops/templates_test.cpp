@@ -29,6 +29,7 @@ std::string describe(const VariantCase &variant) {
   std::string text = variant.target + "_" + variant.name;
   for (const auto &[name, value] : variant.params)
     text += "_" + name + value.to_string();
+  std::replace(text.begin(), text.end(), '-', '_'); // gfx11-generic: test names are identifiers
   return text;
 }
 
