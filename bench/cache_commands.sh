@@ -12,6 +12,7 @@
 #   BASELINE=/path/to/old/kjit bench/cache_commands.sh [COUNT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/lib/cache_totals.bash
 build=build/release
 count=${1:-100000}
 baseline=${BASELINE:-}
@@ -51,7 +52,9 @@ time_prune() {
   timing=$(once prune_half)
   row "$label: kjit cache prune --max-size <half>" "$timing" \
     "$(tr -d ' \n' <"$scratch/pruned.json")"
-  remaining=$(find "$KJIT_CACHE_DIR/v1" -name '*.kjit' | wc -l)
+  local totals
+  totals=$(user_tier_totals "$kjit")
+  remaining=${totals% *}
   row "rm -rf of the $remaining it left (baseline)" "$(once rm -rf "$KJIT_CACHE_DIR")"
 }
 
@@ -62,11 +65,12 @@ fixture=$scratch/cache
 export KJIT_CACHE_DIR=$fixture
 "$build/bench/kjit_make_cache" "$KJIT_CACHE_DIR" "$count"
 sync
-bytes=$(du -sb "$KJIT_CACHE_DIR/v1" | cut -f1)
+totals=$(user_tier_totals "$kjit")
+bytes=${totals#* }
 echo "cache: $count entries, $bytes bytes"
 printf '%-52s %20s\n' "command" "wall        cpu"
 row "find -printf (baseline: the tree with sizes)" \
-  "$(median find "$KJIT_CACHE_DIR/v1" -name '*.kjit' -printf '%s %p\n')"
+  "$(median find "$KJIT_CACHE_DIR" -name '*.kjit' -printf '%s %p\n')"
 row "kjit cache ls, first (reads every header)" "$(once "$kjit" cache ls)"
 row "kjit cache ls" "$(median "$kjit" cache ls)"
 row "kjit cache ls --json" "$(median "$kjit" cache ls --json)"

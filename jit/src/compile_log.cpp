@@ -112,15 +112,13 @@ std::optional<Error> missing_device_library(std::string_view log, const Target &
                                             std::string_view release) {
   if (log.find("cannot find ROCm device library for " + target.arch()) == std::string_view::npos)
     return std::nullopt;
-  std::string isa = target.arch().substr(3); // "11-generic" from "gfx11-generic"
-  std::replace(isa.begin(), isa.end(), '-', '_');
-  std::string advice;
-  if (target.is_generic())
-    advice = "; build for its processors instead";
+  const std::string isa = target.arch().substr(3); // "11-generic" from "gfx11-generic"
   return Error(Errc::unsupported_target,
                std::string(release) + " cannot compile for " + target.id() +
                    ": its compiler finds no device library for " + target.arch() +
-                   " (oclc_isa_version_" + isa + ".bc)" + advice,
+                   " (oclc_isa_version_" + isa +
+                   ".bc); give it a device-library folder that has it (HIP_DEVICE_LIB_PATH), or "
+                   "build for another target",
                std::string(log));
 }
 

@@ -46,8 +46,9 @@ Error compile_failure(const CompileRequest &request, std::string_view log,
 
 // hiprtc's compiler (clang in comgr) fails a compile with "cannot find ROCm device library for
 // <target>" when it has no device library (oclc_isa_version_<isa>.bc) for the target, whatever
-// the source: Debian's ROCm 7.2 does so for every generic target although its comgr embeds their
-// bitcode. That is the compiler release lacking the target, not an error in the source: an
+// the source: Debian's ROCm 6.4 and 7.2 do so for every generic target with comgr's embedded copy
+// (device_library.hpp), and any release with a device-library folder that lacks the target's
+// file. That is the compiler's setup lacking the target, not an error in the source: an
 // Error(unsupported_target) naming the target, the device library and `release`, the log as its
 // detail. nullopt when `log` says no such thing.
 std::optional<Error> missing_device_library(std::string_view log, const Target &target,

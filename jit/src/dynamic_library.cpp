@@ -94,6 +94,25 @@ DynamicLibrary::~DynamicLibrary() {
     dlclose(handle_);
 }
 
+std::vector<std::string> DynamicLibrary::needed() const {
+  std::vector<std::string> names;
+  link_map *map = nullptr;
+  if (dlinfo(handle_, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_ld == nullptr)
+    return names;
+  // glibc relocates the loaded dynamic section's addresses (DT_STRTAB among them) on the targets
+  // kjit builds for, so the string table's entry is an address in this process.
+  const char *strings = nullptr;
+  for (const ElfW(Dyn) *entry = map->l_ld; entry->d_tag != DT_NULL; ++entry)
+    if (entry->d_tag == DT_STRTAB)
+      strings = reinterpret_cast<const char *>(entry->d_un.d_ptr);
+  if (strings == nullptr)
+    return names;
+  for (const ElfW(Dyn) *entry = map->l_ld; entry->d_tag != DT_NULL; ++entry)
+    if (entry->d_tag == DT_NEEDED)
+      names.emplace_back(strings + entry->d_un.d_val);
+  return names;
+}
+
 void *DynamicLibrary::address(const char *name) const {
   dlerror(); // clear a stale message so that the one below belongs to this dlsym
   void *symbol = dlsym(handle_, name);

@@ -34,6 +34,9 @@ public:
   template <typename Function> Function function(const char *name) const {
     return reinterpret_cast<Function>(address(name));
   }
+  // The libraries it names as its dependencies (its DT_NEEDED entries, "libLLVM.so.21.1"), read
+  // from its dynamic section as loaded; empty when the loader does not say.
+  std::vector<std::string> needed() const;
 
 private:
   DynamicLibrary(void *handle, std::string real_path);

@@ -2,6 +2,7 @@
 // code object manager hiprtc compiles through, asked which processors and features exist.
 #include "compile_log.hpp"
 #include "compiler_releases.hpp"
+#include "device_library.hpp"
 #include "dynamic_library.hpp"
 #include "kjit/error.hpp"
 #include "kjit/jit/elf.hpp"
@@ -270,11 +271,49 @@ std::string readable_log(const std::string &log) {
   return std::regex_replace(log, header_directory, "");
 }
 
+// The device library as the compiler identity names it: its content, not its folder, decides the
+// code.
+std::string device_library_text(const DeviceLibrary &library) {
+  return library.directory.empty() ? "device library: comgr's own"
+                                   : "device library " + library.digest;
+}
+
+// What decides which device library a compile links, for the compiler memo: the folder found
+// and its files, or the package's folder while it is absent, so that installing it is noticed.
+std::vector<std::string> device_library_files(const DeviceLibrary &library) {
+  if (library.directory.empty())
+    return library.package_directory.empty() ? std::vector<std::string>{}
+                                             : std::vector{library.package_directory};
+  std::vector<std::string> files{library.directory};
+  files.insert(files.end(), library.files.begin(), library.files.end());
+  return files;
+}
+
+// Every compile links the device library found, generic target or not, so that its code does not
+// depend on comgr's embedded copy. Without one, a generic target cannot compile (comgr's copy
+// names its files as clang does not look for them): Error(unsupported_target) before hiprtc runs.
+//
+// comgr 7.2 keeps its own cache of compile steps (~/.cache/comgr), keyed without the device
+// library: a step that a compile without the library ran is found again by the compile with it,
+// whose link then fails ("undefined hidden symbol: __ockl_get_group_id"), for good. The library's
+// digest, defined in every program, puts it in comgr's key too (BENCHMARKS.md, "Generic targets
+// with Debian's device library").
+void add_device_library_options(const DeviceLibrary &library, const Target &target,
+                                std::string_view release, std::vector<std::string> &options) {
+  if (library.directory.empty() && target.is_generic())
+    throw device_library_missing(library, target, release);
+  if (!library.directory.empty())
+    options.push_back("--rocm-device-lib-path=" + library.directory);
+  options.push_back("-DKJIT_DEVICE_LIBRARY=" +
+                    (library.directory.empty() ? std::string("comgr") : library.digest));
+}
+
 class HiprtcCompiler final : public Compiler {
 public:
   HiprtcCompiler(DynamicLibrary hiprtc_library, DynamicLibrary comgr_library)
       : hiprtc_library_(std::move(hiprtc_library)), comgr_library_(std::move(comgr_library)),
-        hiprtc_(hiprtc_library_), comgr_(comgr_library_) {
+        hiprtc_(hiprtc_library_), comgr_(comgr_library_),
+        device_library_(find_device_library(llvm_major_version(comgr_library_.needed()))) {
     std::lock_guard lock(hiprtc_calls);
     int major = 0, minor = 0;
     check_status(hiprtc_, hiprtc_.version(&major, &minor), "hiprtc", "hiprtcVersion",
@@ -284,7 +323,8 @@ public:
     identity_ = "hiprtc " + std::to_string(major) + "." + std::to_string(minor) + " (HIP " +
                 library_version(hiprtc_library_.real_path()) + ", comgr " +
                 std::to_string(comgr_major) + "." + std::to_string(comgr_minor) + "; " +
-                build_id_text(hiprtc_library_) + ", " + build_id_text(comgr_library_) + ")";
+                build_id_text(hiprtc_library_) + ", " + build_id_text(comgr_library_) + "; " +
+                device_library_text(device_library_) + ")";
     release_ = release_of(library_version(hiprtc_library_.real_path()), major, minor);
     targets_ = comgr_targets(comgr_);
   }
@@ -311,6 +351,10 @@ public:
     return {hiprtc_library_.real_path(), comgr_library_.real_path()};
   }
 
+  std::vector<std::string> data_files() const override {
+    return device_library_files(device_library_);
+  }
+
   CompileResult compile(const CompileRequest &request) const override;
 
 private:
@@ -318,6 +362,7 @@ private:
   DynamicLibrary comgr_library_;
   HiprtcFunctions hiprtc_;
   ComgrFunctions comgr_;
+  DeviceLibrary device_library_;
   std::string identity_;
   std::string release_;
   std::vector<TargetSupport> targets_;
@@ -331,6 +376,7 @@ CompileResult HiprtcCompiler::compile(const CompileRequest &request) const {
   refuse_include_path_variables();
   std::vector<std::string> options = canonicalize_options(request.options);
   options.push_back("--offload-arch=" + request.target.id());
+  add_device_library_options(device_library_, request.target, release_, options);
 
   std::lock_guard lock(hiprtc_calls);
   // A target whose device library this hiprtc lacks fails every program alike, each after a

@@ -30,11 +30,12 @@ json file_identity(const std::string &path) {
 }
 
 // What decides which file dlopen finds for a soname, as text: the variables the compilers' search
-// reads, the loader's cache, and the executable whose RUNPATH applies.
+// reads, the loader's cache, and the executable whose RUNPATH applies; and the variables naming
+// hiprtc's device library, which joins its identity.
 std::string library_search_inputs() {
   std::string inputs;
-  for (const char *variable :
-       {"LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "HIP_PATH"}) {
+  for (const char *variable : {"LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "HIP_PATH",
+                               "HIP_DEVICE_LIB_PATH", "KJIT_ROCM_DEVICE_LIB_PATH"}) {
     const char *value = std::getenv(variable);
     inputs.append(variable).append("=").append(value != nullptr ? value : "").push_back('\n');
   }
@@ -126,6 +127,8 @@ void CompilerMemo::write(const jit::Compiler &compiler) const {
     libraries.push_back({{"path", library}, {"file", file_identity(library)}});
   if (libraries.empty())
     return;
+  for (const std::string &data : compiler.data_files())
+    libraries.push_back({{"path", data}, {"file", file_identity(data)}});
   json memo = identity_json(compiler);
   memo["libraries"] = libraries;
   const std::string text = memo.dump(2);

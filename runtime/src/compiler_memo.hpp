@@ -9,9 +9,10 @@
 //   <cache root>/v<N>/compilers/<vendor>-<16 hex>.json
 // where the hex is a hash of what steers dlopen's search: the variables naming library
 // directories (LD_LIBRARY_PATH, CUDA_HOME, ROCM_PATH...), /etc/ld.so.cache, and the executable
-// (its RUNPATH). It holds the identity, the names of the code-changing variables, and the path,
-// device, inode, size and mtime of every library file the compiler was loaded from. It is used
-// only while each file still matches and the memo is owned by this user and writable by no one
+// (its RUNPATH), and the variables naming hiprtc's device library. It holds the identity, the
+// names of the code-changing variables, and the path, device, inode, size and mtime of every
+// library file the compiler was loaded from and of its data files (Compiler::data_files). It is
+// used only while each file still matches and the memo is owned by this user and writable by no one
 // else; anything else is a miss, and the compiler is loaded and the memo rewritten.
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/jit/compiler.hpp"

@@ -105,6 +105,7 @@ public:
     const std::uint64_t hash = memory_hash(tmpl, params, target, scope);
     if (const CodeObject *hit = code_objects_.find(hash, tmpl, params, target, scope))
       return *hit;
+    tmpl.check_target(target.vendor(), target.arch()); // before any compiler is loaded
     const CodeObject &object = resolve(tmpl.bind(params), target, newest_code_object);
     code_objects_.insert(hash, tmpl, params, target, &object, scope);
     return object;

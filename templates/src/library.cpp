@@ -142,9 +142,11 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   };
   all.emplace_back("dynamic_per_token_quant_int8", std::string(embedded::quant_hip), quant_params(),
                    TemplateOptions{.arguments = {"signed char*", "float*", "const T*"}});
+  // fp8 from cuda_fp8.h; hiprtc has no fp8 type.
   all.emplace_back("dynamic_per_token_quant_fp8", std::string(embedded::quant_hip), quant_params(),
                    TemplateOptions{.compile_options = {"-DKJIT_QUANT_FP8"},
-                                   .arguments = {"unsigned char*", "float*", "const T*"}});
+                                   .arguments = {"unsigned char*", "float*", "const T*"},
+                                   .targets = {"nvidia"}});
   const std::vector<std::string> gemm_arguments = {"T*",  "const T*", "const T*",
                                                    "int", "int",      "int"};
   const ParamSchema block = ParamSchema::one_of({16, 32, 64, 128, 256}, 128);
@@ -170,11 +172,14 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   };
   // NVIDIA's (mma.sync, sm_80 and newer), with 32-lane warps.
   all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip), tensor_core_params("WARPS", 4),
-                   TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
+                   TemplateOptions{.headers = {gemm_staging},
+                                   .arguments = gemm_arguments,
+                                   .targets = {"sm_80+"}});
   // AMD's matrix cores (MFMA, gfx942 and gfx950), with 64-lane wavefronts.
-  all.emplace_back("gemm_mfma", std::string(embedded::gemm_mfma_hip),
-                   tensor_core_params("WAVES", 2),
-                   TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
+  all.emplace_back(
+      "gemm_mfma", std::string(embedded::gemm_mfma_hip), tensor_core_params("WAVES", 2),
+      TemplateOptions{
+          .headers = {gemm_staging}, .arguments = gemm_arguments, .targets = {"gfx942", "gfx950"}});
   // A @ W^T for a few rows of A (decode), on NVIDIA tensor cores (mma.sync, sm_80 and newer):
   // streams the weight W [N, K] once (gemm_mma.hip's second kernel).
   all.emplace_back(
@@ -184,7 +189,8 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"ROW_BLOCKS", ParamSchema::one_of({1, 2, 4}, 2).tunable()},
                              {"WARPS", ParamSchema::one_of({2, 4, 8, 16}, 8).tunable()},
                              {"UNROLL", ParamSchema::one_of({1, 2, 4, 8}, 4).tunable()}},
-      TemplateOptions{.headers = {gemm_staging}, .arguments = gemm_arguments});
+      TemplateOptions{
+          .headers = {gemm_staging}, .arguments = gemm_arguments, .targets = {"sm_80+"}});
   // The same GEMM on Hopper (sm_90a): wgmma fed by TMA, A, B and C passed as tensor maps.
   // B_KMAJOR = 1 reads B as an nn.Linear weight [N, K] (C = A @ W^T). CLUSTER_M or CLUSTER_N = 2:
   // clusters of two blocks sharing B's or A's tiles through multicast copies (at most one of them
@@ -213,7 +219,8 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"SHAPE_K", ParamSchema::integer(0, 1 << 30, 0)}},
       TemplateOptions{.arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const kjit::TensorMap", "int", "int", "int"},
-                      .tuning = wgmma_rules});
+                      .tuning = wgmma_rules,
+                      .targets = {"sm_90a"}});
 }
 
 std::vector<Template> make_builtin() {

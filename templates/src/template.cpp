@@ -4,12 +4,66 @@
 #include "kjit/templates/includes.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 #include <xxhash.h>
 
 namespace kjit {
 
 namespace {
+
+// One entry of TemplateOptions::targets, read: a vendor, an NVIDIA architecture and every newer
+// one (sm_80+: `newer_than` 80), or one processor. nullopt when it is none of these.
+struct TargetPattern {
+  std::optional<Vendor> vendor;
+  int newer_than = 0;
+  std::string_view processor;
+};
+
+// 90 from "sm_90", "sm_90a" or "sm_100f" (100); 0 for anything else.
+int nvidia_architecture(std::string_view arch) {
+  if (!arch.starts_with("sm_"))
+    return 0;
+  arch.remove_prefix(3);
+  const std::size_t digits = arch.find_first_not_of("0123456789");
+  if (digits == 0 || arch.empty())
+    return 0;
+  return std::stoi(std::string(arch.substr(0, digits)));
+}
+
+std::optional<TargetPattern> target_pattern(std::string_view text) {
+  if (text == "amd")
+    return TargetPattern{.vendor = Vendor::amd};
+  if (text == "nvidia")
+    return TargetPattern{.vendor = Vendor::nvidia};
+  if (text.ends_with('+')) {
+    const std::string_view arch = text.substr(0, text.size() - 1);
+    const int number = nvidia_architecture(arch);
+    if (number == 0 || arch != "sm_" + std::to_string(number))
+      return std::nullopt;
+    return TargetPattern{.vendor = Vendor::nvidia, .newer_than = number};
+  }
+  if (text.starts_with("gfx") || nvidia_architecture(text) > 0)
+    return TargetPattern{.processor = text};
+  return std::nullopt;
+}
+
+// "sm_90a", "gfx942 or gfx950", "sm_80 and newer", "AMD targets or sm_89 and newer".
+std::string describe_targets(const std::vector<std::string> &targets) {
+  std::string text;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    std::string_view target = targets[i];
+    if (i > 0)
+      text += i + 1 == targets.size() ? " or " : ", ";
+    if (target.ends_with('+'))
+      text += std::string(target.substr(0, target.size() - 1)) + " and newer";
+    else if (target == "amd" || target == "nvidia")
+      text += target == "amd" ? "AMD targets" : "NVIDIA targets";
+    else
+      text += target;
+  }
+  return text;
+}
 
 bool is_identifier(std::string_view text) {
   if (text.empty() || !(std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_'))
@@ -158,6 +212,12 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
   if (!is_type_name(options_.kernel))
     bad_parameter(name_ + ": kernel name '" + options_.kernel + "' is not a C++ name");
 
+  for (const std::string &target : options_.targets)
+    if (!target_pattern(target))
+      bad_parameter(name_ + ": target '" + target +
+                    "' is not a vendor (amd, nvidia), a processor (gfx942, sm_90a) or an NVIDIA "
+                    "architecture and newer (sm_80+)");
+
   Fingerprinter fingerprint;
   fingerprint.add(name_).add(source_).add(options_.kernel);
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -293,6 +353,25 @@ std::vector<std::string> Instance::argument_types() const {
     resolved.push_back(std::move(out));
   }
   return resolved;
+}
+
+bool Template::builds_for(Vendor vendor, std::string_view arch) const {
+  if (options_.targets.empty())
+    return true;
+  return std::any_of(options_.targets.begin(), options_.targets.end(), [&](const std::string &t) {
+    const TargetPattern pattern = *target_pattern(t); // checked by the constructor
+    if (!pattern.processor.empty())
+      return pattern.processor == arch;
+    return pattern.vendor == vendor &&
+           (pattern.newer_than == 0 || nvidia_architecture(arch) >= pattern.newer_than);
+  });
+}
+
+void Template::check_target(Vendor vendor, std::string_view arch) const {
+  if (!builds_for(vendor, arch))
+    throw Error(Errc::unsupported_target, "template " + name_ + " builds only for " +
+                                              describe_targets(options_.targets) + ", not " +
+                                              std::string(arch));
 }
 
 } // namespace kjit

@@ -125,7 +125,9 @@ TEST(MissingDeviceLibrary, NamesTheTargetTheLibraryAndTheRelease) {
   EXPECT_EQ(error->code(), Errc::unsupported_target);
   EXPECT_EQ(error->summary(), "hiprtc, ROCm 7.2 cannot compile for gfx11-generic: its compiler "
                               "finds no device library for gfx11-generic "
-                              "(oclc_isa_version_11_generic.bc); build for its processors instead");
+                              "(oclc_isa_version_11-generic.bc); give it a device-library "
+                              "folder that has it (HIP_DEVICE_LIB_PATH), or build for another "
+                              "target");
   EXPECT_EQ(error->detail(), log);
 }
 

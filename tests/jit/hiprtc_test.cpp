@@ -1,7 +1,10 @@
 #include "compiler_fixture.hpp"
+#include "tests/support/scoped_environment.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <regex>
 #include <thread>
 
@@ -30,7 +33,8 @@ TEST_F(HiprtcTest, IdentityNamesHiprtcHipAndComgrVersionsAndBuilds) {
       compiler().identity(),
       std::regex(
           R"(hiprtc \d+\.\d+ \(HIP \d+\.\d+\.\d+, comgr \d+\.\d+; )"
-          R"((?:libamdhip64|libhiprtc)\S+ build [0-9a-f]{40}, libamd_comgr\S+ build [0-9a-f]{40}\))")))
+          R"((?:libamdhip64|libhiprtc)\S+ build [0-9a-f]{40}, libamd_comgr\S+ build [0-9a-f]{40}; )"
+          R"(device library(?: [0-9a-f]{32}|: comgr's own)\))")))
       << compiler().identity();
   EXPECT_EQ(compiler().name(), "hiprtc");
   EXPECT_EQ(compiler().vendor(), Vendor::amd);
@@ -262,6 +266,111 @@ TEST_F(HiprtcTest, ConcurrentCompilesGiveTheSameCodeAsSerialOnes) {
   for (std::thread &thread : threads)
     thread.join();
   EXPECT_EQ(mismatches, std::vector<int>(programs, 0));
+}
+
+// The folder of the device library this hiprtc links, where it found one on disk (its files are
+// among data_files(), so that the compiler memo follows them).
+std::optional<std::filesystem::path> device_library_folder(const Compiler &compiler) {
+  for (const std::string &file : compiler.data_files())
+    if (file.ends_with("/oclc_isa_version_11-generic.bc"))
+      return std::filesystem::path(file).parent_path();
+  return std::nullopt;
+}
+
+// Where Debian's device library package of some LLVM is installed and no variable names another
+// folder, a hiprtc that lists generic targets links it (the ROCm roots install the matching one):
+// the generic tests below must not skip there for want of it.
+TEST_F(HiprtcTest, FindsTheDeviceLibraryPackageWhereItIsInstalled) {
+  if (!supports(compiler(), "gfx11-generic"))
+    GTEST_SKIP() << compiler().release() << " lists no generic target";
+  if (std::getenv("HIP_DEVICE_LIB_PATH") || std::getenv("KJIT_ROCM_DEVICE_LIB_PATH"))
+    GTEST_SKIP() << "a variable names the device library";
+  std::error_code error;
+  bool installed = false;
+  for (const auto &llvm : std::filesystem::directory_iterator("/usr/lib", error))
+    if (llvm.path().filename().string().starts_with("llvm-")) {
+      const std::string major = llvm.path().filename().string().substr(5);
+      installed |= std::filesystem::exists(llvm.path() / "lib/clang" / major / "amdgcn/bitcode");
+    }
+  if (!installed)
+    GTEST_SKIP() << "no rocm-device-libs-<N> package is installed";
+  EXPECT_TRUE(device_library_folder(compiler())) << compiler().identity();
+  EXPECT_NE(compiler().identity().find("; device library "), std::string::npos);
+}
+
+struct GenericCase {
+  const char *target;
+  std::uint32_t mach; // EF_AMDGPU_MACH_AMDGCN_GFX*_GENERIC (LLVM's AMDGPUUsage)
+};
+
+class HiprtcGenericTarget : public HiprtcTest, public ::testing::WithParamInterface<GenericCase> {};
+
+// With the device library on disk (Debian's rocm-device-libs-<LLVM major>, which the ROCm roots
+// install), Debian's hiprtc 6.4 and 7.2 compile every generic target: a code object of version 6
+// for the generic processor, generic version 1.
+TEST_P(HiprtcGenericTarget, CompilesWithTheDeviceLibraryOnDisk) {
+  const GenericCase &expected = GetParam();
+  if (!supports(compiler(), expected.target))
+    GTEST_SKIP() << compiler().release() << " lists no " << expected.target;
+  if (!device_library_folder(compiler()))
+    GTEST_SKIP() << "no device library on disk (" << compiler().identity() << ")";
+  CompileResult result =
+      compiler().compile(request("scale.hip", scale_source, expected.target, {"scale<float, 64>"}));
+  std::optional<ElfSummary> elf = read_elf(result.code);
+  ASSERT_TRUE(elf) << "not an ELF64 file";
+  EXPECT_EQ(elf->machine, elf_machine_amdgpu);
+  EXPECT_EQ(elf->flags & mach_mask, expected.mach) << std::hex << elf->flags;
+  EXPECT_EQ(elf->flags >> 24, 1u) << "generic version, " << std::hex << elf->flags;
+  EXPECT_EQ(amdgpu_code_object_version(*elf), 6);
+  EXPECT_TRUE(contains(elf->symbols, result.lowered_names.at(0) + ".kd"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Generic, HiprtcGenericTarget,
+    ::testing::Values(GenericCase{"gfx9-generic", 0x051}, GenericCase{"gfx9-4-generic", 0x05f},
+                      GenericCase{"gfx10-1-generic", 0x052}, GenericCase{"gfx10-3-generic", 0x053},
+                      GenericCase{"gfx11-generic", 0x054}, GenericCase{"gfx12-generic", 0x059}),
+    [](const auto &info) {
+      std::string name = info.param.target;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+// comgr 7.2 caches compile steps in its own cache, keyed without the device library: a compile
+// that failed for want of a generic target's library, then the same compile once the library is
+// fixed, used to find the first one's step and fail to link (undefined __ockl_* symbols). The
+// second must succeed. AMD_COMGR_CACHE_DIR, which comgr reads at every compile, gives the test its
+// own, empty cache.
+TEST_F(HiprtcTest, AFailedCompileIsNotFoundAgainInComgrsCacheOnceTheLibraryIsFixed) {
+  if (!supports(compiler(), "gfx11-generic"))
+    GTEST_SKIP() << compiler().release() << " lists no gfx11-generic";
+  const std::optional<std::filesystem::path> installed = device_library_folder(compiler());
+  if (!installed)
+    GTEST_SKIP() << "no device library on disk (" << compiler().identity() << ")";
+  testing::TempDir dir;
+  const std::filesystem::path library = dir / "bitcode";
+  std::filesystem::copy(*installed, library);
+  std::filesystem::remove(library / "oclc_isa_version_11-generic.bc");
+  testing::ScopedEnvironment environment;
+  environment.set("HIP_DEVICE_LIB_PATH", nullptr);
+  environment.set("KJIT_ROCM_DEVICE_LIB_PATH", library.c_str());
+  environment.set("AMD_COMGR_CACHE_DIR", (dir / "comgr").c_str());
+  const CompileRequest scale =
+      request("scale.hip", scale_source, "gfx11-generic", {"scale<float, 64>"});
+
+  const std::unique_ptr<Compiler> lacking = load_compiler(Vendor::amd);
+  const Error error = error_from([&] { lacking->compile(scale); });
+  EXPECT_EQ(error.code(), Errc::unsupported_target) << error.summary();
+  EXPECT_NE(error.summary().find("finds no device library for gfx11-generic"), std::string::npos)
+      << error.summary();
+
+  std::filesystem::copy(*installed / "oclc_isa_version_11-generic.bc", library);
+  const std::unique_ptr<Compiler> fixed = load_compiler(Vendor::amd);
+  EXPECT_NE(fixed->identity(), lacking->identity()) << "the library's content is in every key";
+  CompileResult result = fixed->compile(scale);
+  std::optional<ElfSummary> elf = read_elf(result.code);
+  ASSERT_TRUE(elf);
+  EXPECT_TRUE(contains(elf->symbols, result.lowered_names.at(0) + ".kd"));
 }
 
 } // namespace

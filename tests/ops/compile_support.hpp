@@ -57,6 +57,23 @@ protected:
     return ::testing::AssertionFailure() << name << " compiled for " << target;
   }
 
+  // Passes when `name` refuses `target` before compiling, as a template written for other targets
+  // does (Template::targets), naming what it builds for.
+  ::testing::AssertionResult refused_before_compiling(const std::string &name,
+                                                      const std::string &target,
+                                                      const std::string &builds_for) {
+    try {
+      runtime_.compile(templates::find(name), {}, jit::Target::parse(target));
+    } catch (const Error &error) {
+      if (error.code() == Errc::unsupported_target &&
+          error.summary() == "template " + name + " builds only for " + builds_for + ", not " +
+                                 jit::Target::parse(target).arch())
+        return ::testing::AssertionSuccess();
+      return ::testing::AssertionFailure() << error.summary();
+    }
+    return ::testing::AssertionFailure() << name << " compiled for " << target;
+  }
+
   void SetUp() override {
     for (Vendor vendor : {Vendor::amd, Vendor::nvidia}) {
       try {

@@ -204,11 +204,10 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(WrapperVariants, GemmMfmaCodeObject, ::testing::ValuesIn(cases()),
                          [](const auto &info) { return describe(info.param); });
 
-// The template names why it does not compile elsewhere, rather than compiling something wrong.
+// The template names the targets it is written for, rather than compiling something wrong.
 TEST_F(OpsCompileTest, GemmMfmaNamesWhyNotForOtherTargets) {
-  for (const char *target : {"gfx90a", "sm_90"})
-    EXPECT_TRUE(refuses_to_compile("gemm_mfma", {}, target, "MFMA with these shapes is gfx942's"))
-        << target;
+  for (const char *target : {"gfx90a", "gfx9-4-generic", "sm_90"})
+    EXPECT_TRUE(refused_before_compiling("gemm_mfma", target, "gfx942 or gfx950")) << target;
 }
 
 } // namespace

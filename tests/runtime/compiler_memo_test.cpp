@@ -57,6 +57,24 @@ TEST_F(CompilerMemoTest, AChangedLibraryFileIsAMiss) {
   EXPECT_EQ(memo.read(Vendor::amd), std::nullopt);
 }
 
+// hiprtc's device library: a folder that appears (the package installed since) or whose files
+// change makes the memo a miss, as a library file does.
+TEST_F(CompilerMemoTest, ADataFolderThatAppearsOrChangesIsAMiss) {
+  const std::filesystem::path bitcode = dir / "bitcode";
+  compiler.data_files_ = {bitcode.string()};
+  memo.write(compiler);
+  ASSERT_TRUE(memo.read(Vendor::amd).has_value()) << "absent then, absent now";
+  std::filesystem::create_directory(bitcode);
+  EXPECT_EQ(memo.read(Vendor::amd), std::nullopt);
+
+  std::ofstream(bitcode / "ockl.bc") << "bitcode";
+  compiler.data_files_ = {bitcode.string(), (bitcode / "ockl.bc").string()};
+  memo.write(compiler);
+  ASSERT_TRUE(memo.read(Vendor::amd).has_value());
+  std::ofstream(bitcode / "ockl.bc", std::ios::app) << " changed";
+  EXPECT_EQ(memo.read(Vendor::amd), std::nullopt);
+}
+
 TEST_F(CompilerMemoTest, ACompilerWithoutLibraryFilesIsNotRemembered) {
   compiler.library_files_.clear();
   memo.write(compiler);

@@ -48,6 +48,7 @@ public:
     return names;
   }
   std::vector<std::string> library_files() const override { return library_files_; }
+  std::vector<std::string> data_files() const override { return data_files_; }
 
   // An AMDGPU HSA code object's ELF header of `version` (and no sections), as hiprtc's code starts.
   static std::vector<std::byte> code_object_header(int version) {
@@ -68,6 +69,7 @@ public:
   }
 
   std::vector<std::string> library_files_; // none by default: nothing to remember it by
+  std::vector<std::string> data_files_;
   // When set, the code starts with code_object_header(*code_object_version), then the text.
   std::optional<int> code_object_version;
   std::chrono::milliseconds compile_delay{0};

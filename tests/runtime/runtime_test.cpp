@@ -358,5 +358,44 @@ TEST_F(RuntimeTest, KjitCacheSizeKeepsTheUserTierWithinItsBound) {
       << "the most recent entry stays";
 }
 
+// Every built-in template written for some targets refuses the others before any compiler is
+// asked for, in one line naming the targets it builds for.
+TEST(TemplateTargets, EveryTargetSpecificTemplateRefusesOtherTargetsBeforeAnyCompiler) {
+  TempDir dir;
+  Config config = testing::private_config(dir);
+  int asked = 0;
+  config.compilers = [&](Vendor) -> const jit::Compiler & {
+    ++asked;
+    throw Error(Errc::compiler_unavailable, "no compiler in this test");
+  };
+  Runtime rt(config);
+  std::vector<std::string> specific;
+  for (const Template &tmpl : templates::builtin()) {
+    if (tmpl.targets().empty())
+      continue;
+    specific.push_back(tmpl.name());
+    int refused = 0;
+    for (const char *text : {"gfx90a", "gfx942", "gfx11-generic", "sm_75", "sm_90", "sm_90a"}) {
+      const jit::Target target = jit::Target::parse(text);
+      if (tmpl.builds_for(target.vendor(), target.arch()))
+        continue;
+      ++refused;
+      try {
+        rt.compile(tmpl, {}, target);
+        ADD_FAILURE() << tmpl.name() << " for " << text << ": no error";
+      } catch (const Error &error) {
+        EXPECT_EQ(error.code(), Errc::unsupported_target) << error.summary();
+        EXPECT_TRUE(error.summary().starts_with("template " + tmpl.name() + " builds only for ") &&
+                    error.summary().ends_with(", not " + target.arch()))
+            << error.summary();
+      }
+    }
+    EXPECT_GT(refused, 0) << tmpl.name();
+  }
+  EXPECT_EQ(specific, (std::vector<std::string>{"dynamic_per_token_quant_fp8", "gemm_mfma",
+                                                "gemm_mma", "gemm_wgmma", "linear_skinny"}));
+  EXPECT_EQ(asked, 0);
+}
+
 } // namespace
 } // namespace kjit

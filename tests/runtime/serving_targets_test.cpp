@@ -1,6 +1,7 @@
 // A device's lookups before it compiles: its exact target, then the same processor with fewer
 // features, then its generic family (gfx1101 -> gfx11-generic), in the prebuilt and user tiers.
 // Against a fake compiler that counts compiles and whose code names the target it was built for.
+#include "kjit/jit/elf.hpp"
 #include "kjit/kjit.hpp"
 #include "tests/runtime/fake_compiler.hpp"
 #include "tests/support/log_capture.hpp"
@@ -159,6 +160,51 @@ TEST_F(ServingTargetsTest, TheUserTierIsSearchedByFamilyToo) {
   EXPECT_EQ(rt.compile(scale, half_4096, jit::Target::parse("gfx1101")).origin(),
             Origin::user_cache);
   EXPECT_EQ(compiler.compiles, 0);
+}
+
+// The same rules with code objects hiprtc made (Debian's ROCm 6.4 and 7.2 with their device
+// library; skipped where the compiler builds no generic target): a prebuilt tier of gfx11-generic
+// and gfx12-generic entries serves gfx1100, gfx1101 and gfx1201 without a compile, with the
+// family's code; a runtime that loads only version 5 finds them too new and compiles its own.
+TEST(ServingTargetsWithHiprtc, GenericEntriesTheCompilerMadeServeTheirFamilies) {
+  TempDir dir;
+  Config filler = testing::private_config(dir);
+  filler.cache_dir = dir / "prebuilt";
+  Runtime builder(filler);
+  const Template &scale = templates::find("scale");
+  try {
+    for (const char *generic : {"gfx11-generic", "gfx12-generic"})
+      ASSERT_EQ(builder.compile(scale, half_4096, jit::Target::parse(generic)).origin(),
+                Origin::compiled);
+  } catch (const Error &error) {
+    if (error.code() != Errc::compiler_unavailable && error.code() != Errc::unsupported_target)
+      throw;
+    GTEST_SKIP() << error.summary();
+  }
+  Config reader = testing::private_config(dir);
+  reader.prebuilt_dir = dir / "prebuilt";
+  Runtime rt(reader);
+  const std::pair<const char *, std::uint32_t> devices[] = {
+      {"gfx1100", 0x054}, {"gfx1101", 0x054}, {"gfx1201", 0x059}}; // EF_AMDGPU_MACH_*_GENERIC
+  for (const auto &[device, generic_mach] : devices) {
+    const CodeObject &object = rt.compile(scale, half_4096, jit::Target::parse(device));
+    EXPECT_EQ(object.origin(), Origin::prebuilt) << device;
+    const std::optional<jit::ElfSummary> elf = jit::read_elf(object.code());
+    ASSERT_TRUE(elf) << device;
+    EXPECT_EQ(elf->flags & 0xff, generic_mach) << device << ": the family's code object";
+    EXPECT_EQ(jit::amdgpu_code_object_version(*elf), 6) << device;
+  }
+  EXPECT_EQ(rt.counters().compiled, 0u);
+
+  reader.newest_code_object_version = 5;
+  testing::LogCapture log;
+  Runtime loads_five(reader);
+  EXPECT_EQ(loads_five.compile(scale, half_4096, jit::Target::parse("gfx1101")).origin(),
+            Origin::compiled);
+  EXPECT_NE(log.text().find("for gfx11-generic: its code object is version 6, and the device's "
+                            "runtime loads up to version 5"),
+            std::string::npos)
+      << log.text();
 }
 
 } // namespace

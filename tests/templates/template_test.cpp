@@ -191,5 +191,36 @@ TEST(Library, ShipsThePreludeAndFindsTemplatesByName) {
                "unknown template 'nope'; known templates: " + names);
 }
 
+// A template's targets: vendors, processors, and NVIDIA architectures with every newer one.
+TEST(TemplateTargets, BuildsForItsVendorsProcessorsAndNewerArchitectures) {
+  const Template any = make_scale();
+  EXPECT_TRUE(any.builds_for(Vendor::amd, "gfx90a"));
+  EXPECT_TRUE(any.builds_for(Vendor::nvidia, "sm_75"));
+
+  const Template some("some", "", {},
+                      TemplateOptions{.targets = {"gfx942", "sm_80+", "amd", "sm_90a"}});
+  EXPECT_TRUE(some.builds_for(Vendor::amd, "gfx90a")) << "every AMD target";
+  EXPECT_TRUE(some.builds_for(Vendor::nvidia, "sm_80"));
+  EXPECT_TRUE(some.builds_for(Vendor::nvidia, "sm_90a"));
+  EXPECT_TRUE(some.builds_for(Vendor::nvidia, "sm_100f"));
+  EXPECT_FALSE(some.builds_for(Vendor::nvidia, "sm_75"));
+
+  const Template hopper("hopper", "", {}, TemplateOptions{.targets = {"sm_90a"}});
+  EXPECT_TRUE(hopper.builds_for(Vendor::nvidia, "sm_90a"));
+  EXPECT_FALSE(hopper.builds_for(Vendor::nvidia, "sm_90"));
+  expect_error([&] { hopper.check_target(Vendor::nvidia, "sm_90"); }, Errc::unsupported_target,
+               "template hopper builds only for sm_90a, not sm_90");
+  const Template mfma("mfma", "", {}, TemplateOptions{.targets = {"gfx942", "gfx950", "sm_80+"}});
+  EXPECT_FALSE(mfma.builds_for(Vendor::amd, "gfx9-4-generic")) << "a family is not its members";
+  expect_error([&] { mfma.check_target(Vendor::amd, "gfx90a"); }, Errc::unsupported_target,
+               "template mfma builds only for gfx942, gfx950 or sm_80 and newer, not gfx90a");
+}
+
+TEST(TemplateTargets, AnEntryThatNamesNoTargetIsRefused) {
+  for (const char *entry : {"", "AMD", "sm_+", "sm_90a+", "x86", "sm_"})
+    expect_error([&] { Template("t", "", {}, TemplateOptions{.targets = {entry}}); },
+                 Errc::bad_parameter, "t: target '" + std::string(entry) + "' is not a vendor");
+}
+
 } // namespace
 } // namespace kjit

@@ -11,6 +11,7 @@
 #include "kjit/input_file.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/templates/sets.hpp"
+#include "kjit/log.hpp"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -102,9 +103,13 @@ int run_templates(bool as_json, const std::string &sets_file) {
       listed.push_back(&tmpl);
   }
   json listing = json::array();
-  Table table({"template", "parameter", "accepts", "default"});
+  Table table({"template", "targets", "parameter", "accepts", "default"});
   for (const Template *each : listed) {
     const Template &tmpl = *each;
+    // What it builds for (Template::targets); "any" where it is written for every target.
+    std::string targets;
+    for (const std::string &target : tmpl.targets())
+      targets += (targets.empty() ? "" : ",") + target;
     json params = json::array();
     for (const auto &[name, param] : tmpl.params()) {
       const std::string fallback = param.fallback() ? param.fallback()->to_string() : "";
@@ -121,9 +126,14 @@ int run_templates(bool as_json, const std::string &sets_file) {
         item["default"] =
             param.fallback()->is_integer() ? json(param.fallback()->integer()) : json(fallback);
       params.push_back(item);
-      table.add({params.size() == 1 ? tmpl.name() : "", name, param.describe(), fallback});
+      const bool first = params.size() == 1;
+      table.add({first ? tmpl.name() : "", first ? (targets.empty() ? "any" : targets) : "", name,
+                 param.describe(), fallback});
     }
-    listing.push_back({{"name", tmpl.name()}, {"kernel", tmpl.kernel()}, {"params", params}});
+    listing.push_back({{"name", tmpl.name()},
+                       {"kernel", tmpl.kernel()},
+                       {"targets", tmpl.targets()},
+                       {"params", params}});
   }
   if (as_json)
     print_json({{"templates", listing}});
@@ -332,6 +342,9 @@ int run(int argc, char **argv) {
     std::cerr << "kjit: " << error.what() << " (see kjit --help)\n";
     return exit_bad_input;
   }
+  // The logger reads KJIT_LOG_LEVEL when it is first used: made here, every command says that the
+  // variable is wrong, also one that logs nothing (kjit templates).
+  log();
   if (*targets)
     return run_targets(as_json, verbose_targets);
   if (*templates_cmd)

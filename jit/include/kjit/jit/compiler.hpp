@@ -62,6 +62,9 @@ public:
   // while none of them changes, so a later process can take it from a memo checked against these
   // files instead of loading the library (ccache's compiler_check=mtime). Empty: not memoisable.
   virtual std::vector<std::string> library_files() const { return {}; }
+  // The other files and folders whose content identity() names, which the memo checks too:
+  // hiprtc's device library (its folder and files, or the folder it would be found in).
+  virtual std::vector<std::string> data_files() const { return {}; }
   // The processors this library can compile for, as the library itself reports them.
   virtual const std::vector<TargetSupport> &supported_targets() const = 0;
 

@@ -13,10 +13,11 @@
 //                  is every model's "hidden" value (sorted, each once)
 //   "templates"    optional, user sets only: a library's templates from source files (below)
 //   "variants"     [{"template": "scale", "params": {"T": "@types", "N": [256, 4096]}}]
-//                  an item may add "vendors": ["nvidia"] (or "amd"): compiled for those targets
-//                  only (what one vendor's compiler refuses, or what only its wrappers ask for);
-//                  and "processors": ["gfx942", "gfx950"]: compiled for targets of those
-//                  processors only (what only they have, such as their matrix instructions)
+//                  compiled for the targets its template builds for (Template::targets: a
+//                  template written for MFMA or wgmma says so itself); an item may narrow them
+//                  with "vendors": ["nvidia"] (or "amd"): compiled for those targets only (what
+//                  only one vendor's wrappers ask for), and "processors": ["gfx942"]: compiled
+//                  for targets of those processors only
 //
 // A "templates" item declares a template as the library's C++ `Template` does, so that a variant
 // prebuilt from the set has exactly the key the library's JIT call computes:
@@ -65,9 +66,10 @@ struct SetVariant {
   bool for_vendor(Vendor vendor) const {
     return vendors.empty() || std::find(vendors.begin(), vendors.end(), vendor) != vendors.end();
   }
-  // For a target of this vendor and processor.
+  // For a target of this vendor and processor: one its template builds for (Template::targets),
+  // narrowed by the item's vendors and processors.
   bool for_target(Vendor vendor, std::string_view processor) const {
-    return for_vendor(vendor) &&
+    return for_vendor(vendor) && tmpl->builds_for(vendor, processor) &&
            (processors.empty() ||
             std::find(processors.begin(), processors.end(), processor) != processors.end());
   }

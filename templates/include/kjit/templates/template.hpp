@@ -118,6 +118,11 @@ struct TemplateOptions {
   std::vector<std::string> arguments = {};
   // Constraints on its tunable parameters' values (above).
   TuningRules tuning = {};
+  // The targets its source builds for, where it uses what only some have (wgmma, MFMA, mma.sync,
+  // fp8). Each entry is a vendor ("amd", "nvidia"), a processor as jit::Target::arch() reads it
+  // ("gfx942", "sm_90a"), or an NVIDIA architecture and every newer one ("sm_80+", which takes
+  // sm_90a and sm_100f too). Empty: every target.
+  std::vector<std::string> targets = {};
 };
 
 class Template;
@@ -158,6 +163,13 @@ public:
   const std::vector<std::string> &compile_options() const { return options_.compile_options; }
   const std::vector<std::string> &arguments() const { return options_.arguments; }
   const TuningRules &tuning() const { return options_.tuning; }
+  const std::vector<std::string> &targets() const { return options_.targets; }
+  // Whether its source builds for a target of `vendor` whose processor is `arch` ("gfx90a",
+  // "gfx11-generic", "sm_90a"): checked before any compiler is loaded.
+  bool builds_for(Vendor vendor, std::string_view arch) const;
+  // Throws Error(unsupported_target) unless builds_for(vendor, arch), in one line naming the
+  // targets it builds for: "template gemm_wgmma builds only for sm_90a, not sm_90".
+  void check_target(Vendor vendor, std::string_view arch) const;
   // The declaration of parameter `name`; nullptr when the template has none of that name.
   const ParamDecl *param(std::string_view name) const;
   // 128 bits over everything that defines the template; identity in the in-memory tier.
