@@ -9,6 +9,7 @@
 #include "table.hpp"
 #include "tune_command.hpp"
 
+#include "kjit/jit/compiler.hpp"
 #include "kjit/kjit.hpp"
 
 #include <CLI/CLI.hpp>
