@@ -5,17 +5,12 @@
 
 namespace kjit {
 
-ParamValues::ParamValues(std::initializer_list<value_type> values) {
-  values_.reserve(values.size());
-  for (const auto &[name, value] : values)
-    add(name, value);
-}
-
-const Value *ParamValues::find(std::string_view name) const {
-  for (const auto &[param, value] : values_)
-    if (param == name)
-      return &value;
-  return nullptr;
+ParamValues::ParamValues(std::initializer_list<value_type> values) : values_(values) {
+  // Copied whole, then checked: the per-call wrappers build their lists on the hit path.
+  for (auto later = values_.begin(); later != values_.end(); ++later)
+    for (auto earlier = values_.begin(); earlier != later; ++earlier)
+      if (earlier->first == later->first)
+        throw Error(Errc::bad_parameter, "parameter '" + later->first + "' is given twice");
 }
 
 const Value &ParamValues::get(std::string_view name) const {

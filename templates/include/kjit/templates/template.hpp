@@ -52,8 +52,14 @@ public:
   // {{"T", "half"}, {"N", 4096}}. Throws Error(bad_parameter) when a name is given twice.
   ParamValues(std::initializer_list<value_type> values);
 
-  // The value of `name`, or nullptr when there is none.
-  const Value *find(std::string_view name) const;
+  // The value of `name`, or nullptr when there is none. Inline: the memory tier's hit compares
+  // parameters with it.
+  const Value *find(std::string_view name) const {
+    for (const auto &[param, value] : values_)
+      if (param == name)
+        return &value;
+    return nullptr;
+  }
   // The value of `name`. Throws Error(bad_parameter) naming it when there is none.
   const Value &get(std::string_view name) const;
   // Gives `name` the value `value`: replaces its value where it has one, else appends it.
