@@ -130,7 +130,7 @@ struct Bench {
     const ops::detail::ChosenVariant runtime_sizes =
         ops::detail::gemm_wgmma_variant<T>(m, n, k, b_kmajor);
     ops::detail::ChosenVariant fixed = runtime_sizes;
-    fixed.params.insert(fixed.params.end(), {{"SHAPE_M", m}, {"SHAPE_N", n}, {"SHAPE_K", k}});
+    fixed.params.add({{"SHAPE_M", m}, {"SHAPE_N", n}, {"SHAPE_K", k}});
     const double flop = 2.0 * m * n * static_cast<double>(k);
     const int launches = std::max(2, static_cast<int>(2e12 / flop / 50) + 1);
     auto time = [&](const ops::detail::ChosenVariant &variant) {
@@ -169,13 +169,9 @@ struct Bench {
       for (Layout &layout : layouts) {
         ops::detail::ChosenVariant variant =
             ops::detail::gemm_wgmma_variant<T>(size, size, size, false);
-        for (auto &[name, value] : variant.params)
-          if (name == "CLUSTER_M")
-            value = Value(layout.cluster_m);
-          else if (name == "CLUSTER_N")
-            value = Value(layout.cluster_n);
-          else if (name == "EPILOGUE")
-            value = Value(layout.epilogue);
+        variant.params.set("CLUSTER_M", layout.cluster_m);
+        variant.params.set("CLUSTER_N", layout.cluster_n);
+        variant.params.set("EPILOGUE", layout.epilogue);
         layout.ms =
             std::min(layout.ms, median_ms_per_launch(device, launches, [&] {
                        ops::detail::launch_gemm_wgmma<T>(rt, variant, c.as<T>(), a.as<T>(),

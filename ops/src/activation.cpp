@@ -50,7 +50,7 @@ detail::Plan choose_gated_plan(Runtime &rt, const GatedOp &op, std::string_view 
     if (const int tuned = detail::winner_value(*winner, "VEC", 0); tuned >= 1 && tuned <= vec)
       vec = tuned;
   ParamValues params = problem;
-  params.emplace_back("VEC", vec);
+  params.add("VEC", vec);
   return {&rt.kernel(tmpl, params), vec, detail::activation_threads, 1};
 }
 

@@ -158,11 +158,13 @@ struct GemmPlan {
 };
 
 // `variant` with the tunable values `winner` names (the problem's, T and B_KMAJOR, kept).
-detail::ChosenVariant with_winner(detail::ChosenVariant variant, const TimedVariant &winner) {
-  for (auto &[name, value] : variant.params)
+detail::ChosenVariant with_winner(const detail::ChosenVariant &variant,
+                                  const TimedVariant &winner) {
+  detail::ChosenVariant tuned = variant;
+  for (const auto &[name, value] : variant.params)
     if (variant.tmpl->param(name)->param.is_tunable())
-      value = Value(detail::winner_value(winner, name, static_cast<int>(value.integer())));
-  return variant;
+      tuned.params.set(name, detail::winner_value(winner, name, static_cast<int>(value.integer())));
+  return tuned;
 }
 
 // The variant for the key's shape: the faster of the tuning table's winners for linear_skinny
@@ -294,7 +296,8 @@ template <Element T>
 void launch_gemm_wgmma(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *b,
                        int m, int n, int k, bool b_kmajor, Stream stream) {
   for (const auto &[name, size] : {std::pair{"SHAPE_M", m}, {"SHAPE_N", n}, {"SHAPE_K", k}}) {
-    const int fixed = winner_value({variant.params, 0}, name, 0);
+    const Value *compiled = variant.params.find(name);
+    const std::int64_t fixed = compiled != nullptr ? compiled->integer() : 0;
     require(fixed == 0 || fixed == size, op, [&] {
       return std::string(name) + " = " + std::to_string(fixed) +
              " was compiled in; the call's is " + std::to_string(size);

@@ -77,8 +77,8 @@ Plan choose_rowwise_plan(Runtime &rt, const RowwiseKernel &op, std::string_view 
       row_shape(aligned_vec, length, warp),
       tuned_winner(rt, tmpl, problem, {{"rows", rows_bucket(rows)}}), aligned_vec, warp);
   ParamValues params = problem;
-  params.emplace_back("VEC", shape.vec);
-  params.emplace_back("THREADS", shape.threads);
+  params.add("VEC", shape.vec);
+  params.add("THREADS", shape.threads);
   return {&rt.kernel(tmpl, params), shape.vec, shape.threads, shape.rows_per_block};
 }
 

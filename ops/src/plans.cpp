@@ -69,10 +69,8 @@ std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
 }
 
 int winner_value(const TimedVariant &winner, std::string_view name, int fallback) {
-  for (const auto &[param, value] : winner.params)
-    if (param == name && value.is_integer())
-      return static_cast<int>(value.integer());
-  return fallback;
+  const Value *value = winner.params.find(name);
+  return value != nullptr && value->is_integer() ? static_cast<int>(value->integer()) : fallback;
 }
 
 } // namespace kjit::ops::detail

@@ -57,13 +57,6 @@ Tunable describe(const OperatorShape &shape) {
   return tunable;
 }
 
-int value_of(const ParamValues &params, std::string_view name) {
-  for (const auto &[param, value] : params)
-    if (param == name)
-      return static_cast<int>(value.integer());
-  return 0;
-}
-
 // A device buffer of `elements` random values in [-2, 2) of the shape's type.
 DeviceBuffer random_buffer(const Device &device, std::size_t elements, const Tunable &tunable,
                            std::mt19937 &random) {
@@ -134,13 +127,13 @@ OperatorTuning tune_operator(Runtime &rt, const TuningTable &table, const Operat
     DeviceBuffer out = device.allocate(rows * length * tunable.element_bytes);
     const int warp = device.target().warp_size();
     Launcher launch = [&](const Kernel &kernel, const ParamValues &candidate, Stream stream) {
-      const int vec = value_of(candidate, "VEC");
+      const int vec = static_cast<int>(candidate.get("VEC").integer());
       if (gated) {
         detail::launch_gated(kernel, vec, out.data(), x.data(), tunable.element_bytes, shape.rows,
                              shape.length, stream);
         return;
       }
-      const int threads = value_of(candidate, "THREADS");
+      const int threads = static_cast<int>(candidate.get("THREADS").integer());
       const int per_block = threads <= warp ? std::max(1, 256 / threads) : 1;
       const Dim3 grid(static_cast<unsigned>((shape.rows + per_block - 1) / per_block));
       const Dim3 block(static_cast<unsigned>(threads), static_cast<unsigned>(per_block));

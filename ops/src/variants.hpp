@@ -18,12 +18,9 @@ struct ChosenVariant {
   const Template *tmpl;
   ParamValues params;
 
-  // An integer parameter's value, for the launch geometry that follows from it ("VEC").
-  int integer(std::string_view name) const {
-    auto found = std::find_if(params.begin(), params.end(),
-                              [&](const auto &param) { return param.first == name; });
-    return static_cast<int>(found->second.integer());
-  }
+  // An integer parameter's value, for the launch geometry that follows from it ("VEC"). Throws
+  // Error(bad_parameter) when `params` has none of that name.
+  int integer(std::string_view name) const { return static_cast<int>(params.get(name).integer()); }
 };
 
 // An elementwise activation `act` ("silu") from x into out (flat arrays).

@@ -16,14 +16,6 @@ std::uint64_t hash_value(const Value &value) {
 
 } // namespace
 
-bool same_params(const ParamValues &a, const ParamValues &b) {
-  if (a.size() != b.size())
-    return false;
-  return std::all_of(a.begin(), a.end(), [&](const auto &pair) {
-    return std::find(b.begin(), b.end(), pair) != b.end();
-  });
-}
-
 std::uint64_t memory_hash(const Template &tmpl, const ParamValues &params,
                           const jit::Target &target, std::uint64_t scope) {
   // Summing the per-parameter hashes makes the result independent of parameter order.

@@ -23,9 +23,6 @@ namespace kjit {
 std::uint64_t memory_hash(const Template &tmpl, const ParamValues &params,
                           const jit::Target &target, std::uint64_t scope);
 
-// Whether two parameter lists name the same values, whatever their order.
-bool same_params(const ParamValues &a, const ParamValues &b);
-
 template <typename Value> class MemoryTier {
 public:
   MemoryTier() {
@@ -43,7 +40,7 @@ public:
       if (node == nullptr)
         return nullptr;
       if (node->hash == hash && node->scope == scope && node->fingerprint == tmpl.fingerprint() &&
-          node->target_id == target.id() && same_params(node->params, params))
+          node->target_id == target.id() && node->params == params)
         return node->value;
     }
   }

@@ -19,13 +19,6 @@ namespace {
   throw Error(Errc::bad_parameter, tmpl.name() + ": search space: " + what);
 }
 
-std::string params_text(const ParamValues &params) {
-  std::string out;
-  for (const auto &[name, value] : params)
-    out += (out.empty() ? "" : ",") + name + "=" + value.to_string();
-  return out;
-}
-
 // Every value `param` allows, or none for an integer range.
 std::vector<Value> allowed_values(const ParamSchema &param) {
   std::vector<Value> values;
@@ -80,13 +73,13 @@ Candidates tuning_candidates(const TuningProblem &problem, const SearchSpace &gi
   // Odometer over the space's values, the last parameter fastest.
   std::vector<std::size_t> at(space.size(), 0);
   for (bool more = true; more;) {
-    ParamValues params = problem.problem;
     ParamValues tunable;
     for (std::size_t i = 0; i < space.size(); ++i)
-      tunable.emplace_back(space[i].first, space[i].second[at[i]]);
-    params.insert(params.end(), tunable.begin(), tunable.end());
+      tunable.add(space[i].first, space[i].second[at[i]]);
     std::string why;
     try {
+      ParamValues params = problem.problem;
+      params.add(tunable);
       const Instance instance = tmpl.bind(params);
       if (tmpl.tuning().fits)
         why = tmpl.tuning().fits(instance, target);
@@ -147,7 +140,7 @@ void check_tune_options(const TuningProblem &problem, const TuneOptions &options
     for (const Value &value : values) {
       ParamValues params = problem.problem;
       for (const auto &[other, others] : space)
-        params.emplace_back(other, other == name ? value : others.front());
+        params.add(other, other == name ? value : others.front());
       try {
         tmpl.bind(params);
       } catch (const Error &error) {
@@ -173,9 +166,9 @@ TuneResult tune(const TuningProblem &problem, const TuneOptions &options, std::s
   const std::size_t total = candidates.accepted.size();
   for (std::size_t i = 0; i < total; ++i) {
     const ParamValues &tunable = candidates.accepted[i];
-    ParamValues full = problem.problem;
-    full.insert(full.end(), tunable.begin(), tunable.end());
     try {
+      ParamValues full = problem.problem;
+      full.add(tunable);
       Measurement measured = measure(full);
       ++result.tried;
       if (timed.empty() && reference.empty()) {
@@ -184,7 +177,7 @@ TuneResult tune(const TuningProblem &problem, const TuneOptions &options, std::s
       } else if (const double difference = relative_difference(measured.output, reference);
                  difference > options.tolerance) {
         result.dropped.emplace_back(tunable, "its output differs from the reference " +
-                                                 params_text(timed.front().params) + " by " +
+                                                 timed.front().params.to_string() + " by " +
                                                  std::to_string(difference));
       } else {
         timed.push_back({tunable, measured.time_us});
@@ -209,9 +202,9 @@ TuneResult tune(const TuningProblem &problem, const TuneOptions &options, std::s
   if (timed.empty()) {
     std::string reasons;
     for (const auto &[params, why] : result.dropped)
-      reasons += "  " + params_text(params) + ": " + why + "\n";
+      reasons += "  " + params.to_string() + ": " + why + "\n";
     throw Error(Errc::device_error,
-                tmpl.name() + " (" + params_text(problem.problem) + "): no candidate ran", reasons);
+                tmpl.name() + " (" + problem.problem.to_string() + "): no candidate ran", reasons);
   }
   std::stable_sort(timed.begin(), timed.end(),
                    [](const auto &a, const auto &b) { return a.time_us < b.time_us; });
@@ -290,7 +283,7 @@ void precompile(Runtime &rt, const TuningProblem &problem,
   std::vector<prebuild::TargetedInstance> variants;
   for (const ParamValues &tunable : candidates) {
     ParamValues full = problem.problem;
-    full.insert(full.end(), tunable.begin(), tunable.end());
+    full.add(tunable);
     variants.push_back({problem.tmpl->bind(full), target});
   }
   const prebuild::Compilers compilers({target});

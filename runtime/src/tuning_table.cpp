@@ -23,19 +23,6 @@ namespace {
 
 constexpr int kRecordFormat = 1;
 
-ParamValues sorted(ParamValues params) {
-  std::sort(params.begin(), params.end(),
-            [](const auto &a, const auto &b) { return a.first < b.first; });
-  return params;
-}
-
-std::string params_text(const ParamValues &params) {
-  std::string out;
-  for (const auto &[name, value] : params)
-    out += (out.empty() ? "" : ",") + name + "=" + value.to_string();
-  return out;
-}
-
 json params_json(const ParamValues &params) {
   json out = json::object();
   for (const auto &[name, value] : params)
@@ -48,9 +35,9 @@ ParamValues params_of(const json &object) {
     throw json::type_error::create(302, "parameters must be an object", &object);
   ParamValues params;
   for (const auto &[name, value] : object.items())
-    params.emplace_back(name, value.is_number_integer() ? Value(value.get<std::int64_t>())
-                                                        : Value(value.get<std::string>()));
-  return sorted(std::move(params));
+    params.add(name, value.is_number_integer() ? Value(value.get<std::int64_t>())
+                                               : Value(value.get<std::string>()));
+  return params.sorted();
 }
 
 json timed_json(const TimedVariant &timed) {
@@ -164,8 +151,8 @@ std::optional<TuningRecord> read_record(const fs::path &path) {
 
 // Why a record found for another key is not used.
 std::string not_the_key_asked_for(const TuningKey &found) {
-  return "it is for " + found.template_name + " (" + params_text(found.problem) + "; " +
-         params_text(found.extents) + ") on " + found.device.target + " with " +
+  return "it is for " + found.template_name + " (" + found.problem.to_string() + "; " +
+         found.extents.to_string() + ") on " + found.device.target + " with " +
          std::to_string(found.device.compute_units) + " compute units, compiled by " +
          found.compiler + ", not the problem and device asked for";
 }
@@ -299,7 +286,7 @@ std::string entries_left_out(const cache::DiskStore &store, const cache::Archive
 bool TuningKey::operator==(const TuningKey &other) const { return fields() == other.fields(); }
 
 bool TimedVariant::operator==(const TimedVariant &other) const {
-  return time_us == other.time_us && sorted(params) == sorted(other.params);
+  return time_us == other.time_us && params == other.params;
 }
 
 TuningKey TuningKey::of(const Template &tmpl, const ParamValues &problem,
@@ -313,8 +300,8 @@ TuningKey TuningKey::of(const Template &tmpl, const ParamValues &problem,
       throw Error(Errc::bad_parameter,
                   tmpl.name() + ": '" + name + "' is a tunable parameter, not a problem parameter");
   }
-  return {tmpl.name(),     tuning_source_digest(tmpl), sorted(problem),
-          sorted(extents), std::move(device),          std::move(compiler)};
+  return {tmpl.name(),      tuning_source_digest(tmpl), problem.sorted(),
+          extents.sorted(), std::move(device),          std::move(compiler)};
 }
 
 std::vector<cache::KeyField> TuningKey::fields() const {
@@ -322,8 +309,8 @@ std::vector<cache::KeyField> TuningKey::fields() const {
   builder.add("kind", "tuning")
       .add("template", template_name)
       .add("source", source_digest)
-      .add("problem", params_text(problem))
-      .add("extents", params_text(extents))
+      .add("problem", problem.to_string())
+      .add("extents", extents.to_string())
       .add("target", device.target)
       .add("compute_units", std::to_string(device.compute_units))
       .add("compiler", compiler);
@@ -375,12 +362,12 @@ std::string tuning_csv(const std::vector<TuningRecord> &records) {
   for (const TuningRecord &record : records) {
     std::string runners;
     for (const TimedVariant &runner : record.runners_up)
-      runners += (runners.empty() ? "" : "; ") + params_text(runner.params) + " " +
+      runners += (runners.empty() ? "" : "; ") + runner.params.to_string() + " " +
                  std::to_string(runner.time_us);
-    out += quoted(record.key.template_name) + ',' + quoted(params_text(record.key.problem)) + ',' +
-           quoted(params_text(record.key.extents)) + ',' + quoted(record.key.device.target) + ',' +
+    out += quoted(record.key.template_name) + ',' + quoted(record.key.problem.to_string()) + ',' +
+           quoted(record.key.extents.to_string()) + ',' + quoted(record.key.device.target) + ',' +
            std::to_string(record.key.device.compute_units) + ',' + quoted(record.key.device.name) +
-           ',' + quoted(record.key.compiler) + ',' + quoted(params_text(record.winner.params)) +
+           ',' + quoted(record.key.compiler) + ',' + quoted(record.winner.params.to_string()) +
            ',' + std::to_string(record.winner.time_us) + ',' + quoted(runners) + ',' +
            std::to_string(record.created_unix) + '\n';
   }
@@ -474,10 +461,10 @@ std::vector<TuningRecord> TuningTable::list() const {
   list_in(prebuilt_, records);
   list_in(user_, records);
   std::stable_sort(records.begin(), records.end(), [](const auto &a, const auto &b) {
-    return std::make_tuple(a.key.template_name, a.key.device.target, params_text(a.key.problem),
-                           params_text(a.key.extents)) <
-           std::make_tuple(b.key.template_name, b.key.device.target, params_text(b.key.problem),
-                           params_text(b.key.extents));
+    return std::make_tuple(a.key.template_name, a.key.device.target, a.key.problem.to_string(),
+                           a.key.extents.to_string()) <
+           std::make_tuple(b.key.template_name, b.key.device.target, b.key.problem.to_string(),
+                           b.key.extents.to_string());
   });
   return records;
 }

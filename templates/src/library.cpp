@@ -26,17 +26,11 @@ namespace {
 
 // Bytes of one element of the type parameter T.
 std::int64_t element_bytes(const Instance &instance) {
-  for (const auto &[name, value] : instance.values())
-    if (name == "T")
-      return value.type() == "float" ? 4 : 2;
-  return 4;
+  return instance.values().get("T").type() == "float" ? 4 : 2;
 }
 
 std::int64_t integer_value(const Instance &instance, std::string_view name) {
-  for (const auto &[param, value] : instance.values())
-    if (param == name)
-      return value.integer();
-  return 0;
+  return instance.values().get(name).integer();
 }
 
 // A vector access is at most 16 bytes (the prelude's widest load).

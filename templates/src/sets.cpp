@@ -270,7 +270,7 @@ combinations(const std::vector<std::pair<std::string, std::vector<Value>>> &axes
     for (const ParamValues &partial : all)
       for (const Value &value : values) {
         next.push_back(partial);
-        next.back().emplace_back(name, value);
+        next.back().add(name, value);
       }
     all = std::move(next);
   }

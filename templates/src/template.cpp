@@ -275,38 +275,30 @@ const ParamDecl *Template::param(std::string_view name) const {
 }
 
 Instance Template::bind(const ParamValues &given) const & {
-  for (std::size_t i = 0; i < given.size(); ++i) {
-    const auto &name = given[i].first;
-    const bool declared = std::any_of(params_.begin(), params_.end(),
-                                      [&](const ParamDecl &d) { return d.name == name; });
-    if (!declared) {
+  for (const auto &[name, value] : given)
+    if (param(name) == nullptr) {
       std::vector<std::string> known;
       for (const auto &d : params_)
         known.push_back(d.name);
       bad_parameter(name_ + ": unknown parameter '" + name + "'; its parameters are " +
                     (known.empty() ? std::string("none") : join(known, ", ")));
     }
-    for (std::size_t j = 0; j < i; ++j)
-      if (given[j].first == name)
-        bad_parameter(name_ + ": parameter '" + name + "' is given twice");
-  }
 
   Instance instance;
   instance.template_ = this;
   for (const auto &[name, param] : params_) {
-    auto found = std::find_if(given.begin(), given.end(),
-                              [&](const auto &pair) { return pair.first == name; });
-    if (found == given.end()) {
+    const Value *found = given.find(name);
+    if (found == nullptr) {
       if (!param.fallback())
         bad_parameter(name_ + ": parameter '" + name + "' is missing; it is " + param.describe());
-      instance.values_.emplace_back(name, *param.fallback());
+      instance.values_.add(name, *param.fallback());
       continue;
     }
-    const std::string why = mismatch(param, found->second);
+    const std::string why = mismatch(param, *found);
     if (!why.empty())
-      bad_parameter(name_ + ": parameter " + name + " = " + found->second.to_string() + " " + why +
-                    "; " + name + " is " + param.describe());
-    instance.values_.emplace_back(name, found->second);
+      bad_parameter(name_ + ": parameter " + name + " = " + found->to_string() + " " + why + "; " +
+                    name + " is " + param.describe());
+    instance.values_.add(name, *found);
   }
   return instance;
 }
@@ -321,18 +313,7 @@ std::string Instance::expression(Vendor vendor) const {
   return kernel + "<" + join(arguments, ", ") + ">";
 }
 
-std::string Instance::canonical_params() const {
-  auto sorted = values_;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto &a, const auto &b) { return a.first < b.first; });
-  std::string out;
-  for (const auto &[name, value] : sorted) {
-    if (!out.empty())
-      out += ',';
-    out += name + "=" + value.to_string();
-  }
-  return out;
-}
+std::string Instance::canonical_params() const { return values_.to_string(); }
 
 std::vector<std::string> Instance::argument_types() const {
   static const std::regex identifier(R"([A-Za-z_][A-Za-z0-9_]*)");
@@ -344,9 +325,8 @@ std::vector<std::string> Instance::argument_types() const {
     for (std::sregex_iterator it(declared.begin(), declared.end(), identifier), end; it != end;
          ++it) {
       out.append(last, declared.cbegin() + it->position());
-      auto value = std::find_if(values_.begin(), values_.end(),
-                                [&](const auto &pair) { return pair.first == it->str(); });
-      out += value != values_.end() && value->second.is_type() ? value->second.type() : it->str();
+      const Value *value = values_.find(it->str());
+      out += value != nullptr && value->is_type() ? value->type() : it->str();
       last = declared.cbegin() + it->position() + it->length();
     }
     out.append(last, declared.cend());

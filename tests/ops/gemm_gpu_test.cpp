@@ -227,7 +227,7 @@ TYPED_TEST(GemmGpuTest, ATuningRecordForTheShapeChoosesWhatRuns) {
     EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, p.k));
 
     ParamValues planted = problem;
-    planted.insert(planted.end(), p.winner.begin(), p.winner.end());
+    planted.add(p.winner);
     const std::uint64_t compiled = rt.counters().compiled;
     rt.kernel(*p.tmpl, planted);
     EXPECT_EQ(rt.counters().compiled, compiled) << "the call did not build the planted winner";
@@ -256,8 +256,7 @@ TYPED_TEST(GemmGpuTest, ShapeSpecialisedWgmmaMatchesTheReference) {
       SCOPED_TRACE(::testing::Message()
                    << (b_kmajor ? "linear " : "gemm ") << s.m << " x " << s.n << " x " << s.k);
       detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(s.m, s.n, s.k, b_kmajor);
-      variant.params.insert(variant.params.end(),
-                            {{"SHAPE_M", s.m}, {"SHAPE_N", s.n}, {"SHAPE_K", s.k}});
+      variant.params.add({{"SHAPE_M", s.m}, {"SHAPE_N", s.n}, {"SHAPE_K", s.k}});
       const auto a =
           gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
       const auto b =
@@ -316,17 +315,11 @@ TYPED_TEST(GemmGpuTest, ClusteredWgmmaAndBothEpiloguesMatchTheReference) {
                        << ", BLOCK_N " << block_n << ", cluster " << layout.cluster_m << " x "
                        << layout.cluster_n << ", epilogue " << layout.epilogue);
           detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(s.m, s.n, s.k, b_kmajor);
-          for (auto &[name, value] : variant.params)
-            if (name == "BLOCK_N")
-              value = Value(block_n);
-            else if (name == "STAGES")
-              value = Value(block_n == 256 ? 4 : 5);
-            else if (name == "CLUSTER_M")
-              value = Value(layout.cluster_m);
-            else if (name == "CLUSTER_N")
-              value = Value(layout.cluster_n);
-            else if (name == "EPILOGUE")
-              value = Value(layout.epilogue);
+          variant.params.set("BLOCK_N", block_n);
+          variant.params.set("STAGES", block_n == 256 ? 4 : 5);
+          variant.params.set("CLUSTER_M", layout.cluster_m);
+          variant.params.set("CLUSTER_N", layout.cluster_n);
+          variant.params.set("EPILOGUE", layout.epilogue);
           DeviceBuffer c = this->template poisoned<T>(c_count);
           detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
                                        b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
@@ -352,13 +345,9 @@ TYPED_TEST(GemmGpuTest, ClusteredWgmmaWritesWhatTheSingleBlockKernelWrites) {
   const std::size_t c_count = static_cast<std::size_t>(m) * n;
   auto run = [&](int cluster_m, int cluster_n, int epilogue) {
     detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(m, n, k, false);
-    for (auto &[name, value] : variant.params)
-      if (name == "CLUSTER_M")
-        value = Value(cluster_m);
-      else if (name == "CLUSTER_N")
-        value = Value(cluster_n);
-      else if (name == "EPILOGUE")
-        value = Value(epilogue);
+    variant.params.set("CLUSTER_M", cluster_m);
+    variant.params.set("CLUSTER_N", cluster_n);
+    variant.params.set("EPILOGUE", epilogue);
     DeviceBuffer c = this->template poisoned<T>(c_count);
     detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
                                  b_on_device.as<T>(), m, n, k, false);
@@ -436,13 +425,9 @@ TYPED_TEST(GemmGpuTest, BigRaggedProductsAreDumpedForTheTorchCheck) {
                   s.k);
       } else {
         detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(s.m, s.n, s.k, false);
-        for (auto &[param, value] : variant.params)
-          if (param == "CLUSTER_M")
-            value = Value(2);
-          else if (param == "CLUSTER_N")
-            value = Value(1);
-          else if (param == "EPILOGUE")
-            value = Value(1);
+        variant.params.set("CLUSTER_M", 2);
+        variant.params.set("CLUSTER_N", 1);
+        variant.params.set("EPILOGUE", 1);
         detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
                                      b_on_device.as<T>(), s.m, s.n, s.k, false);
       }

@@ -4,6 +4,7 @@
 // for is the KJIT_WARP_SIZE kjit compiled it with. A target the loaded hiprtc cannot compile for
 // (ROCm 5.2 lacks gfx942, gfx950, gfx1100 and gfx1201) skips with the reason; `tools/test --rocm`
 // runs this test against the newer releases.
+#include "kjit/jit/compiler.hpp"
 #include "kjit/jit/kernel_resources.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/prebuild.hpp"

@@ -26,7 +26,7 @@ TEST_F(TuningGpu, TunesRmsNormAndTheWrapperLaunchesTheWinner) {
   EXPECT_GT(tuned.record.winner.time_us, 0);
   std::printf("[ TUNED    ] rms_norm bf16 64x4096: winner %s %.2f us, heuristic %.2f us, %zu "
               "candidates, %zu dropped, %.1f s\n",
-              tuned.record.winner.params[0].second.to_string().c_str(), tuned.record.winner.time_us,
+              tuned.record.winner.params.to_string().c_str(), tuned.record.winner.time_us,
               tuned.heuristic.time_us, tuned.result->tried, tuned.result->dropped.size(),
               tuned.result->seconds);
 
@@ -104,7 +104,7 @@ TEST_F(TuningGpu, DropsAVariantThatWritesGarbageOrDoesNotCompile) {
   DeviceBuffer dx = upload(x);
   DeviceBuffer out = device().allocate(n * sizeof(float));
   const Launcher launch = [&](const Kernel &kernel, const ParamValues &candidate, Stream stream) {
-    const int threads = static_cast<int>(candidate[1].second.integer());
+    const int threads = static_cast<int>(candidate.get("THREADS").integer());
     kernel.launch(
         {.grid = Dim3((n + threads - 1) / threads), .block = Dim3(threads), .stream = stream},
         out.as<float>(), dx.as<float>(), n);
@@ -113,12 +113,12 @@ TEST_F(TuningGpu, DropsAVariantThatWritesGarbageOrDoesNotCompile) {
       runtime(), device(), copy_or_garbage, launch,
       {TunedOutput{out.data(), static_cast<std::size_t>(n), TunedOutput::Element::f32}});
   const TuneResult result = tune({&copy_or_garbage, {}}, {}, device().target().id(), measure);
-  EXPECT_EQ(result.winner.params[0].second.integer(), 0);
+  EXPECT_EQ(result.winner.params.get("MODE").integer(), 0);
   EXPECT_EQ(result.timed.size(), 2u); // MODE 0 at both thread counts
   int garbage = 0, uncompiled = 0;
   for (const auto &[params, why] : result.dropped) {
-    garbage += params[0].second.integer() == 1 && why.find("differs") != std::string::npos;
-    uncompiled += params[0].second.integer() == 2;
+    garbage += params.get("MODE").integer() == 1 && why.find("differs") != std::string::npos;
+    uncompiled += params.get("MODE").integer() == 2;
   }
   EXPECT_EQ(garbage, 2);
   EXPECT_EQ(uncompiled, 2);

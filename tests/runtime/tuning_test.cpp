@@ -316,16 +316,9 @@ const Template toy("toy", "template <int N, int V, int W> __global__ void toy() 
                     {"V", ParamSchema::one_of({1, 2, 4}).tunable()},
                     {"W", ParamSchema::one_of({32, 64}).tunable()}},
                    {.tuning = {.fits = [](const Instance &instance, std::string_view) {
-                      return instance.values()[1].second.integer() == 4 ? "V 4 does not fit"
-                                                                        : std::string();
+                      return instance.values().get("V").integer() == 4 ? "V 4 does not fit"
+                                                                       : std::string();
                     }}});
-
-std::int64_t value_of(const ParamValues &params, const std::string &name) {
-  for (const auto &[param, value] : params)
-    if (param == name)
-      return value.integer();
-  return -1;
-}
 
 TEST(Tuner, TriesEveryAllowedTunableValueTheRulesAccept) {
   const Candidates candidates = tuning_candidates({&toy, {{"N", 1024}}}, {}, "sm_90a");
@@ -335,7 +328,7 @@ TEST(Tuner, TriesEveryAllowedTunableValueTheRulesAccept) {
   const Candidates narrowed =
       tuning_candidates({&toy, {{"N", 1024}}}, {{"W", {Value(64)}}}, "sm_90a");
   ASSERT_EQ(narrowed.accepted.size(), 2u);
-  EXPECT_EQ(value_of(narrowed.accepted[1], "W"), 64);
+  EXPECT_EQ(narrowed.accepted[1].get("W").integer(), 64);
 }
 
 TEST(Tuner, RefusesABadSearchSpace) {
@@ -371,7 +364,7 @@ TEST(Tuner, DropsCandidatesThatFailOrDisagreeAndPicksTheFastest) {
   };
   const TuneResult result =
       tune({&toy, {{"N", 1024}}}, options, "sm_90a", [&](const ParamValues &p) {
-        const std::int64_t v = value_of(p, "V"), w = value_of(p, "W");
+        const std::int64_t v = p.get("V").integer(), w = p.get("W").integer();
         if (v == 1 && w == 64)
           throw Error(Errc::compile_error, "toy<1024, 1, 64>: does not compile");
         if (v == 2 && w == 64)
@@ -380,8 +373,8 @@ TEST(Tuner, DropsCandidatesThatFailOrDisagreeAndPicksTheFastest) {
       });
   EXPECT_EQ(done, 4u);
   EXPECT_EQ(result.tried, 4u);
-  EXPECT_EQ(value_of(result.winner.params, "V"), 2);
-  EXPECT_EQ(value_of(result.winner.params, "W"), 32);
+  EXPECT_EQ(result.winner.params.get("V").integer(), 2);
+  EXPECT_EQ(result.winner.params.get("W").integer(), 32);
   EXPECT_EQ(result.winner.time_us, 2.0);
   ASSERT_EQ(result.runners_up.size(), 1u);
   EXPECT_EQ(result.runners_up[0].time_us, 3.0);
@@ -457,8 +450,8 @@ TEST(BuiltinRules, GemmWgmmaSearchesClustersOfOneOrTwoBlocksAndBothEpilogues) {
   ASSERT_FALSE(candidates.refused.empty());
   EXPECT_EQ(candidates.accepted.size(), 3 * candidates.refused.size());
   for (const auto &[params, why] : candidates.refused) {
-    EXPECT_EQ(value_of(params, "CLUSTER_M"), 2);
-    EXPECT_EQ(value_of(params, "CLUSTER_N"), 2);
+    EXPECT_EQ(params.get("CLUSTER_M").integer(), 2);
+    EXPECT_EQ(params.get("CLUSTER_N").integer(), 2);
     EXPECT_EQ(why, "CLUSTER_M and CLUSTER_N make clusters of more than two blocks");
   }
   for (const char *name : {"CLUSTER_M", "CLUSTER_N", "EPILOGUE"})

@@ -71,8 +71,8 @@ Options parse(int argc, char **argv) {
     else if (flag == "--target")
       options.target = value;
     else if (flag == "-p" && value.find('=') != std::string::npos)
-      options.params.emplace_back(value.substr(0, value.find('=')),
-                                  param_value(value.substr(value.find('=') + 1)));
+      options.params.add(value.substr(0, value.find('=')),
+                         param_value(value.substr(value.find('=') + 1)));
     else if (flag == "--threads")
       options.threads = std::stoi(value);
     else if (flag == "--expect" && (value == "elf" || value == "fake"))

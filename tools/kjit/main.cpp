@@ -9,6 +9,7 @@
 #include "tune_command.hpp"
 
 #include "kjit/input_file.hpp"
+#include "kjit/jit/compiler.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/templates/sets.hpp"
 #include "kjit/log.hpp"
@@ -168,9 +169,9 @@ ParamValues parse_params(const std::vector<std::string> &items) {
     std::int64_t integer = 0;
     std::istringstream in(text);
     if (in >> integer && in.peek() == std::char_traits<char>::eof())
-      params.emplace_back(std::move(name), integer);
+      params.add(std::move(name), integer);
     else
-      params.emplace_back(std::move(name), std::move(text));
+      params.add(std::move(name), std::move(text));
   }
   return params;
 }

@@ -168,7 +168,7 @@ Plan make_tuned_plan(const PrebuildArgs &args) {
     if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), target) == wanted.end())
       continue;
     ParamValues params = record.key.problem;
-    params.insert(params.end(), record.winner.params.begin(), record.winner.params.end());
+    params.add(record.winner.params);
     variants.push_back({templates::find(record.key.template_name).bind(params), target});
     plan.tuned_records.push_back(record);
     if (std::find(plan.targets.begin(), plan.targets.end(), target) == plan.targets.end())

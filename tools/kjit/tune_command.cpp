@@ -20,12 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string params_text(const ParamValues &params) {
-  std::string out;
-  for (const auto &[name, value] : params)
-    out += (out.empty() ? "" : ",") + name + "=" + value.to_string();
-  return out;
-}
 
 // Every combination the shapes file lists, for `op`.
 std::vector<ops::OperatorShape> read_shapes(const std::string &op, const std::string &path) {
@@ -138,14 +132,14 @@ int tune_shapes(const TuneArgs &args, bool as_json) {
     if (outcome.result) {
       seconds = outcome.result->seconds;
       for (const auto &[params, why] : outcome.result->dropped)
-        dropped.push_back({{"params", params_text(params)}, {"reason", why}});
+        dropped.push_back({{"params", params.to_string()}, {"reason", why}});
     }
     json item = record_summary(outcome.record);
     item["tuned_now"] = outcome.tuned;
     item["seconds"] = seconds;
     item["dropped"] = dropped;
     item["rows"] = shape.rows;
-    item["heuristic"] = {{"params", params_text(outcome.heuristic.params)},
+    item["heuristic"] = {{"params", outcome.heuristic.params.to_string()},
                          {"time_us", outcome.heuristic.time_us}};
     results.push_back(item);
     char time[32];
@@ -156,8 +150,8 @@ int tune_shapes(const TuneArgs &args, bool as_json) {
     std::snprintf(heuristic_time, sizeof heuristic_time, "%.2f", outcome.heuristic.time_us);
     listing.add({shape.op + " " + shape.type + " " + std::to_string(shape.rows) + "x" +
                      std::to_string(shape.length),
-                 params_text(outcome.record.winner.params), time,
-                 params_text(outcome.heuristic.params), heuristic_time,
+                 outcome.record.winner.params.to_string(), time,
+                 outcome.heuristic.params.to_string(), heuristic_time,
                  outcome.tuned ? "now" : "table", spent, std::to_string(dropped.size())});
   }
   if (as_json)
@@ -212,9 +206,9 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
       char time[32];
       std::snprintf(time, sizeof time, "%.2f", record.winner.time_us);
       listing.add({record.key.key().hex().substr(0, 12), record.key.template_name,
-                   params_text(record.key.problem), params_text(record.key.extents),
+                   record.key.problem.to_string(), record.key.extents.to_string(),
                    record.key.device.target, std::to_string(record.key.device.compute_units),
-                   params_text(record.winner.params), time});
+                   record.winner.params.to_string(), time});
     }
     listing.print(std::cout);
     return 0;

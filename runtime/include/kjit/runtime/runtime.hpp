@@ -2,7 +2,6 @@
 // The Runtime: from a template and its parameters to a code object, through the tiers
 // memory -> prebuilt -> user disk -> compile (docs/ARCHITECTURE.md, "The first call").
 #include "kjit/cache/key.hpp"
-#include "kjit/jit/compiler.hpp"
 #include "kjit/jit/target.hpp"
 #include "kjit/runtime/config.hpp"
 #include "kjit/runtime/device.hpp"
@@ -108,7 +107,8 @@ public:
   // Throws Error(no_device) with the reason where there is none.
   const Device &default_device();
 
-  // The compiler for `vendor`, loaded on first use. Throws Error(compiler_unavailable).
+  // The compiler for `vendor`, loaded on first use. Throws Error(compiler_unavailable). For kjit's
+  // own tools: jit::Compiler is declared in an internal header (kjit/jit/compiler.hpp).
   const jit::Compiler &compiler(Vendor vendor);
 
   // The identity of `vendor`'s compiler as this Runtime keys variants with it (in prebuilt mode,

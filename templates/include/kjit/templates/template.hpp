@@ -40,8 +40,51 @@ private:
   std::variant<std::string, std::int64_t> v_;
 };
 
-// The parameters of one instantiation, by name. Order does not matter.
-using ParamValues = std::vector<std::pair<std::string, Value>>;
+// The parameters of one instantiation: each name once, with its value. Iteration yields (name,
+// value) pairs in the order the names were added; order does not change what they mean, so
+// equality and the text form ignore it.
+class ParamValues {
+public:
+  using value_type = std::pair<std::string, Value>;
+  using const_iterator = std::vector<value_type>::const_iterator;
+
+  ParamValues() = default;
+  // {{"T", "half"}, {"N", 4096}}. Throws Error(bad_parameter) when a name is given twice.
+  ParamValues(std::initializer_list<value_type> values);
+
+  // The value of `name`, or nullptr when there is none. Inline: the memory tier's hit compares
+  // parameters with it.
+  const Value *find(std::string_view name) const {
+    for (const auto &[param, value] : values_)
+      if (param == name)
+        return &value;
+    return nullptr;
+  }
+  // The value of `name`. Throws Error(bad_parameter) naming it when there is none.
+  const Value &get(std::string_view name) const;
+  // Gives `name` the value `value`: replaces its value where it has one, else appends it.
+  void set(std::string name, Value value);
+  // Appends `name`. Throws Error(bad_parameter) when it already has a value.
+  void add(std::string name, Value value);
+  // Appends each of `others`' names, as add does.
+  void add(const ParamValues &others);
+
+  const_iterator begin() const { return values_.begin(); }
+  const_iterator end() const { return values_.end(); }
+  std::size_t size() const { return values_.size(); }
+  bool empty() const { return values_.empty(); }
+
+  // The same names with the same values, in any order.
+  bool operator==(const ParamValues &other) const;
+  // These values ordered by name.
+  ParamValues sorted() const;
+  // "N=4096,T=half": ordered by name; the one text form of parameters in keys, records,
+  // listings and messages.
+  std::string to_string() const;
+
+private:
+  std::vector<value_type> values_;
+};
 
 // What values a parameter accepts.
 class ParamSchema {
@@ -131,12 +174,12 @@ class Template;
 class Instance {
 public:
   const Template &source_template() const { return *template_; }
-  const std::vector<std::pair<std::string, Value>> &values() const { return values_; }
+  const ParamValues &values() const { return values_; }
   // The expression the compiler instantiates. Types are spelled by their underlying names for
   // `vendor` (hiprtc 5.2 matches name expressions against demangled symbols, where the alias
   // `half` reads `__half`).
   std::string expression(Vendor vendor) const;
-  // "N=4096,T=half": sorted by name, for keys and listings.
+  // "N=4096,T=half": values().to_string(), for keys and listings.
   std::string canonical_params() const;
   // The template's declared kernel argument types with type parameters replaced by their values
   // ("T*" with T=half reads "half*"). Empty when the template declares none.
@@ -145,7 +188,7 @@ public:
 private:
   friend class Template;
   const Template *template_ = nullptr;
-  std::vector<std::pair<std::string, Value>> values_;
+  ParamValues values_;
 };
 
 class Template {
