@@ -85,13 +85,12 @@ std::string text(const char *value) { return value ? std::string(value) : std::s
 kjit::ParamValues to_param_values(const kjit_param *params, std::size_t count) {
   require(params || count == 0, "params");
   kjit::ParamValues values;
-  values.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
     require(params[i].name, "a parameter's name");
     if (params[i].type)
-      values.emplace_back(params[i].name, kjit::Value(std::string(params[i].type)));
+      values.add(params[i].name, kjit::Value(std::string(params[i].type)));
     else
-      values.emplace_back(params[i].name, kjit::Value(params[i].integer));
+      values.add(params[i].name, kjit::Value(params[i].integer));
   }
   return values;
 }

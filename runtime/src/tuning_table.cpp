@@ -491,15 +491,14 @@ std::string winner_problem(const Template &tmpl, const TuningRecord &record) {
   for (const auto &[name, value] : record.winner.params) {
     if (tmpl.param(name) == nullptr)
       return "its winner sets '" + name + "', which is not a parameter of " + tmpl.name();
-    for (const auto &[problem_name, problem_value] : record.key.problem)
-      if (problem_name == name)
-        return "its winner sets '" + name + "', which is a problem parameter of its key";
-    params.emplace_back(name, value);
+    if (record.key.problem.find(name) != nullptr)
+      return "its winner sets '" + name + "', which is a problem parameter of its key";
+    params.add(name, value);
   }
   try {
     tmpl.bind(params);
   } catch (const Error &error) {
-    return "its winner " + params_text(record.winner.params) + " does not fit " + tmpl.name() +
+    return "its winner " + record.winner.params.to_string() + " does not fit " + tmpl.name() +
            ": " + error.summary();
   }
   return {};

@@ -3,6 +3,7 @@
 // variants the operators pick, and the code object holds the kernel: read back as an ELF of the
 // right machine with the kernel's symbol in it.
 #include "kjit/error.hpp"
+#include "kjit/jit/compiler.hpp"
 #include "kjit/ops/element.hpp"
 #include "kjit/runtime/runtime.hpp"
 #include "kjit/templates/library.hpp"
