@@ -17,13 +17,16 @@ struct Value {
   enum class Kind { other, integer, string, array, map } kind = Kind::other;
   std::int64_t integer = 0;
   std::string_view string;
-  std::vector<Value> items;                   // array elements
-  std::vector<std::pair<Value, Value>> pairs; // map entries in input order
+  std::vector<Value> items; // array elements
+  // Map entries in input order, keys[i] naming values[i]: two vectors, since a pair of Values
+  // would need Value complete here (clang 14 with libstdc++ 12 refuses it, the fuzz preset's).
+  std::vector<Value> keys;
+  std::vector<Value> values;
 
   const Value *find(std::string_view key) const {
-    for (const auto &[name, value] : pairs)
-      if (name.kind == Kind::string && name.string == key)
-        return &value;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i].kind == Kind::string && keys[i].string == key)
+        return &values[i];
     return nullptr;
   }
 };
@@ -79,9 +82,10 @@ private:
     if (count > (bytes_.size() - at_) / 2)
       return false;
     value.kind = Value::Kind::map;
-    value.pairs.resize(count);
-    for (auto &[key, item] : value.pairs)
-      if (!read_value(key, depth + 1) || !read_value(item, depth + 1))
+    value.keys.resize(count);
+    value.values.resize(count);
+    for (std::size_t i = 0; i < count; ++i)
+      if (!read_value(value.keys[i], depth + 1) || !read_value(value.values[i], depth + 1))
         return false;
     return true;
   }
