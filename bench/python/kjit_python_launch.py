@@ -57,7 +57,7 @@ def ways_for_scale():
     os.environ["KJIT_PYTHON_FASTLAUNCH"] = "0"  # the same kernel launched through ctypes
     k_ctypes = kjit.Runtime().kernel(tmpl, {"T": "float"})
     del os.environ["KJIT_PYTHON_FASTLAUNCH"]
-    path = "C" if type(k._launch).__name__ == "Launcher" else "ctypes"
+    path = k.launch_path
     ways = {f"kjit python, {path} (torch stream)": lambda: k(x, 1.0, grid=1, block=256),
             f"kjit python, {path} (stream=0)": lambda: k(x, 1.0, grid=1, block=256, stream=0),
             "kjit python, ctypes (torch stream)": lambda: k_ctypes(x, 1.0, grid=1, block=256),

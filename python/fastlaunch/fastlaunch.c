@@ -13,9 +13,22 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <structmember.h> /* PyMemberDef and T_PYSSIZET, in Python.h from 3.12 on */
+
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* The vectorcall protocol (PEP 590): the caller passes the arguments as an array and the keywords'
+ * names as a tuple, so a call with keywords builds no tuple and no dict. Its ABI is stable from
+ * CPython 3.8 on and part of the limited API from 3.12; 3.11's limited headers do not declare it,
+ * so its flag, offset bit and function type are spelled here with the values 3.12 makes stable.
+ * PyType_FromSpec takes the slot's offset from the __vectorcalloffset__ member since 3.9. */
+typedef PyObject *(*vectorcall_fn)(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames);
+#define KJIT_TPFLAGS_HAVE_VECTORCALL (1UL << 11)
+#define KJIT_VECTORCALL_ARGUMENTS_OFFSET ((size_t)1 << (8 * sizeof(size_t) - 1))
 
 typedef int (*launch_packed_fn)(const void *kernel, const void *packed);
 
@@ -28,10 +41,13 @@ typedef struct {
   uint64_t stream;
 } launch_config;
 
-enum { CONFIG_BYTES = sizeof(launch_config), INLINE_BYTES = 512 };
+/* INLINE_BYTES: a packed launch that fits is built on the stack. TUPLE_ARGS: the most arguments
+ * a tp_call (not vectorcall) launch packs in C; more go to the Python launcher. */
+enum { CONFIG_BYTES = sizeof(launch_config), INLINE_BYTES = 512, TUPLE_ARGS = 64 };
 
 typedef struct {
-  PyObject_HEAD void *kernel;
+  PyObject_HEAD vectorcall_fn vectorcall;
+  void *kernel;
   launch_packed_fn launch;
   Py_ssize_t count;
   char *codes;       /* struct codes: 'P' a device pointer, else b B h H i I q Q f d */
@@ -40,6 +56,8 @@ typedef struct {
   long device;
   PyObject *device_object;
   PyObject *tensor_type;    /* torch.Tensor, or None */
+  PyObject *get_device;     /* torch.Tensor.get_device and .data_ptr, called with the tensor: */
+  PyObject *data_ptr;       /* no attribute lookup on the instance */
   PyObject *current_stream; /* device -> int */
   PyObject *error;          /* status -> the kjit.Error to raise */
   PyObject *fallback;       /* the Python launcher */
@@ -99,9 +117,9 @@ static int dim3(PyObject *value, uint32_t out[3]) {
   return 0;
 }
 
-/* The int a method without arguments returns, as an unsigned or signed 64-bit value. */
+/* The int `method(object)` returns, as an unsigned or signed 64-bit value. */
 static int call_for_int(PyObject *object, PyObject *method, long long low, uint64_t *out) {
-  PyObject *result = PyObject_CallMethodObjArgs(object, method, NULL);
+  PyObject *result = PyObject_CallFunctionObjArgs(method, object, NULL);
   if (!result)
     return -2; /* a Python error, to propagate */
   unsigned long long v;
@@ -119,12 +137,12 @@ static int pack_argument(Launcher *self, char code, PyObject *value, unsigned ch
     uint64_t address;
     if (self->tensor_type != Py_None && (PyObject *)Py_TYPE(value) == self->tensor_type) {
       uint64_t device;
-      int status = call_for_int(value, get_device_name, INT64_MIN, &device);
+      int status = call_for_int(value, self->get_device, INT64_MIN, &device);
       if (status)
         return status;
       if ((long long)device != self->device)
         return -1;
-      status = call_for_int(value, data_ptr_name, 0, &address);
+      status = call_for_int(value, self->data_ptr, 0, &address);
       if (status)
         return status;
     } else if (exact_int(value, 0, UINT64_MAX, &v) == 0) {
@@ -182,33 +200,41 @@ static int pack_argument(Launcher *self, char code, PyObject *value, unsigned ch
   return -1;
 }
 
-/* The launch config from the keywords: 0 done, -1 not the fast case, -2 a Python error. */
-static int pack_config(Launcher *self, PyObject *kwargs, launch_config *config) {
-  PyObject *grid = NULL, *block = NULL, *shared = NULL, *stream = NULL;
-  PyObject *key, *value;
-  Py_ssize_t position = 0;
-  if (!kwargs)
+/* The launch keywords of one call; NULL where not given. */
+typedef struct {
+  PyObject *grid, *block, *shared, *stream;
+} keywords;
+
+static int matches(PyObject *key, PyObject *name) {
+  return key == name || PyUnicode_Compare(key, name) == 0;
+}
+
+/* Records keyword `key`: 0, or -1 for a keyword that is none of the launch's. */
+static int take_keyword(keywords *given, PyObject *key, PyObject *value) {
+  if (matches(key, grid_name))
+    given->grid = value;
+  else if (matches(key, block_name))
+    given->block = value;
+  else if (matches(key, shared_name))
+    given->shared = value;
+  else if (matches(key, stream_name))
+    given->stream = value;
+  else
     return -1;
-  while (PyDict_Next(kwargs, &position, &key, &value)) {
-    if (key == grid_name || PyUnicode_Compare(key, grid_name) == 0)
-      grid = value;
-    else if (key == block_name || PyUnicode_Compare(key, block_name) == 0)
-      block = value;
-    else if (key == shared_name || PyUnicode_Compare(key, shared_name) == 0)
-      shared = value;
-    else if (key == stream_name || PyUnicode_Compare(key, stream_name) == 0)
-      stream = value;
-    else
-      return -1;
-  }
-  if (!grid || !block || dim3(grid, config->grid) || dim3(block, config->block))
+  return 0;
+}
+
+/* The launch config from the keywords: 0 done, -1 not the fast case, -2 a Python error. */
+static int pack_config(Launcher *self, const keywords *given, launch_config *config) {
+  if (!given->grid || !given->block || dim3(given->grid, config->grid) ||
+      dim3(given->block, config->block))
     return -1;
   unsigned long long v = 0;
-  if (shared && exact_int(shared, 0, UINT32_MAX, &v))
+  if (given->shared && exact_int(given->shared, 0, UINT32_MAX, &v))
     return -1;
   config->shared_bytes = (uint32_t)v;
   config->reserved = 0;
-  if (!stream || stream == Py_None) {
+  if (!given->stream || given->stream == Py_None) {
     PyObject *handle =
         PyObject_CallFunctionObjArgs(self->current_stream, self->device_object, NULL);
     if (!handle)
@@ -217,49 +243,103 @@ static int pack_config(Launcher *self, PyObject *kwargs, launch_config *config) 
     Py_DECREF(handle);
     if (failed)
       return -1;
-  } else if (exact_int(stream, 0, UINT64_MAX, &v)) {
+  } else if (exact_int(given->stream, 0, UINT64_MAX, &v)) {
     return -1;
   }
   config->stream = v;
   return 0;
 }
 
-static PyObject *launcher_call(PyObject *object, PyObject *args, PyObject *kwargs) {
-  Launcher *self = (Launcher *)object;
+/* Packs and launches `args[0..count)` with `given`: Py_None done, NULL a Python error raised, or
+ * `self` itself (not a new reference) when the call is not the fast case. */
+static PyObject *launch(Launcher *self, PyObject *const *args, const keywords *given) {
   unsigned char inline_buffer[INLINE_BYTES];
   unsigned char *packed = inline_buffer;
-  int status = -1;
-  if (PyTuple_Size(args) != self->count)
-    goto slow;
   if (self->packed_size > INLINE_BYTES) {
     packed = PyMem_Malloc(self->packed_size);
     if (!packed)
       return PyErr_NoMemory();
   }
   memset(packed, 0, self->packed_size);
-  status = pack_config(self, kwargs, (launch_config *)packed);
+  int status = pack_config(self, given, (launch_config *)packed);
   for (Py_ssize_t i = 0; status == 0 && i < self->count; ++i)
-    status =
-        pack_argument(self, self->codes[i], PyTuple_GetItem(args, i), packed + self->offsets[i]);
-  if (status == 0) {
-    int result = self->launch(self->kernel, packed);
-    if (packed != inline_buffer)
-      PyMem_Free(packed);
-    if (result == 0)
-      Py_RETURN_NONE;
-    PyObject *error = PyObject_CallFunction(self->error, "i", result);
-    if (error) {
-      PyErr_SetObject((PyObject *)Py_TYPE(error), error);
-      Py_DECREF(error);
-    }
-    return NULL;
-  }
+    status = pack_argument(self, self->codes[i], args[i], packed + self->offsets[i]);
+  int result = status == 0 ? self->launch(self->kernel, packed) : 0;
   if (packed != inline_buffer)
     PyMem_Free(packed);
   if (status == -2)
     return NULL;
-slow:
+  if (status == -1)
+    return (PyObject *)self;
+  if (result == 0)
+    Py_RETURN_NONE;
+  PyObject *error = PyObject_CallFunction(self->error, "i", result);
+  if (error) {
+    PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+    Py_DECREF(error);
+  }
+  return NULL;
+}
+
+/* k(*args, **kwargs) through tp_call: an interpreter or caller without vectorcall. */
+static PyObject *launcher_call(PyObject *object, PyObject *args, PyObject *kwargs) {
+  Launcher *self = (Launcher *)object;
+  keywords given = {NULL, NULL, NULL, NULL};
+  PyObject *key, *value;
+  Py_ssize_t position = 0;
+  int fast = PyTuple_Size(args) == self->count && kwargs != NULL;
+  while (fast && PyDict_Next(kwargs, &position, &key, &value))
+    fast = take_keyword(&given, key, value) == 0;
+  if (fast) {
+    PyObject *items[TUPLE_ARGS];
+    if (self->count <= TUPLE_ARGS) {
+      for (Py_ssize_t i = 0; i < self->count; ++i)
+        items[i] = PyTuple_GetItem(args, i);
+      PyObject *done = launch(self, items, &given);
+      if (done != object)
+        return done;
+    }
+  }
   return PyObject_Call(self->fallback, args, kwargs);
+}
+
+/* The Python launcher called with a vectorcall's arguments (the slow path: a tuple and a dict). */
+static PyObject *call_fallback(Launcher *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames) {
+  PyObject *tuple = PyTuple_New(nargs), *kwargs = PyDict_New(), *result = NULL;
+  if (!tuple || !kwargs)
+    goto done;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    Py_INCREF(args[i]);
+    PyTuple_SetItem(tuple, i, args[i]);
+  }
+  Py_ssize_t named = kwnames ? PyTuple_Size(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < named; ++i)
+    if (PyDict_SetItem(kwargs, PyTuple_GetItem(kwnames, i), args[nargs + i]))
+      goto done;
+  result = PyObject_Call(self->fallback, tuple, kwargs);
+done:
+  Py_XDECREF(tuple);
+  Py_XDECREF(kwargs);
+  return result;
+}
+
+/* k(*args, **kwargs) through vectorcall: the arguments in place, the keywords' names a tuple. */
+static PyObject *launcher_vectorcall(PyObject *object, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames) {
+  Launcher *self = (Launcher *)object;
+  const Py_ssize_t nargs = (Py_ssize_t)(nargsf & ~KJIT_VECTORCALL_ARGUMENTS_OFFSET);
+  keywords given = {NULL, NULL, NULL, NULL};
+  int fast = nargs == self->count && kwnames != NULL;
+  Py_ssize_t named = fast ? PyTuple_Size(kwnames) : 0;
+  for (Py_ssize_t i = 0; fast && i < named; ++i)
+    fast = take_keyword(&given, PyTuple_GetItem(kwnames, i), args[nargs + i]) == 0;
+  if (fast) {
+    PyObject *done = launch(self, args, &given);
+    if (done != object)
+      return done;
+  }
+  return call_fallback(self, args, nargs, kwnames);
 }
 
 static int launcher_traverse(PyObject *object, visitproc visit, void *arg) {
@@ -267,6 +347,8 @@ static int launcher_traverse(PyObject *object, visitproc visit, void *arg) {
   Py_VISIT(Py_TYPE(object));
   Py_VISIT(self->device_object);
   Py_VISIT(self->tensor_type);
+  Py_VISIT(self->get_device);
+  Py_VISIT(self->data_ptr);
   Py_VISIT(self->current_stream);
   Py_VISIT(self->error);
   Py_VISIT(self->fallback);
@@ -277,6 +359,8 @@ static int launcher_clear(PyObject *object) {
   Launcher *self = (Launcher *)object;
   Py_CLEAR(self->device_object);
   Py_CLEAR(self->tensor_type);
+  Py_CLEAR(self->get_device);
+  Py_CLEAR(self->data_ptr);
   Py_CLEAR(self->current_stream);
   Py_CLEAR(self->error);
   Py_CLEAR(self->fallback);
@@ -345,6 +429,15 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
   self->device_object = device;
   Py_INCREF(tensor_type);
   self->tensor_type = tensor_type;
+  if (tensor_type != Py_None) {
+    self->get_device = PyObject_GetAttr(tensor_type, get_device_name);
+    self->data_ptr = PyObject_GetAttr(tensor_type, data_ptr_name);
+    if (!self->get_device || !self->data_ptr) {
+      Py_DECREF(self);
+      return NULL;
+    }
+  }
+  self->vectorcall = launcher_vectorcall;
   Py_INCREF(current_stream);
   self->current_stream = current_stream;
   Py_INCREF(error);
@@ -354,7 +447,13 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
   return (PyObject *)self;
 }
 
+static PyMemberDef launcher_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Launcher, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot launcher_slots[] = {
+    {Py_tp_members, launcher_members},
     {Py_tp_doc, "A kernel's launch, packed in C; other calls go to the Python launcher."},
     {Py_tp_new, launcher_new},
     {Py_tp_call, launcher_call},
@@ -366,7 +465,8 @@ static PyType_Slot launcher_slots[] = {
 
 static PyType_Spec launcher_spec = {.name = "kjit._fastlaunch.Launcher",
                                     .basicsize = sizeof(Launcher),
-                                    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+                                    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
+                                             Py_TPFLAGS_BASETYPE | KJIT_TPFLAGS_HAVE_VECTORCALL,
                                     .slots = launcher_slots};
 
 static int intern(PyObject **name, const char *text) {

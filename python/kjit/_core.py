@@ -1,6 +1,7 @@
 """Templates, the Runtime, code objects and kernels over kjit's C ABI."""
 
 import ctypes
+import functools
 import numbers
 import operator
 import os
@@ -321,20 +322,27 @@ def packed_layout(argument_types, sizes, offsets, packed_size):
 _FAST_CODES = frozenset("PbBhHiIqQfd")
 
 
-def fast_launcher(slow, handle, device, codes, offsets, packed_size, launch):
-    """`slow` (make_launcher's launcher) with its common calls packed in C by kjit._fastlaunch,
-    where that is built, KJIT_PYTHON_FASTLAUNCH is not 0, `launch` is a C function and each
-    argument is a device pointer, a C integer, float or double; else `slow` itself. The two accept
-    and refuse the same calls: _fastlaunch hands every call it does not pack to `slow`."""
+def _fast_launch_arguments(slow, handle, device, codes, offsets, packed_size, launch):
+    """kjit._fastlaunch and the arguments of its Launcher for this kernel, where that module is
+    built, KJIT_PYTHON_FASTLAUNCH is not 0, `launch` is a C function and each argument is a device
+    pointer, a C integer, float or double; else None."""
     module = _native.fastlaunch() if os.environ.get("KJIT_PYTHON_FASTLAUNCH") != "0" else None
     if (module is None or not isinstance(launch, ctypes._CFuncPtr) or
             not _FAST_CODES.issuperset(codes)):
-        return slow
+        return None
     torch = _torch()
-    return module.Launcher(handle, ctypes.cast(launch, ctypes.c_void_p).value, "".join(codes),
-                           tuple(offsets), packed_size, device,
-                           torch.Tensor if torch is not None else None,
-                           _current_stream_function(), _native.last_error, slow)
+    return module, (handle, ctypes.cast(launch, ctypes.c_void_p).value, "".join(codes),
+                    tuple(offsets), packed_size, device,
+                    torch.Tensor if torch is not None else None, _current_stream_function(),
+                    _native.last_error, slow)
+
+
+def fast_launcher(slow, handle, device, codes, offsets, packed_size, launch):
+    """`slow` (make_launcher's launcher) with its common calls packed in C by kjit._fastlaunch
+    where _fast_launch_arguments allows it, else `slow` itself. The two accept and refuse the same
+    calls: _fastlaunch hands every call it does not pack to `slow`."""
+    found = _fast_launch_arguments(slow, handle, device, codes, offsets, packed_size, launch)
+    return slow if found is None else found[0].Launcher(*found[1])
 
 
 class Kernel:
@@ -343,35 +351,52 @@ class Kernel:
     Arguments are checked against the template's declared types (their count, tensors' device,
     numbers' kind and range) before the driver sees them; a mismatch is kjit.BadArgument. The
     stream defaults to torch's current stream on the kernel's device where torch is imported.
+    `launch_path` is "C" where kjit._fastlaunch packs its launches, else "ctypes".
     """
 
-    def __init__(self, runtime, handle):
-        native = lib()
-        self._runtime = runtime  # keeps the runtime, which owns the kernel, alive
-        self.name = native.kernel_name(handle).decode()
-        self.device = native.kernel_device(handle)
-        self.native_handle = native.kernel_native_handle(handle)  # CUfunction, hipFunction_t
-        count = native.kernel_arg_count(handle)
-        self.argument_types = tuple(native.kernel_arg_type(handle, i).decode()
-                                    for i in range(count))
-        offsets = [native.kernel_arg_offset(handle, i) for i in range(count)]
-        packed_size = native.kernel_packed_size(handle)
-        layout, kinds, codes = packed_layout(
-            self.argument_types, [native.kernel_arg_size(handle, i) for i in range(count)],
-            offsets, packed_size)
-        launch = native.kernel_launch_packed
-        slow = make_launcher(handle, self.name, self.device, self.argument_types, kinds,
-                             struct.Struct(layout).pack, launch)
-        self._launch = fast_launcher(slow, handle, self.device, codes, offsets, packed_size,
-                                     launch)
-
-    # k(*args, grid=..., block=..., shared_bytes=0, stream=None) calls self._launch directly: the
-    # property's getter is C (attrgetter), so no Python frame stands between the caller and the
-    # launcher, which keeps kjit._fastlaunch's launch free of interpreter work.
+    # A ctypes kernel's k(...) calls self._launch, the Python launcher: the property's getter is
+    # C (attrgetter), so no Python frame stands between the caller and the launcher. A C kernel
+    # is also a kjit._fastlaunch.Launcher (_c_kernel_class), whose own call comes first.
     __call__ = property(operator.attrgetter("_launch"))
 
     def __repr__(self):
         return f"kjit.Kernel({self.name}({', '.join(self.argument_types)}), GPU {self.device})"
+
+
+@functools.cache
+def _c_kernel_class(module):
+    # The Launcher first: k(...) is its C call, by vectorcall where the interpreter passes it on
+    # to a subclass (CPython 3.12 on), so a launch builds no tuple and no dict of its arguments.
+    return type("Kernel", (module.Launcher, Kernel), {"__module__": "kjit"})
+
+
+def load_kernel(runtime, handle):
+    """The Kernel of a kjit_kernel handle that `runtime` owns."""
+    native = lib()
+    name = native.kernel_name(handle).decode()
+    device = native.kernel_device(handle)
+    count = native.kernel_arg_count(handle)
+    argument_types = tuple(native.kernel_arg_type(handle, i).decode() for i in range(count))
+    offsets = [native.kernel_arg_offset(handle, i) for i in range(count)]
+    packed_size = native.kernel_packed_size(handle)
+    layout, kinds, codes = packed_layout(
+        argument_types, [native.kernel_arg_size(handle, i) for i in range(count)], offsets,
+        packed_size)
+    launch = native.kernel_launch_packed
+    slow = make_launcher(handle, name, device, argument_types, kinds,
+                         struct.Struct(layout).pack, launch)
+    fast = _fast_launch_arguments(slow, handle, device, codes, offsets, packed_size, launch)
+    if fast is None:
+        kernel = Kernel()
+        kernel._launch, kernel.launch_path = slow, "ctypes"
+    else:
+        module, arguments = fast
+        kernel = _c_kernel_class(module)(*arguments)
+        kernel.launch_path = "C"
+    kernel._runtime = runtime  # keeps the runtime, which owns the kernel, alive
+    kernel.name, kernel.device, kernel.argument_types = name, device, argument_types
+    kernel.native_handle = native.kernel_native_handle(handle)  # CUfunction, hipFunction_t
+    return kernel
 
 
 def make_launcher(handle, name, device, argument_types, kinds, pack, launch):
@@ -497,7 +522,7 @@ class Runtime:
         handle = ctypes.c_void_p()
         check(lib().kernel_get(self._handle, template._handle, array, count,
                                -1 if device is None else int(device), ctypes.byref(handle)))
-        kernel = Kernel(self, handle.value)
+        kernel = load_kernel(self, handle.value)
         with self._lock:
             self._kernels[key] = (template, kernel)
         return kernel

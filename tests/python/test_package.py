@@ -373,6 +373,33 @@ def test_a_failed_launch_is_the_status_error():
     assert [call[-1] for call in launches.calls] == list(range(64))
 
 
+def test_a_c_kernel_is_a_kernel_whose_call_is_the_c_launch():
+    """With kjit._fastlaunch, a Kernel is also its Launcher: k(...) packs in C through the
+    Launcher's own call (tp_call here, vectorcall where the interpreter hands it to subclasses),
+    a call it does not pack goes to the Python launcher, and the Kernel's attributes hold."""
+    module = _native.fastlaunch()
+    if module is None or os.environ.get("KJIT_PYTHON_FASTLAUNCH") == "0":
+        pytest.skip("kjit._fastlaunch is not built (python3-dev) or KJIT_PYTHON_FASTLAUNCH=0")
+    types, sizes, offsets = ["float*", "float"], [8, 4], [40, 48]
+    layout, kinds, codes = _core.packed_layout(types, sizes, offsets, 56)
+    launches = Launches(layout)
+    slow = _core.make_launcher(1234, "k", 0, tuple(types), kinds, struct.Struct(layout).pack,
+                               launches.function)
+    found = _core._fast_launch_arguments(slow, 1234, 0, codes, offsets, 56, launches.function)
+    k = _core._c_kernel_class(module)(*found[1])
+    k.name, k.device, k.argument_types = "k", 0, tuple(types)
+    assert isinstance(k, kjit.Kernel) and repr(k) == "kjit.Kernel(k(float*, float), GPU 0)"
+    k(0x1000, 2.5, grid=(3, 2), block=128, stream=0x9)
+    k(0x2000, 1, **{"block": 64, "grid": 1})
+    assert launches.calls == [(3, 2, 1, 128, 1, 1, 0, 0, 0x9, 0x1000, 2.5),
+                              (1, 1, 1, 64, 1, 1, 0, 0, 0, 0x2000, 1.0)]
+    with pytest.raises(kjit.BadArgument, match="takes 2 arguments"):
+        k(0x1000, grid=1, block=1)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        k(0x1000, 1.0, grid=1, block=1, shard_bytes=4)
+    assert len(launches.calls) == 2
+
+
 # ---- the command line and the cache ---------------------------------------------------------
 
 
