@@ -8,6 +8,8 @@
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -15,6 +17,9 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -38,12 +43,19 @@ struct kjit_kernel {
   std::uint32_t packed_size = sizeof(kjit_launch_config);
 };
 
+// An operator function of kjit/c.h bound to a runtime, called from a packed block.
+struct kjit_op {
+  kjit_runtime *runtime;
+  int (*call)(kjit_runtime *, const std::byte *packed);
+};
+
 struct kjit_runtime {
   kjit::Runtime runtime;
   // The handles given out, one per code object or kernel, alive as long as the runtime.
   std::mutex mutex;
   std::map<const kjit::CodeObject *, std::unique_ptr<kjit_code>> codes;
   std::map<const kjit::Kernel *, std::unique_ptr<kjit_kernel>> kernels;
+  std::map<std::string_view, kjit_op> ops; // keys: packed_ops' names
 };
 
 namespace {
@@ -162,6 +174,59 @@ kjit::Runtime &runtime_of(kjit_runtime *rt) {
 
 template <typename T> T *as(void *pointer) { return static_cast<T *>(pointer); }
 template <typename T> const T *as(const void *pointer) { return static_cast<const T *>(pointer); }
+
+// ---- operators from a packed block (kjit_op_launch_packed) --------------------------------
+
+// Argument i of an operator's packed call: the low bytes of the 8-byte slot at 40 + 8 * i.
+template <typename T> T slot(const std::byte *packed, std::size_t index) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>);
+  T value;
+  std::memcpy(&value, packed + sizeof(kjit_launch_config) + 8 * index, sizeof value);
+  return value;
+}
+
+template <typename Function> struct PackedCall;
+// An operator function kjit_x(kjit_runtime *, Args..., void *stream): Args from the slots, the
+// stream from the packed kjit_launch_config.
+template <typename... Args> struct PackedCall<int (*)(kjit_runtime *, Args...)> {
+  using Arguments = std::tuple<Args...>;
+  static constexpr std::size_t count = sizeof...(Args) - 1;
+  static_assert(std::is_same_v<std::tuple_element_t<count, Arguments>, void *>,
+                "an operator function's last parameter is its stream");
+
+  template <auto function, std::size_t... Index>
+  static int call(kjit_runtime *rt, const std::byte *packed, std::index_sequence<Index...>) {
+    kjit_launch_config config;
+    std::memcpy(&config, packed, sizeof config);
+    return function(rt, slot<std::tuple_element_t<Index, Arguments>>(packed, Index)...,
+                    config.stream);
+  }
+};
+
+template <auto function> int packed_call(kjit_runtime *rt, const std::byte *packed) {
+  using Call = PackedCall<decltype(function)>;
+  return Call::template call<function>(rt, packed, std::make_index_sequence<Call::count>{});
+}
+
+struct PackedOp {
+  std::string_view name;
+  int (*call)(kjit_runtime *, const std::byte *);
+};
+
+// Every operator function of kjit/c.h, by the name kjit_op_get takes: one line per operator.
+constexpr PackedOp packed_ops[] = {
+    {"rms_norm", packed_call<kjit_rms_norm>},
+    {"fused_add_rms_norm", packed_call<kjit_fused_add_rms_norm>},
+    {"layer_norm", packed_call<kjit_layer_norm>},
+    {"softmax", packed_call<kjit_softmax>},
+    {"activation", packed_call<kjit_activation>},
+    {"activation_and_mul", packed_call<kjit_activation_and_mul>},
+    {"rotary_embedding", packed_call<kjit_rotary_embedding>},
+    {"quant_int8", packed_call<kjit_quant_int8>},
+    {"quant_fp8", packed_call<kjit_quant_fp8>},
+    {"gemm", packed_call<kjit_gemm>},
+    {"linear", packed_call<kjit_linear>},
+};
 
 } // namespace
 
@@ -461,6 +526,32 @@ int kjit_linear(kjit_runtime *rt, int dtype, void *c, const void *a, const void 
       kjit::ops::linear(runtime_of(rt), as<T>(c), as<T>(a), as<T>(w), m, n, k, stream);
     });
   });
+}
+
+uint32_t kjit_abi_minor(void) { return KJIT_C_ABI_MINOR; }
+
+int kjit_op_get(kjit_runtime *runtime, const char *name, const kjit_op **out) {
+  return guarded([&] {
+    require(runtime && name && out, "runtime, name or out");
+    const auto found = std::find_if(std::begin(packed_ops), std::end(packed_ops),
+                                    [&](const PackedOp &op) { return op.name == name; });
+    if (found == std::end(packed_ops)) {
+      std::string known;
+      for (const PackedOp &op : packed_ops)
+        known += (known.empty() ? "" : ", ") + std::string(op.name);
+      throw kjit::Error(kjit::Errc::bad_argument,
+                        "no operator " + std::string(name) + " (known: " + known + ")");
+    }
+    const std::lock_guard lock(runtime->mutex);
+    *out = &runtime->ops.try_emplace(found->name, kjit_op{runtime, found->call}).first->second;
+  });
+}
+
+int kjit_op_launch_packed(const kjit_op *op, const void *packed) {
+  if (op == nullptr || packed == nullptr)
+    return fail(KJIT_BAD_ARGUMENT, "op or packed is null");
+  // The operator function guards itself.
+  return op->call(op->runtime, static_cast<const std::byte *>(packed));
 }
 
 } // extern "C"

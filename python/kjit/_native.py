@@ -7,8 +7,10 @@ import os
 import pathlib
 import threading
 
-#: The kjit/c.h version this package was written against (KJIT_C_ABI_VERSION).
+#: The kjit/c.h version this package was written against (KJIT_C_ABI_VERSION), and the least
+#: minor version (KJIT_C_ABI_MINOR: additions) whose functions it calls.
 ABI_VERSION = 1
+ABI_MINOR = 1
 
 _PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 
@@ -91,6 +93,7 @@ _S = ctypes.c_char_p
 # name: (restype, argtypes). Functions returning a status have restype c_int.
 _SIGNATURES = {
     "kjit_abi_version": (ctypes.c_uint32, []),
+    "kjit_abi_minor": (ctypes.c_uint32, []),
     "kjit_last_error": (_S, []),
     "kjit_last_error_detail": (_S, []),
     "kjit_runtime_create": (_I, [ctypes.POINTER(_P)]),
@@ -131,7 +134,13 @@ _SIGNATURES = {
     "kjit_quant_fp8": (_I, [_P, _I, _P, _P, _P, _I, _I, _P]),
     "kjit_gemm": (_I, [_P, _I, _P, _P, _P, _I, _I, _I, _P]),
     "kjit_linear": (_I, [_P, _I, _P, _P, _P, _I, _I, _I, _P]),
+    "kjit_op_get": (_I, [_P, _S, ctypes.POINTER(_P)]),
 }
+
+#: The operator functions above that kjit_op_get finds by name: those whose first parameter is the
+#: runtime and last the stream.
+OPERATORS = ("rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "activation",
+             "activation_and_mul", "rotary_embedding", "quant_int8", "quant_fp8", "gemm", "linear")
 
 def once(make):
     """A function that returns make()'s result, made on its first call (by one thread)."""
@@ -161,10 +170,11 @@ class _Library:
             setattr(self, name[len("kjit_"):], function)
         # The launch keeps the GIL: it is one short driver call, and releasing and taking the GIL
         # back would cost more than the call's own checks.
-        launch = ctypes.PyDLL(str(path)).kjit_kernel_launch_packed
-        launch.restype = ctypes.c_int
-        launch.argtypes = [_P, _P]
-        self.kernel_launch_packed = launch
+        for name in ("kjit_kernel_launch_packed", "kjit_op_launch_packed"):
+            launch = getattr(ctypes.PyDLL(str(path)), name)
+            launch.restype = ctypes.c_int
+            launch.argtypes = [_P, _P]
+            setattr(self, name[len("kjit_"):], launch)
 
 
 def _load():
@@ -180,9 +190,11 @@ def _load():
             continue
         abi.restype = ctypes.c_uint32
         version = abi()
-        if version != ABI_VERSION:
-            raise AbiMismatch(f"{path} has kjit C ABI version {version}, this kjit package needs "
-                              f"{ABI_VERSION}: install the package and the library of one build")
+        minor = getattr(ctypes.CDLL(str(path)), "kjit_abi_minor", lambda: 0)()
+        if version != ABI_VERSION or minor < ABI_MINOR:
+            raise AbiMismatch(f"{path} has kjit C ABI version {version}.{minor}, this kjit package "
+                              f"needs {ABI_VERSION}.{ABI_MINOR} or a later minor: install the "
+                              "package and the library of one build")
         return _Library(path)
     raise LibraryNotFound("kjit: libkjit_c.so not found; looked at " + ", ".join(tried) +
                           " (set KJIT_C_LIBRARY to its path, or build it: cmake --build "

@@ -10,6 +10,8 @@ Inside a CUDA-graph capture an operator runs only at shapes this process has alr
 warmed up (kjit.warmup): anything else would compile or load code in the capture, and raises
 kjit.BadUsage naming the variant and the warm-up item that adds it."""
 
+import ctypes
+
 import torch
 
 from . import _core, _native
@@ -19,7 +21,7 @@ _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "relu": 3, "sigmoid": 4}
 
 _device = None
-_warm = set()  # (op, dtype, shapes, 16-byte alignment of each tensor) run in this process
+_warm = set()  # (op, dtype, shapes, 16-byte alignment of each pointer) run in this process
 
 
 def _gpu():
@@ -30,9 +32,20 @@ def _gpu():
 
 
 def _check(op, name, t, dtype=None, shape=None, dtypes=_DTYPES):
+    """t.data_ptr() once t is a contiguous torch.Tensor on kjit's GPU, of `dtype` (else one of
+    `dtypes`) and `shape` (None: any); kjit.BadArgument naming the operator and `name` else."""
+    if type(t) is not torch.Tensor and not isinstance(t, torch.Tensor):
+        raise BadArgument(f"kjit.ops.{op}: {name} is a {type(t).__name__}, not a torch.Tensor")
+    t_dtype = t.dtype
+    if (t.get_device() != (_device if _device is not None else _gpu()) or
+            (t_dtype != dtype if dtype is not None else t_dtype not in dtypes) or
+            (shape is not None and t.shape != shape) or not t.is_contiguous()):
+        _refuse(op, name, t, dtype, shape, dtypes)
+    return t.data_ptr()
+
+
+def _refuse(op, name, t, dtype, shape, dtypes):
     where = f"kjit.ops.{op}: {name}"
-    if not isinstance(t, torch.Tensor):
-        raise BadArgument(f"{where} is a {type(t).__name__}, not a torch.Tensor")
     if t.get_device() != _gpu():
         raise BadArgument(f"{where} is on {t.device}; kjit runs on cuda:{_gpu()}")
     if dtype is not None and t.dtype != dtype:
@@ -42,25 +55,63 @@ def _check(op, name, t, dtype=None, shape=None, dtypes=_DTYPES):
                           f"{', '.join(map(str, dtypes))}")
     if shape is not None and tuple(t.shape) != tuple(shape):
         raise BadArgument(f"{where} has shape {tuple(t.shape)}, expected {tuple(shape)}")
-    if not t.is_contiguous():
-        raise BadArgument(f"{where} is not contiguous (call .contiguous())")
-    return t
+    raise BadArgument(f"{where} is not contiguous (call .contiguous())")
 
 
-def _launch(op, inputs, outputs, call, **item):
-    """Runs `call` (a C ABI call returning a status) on torch's current stream, refusing a variant
-    not yet run in this process while a CUDA graph is being captured. The variant is named by
-    every tensor's dtype, shape and 16-byte alignment (what the C++ operators choose it by)."""
-    tensors = inputs + outputs
-    key = (op, tuple((t.dtype, tuple(t.shape), t.data_ptr() % 16 == 0) for t in tensors))
+# kjit_op_launch_packed's argument codes (kjit._fastlaunch's) of the C operator functions'
+# parameters between the runtime and the stream.
+_CODES = {ctypes.c_void_p: "P", ctypes.c_int: "i", ctypes.c_float: "f", ctypes.c_int64: "q"}
+
+
+def _make_operator(function):
+    """The C ABI operator `function` ("rms_norm": kjit_rms_norm) as a Python callable taking its
+    arguments between the runtime and the stream and grid=1, block=1 (kjit._fastlaunch's call,
+    whose launch config carries only the stream here), launching on torch's current stream:
+    packed in C by kjit._fastlaunch where that is built, else through ctypes."""
+    native, runtime = lib(), _core.default_runtime()
+    ctypes_function = getattr(native, function)
+    current_stream, device = torch._C._cuda_getCurrentRawStream, _gpu()
+
+    def through_ctypes(*args, grid, block, stream=None):
+        check(ctypes_function(runtime._handle, *args,
+                              current_stream(device) if stream is None else stream))
+
+    handle = ctypes.c_void_p()
+    check(native.op_get(runtime._handle, function.encode(), ctypes.byref(handle)))
+    codes = [_CODES[t] for t in _native._SIGNATURES["kjit_" + function][1][1:-1]]
+    found = _core._fast_launch_arguments(
+        through_ctypes, handle.value, device, codes, [40 + 8 * i for i in range(len(codes))],
+        40 + 8 * len(codes), native.op_launch_packed)
+    if found is None:
+        return through_ctypes
+    operator = found[0].Launcher(*found[1])
+    operator.runtime = runtime  # owns the operator's handle
+    return operator
+
+
+_operators = {}
+
+
+def _launch(op, key, tensors, function, *args, **item):
+    """Calls the C ABI operator `function` with `args` on torch's current stream, refusing a
+    variant not yet run in this process while a CUDA graph is being captured. `key` names the
+    variant: the dtype and shapes, and each pointer's 16-byte alignment (what the C++ operators
+    choose it by); `tensors` are the inputs, named in the warm-up item."""
     if key not in _warm:
-        shapes = [list(t.shape) for t in inputs]
-        dtype = str(inputs[0].dtype).replace("torch.", "")
+        shapes = [list(t.shape) for t in tensors]
+        dtype = str(tensors[0].dtype).replace("torch.", "")
         _core.refuse_during_capture(
             f"kjit.ops.{op} at shapes {shapes} ({dtype})",
             repr({"op": op, "dtype": dtype, "shapes": shapes, **item}))
-    check(call(torch._C._cuda_getCurrentRawStream(_gpu())))
+    call = _operators.get(function)
+    if call is None:
+        call = _operators.setdefault(function, _make_operator(function))
+    call(*args, grid=1, block=1)
     _warm.add(key)
+
+
+def _aligned(*pointers):
+    return tuple(p % 16 == 0 for p in pointers)
 
 
 def _rows(x, last):
@@ -71,77 +122,80 @@ def _rows(x, last):
 
 
 def _rms_norm(out, x, weight, eps):
-    _check("rms_norm", "x", x)
-    hidden = x.shape[-1]
-    _check("rms_norm", "weight", weight, x.dtype, (hidden,))
-    _check("rms_norm", "out", out, x.dtype, x.shape)
-    _launch("rms_norm", (x, weight), (out,), lambda s: lib().rms_norm(
-        _core.default_runtime()._handle, _DTYPES[x.dtype], out.data_ptr(), x.data_ptr(),
-        weight.data_ptr(), eps, _rows(x, hidden), hidden, s))
+    px = _check("rms_norm", "x", x)
+    shape, dtype = x.shape, x.dtype
+    hidden = shape[-1] if shape else 0
+    pw = _check("rms_norm", "weight", weight, dtype, (hidden,))
+    po = _check("rms_norm", "out", out, dtype, shape)
+    _launch("rms_norm", ("rms_norm", dtype, shape, _aligned(px, pw, po)), (x, weight), "rms_norm",
+            _DTYPES[dtype], po, px, pw, eps, _rows(x, hidden), hidden)
 
 
 def _fused_add_rms_norm(x, residual, weight, eps):
-    _check("fused_add_rms_norm", "x", x)
-    hidden = x.shape[-1]
-    _check("fused_add_rms_norm", "residual", residual, x.dtype, x.shape)
-    _check("fused_add_rms_norm", "weight", weight, x.dtype, (hidden,))
-    _launch("fused_add_rms_norm", (x, residual, weight), (), lambda s: lib().fused_add_rms_norm(
-        _core.default_runtime()._handle, _DTYPES[x.dtype], x.data_ptr(), residual.data_ptr(),
-        weight.data_ptr(), eps, _rows(x, hidden), hidden, s))
+    op = "fused_add_rms_norm"
+    px = _check(op, "x", x)
+    shape, dtype = x.shape, x.dtype
+    hidden = shape[-1] if shape else 0
+    pr = _check(op, "residual", residual, dtype, shape)
+    pw = _check(op, "weight", weight, dtype, (hidden,))
+    _launch(op, (op, dtype, shape, _aligned(px, pr, pw)), (x, residual, weight), op,
+            _DTYPES[dtype], px, pr, pw, eps, _rows(x, hidden), hidden)
 
 
 def _layer_norm(out, x, weight, bias, eps):
-    _check("layer_norm", "x", x)
-    hidden = x.shape[-1]
-    _check("layer_norm", "weight", weight, x.dtype, (hidden,))
-    _check("layer_norm", "bias", bias, x.dtype, (hidden,))
-    _check("layer_norm", "out", out, x.dtype, x.shape)
-    _launch("layer_norm", (x, weight, bias), (out,), lambda s: lib().layer_norm(
-        _core.default_runtime()._handle, _DTYPES[x.dtype], out.data_ptr(), x.data_ptr(),
-        weight.data_ptr(), bias.data_ptr(), eps, _rows(x, hidden), hidden, s))
+    op = "layer_norm"
+    px = _check(op, "x", x)
+    shape, dtype = x.shape, x.dtype
+    hidden = shape[-1] if shape else 0
+    pw = _check(op, "weight", weight, dtype, (hidden,))
+    pb = _check(op, "bias", bias, dtype, (hidden,))
+    po = _check(op, "out", out, dtype, shape)
+    _launch(op, (op, dtype, shape, _aligned(px, pw, pb, po)), (x, weight, bias), op,
+            _DTYPES[dtype], po, px, pw, pb, eps, _rows(x, hidden), hidden)
 
 
 def _softmax(out, x, scale, causal_queries):
-    _check("softmax", "x", x)
-    _check("softmax", "out", out, x.dtype, x.shape)
-    cols = x.shape[-1]
-    _launch("softmax", (x,), (out,), lambda s: lib().softmax(
-        _core.default_runtime()._handle, _DTYPES[x.dtype], out.data_ptr(), x.data_ptr(), scale,
-        _rows(x, cols), cols, causal_queries, s))
+    px = _check("softmax", "x", x)
+    shape, dtype = x.shape, x.dtype
+    po = _check("softmax", "out", out, dtype, shape)
+    cols = shape[-1] if shape else 0
+    _launch("softmax", ("softmax", dtype, shape, _aligned(px, po)), (x,), "softmax",
+            _DTYPES[dtype], po, px, scale, _rows(x, cols), cols, causal_queries)
 
 
 def _activation(name):
     def run(out, x):
-        _check(name, "x", x)
-        _check(name, "out", out, x.dtype, x.shape)
-        _launch(name, (x,), (out,), lambda s: lib().activation(
-            _core.default_runtime()._handle, _ACTIVATIONS[name], _DTYPES[x.dtype],
-            out.data_ptr(), x.data_ptr(), x.numel(), s))
+        px = _check(name, "x", x)
+        shape, dtype = x.shape, x.dtype
+        po = _check(name, "out", out, dtype, shape)
+        _launch(name, (name, dtype, shape, _aligned(px, po)), (x,), "activation",
+                _ACTIVATIONS[name], _DTYPES[dtype], po, px, x.numel())
     return run
 
 
 def _gated(name):
+    op = name + "_and_mul"
+
     def run(out, x):
-        op = name + "_and_mul"
-        _check(op, "x", x)
-        if x.dim() == 0 or x.shape[-1] % 2:
-            raise BadArgument(f"kjit.ops.{op}: x has shape {tuple(x.shape)}; its last "
+        px = _check(op, "x", x)
+        shape, dtype = x.shape, x.dtype
+        if not shape or shape[-1] % 2:
+            raise BadArgument(f"kjit.ops.{op}: x has shape {tuple(shape)}; its last "
                               "dimension must be even (2 * d)")
-        d = x.shape[-1] // 2
-        _check(op, "out", out, x.dtype, (*x.shape[:-1], d))
-        _launch(op, (x,), (out,), lambda s: lib().activation_and_mul(
-            _core.default_runtime()._handle, _ACTIVATIONS[name], _DTYPES[x.dtype],
-            out.data_ptr(), x.data_ptr(), _rows(x, 2 * d), d, s))
+        d = shape[-1] // 2
+        po = _check(op, "out", out, dtype, (*shape[:-1], d))
+        _launch(op, (op, dtype, shape, _aligned(px, po)), (x,), "activation_and_mul",
+                _ACTIVATIONS[name], _DTYPES[dtype], po, px, _rows(x, 2 * d), d)
     return run
 
 
 def _rotary_embedding(positions, query, key, cos_sin_cache, head_size, is_neox):
     op = "rotary_embedding"
-    _check(op, "query", query)
+    pq = _check(op, "query", query)
     tokens = positions.numel()
-    _check(op, "positions", positions, torch.int64, (tokens,))
-    _check(op, "cos_sin_cache", cos_sin_cache, query.dtype)
-    _check(op, "key", key, query.dtype)
+    pp = _check(op, "positions", positions, torch.int64, (tokens,))
+    pc = _check(op, "cos_sin_cache", cos_sin_cache, query.dtype)
+    pk = _check(op, "key", key, query.dtype)
     if cos_sin_cache.dim() != 2:
         raise BadArgument(f"kjit.ops.{op}: cos_sin_cache has shape "
                           f"{tuple(cos_sin_cache.shape)}, expected [max_position, rotary_dim]")
@@ -152,46 +206,44 @@ def _rotary_embedding(positions, query, key, cos_sin_cache, head_size, is_neox):
     q_heads = query.numel() // (tokens * head_size) if tokens else 0
     kv_heads = key.numel() // (tokens * head_size) if tokens else 0
     max_position, rotary_dim = cos_sin_cache.shape
-    _launch(op, (query, key, cos_sin_cache, positions), (), lambda s: lib().rotary_embedding(
-        _core.default_runtime()._handle, _DTYPES[query.dtype], positions.data_ptr(),
-        query.data_ptr(), key.data_ptr(), cos_sin_cache.data_ptr(), max_position, tokens,
-        q_heads, kv_heads, head_size, rotary_dim, 0 if is_neox else 1, s),
-            head_size=head_size, is_neox=is_neox)
+    key_ = (op, query.dtype, query.shape, key.shape, cos_sin_cache.shape, tokens, head_size,
+            is_neox, _aligned(pq, pk, pc, pp))
+    _launch(op, key_, (query, key, cos_sin_cache, positions), op, _DTYPES[query.dtype], pp, pq,
+            pk, pc, max_position, tokens, q_heads, kv_heads, head_size, rotary_dim,
+            0 if is_neox else 1, head_size=head_size, is_neox=is_neox)
 
 
 def _quant(kind):
     op = "quant_" + kind
+    out_dtypes = ({torch.int8: 0} if kind == "int8" else
+                  {torch.uint8: 0, getattr(torch, "float8_e4m3fn", torch.uint8): 0})
 
     def run(out, scales, x):
-        _check(op, "x", x)
-        hidden = x.shape[-1]
+        px = _check(op, "x", x)
+        shape, dtype = x.shape, x.dtype
+        hidden = shape[-1] if shape else 0
         rows = _rows(x, hidden)
-        out_dtypes = ({torch.int8: 0} if kind == "int8" else
-                      {torch.uint8: 0, getattr(torch, "float8_e4m3fn", torch.uint8): 0})
-        _check(op, "out", out, None, x.shape, dtypes=out_dtypes)
-        _check(op, "scales", scales, torch.float32, (rows,))
-        function = lib().quant_int8 if kind == "int8" else lib().quant_fp8
-        _launch(op, (x,), (out, scales), lambda s: function(
-            _core.default_runtime()._handle, _DTYPES[x.dtype], out.data_ptr(), scales.data_ptr(),
-            x.data_ptr(), rows, hidden, s))
+        po = _check(op, "out", out, None, shape, dtypes=out_dtypes)
+        ps = _check(op, "scales", scales, torch.float32, (rows,))
+        _launch(op, (op, dtype, shape, _aligned(px, po, ps)), (x,), op, _DTYPES[dtype], po, ps,
+                px, rows, hidden)
     return run
 
 
 def _matmul(op, transposed):
     def run(out, a, b):
-        _check(op, "a" if not transposed else "x", a)
+        pa = _check(op, "a" if not transposed else "x", a)
         if a.dim() < 1 or b.dim() != 2:
             raise BadArgument(f"kjit.ops.{op}: expected a [..., k] and a 2-D "
                               f"{'weight' if transposed else 'b'}")
         k = a.shape[-1]
         n = b.shape[0] if transposed else b.shape[1]
-        _check(op, "weight" if transposed else "b", b, a.dtype, (n, k) if transposed else (k, n))
-        _check(op, "out", out, a.dtype, (*a.shape[:-1], n))
+        pb = _check(op, "weight" if transposed else "b", b, a.dtype,
+                    (n, k) if transposed else (k, n))
+        po = _check(op, "out", out, a.dtype, (*a.shape[:-1], n))
         m = _rows(a, k)
-        function = lib().linear if transposed else lib().gemm
-        _launch(op, (a, b), (out,), lambda s: function(
-            _core.default_runtime()._handle, _DTYPES[a.dtype], out.data_ptr(), a.data_ptr(),
-            b.data_ptr(), m, n, k, s))
+        _launch(op, (op, a.dtype, a.shape, b.shape, _aligned(pa, pb, po)), (a, b), op,
+                _DTYPES[a.dtype], po, pa, pb, m, n, k)
     return run
 
 
@@ -282,17 +334,24 @@ def _register():
 
 
 _library = _register() if REGISTERED else None
+# Whether torch.compile is tracing: then the operators go through torch.ops.kjit (dynamo reads
+# this function as a constant); in eager mode they call their implementation directly, which keeps
+# the dispatcher's several microseconds out of each call.
+_compiling = torch.compiler.is_compiling if REGISTERED else (lambda: False)
 
 
 def _call(name, inputs, out):
     """The operator `name` on `inputs`: through torch.ops.kjit while torch.compile traces, else
     the implementation directly (the dispatcher's cost stays out of eager calls)."""
-    make_outs, impl = _OPS[name][1], _OPS[name][2]
-    if REGISTERED and torch.compiler.is_compiling():
+    if _compiling():
         if out is None:
             return getattr(torch.ops.kjit, name)(*inputs)
         outs = out if isinstance(out, tuple) else (out,)
         getattr(torch.ops.kjit, name + "_out")(*outs, *inputs)
+        return out
+    _, make_outs, impl = _OPS[name]
+    if type(out) is torch.Tensor:
+        impl(out, *inputs)
         return out
     outs = make_outs(*inputs) if out is None else list(out if isinstance(out, tuple) else (out,))
     impl(*outs, *inputs)
@@ -300,7 +359,7 @@ def _call(name, inputs, out):
 
 
 def _call_inplace(name, inputs):
-    if REGISTERED and torch.compiler.is_compiling():
+    if _compiling():
         getattr(torch.ops.kjit, name)(*inputs)
     else:
         _INPLACE[name][1](*inputs)

@@ -25,6 +25,7 @@ static const char *source = "template <typename T, int N> __global__ void scale(
 int main(int argc, char **argv) {
   const char *target = argc > 1 ? argv[1] : "gfx90a";
   CHECK(kjit_abi_version() == KJIT_C_ABI_VERSION);
+  CHECK(kjit_abi_minor() == KJIT_C_ABI_MINOR);
   CHECK(strcmp(kjit_status_name(KJIT_BAD_PARAMETER), "bad parameter") == 0);
   CHECK(strcmp(kjit_status_name(12345), "unknown") == 0);
 
@@ -134,6 +135,36 @@ int main(int argc, char **argv) {
   } else {
     printf("no GPU: %s\n", kjit_last_error());
   }
+
+  /* An operator called from a packed block reads each argument from its slot: the operator's own
+   * checks, which run before it needs a GPU, report the values packed (hidden 0, then eps -1). */
+  const kjit_op *op = NULL;
+  CHECK(kjit_op_get(rt, "no_such_op", &op) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "rms_norm") != NULL);
+  CHECK(kjit_op_get(rt, "rms_norm", &op) == KJIT_OK && op != NULL);
+  const kjit_op *again = NULL;
+  CHECK(kjit_op_get(rt, "rms_norm", &again) == KJIT_OK && again == op);
+  /* rms_norm(dtype, out, x, weight, eps, rows, hidden) after the 40-byte launch config. */
+  unsigned char packed[40 + 7 * 8];
+  memset(packed, 0, sizeof packed);
+  int dtype = KJIT_BFLOAT16, rows = 1, hidden = 0;
+  void *pointer = packed; /* any non-null address: the checks fail before it is used */
+  float eps = 1e-6f;
+  memcpy(packed + 40, &dtype, sizeof dtype);
+  for (int i = 1; i <= 3; ++i)
+    memcpy(packed + 40 + 8 * i, &pointer, sizeof pointer);
+  memcpy(packed + 40 + 8 * 4, &eps, sizeof eps);
+  memcpy(packed + 40 + 8 * 5, &rows, sizeof rows);
+  memcpy(packed + 40 + 8 * 6, &hidden, sizeof hidden);
+  CHECK(kjit_op_launch_packed(op, packed) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "hidden is 0") != NULL);
+  hidden = 4096;
+  eps = -1.0f;
+  memcpy(packed + 40 + 8 * 4, &eps, sizeof eps);
+  memcpy(packed + 40 + 8 * 6, &hidden, sizeof hidden);
+  CHECK(kjit_op_launch_packed(op, packed) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "eps is -1") != NULL);
+  CHECK(kjit_op_launch_packed(NULL, packed) == KJIT_BAD_ARGUMENT);
 
   kjit_runtime_destroy(rt);
   kjit_template_destroy(tmpl);

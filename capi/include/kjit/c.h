@@ -23,10 +23,14 @@
 extern "C" {
 #endif
 
-/* Bumped on any change to a declaration below; a caller built against another version must not
- * call in (the Python package checks it when it loads the library). */
+/* KJIT_C_ABI_VERSION is bumped on any change to a declaration below that breaks a caller built
+ * against it: such a caller must not call in (the Python package checks it when it loads the
+ * library). KJIT_C_ABI_MINOR is bumped on additions only (each marked with the minor version that
+ * added it): a caller needing minor N runs on any library of the same version and a minor >= N. */
 #define KJIT_C_ABI_VERSION 1
+#define KJIT_C_ABI_MINOR 1
 uint32_t kjit_abi_version(void);
+uint32_t kjit_abi_minor(void); /* since 1.1 */
 
 typedef enum kjit_status {
   KJIT_OK = 0,
@@ -201,6 +205,20 @@ int kjit_gemm(kjit_runtime *rt, int dtype, void *c, const void *a, const void *b
 /* c [m, n] = a [m, k] @ w [n, k]^T. */
 int kjit_linear(kjit_runtime *rt, int dtype, void *c, const void *a, const void *w, int m, int n,
                 int k, void *stream);
+
+/* ---- operators from one block of memory (since 1.1) --------------------------------------- */
+
+typedef struct kjit_op kjit_op;
+
+/* The operator `name` ("rms_norm" for kjit_rms_norm, "activation_and_mul"...), bound to `runtime`,
+ * for kjit_op_launch_packed; it lives as long as the runtime. KJIT_BAD_ARGUMENT names the known
+ * ones. */
+int kjit_op_get(kjit_runtime *runtime, const char *name, const kjit_op **out);
+/* Calls the operator with its arguments packed as kjit_kernel_launch_packed takes a kernel's, so
+ * that one packing serves both (the Python package's kjit._fastlaunch): a kjit_launch_config at
+ * offset 0, of which only `stream` is read, then the operator function's arguments between the
+ * runtime and the stream, argument i in the low bytes of the 8-byte slot at 40 + 8 * i. */
+int kjit_op_launch_packed(const kjit_op *op, const void *packed);
 
 #ifdef __cplusplus
 }
