@@ -61,6 +61,7 @@ typedef struct {
   PyObject *current_stream; /* device -> int */
   PyObject *error;          /* status -> the kjit.Error to raise */
   PyObject *fallback;       /* the Python launcher */
+  PyObject *dict;           /* attributes: a kjit.Kernel's name, device... */
 } Launcher;
 
 static PyObject *get_device_name, *data_ptr_name;
@@ -352,6 +353,7 @@ static int launcher_traverse(PyObject *object, visitproc visit, void *arg) {
   Py_VISIT(self->current_stream);
   Py_VISIT(self->error);
   Py_VISIT(self->fallback);
+  Py_VISIT(self->dict);
   return 0;
 }
 
@@ -364,6 +366,7 @@ static int launcher_clear(PyObject *object) {
   Py_CLEAR(self->current_stream);
   Py_CLEAR(self->error);
   Py_CLEAR(self->fallback);
+  Py_CLEAR(self->dict);
   return 0;
 }
 
@@ -449,6 +452,7 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
 
 static PyMemberDef launcher_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(Launcher, vectorcall), READONLY, NULL},
+    {"__dictoffset__", T_PYSSIZET, offsetof(Launcher, dict), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -468,6 +472,44 @@ static PyType_Spec launcher_spec = {.name = "kjit._fastlaunch.Launcher",
                                     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
                                              Py_TPFLAGS_BASETYPE | KJIT_TPFLAGS_HAVE_VECTORCALL,
                                     .slots = launcher_slots};
+
+/* kjit.Kernel's C form: a Launcher that is also an instance of the package's Python `Kernel`
+ * class. Made here rather than by a Python class statement because a Python subclass does not
+ * inherit vectorcall before CPython 3.12: this one declares it, so k(...) reaches the Launcher's
+ * vectorcall on every interpreter. */
+static PyType_Slot kernel_slots[] = {
+    {Py_tp_doc, "A loaded kernel whose call is its Launcher's."},
+    {Py_tp_members, launcher_members},
+    {Py_tp_traverse, launcher_traverse},
+    {Py_tp_clear, launcher_clear},
+    {Py_tp_dealloc, launcher_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec kernel_spec = {.name = "kjit.Kernel",
+                                  .basicsize = sizeof(Launcher),
+                                  .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC |
+                                           KJIT_TPFLAGS_HAVE_VECTORCALL,
+                                  .slots = kernel_slots};
+
+/* kernel_type(base): the type deriving from Launcher and the Python class `base`. */
+static PyObject *kernel_type(PyObject *module, PyObject *base) {
+  PyObject *launcher = PyObject_GetAttrString(module, "Launcher");
+  if (!launcher)
+    return NULL;
+  PyObject *bases = PyTuple_Pack(2, launcher, base);
+  Py_DECREF(launcher);
+  if (!bases)
+    return NULL;
+  PyObject *type = PyType_FromSpecWithBases(&kernel_spec, bases);
+  Py_DECREF(bases);
+  return type;
+}
+
+static PyMethodDef module_methods[] = {
+    {"kernel_type", kernel_type, METH_O, "The C kernel type over the Python class given."},
+    {NULL, NULL, 0, NULL},
+};
 
 static int intern(PyObject **name, const char *text) {
   *name = PyUnicode_InternFromString(text);
@@ -491,6 +533,6 @@ static PyModuleDef_Slot module_slots[] = {{Py_mod_exec, module_exec}, {0, NULL}}
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, .m_name = "_fastlaunch",
                                         .m_doc = "kjit's launch path in C (stable ABI).",
-                                        .m_slots = module_slots};
+                                        .m_methods = module_methods, .m_slots = module_slots};
 
 PyMODINIT_FUNC PyInit__fastlaunch(void) { return PyModuleDef_Init(&module_def); }

@@ -365,9 +365,9 @@ class Kernel:
 
 @functools.cache
 def _c_kernel_class(module):
-    # The Launcher first: k(...) is its C call, by vectorcall where the interpreter passes it on
-    # to a subclass (CPython 3.12 on), so a launch builds no tuple and no dict of its arguments.
-    return type("Kernel", (module.Launcher, Kernel), {"__module__": "kjit"})
+    # A kjit._fastlaunch.Launcher and a Kernel: k(...) is the Launcher's vectorcall, so a launch
+    # builds no tuple and no dict of its arguments.
+    return module.kernel_type(Kernel)
 
 
 def load_kernel(runtime, handle):

@@ -70,7 +70,7 @@ def _make_operator(function):
     packed in C by kjit._fastlaunch where that is built, else through ctypes."""
     native, runtime = lib(), _core.default_runtime()
     ctypes_function = getattr(native, function)
-    current_stream, device = torch._C._cuda_getCurrentRawStream, _gpu()
+    current_stream, device = _core._current_stream_function(), _gpu()
 
     def through_ctypes(*args, grid, block, stream=None):
         check(ctypes_function(runtime._handle, *args,
@@ -82,11 +82,8 @@ def _make_operator(function):
     found = _core._fast_launch_arguments(
         through_ctypes, handle.value, device, codes, [40 + 8 * i for i in range(len(codes))],
         40 + 8 * len(codes), native.op_launch_packed)
-    if found is None:
-        return through_ctypes
-    operator = found[0].Launcher(*found[1])
-    operator.runtime = runtime  # owns the operator's handle
-    return operator
+    # The handle lives as long as the runtime: kjit.default_runtime(), which the process keeps.
+    return through_ctypes if found is None else found[0].Launcher(*found[1])
 
 
 _operators = {}
@@ -286,6 +283,10 @@ for _name in _ACTIVATIONS:
 for _name in ("silu", "gelu", "gelu_tanh"):
     _OPS[_name + "_and_mul"] = ("Tensor x", _gated_out, _gated(_name))
 
+# Each operator's tensor inputs: (position, name) from its schema.
+_TENSOR_INPUTS = {name: [(i, part.split()[1]) for i, part in enumerate(schema.split(", "))
+                         if part.startswith("Tensor")] for name, (schema, _, _) in _OPS.items()}
+
 # In place: (schema, implementation)
 _INPLACE = {
     "fused_add_rms_norm": ("Tensor(a!) x, Tensor(b!) residual, Tensor weight, float eps",
@@ -353,7 +354,14 @@ def _call(name, inputs, out):
     if type(out) is torch.Tensor:
         impl(out, *inputs)
         return out
-    outs = make_outs(*inputs) if out is None else list(out if isinstance(out, tuple) else (out,))
+    if out is None:
+        for index, tensor_name in _TENSOR_INPUTS[name]:  # before make_outs reads them
+            if not isinstance(inputs[index], torch.Tensor):
+                raise BadArgument(f"kjit.ops.{name}: {tensor_name} is a "
+                                  f"{type(inputs[index]).__name__}, not a torch.Tensor")
+        outs = make_outs(*inputs)
+    else:
+        outs = list(out if isinstance(out, tuple) else (out,))
     impl(*outs, *inputs)
     return outs[0] if len(outs) == 1 else tuple(outs)
 

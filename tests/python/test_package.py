@@ -373,6 +373,23 @@ def test_a_failed_launch_is_the_status_error():
     assert [call[-1] for call in launches.calls] == list(range(64))
 
 
+def test_torch_tensors_pass_their_data_pointer_on_the_kernels_device():
+    """A torch tensor is read through torch.Tensor's own get_device and data_ptr (in C on the
+    fast path): a kernel on device -1 (the CPU's get_device()) takes a CPU tensor's address, one
+    on GPU 0 refuses it, on either launch path."""
+    torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
+    x = torch.arange(4, dtype=torch.float32)
+    launch, launches = launcher(["float*", "float"], [8, 4], device=-1)
+    launch(x, 2.0, grid=1, block=4)
+    launch(x[2:], 2.0, grid=1, block=4)
+    assert [call[-2:] for call in launches.calls] == [(x.data_ptr(), 2.0),
+                                                       (x.data_ptr() + 8, 2.0)]
+    on_gpu, launches = launcher(["float*", "float"], [8, 4], device=0)
+    with pytest.raises(kjit.BadArgument, match="tensor on cpu; the kernel runs on GPU 0"):
+        on_gpu(x, 2.0, grid=1, block=4)
+    assert launches.calls == []
+
+
 def test_a_c_kernel_is_a_kernel_whose_call_is_the_c_launch():
     """With kjit._fastlaunch, a Kernel is also its Launcher: k(...) packs in C through the
     Launcher's own call (tp_call here, vectorcall where the interpreter hands it to subclasses),
