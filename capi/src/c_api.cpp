@@ -342,6 +342,10 @@ int kjit_kernel_get(kjit_runtime *runtime, const kjit_template *tmpl, const kjit
 
 const char *kjit_kernel_name(const kjit_kernel *kernel) { return kernel->kernel->name().c_str(); }
 int kjit_kernel_device(const kjit_kernel *kernel) { return kernel->kernel->device().ordinal(); }
+const char *kjit_kernel_backend(const kjit_kernel *kernel) {
+  // to_string's names are string literals: the view's data is NUL-terminated.
+  return kjit::to_string(kernel->kernel->device().backend()).data();
+}
 void *kjit_kernel_native_handle(const kjit_kernel *kernel) {
   return kernel->kernel->native_handle();
 }

@@ -206,7 +206,13 @@ def _dim3(value, what):
 
 # ---- arguments ----------------------------------------------------------------------------
 
-_DLPACK_GPU_TYPES = (2, 10, 13)  # kDLCUDA, kDLROCM, kDLCUDAManaged
+# The DLPack device types of each backend's memory: kDLCUDA and kDLCUDAManaged, kDLROCM.
+_DLPACK_DEVICE_TYPES = {"CUDA": (2, 13), "HIP": (10,)}
+
+
+def _torch_backend(torch):
+    """The backend of torch's "cuda" tensors: "HIP" in a build for ROCm, else "CUDA"."""
+    return "HIP" if getattr(torch.version, "hip", None) else "CUDA"
 
 
 class _DLTensor(ctypes.Structure):
@@ -221,9 +227,10 @@ _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
-def device_pointer(value, index, type_name, device, kernel):
-    """The device address an argument stands for: a torch tensor (on `device`), an object with
-    __cuda_array_interface__ or __dlpack__, or an int address."""
+def device_pointer(value, index, type_name, device, kernel, backend):
+    """The device address an argument stands for: a torch tensor (on `device`, of a torch built
+    for `backend`), an object with __cuda_array_interface__ or __dlpack__ (of `backend`'s device
+    types), or an int address."""
     where = f"{kernel}: argument {index} ({type_name})"
     if isinstance(value, bool) or value is None:
         raise BadArgument(f"{where} is {value!r}, not a device pointer")
@@ -234,15 +241,18 @@ def device_pointer(value, index, type_name, device, kernel):
         if value.get_device() != device:
             raise BadArgument(f"{where} is a tensor on {value.device}; the kernel runs on GPU "
                               f"{device}")
+        if _torch_backend(torch) != backend:
+            raise BadArgument(f"{where} is a tensor of torch built for {_torch_backend(torch)}; "
+                              f"the kernel runs on {backend} GPU {device}")
         return value.data_ptr()
     interface = getattr(value, "__cuda_array_interface__", None)
     if interface is not None:
         return interface["data"][0]
     if hasattr(value, "__dlpack__"):
         device_type, device_id = value.__dlpack_device__()
-        if device_type not in _DLPACK_GPU_TYPES or device_id != device:
+        if device_type not in _DLPACK_DEVICE_TYPES[backend] or device_id != device:
             raise BadArgument(f"{where} is a DLPack tensor on device ({device_type}, "
-                              f"{device_id}); the kernel runs on GPU {device}")
+                              f"{device_id}); the kernel runs on {backend} GPU {device}")
         capsule = value.__dlpack__()
         tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
         return (tensor.data or 0) + tensor.byte_offset
@@ -322,7 +332,7 @@ def packed_layout(argument_types, sizes, offsets, packed_size):
 _FAST_CODES = frozenset("PbBhHiIqQfd")
 
 
-def _fast_launch_arguments(slow, handle, device, codes, offsets, packed_size, launch):
+def _fast_launch_arguments(slow, handle, device, backend, codes, offsets, packed_size, launch):
     """kjit._fastlaunch and the arguments of its Launcher for this kernel, where that module is
     built, KJIT_PYTHON_FASTLAUNCH is not 0, `launch` is a C function and each argument is a device
     pointer, a C integer, float or double; else None."""
@@ -330,18 +340,24 @@ def _fast_launch_arguments(slow, handle, device, codes, offsets, packed_size, la
     if (module is None or not isinstance(launch, ctypes._CFuncPtr) or
             not _FAST_CODES.issuperset(codes)):
         return None
-    torch = _torch()
     return module, (handle, ctypes.cast(launch, ctypes.c_void_p).value, "".join(codes),
-                    tuple(offsets), packed_size, device,
-                    torch.Tensor if torch is not None else None, _current_stream_function(),
-                    _native.last_error, slow)
+                    tuple(offsets), packed_size, device, _tensor_type(backend),
+                    _current_stream_function(), _native.last_error, slow)
 
 
-def fast_launcher(slow, handle, device, codes, offsets, packed_size, launch):
+def _tensor_type(backend):
+    """torch.Tensor where torch is imported and built for `backend`, else None: the tensors that
+    a launch on `backend` takes as they are (others go to device_pointer, which refuses them)."""
+    torch = _torch()
+    return torch.Tensor if torch is not None and _torch_backend(torch) == backend else None
+
+
+def fast_launcher(slow, handle, device, backend, codes, offsets, packed_size, launch):
     """`slow` (make_launcher's launcher) with its common calls packed in C by kjit._fastlaunch
     where _fast_launch_arguments allows it, else `slow` itself. The two accept and refuse the same
     calls: _fastlaunch hands every call it does not pack to `slow`."""
-    found = _fast_launch_arguments(slow, handle, device, codes, offsets, packed_size, launch)
+    found = _fast_launch_arguments(slow, handle, device, backend, codes, offsets, packed_size,
+                                   launch)
     return slow if found is None else found[0].Launcher(*found[1])
 
 
@@ -351,6 +367,8 @@ class Kernel:
     Arguments are checked against the template's declared types (their count, tensors' device,
     numbers' kind and range) before the driver sees them; a mismatch is kjit.BadArgument. The
     stream defaults to torch's current stream on the kernel's device where torch is imported.
+    `backend` is "HIP" or "CUDA": a HIP kernel takes tensors of torch built for ROCm and DLPack
+    tensors of kDLROCM, a CUDA kernel those of torch built for CUDA, kDLCUDA and kDLCUDAManaged.
     `launch_path` is "C" where kjit._fastlaunch packs its launches, else "ctypes".
     """
 
@@ -375,6 +393,7 @@ def load_kernel(runtime, handle):
     native = lib()
     name = native.kernel_name(handle).decode()
     device = native.kernel_device(handle)
+    backend = native.kernel_backend(handle).decode()
     count = native.kernel_arg_count(handle)
     argument_types = tuple(native.kernel_arg_type(handle, i).decode() for i in range(count))
     offsets = [native.kernel_arg_offset(handle, i) for i in range(count)]
@@ -383,9 +402,10 @@ def load_kernel(runtime, handle):
         argument_types, [native.kernel_arg_size(handle, i) for i in range(count)], offsets,
         packed_size)
     launch = native.kernel_launch_packed
-    slow = make_launcher(handle, name, device, argument_types, kinds,
+    slow = make_launcher(handle, name, device, backend, argument_types, kinds,
                          struct.Struct(layout).pack, launch)
-    fast = _fast_launch_arguments(slow, handle, device, codes, offsets, packed_size, launch)
+    fast = _fast_launch_arguments(slow, handle, device, backend, codes, offsets, packed_size,
+                                  launch)
     if fast is None:
         kernel = Kernel()
         kernel._launch, kernel.launch_path = slow, "ctypes"
@@ -394,15 +414,15 @@ def load_kernel(runtime, handle):
         kernel = _c_kernel_class(module)(*arguments)
         kernel.launch_path = "C"
     kernel._runtime = runtime  # keeps the runtime, which owns the kernel, alive
-    kernel.name, kernel.device, kernel.argument_types = name, device, argument_types
+    kernel.name, kernel.device, kernel.backend = name, device, backend
+    kernel.argument_types = argument_types
     kernel.native_handle = native.kernel_native_handle(handle)  # CUfunction, hipFunction_t
     return kernel
 
 
-def make_launcher(handle, name, device, argument_types, kinds, pack, launch):
+def make_launcher(handle, name, device, backend, argument_types, kinds, pack, launch):
     """The launch function of one kernel, generated for its parameter list (as Triton's launcher
     is): each argument converted inline, one struct pack, one ctypes call."""
-    torch = _torch()
     count = len(kinds)
     names = [f"a{i}" for i in range(count)]
     body = [f"def launch({''.join(n + ', ' for n in names)}*, grid, block, shared_bytes, stream):"]
@@ -411,7 +431,7 @@ def make_launcher(handle, name, device, argument_types, kinds, pack, launch):
         if kind == "pointer":
             body.append(f"    {a} = {a}.data_ptr() if type({a}) is _Tensor and "
                         f"{a}.get_device() == _DEVICE else _pointer({a}, {i}, _TYPES[{i}], "
-                        "_DEVICE, _NAME)")
+                        "_DEVICE, _NAME, _BACKEND)")
         elif kind == "float":
             body.append(f"    if type({a}) is not float: {a} = _scalar({a}, {i}, _TYPES[{i}], "
                         "'float', _NAME)")
@@ -437,8 +457,9 @@ def make_launcher(handle, name, device, argument_types, kinds, pack, launch):
         "    if status: raise _last_error(status)",
     ]
     scope = {
-        "_Tensor": torch.Tensor if torch is not None else type("NoTensor", (), {}),
-        "_DEVICE": device, "_TYPES": argument_types, "_NAME": name, "_HANDLE": handle,
+        "_Tensor": _tensor_type(backend) or type("NoTensor", (), {}),
+        "_DEVICE": device, "_BACKEND": backend, "_TYPES": argument_types, "_NAME": name,
+        "_HANDLE": handle,
         "_pointer": device_pointer, "_scalar": scalar, "_dim3": _dim3,
         "_current_stream": _current_stream_function(), "_stream_handle": _stream_handle,
         "_pack": pack, "_launch": launch,

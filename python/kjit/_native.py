@@ -116,6 +116,7 @@ _SIGNATURES = {
                              ctypes.POINTER(_P)]),
     "kjit_kernel_name": (_S, [_P]),
     "kjit_kernel_device": (_I, [_P]),
+    "kjit_kernel_backend": (_S, [_P]),
     "kjit_kernel_native_handle": (_P, [_P]),
     "kjit_kernel_arg_count": (ctypes.c_size_t, [_P]),
     "kjit_kernel_arg_type": (_S, [_P, ctypes.c_size_t]),

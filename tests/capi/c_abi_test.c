@@ -132,6 +132,8 @@ int main(int argc, char **argv) {
     uint32_t sizes[1] = {4};
     CHECK(kjit_kernel_launch(kernel, &config, args, sizes, 1) == KJIT_BAD_ARGUMENT);
     CHECK(kjit_kernel_arg_count(kernel) == 2 && kjit_kernel_arg_size(kernel, 1) == 4);
+    CHECK(strcmp(kjit_kernel_backend(kernel), "HIP") == 0 ||
+          strcmp(kjit_kernel_backend(kernel), "CUDA") == 0);
   } else {
     printf("no GPU: %s\n", kjit_last_error());
   }

@@ -215,7 +215,7 @@ class Launches:
             for i in range(self.fake.kjit_test_launch_count())]
 
 
-def launcher(types, sizes, device=0):
+def launcher(types, sizes, device=0, backend="CUDA"):
     """A kernel's launcher as Kernel makes it: the C path where kjit._fastlaunch is found and
     not disabled, else ctypes."""
     offsets, position = [], 40
@@ -224,9 +224,10 @@ def launcher(types, sizes, device=0):
         position += (size + 7) // 8 * 8
     layout, kinds, codes = _core.packed_layout(types, sizes, offsets, position)
     launches = Launches(layout)
-    slow = _core.make_launcher(1234, "k", device, tuple(types), kinds,
+    slow = _core.make_launcher(1234, "k", device, backend, tuple(types), kinds,
                                struct.Struct(layout).pack, launches.function)
-    launch = _core.fast_launcher(slow, 1234, device, codes, offsets, position, launches.function)
+    launch = _core.fast_launcher(slow, 1234, device, backend, codes, offsets, position,
+                                 launches.function)
     return launch, launches
 
 
@@ -300,6 +301,60 @@ def test_a_dlpack_tensor_on_another_device_is_refused():
     launch, launches = launcher(["float*"], [8])
     with pytest.raises(kjit.BadArgument, match=r"DLPack tensor on device \(1, 0\)"):
         launch(OnCpu(), grid=1, block=1)
+
+
+class DLPackTensor:
+    """A DLPack producer on device (device_type, 0) whose DLTensor's data is `address`: its
+    capsule holds a DLTensor laid out as dlpack.h's (the DLManagedTensor starts with it)."""
+
+    def __init__(self, device_type, address, byte_offset=0):
+        self.device_type = device_type
+        self.tensor = _core._DLTensor(data=address, device_type=device_type, device_id=0,
+                                      byte_offset=byte_offset)
+
+    def __dlpack__(self, stream=None):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self.tensor), b"dltensor", None)
+
+    def __dlpack_device__(self):
+        return (self.device_type, 0)
+
+
+def test_dlpack_device_types_follow_the_kernels_backend():
+    """kDLROCM (10) memory is taken by a HIP kernel only, kDLCUDA (2) and kDLCUDAManaged (13) by
+    a CUDA kernel only. (Untested on AMD hardware: none is available to this project.)"""
+    # The stand-in records the launches of both launchers in one list.
+    hip, launches = launcher(["float*"], [8], backend="HIP")
+    cuda, _ = launcher(["float*"], [8], backend="CUDA")
+    hip(DLPackTensor(10, 0x1000, byte_offset=16), grid=1, block=1)
+    cuda(DLPackTensor(2, 0x2000), grid=1, block=1)
+    cuda(DLPackTensor(13, 0x3000), grid=1, block=1)
+    assert [call[-1] for call in launches.calls] == [0x1010, 0x2000, 0x3000]
+    with pytest.raises(kjit.BadArgument, match=r"device \(2, 0\); the kernel runs on HIP GPU 0"):
+        hip(DLPackTensor(2, 0x2000), grid=1, block=1)
+    with pytest.raises(kjit.BadArgument, match=r"device \(10, 0\); the kernel runs on CUDA GPU"):
+        cuda(DLPackTensor(10, 0x1000), grid=1, block=1)
+
+
+def test_torch_tensors_follow_the_kernels_backend(monkeypatch):
+    """torch built for ROCm (torch.version.hip set; its tensors' device type is still "cuda")
+    passes tensors to a HIP kernel, and torch built for CUDA to a CUDA kernel only."""
+    torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
+    x = torch.arange(4, dtype=torch.float32)  # get_device() -1: launchers on "device" -1
+    hip, launches = launcher(["float*"], [8], device=-1, backend="HIP")
+    with pytest.raises(kjit.BadArgument, match="tensor of torch built for CUDA; the kernel runs "
+                                               "on HIP GPU -1"):
+        hip(x, grid=1, block=1)
+    monkeypatch.setattr(torch.version, "hip", "6.4.0", raising=False)
+    hip, launches = launcher(["float*"], [8], device=-1, backend="HIP")
+    hip(x, grid=1, block=1)
+    assert launches.calls[0][-1] == x.data_ptr()
+    cuda, launches = launcher(["float*"], [8], device=-1, backend="CUDA")
+    with pytest.raises(kjit.BadArgument, match="tensor of torch built for HIP; the kernel runs "
+                                               "on CUDA"):
+        cuda(x, grid=1, block=1)
 
 
 def test_structs_pass_as_their_bytes():
@@ -400,9 +455,10 @@ def test_a_c_kernel_is_a_kernel_whose_call_is_the_c_launch():
     types, sizes, offsets = ["float*", "float"], [8, 4], [40, 48]
     layout, kinds, codes = _core.packed_layout(types, sizes, offsets, 56)
     launches = Launches(layout)
-    slow = _core.make_launcher(1234, "k", 0, tuple(types), kinds, struct.Struct(layout).pack,
+    slow = _core.make_launcher(1234, "k", 0, "CUDA", tuple(types), kinds, struct.Struct(layout).pack,
                                launches.function)
-    found = _core._fast_launch_arguments(slow, 1234, 0, codes, offsets, 56, launches.function)
+    found = _core._fast_launch_arguments(slow, 1234, 0, "CUDA", codes, offsets, 56,
+                                         launches.function)
     k = _core._c_kernel_class(module)(*found[1])
     k.name, k.device, k.argument_types = "k", 0, tuple(types)
     assert isinstance(k, kjit.Kernel) and repr(k) == "kjit.Kernel(k(float*, float), GPU 0)"

@@ -136,6 +136,7 @@ int kjit_kernel_get(kjit_runtime *runtime, const kjit_template *tmpl, const kjit
                     size_t param_count, int device, const kjit_kernel **out);
 const char *kjit_kernel_name(const kjit_kernel *kernel);
 int kjit_kernel_device(const kjit_kernel *kernel);          /* the device's ordinal */
+const char *kjit_kernel_backend(const kjit_kernel *kernel); /* "HIP" or "CUDA" (since 1.1) */
 void *kjit_kernel_native_handle(const kjit_kernel *kernel); /* CUfunction, hipFunction_t */
 size_t kjit_kernel_arg_count(const kjit_kernel *kernel);
 /* The type ("half*") and size in bytes of argument `index`; NULL and 0 past the last one. */
