@@ -3,8 +3,9 @@ kjit kernel called on a torch tensor (the stream read from torch, and given), th
 kjit._fastlaunch's C where it is found and through ctypes (KJIT_PYTHON_FASTLAUNCH=0),
 cuLaunchKernel through ctypes (Python's floor), CuPy's RawKernel and a Triton kernel doing the
 same work (scale 256 floats), torch's x.mul_(1.0), and kjit.ops.rms_norm against F.rms_norm at
-1 x 4096 bf16; then kjit_gpu_bench's C++ launches (raw cuLaunchKernel, a held kjit::Kernel) run
-in this same call; and the first kernel of a new process from a warm cache. Each way is timed in
+1 x 4096 bf16; the same through torch.compile(fullgraph=True); then kjit_gpu_bench's C++
+launches (raw cuLaunchKernel, a held kjit::Kernel) run in this same call; and the first kernel of
+a new process from a warm cache. Each way is timed in
 bursts of 128 launches onto an idle device, the ways interleaved burst by burst; the median over
 the bursts.
 
@@ -111,6 +112,35 @@ def ways_for_rms_norm():
             "F.rms_norm": lambda: F.rms_norm(x, (4096,), w, 1e-6)}
 
 
+def ways_through_compile():
+    """The same work inside torch.compile(fullgraph=True) graphs (default inductor backend): the
+    scale kernel registered with kjit.ops.custom_op and kjit.ops.rms_norm(out=), against torch's
+    own ops compiled the same way. Each compiles on its first call (the warm-up)."""
+    x = torch.ones(256, device="cuda")
+    tmpl = kjit.Template("bench_scale_op", SOURCE, params={"T": ["float"]},
+                         arguments=["T*", "float"], kernel="scale")
+    scale = kjit.ops.custom_op("bench_scale", tmpl, {"T": "float"}, grid=1, block=256)
+    xb = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.ones(4096, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(xb)
+    functions = {
+        "compiled kjit custom_op scale": lambda: scale(x, 1.0),
+        "compiled torch x.mul_(1.0)": lambda: x.mul_(1.0),
+        "compiled kjit.ops.rms_norm(out=)": lambda: kjit.ops.rms_norm(xb, w, 1e-6, out=out),
+        "compiled kjit.ops.rms_norm": lambda: kjit.ops.rms_norm(xb, w, 1e-6),
+        "compiled F.rms_norm": lambda: F.rms_norm(xb, (4096,), w, 1e-6),
+    }
+    ways = {}
+    for name, function in functions.items():
+        compiled = torch.compile(function, fullgraph=True)
+        try:
+            compiled()
+            ways[name] = compiled
+        except Exception as error:  # noqa: a failure is reported, not fatal
+            print(f"{name} not measured: {type(error).__name__}: {str(error)[:300]}")
+    return ways
+
+
 def cpp_launches(bench):
     """kjit_gpu_bench's BM_LaunchCost (raw cuLaunchKernel, a held kjit::Kernel), run now."""
     if not bench or not os.path.exists(bench):
@@ -160,6 +190,9 @@ if __name__ == "__main__":
         print(f"{name:36s} {us:10.2f} {extra}")
     print(f"\n{'rms_norm 1 x 4096 bf16':34s} {'us/call':>10s}")
     for name, us in interleaved(ways_for_rms_norm()).items():
+        print(f"{name:34s} {us:10.2f}")
+    print(f"\n{'through torch.compile(fullgraph=True)':34s} {'us/call':>10s}")
+    for name, us in interleaved(ways_through_compile()).items():
         print(f"{name:34s} {us:10.2f}")
     runs = first_call()
     print("\nnew process: import torch ms, import kjit ms, first kernel (load + launch + sync) ms")
