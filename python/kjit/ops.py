@@ -21,7 +21,7 @@ _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "relu": 3, "sigmoid": 4}
 
 _device = None
-_warm = set()  # (op, dtype, shapes, 16-byte alignment of each pointer) run in this process
+_warm = set()  # (op, dtype, shapes, the pointers' common alignment) run in this process
 
 
 def _gpu():
@@ -93,9 +93,10 @@ _operators = {}
 def _launch(op, key, tensors, function, *args, **item):
     """Calls the C ABI operator `function` with `args` on torch's current stream, refusing a
     variant not yet run in this process while a CUDA graph is being captured. `key` names the
-    variant: the dtype and shapes, and each pointer's 16-byte alignment (what the C++ operators
-    choose it by); `tensors` are the inputs, named in the warm-up item."""
-    if key not in _warm:
+    variant: the dtype and shapes, and the pointers' common alignment, `_aligned` (what the C++
+    operators choose it by); `tensors` are the inputs, named in the warm-up item."""
+    warm = key in _warm
+    if not warm:
         shapes = [list(t.shape) for t in tensors]
         dtype = str(tensors[0].dtype).replace("torch.", "")
         _core.refuse_during_capture(
@@ -105,11 +106,17 @@ def _launch(op, key, tensors, function, *args, **item):
     if call is None:
         call = _operators.setdefault(function, _make_operator(function))
     call(*args, grid=1, block=1)
-    _warm.add(key)
+    if not warm:
+        _warm.add(key)
 
 
 def _aligned(*pointers):
-    return tuple(p % 16 == 0 for p in pointers)
+    """The pointers' common alignment below 16 bytes, as the low bits of their OR: the widest
+    vector an operator picks for all of them follows from it (ops/src/launch.hpp)."""
+    bits = 0
+    for pointer in pointers:
+        bits |= pointer
+    return bits & 15
 
 
 def _rows(x, last):
@@ -356,11 +363,15 @@ def _call(name, inputs, out):
         impl(out, *inputs)
         return out
     if out is None:
-        for index, tensor_name in _TENSOR_INPUTS[name]:  # before make_outs reads them
-            if not isinstance(inputs[index], torch.Tensor):
-                raise BadArgument(f"kjit.ops.{name}: {tensor_name} is a "
-                                  f"{type(inputs[index]).__name__}, not a torch.Tensor")
-        outs = make_outs(*inputs)
+        try:
+            outs = make_outs(*inputs)
+        except (TypeError, AttributeError):  # a non-tensor input: say which
+            for index, tensor_name in _TENSOR_INPUTS[name]:
+                if not isinstance(inputs[index], torch.Tensor):
+                    raise BadArgument(f"kjit.ops.{name}: {tensor_name} is a "
+                                      f"{type(inputs[index]).__name__}, not a torch.Tensor"
+                                      ) from None
+            raise
     else:
         outs = list(out if isinstance(out, tuple) else (out,))
     impl(*outs, *inputs)
