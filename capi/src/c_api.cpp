@@ -4,18 +4,24 @@
 // thrown ever reaches a C or Python caller.
 #include "kjit/c.h"
 
+#include "cache_command.hpp"
+#include "prebuild_command.hpp"
+#include "tune_command.hpp"
+
 #include "kjit/error.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -174,6 +180,29 @@ kjit::Runtime &runtime_of(kjit_runtime *rt) {
 
 template <typename T> T *as(void *pointer) { return static_cast<T *>(pointer); }
 template <typename T> const T *as(const void *pointer) { return static_cast<const T *>(pointer); }
+
+// Sets *json to what `run` writes to the stream it is given (a command's --json document), as a
+// string the caller frees with kjit_free.
+template <typename Run> void document(char **json, Run &&run) {
+  require(json, "json");
+  *json = nullptr;
+  std::ostringstream out;
+  run(out);
+  const std::string text = out.str();
+  auto *copy = static_cast<char *>(std::malloc(text.size() + 1));
+  if (copy == nullptr)
+    throw std::bad_alloc();
+  std::memcpy(copy, text.c_str(), text.size() + 1);
+  *json = copy;
+}
+
+int cache_command(const char *command, const kjit::cli::CacheArgs &args, char **json) {
+  return guarded([&] {
+    document(json, [&](std::ostream &out) {
+      kjit::cli::run_cache_command(command, args, /*as_json=*/true, out);
+    });
+  });
+}
 
 // ---- operators from a packed block (kjit_op_launch_packed) --------------------------------
 
@@ -548,6 +577,70 @@ int kjit_op_get(kjit_runtime *runtime, const char *name, const kjit_op **out) {
     }
     const std::lock_guard lock(runtime->mutex);
     *out = &runtime->ops.try_emplace(found->name, kjit_op{runtime, found->call}).first->second;
+  });
+}
+
+void kjit_free(char *text) { std::free(text); }
+
+int kjit_cache_stats(char **json) { return cache_command("stats", {}, json); }
+
+int kjit_cache_ls(const char *target, const char *template_name, char **json) {
+  kjit::cli::CacheArgs args;
+  args.target = text(target);
+  args.template_name = text(template_name);
+  return cache_command("ls", args, json);
+}
+
+int kjit_cache_verify(char **json) { return cache_command("verify", {}, json); }
+
+int kjit_cache_prune(const char *max_size, const char *older_than, char **json) {
+  kjit::cli::CacheArgs args;
+  args.max_size = text(max_size);
+  args.older_than = text(older_than);
+  return cache_command("prune", args, json);
+}
+
+int kjit_cache_clear(char **json) { return cache_command("clear", {}, json); }
+
+int kjit_tune(const char *op, const char *shapes_file, double budget_s, const char *const *space,
+              size_t space_count, char **json) {
+  return guarded([&] {
+    require(op && shapes_file, "op or shapes_file");
+    require(space || space_count == 0, "space");
+    kjit::cli::TuneArgs args;
+    args.op = op;
+    args.shapes = shapes_file;
+    if (budget_s > 0)
+      args.budget_s = budget_s;
+    for (std::size_t i = 0; i < space_count; ++i) {
+      require(space[i], "a space item");
+      args.space.emplace_back(space[i]);
+    }
+    document(json, [&](std::ostream &out) { kjit::cli::tune_shapes(args, /*as_json=*/true, out); });
+  });
+}
+
+int kjit_prebuild(const char *targets, const char *level, const char *const *sets, size_t set_count,
+                  const char *out, int jobs, const char *worker, char **json) {
+  return guarded([&] {
+    require(sets || set_count == 0, "sets");
+    kjit::cli::PrebuildArgs args;
+    args.targets = text(targets);
+    args.level = text(level);
+    args.out = text(out);
+    for (std::size_t i = 0; i < set_count; ++i) {
+      require(sets[i], "a set file");
+      args.sets.emplace_back(sets[i]);
+    }
+    args.worker = text(worker);
+    // Without a worker command, this process (the caller's program) cannot be one.
+    if (worker == nullptr)
+      args.jobs = 1;
+    else if (jobs != 0)
+      args.jobs = jobs;
+    document(json, [&](std::ostream &document_out) {
+      kjit::cli::run_prebuild(args, /*as_json=*/true, document_out);
+    });
   });
 }
 

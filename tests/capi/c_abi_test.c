@@ -4,6 +4,7 @@
 #include "kjit/c.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int failures = 0;
@@ -167,6 +168,50 @@ int main(int argc, char **argv) {
   CHECK(kjit_op_launch_packed(op, packed) == KJIT_BAD_ARGUMENT);
   CHECK(strstr(kjit_last_error(), "eps is -1") != NULL);
   CHECK(kjit_op_launch_packed(NULL, packed) == KJIT_BAD_ARGUMENT);
+
+  /* The cache, tuning and prebuilding: the `kjit` command's --json documents, made in this
+   * process (the tiers under KJIT_CACHE_DIR, which ctest sets apart for each target). */
+  char *json = NULL;
+  CHECK(kjit_cache_stats(&json) == KJIT_OK && json && strstr(json, "\"cache_dir\""));
+  kjit_free(json);
+  CHECK(kjit_cache_ls(target, "c_abi_scale", &json) == KJIT_OK && json);
+  if (json && code)
+    CHECK(strstr(json, kjit_code_key(code)) != NULL);
+  kjit_free(json);
+  CHECK(kjit_cache_ls(NULL, "no_such_template", &json) == KJIT_OK && json &&
+        strncmp(json, "[]", 2) == 0);
+  kjit_free(json);
+  CHECK(kjit_cache_verify(&json) == KJIT_OK && json && strstr(json, "\"bad\": []"));
+  kjit_free(json);
+  json = (char *)"not set";
+  CHECK(kjit_cache_prune(NULL, "soon", &json) == KJIT_BAD_USAGE && json == NULL);
+  CHECK(strstr(kjit_last_error(), "--older-than soon") != NULL);
+  CHECK(kjit_tune("no_such_op", "shapes.json", 0, NULL, 0, &json) == KJIT_BAD_PARAMETER);
+  CHECK(strstr(kjit_last_error(), "no_such_op") != NULL);
+
+  /* A prebuild of one variant from a set file, in this process (no worker command). */
+  char sets_path[4096], out_path[4096];
+  const char *cache_dir = getenv("KJIT_CACHE_DIR");
+  snprintf(sets_path, sizeof sets_path, "%s-sets.json", cache_dir ? cache_dir : "c_abi");
+  snprintf(out_path, sizeof out_path, "%s-prebuilt", cache_dir ? cache_dir : "c_abi");
+  FILE *sets = fopen(sets_path, "w");
+  CHECK(sets != NULL);
+  if (sets) {
+    fputs("{\"name\": \"c_abi\", \"level\": 3, \"variants\": [{\"template\": \"scale\", "
+          "\"params\": {\"T\": \"half\", \"N\": 256}}]}\n",
+          sets);
+    fclose(sets);
+    const char *files[1] = {sets_path};
+    CHECK(kjit_prebuild(target, NULL, files, 1, out_path, 0, NULL, &json) == KJIT_OK && json);
+    if (json) {
+      CHECK(strstr(json, "\"variants\": 1") != NULL);
+      CHECK(strstr(json, "\"failed\": []") != NULL);
+    }
+    kjit_free(json);
+    CHECK(kjit_prebuild("not-a-target", NULL, files, 1, out_path, 0, NULL, &json) ==
+          KJIT_BAD_TARGET);
+    CHECK(json == NULL);
+  }
 
   kjit_runtime_destroy(rt);
   kjit_template_destroy(tmpl);

@@ -133,11 +133,11 @@ std::string iso_time_of_seconds(std::int64_t unix_seconds) {
 
 std::string iso_time(std::int64_t unix_ns) { return iso_time_of_seconds(unix_ns / 1000000000); }
 
-void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
+void print_json(std::ostream &out, const json &value) { out << value.dump(2) << '\n'; }
 
 // ---- ls ---------------------------------------------------------------------------------------
 
-int run_ls(const CacheArgs &args, bool as_json) {
+int run_ls(const CacheArgs &args, bool as_json, std::ostream &out) {
   const Tiers tiers;
   const std::vector<ListedInTier> entries = list_summaries(tiers, args.target);
   std::vector<std::size_t> order;
@@ -194,7 +194,7 @@ int run_ls(const CacheArgs &args, bool as_json) {
       }
       rows.push_back(std::move(row));
     }
-    print_json(rows);
+    print_json(out, rows);
     return 0;
   }
   Table table({"key", "template", "parameters", "target", "size", "last use", "tier"});
@@ -206,13 +206,13 @@ int run_ls(const CacheArgs &args, bool as_json) {
          listed.summary ? parameters_of(listed.summary->parameters) : "", listed.stored.target,
          human_bytes(listed.stored.bytes), age(listed.stored.last_use_ns), entries[i].tier});
   }
-  table.print(std::cout);
+  table.print(out);
   return 0;
 }
 
 // ---- stats ------------------------------------------------------------------------------------
 
-int run_stats(bool as_json) {
+int run_stats(bool as_json, std::ostream &out) {
   const Tiers tiers;
   struct Totals {
     std::size_t entries = 0;
@@ -238,19 +238,19 @@ int run_stats(bool as_json) {
                       {"target", where.second},
                       {"entries", totals.entries},
                       {"bytes", totals.bytes}});
-    print_json({{"cache_dir", tiers.config.cache_dir.string()},
-                {"prebuilt_dir", tiers.config.prebuilt_dir.string()},
-                {"prebuilt_path", prebuilt_path},
-                {"tiers", rows},
-                {"counters", json::parse(cache::to_json_text(counters))}});
+    print_json(out, {{"cache_dir", tiers.config.cache_dir.string()},
+                     {"prebuilt_dir", tiers.config.prebuilt_dir.string()},
+                     {"prebuilt_path", prebuilt_path},
+                     {"tiers", rows},
+                     {"counters", json::parse(cache::to_json_text(counters))}});
     return 0;
   }
-  std::cout << "user tier     " << tiers.config.cache_dir.string() << '\n'
-            << "prebuilt tier " << tiers.config.prebuilt_dir.string()
-            << (tiers.prebuilt ? "" : " (absent)") << '\n';
+  out << "user tier     " << tiers.config.cache_dir.string() << '\n'
+      << "prebuilt tier " << tiers.config.prebuilt_dir.string()
+      << (tiers.prebuilt ? "" : " (absent)") << '\n';
   for (const cache::DiskStore &store : tiers.prebuilt_path)
-    std::cout << "searched first " << store.root().string() << '\n';
-  std::cout << '\n';
+    out << "searched first " << store.root().string() << '\n';
+  out << '\n';
   Table table({"tier", "target", "entries", "size"});
   Totals all;
   for (const auto &[where, totals] : by_tier_target) {
@@ -260,7 +260,7 @@ int run_stats(bool as_json) {
     all.bytes += totals.bytes;
   }
   table.add({"all", "", std::to_string(all.entries), human_bytes(all.bytes)});
-  table.print(std::cout);
+  table.print(out);
   const std::uint64_t hits = counters.user_hits + counters.prebuilt_hits + counters.remote_hits;
   const std::uint64_t lookups = hits + counters.misses;
   std::printf(
@@ -411,7 +411,7 @@ json resources_json(const std::vector<jit::KernelResources> &kernels) {
   return out;
 }
 
-void print_resources(const std::vector<jit::KernelResources> &kernels) {
+void print_resources(const std::vector<jit::KernelResources> &kernels, std::ostream &out) {
   auto optional = [](const auto &value) { return value ? std::to_string(*value) : "-"; };
   Table table({"kernel", "registers", "agprs", "sgprs", "shared", "scratch", "spills", "wave"});
   for (const jit::KernelResources &kernel : kernels)
@@ -419,10 +419,10 @@ void print_resources(const std::vector<jit::KernelResources> &kernels) {
                optional(kernel.sgprs), std::to_string(kernel.shared_bytes),
                std::to_string(kernel.scratch_bytes), optional(kernel.spills),
                optional(kernel.wavefront_size)});
-  table.print(std::cout);
+  table.print(out);
 }
 
-int run_show(const CacheArgs &args, bool as_json) {
+int run_show(const CacheArgs &args, bool as_json, std::ostream &out) {
   const Tiers tiers;
   const std::vector<Listed> entries = list_entries(tiers);
   const Listed &chosen = find_by_prefix(entries, args.key_prefix);
@@ -433,63 +433,63 @@ int run_show(const CacheArgs &args, bool as_json) {
       lookup.entry ? lookup.entry->header : cache::read_header(chosen.stored.path, header_problem);
 
   if (as_json) {
-    json out = {{"key", chosen.stored.key.hex()},
-                {"tier", chosen.tier},
-                {"path", chosen.stored.path},
-                {"bytes", chosen.stored.bytes},
-                {"last_use", iso_time(chosen.stored.last_use_ns)},
-                {"valid", problem.empty()}};
+    json shown = {{"key", chosen.stored.key.hex()},
+                  {"tier", chosen.tier},
+                  {"path", chosen.stored.path},
+                  {"bytes", chosen.stored.bytes},
+                  {"last_use", iso_time(chosen.stored.last_use_ns)},
+                  {"valid", problem.empty()}};
     if (!problem.empty())
-      out["problem"] = problem;
+      shown["problem"] = problem;
     if (header) {
-      out["template"] = header->template_name;
-      out["parameters"] = json::object();
+      shown["template"] = header->template_name;
+      shown["parameters"] = json::object();
       for (const cache::EntryParameter &parameter : header->parameters)
-        std::visit([&](const auto &value) { out["parameters"][parameter.name] = value; },
+        std::visit([&](const auto &value) { shown["parameters"][parameter.name] = value; },
                    parameter.value);
-      out["target"] = header->target;
-      out["compiler"] = header->compiler;
-      out["created"] = iso_time_of_seconds(header->created_unix);
-      out["compile_ms"] = header->compile_ms;
-      out["kernels"] = header->kernels;
-      out["key_inputs"] = header->key_inputs;
+      shown["target"] = header->target;
+      shown["compiler"] = header->compiler;
+      shown["created"] = iso_time_of_seconds(header->created_unix);
+      shown["compile_ms"] = header->compile_ms;
+      shown["kernels"] = header->kernels;
+      shown["key_inputs"] = header->key_inputs;
     }
     if (lookup.entry) {
-      out["code_bytes"] = lookup.entry->code.size();
+      shown["code_bytes"] = lookup.entry->code.size();
       if (const auto resources = jit::read_kernel_resources(lookup.entry->code))
-        out["resources"] = resources_json(*resources);
+        shown["resources"] = resources_json(*resources);
     }
-    print_json(out);
+    print_json(out, shown);
   } else {
-    std::cout << "key        " << chosen.stored.key.hex() << '\n'
-              << "tier       " << chosen.tier << '\n'
-              << "path       " << chosen.stored.path << '\n'
-              << "size       " << human_bytes(chosen.stored.bytes) << '\n'
-              << "last use   " << iso_time(chosen.stored.last_use_ns) << " ("
-              << age(chosen.stored.last_use_ns) << ")\n"
-              << "valid      " << (problem.empty() ? "yes" : "no: " + problem) << '\n';
+    out << "key        " << chosen.stored.key.hex() << '\n'
+        << "tier       " << chosen.tier << '\n'
+        << "path       " << chosen.stored.path << '\n'
+        << "size       " << human_bytes(chosen.stored.bytes) << '\n'
+        << "last use   " << iso_time(chosen.stored.last_use_ns) << " ("
+        << age(chosen.stored.last_use_ns) << ")\n"
+        << "valid      " << (problem.empty() ? "yes" : "no: " + problem) << '\n';
     if (header) {
-      std::cout << "template   " << header->template_name << '\n'
-                << "parameters " << parameters_of(header->parameters) << '\n'
-                << "target     " << header->target << '\n'
-                << "compiler   " << header->compiler << '\n'
-                << "created    " << iso_time_of_seconds(header->created_unix) << '\n'
-                << "compile    " << header->compile_ms << " ms\n";
+      out << "template   " << header->template_name << '\n'
+          << "parameters " << parameters_of(header->parameters) << '\n'
+          << "target     " << header->target << '\n'
+          << "compiler   " << header->compiler << '\n'
+          << "created    " << iso_time_of_seconds(header->created_unix) << '\n'
+          << "compile    " << header->compile_ms << " ms\n";
       if (lookup.entry)
-        std::cout << "code       " << lookup.entry->code.size() << " bytes\n";
-      std::cout << "kernels\n";
+        out << "code       " << lookup.entry->code.size() << " bytes\n";
+      out << "kernels\n";
       for (const auto &[expression, lowered] : header->kernels)
-        std::cout << "  " << expression << "  ->  " << lowered << '\n';
+        out << "  " << expression << "  ->  " << lowered << '\n';
       if (lookup.entry)
         if (const auto resources = jit::read_kernel_resources(lookup.entry->code)) {
-          std::cout << "resources (shared and scratch in bytes)\n";
-          print_resources(*resources);
+          out << "resources (shared and scratch in bytes)\n";
+          print_resources(*resources, out);
         }
-      std::cout << "key inputs\n";
+      out << "key inputs\n";
       for (const auto &[name, value] : header->key_inputs)
-        std::cout << "  " << name << " = " << value << '\n';
+        out << "  " << name << " = " << value << '\n';
     } else {
-      std::cout << "header     unreadable: " << header_problem << '\n';
+      out << "header     unreadable: " << header_problem << '\n';
     }
   }
   if (args.disassemble) {
@@ -503,7 +503,7 @@ int run_show(const CacheArgs &args, bool as_json) {
 // ---- verify, prune, clear
 // ------------------------------------------------------------------------
 
-int run_verify(const CacheArgs &args, bool as_json) {
+int run_verify(const CacheArgs &args, bool as_json, std::ostream &out) {
   const Tiers tiers;
   const std::vector<Listed> entries = list_entries(tiers);
   json bad = json::array();
@@ -530,28 +530,28 @@ int run_verify(const CacheArgs &args, bool as_json) {
     table.add({entry.stored.key.hex().substr(0, 12), entry.tier, problem, action});
   }
   if (as_json)
-    print_json({{"checked", entries.size()}, {"bad", bad}});
+    print_json(out, {{"checked", entries.size()}, {"bad", bad}});
   else {
     if (!bad.empty())
-      table.print(std::cout);
-    std::cout << entries.size() << " entries checked, " << bad.size() << " bad\n";
+      table.print(out);
+    out << entries.size() << " entries checked, " << bad.size() << " bad\n";
   }
   return bad.empty() ? 0 : exit_check_failed;
 }
 
-int print_pruned(const cache::PruneResult &result, bool as_json) {
+int print_pruned(const cache::PruneResult &result, bool as_json, std::ostream &out) {
   if (as_json)
-    print_json({{"removed", result.removed},
-                {"removed_bytes", result.removed_bytes},
-                {"kept", result.kept},
-                {"kept_bytes", result.kept_bytes}});
+    print_json(out, {{"removed", result.removed},
+                     {"removed_bytes", result.removed_bytes},
+                     {"kept", result.kept},
+                     {"kept_bytes", result.kept_bytes}});
   else
-    std::cout << "removed " << result.removed << " entries (" << human_bytes(result.removed_bytes)
-              << "), kept " << result.kept << " (" << human_bytes(result.kept_bytes) << ")\n";
+    out << "removed " << result.removed << " entries (" << human_bytes(result.removed_bytes)
+        << "), kept " << result.kept << " (" << human_bytes(result.kept_bytes) << ")\n";
   return 0;
 }
 
-int run_prune(const CacheArgs &args, bool as_json) {
+int run_prune(const CacheArgs &args, bool as_json, std::ostream &out) {
   if (args.max_size.empty() && args.older_than.empty())
     throw Error(Errc::bad_usage, "prune needs --max-size SIZE and/or --older-than AGE");
   std::optional<std::uint64_t> max_bytes;
@@ -573,28 +573,28 @@ int run_prune(const CacheArgs &args, bool as_json) {
     unused_since_ns = cutoff;
   }
   const Tiers tiers;
-  return print_pruned(cache::prune(*tiers.user, max_bytes, unused_since_ns), as_json);
+  return print_pruned(cache::prune(*tiers.user, max_bytes, unused_since_ns), as_json, out);
 }
 
 int print_archive(const std::string &done, const std::string &archive,
-                  const cache::ArchiveSummary &summary, const char *skipped_as, bool as_json) {
+                  const cache::ArchiveSummary &summary, const char *skipped_as, bool as_json,
+                  std::ostream &out) {
   if (as_json)
-    print_json({{"archive", archive},
-                {"entries", summary.entries},
-                {"bytes", summary.bytes},
-                {"skipped", summary.skipped},
-                {"tuning_records", summary.records}});
+    print_json(out, {{"archive", archive},
+                     {"entries", summary.entries},
+                     {"bytes", summary.bytes},
+                     {"skipped", summary.skipped},
+                     {"tuning_records", summary.records}});
   else
-    std::cout << done << " " << summary.entries << " entries (" << human_bytes(summary.bytes)
-              << ") and " << summary.records << " tuning records "
-              << (done == "exported" ? "to " : "from ") << archive << "; " << summary.skipped << " "
-              << skipped_as << '\n';
+    out << done << " " << summary.entries << " entries (" << human_bytes(summary.bytes) << ") and "
+        << summary.records << " tuning records " << (done == "exported" ? "to " : "from ")
+        << archive << "; " << summary.skipped << " " << skipped_as << '\n';
   return 0;
 }
 
-int run_clear(bool as_json) {
+int run_clear(bool as_json, std::ostream &out) {
   const Tiers tiers;
-  return print_pruned(cache::prune(*tiers.user, 0, std::nullopt), as_json);
+  return print_pruned(cache::prune(*tiers.user, 0, std::nullopt), as_json, out);
 }
 
 } // namespace
@@ -634,28 +634,36 @@ CLI::App *add_cache_command(CLI::App &app, CacheArgs &args, bool &as_json) {
 }
 
 int run_cache(const CLI::App &cache, const CacheArgs &args, bool as_json) {
-  const std::string command = cache.get_subcommands().front()->get_name();
+  return run_cache_command(cache.get_subcommands().front()->get_name(), args, as_json, std::cout);
+}
+
+int run_cache_command(const std::string &command, const CacheArgs &args, bool as_json,
+                      std::ostream &out) {
   if (command == "ls")
-    return run_ls(args, as_json);
+    return run_ls(args, as_json, out);
   if (command == "stats")
-    return run_stats(as_json);
+    return run_stats(as_json, out);
   if (command == "show")
-    return run_show(args, as_json);
+    return run_show(args, as_json, out);
   if (command == "verify")
-    return run_verify(args, as_json);
+    return run_verify(args, as_json, out);
   if (command == "prune")
-    return run_prune(args, as_json);
+    return run_prune(args, as_json, out);
   if (command == "export") {
     const Tiers tiers;
     return print_archive("exported", args.archive, export_cache_archive(*tiers.user, args.archive),
-                         "invalid, left out", as_json);
+                         "invalid, left out", as_json, out);
   }
   if (command == "import") {
     const Tiers tiers;
     return print_archive("imported", args.archive, import_cache_archive(*tiers.user, args.archive),
-                         "already present", as_json);
+                         "already present", as_json, out);
   }
-  return run_clear(as_json);
+  if (command == "clear")
+    return run_clear(as_json, out);
+  throw Error(Errc::bad_usage, "kjit cache " + command +
+                                   ": no such command (ls, stats, show, verify, prune, clear, "
+                                   "export, import)");
 }
 
 } // namespace kjit::cli

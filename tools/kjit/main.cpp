@@ -355,7 +355,7 @@ int run(int argc, char **argv) {
                ? run_remote_cache(*cache, remote_args, as_json)
                : run_cache(*cache, cache_args, as_json);
   if (*prebuild)
-    return run_prebuild(prebuild_args, as_json);
+    return run_prebuild(prebuild_args, as_json, std::cout);
   if (*prebuild_worker)
     return run_prebuild_worker(prebuild_args);
   if (*tune)

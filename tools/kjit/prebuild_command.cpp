@@ -424,8 +424,7 @@ std::string own_executable() {
                                        " (--jobs 1 builds in this process instead)");
 }
 
-Worker spawn_worker(const std::vector<std::string> &argv) {
-  static const std::string executable = own_executable();
+Worker spawn_worker(const std::string &executable, const std::vector<std::string> &argv) {
   int in_pipe[2], out_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0)
     cannot_start_worker(executable, errno);
@@ -462,7 +461,8 @@ std::string exit_text(int status) {
 // BENCHMARKS.md, "Evidence behind the code's choices"); processes do, for both, at one compiler
 // load a worker.
 // A worker that dies fails its batch, and another takes its place.
-void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_argv,
+void run_in_processes(const Plan &plan, const std::string &executable,
+                      const std::vector<std::string> &worker_argv,
                       const std::vector<std::size_t> &pending, int jobs, const BatchDone &done) {
   // A deque: spawning a replacement must not move the workers that `owners` points to.
   std::deque<Worker> workers;
@@ -482,7 +482,7 @@ void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_a
     [[maybe_unused]] const ssize_t written = ::write(worker.to, line.data(), line.size());
   };
   for (int j = 0; j < jobs; ++j) {
-    workers.push_back(spawn_worker(worker_argv));
+    workers.push_back(spawn_worker(executable, worker_argv));
     feed(workers.back());
   }
   for (;;) {
@@ -532,7 +532,7 @@ void run_in_processes(const Plan &plan, const std::vector<std::string> &worker_a
         done(*worker.batch, failed);
         worker.batch.reset();
         if (next < pending.size()) {
-          workers.push_back(spawn_worker(worker_argv));
+          workers.push_back(spawn_worker(executable, worker_argv));
           feed(workers.back());
         }
       }
@@ -603,10 +603,10 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
   return {command, worker};
 }
 
-int run_prebuild(const PrebuildArgs &args, bool as_json) {
+int run_prebuild(const PrebuildArgs &args, bool as_json, std::ostream &out) {
   if (args.level.empty() && args.sets.empty() && args.tuned.empty() &&
       environment("PREBUILD_KERNELS") == "0") {
-    std::cout << "PREBUILD_KERNELS=0: nothing to prebuild (JIT only)\n";
+    out << "PREBUILD_KERNELS=0: nothing to prebuild (JIT only)\n";
     return 0;
   }
   const auto started = std::chrono::steady_clock::now();
@@ -645,7 +645,8 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
   };
   if (!pending.empty()) {
     if (jobs > 1)
-      run_in_processes(plan, worker_argv(plan, args), pending, jobs, done);
+      run_in_processes(plan, args.worker.empty() ? own_executable() : args.worker,
+                       worker_argv(plan, args), pending, jobs, done);
     else
       run_here(plan, compilers, pending, done);
   }
@@ -665,33 +666,32 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
       failed.push_back(failure.what);
       failures.push_back(failure_json(failure));
     }
-    std::cout << json{{"out", plan.out.string()},
-                      {"targets", target_list},
-                      {"level", plan.level},
-                      {"variants", plan.variants},
-                      {"batches", plan.batches.size()},
-                      {"up_to_date", plan.variants - to_build},
-                      {"built", total.built},
-                      {"failed", failed},
-                      {"failures", failures},
-                      {"bytes", total.bytes},
-                      {"jobs", pending.empty() ? 0 : jobs},
-                      {"seconds", seconds}}
-                     .dump(2)
-              << '\n';
+    out << json{{"out", plan.out.string()},
+                {"targets", target_list},
+                {"level", plan.level},
+                {"variants", plan.variants},
+                {"batches", plan.batches.size()},
+                {"up_to_date", plan.variants - to_build},
+                {"built", total.built},
+                {"failed", failed},
+                {"failures", failures},
+                {"bytes", total.bytes},
+                {"jobs", pending.empty() ? 0 : jobs},
+                {"seconds", seconds}}
+               .dump(2)
+        << '\n';
   } else if (plan.targets.empty()) {
-    std::cout << "nothing to prebuild: the installed compilers support none of the targets\n";
+    out << "nothing to prebuild: the installed compilers support none of the targets\n";
   } else if (pending.empty()) {
-    std::cout << "nothing to do: all " << plan.variants << " variants for " << target_list
-              << " are up to date in " << plan.out.string() << '\n';
+    out << "nothing to do: all " << plan.variants << " variants for " << target_list
+        << " are up to date in " << plan.out.string() << '\n';
   } else {
     char time[32];
     std::snprintf(time, sizeof time, "%.1f s", seconds);
-    std::cout << "prebuilt " << total.built << " of " << to_build << " variants for " << target_list
-              << " in " << time << " with " << jobs << " jobs (" << plan.batches.size()
-              << " programs; " << plan.variants - to_build
-              << " up to date): " << human_bytes(total.bytes) << " in " << plan.out.string()
-              << '\n';
+    out << "prebuilt " << total.built << " of " << to_build << " variants for " << target_list
+        << " in " << time << " with " << jobs << " jobs (" << plan.batches.size() << " programs; "
+        << plan.variants - to_build << " up to date): " << human_bytes(total.bytes) << " in "
+        << plan.out.string() << '\n';
   }
   if (total.failures.empty())
     return 0;

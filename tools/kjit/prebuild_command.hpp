@@ -3,6 +3,7 @@
 // (docs/ARCHITECTURE.md, "Prebuilding").
 #include <CLI/CLI.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,15 +20,18 @@ struct PrebuildArgs {
   std::string tuned;             // a tuning table export: exactly its winners, and its records
   bool skip_unsupported = false; // drop (and warn about) targets no installed compiler builds
   bool verbose = false;          // every failure's compiler log, not only each template's first
+  std::string worker;            // the `kjit` command the workers run; empty: this program
 };
 
 // Adds `prebuild` and the hidden worker command it starts to `app`; returns {prebuild, worker}.
 std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildArgs &args,
                                                        bool &as_json);
 
-// Exit status: 0 built or up to date, 1 some variants failed to compile (listed). Throws
-// kjit::Error for bad input (the caller prints it and exits 2).
-int run_prebuild(const PrebuildArgs &args, bool as_json);
+// Exit status: 0 built or up to date, 1 some variants failed to compile (listed on stderr; with
+// `as_json` in the document too). What it prints goes to `out` (std::cout for the command; a
+// string for kjit/c.h's kjit_prebuild). Throws kjit::Error for bad input (the caller prints it
+// and exits 2).
+int run_prebuild(const PrebuildArgs &args, bool as_json, std::ostream &out);
 
 // The worker: plans as run_prebuild does, then builds the batches whose numbers arrive on stdin,
 // one JSON line per batch on stdout.

@@ -20,7 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-
 // Every combination the shapes file lists, for `op`.
 std::vector<ops::OperatorShape> read_shapes(const std::string &op, const std::string &path) {
   const json file = json::parse(read_input_file(path, "shapes file"), nullptr, false);
@@ -93,7 +92,9 @@ json record_summary(const TuningRecord &record) {
   return json::parse(tuning_records_json({record})).at("records").at(0);
 }
 
-int tune_shapes(const TuneArgs &args, bool as_json) {
+} // namespace
+
+int tune_shapes(const TuneArgs &args, bool as_json, std::ostream &out) {
   const auto &known = ops::tunable_operators();
   if (std::find(known.begin(), known.end(), args.op) == known.end())
     throw Error(Errc::bad_parameter, "cannot tune '" + args.op +
@@ -155,11 +156,13 @@ int tune_shapes(const TuneArgs &args, bool as_json) {
                  outcome.tuned ? "now" : "table", spent, std::to_string(dropped.size())});
   }
   if (as_json)
-    std::cout << json{{"results", results}}.dump(2) << '\n';
+    out << json{{"results", results}}.dump(2) << '\n';
   else
-    listing.print(std::cout);
+    listing.print(out);
   return 0;
 }
+
+namespace {
 
 std::vector<TuningRecord> matching(const TuningTable &table, const std::string &prefix) {
   std::vector<TuningRecord> found;
@@ -247,7 +250,7 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
   if (args.op.empty() || args.shapes.empty())
     throw Error(Errc::bad_parameter,
                 "kjit tune needs an operator and --shapes FILE, or ls, show, export, import");
-  return tune_shapes(args, as_json);
+  return tune_shapes(args, as_json, std::cout);
 }
 
 } // namespace kjit::cli

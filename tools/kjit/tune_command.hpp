@@ -9,6 +9,7 @@
 // A shapes file is JSON: {"types": ["bfloat16"], "rows": [1, 64], "lengths": [4096, 16384]},
 // every combination (lengths: the row length, or silu_and_mul's d).
 #include <CLI/CLI.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,10 @@ CLI::App *add_tune_command(CLI::App &app, TuneArgs &args, bool &as_json);
 // Exit status: 0; 3 when there is no GPU to tune on (said on stderr). Throws kjit::Error for bad
 // input (the caller prints it and exits 2), checked before looking for a GPU.
 int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json);
+
+// `kjit tune OP --shapes FILE ...` itself, writing its table or (with `as_json`) its JSON document
+// to `out`: for callers without a command line, kjit/c.h's kjit_tune. Throws kjit::Error
+// (no_device where there is no GPU).
+int tune_shapes(const TuneArgs &args, bool as_json, std::ostream &out);
 
 } // namespace kjit::cli

@@ -11,8 +11,8 @@
  * Handles: a runtime and a template are the caller's, freed with their destroy function. Code
  * objects and kernels belong to the runtime that returned them and live as long as it does.
  *
- * The cache's queries, tuning and prebuilding are the `kjit` command's (`kjit cache stats --json`,
- * `kjit tune`, `kjit prebuild`), which the Python package runs; they are not part of this ABI. */
+ * The cache's queries, tuning and prebuilding (since 1.1) run the `kjit` command's own code in the
+ * caller's process and hand back the JSON document the command prints with --json. */
 #ifndef KJIT_C_H
 #define KJIT_C_H
 
@@ -220,6 +220,36 @@ int kjit_op_get(kjit_runtime *runtime, const char *name, const kjit_op **out);
  * offset 0, of which only `stream` is read, then the operator function's arguments between the
  * runtime and the stream, argument i in the low bytes of the 8-byte slot at 40 + 8 * i. */
 int kjit_op_launch_packed(const kjit_op *op, const void *packed);
+
+/* ---- the cache, tuning and prebuilding (since 1.1) ---------------------------------------- */
+
+/* Each runs in this process what the `kjit` command runs for the same request and sets *json to
+ * the JSON document the command prints with --json (README.md, "The command line"): a string the
+ * caller frees with kjit_free; NULL when the call fails. A NULL string argument takes the
+ * command's default. The tiers are the KJIT_* variables' (KJIT_CACHE_DIR...), read at the call. */
+void kjit_free(char *text);
+int kjit_cache_stats(char **json);
+/* The entries of both tiers; only those for `target`, and of `template_name`, where given. */
+int kjit_cache_ls(const char *target, const char *template_name, char **json);
+/* Checks every entry: {"checked": N, "bad": [...]}. Bad entries are no failure of the call. */
+int kjit_cache_verify(char **json);
+/* Removes least recently used entries of the user tier: down to `max_size` ("2G") and those
+ * unused for `older_than` ("7d"). */
+int kjit_cache_prune(const char *max_size, const char *older_than, char **json);
+int kjit_cache_clear(char **json);
+/* Tunes the operator `op` (rms_norm, softmax, silu_and_mul) at the shapes of the JSON file
+ * `shapes_file` on the runtime's default GPU, for at most `budget_s` seconds a shape (<= 0: the
+ * command's 60), over `space`'s "NAME=V1,V2" items where given. KJIT_NO_DEVICE without a GPU. */
+int kjit_tune(const char *op, const char *shapes_file, double budget_s, const char *const *space,
+              size_t space_count, char **json);
+/* Compiles the built-in sets of `level` ("1"...; NULL: PREBUILD_KERNELS, else 1), or the set files
+ * `sets`, for `targets` ("gfx90a;sm_90"; NULL: GPU_ARCHS) into the prebuilt tier `out` (NULL:
+ * KJIT_PREBUILT_DIR's). `jobs` compile at once (0: MAX_JOBS, else the cores and free memory),
+ * each in a worker process running the `kjit` command `worker`; with `worker` NULL one job
+ * builds in this process. Variants that fail to compile are no failure of the call: the
+ * document's "failed" and "failures" list them. */
+int kjit_prebuild(const char *targets, const char *level, const char *const *sets, size_t set_count,
+                  const char *out, int jobs, const char *worker, char **json);
 
 #ifdef __cplusplus
 }
