@@ -3,6 +3,7 @@ its status codes into kjit.Error subclasses. The library is loaded on first use,
 so that a missing or mismatched library is a kjit.Error the caller can catch."""
 
 import ctypes
+import json
 import os
 import pathlib
 import threading
@@ -136,6 +137,16 @@ _SIGNATURES = {
     "kjit_gemm": (_I, [_P, _I, _P, _P, _P, _I, _I, _I, _P]),
     "kjit_linear": (_I, [_P, _I, _P, _P, _P, _I, _I, _I, _P]),
     "kjit_op_get": (_I, [_P, _S, ctypes.POINTER(_P)]),
+    "kjit_free": (None, [_P]),
+    "kjit_cache_stats": (_I, [ctypes.POINTER(_P)]),
+    "kjit_cache_ls": (_I, [_S, _S, ctypes.POINTER(_P)]),
+    "kjit_cache_verify": (_I, [ctypes.POINTER(_P)]),
+    "kjit_cache_prune": (_I, [_S, _S, ctypes.POINTER(_P)]),
+    "kjit_cache_clear": (_I, [ctypes.POINTER(_P)]),
+    "kjit_tune": (_I, [_S, _S, ctypes.c_double, ctypes.POINTER(_S), ctypes.c_size_t,
+                       ctypes.POINTER(_P)]),
+    "kjit_prebuild": (_I, [_S, _S, ctypes.POINTER(_S), ctypes.c_size_t, _S, _I, _S,
+                           ctypes.POINTER(_P)]),
 }
 
 #: The operator functions above that kjit_op_get finds by name: those whose first parameter is the
@@ -238,3 +249,26 @@ def last_error(status):
 def check(status):
     if status:
         raise last_error(status)
+
+
+def text(value):
+    """A str argument as the C ABI takes it: bytes, or None (the default) for None."""
+    return None if value is None else str(value).encode()
+
+
+def texts(values):
+    """A list of str as a C array of char pointers, and its length."""
+    values = [str(v).encode() for v in values]
+    return (ctypes.c_char_p * max(len(values), 1))(*values), len(values)
+
+
+def document(function, *args):
+    """The JSON document that the kjit/c.h function kjit_<function>(args..., char **json) returns
+    (the `kjit` command's --json document for the same request), parsed."""
+    native = lib()
+    result = ctypes.c_void_p()
+    check(getattr(native, function)(*args, ctypes.byref(result)))
+    try:
+        return json.loads(ctypes.string_at(result.value).decode())
+    finally:
+        native.free(result.value)

@@ -1,7 +1,10 @@
 """Ahead-of-time work: kjit.warmup (load variants in this process before a CUDA-graph capture),
-and kjit.tune / kjit.prebuild (the `kjit tune` and `kjit prebuild` commands)."""
+and kjit.tune / kjit.prebuild (what the `kjit tune` and `kjit prebuild` commands do, through the
+C ABI)."""
 
-from . import _cli, _core
+import os
+
+from . import _cli, _core, _native
 
 
 def warmup(manifest, runtime=None):
@@ -29,14 +32,32 @@ def warmup(manifest, runtime=None):
 
 
 def tune(template, shapes_file, budget=None, space=()):
-    """`kjit tune TEMPLATE --shapes FILE [--budget S] [--space K=V,...]`: its JSON report."""
-    space_flags = [item for value in space for item in ("--space", value)]
-    return _cli.run_json(["tune", template, "--shapes", shapes_file,
-                          *_cli.flags(budget=budget), *space_flags])
+    """Tunes the operator `template` (rms_norm, softmax, silu_and_mul) at the shapes of the JSON
+    file `shapes_file` on the default GPU, as `kjit tune OP --shapes FILE [--budget S] [--space
+    K=V,...]` does, in this process (kjit_tune): its JSON report. kjit.NoDevice without a GPU."""
+    items, count = _native.texts(space)
+    return _native.document("tune", _native.text(template), _native.text(shapes_file),
+                            float(budget or 0), items, count)
 
 
 def prebuild(targets=None, level=None, sets=(), out=None, jobs=None):
-    """`kjit prebuild` into a prebuilt tier (KJIT_PREBUILT_DIR, or `out`): its JSON report."""
-    set_flags = [item for path in sets for item in ("--sets", path)]
-    return _cli.run_json(["prebuild", *_cli.flags(targets=targets, level=level, out=out,
-                                                  jobs=jobs), *set_flags])
+    """Compiles sets of variants into a prebuilt tier (KJIT_PREBUILT_DIR, or `out`), as `kjit
+    prebuild` does (kjit_prebuild): its JSON report. Parallel jobs are worker processes of the
+    `kjit` command where it is found; without it one job builds in this process. Variants that do
+    not compile raise kjit.CompileError naming them, with the report as its `report`."""
+    try:
+        worker = _cli.cli_path()
+    except _native.Error:
+        worker = None
+    if worker is not None and not os.access(worker, os.X_OK):
+        worker = None
+    items, count = _native.texts(sets)
+    report = _native.document("prebuild", _native.text(targets), _native.text(level), items,
+                              count, _native.text(out), int(jobs or 0), _native.text(worker))
+    if report.get("failed"):
+        error = _native.error_class("CompileError")(
+            f"kjit.prebuild: {len(report['failed'])} variants not built: "
+            f"{', '.join(report['failed'])}")
+        error.report = report
+        raise error
+    return report

@@ -1,29 +1,29 @@
-"""The cache, as `kjit cache ... --json` reports it (the command's documents, parsed)."""
+"""The cache, queried and managed in this process through kjit's C ABI (kjit_cache_*): each
+returns the document `kjit cache ... --json` prints, parsed."""
 
-import json
-
-from . import _cli
+from ._native import document, text
 
 
 def stats():
     """Entries and bytes per tier and target, and the counters summed over every process."""
-    return _cli.run_json(["cache", "stats"])
+    return document("cache_stats")
 
 
 def ls(target=None, template=None):
     """The entries of both tiers: key, tier, target, bytes, template, parameters, path."""
-    return _cli.run_json(["cache", "ls", *_cli.flags(target=target, template=template)])
+    return document("cache_ls", text(target), text(template))
 
 
 def verify():
     """{"checked": N, "bad": [...]}: every entry checked (checksum, format, key, target)."""
-    # Exit 1 means some entry is bad, which the document lists.
-    return json.loads(_cli.run(["cache", "verify", "--json"], ok=(0, 1)))
+    return document("cache_verify")
 
 
 def prune(max_size=None, older_than=None):
-    return _cli.run_json(["cache", "prune", *_cli.flags(max_size=max_size, older_than=older_than)])
+    """Removes least recently used entries of the user tier: down to `max_size` ("2G"), and those
+    unused for `older_than` ("7d"). kjit.BadUsage when neither is given."""
+    return document("cache_prune", text(max_size), text(older_than))
 
 
 def clear():
-    return _cli.run_json(["cache", "clear"])
+    return document("cache_clear")

@@ -176,9 +176,11 @@ def test_a_missing_library_is_a_clear_error():
     assert "KJIT_C_LIBRARY" in result.stdout
 
 
-def test_a_library_of_another_abi_version_is_refused():
-    fake = os.environ.get("KJIT_TEST_FAKE_ABI")
-    assert fake, "ctest names the fake-ABI library in KJIT_TEST_FAKE_ABI"
+@pytest.mark.parametrize("variable, version", [("KJIT_TEST_FAKE_ABI", "999.0"),
+                                               ("KJIT_TEST_FAKE_ABI_OLD_MINOR", "1.0")])
+def test_a_library_of_another_abi_version_or_an_older_minor_is_refused(variable, version):
+    fake = os.environ.get(variable)
+    assert fake, f"ctest names the fake-ABI library in {variable}"
     result = run_isolated({"KJIT_C_LIBRARY": fake}, textwrap.dedent("""
         import kjit
         try:
@@ -187,8 +189,8 @@ def test_a_library_of_another_abi_version_is_refused():
             print(type(error).__name__, error)
     """))
     assert result.returncode == 0, result.stderr
-    assert "AbiMismatch" in result.stdout and "version 999" in result.stdout
-    assert f"needs {kjit.ABI_VERSION}" in result.stdout
+    assert "AbiMismatch" in result.stdout and f"version {version}," in result.stdout
+    assert f"needs {kjit.ABI_VERSION}.{kjit._native.ABI_MINOR}" in result.stdout
 
 
 # ---- the launch path, against a stand-in for kjit_kernel_launch_packed --------------------
@@ -483,6 +485,57 @@ def test_cache_queries_report_what_was_compiled(cache_dir):
     assert code.key in [row["key"] for row in listed]
     assert kjit.cache.stats()["cache_dir"] == str(cache_dir)
     assert kjit.cache.verify() == {"checked": len(listed), "bad": []}
+
+
+def test_the_cache_is_queried_in_this_process(cache_dir, monkeypatch):
+    """kjit.cache runs the command's code through the C ABI: no `kjit` command is needed."""
+    monkeypatch.setenv("KJIT_CLI", "/nonexistent/kjit")
+    code = compile_or_skip(kjit.Runtime(), scale_template("py_cache_here"),
+                           {"T": "float", "N": 32}, "gfx90a")
+    assert [row["key"] for row in kjit.cache.ls(template="py_cache_here")] == [code.key]
+    assert kjit.cache.ls(target="sm_90", template="py_cache_here") == []
+    with pytest.raises(kjit.BadUsage, match="prune needs --max-size"):
+        kjit.cache.prune()
+    with pytest.raises(kjit.BadUsage, match="--older-than soon"):
+        kjit.cache.prune(older_than="soon")
+    assert kjit.cache.prune(older_than="1d")["removed"] == 0
+    assert kjit.cache.clear()["removed"] == 1
+    assert kjit.cache.ls(template="py_cache_here") == []
+
+
+def test_tune_refuses_an_unknown_operator_and_needs_a_gpu(tmp_path):
+    with pytest.raises(kjit.BadParameter, match="cannot tune 'no_such_op'"):
+        kjit.tune("no_such_op", str(tmp_path / "shapes.json"))
+    shapes = tmp_path / "shapes.json"
+    shapes.write_text('{"types": ["bfloat16"], "rows": [1], "lengths": [4096]}')
+    try:
+        kjit.tune("rms_norm", str(shapes), budget=1)
+    except kjit.NoDevice as error:
+        assert "cannot tune" in error.message
+    else:
+        pytest.skip("a GPU is present: tuning ran (test_gpu.py's concern)")
+
+
+@pytest.mark.parametrize("cli", ["found", "absent"])
+def test_prebuild_builds_a_set_into_a_tier(tmp_path, monkeypatch, cli):
+    """In this process where the `kjit` command is absent, in its worker processes where found."""
+    if cli == "absent":
+        monkeypatch.setenv("KJIT_CLI", "/nonexistent/kjit")
+    sets = tmp_path / "set.json"
+    # Two templates: two programs, one a job.
+    sets.write_text('{"name": "py", "level": 3, "variants": ['
+                    '{"template": "scale", "params": {"T": "half", "N": 128}}, '
+                    '{"template": "axpy", "params": {"T": "half", "ITEMS": 4}}]}')
+    try:
+        report = kjit.prebuild(targets="gfx90a", sets=[str(sets)], out=str(tmp_path / "tier"),
+                               jobs=2)
+    except kjit.CompilerUnavailable as error:
+        pytest.skip(f"no compiler for gfx90a: {error.message}")
+    assert (report["variants"], report["built"], report["failed"]) == (2, 2, [])
+    assert report["jobs"] == (1 if cli == "absent" else 2)
+    assert len(list((tmp_path / "tier").rglob("*.kjit"))) == 2
+    with pytest.raises(kjit.BadTarget):
+        kjit.prebuild(targets="not-a-target", sets=[str(sets)], out=str(tmp_path / "tier"))
 
 
 def test_python_m_kjit_is_the_command_line():

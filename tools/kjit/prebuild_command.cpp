@@ -606,7 +606,13 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
 int run_prebuild(const PrebuildArgs &args, bool as_json, std::ostream &out) {
   if (args.level.empty() && args.sets.empty() && args.tuned.empty() &&
       environment("PREBUILD_KERNELS") == "0") {
-    out << "PREBUILD_KERNELS=0: nothing to prebuild (JIT only)\n";
+    constexpr const char *skipped = "PREBUILD_KERNELS=0: nothing to prebuild (JIT only)";
+    if (as_json)
+      out << json{{"variants", 0}, {"built", 0}, {"failed", json::array()}, {"skipped", skipped}}
+                 .dump(2)
+          << '\n';
+    else
+      out << skipped << '\n';
     return 0;
   }
   const auto started = std::chrono::steady_clock::now();
