@@ -80,11 +80,10 @@ def _make_operator(function):
     check(native.op_get(runtime._handle, function.encode(), ctypes.byref(handle)))
     codes = [_CODES[t] for t in _native._SIGNATURES["kjit_" + function][1][1:-1]]
     # Its arguments are addresses and numbers, never tensors: the backend named does not matter.
-    found = _core._fast_launch_arguments(
-        through_ctypes, handle.value, device, _core._torch_backend(torch), codes, [40 + 8 * i for i in range(len(codes))],
-        40 + 8 * len(codes), native.op_launch_packed)
     # The handle lives as long as the runtime: kjit.default_runtime(), which the process keeps.
-    return through_ctypes if found is None else found[0].Launcher(*found[1])
+    return _core.fast_launcher(through_ctypes, handle.value, device, _core._torch_backend(torch),
+                               codes, [40 + 8 * i for i in range(len(codes))],
+                               40 + 8 * len(codes), native.op_launch_packed)
 
 
 _operators = {}

@@ -457,7 +457,8 @@ def test_a_c_kernel_is_a_kernel_whose_call_is_the_c_launch():
     types, sizes, offsets = ["float*", "float"], [8, 4], [40, 48]
     layout, kinds, codes = _core.packed_layout(types, sizes, offsets, 56)
     launches = Launches(layout)
-    slow = _core.make_launcher(1234, "k", 0, "CUDA", tuple(types), kinds, struct.Struct(layout).pack,
+    slow = _core.make_launcher(1234, "k", 0, "CUDA", tuple(types), kinds,
+                               struct.Struct(layout).pack,
                                launches.function)
     found = _core._fast_launch_arguments(slow, 1234, 0, "CUDA", codes, offsets, 56,
                                          launches.function)
