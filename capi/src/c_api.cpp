@@ -196,8 +196,14 @@ template <typename Run> void document(char **json, Run &&run) {
   *json = copy;
 }
 
-int cache_command(const char *command, const kjit::cli::CacheArgs &args, char **json) {
+// `kjit cache <command> --json` with the options `options` sets (inside the guard: building
+// them can throw).
+template <typename Options = void (*)(kjit::cli::CacheArgs &)>
+int cache_command(
+    const char *command, char **json, Options &&options = [](kjit::cli::CacheArgs &) {}) {
   return guarded([&] {
+    kjit::cli::CacheArgs args;
+    options(args);
     document(json, [&](std::ostream &out) {
       kjit::cli::run_cache_command(command, args, /*as_json=*/true, out);
     });
@@ -582,25 +588,25 @@ int kjit_op_get(kjit_runtime *runtime, const char *name, const kjit_op **out) {
 
 void kjit_free(char *text) { std::free(text); }
 
-int kjit_cache_stats(char **json) { return cache_command("stats", {}, json); }
+int kjit_cache_stats(char **json) { return cache_command("stats", json); }
 
 int kjit_cache_ls(const char *target, const char *template_name, char **json) {
-  kjit::cli::CacheArgs args;
-  args.target = text(target);
-  args.template_name = text(template_name);
-  return cache_command("ls", args, json);
+  return cache_command("ls", json, [&](kjit::cli::CacheArgs &args) {
+    args.target = text(target);
+    args.template_name = text(template_name);
+  });
 }
 
-int kjit_cache_verify(char **json) { return cache_command("verify", {}, json); }
+int kjit_cache_verify(char **json) { return cache_command("verify", json); }
 
 int kjit_cache_prune(const char *max_size, const char *older_than, char **json) {
-  kjit::cli::CacheArgs args;
-  args.max_size = text(max_size);
-  args.older_than = text(older_than);
-  return cache_command("prune", args, json);
+  return cache_command("prune", json, [&](kjit::cli::CacheArgs &args) {
+    args.max_size = text(max_size);
+    args.older_than = text(older_than);
+  });
 }
 
-int kjit_cache_clear(char **json) { return cache_command("clear", {}, json); }
+int kjit_cache_clear(char **json) { return cache_command("clear", json); }
 
 int kjit_tune(const char *op, const char *shapes_file, double budget_s, const char *const *space,
               size_t space_count, char **json) {
