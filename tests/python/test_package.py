@@ -517,6 +517,15 @@ def test_tune_refuses_an_unknown_operator_and_needs_a_gpu(tmp_path):
         pytest.skip("a GPU is present: tuning ran (test_gpu.py's concern)")
 
 
+def test_prebuild_with_prebuild_kernels_0_is_a_document_too(tmp_path, monkeypatch):
+    """PREBUILD_KERNELS=0 builds nothing: `kjit prebuild --json` says so in JSON (it printed a
+    line of text, which kjit.prebuild could not read)."""
+    monkeypatch.setenv("PREBUILD_KERNELS", "0")
+    report = kjit.prebuild(targets="gfx90a", out=str(tmp_path / "tier"))
+    assert (report["variants"], report["built"], report["failed"]) == (0, 0, [])
+    assert report["skipped"].startswith("PREBUILD_KERNELS=0")
+
+
 @pytest.mark.parametrize("cli", ["found", "absent"])
 def test_prebuild_builds_a_set_into_a_tier(tmp_path, monkeypatch, cli):
     """In this process where the `kjit` command is absent, in its worker processes where found."""
