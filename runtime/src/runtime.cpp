@@ -371,7 +371,8 @@ private:
       ++counters_.misses;
     }
     const auto started = std::chrono::steady_clock::now();
-    jit::CompileResult result = jit_compiler.compile(variant.request);
+    jit::CompileResult result =
+        compile_variant(jit_compiler, variant.request, instance.source_template());
     const double compile_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();

@@ -290,6 +290,51 @@ TEST_F(RuntimeTest, ACompileErrorShowsTheLogWithTheTemplatesLineNumbers) {
       << "nothing is published for a failed compile";
 }
 
+// A schema that does not fit the kernel, or a kernel name the source lacks, fails the compile
+// with one line in the template's terms, not the compilers' text about the name expression
+// (hiprtc's `__hiprtc_1` and `<overloaded function type>`, NVRTC's `__nv_name_map`).
+TEST_F(RuntimeTest, AKernelThatDoesNotFitItsSchemaIsSaidInTheTemplatesTerms) {
+  const Template three("three", scale.source(),
+                       {{"T", ParamSchema::type({"float"})},
+                        {"N", ParamSchema::integer(1, 8)},
+                        {"X", ParamSchema::integer(1, 8)}},
+                       {.kernel = "scale"});
+  const Template misnamed("misnamed", scale.source(),
+                          {{"T", ParamSchema::type({"float"})}, {"N", ParamSchema::integer(1, 8)}},
+                          {.kernel = "scael"});
+  Runtime rt(config());
+  std::vector<jit::Target> targets{gfx90a};
+  try {
+    rt.compiler(Vendor::nvidia);
+    targets.push_back(jit::Target::parse("sm_90"));
+  } catch (const Error &) {
+  }
+  for (const jit::Target &target : targets) {
+    try {
+      rt.compile(three, {{"T", "float"}, {"N", 4}, {"X", 1}}, target);
+      ADD_FAILURE() << "compiled";
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::compile_error);
+      EXPECT_EQ(error.summary(), "template three: the kernel template scale takes 2 parameters "
+                                 "(typename T, int N), the schema declares 3 (T, N, X)")
+          << target.id();
+      EXPECT_NE(error.detail().find("compilation for " + target.id() + " failed"),
+                std::string::npos)
+          << "the compiler's own message and log stay in the detail: " << error.detail();
+    }
+    try {
+      rt.compile(misnamed, {{"T", "float"}, {"N", 4}}, target);
+      ADD_FAILURE() << "compiled";
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::compile_error);
+      EXPECT_EQ(error.summary(), "template misnamed: the source declares no kernel named scael "
+                                 "(the template's kernel; TemplateOptions::kernel, a set's "
+                                 "\"kernel\")")
+          << target.id();
+    }
+  }
+}
+
 // What a Runtime did is in the cache's statistics once it ends, for `kjit cache stats`.
 TEST_F(RuntimeTest, EachRuntimeLeavesItsCountsInTheCacheStatistics) {
   const cache::StatsFiles stats(dir / "cache" / "v2" / "stats");
