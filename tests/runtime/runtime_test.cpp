@@ -335,6 +335,55 @@ TEST_F(RuntimeTest, AKernelThatDoesNotFitItsSchemaIsSaidInTheTemplatesTerms) {
   }
 }
 
+// A signature of structs is checked against the compiled kernel's own record of its arguments,
+// on a machine without a GPU: rt.kernel would need a device first.
+TEST_F(RuntimeTest, ASignatureIsCheckedAgainstTheCodeObjectWithoutADevice) {
+  struct Tile {
+    int rows, cols, stride;
+  };
+  const Template tiled("tiled", R"(struct Tile { int rows, cols, stride; };
+template <typename T> __global__ void tiled(T *x, Tile tile, float a) {
+  x[tile.rows * tile.stride + tile.cols] *= a;
+})",
+                       {{"T", ParamSchema::type({"float", "half"})}},
+                       {.arguments = {"T*", "Tile", "float"}});
+  const Template declared("declared", scale.source(),
+                          {{"T", ParamSchema::type({"half"})}, {"N", ParamSchema::integer(1, 8)}},
+                          {.kernel = "scale", .arguments = {"T*", "double"}});
+  Runtime rt(config());
+  std::vector<jit::Target> targets{gfx90a};
+  try {
+    rt.compiler(Vendor::nvidia);
+    targets.push_back(jit::Target::parse("sm_90"));
+  } catch (const Error &) {
+  }
+  const ParamValues floats{{"T", "float"}};
+  for (const jit::Target &target : targets) {
+    EXPECT_NO_THROW(
+        rt.check_signature(tiled, floats, target, KernelSignature::of<float *, Tile, float>()))
+        << target.id();
+    try {
+      rt.check_signature(tiled, floats, target, KernelSignature::of<float *, int, float>());
+      ADD_FAILURE() << "a 4-byte int passed for a 12-byte Tile on " << target.id();
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument);
+      EXPECT_EQ(error.summary(), "tiled<float>: the kernel takes 3 arguments of 8, 12, 4 bytes, "
+                                 "the signature (float*, int, float) names 3 arguments "
+                                 "of 8, 4, 4 bytes")
+          << target.id();
+    }
+    try {
+      rt.check_signature(declared, {{"T", "half"}, {"N", 4}}, target);
+      ADD_FAILURE() << "the template declares a double where the kernel takes a float";
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument);
+      EXPECT_NE(error.summary().find("the kernel takes 2 arguments of 8, 4 bytes"),
+                std::string::npos)
+          << error.summary();
+    }
+  }
+}
+
 // What a Runtime did is in the cache's statistics once it ends, for `kjit cache stats`.
 TEST_F(RuntimeTest, EachRuntimeLeavesItsCountsInTheCacheStatistics) {
   const cache::StatsFiles stats(dir / "cache" / "v2" / "stats");
