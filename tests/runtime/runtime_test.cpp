@@ -5,6 +5,7 @@
 #include "kjit/cache/catalog.hpp"
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/stats.hpp"
+#include "kjit/jit/compiler.hpp"
 #include "kjit/kjit.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/log_capture.hpp"
@@ -14,7 +15,9 @@
 #include <barrier>
 #include <functional>
 #include <gtest/gtest.h>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 namespace kjit {
@@ -427,6 +430,53 @@ __global__ void widths(int8_t *a, uint8_t *b, int16_t *c, uint16_t *d, int32_t *
     GTEST_SKIP() << "hiprtc checked; NVRTC is not available: " << error.summary();
   }
   EXPECT_EQ(rt.compile(widths, {{"N", 1}}, jit::Target::parse("sm_90")).origin(), Origin::compiled);
+}
+
+// Which standard headers a kernel may include after the prelude, per compiler release: the table
+// docs/ARCHITECTURE.md ("The prelude's contract") and README.md state, each entry a compile here.
+// A release the table does not know fails with what it found, so that a new one gets its row.
+TEST_F(RuntimeTest, TheStandardHeadersThatCompileAreThoseTheContractStates) {
+  const std::vector<std::string> headers = {"cstdint", "stdint.h", "type_traits",      "limits",
+                                            "cmath",   "math.h",   "climits",          "cfloat",
+                                            "cstddef", "utility",  "initializer_list", "new"};
+  // Release -> the headers above that compile; all the others fail.
+  const std::map<std::string, std::set<std::string>> contract = {
+      {"hiprtc, ROCm 5.2", {"limits", "climits", "cfloat", "cstddef", "initializer_list", "new"}},
+      {"hiprtc, ROCm 6.4", {}},
+      {"hiprtc, ROCm 7.2", {}},
+      {"nvrtc 13.0", {}},
+  };
+  Runtime rt(config());
+  std::vector<std::pair<Vendor, jit::Target>> compilers{{Vendor::amd, gfx90a}};
+  try {
+    rt.compiler(Vendor::nvidia);
+    compilers.emplace_back(Vendor::nvidia, jit::Target::parse("sm_90"));
+  } catch (const Error &) {
+  }
+  for (const auto &[vendor, target] : compilers) {
+    const std::string release = rt.compiler(vendor).release();
+    std::set<std::string> compiled;
+    for (const std::string &header : headers) {
+      const Template includes(
+          "includes", "#include <" + header + ">\n" + scale.source(),
+          {{"T", ParamSchema::type({"float"})}, {"N", ParamSchema::integer(1, 8)}},
+          {.kernel = "scale"});
+      try {
+        rt.compile(includes, {{"T", "float"}, {"N", 1}}, target);
+        compiled.insert(header);
+      } catch (const Error &error) {
+        EXPECT_EQ(error.code(), Errc::compile_error) << header << ": " << error.what();
+      }
+    }
+    const auto stated = contract.find(release);
+    std::string found;
+    for (const std::string &header : compiled)
+      found += " <" + header + ">";
+    ASSERT_NE(stated, contract.end())
+        << release
+        << " has no row in the contract; it compiles:" << (found.empty() ? " none" : found);
+    EXPECT_EQ(compiled, stated->second) << release << " compiles:" << found;
+  }
 }
 
 TEST_F(RuntimeTest, KjitCacheSizeKeepsTheUserTierWithinItsBound) {
