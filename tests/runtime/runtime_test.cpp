@@ -49,6 +49,16 @@ protected:
     }
   }
   Config config() const { return testing::private_config(dir); }
+  // gfx90a, and sm_90 where NVRTC loads: a target of each compiler `rt` finds.
+  std::vector<jit::Target> compiling_targets(Runtime &rt) const {
+    std::vector<jit::Target> targets{gfx90a};
+    try {
+      rt.compiler(Vendor::nvidia);
+      targets.push_back(jit::Target::parse("sm_90"));
+    } catch (const Error &) {
+    }
+    return targets;
+  }
   // A damaged entry is a miss with one warning, and the compile that follows rewrites it.
   void expect_rewritten_after(const std::function<void(std::vector<std::byte> &)> &damage) {
     std::filesystem::path entry;
@@ -306,12 +316,7 @@ TEST_F(RuntimeTest, AKernelThatDoesNotFitItsSchemaIsSaidInTheTemplatesTerms) {
                           {{"T", ParamSchema::type({"float"})}, {"N", ParamSchema::integer(1, 8)}},
                           {.kernel = "scael"});
   Runtime rt(config());
-  std::vector<jit::Target> targets{gfx90a};
-  try {
-    rt.compiler(Vendor::nvidia);
-    targets.push_back(jit::Target::parse("sm_90"));
-  } catch (const Error &) {
-  }
+  const std::vector<jit::Target> targets = compiling_targets(rt);
   for (const jit::Target &target : targets) {
     try {
       rt.compile(three, {{"T", "float"}, {"N", 4}, {"X", 1}}, target);
@@ -354,12 +359,7 @@ template <typename T> __global__ void tiled(T *x, Tile tile, float a) {
                           {{"T", ParamSchema::type({"half"})}, {"N", ParamSchema::integer(1, 8)}},
                           {.kernel = "scale", .arguments = {"T*", "double"}});
   Runtime rt(config());
-  std::vector<jit::Target> targets{gfx90a};
-  try {
-    rt.compiler(Vendor::nvidia);
-    targets.push_back(jit::Target::parse("sm_90"));
-  } catch (const Error &) {
-  }
+  const std::vector<jit::Target> targets = compiling_targets(rt);
   const ParamValues floats{{"T", "float"}};
   for (const jit::Target &target : targets) {
     EXPECT_NO_THROW(
@@ -447,14 +447,8 @@ TEST_F(RuntimeTest, TheStandardHeadersThatCompileAreThoseTheContractStates) {
       {"nvrtc 13.0", {}},
   };
   Runtime rt(config());
-  std::vector<std::pair<Vendor, jit::Target>> compilers{{Vendor::amd, gfx90a}};
-  try {
-    rt.compiler(Vendor::nvidia);
-    compilers.emplace_back(Vendor::nvidia, jit::Target::parse("sm_90"));
-  } catch (const Error &) {
-  }
-  for (const auto &[vendor, target] : compilers) {
-    const std::string release = rt.compiler(vendor).release();
+  for (const jit::Target &target : compiling_targets(rt)) {
+    const std::string release = rt.compiler(target.vendor()).release();
     std::set<std::string> compiled;
     for (const std::string &header : headers) {
       const Template includes(

@@ -84,13 +84,7 @@ int tune_shapes(const TuneArgs &args, bool as_json) {
   for (const ops::OperatorShape &shape : shapes)
     ops::check_tuning(shape, checked);
   Runtime rt;
-  try {
-    rt.default_device();
-  } catch (const Error &error) {
-    if (error.code() != Errc::no_device)
-      throw;
-    throw Error(Errc::no_device, "cannot tune: " + error.summary());
-  }
+  require_device(rt);
   const TuningTable table = TuningTable::from_config(rt.config());
   const ProgressBar bar(as_json);
   json results = json::array();
@@ -169,6 +163,16 @@ SearchSpace read_space(const std::vector<std::string> &items) {
     space.emplace_back(item.substr(0, equals), std::move(values));
   }
   return space;
+}
+
+void require_device(Runtime &rt) {
+  try {
+    rt.default_device();
+  } catch (const Error &error) {
+    if (error.code() != Errc::no_device)
+      throw;
+    throw Error(Errc::no_device, "cannot tune: " + error.summary());
+  }
 }
 
 CLI::App *add_tune_command(CLI::App &app, TuneArgs &args, bool &as_json) {

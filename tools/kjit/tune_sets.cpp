@@ -310,13 +310,7 @@ int tune_set_template(const TuneArgs &args, bool as_json) {
     check_tune_options({tmpl, problem}, options);
   }
   Runtime rt;
-  try {
-    rt.default_device();
-  } catch (const Error &error) {
-    if (error.code() != Errc::no_device)
-      throw;
-    throw Error(Errc::no_device, "cannot tune: " + error.summary());
-  }
+  require_device(rt);
   const TuningTable table = TuningTable::from_config(rt.config());
   json results = json::array();
   Table listing({"problem", "rows", "winner", "time (us)"});

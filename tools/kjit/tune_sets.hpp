@@ -25,6 +25,9 @@ namespace kjit::cli {
 // --space NAME=V1,V2 as a search space: integers where they parse whole, type names otherwise.
 SearchSpace read_space(const std::vector<std::string> &items);
 
+// Throws Error(no_device), "cannot tune: ...", unless `rt` finds a GPU.
+void require_device(Runtime &rt);
+
 // Exit status 0; 3 without a GPU. Throws kjit::Error for bad input (a set, template, shapes file or
 // search space), checked before a GPU is looked for.
 int tune_set_template(const TuneArgs &args, bool as_json);
