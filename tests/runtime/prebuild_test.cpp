@@ -523,6 +523,30 @@ TEST_F(PrebuildCliTest, AnEmbeddingLibrarysJitCallsFindEveryVariantPrebuiltFromI
   EXPECT_EQ(rt.counters().compiled, 0u);
 }
 
+// A set declaring more parameters than its kernel takes: each failure is said in the template's
+// terms, with the compiler's log in --json (what `kjit prebuild -v` prints).
+TEST_F(PrebuildCliTest, ASetWhoseParamsDoNotFitItsKernelFailsInTheTemplatesTerms) {
+  write_source("two.hip", "template <typename T, int N> __global__ void two(T *x) { x[0] = N; }\n");
+  const std::string set = write_source("three.json", R"({"name": "three", "level": 1,
+          "templates": [{"name": "two", "source": "two.hip", "params": ["T", "N", "X"]}],
+          "variants": [{"template": "two", "params": {"T": "float", "N": 1, "X": [1, 2]}}]})");
+  const CliRun run =
+      kjit("prebuild --json --sets " + set + " --targets gfx90a --out " + (dir / "tier").string());
+  EXPECT_EQ(run.status, 1) << run.err;
+  const nlohmann::json failures = nlohmann::json::parse(run.out).at("failures");
+  ASSERT_EQ(failures.size(), 2u) << run.out;
+  for (const nlohmann::json &failure : failures) {
+    EXPECT_NE(failure.at("what").get<std::string>().find(
+                  ": template two: the kernel template two takes 2 parameters (typename T, int "
+                  "N), the schema declares 3 (T, N, X)"),
+              std::string::npos)
+        << failure;
+    EXPECT_NE(failure.at("log").get<std::string>().find("compilation for gfx90a failed"),
+              std::string::npos)
+        << failure;
+  }
+}
+
 TEST_F(PrebuildCliTest, FailuresSharingOneErrorAreOneLine) {
   write_source("refused.hip", "template <typename T, int N> __global__ void refused(T *x) {\n"
                               "  static_assert(sizeof(T) == 0, \"always refused\");\n}\n");
