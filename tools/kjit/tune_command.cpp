@@ -180,7 +180,7 @@ CLI::App *add_tune_command(CLI::App &app, TuneArgs &args, bool &as_json) {
   tune->add_option("op", args.op, "rms_norm, softmax or silu_and_mul; with --sets, a template");
   tune->add_option("--sets", args.sets,
                    "a set file: tune its template named instead of an operator (--shapes then "
-                   "lists problems, rows and the launch; see tools/kjit/tune_sets.hpp)");
+                   "lists problems, rows and the launch: README, \"Tuning\")");
   tune->add_option("--shapes", args.shapes,
                    "JSON: {\"types\": [...], \"rows\": [...], \"lengths\": [...]}");
   tune->add_option("--budget", args.budget_s, "seconds of measuring per shape (default 60)");

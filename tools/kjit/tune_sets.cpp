@@ -236,10 +236,9 @@ TuningRecord tune_one(Runtime &rt, const TuningTable &table, const Template &tmp
       if (argument.kind == Argument::Kind::output)
         outputs.push_back({buffers.back().data(), std::size_t(elements), element});
     }
-    Launcher launch = [&](const Kernel &kernel, const ParamValues &candidate, Stream stream) {
-      ParamValues all = problem;
-      all.add(candidate);
-      const ParamValues values = tmpl.bind(all).values();
+    // The tuner launches with every parameter: the problem's and the candidate's tunable ones.
+    Launcher launch = [&](const Kernel &kernel, const ParamValues &params, Stream stream) {
+      const ParamValues values = tmpl.bind(params).values();
       // One slot of 8 bytes per argument, each written at the size the kernel takes.
       std::vector<std::uint64_t> slots(shapes.arguments.size());
       std::vector<void *> packed;
