@@ -31,7 +31,8 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kjitConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/kjitConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/kjitConfig.cmake ${PROJECT_BINARY_DIR}/kjitConfigVersion.cmake
-  ${PROJECT_SOURCE_DIR}/cmake/KjitPrebuild.cmake DESTINATION ${package_dir})
+  ${PROJECT_SOURCE_DIR}/cmake/KjitPrebuild.cmake ${PROJECT_SOURCE_DIR}/cmake/KjitEmbed.cmake
+  DESTINATION ${package_dir})
 
 # Last: it runs the kjit just installed.
 configure_file(${PROJECT_SOURCE_DIR}/cmake/InstallPrebuild.cmake.in

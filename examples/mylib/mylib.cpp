@@ -1,22 +1,9 @@
 #include "mylib.hpp"
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include "mylib_kernels.hpp" // kjit_embed_sources(): the files kernels.json names, embedded
 
 namespace mylib {
 namespace {
-
-std::string read(const std::filesystem::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw kjit::Error(kjit::Errc::file_io, "mylib: cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-const std::filesystem::path kernels = MYLIB_KERNEL_DIR;
 
 kjit::ParamSchema element_types() { return kjit::ParamSchema::type({"float", "half", "bfloat16"}); }
 
@@ -31,7 +18,7 @@ kjit::Config config() {
 const kjit::Template &axpby() {
   static const kjit::Template tmpl{
       "mylib_axpby",
-      read(kernels / "axpby.hip"),
+      kernels::source("axpby.hip"),
       {{"T", element_types()}, {"N", kjit::ParamSchema::integer(1, 1 << 24)}},
       {.arguments = {"T*", "const T*", "float", "float"}}};
   return tmpl;
@@ -41,9 +28,9 @@ const kjit::Template &rms_norm() {
   // As kernels.json declares it: every file under kernels/include, named by its path there.
   static const kjit::Template tmpl{
       "mylib_rms_norm",
-      read(kernels / "norm.hip"),
+      kernels::source("norm.hip"),
       {{"T", element_types()}, {"HIDDEN", kjit::ParamSchema::integer(1, 1 << 16)}},
-      {.headers = {{"mylib/math.h", read(kernels / "include/mylib/math.h")}},
+      {.headers = kernels::headers("include"),
        .compile_options = {"-DMYLIB_EPS=1e-6f"},
        .arguments = {"T*", "const T*", "int"}}};
   return tmpl;

@@ -1,6 +1,6 @@
 // mylib's kernels as its C++ code declares them: the one source of truth its set file
 // (kernels.json) repeats for kjit_prebuild(), so that a prebuilt variant has the key its JIT call
-// computes.
+// computes. Their sources are embedded from the files the set names (kjit_embed_sources()).
 #pragma once
 #include <kjit/kjit.hpp>
 

@@ -178,6 +178,26 @@ std::optional<std::uint32_t> integer_field(const Value &kernel, std::string_view
   return std::uint32_t(value->integer);
 }
 
+// The sizes of the kernel's own arguments: each .args map's .size, leaving out the hidden ones
+// (.value_kind "hidden_*": the implicit arguments the runtime appends). nullopt when malformed.
+std::optional<std::vector<std::uint32_t>> amdgpu_argument_sizes(const Value &kernel) {
+  const Value *args = kernel.find(".args");
+  if (args == nullptr)
+    return std::vector<std::uint32_t>{}; // a kernel without arguments may omit the field
+  if (args->kind != Value::Kind::array)
+    return std::nullopt;
+  std::vector<std::uint32_t> sizes;
+  for (const Value &arg : args->items) {
+    const Value *kind = arg.find(".value_kind");
+    const auto size = integer_field(arg, ".size");
+    if (kind == nullptr || kind->kind != Value::Kind::string || !size)
+      return std::nullopt;
+    if (!kind->string.starts_with("hidden_"))
+      sizes.push_back(*size);
+  }
+  return sizes;
+}
+
 // LLVM's AMDGPUUsage, "Code Object V3 Metadata" and later: the note's map holds
 // "amdhsa.kernels", an array of one map per kernel with the fields read here.
 std::optional<std::vector<KernelResources>> read_amdgpu(std::span<const std::byte> image,
@@ -213,6 +233,7 @@ std::optional<std::vector<KernelResources>> read_amdgpu(std::span<const std::byt
           resources.spills = vgpr_spills.value_or(0) + sgpr_spills.value_or(0);
         resources.wavefront_size = integer_field(kernel, ".wavefront_size");
         resources.max_workgroup_size = integer_field(kernel, ".max_flat_workgroup_size");
+        resources.argument_sizes = amdgpu_argument_sizes(kernel);
         found.push_back(std::move(resources));
       }
       return found;
@@ -229,6 +250,10 @@ std::optional<std::vector<KernelResources>> read_amdgpu(std::span<const std::byt
 constexpr std::uint8_t eiattr_format_sized = 0x04;
 constexpr std::uint8_t eiattr_regcount = 0x2f;   // symbol index, registers per thread
 constexpr std::uint8_t eiattr_frame_size = 0x11; // symbol index, stack frame bytes per thread
+// In a kernel's own .nv.info.<kernel>: one per argument, 12 bytes: u32 index (0), u16 ordinal, u16
+// offset, u32 whose bits 18 to 31 are the argument's size in bytes (as cuobjdump -elf reads it,
+// checked against kernels of known arguments in tests/jit/kernel_resources_test.cpp).
+constexpr std::uint8_t eiattr_kparam_info = 0x17;
 
 std::optional<std::vector<KernelResources>> read_cubin(std::span<const std::byte> image,
                                                        const ElfSummary &elf) {
@@ -249,23 +274,32 @@ std::optional<std::vector<KernelResources>> read_cubin(std::span<const std::byte
       if (kernel != kernels.end())
         kernel->second.shared_bytes = section.size;
     }
-    if (section.name != ".nv.info")
-      continue;
-    for (std::uint64_t at = section.offset; at + 4 <= section.offset + section.size;) {
-      const auto format = std::uint8_t(read(at, 1)), attribute = std::uint8_t(read(at + 1, 1));
-      if (format >= 1 && format < eiattr_format_sized) {
-        at += 4;
-        continue;
+    // Each record: `visit(attribute, value offset, value size)`; false when the section is
+    // malformed.
+    auto records = [&](auto visit) {
+      for (std::uint64_t at = section.offset; at + 4 <= section.offset + section.size;) {
+        const auto format = std::uint8_t(read(at, 1)), attribute = std::uint8_t(read(at + 1, 1));
+        if (format >= 1 && format < eiattr_format_sized) {
+          at += 4;
+          continue;
+        }
+        if (format != eiattr_format_sized)
+          return false;
+        const std::uint64_t size = read(at + 2, 2), value = at + 4;
+        if (size > section.offset + section.size - value || !visit(attribute, value, size))
+          return false;
+        at = value + size;
       }
-      if (format != eiattr_format_sized)
-        return std::nullopt;
-      const std::uint64_t size = read(at + 2, 2), value = at + 4;
-      if (size > section.offset + section.size - value)
-        return std::nullopt;
-      if ((attribute == eiattr_regcount || attribute == eiattr_frame_size) && size == 8) {
+      return true;
+    };
+    bool well_formed = true;
+    if (section.name == ".nv.info") {
+      well_formed = records([&](std::uint8_t attribute, std::uint64_t value, std::uint64_t size) {
+        if ((attribute != eiattr_regcount && attribute != eiattr_frame_size) || size != 8)
+          return true;
         const std::uint64_t symbol = read(value, 4);
         if (symbol == 0 || symbol > elf.symbols.size())
-          return std::nullopt;
+          return false;
         auto kernel = kernels.find(elf.symbols[symbol - 1]);
         if (kernel != kernels.end()) {
           const auto amount = std::uint32_t(read(value + 4, 4));
@@ -274,9 +308,29 @@ std::optional<std::vector<KernelResources>> read_cubin(std::span<const std::byte
           else
             kernel->second.scratch_bytes = amount;
         }
-      }
-      at = value + size;
+        return true;
+      });
+    } else if (section.name.starts_with(".nv.info.")) {
+      auto kernel = kernels.find(section.name.substr(9));
+      if (kernel == kernels.end())
+        continue;
+      std::map<std::uint64_t, std::uint32_t> by_ordinal;
+      well_formed = records([&](std::uint8_t attribute, std::uint64_t value, std::uint64_t size) {
+        if (attribute != eiattr_kparam_info)
+          return true;
+        return size == 12 &&
+               by_ordinal.emplace(read(value + 4, 2), std::uint32_t(read(value + 8, 4) >> 18))
+                   .second;
+      });
+      std::vector<std::uint32_t> sizes;
+      for (const auto &[ordinal, bytes] : by_ordinal)
+        if (ordinal == sizes.size()) // ordinals 0, 1, ... with none missing
+          sizes.push_back(bytes);
+      if (sizes.size() == by_ordinal.size())
+        kernel->second.argument_sizes = std::move(sizes);
     }
+    if (!well_formed)
+      return std::nullopt;
   }
   std::vector<KernelResources> found;
   for (auto &[symbol, resources] : kernels)

@@ -174,7 +174,8 @@ BatchResult build(const Batch &batch, const Compilers &compilers, const fs::path
     for (std::size_t i = first; i < first + count; ++i)
       request.name_expressions.push_back(described[i].request.name_expressions.front());
     const auto started = std::chrono::steady_clock::now();
-    jit::CompileResult program = compiler.compile(request);
+    jit::CompileResult program =
+        compile_variant(compiler, request, batch.variants[first].instance.source_template());
     result.compile_ms +=
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();

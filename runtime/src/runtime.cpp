@@ -371,7 +371,8 @@ private:
       ++counters_.misses;
     }
     const auto started = std::chrono::steady_clock::now();
-    jit::CompileResult result = jit_compiler.compile(variant.request);
+    jit::CompileResult result =
+        compile_variant(jit_compiler, variant.request, instance.source_template());
     const double compile_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
@@ -440,6 +441,16 @@ const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params,
                               const KernelSignature &signature, const Device &device) {
   return impl_->kernel(tmpl, params, device, &signature);
 }
+void Runtime::check_signature(const Template &tmpl, const ParamValues &params,
+                              const jit::Target &target, const KernelSignature &signature) {
+  kjit::check_signature(compile(tmpl, params, target), signature);
+}
+
+void Runtime::check_signature(const Template &tmpl, const ParamValues &params,
+                              const jit::Target &target) {
+  kjit::check_signature(compile(tmpl, params, target), signature_of(tmpl.bind(params)));
+}
+
 const CodeObject &Runtime::compile(const Template &tmpl, const ParamValues &params,
                                    const jit::Target &target) {
   return impl_->compile(tmpl, params, target, impl_->newest_code_object(nullptr));

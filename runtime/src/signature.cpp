@@ -1,6 +1,7 @@
 #include "signature.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/jit/kernel_resources.hpp"
 #include "kjit/runtime/tensor_map.hpp"
 
 #include <algorithm>
@@ -67,6 +68,15 @@ std::string normalise(const std::string &type) {
   return out;
 }
 
+// "2 arguments of 8, 4 bytes"
+std::string sizes_text(const std::vector<std::uint32_t> &sizes) {
+  std::string text =
+      std::to_string(sizes.size()) + (sizes.size() == 1 ? " argument" : " arguments");
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    text += (i == 0 ? " of " : ", ") + std::to_string(sizes[i]);
+  return text + (sizes.empty() ? "" : " bytes");
+}
+
 } // namespace
 
 KernelSignature signature_of(const Instance &instance) {
@@ -91,6 +101,27 @@ KernelSignature signature_of(const Instance &instance) {
     parameters.push_back({plain, found->second.size, found->second.alignment});
   }
   return KernelSignature(std::move(parameters));
+}
+
+void check_signature(const CodeObject &code, const KernelSignature &signature) {
+  const auto kernels = jit::read_kernel_resources(code.code());
+  const jit::KernelResources *kernel = nullptr;
+  if (kernels)
+    for (const jit::KernelResources &candidate : *kernels)
+      if (candidate.symbol == code.lowered_name())
+        kernel = &candidate;
+  if (kernel == nullptr || !kernel->argument_sizes)
+    throw Error(Errc::bad_argument, code.expression() +
+                                        ": its code object records no argument "
+                                        "sizes to check the signature " +
+                                        signature.to_string() + " against");
+  std::vector<std::uint32_t> named;
+  for (const KernelParameter &parameter : signature.parameters())
+    named.push_back(parameter.size);
+  if (named != *kernel->argument_sizes)
+    throw Error(Errc::bad_argument, code.expression() + ": the kernel takes " +
+                                        sizes_text(*kernel->argument_sizes) + ", the signature " +
+                                        signature.to_string() + " names " + sizes_text(named));
 }
 
 } // namespace kjit

@@ -1,6 +1,8 @@
 #include "variant.hpp"
 
+#include "kjit/error.hpp"
 #include "kjit/jit/options.hpp"
+#include "kjit/templates/kernel_declaration.hpp"
 #include "kjit/templates/library.hpp"
 
 #include <algorithm>
@@ -70,6 +72,21 @@ VariantDescription describe_variant(const Instance &instance, const jit::Target 
     key.add("env:" + name, value);
   variant.key = key.finish();
   return variant;
+}
+
+jit::CompileResult compile_variant(const jit::Compiler &compiler,
+                                   const jit::CompileRequest &request, const Template &tmpl) {
+  try {
+    return compiler.compile(request);
+  } catch (const Error &error) {
+    if (error.code() != Errc::compile_error)
+      throw;
+    const std::string mismatch = templates::kernel_mismatch(tmpl);
+    if (mismatch.empty())
+      throw;
+    throw Error(Errc::compile_error, "template " + tmpl.name() + ": " + mismatch,
+                error.summary() + "\n" + error.detail());
+  }
 }
 
 cache::Entry make_entry(const Instance &instance, const VariantDescription &variant,

@@ -32,6 +32,13 @@ struct VariantDescription {
 VariantDescription describe_variant(const Instance &instance, const jit::Target &target,
                                     const CompilerIdentity &compiler);
 
+// `compiler.compile(request)`, where `request` instantiates `tmpl`'s kernel. A compile_error
+// whose cause can be read from the source, a kernel declaration that does not fit the schema or a
+// kernel name it lacks, is said in the template's terms in one line (the compiler's message and
+// log as its detail): hiprtc and NVRTC speak of the name expression kjit gave them.
+jit::CompileResult compile_variant(const jit::Compiler &compiler,
+                                   const jit::CompileRequest &request, const Template &tmpl);
+
 // The cache entry for `variant` compiled to `result` by `compiler` in `compile_ms`, stamped now.
 cache::Entry make_entry(const Instance &instance, const VariantDescription &variant,
                         const jit::Compiler &compiler, jit::CompileResult result,

@@ -141,4 +141,11 @@ std::string find_unkeyed_include(std::string_view text) {
   return "";
 }
 
+std::string without_comments(std::string_view text) {
+  std::string code;
+  for (const LogicalLine &line : logical_lines(text))
+    code.append(line.text).push_back('\n');
+  return code;
+}
+
 } // namespace kjit::templates

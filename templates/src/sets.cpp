@@ -25,7 +25,7 @@ using json = nlohmann::ordered_json;
 const std::vector<std::string_view> kSetFields = {"name",   "level",     "description", "values",
                                                   "models", "templates", "variants"};
 const std::vector<std::string_view> kTemplateFields = {
-    "name", "source", "kernel", "params", "arguments", "headers", "compile_options"};
+    "name", "source", "kernel", "params", "arguments", "headers", "compile_options", "tunable"};
 const std::vector<std::string_view> kVariantFields = {"template", "params", "vendors",
                                                       "processors"};
 
@@ -341,6 +341,13 @@ Template source_template(const json &spec, const std::string &pointer, const jso
   }
   if (!named) // its values are what its variants list: it has none
     parser.fail_at(pointer, "template " + name + " is named by no variant");
+  // Parameters a tuner may choose (kjit tune --sets): each one of "params".
+  const std::vector<std::string> tunable = parser.strings(spec, "tunable", pointer);
+  for (std::size_t i = 0; i < tunable.size(); ++i)
+    if (std::find(declared.begin(), declared.end(), tunable[i]) == declared.end())
+      parser.fail_at(pointer + "/tunable/" + std::to_string(i),
+                     "template " + name + ": tunable parameter " + tunable[i] +
+                         " is not one of its \"params\" (" + joined(declared) + ")");
   std::vector<ParamDecl> decls;
   for (std::size_t i = 0; i < declared.size(); ++i) {
     const std::string &param = declared[i];
@@ -360,7 +367,10 @@ Template source_template(const json &spec, const std::string &pointer, const jso
     numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
     std::sort(types.begin(), types.end());
     types.erase(std::unique(types.begin(), types.end()), types.end());
-    decls.push_back({param, integers ? ParamSchema::one_of(numbers) : ParamSchema::type(types)});
+    ParamSchema schema = integers ? ParamSchema::one_of(numbers) : ParamSchema::type(types);
+    if (std::find(tunable.begin(), tunable.end(), param) != tunable.end())
+      schema = schema.tunable();
+    decls.push_back({param, std::move(schema)});
   }
   std::string kernel = name;
   if (auto listed = spec.find("kernel"); listed != spec.end())

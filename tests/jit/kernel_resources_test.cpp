@@ -88,6 +88,35 @@ TEST_F(NvidiaResources, CubinGivesRegistersSharedAndStackFrame) {
   EXPECT_GE(stack->scratch_bytes, 64u * 4);
 }
 
+// Arguments of known sizes, a struct by value among them: what a KernelSignature is checked
+// against without a device.
+const std::string arguments_source = R"(
+struct Twelve { int a, b, c; };
+extern "C" __global__ void mixed(char c, double d, Twelve s, float *p, short h) {
+  p[0] = c + d + s.a + h;
+}
+extern "C" __global__ void none() {}
+)";
+
+void expect_argument_sizes(const std::optional<std::vector<KernelResources>> &resources) {
+  ASSERT_TRUE(resources);
+  const KernelResources *mixed = find(*resources, "mixed");
+  const KernelResources *none = find(*resources, "none");
+  ASSERT_TRUE(mixed && none);
+  EXPECT_EQ(mixed->argument_sizes, (std::vector<std::uint32_t>{1, 8, 12, 8, 2}));
+  EXPECT_EQ(none->argument_sizes, std::vector<std::uint32_t>{});
+}
+
+TEST_F(AmdResources, MetadataGivesTheSizeOfEachDeclaredArgument) {
+  expect_argument_sizes(
+      read_kernel_resources(compiler().compile(request("k.hip", arguments_source, "gfx90a")).code));
+}
+
+TEST_F(NvidiaResources, CubinGivesTheSizeOfEachDeclaredArgument) {
+  expect_argument_sizes(
+      read_kernel_resources(compiler().compile(request("k.cu", arguments_source, "sm_90")).code));
+}
+
 // The note's bytes come from cache files: every cut of a real code object, and a hostile
 // description, read as "no resources" without reading past the input.
 TEST_F(AmdResources, TruncatedOrHostileCodeObjectsReadAsNothing) {

@@ -560,6 +560,71 @@ TEST_F(CliTest, TuneManagesTheTableAndNeedsAGpuToTune) {
   EXPECT_EQ(kjit(tune + " --space VEC=4,8 --space THREADS=128").status, 3);
 }
 
+// A library's template, as its set file declares it with "tunable" parameters, goes through the
+// same tuner: its set, shapes and launch description are checked before a GPU is looked for.
+TEST_F(CliTest, TuneSetsTunesALibrarysTemplateAfterCheckingItsInput) {
+  write_source("rows.hip", R"(template <typename T, int HIDDEN, int VEC>
+__global__ void scale_rows(T *out, const T *x, int rows) {
+  for (int i = threadIdx.x * VEC; i < HIDDEN; i += blockDim.x * VEC)
+    for (int v = 0; v < VEC; ++v)
+      out[blockIdx.x * HIDDEN + i + v] = x[blockIdx.x * HIDDEN + i + v];
+})");
+  const std::string set_text = R"({"name": "lib", "level": 1, "templates": [
+  {"name": "scale_rows", "source": "rows.hip", "params": ["T", "HIDDEN", "VEC"],
+   "arguments": ["T*", "const T*", "int"], "tunable": ["VEC"]}],
+ "variants": [{"template": "scale_rows", "params": {"T": "half", "HIDDEN": 4096, "VEC": [1, 2, 4]}}]})";
+  const std::string set = write_source("lib.json", set_text);
+  const std::string launch =
+      R"("launch": {"grid": "rows", "block": 256, "arguments": [{"output": "rows*HIDDEN"}, {"input": "rows*HIDDEN"}, "rows"]})";
+  const std::string shapes = write_source(
+      "lib_shapes.json",
+      R"({"problems": [{"T": "half", "HIDDEN": 4096}], "rows": [1, 64], )" + launch + "}");
+  const std::string tune = "tune --sets " + set + " scale_rows --shapes " + shapes;
+  const CliRun tuned = kjit(tune);
+  if (tuned.status == 0)
+    GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(tuned.status, 3) << tuned.err;
+  EXPECT_NE(tuned.err.find("kjit: cannot tune: no GPU"), std::string::npos) << tuned.err;
+  EXPECT_EQ(kjit(tune + " --space VEC=2,4").status, 3) << "a valid space still needs the GPU";
+
+  expect_bad_input("tune --sets " + set + " scale_rowz --shapes " + shapes,
+                   "declares no template 'scale_rowz' (its templates: scale_rows)");
+  expect_bad_input(tune + " --space VEC=3", "parameter VEC = 3 is not allowed");
+  expect_bad_input(tune + " --space HIDDEN=1024", "'HIDDEN' is a problem parameter");
+  std::string untunable = set_text;
+  const std::string tunable_field = R"(, "tunable": ["VEC"])";
+  untunable.erase(untunable.find(tunable_field), tunable_field.size());
+  expect_bad_input("tune --sets " + write_source("untunable.json", untunable) +
+                       " scale_rows --shapes " + shapes,
+                   "has no tunable parameter");
+  std::string misspelled = set_text;
+  misspelled.replace(misspelled.find(R"(["VEC"])"), 7, R"(["VECC"])");
+  expect_bad_input("tune --sets " + write_source("misspelled.json", misspelled) +
+                       " scale_rows --shapes " + shapes,
+                   "misspelled.json:3: template scale_rows: tunable parameter VECC is not one of "
+                   "its \"params\"");
+  auto shapes_with = [&](const std::string &name, const std::string &launch_text) {
+    return "tune --sets " + set + " scale_rows --shapes " +
+           write_source(name, R"({"problems": [{"T": "half", "HIDDEN": 4096}], "rows": [1], )" +
+                                  launch_text + "}");
+  };
+  expect_bad_input(
+      shapes_with(
+          "extra.json",
+          R"("launch": {"grid": "rows", "block": 256, "arguments": [{"output": "rows*HIDDEN"}, {"input": "rows*HIDDEN"}, "rows", 1]})"),
+      "launch gives 4 arguments, scale_rows declares 3");
+  expect_bad_input(
+      shapes_with(
+          "scalar.json",
+          R"("launch": {"grid": "rows", "block": 256, "arguments": ["rows", {"input": "rows*HIDDEN"}, "rows"]})"),
+      "launch argument 1 (T*): expected {\"input\": SIZE} or {\"output\": SIZE}");
+  expect_bad_input(
+      shapes_with(
+          "factor.json",
+          R"("launch": {"grid": "rows*HIDEN", "block": 256, "arguments": [{"output": "rows*HIDDEN"}, {"input": "rows*HIDDEN"}, "rows"]})"),
+      "launch grid: 'HIDEN' is no integer, \"rows\" or integer parameter");
+}
+
 // A table entry that is corrupt or filed under another key is skipped with one warning: the
 // other records are listed, and nothing is removed.
 TEST_F(CliTest, TuneListsTheTableSkippingBadRecordsWithOneWarningEach) {

@@ -7,6 +7,8 @@
 #include "kjit/runtime/prebuild.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "kjit/templates/library.hpp"
+#include "mylib.hpp"
+#include "mylib_kernels.hpp"
 #include "tests/support/files.hpp"
 
 #include <algorithm>
@@ -487,6 +489,62 @@ TEST_F(LibraryPrebuildTest, TheCommandLineReproducesASetsVariantAndRefusesWrongN
                    "mylib.json's templates: norm");
   expect_bad_input("compile scale -DX=1 -p T=half -p N=64 --target gfx90a",
                    "--header, -D and --option go with --source");
+}
+
+// examples/mylib as built: its templates' sources embedded by kjit_embed_sources() from the files
+// its set file names. Every variant kjit prebuild builds from that set is found by the library's
+// own JIT call (the same key, byte for byte), and nothing is compiled.
+TEST_F(PrebuildCliTest, AnEmbeddingLibrarysJitCallsFindEveryVariantPrebuiltFromItsSet) {
+  EXPECT_EQ(testing::bytes_of(mylib::kernels::source("axpby.hip")),
+            testing::read_file_bytes(fs::path(MYLIB_SOURCE_DIR) / "kernels/axpby.hip"));
+  const std::vector<HeaderFile> headers = mylib::kernels::headers("include");
+  ASSERT_EQ(headers.size(), 1u);
+  EXPECT_EQ(headers[0].name, "mylib/math.h");
+  EXPECT_THROW(mylib::kernels::source("missing.hip"), Error);
+
+  const fs::path tier = dir / "prebuilt";
+  const CliRun built = kjit(
+      "prebuild --sets " MYLIB_SOURCE_DIR "/kernels.json --targets gfx90a --out " + tier.string());
+  ASSERT_EQ(built.status, 0) << built.err;
+  Config config;
+  config.mode = Mode::prebuilt;
+  config.cache_dir = dir / "cache";
+  config.prebuilt_dir = tier;
+  Runtime rt(config);
+  const jit::Target gfx90a = jit::Target::parse("gfx90a");
+  for (const char *type : {"float", "half"})
+    for (int n : {1024, 4096})
+      EXPECT_EQ(rt.compile(mylib::axpby(), {{"T", type}, {"N", n}}, gfx90a).origin(),
+                Origin::prebuilt);
+  for (const char *type : {"half", "bfloat16"})
+    for (int hidden : {2048, 4096})
+      EXPECT_EQ(rt.compile(mylib::rms_norm(), {{"T", type}, {"HIDDEN", hidden}}, gfx90a).origin(),
+                Origin::prebuilt);
+  EXPECT_EQ(rt.counters().compiled, 0u);
+}
+
+// A set declaring more parameters than its kernel takes: each failure is said in the template's
+// terms, with the compiler's log in --json (what `kjit prebuild -v` prints).
+TEST_F(PrebuildCliTest, ASetWhoseParamsDoNotFitItsKernelFailsInTheTemplatesTerms) {
+  write_source("two.hip", "template <typename T, int N> __global__ void two(T *x) { x[0] = N; }\n");
+  const std::string set = write_source("three.json", R"({"name": "three", "level": 1,
+          "templates": [{"name": "two", "source": "two.hip", "params": ["T", "N", "X"]}],
+          "variants": [{"template": "two", "params": {"T": "float", "N": 1, "X": [1, 2]}}]})");
+  const CliRun run =
+      kjit("prebuild --json --sets " + set + " --targets gfx90a --out " + (dir / "tier").string());
+  EXPECT_EQ(run.status, 1) << run.err;
+  const nlohmann::json failures = nlohmann::json::parse(run.out).at("failures");
+  ASSERT_EQ(failures.size(), 2u) << run.out;
+  for (const nlohmann::json &failure : failures) {
+    EXPECT_NE(failure.at("what").get<std::string>().find(
+                  ": template two: the kernel template two takes 2 parameters (typename T, int "
+                  "N), the schema declares 3 (T, N, X)"),
+              std::string::npos)
+        << failure;
+    EXPECT_NE(failure.at("log").get<std::string>().find("compilation for gfx90a failed"),
+              std::string::npos)
+        << failure;
+  }
 }
 
 TEST_F(PrebuildCliTest, FailuresSharingOneErrorAreOneLine) {

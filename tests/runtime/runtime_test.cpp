@@ -5,6 +5,7 @@
 #include "kjit/cache/catalog.hpp"
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/stats.hpp"
+#include "kjit/jit/compiler.hpp"
 #include "kjit/kjit.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/log_capture.hpp"
@@ -14,7 +15,9 @@
 #include <barrier>
 #include <functional>
 #include <gtest/gtest.h>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 namespace kjit {
@@ -46,6 +49,16 @@ protected:
     }
   }
   Config config() const { return testing::private_config(dir); }
+  // gfx90a, and sm_90 where NVRTC loads: a target of each compiler `rt` finds.
+  std::vector<jit::Target> compiling_targets(Runtime &rt) const {
+    std::vector<jit::Target> targets{gfx90a};
+    try {
+      rt.compiler(Vendor::nvidia);
+      targets.push_back(jit::Target::parse("sm_90"));
+    } catch (const Error &) {
+    }
+    return targets;
+  }
   // A damaged entry is a miss with one warning, and the compile that follows rewrites it.
   void expect_rewritten_after(const std::function<void(std::vector<std::byte> &)> &damage) {
     std::filesystem::path entry;
@@ -290,6 +303,90 @@ TEST_F(RuntimeTest, ACompileErrorShowsTheLogWithTheTemplatesLineNumbers) {
       << "nothing is published for a failed compile";
 }
 
+// A schema that does not fit the kernel, or a kernel name the source lacks, fails the compile
+// with one line in the template's terms, not the compilers' text about the name expression
+// (hiprtc's `__hiprtc_1` and `<overloaded function type>`, NVRTC's `__nv_name_map`).
+TEST_F(RuntimeTest, AKernelThatDoesNotFitItsSchemaIsSaidInTheTemplatesTerms) {
+  const Template three("three", scale.source(),
+                       {{"T", ParamSchema::type({"float"})},
+                        {"N", ParamSchema::integer(1, 8)},
+                        {"X", ParamSchema::integer(1, 8)}},
+                       {.kernel = "scale"});
+  const Template misnamed("misnamed", scale.source(),
+                          {{"T", ParamSchema::type({"float"})}, {"N", ParamSchema::integer(1, 8)}},
+                          {.kernel = "scael"});
+  Runtime rt(config());
+  const std::vector<jit::Target> targets = compiling_targets(rt);
+  for (const jit::Target &target : targets) {
+    try {
+      rt.compile(three, {{"T", "float"}, {"N", 4}, {"X", 1}}, target);
+      ADD_FAILURE() << "compiled";
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::compile_error);
+      EXPECT_EQ(error.summary(), "template three: the kernel template scale takes 2 parameters "
+                                 "(typename T, int N), the schema declares 3 (T, N, X)")
+          << target.id();
+      EXPECT_NE(error.detail().find("compilation for " + target.id() + " failed"),
+                std::string::npos)
+          << "the compiler's own message and log stay in the detail: " << error.detail();
+    }
+    try {
+      rt.compile(misnamed, {{"T", "float"}, {"N", 4}}, target);
+      ADD_FAILURE() << "compiled";
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::compile_error);
+      EXPECT_EQ(error.summary(), "template misnamed: the source declares no kernel named scael "
+                                 "(the template's kernel; TemplateOptions::kernel, a set's "
+                                 "\"kernel\")")
+          << target.id();
+    }
+  }
+}
+
+// A signature of structs is checked against the compiled kernel's own record of its arguments,
+// on a machine without a GPU: rt.kernel would need a device first.
+TEST_F(RuntimeTest, ASignatureIsCheckedAgainstTheCodeObjectWithoutADevice) {
+  struct Tile {
+    int rows, cols, stride;
+  };
+  const Template tiled("tiled", R"(struct Tile { int rows, cols, stride; };
+template <typename T> __global__ void tiled(T *x, Tile tile, float a) {
+  x[tile.rows * tile.stride + tile.cols] *= a;
+})",
+                       {{"T", ParamSchema::type({"float", "half"})}},
+                       {.arguments = {"T*", "Tile", "float"}});
+  const Template declared("declared", scale.source(),
+                          {{"T", ParamSchema::type({"half"})}, {"N", ParamSchema::integer(1, 8)}},
+                          {.kernel = "scale", .arguments = {"T*", "double"}});
+  Runtime rt(config());
+  const std::vector<jit::Target> targets = compiling_targets(rt);
+  const ParamValues floats{{"T", "float"}};
+  for (const jit::Target &target : targets) {
+    EXPECT_NO_THROW(
+        rt.check_signature(tiled, floats, target, KernelSignature::of<float *, Tile, float>()))
+        << target.id();
+    try {
+      rt.check_signature(tiled, floats, target, KernelSignature::of<float *, int, float>());
+      ADD_FAILURE() << "a 4-byte int passed for a 12-byte Tile on " << target.id();
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument);
+      EXPECT_EQ(error.summary(), "tiled<float>: the kernel takes 3 arguments of 8, 12, 4 bytes, "
+                                 "the signature (float*, int, float) names 3 arguments "
+                                 "of 8, 4, 4 bytes")
+          << target.id();
+    }
+    try {
+      rt.check_signature(declared, {{"T", "half"}, {"N", 4}}, target);
+      ADD_FAILURE() << "the template declares a double where the kernel takes a float";
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument);
+      EXPECT_NE(error.summary().find("the kernel takes 2 arguments of 8, 4 bytes"),
+                std::string::npos)
+          << error.summary();
+    }
+  }
+}
+
 // What a Runtime did is in the cache's statistics once it ends, for `kjit cache stats`.
 TEST_F(RuntimeTest, EachRuntimeLeavesItsCountsInTheCacheStatistics) {
   const cache::StatsFiles stats(dir / "cache" / "v2" / "stats");
@@ -333,6 +430,47 @@ __global__ void widths(int8_t *a, uint8_t *b, int16_t *c, uint16_t *d, int32_t *
     GTEST_SKIP() << "hiprtc checked; NVRTC is not available: " << error.summary();
   }
   EXPECT_EQ(rt.compile(widths, {{"N", 1}}, jit::Target::parse("sm_90")).origin(), Origin::compiled);
+}
+
+// Which standard headers a kernel may include after the prelude, per compiler release: the table
+// docs/ARCHITECTURE.md ("The prelude's contract") and README.md state, each entry a compile here.
+// A release the table does not know fails with what it found, so that a new one gets its row.
+TEST_F(RuntimeTest, TheStandardHeadersThatCompileAreThoseTheContractStates) {
+  const std::vector<std::string> headers = {"cstdint", "stdint.h", "type_traits",      "limits",
+                                            "cmath",   "math.h",   "climits",          "cfloat",
+                                            "cstddef", "utility",  "initializer_list", "new"};
+  // Release -> the headers above that compile; all the others fail.
+  const std::map<std::string, std::set<std::string>> contract = {
+      {"hiprtc, ROCm 5.2", {"limits", "climits", "cfloat", "cstddef", "initializer_list", "new"}},
+      {"hiprtc, ROCm 6.4", {}},
+      {"hiprtc, ROCm 7.2", {}},
+      {"nvrtc 13.0", {}},
+  };
+  Runtime rt(config());
+  for (const jit::Target &target : compiling_targets(rt)) {
+    const std::string release = rt.compiler(target.vendor()).release();
+    std::set<std::string> compiled;
+    for (const std::string &header : headers) {
+      const Template includes(
+          "includes", "#include <" + header + ">\n" + scale.source(),
+          {{"T", ParamSchema::type({"float"})}, {"N", ParamSchema::integer(1, 8)}},
+          {.kernel = "scale"});
+      try {
+        rt.compile(includes, {{"T", "float"}, {"N", 1}}, target);
+        compiled.insert(header);
+      } catch (const Error &error) {
+        EXPECT_EQ(error.code(), Errc::compile_error) << header << ": " << error.what();
+      }
+    }
+    const auto stated = contract.find(release);
+    std::string found;
+    for (const std::string &header : compiled)
+      found += " <" + header + ">";
+    ASSERT_NE(stated, contract.end())
+        << release
+        << " has no row in the contract; it compiles:" << (found.empty() ? " none" : found);
+    EXPECT_EQ(compiled, stated->second) << release << " compiles:" << found;
+  }
 }
 
 TEST_F(RuntimeTest, KjitCacheSizeKeepsTheUserTierWithinItsBound) {

@@ -5,6 +5,7 @@
 #include "kjit/ops/tuning.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "table.hpp"
+#include "tune_sets.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -43,28 +44,6 @@ std::vector<ops::OperatorShape> read_shapes(const std::string &op, const std::st
     throw Error(Errc::bad_parameter, path + ": " + error.what());
   }
   return shapes;
-}
-
-// --space NAME=V1,V2 as a search space: integers where they parse whole, type names otherwise.
-SearchSpace read_space(const std::vector<std::string> &items) {
-  SearchSpace space;
-  for (const std::string &item : items) {
-    const std::size_t equals = item.find('=');
-    if (equals == 0 || equals == std::string::npos || equals + 1 == item.size())
-      throw Error(Errc::bad_usage, "--space " + item + ": expected NAME=V1,V2,...");
-    std::vector<Value> values;
-    std::stringstream list(item.substr(equals + 1));
-    for (std::string text; std::getline(list, text, ',');) {
-      if (text.empty())
-        throw Error(Errc::bad_usage, "--space " + item + ": an empty value");
-      std::int64_t integer = 0;
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), integer);
-      values.push_back(error == std::errc() && end == text.data() + text.size() ? Value(integer)
-                                                                                : Value(text));
-    }
-    space.emplace_back(item.substr(0, equals), std::move(values));
-  }
-  return space;
 }
 
 // "[#####.....] 12/24 candidates of rms_norm bfloat16 4096x4096 (3/20)" on a terminal.
@@ -107,13 +86,7 @@ int tune_shapes(const TuneArgs &args, bool as_json, std::ostream &out) {
   for (const ops::OperatorShape &shape : shapes)
     ops::check_tuning(shape, checked);
   Runtime rt;
-  try {
-    rt.default_device();
-  } catch (const Error &error) {
-    if (error.code() != Errc::no_device)
-      throw;
-    throw Error(Errc::no_device, "cannot tune: " + error.summary());
-  }
+  require_device(rt);
   const TuningTable table = TuningTable::from_config(rt.config());
   const ProgressBar bar(as_json);
   json results = json::array();
@@ -174,9 +147,44 @@ std::vector<TuningRecord> matching(const TuningTable &table, const std::string &
 
 } // namespace
 
+// --space NAME=V1,V2 as a search space: integers where they parse whole, type names otherwise.
+SearchSpace read_space(const std::vector<std::string> &items) {
+  SearchSpace space;
+  for (const std::string &item : items) {
+    const std::size_t equals = item.find('=');
+    if (equals == 0 || equals == std::string::npos || equals + 1 == item.size())
+      throw Error(Errc::bad_usage, "--space " + item + ": expected NAME=V1,V2,...");
+    std::vector<Value> values;
+    std::stringstream list(item.substr(equals + 1));
+    for (std::string text; std::getline(list, text, ',');) {
+      if (text.empty())
+        throw Error(Errc::bad_usage, "--space " + item + ": an empty value");
+      std::int64_t integer = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), integer);
+      values.push_back(error == std::errc() && end == text.data() + text.size() ? Value(integer)
+                                                                                : Value(text));
+    }
+    space.emplace_back(item.substr(0, equals), std::move(values));
+  }
+  return space;
+}
+
+void require_device(Runtime &rt) {
+  try {
+    rt.default_device();
+  } catch (const Error &error) {
+    if (error.code() != Errc::no_device)
+      throw;
+    throw Error(Errc::no_device, "cannot tune: " + error.summary());
+  }
+}
+
 CLI::App *add_tune_command(CLI::App &app, TuneArgs &args, bool &as_json) {
   auto *tune = app.add_subcommand("tune", "tune the operators on this GPU; manage the table");
-  tune->add_option("op", args.op, "rms_norm, softmax or silu_and_mul");
+  tune->add_option("op", args.op, "rms_norm, softmax or silu_and_mul; with --sets, a template");
+  tune->add_option("--sets", args.sets,
+                   "a set file: tune its template named instead of an operator (--shapes then "
+                   "lists problems, rows and the launch: README, \"Tuning\")");
   tune->add_option("--shapes", args.shapes,
                    "JSON: {\"types\": [...], \"rows\": [...], \"lengths\": [...]}");
   tune->add_option("--budget", args.budget_s, "seconds of measuring per shape (default 60)");
@@ -247,6 +255,8 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
       std::cout << "imported " << count << " tuning records from " << args.file << '\n';
     return 0;
   }
+  if (!args.sets.empty() && !args.op.empty())
+    return tune_set_template(args, as_json);
   if (args.op.empty() || args.shapes.empty())
     throw Error(Errc::bad_parameter,
                 "kjit tune needs an operator and --shapes FILE, or ls, show, export, import");

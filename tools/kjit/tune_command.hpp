@@ -4,6 +4,7 @@
 //
 //   kjit tune OP --shapes FILE [--budget S] [--space NAME=V1,V2...]...
 //                                            OP: rms_norm, softmax, silu_and_mul
+//   kjit tune --sets FILE TEMPLATE --shapes FILE ...   a library's template (tune_sets.hpp)
 //   kjit tune ls | show KEY-PREFIX | export FILE [--csv] | import FILE
 //
 // A shapes file is JSON: {"types": ["bfloat16"], "rows": [1, 64], "lengths": [4096, 16384]},
@@ -18,6 +19,7 @@ namespace kjit::cli {
 struct TuneArgs {
   std::string op;
   std::string shapes;
+  std::string sets; // --sets FILE: op names a template of that set file (tune_sets.hpp)
   double budget_s = 60;
   std::vector<std::string> space; // NAME=V1,V2: the values to try of a tunable parameter
   std::string key_prefix;         // show

@@ -1,6 +1,7 @@
 #pragma once
 // What a code object records about each kernel's use of the hardware: registers, shared memory,
-// scratch, spills and wavefront size, read offline from the ELF (no device, no driver).
+// scratch, spills, wavefront size and argument sizes, read offline from the ELF (no device, no
+// driver).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -22,6 +23,10 @@ struct KernelResources {
   std::optional<std::uint32_t> spills; // VGPR + SGPR spills (AMD); cubins do not record them
   std::optional<std::uint32_t> wavefront_size;     // AMD only; NVIDIA's warp is always 32
   std::optional<std::uint32_t> max_workgroup_size; // AMD: .max_flat_workgroup_size
+  // The bytes of each argument the kernel declares, in order (AMD: its .args without the hidden
+  // ones the runtime adds; NVIDIA: the EIATTR_KPARAM_INFO records). nullopt where the code object
+  // does not say.
+  std::optional<std::vector<std::uint32_t>> argument_sizes;
 };
 
 // Every kernel's resources from an AMDGPU code object (its NT_AMDGPU_METADATA note, code-object

@@ -103,6 +103,16 @@ public:
   const Kernel &kernel(const Template &tmpl, const ParamValues &params,
                        const KernelSignature &signature, const Device &device);
 
+  // Checks without a device that the variant compiled for `target` takes arguments of the sizes
+  // `signature` names, as its code object records them: what kernel() and launches would check
+  // on a GPU, so that a signature of structs can be tested on a build machine. Compiles or finds
+  // the variant as compile() does. Throws what compile() throws, and Error(bad_argument) in one
+  // line naming the kernel's argument sizes and the signature's when they differ.
+  void check_signature(const Template &tmpl, const ParamValues &params, const jit::Target &target,
+                       const KernelSignature &signature);
+  // The same for the argument types the template declares (TemplateOptions::arguments).
+  void check_signature(const Template &tmpl, const ParamValues &params, const jit::Target &target);
+
   // The device kernel(tmpl, params) launches on: the first GPU of KJIT_BACKEND, found once.
   // Throws Error(no_device) with the reason where there is none.
   const Device &default_device();

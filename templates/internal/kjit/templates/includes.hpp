@@ -14,4 +14,8 @@ namespace kjit::templates {
 // continuations are read as the preprocessor reads them.
 std::string find_unkeyed_include(std::string_view text);
 
+// `text` as the compiler reads it after line continuations and comments, one line per logical
+// line: what kernel_mismatch (kernel_declaration.hpp) searches for the kernel's declaration.
+std::string without_comments(std::string_view text);
+
 } // namespace kjit::templates

@@ -31,7 +31,10 @@
 //                                         (their content is in the key): a file is named by its
 //                                         file name, a folder gives every file under it, named by
 //                                         its path relative to the folder ("mylib/math.h")
-//    "compile_options": ["-DMYLIB_FAST=1"]}   optional: as TemplateOptions::compile_options
+//    "compile_options": ["-DMYLIB_FAST=1"],   optional: as TemplateOptions::compile_options
+//    "tunable": ["VEC"]}                  optional: parameters a tuner may choose among the values
+//                                         its variants list (kjit tune --sets;
+//                                         ParamSchema::tunable)
 //
 // Each variants item names a template (one of the file's "templates", else a built-in) and, per
 // parameter, one value, a list of values, or "@name" (a "values" list or a "models" field); it
