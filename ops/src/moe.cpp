@@ -370,17 +370,18 @@ Alignment moe_align(std::span<const int> ids, int experts, int block_m) {
 }
 
 template <Element T>
-std::vector<double> fused_moe(std::span<const T> x, std::span<const float> weights,
-                              std::span<const int> ids, int top_k, std::span<const T> w13,
-                              std::span<const T> w2, int experts, int hidden, int inter,
-                              std::span<const int> tokens_to_check) {
+Layer fused_moe(std::span<const T> x, std::span<const float> weights, std::span<const int> ids,
+                int top_k, std::span<const T> w13, std::span<const T> w2, int experts, int hidden,
+                int inter, std::span<const int> tokens_to_check) {
   std::vector<int> all;
   if (tokens_to_check.empty()) {
     all.resize(x.size() / hidden);
     std::iota(all.begin(), all.end(), 0);
     tokens_to_check = all;
   }
-  std::vector<double> out(tokens_to_check.size() * hidden, 0.0), gated(inter);
+  Layer layer{std::vector<double>(tokens_to_check.size() * hidden, 0.0),
+              std::vector<double>(tokens_to_check.size() * hidden, 0.0)};
+  std::vector<double> gated(inter);
   for (std::size_t i = 0; i < tokens_to_check.size(); ++i) {
     const std::size_t t = tokens_to_check[i];
     const T *row = x.data() + t * hidden;
@@ -402,14 +403,18 @@ std::vector<double> fused_moe(std::span<const T> x, std::span<const float> weigh
       const T *down = w2.data() + static_cast<std::size_t>(e) * hidden * inter;
       const double weight = weights[t * top_k + slot];
       for (int h = 0; h < hidden; ++h) {
-        double y = 0;
-        for (int j = 0; j < inter; ++j)
-          y += gated[j] * to_double(down[static_cast<std::size_t>(h) * inter + j]);
-        out[i * hidden + h] += weight * y;
+        double y = 0, magnitude = 0;
+        for (int j = 0; j < inter; ++j) {
+          const double w = to_double(down[static_cast<std::size_t>(h) * inter + j]);
+          y += gated[j] * w;
+          magnitude += std::fabs(gated[j] * w);
+        }
+        layer.out[i * hidden + h] += weight * y;
+        layer.magnitude[i * hidden + h] += std::fabs(weight) * magnitude;
       }
     }
   }
-  return out;
+  return layer;
 }
 
 } // namespace reference
@@ -426,7 +431,7 @@ std::vector<double> fused_moe(std::span<const T> x, std::span<const float> weigh
   template void fused_moe<T>(Runtime &, T *, const T *, const float *, const int *, int, int,      \
                              const MoeWeights<T> &, void *, std::size_t, Stream);
 #define KJIT_INSTANTIATE_REFERENCE(T)                                                              \
-  template std::vector<double> reference::fused_moe<T>(                                            \
+  template reference::Layer reference::fused_moe<T>(                                               \
       std::span<const T>, std::span<const float>, std::span<const int>, int, std::span<const T>,   \
       std::span<const T>, int, int, int, std::span<const int>);
 KJIT_INSTANTIATE_ROUTING(float)

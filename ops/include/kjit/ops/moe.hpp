@@ -110,13 +110,17 @@ struct Alignment {
 };
 Alignment moe_align(std::span<const int> ids, int experts, int block_m);
 
-// fused_moe in double precision for the given tokens of x (all where `tokens_to_check` is empty):
-// [tokens_to_check.size(), hidden].
+// fused_moe in double precision for the given tokens of x (all where `tokens_to_check` is
+// empty): out [tokens_to_check.size(), hidden], and for each element the scale of fused_moe's
+// roundings, sum over slots of |weight| * sum_j |gated_j| * |w2[e][h, j]| (the gated
+// intermediate is rounded to T before the down projection).
+struct Layer {
+  std::vector<double> out, magnitude;
+};
 template <Element T>
-std::vector<double> fused_moe(std::span<const T> x, std::span<const float> weights,
-                              std::span<const int> ids, int top_k, std::span<const T> w13,
-                              std::span<const T> w2, int experts, int hidden, int inter,
-                              std::span<const int> tokens_to_check);
+Layer fused_moe(std::span<const T> x, std::span<const float> weights, std::span<const int> ids,
+                int top_k, std::span<const T> w13, std::span<const T> w2, int experts, int hidden,
+                int inter, std::span<const int> tokens_to_check);
 
 } // namespace reference
 

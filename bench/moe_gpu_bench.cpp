@@ -1,0 +1,184 @@
+// kjit_moe_gpu_bench: fused_moe (bfloat16 and half) on the Mixtral-like layer (8 experts, top 2,
+// hidden 4096, inter 14336) and a fine-grained one (64 experts, top 6, hidden 2048, inter 1408)
+// at 1, 16, 256 and 4096 tokens, routed uniformly at random (distinct experts per token), each
+// against two baselines measured in the same run:
+// - kjit's dense GEMM for the same FLOPs: linear() at m = tokens * top_k, [2 inter, hidden] then
+//   [hidden, inter] (the prefill goal: fused_moe at >= 0.8x its TFLOP/s);
+// - a device-to-device copy of the weights the tokens touch (the decode goal: fused_moe reading
+//   them at >= 70% of the copy's rate).
+// bench/python/moe_torch.py times a torch loop over the experts on the same shapes.
+//
+// Each is launched once to compile and warm up, then the median of 5 batches of launches, each
+// timed on the host from the first launch to the device's synchronisation.
+#include "kjit/kjit.hpp"
+#include "kjit/ops/ops.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace kjit;
+using namespace kjit::ops;
+
+double median_ms_per_launch(const Device &device, int launches, const std::function<void()> &run) {
+  run();
+  device.synchronize();
+  std::vector<double> batches;
+  for (int batch = 0; batch < 5; ++batch) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < launches; ++i)
+      run();
+    device.synchronize();
+    const std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    batches.push_back(elapsed.count() / launches);
+  }
+  std::sort(batches.begin(), batches.end());
+  return batches[batches.size() / 2];
+}
+
+// The bandwidth baseline (16 bytes per thread, grid-stride), and a fill of 16-bit values in
+// [-scale, scale) from a hash of the index: weights of gigabytes without the host's time.
+constexpr const char *bench_source = R"(
+__global__ void copy16(const uint4 *KJIT_RESTRICT from, uint4 *KJIT_RESTRICT to, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    to[i] = from[i];
+}
+template <typename T> __global__ void fill_hashed(T *to, long long n, float scale) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    unsigned long long h = (i + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+    to[i] = kjit::from_float<T>((float(h >> 40) / float(1 << 23) - 1.0f) * scale);
+  }
+})";
+const Template fill_template("fill_hashed", bench_source,
+                             {{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")}},
+                             TemplateOptions{.arguments = {"T*", "long long", "float"}});
+const Template copy_template("copy16", bench_source, {},
+                             TemplateOptions{.arguments = {"const uint4*", "uint4*", "long long"}});
+
+struct Layer {
+  const char *name;
+  int experts, top_k, hidden, inter;
+};
+
+struct Bench {
+  Runtime rt;
+  const Device &device = rt.default_device();
+
+  template <Element T> DeviceBuffer filled(std::size_t count, double scale) {
+    DeviceBuffer buffer = device.allocate(count * sizeof(T));
+    rt.kernel(fill_template, {{"T", element_name<T>()}})
+        .launch({.grid = 4096, .block = 256}, buffer.as<T>(), static_cast<long long>(count),
+                static_cast<float>(scale));
+    return buffer;
+  }
+
+  double copy_ms(std::size_t bytes) {
+    DeviceBuffer from = device.allocate(bytes), to = device.allocate(bytes);
+    const Kernel &kernel = rt.kernel(copy_template, {});
+    const long long n = static_cast<long long>(bytes / 16);
+    const unsigned blocks = static_cast<unsigned>(std::min<long long>(n / 256 + 1, 65536));
+    return median_ms_per_launch(device, 20, [&] {
+      kernel.launch({.grid = blocks, .block = 256}, from.as<const void>(), to.data(), n);
+    });
+  }
+
+  template <Element T> void rows(const Layer &layer) {
+    DeviceBuffer w13 = filled<T>(std::size_t(layer.experts) * 2 * layer.inter * layer.hidden,
+                                 1.0 / std::sqrt(layer.hidden));
+    DeviceBuffer w2 = filled<T>(std::size_t(layer.experts) * layer.hidden * layer.inter,
+                                1.0 / std::sqrt(layer.inter));
+    const MoeWeights<T> weights{w13.as<const T>(), w2.as<const T>(), layer.experts, layer.hidden,
+                                layer.inter};
+    for (int tokens : {1, 16, 256, 4096}) {
+      const int pairs = tokens * layer.top_k;
+      std::mt19937 rng(tokens);
+      std::vector<int> ids, all(layer.experts);
+      std::iota(all.begin(), all.end(), 0);
+      std::set<int> touched;
+      for (int t = 0; t < tokens; ++t) {
+        std::shuffle(all.begin(), all.end(), rng);
+        ids.insert(ids.end(), all.begin(), all.begin() + layer.top_k);
+        touched.insert(all.begin(), all.begin() + layer.top_k);
+      }
+      const std::vector<float> routing_weights(pairs, 1.0f / layer.top_k);
+      DeviceBuffer ids_device = device.allocate(ids.size() * sizeof(int));
+      ids_device.write(ids.data(), ids.size() * sizeof(int));
+      DeviceBuffer weights_device = device.allocate(routing_weights.size() * sizeof(float));
+      weights_device.write(routing_weights.data(), routing_weights.size() * sizeof(float));
+      DeviceBuffer x = filled<T>(std::size_t(tokens) * layer.hidden, 1.0);
+      DeviceBuffer out = device.allocate(std::size_t(tokens) * layer.hidden * sizeof(T));
+      const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, layer.top_k, weights);
+      DeviceBuffer workspace = device.allocate(bytes);
+      const int launches = tokens >= 256 ? 5 : 20;
+      const double moe_ms = median_ms_per_launch(device, launches, [&] {
+        fused_moe<T>(rt, out.as<T>(), x.as<const T>(), weights_device.as<const float>(),
+                     ids_device.as<const int>(), tokens, layer.top_k, weights, workspace.data(),
+                     bytes);
+      });
+      // The dense GEMMs of the same FLOPs: one expert's weights over every pair's row.
+      DeviceBuffer a = filled<T>(std::size_t(pairs) * layer.hidden, 1.0);
+      DeviceBuffer gate_up = device.allocate(std::size_t(pairs) * 2 * layer.inter * sizeof(T));
+      DeviceBuffer gated = filled<T>(std::size_t(pairs) * layer.inter, 1.0);
+      DeviceBuffer down = device.allocate(std::size_t(pairs) * layer.hidden * sizeof(T));
+      const double dense_ms = median_ms_per_launch(device, launches, [&] {
+        linear<T>(rt, gate_up.as<T>(), a.as<const T>(), w13.as<const T>(), pairs, 2 * layer.inter,
+                  layer.hidden);
+        linear<T>(rt, down.as<T>(), gated.as<const T>(), w2.as<const T>(), pairs, layer.hidden,
+                  layer.inter);
+      });
+      const double flops = 6.0 * pairs * layer.hidden * layer.inter;
+      const double weight_bytes = 3.0 * touched.size() * layer.hidden * layer.inter * sizeof(T);
+      const double copy = copy_ms(static_cast<std::size_t>(weight_bytes / 2));
+      std::printf(
+          "| %s | %d | %s | %zu | %.3f | %.0f | %.3f | %.0f | %.2f | %.0f | %.0f | %.2f |\n",
+          layer.name, tokens, std::string(element_name<T>()).c_str(), touched.size(), moe_ms,
+          flops / moe_ms * 1e-9, dense_ms, flops / dense_ms * 1e-9, dense_ms / moe_ms,
+          weight_bytes / moe_ms * 1e-6, weight_bytes / copy * 1e-6, copy / moe_ms);
+      std::fflush(stdout);
+    }
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc > 1) { // tools/gpu-check asks every bench program for --help
+    std::printf("usage: %s\n  prints fused_moe's table against kjit's dense GEMM and a copy\n",
+                argv[0]);
+    return 0;
+  }
+  try {
+    Bench bench;
+    std::printf("device: %s (%s)\n\n", bench.device.name().c_str(),
+                bench.device.target().id().c_str());
+    if (bench.device.target().id() != "sm_90a") {
+      std::printf("no result: fused_moe runs on sm_90a only\n");
+      return 0;
+    }
+    std::printf("| layer | tokens | type | experts touched | ms | TFLOP/s | dense ms | dense "
+                "TFLOP/s | of dense | weight GB/s | copy GB/s | of copy |\n");
+    std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    const Layer layers[] = {{"Mixtral-like E8 top2 4096/14336", 8, 2, 4096, 14336},
+                            {"fine-grained E64 top6 2048/1408", 64, 6, 2048, 1408}};
+    for (const Layer &layer : layers) {
+      bench.rows<BFloat16>(layer);
+      bench.rows<Half>(layer);
+    }
+  } catch (const kjit::Error &error) {
+    std::printf("no result: %s\n", error.summary().c_str());
+    return error.code() == kjit::Errc::no_device ? 0 : 1;
+  }
+  return 0;
+}
