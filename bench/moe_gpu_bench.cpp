@@ -6,12 +6,15 @@
 //   [hidden, inter] (the prefill goal: fused_moe at >= 0.8x its TFLOP/s);
 // - a device-to-device copy of the weights the tokens touch (the decode goal: fused_moe reading
 //   them at >= 70% of the copy's rate).
-// bench/python/moe_torch.py times a torch loop over the experts on the same shapes.
+// bench/python/moe_torch.py times a torch loop over the experts on the same shapes. With --sweep
+// it times the grouped GEMM's variants alone instead (gate-up and down, 4096 tokens, bfloat16):
+// GROUP_M and STAGES at the heuristic's BLOCK_N, and the other BLOCK_N.
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
+#include "ops/src/moe_gemm.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -94,6 +97,67 @@ struct Bench {
     });
   }
 
+  // top_k distinct experts per token, uniformly at random, on the device; `touched` gets them.
+  DeviceBuffer routed(const Layer &layer, int tokens, std::set<int> &touched) {
+    std::mt19937 rng(tokens);
+    std::vector<int> ids, all(layer.experts);
+    std::iota(all.begin(), all.end(), 0);
+    for (int t = 0; t < tokens; ++t) {
+      std::shuffle(all.begin(), all.end(), rng);
+      ids.insert(ids.end(), all.begin(), all.begin() + layer.top_k);
+      touched.insert(all.begin(), all.begin() + layer.top_k);
+    }
+    DeviceBuffer ids_device = device.allocate(ids.size() * sizeof(int));
+    ids_device.write(ids.data(), ids.size() * sizeof(int));
+    return ids_device;
+  }
+
+  // The grouped GEMM's variants on the layer's two projections at `tokens` tokens.
+  template <Element T> void sweep(const Layer &layer, int tokens) {
+    const int pairs = tokens * layer.top_k;
+    std::set<int> touched;
+    DeviceBuffer ids = routed(layer, tokens, touched);
+    const std::size_t rows = moe_align_rows(pairs, layer.experts, 128);
+    DeviceBuffer sorted = device.allocate(rows * 4), blocks = device.allocate(rows / 128 * 4),
+                 positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8);
+    const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
+                                 totals.as<int>()};
+    moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
+    for (const bool gated : {true, false}) {
+      const int n = gated ? layer.inter : layer.hidden, k = gated ? layer.hidden : layer.inter;
+      DeviceBuffer w = filled<T>(std::size_t(layer.experts) * n * (gated ? 2 : 1) * k, 0.02);
+      DeviceBuffer a = filled<T>(rows * k, 1.0);
+      DeviceBuffer c = device.allocate(rows * n * sizeof(T));
+      const ops::detail::ChosenVariant heuristic =
+          ops::detail::grouped_gemm_variant<T>(rt, gated, pairs, layer.experts, n, k);
+      const int block_n = heuristic.integer("BLOCK_N");
+      const int other_n = gated ? (block_n == 128 ? 64 : 128) : (block_n == 256 ? 128 : 256);
+      struct Choice {
+        int block_n, stages, group_m;
+      };
+      std::vector<Choice> choices;
+      for (int stages : {3, 4})
+        for (int group_m : {2, 8, 16})
+          choices.push_back({block_n, stages, group_m});
+      choices.push_back({other_n, 4, 8});
+      for (const Choice &choice : choices) {
+        ops::detail::ChosenVariant variant = heuristic;
+        variant.params.set("BLOCK_N", choice.block_n);
+        variant.params.set("STAGES", choice.stages);
+        variant.params.set("GROUP_M", choice.group_m);
+        const double ms = median_ms_per_launch(device, 5, [&] {
+          ops::detail::grouped_gemm<T>(rt, variant, c.as<T>(), a.as<const T>(), w.as<const T>(),
+                                       rows, alignment, layer.experts, n, k, nullptr);
+        });
+        const double flops = 2.0 * pairs * n * (gated ? 2 : 1) * k;
+        std::printf("| %s | %s | %d | %d | %d | %d | %.3f | %.0f |\n", layer.name,
+                    gated ? "gate-up" : "down", tokens, choice.block_n, choice.stages,
+                    choice.group_m, ms, flops / ms * 1e-9);
+        std::fflush(stdout);
+      }
+    }
+  }
+
   template <Element T> void rows(const Layer &layer) {
     DeviceBuffer w13 = filled<T>(std::size_t(layer.experts) * 2 * layer.inter * layer.hidden,
                                  1.0 / std::sqrt(layer.hidden));
@@ -103,18 +167,9 @@ struct Bench {
                                 layer.inter};
     for (int tokens : {1, 16, 256, 4096}) {
       const int pairs = tokens * layer.top_k;
-      std::mt19937 rng(tokens);
-      std::vector<int> ids, all(layer.experts);
-      std::iota(all.begin(), all.end(), 0);
       std::set<int> touched;
-      for (int t = 0; t < tokens; ++t) {
-        std::shuffle(all.begin(), all.end(), rng);
-        ids.insert(ids.end(), all.begin(), all.begin() + layer.top_k);
-        touched.insert(all.begin(), all.begin() + layer.top_k);
-      }
+      DeviceBuffer ids_device = routed(layer, tokens, touched);
       const std::vector<float> routing_weights(pairs, 1.0f / layer.top_k);
-      DeviceBuffer ids_device = device.allocate(ids.size() * sizeof(int));
-      ids_device.write(ids.data(), ids.size() * sizeof(int));
       DeviceBuffer weights_device = device.allocate(routing_weights.size() * sizeof(float));
       weights_device.write(routing_weights.data(), routing_weights.size() * sizeof(float));
       DeviceBuffer x = filled<T>(std::size_t(tokens) * layer.hidden, 1.0);
@@ -154,8 +209,10 @@ struct Bench {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc > 1) { // tools/gpu-check asks every bench program for --help
-    std::printf("usage: %s\n  prints fused_moe's table against kjit's dense GEMM and a copy\n",
+  const bool sweep = argc == 2 && std::string(argv[1]) == "--sweep";
+  if (argc > 1 && !sweep) { // tools/gpu-check asks every bench program for --help
+    std::printf("usage: %s [--sweep]\n  prints fused_moe's table against kjit's dense GEMM and a "
+                "copy; --sweep the grouped GEMM's variants instead\n",
                 argv[0]);
     return 0;
   }
@@ -167,11 +224,18 @@ int main(int argc, char **argv) {
       std::printf("no result: fused_moe runs on sm_90a only\n");
       return 0;
     }
+    const Layer layers[] = {{"Mixtral-like E8 top2 4096/14336", 8, 2, 4096, 14336},
+                            {"fine-grained E64 top6 2048/1408", 64, 6, 2048, 1408}};
+    if (sweep) {
+      std::printf("| layer | GEMM | tokens | BLOCK_N | STAGES | GROUP_M | ms | TFLOP/s |\n"
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      for (const Layer &layer : layers)
+        bench.sweep<BFloat16>(layer, 4096);
+      return 0;
+    }
     std::printf("| layer | tokens | type | experts touched | ms | TFLOP/s | dense ms | dense "
                 "TFLOP/s | of dense | weight GB/s | copy GB/s | of copy |\n");
     std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    const Layer layers[] = {{"Mixtral-like E8 top2 4096/14336", 8, 2, 4096, 14336},
-                            {"fine-grained E64 top6 2048/1408", 64, 6, 2048, 1408}};
     for (const Layer &layer : layers) {
       bench.rows<BFloat16>(layer);
       bench.rows<Half>(layer);

@@ -4,6 +4,7 @@
 #include "kjit/runtime/tensor_map.hpp"
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
+#include "moe_gemm.hpp"
 #include "plans.hpp"
 #include "variants.hpp"
 
@@ -83,12 +84,20 @@ Workspace<T> carve(void *base, int tokens, int top_k, const MoeWeights<T> &layer
   return w;
 }
 
-// The grouped GEMM's variant: the tuning table's winner for the shape where there is one, else
-// 128 output columns per tile (256 for the down projection) unless that leaves most
-// multiprocessors idle, with as many stages as shared memory holds.
+TensorMap map_of(const Device &device, TensorMapElement element, const void *base,
+                 std::uint64_t rows, int columns, int box_rows) {
+  return encode_tensor_map(device, {element, base, rows, std::uint64_t(columns),
+                                    std::uint64_t(columns) * 2, std::uint32_t(box_rows), 64});
+}
+
+} // namespace
+
+namespace detail {
+
+// The heuristic: 128 output columns per tile (256 for the down projection) unless that leaves
+// most multiprocessors idle, with as many stages as shared memory holds.
 template <Element T>
-detail::ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int experts, int n,
-                                           int k) {
+ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int experts, int n, int k) {
   static const Template &tmpl = templates::find("moe_gemm_wgmma");
   const long long blocks = detail::divide_up(pairs, moe_block_m) + std::min(experts, pairs);
   const int multiprocessors = rt.default_device().multiprocessors();
@@ -110,18 +119,11 @@ detail::ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, i
   return variant;
 }
 
-TensorMap map_of(const Device &device, TensorMapElement element, const void *base,
-                 std::uint64_t rows, int columns, int box_rows) {
-  return encode_tensor_map(device, {element, base, rows, std::uint64_t(columns),
-                                    std::uint64_t(columns) * 2, std::uint32_t(box_rows), 64});
-}
-
-// C [rows, n] = A [rows, k] @ W[expert of the row's block]^T, over the blocks totals[0] counts.
 template <Element T>
-void grouped_gemm(Runtime &rt, bool gated, T *c, const T *a, const T *w, std::size_t rows,
-                  const MoeAlignment &alignment, int pairs, int experts, int n, int k,
+void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
+                  std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
                   Stream stream) {
-  const detail::ChosenVariant variant = grouped_gemm_variant<T>(rt, gated, pairs, experts, n, k);
+  const bool gated = variant.integer("GATED") == 1;
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
   // The stages, the slack to align them to 1024 bytes, two mbarriers per stage.
@@ -144,7 +146,7 @@ void grouped_gemm(Runtime &rt, bool gated, T *c, const T *a, const T *w, std::si
       map_a, map_w, alignment.block_experts, alignment.totals, n, k);
 }
 
-} // namespace
+} // namespace detail
 
 template <Element T>
 void moe_topk(Runtime &rt, float *weights, int *ids, const T *logits, const float *bias, int tokens,
@@ -264,11 +266,14 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
       .launch({.grid = static_cast<unsigned>(rows), .block = row_threads, .stream = stream},
               w.x_sorted, x, w.alignment.sorted_pairs, w.alignment.totals, top_k, layer.hidden,
               moe_block_m);
-  grouped_gemm<T>(rt, true, w.hidden, w.x_sorted, layer.w13, rows, w.alignment, pairs,
-                  layer.experts, layer.inter, layer.hidden, stream);
+  const auto project = [&](bool gated, T *c, const T *a, const T *weights, int n, int k) {
+    detail::grouped_gemm<T>(rt,
+                            detail::grouped_gemm_variant<T>(rt, gated, pairs, layer.experts, n, k),
+                            c, a, weights, rows, w.alignment, layer.experts, n, k, stream);
+  };
+  project(true, w.hidden, w.x_sorted, layer.w13, layer.inter, layer.hidden);
   T *y_sorted = w.x_sorted; // the gathered rows are read by now
-  grouped_gemm<T>(rt, false, y_sorted, w.hidden, layer.w2, rows, w.alignment, pairs, layer.experts,
-                  layer.hidden, layer.inter, stream);
+  project(false, y_sorted, w.hidden, layer.w2, layer.hidden, layer.inter);
   rt.kernel(combine, vector_params)
       .launch({.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
               y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
@@ -437,6 +442,15 @@ Layer fused_moe(std::span<const T> x, std::span<const float> weights, std::span<
 KJIT_INSTANTIATE_ROUTING(float)
 KJIT_INSTANTIATE_ROUTING(Half)
 KJIT_INSTANTIATE_ROUTING(BFloat16)
+#define KJIT_INSTANTIATE_GROUPED(T)                                                                \
+  template detail::ChosenVariant detail::grouped_gemm_variant<T>(Runtime &, bool, int, int, int,   \
+                                                                 int);                             \
+  template void detail::grouped_gemm<T>(Runtime &, const detail::ChosenVariant &, T *, const T *,  \
+                                        const T *, std::size_t, const MoeAlignment &, int, int,    \
+                                        int, Stream);
+KJIT_INSTANTIATE_GROUPED(Half)
+KJIT_INSTANTIATE_GROUPED(BFloat16)
+#undef KJIT_INSTANTIATE_GROUPED
 KJIT_INSTANTIATE_LAYER(Half)
 KJIT_INSTANTIATE_LAYER(BFloat16)
 KJIT_INSTANTIATE_REFERENCE(float)

@@ -209,17 +209,20 @@ __global__ void __launch_bounds__(1024)
       atomicAdd(&invalid, 1);
   }
   __syncthreads();
+  // Each expert's padded run (its count summed over the warps, in parallel), then their starts
+  // (one thread, a serial sum of EXPERTS values rather than of EXPERTS x WARPS counts).
+  for (int e = threadIdx.x; e < EXPERTS; e += blockDim.x) {
+    int count = 0;
+    for (int w = 0; w < WARPS; ++w)
+      count += next[w][e];
+    start[e + 1] = (count + BLOCK_M - 1) / BLOCK_M * BLOCK_M;
+  }
+  __syncthreads();
   if (threadIdx.x == 0) {
-    int row = 0;
-    for (int e = 0; e < EXPERTS; ++e) {
-      start[e] = row;
-      int count = 0;
-      for (int w = 0; w < WARPS; ++w)
-        count += next[w][e];
-      row += (count + BLOCK_M - 1) / BLOCK_M * BLOCK_M;
-    }
-    start[EXPERTS] = row;
-    totals[0] = row / BLOCK_M;
+    start[0] = 0;
+    for (int e = 1; e <= EXPERTS; ++e)
+      start[e] += start[e - 1];
+    totals[0] = start[EXPERTS] / BLOCK_M;
     totals[1] = invalid;
   }
   __syncthreads();
