@@ -122,7 +122,10 @@ struct Bench {
                  positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8);
     const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
                                  totals.as<int>()};
-    moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
+    const double align_ms = median_ms_per_launch(device, 20, [&] {
+      moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
+    });
+    std::printf("| %s | moe_align | %d | | | | %.3f | |\n", layer.name, tokens, align_ms);
     for (const bool gated : {true, false}) {
       const int n = gated ? layer.inter : layer.hidden, k = gated ? layer.hidden : layer.inter;
       DeviceBuffer w = filled<T>(std::size_t(layer.experts) * n * (gated ? 2 : 1) * k, 0.02);

@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 namespace kjit::ops {
@@ -95,7 +97,8 @@ TensorMap map_of(const Device &device, TensorMapElement element, const void *bas
 namespace detail {
 
 // The heuristic: 128 output columns per tile (256 for the down projection) unless that leaves
-// most multiprocessors idle, with as many stages as shared memory holds.
+// most multiprocessors idle. Stages: for a wgmma of 256 columns 3 where K is long (4096 and
+// more), else 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100).
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int experts, int n, int k) {
   static const Template &tmpl = templates::find("moe_gemm_wgmma");
@@ -107,7 +110,7 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int exper
   detail::ChosenVariant variant{&tmpl,
                                 {{"T", element_name<T>()},
                                  {"BLOCK_N", block_n},
-                                 {"STAGES", wgmma_n == 256 ? 4 : 6},
+                                 {"STAGES", wgmma_n == 256 ? (k >= 4096 ? 3 : 4) : 6},
                                  {"GATED", gated ? 1 : 0},
                                  {"GROUP_M", 8}}};
   const ParamValues extents = {
@@ -119,34 +122,87 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int exper
   return variant;
 }
 
+GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
+  const bool gated = variant.integer("GATED") == 1;
+  const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
+  // The stages, the slack to align them to 1024 bytes, two mbarriers per stage.
+  const auto shared_bytes = static_cast<unsigned>(
+      stages * (moe_block_m + block_n * (gated ? 2 : 1)) * 64 * 2 + 1024 + stages * 16);
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  kernel.allow_shared_bytes(shared_bytes);
+  return {&kernel, block_n, gated, shared_bytes};
+}
+
+template <Element T>
+void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
+                    const MoeAlignment &alignment, int experts, int n, int k, Stream stream) {
+  const TensorMapElement element =
+      std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
+  const Device &device = plan.kernel->device();
+  const TensorMap map_a = map_of(device, element, a, rows, k, moe_block_m);
+  const TensorMap map_w = map_of(
+      device, element, w, std::uint64_t(experts) * n * (plan.gated ? 2 : 1), k, plan.block_n);
+  // Persistent: at most one block per multiprocessor, no more than the tiles can use.
+  const long long tiles =
+      static_cast<long long>(rows / moe_block_m) * detail::divide_up(n, plan.block_n);
+  const auto blocks = static_cast<unsigned>(
+      std::max<long long>(1, std::min<long long>(tiles, device.multiprocessors())));
+  plan.kernel->launch(
+      {.grid = blocks, .block = moe_threads, .shared_bytes = plan.shared_bytes, .stream = stream},
+      c, map_a, map_w, alignment.block_experts, alignment.totals, n, k);
+}
+
 template <Element T>
 void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
                   std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
                   Stream stream) {
-  const bool gated = variant.integer("GATED") == 1;
-  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
-  // The stages, the slack to align them to 1024 bytes, two mbarriers per stage.
-  const unsigned shared_bytes = static_cast<unsigned>(
-      stages * (moe_block_m + block_n * (gated ? 2 : 1)) * 64 * 2 + 1024 + stages * 16);
-  kernel.allow_shared_bytes(shared_bytes);
-  const TensorMapElement element =
-      std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
-  const Device &device = kernel.device();
-  const TensorMap map_a = map_of(device, element, a, rows, k, moe_block_m);
-  const TensorMap map_w =
-      map_of(device, element, w, std::uint64_t(experts) * n * (gated ? 2 : 1), k, block_n);
-  // Persistent: at most one block per multiprocessor, no more than the tiles can use.
-  const long long tiles =
-      static_cast<long long>(rows / moe_block_m) * detail::divide_up(n, block_n);
-  const auto blocks = static_cast<unsigned>(
-      std::max<long long>(1, std::min<long long>(tiles, device.multiprocessors())));
-  kernel.launch(
-      {.grid = blocks, .block = moe_threads, .shared_bytes = shared_bytes, .stream = stream}, c,
-      map_a, map_w, alignment.block_experts, alignment.totals, n, k);
+  launch_grouped(make_grouped_plan(rt, variant), c, a, w, rows, alignment, experts, n, k, stream);
 }
 
 } // namespace detail
+
+namespace {
+
+void launch_align(const Kernel &kernel, const MoeAlignment &out, const int *ids, int pairs,
+                  Stream stream) {
+  kernel.launch({.grid = 1, .block = 1024, .stream = stream}, out.sorted_pairs, out.block_experts,
+                out.pair_positions, out.totals, ids, pairs);
+}
+
+// What fused_moe launches for one layer shape and count of pairs (rounded up to a power of
+// two): chosen and compiled on the shape's first call, then found again by one lookup (the
+// tuning table and the Runtime are asked once), as the other operators keep their plans.
+struct MoePlan {
+  const Kernel *align, *gather, *combine;
+  detail::GroupedPlan gate_up, down;
+};
+using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int>;
+
+template <Element T>
+const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int vec) {
+  thread_local std::map<MoePlanKey, MoePlan> plans;
+  const std::int64_t bucket = detail::rows_bucket(pairs);
+  const MoePlanKey key{
+      rt.id(), detail::element_code<T>(), layer.experts, layer.hidden, layer.inter, bucket, vec};
+  auto found = plans.find(key);
+  if (found != plans.end()) [[likely]]
+    return found->second;
+  static const Template &align = templates::find("moe_align");
+  static const Template &gather = templates::find("moe_gather");
+  static const Template &combine = templates::find("moe_combine");
+  const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
+  const int m = static_cast<int>(bucket);
+  const MoePlan plan{
+      &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
+      &rt.kernel(gather, vector_params), &rt.kernel(combine, vector_params),
+      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, true, m, layer.experts,
+                                                                    layer.inter, layer.hidden)),
+      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, false, m, layer.experts,
+                                                                    layer.hidden, layer.inter))};
+  return plans.emplace(key, plan).first->second;
+}
+
+} // namespace
 
 template <Element T>
 void moe_topk(Runtime &rt, float *weights, int *ids, const T *logits, const float *bias, int tokens,
@@ -200,9 +256,8 @@ void moe_align(Runtime &rt, const MoeAlignment &out, const int *ids, int pairs, 
   detail::require(block_m == 16 || block_m == 32 || block_m == 64 || block_m == 128, op,
                   [&] { return "block_m is " + str(block_m) + ", not 16, 32, 64 or 128"; });
   static const Template &tmpl = templates::find("moe_align");
-  const Kernel &kernel = rt.kernel(tmpl, {{"EXPERTS", experts}, {"BLOCK_M", block_m}});
-  kernel.launch({.grid = 1, .block = 1024, .stream = stream}, out.sorted_pairs, out.block_experts,
-                out.pair_positions, out.totals, ids, pairs);
+  launch_align(rt.kernel(tmpl, {{"EXPERTS", experts}, {"BLOCK_M", block_m}}), out, ids, pairs,
+               stream);
 }
 
 template <Element T>
@@ -255,28 +310,21 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   const int pairs = tokens * top_k;
   const Workspace<T> w = carve<T>(workspace, tokens, top_k, layer);
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
-  moe_align(rt, w.alignment, ids, pairs, layer.experts, moe_block_m, stream);
-
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
-  static const Template &gather = templates::find("moe_gather");
-  static const Template &combine = templates::find("moe_combine");
-  const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
+  const MoePlan &plan = moe_plan<T>(rt, layer, pairs, vec);
+  launch_align(*plan.align, w.alignment, ids, pairs, stream);
   constexpr int row_threads = 128;
-  rt.kernel(gather, vector_params)
-      .launch({.grid = static_cast<unsigned>(rows), .block = row_threads, .stream = stream},
-              w.x_sorted, x, w.alignment.sorted_pairs, w.alignment.totals, top_k, layer.hidden,
-              moe_block_m);
-  const auto project = [&](bool gated, T *c, const T *a, const T *weights, int n, int k) {
-    detail::grouped_gemm<T>(rt,
-                            detail::grouped_gemm_variant<T>(rt, gated, pairs, layer.experts, n, k),
-                            c, a, weights, rows, w.alignment, layer.experts, n, k, stream);
-  };
-  project(true, w.hidden, w.x_sorted, layer.w13, layer.inter, layer.hidden);
+  plan.gather->launch({.grid = static_cast<unsigned>(rows), .block = row_threads, .stream = stream},
+                      w.x_sorted, x, w.alignment.sorted_pairs, w.alignment.totals, top_k,
+                      layer.hidden, moe_block_m);
+  detail::launch_grouped<T>(plan.gate_up, w.hidden, w.x_sorted, layer.w13, rows, w.alignment,
+                            layer.experts, layer.inter, layer.hidden, stream);
   T *y_sorted = w.x_sorted; // the gathered rows are read by now
-  project(false, y_sorted, w.hidden, layer.w2, layer.hidden, layer.inter);
-  rt.kernel(combine, vector_params)
-      .launch({.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
-              y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
+  detail::launch_grouped<T>(plan.down, y_sorted, w.hidden, layer.w2, rows, w.alignment,
+                            layer.experts, layer.hidden, layer.inter, stream);
+  plan.combine->launch(
+      {.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
+      y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
 }
 
 namespace reference {
@@ -445,6 +493,9 @@ KJIT_INSTANTIATE_ROUTING(BFloat16)
 #define KJIT_INSTANTIATE_GROUPED(T)                                                                \
   template detail::ChosenVariant detail::grouped_gemm_variant<T>(Runtime &, bool, int, int, int,   \
                                                                  int);                             \
+  template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
+                                          std::size_t, const MoeAlignment &, int, int, int,        \
+                                          Stream);                                                 \
   template void detail::grouped_gemm<T>(Runtime &, const detail::ChosenVariant &, T *, const T *,  \
                                         const T *, std::size_t, const MoeAlignment &, int, int,    \
                                         int, Stream);

@@ -12,6 +12,18 @@ namespace kjit::ops::detail {
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int experts, int n, int k);
 
+// A variant compiled and allowed its shared memory, ready to launch.
+struct GroupedPlan {
+  const Kernel *kernel;
+  int block_n;
+  bool gated;
+  unsigned shared_bytes;
+};
+GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant);
+template <Element T>
+void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
+                    const MoeAlignment &alignment, int experts, int n, int k, Stream stream);
+
 // Launches `variant` over the blocks `alignment` (of moe_align_rows(pairs, experts, 128) rows)
 // holds; w is experts' weights, [experts * n, k] or, gated, [experts * 2n, k].
 template <Element T>
