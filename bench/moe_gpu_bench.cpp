@@ -12,6 +12,7 @@
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
+#include "bench/gpu_timing.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
 #include "ops/src/moe_gemm.hpp"
@@ -31,31 +32,11 @@ namespace {
 using namespace kjit;
 using namespace kjit::ops;
 
-double median_ms_per_launch(const Device &device, int launches, const std::function<void()> &run) {
-  run();
-  device.synchronize();
-  std::vector<double> batches;
-  for (int batch = 0; batch < 5; ++batch) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < launches; ++i)
-      run();
-    device.synchronize();
-    const std::chrono::duration<double, std::milli> elapsed =
-        std::chrono::steady_clock::now() - start;
-    batches.push_back(elapsed.count() / launches);
-  }
-  std::sort(batches.begin(), batches.end());
-  return batches[batches.size() / 2];
-}
+using kjit::bench::median_ms_per_launch;
 
-// The bandwidth baseline (16 bytes per thread, grid-stride), and a fill of 16-bit values in
-// [-scale, scale) from a hash of the index: weights of gigabytes without the host's time.
-constexpr const char *bench_source = R"(
-__global__ void copy16(const uint4 *KJIT_RESTRICT from, uint4 *KJIT_RESTRICT to, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x)
-    to[i] = from[i];
-}
+// 16-bit values in [-scale, scale) from a hash of the index: weights of gigabytes without the
+// host's time.
+const Template fill_template("fill_hashed", R"(
 template <typename T> __global__ void fill_hashed(T *to, long long n, float scale) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
@@ -63,12 +44,9 @@ template <typename T> __global__ void fill_hashed(T *to, long long n, float scal
     h ^= h >> 31;
     to[i] = kjit::from_float<T>((float(h >> 40) / float(1 << 23) - 1.0f) * scale);
   }
-})";
-const Template fill_template("fill_hashed", bench_source,
+})",
                              {{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")}},
                              TemplateOptions{.arguments = {"T*", "long long", "float"}});
-const Template copy_template("copy16", bench_source, {},
-                             TemplateOptions{.arguments = {"const uint4*", "uint4*", "long long"}});
 
 struct Layer {
   const char *name;
@@ -89,7 +67,7 @@ struct Bench {
 
   double copy_ms(std::size_t bytes) {
     DeviceBuffer from = device.allocate(bytes), to = device.allocate(bytes);
-    const Kernel &kernel = rt.kernel(copy_template, {});
+    const Kernel &kernel = rt.kernel(kjit::bench::copy16_template(), {});
     const long long n = static_cast<long long>(bytes / 16);
     const unsigned blocks = static_cast<unsigned>(std::min<long long>(n / 256 + 1, 65536));
     return median_ms_per_launch(device, 20, [&] {
