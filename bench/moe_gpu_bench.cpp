@@ -6,9 +6,10 @@
 //   [hidden, inter] (the prefill goal: fused_moe at >= 0.8x its TFLOP/s);
 // - a device-to-device copy of the weights the tokens touch (the decode goal: fused_moe reading
 //   them at >= 70% of the copy's rate).
-// bench/python/moe_torch.py times a torch loop over the experts on the same shapes. With --sweep
-// it times the grouped GEMM's variants alone instead (gate-up and down, 4096 tokens, bfloat16):
-// GROUP_M and STAGES at the heuristic's BLOCK_N, and the other BLOCK_N.
+// bench/python/moe_torch.py times a torch loop over the experts on the same shapes. With
+// --breakdown it times fused_moe against moe_align and its two grouped GEMMs alone (4096 tokens,
+// bfloat16); --sweep adds the grouped GEMM's variants: GROUP_M and STAGES at the heuristic's
+// BLOCK_N, and the other BLOCK_N.
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -90,8 +91,9 @@ struct Bench {
     return ids_device;
   }
 
-  // The grouped GEMM's variants on the layer's two projections at `tokens` tokens.
-  template <Element T> void sweep(const Layer &layer, int tokens) {
+  // The grouped GEMM's variants on the layer's two projections at `tokens` tokens (`variants`),
+  // after fused_moe against its two grouped GEMMs alone (the heuristic's variants, back to back).
+  template <Element T> void sweep(const Layer &layer, int tokens, bool variants) {
     const int pairs = tokens * layer.top_k;
     std::set<int> touched;
     DeviceBuffer ids = routed(layer, tokens, touched);
@@ -104,6 +106,41 @@ struct Bench {
       moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
     });
     std::printf("| %s | moe_align | %d | | | | %.3f | |\n", layer.name, tokens, align_ms);
+    {
+      DeviceBuffer w13 =
+          filled<T>(std::size_t(layer.experts) * 2 * layer.inter * layer.hidden, 0.02);
+      DeviceBuffer w2 = filled<T>(std::size_t(layer.experts) * layer.hidden * layer.inter, 0.02);
+      DeviceBuffer x = filled<T>(rows * layer.hidden, 1.0), h = filled<T>(rows * layer.inter, 1.0);
+      DeviceBuffer out = device.allocate(std::size_t(tokens) * layer.hidden * sizeof(T));
+      const std::vector<float> routing_weights(pairs, 1.0f / layer.top_k);
+      DeviceBuffer weights = device.allocate(pairs * sizeof(float));
+      weights.write(routing_weights.data(), routing_weights.size() * sizeof(float));
+      const MoeWeights<T> moe{w13.as<const T>(), w2.as<const T>(), layer.experts, layer.hidden,
+                              layer.inter};
+      const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, layer.top_k, moe);
+      DeviceBuffer workspace = device.allocate(bytes);
+      const double fused_ms = median_ms_per_launch(device, 5, [&] {
+        fused_moe<T>(rt, out.as<T>(), x.as<const T>(), weights.as<const float>(),
+                     ids.as<const int>(), tokens, layer.top_k, moe, workspace.data(), bytes);
+      });
+      const auto gate_up = ops::detail::grouped_gemm_variant<T>(rt, true, pairs, layer.experts,
+                                                                layer.inter, layer.hidden);
+      const auto down = ops::detail::grouped_gemm_variant<T>(rt, false, pairs, layer.experts,
+                                                             layer.hidden, layer.inter);
+      const double gemms_ms = median_ms_per_launch(device, 5, [&] {
+        ops::detail::grouped_gemm<T>(rt, gate_up, h.as<T>(), x.as<const T>(), w13.as<const T>(),
+                                     rows, alignment, layer.experts, layer.inter, layer.hidden,
+                                     nullptr);
+        ops::detail::grouped_gemm<T>(rt, down, x.as<T>(), h.as<const T>(), w2.as<const T>(), rows,
+                                     alignment, layer.experts, layer.hidden, layer.inter, nullptr);
+      });
+      std::printf("| %s | fused_moe | %d | | | | %.3f | |\n| %s | gate-up + down | %d | | | | "
+                  "%.3f | |\n",
+                  layer.name, tokens, fused_ms, layer.name, tokens, gemms_ms);
+      std::fflush(stdout);
+    }
+    if (!variants)
+      return;
     for (const bool gated : {true, false}) {
       const int n = gated ? layer.inter : layer.hidden, k = gated ? layer.hidden : layer.inter;
       DeviceBuffer w = filled<T>(std::size_t(layer.experts) * n * (gated ? 2 : 1) * k, 0.02);
@@ -190,10 +227,12 @@ struct Bench {
 } // namespace
 
 int main(int argc, char **argv) {
-  const bool sweep = argc == 2 && std::string(argv[1]) == "--sweep";
+  const std::string mode = argc == 2 ? argv[1] : "";
+  const bool sweep = mode == "--sweep" || mode == "--breakdown";
   if (argc > 1 && !sweep) { // tools/gpu-check asks every bench program for --help
-    std::printf("usage: %s [--sweep]\n  prints fused_moe's table against kjit's dense GEMM and a "
-                "copy; --sweep the grouped GEMM's variants instead\n",
+    std::printf("usage: %s [--sweep | --breakdown]\n  prints fused_moe's table against kjit's "
+                "dense GEMM and a copy; --breakdown fused_moe against its two grouped GEMMs at "
+                "4096 tokens, --sweep that and the grouped GEMM's variants\n",
                 argv[0]);
     return 0;
   }
@@ -211,7 +250,7 @@ int main(int argc, char **argv) {
       std::printf("| layer | GEMM | tokens | BLOCK_N | STAGES | GROUP_M | ms | TFLOP/s |\n"
                   "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
       for (const Layer &layer : layers)
-        bench.sweep<BFloat16>(layer, 4096);
+        bench.sweep<BFloat16>(layer, 4096, mode == "--sweep");
       return 0;
     }
     std::printf("| layer | tokens | type | experts touched | ms | TFLOP/s | dense ms | dense "
