@@ -1,6 +1,5 @@
 #include "kjit/ops/moe.hpp"
 
-#include "kjit/log.hpp"
 #include "kjit/runtime/tensor_map.hpp"
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
@@ -46,10 +45,11 @@ void check_topk(int tokens, int experts, int top_k, const TopkOptions &options) 
   });
 }
 
-// An aligned slice of the workspace, in order.
+// Aligned slices of the workspace, in order. An address, not a pointer: the workspace's size is
+// measured by carving one at address 0 (no arithmetic on a null pointer).
 class Carve {
 public:
-  explicit Carve(void *base) : base_(static_cast<unsigned char *>(base)) {}
+  explicit Carve(void *base) : base_(reinterpret_cast<std::uintptr_t>(base)) {}
   template <typename U> U *take(std::size_t count) {
     U *at = reinterpret_cast<U *>(base_ + used_);
     used_ += (count * sizeof(U) + 255) / 256 * 256;
@@ -58,7 +58,7 @@ public:
   std::size_t used() const { return used_; }
 
 private:
-  unsigned char *base_;
+  std::uintptr_t base_;
   std::size_t used_ = 0;
 };
 
