@@ -7,6 +7,7 @@
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
 // launches (batches are long enough, 20+ ms, that the launch and synchronisation costs vanish).
+#include "bench/gpu_timing.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
 #include "kjit/ops/tuning.hpp"
@@ -28,32 +29,7 @@ namespace {
 using namespace kjit;
 using namespace kjit::ops;
 
-double median_ms_per_launch(const Device &device, int launches, const std::function<void()> &run) {
-  run();
-  device.synchronize();
-  std::vector<double> batches;
-  for (int batch = 0; batch < 5; ++batch) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < launches; ++i)
-      run();
-    device.synchronize();
-    const std::chrono::duration<double, std::milli> elapsed =
-        std::chrono::steady_clock::now() - start;
-    batches.push_back(elapsed.count() / launches);
-  }
-  std::sort(batches.begin(), batches.end());
-  return batches[batches.size() / 2];
-}
-
-// A 16-byte-per-thread grid-stride copy: the bandwidth baseline.
-const Template copy_template("copy16", R"(
-__global__ void copy16(const uint4 *KJIT_RESTRICT from, uint4 *KJIT_RESTRICT to, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x)
-    to[i] = from[i];
-})",
-                             {},
-                             TemplateOptions{.arguments = {"const uint4*", "uint4*", "long long"}});
+using kjit::bench::median_ms_per_launch;
 
 // Random values in [-1, 1) on the device, `count` elements of T.
 template <Element T> DeviceBuffer random_on(const Device &device, std::size_t count) {
@@ -79,7 +55,7 @@ struct Bench {
       from.push_back(device.allocate(bytes));
       to.push_back(device.allocate(bytes));
     }
-    const Kernel &kernel = rt.kernel(copy_template, {});
+    const Kernel &kernel = rt.kernel(kjit::bench::copy16_template(), {});
     const long long n = static_cast<long long>(bytes / 16);
     const unsigned blocks = static_cast<unsigned>(std::min<long long>(n / 256 + 1, 65536));
     std::size_t next = 0;

@@ -20,6 +20,9 @@ extern const std::string_view gemm_mma_hip;
 extern const std::string_view gemm_wgmma_hip;
 extern const std::string_view gemm_mfma_hip;
 extern const std::string_view gemm_staging_h;
+extern const std::string_view moe_routing_hip;
+extern const std::string_view moe_wgmma_hip;
+extern const std::string_view wgmma_h;
 } // namespace embedded
 
 namespace {
@@ -217,6 +220,60 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                       .targets = {"sm_90a"}});
 }
 
+// A mixture-of-experts layer (kjit::ops, moe.hpp): routing, the sort of the token-expert pairs
+// by expert and the gathers around the grouped GEMM (moe_routing.hip, both vendors), and the
+// grouped GEMM on Hopper (moe_wgmma.hip, sm_90a).
+void add_moe(std::vector<Template> &all, const std::vector<std::string> &element_types) {
+  const std::string routing(embedded::moe_routing_hip);
+  all.emplace_back("moe_topk", routing,
+                   std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "bfloat16")},
+                                          {"EXPERTS", ParamSchema::integer(1, 512, 8)},
+                                          {"TOPK", ParamSchema::integer(1, 32, 2)},
+                                          {"SCORING", ParamSchema::one_of({0, 1}, 0)},
+                                          {"GROUPS", ParamSchema::integer(1, 64, 1)},
+                                          {"TOPK_GROUP", ParamSchema::integer(1, 64, 1)}},
+                   TemplateOptions{.arguments = {"float*", "int*", "const T*", "const float*",
+                                                 "int", "int", "float"}});
+  // BLOCK_M is the grouped GEMM's tile of rows (moe_gemm_wgmma's 128).
+  all.emplace_back(
+      "moe_align", routing,
+      std::vector<ParamDecl>{{"EXPERTS", ParamSchema::integer(1, 256, 8)},
+                             {"BLOCK_M", ParamSchema::one_of({16, 32, 64, 128}, 128)}},
+      TemplateOptions{.arguments = {"int*", "int*", "int*", "int*", "const int*", "int"}});
+  const auto vec_params = [&] {
+    return std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "bfloat16")},
+                                  {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 8)}};
+  };
+  all.emplace_back("moe_gather", routing, vec_params(),
+                   TemplateOptions{.arguments = {"T*", "const T*", "const int*", "const int*",
+                                                 "int", "int", "int"}});
+  all.emplace_back(
+      "moe_combine", routing, vec_params(),
+      TemplateOptions{.arguments = {"T*", "const T*", "const float*", "const int*", "int", "int"}});
+  // GATED 1: the gate and up projections with silu_and_mul in the epilogue (BLOCK_N output
+  // columns, a wgmma of twice as many); 0: the down projection.
+  TuningRules moe_rules;
+  moe_rules.fits = [](const Instance &instance, std::string_view) -> std::string {
+    const std::int64_t wgmma_n =
+        integer_value(instance, "BLOCK_N") * (integer_value(instance, "GATED") + 1);
+    if (wgmma_n != 128 && wgmma_n != 256)
+      return "BLOCK_N makes a wgmma of " + std::to_string(wgmma_n) + " columns, not 128 or 256";
+    return "";
+  };
+  all.emplace_back(
+      "moe_gemm_wgmma", std::string(embedded::moe_wgmma_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128).tunable()},
+                             {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 4).tunable()},
+                             {"GATED", ParamSchema::one_of({0, 1}, 1)},
+                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()}},
+      TemplateOptions{.headers = {HeaderFile{"kjit/wgmma.h", std::string(embedded::wgmma_h)}},
+                      .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
+                                    "const int*", "const int*", "int", "int"},
+                      .tuning = moe_rules,
+                      .targets = {"sm_90a"}});
+}
+
 std::vector<Template> make_builtin() {
   // Local, not a namespace-scope global: builtin() may run during another translation unit's
   // static initialisation (a `const Template &t = find(...)` at namespace scope), before such a
@@ -233,6 +290,7 @@ std::vector<Template> make_builtin() {
                    TemplateOptions{.arguments = {"T*", "float"}});
   add_activations_and_rowwise(all, element_types);
   add_rotary_quant_gemm(all, element_types);
+  add_moe(all, element_types);
   std::sort(all.begin(), all.end(),
             [](const Template &a, const Template &b) { return a.name() < b.name(); });
   return all;

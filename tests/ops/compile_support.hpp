@@ -3,12 +3,14 @@
 // Runtime with a private cache, and checks the code object the way a loader would see it.
 #include "kjit/jit/elf.hpp"
 #include "kjit/kjit.hpp"
+#include "runtime/src/variant.hpp"
 #include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <gtest/gtest.h>
+#include <regex>
 #include <string>
 
 namespace kjit::ops::compile_testing {
@@ -29,6 +31,36 @@ inline ::testing::AssertionResult holds_its_kernel(const CodeObject &object,
       elf->symbols.end())
     return ::testing::AssertionFailure()
            << object.expression() << ": no symbol " << object.lowered_name();
+  return ::testing::AssertionSuccess();
+}
+
+// Passes when ptxas, compiling `instance` for sm_90a through `nvrtc` as kjit does plus
+// --ptxas-options=-v, reports no serialised wgmma (warning C7510: the kernel then runs far
+// slower), no ignored setmaxnreg (C7508), no spills and no stack frame: what it reports in its
+// log only, without failing.
+inline ::testing::AssertionResult wgmma_compiles_cleanly(jit::Compiler &nvrtc,
+                                                         const Instance &instance) {
+  VariantDescription variant =
+      describe_variant(instance, jit::Target::parse("sm_90a"), CompilerIdentity::of(nvrtc));
+  variant.request.options.push_back("--ptxas-options=-v");
+  const jit::CompileResult result = nvrtc.compile(variant.request);
+  const auto failure = [&](const char *what) {
+    return ::testing::AssertionFailure()
+           << what << ": " << instance.expression(Vendor::nvidia) << "\n"
+           << result.log;
+  };
+  if (result.log.find("C7510") != std::string::npos)
+    return failure("wgmma serialised");
+  if (result.log.find("C7508") != std::string::npos)
+    return failure("setmaxnreg ignored");
+  static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  std::smatch found;
+  if (!std::regex_search(result.log, found, spills))
+    return failure("no ptxas -v report");
+  if (found[1].str() != "0" || found[2].str() != "0")
+    return failure("spills");
+  if (result.log.find("0 bytes stack frame") == std::string::npos)
+    return failure("a stack frame");
   return ::testing::AssertionSuccess();
 }
 

@@ -10,6 +10,8 @@
 // sizes do not share instantiations), the prelude and the kernel sources.
 #include "kjit/ops/element.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <bit>
 #include <cmath>
@@ -85,6 +87,26 @@ template <typename T> T __shfl_xor(T value, int mask, int width) {
   __syncthreads();
   return result;
 }
+
+// The value of lane `lane` of this thread's group of `width` lanes.
+template <typename T> T __shfl(T value, int lane, int width) {
+  static_assert(sizeof(T) <= sizeof(std::uint64_t));
+  const unsigned self = threadIdx.y * blockDim.x + threadIdx.x;
+  const unsigned other = self / width * width + static_cast<unsigned>(lane);
+  std::memcpy(&kjit::emulation::exchange[self], &value, sizeof value);
+  __syncthreads();
+  T result = value;
+  std::memcpy(&result, &kjit::emulation::exchange[other], sizeof result);
+  __syncthreads();
+  return result;
+}
+// A wavefront's lanes run apart here: every thread of the block meets (kernels call it where
+// the whole block does).
+inline void __builtin_amdgcn_wave_barrier() { __syncthreads(); }
+inline int atomicAdd(int *address, int value) {
+  return std::atomic_ref<int>(*address).fetch_add(value);
+}
+using std::min;
 
 inline float __expf(float x) { return std::exp(x); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }

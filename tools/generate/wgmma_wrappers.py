@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Prints the wgmma wrappers that templates/kernels/gemm_wgmma.hip holds between its
-"generated" markers: one m64nNk16 call per N, for 16-bit inputs and f32 accumulators, whose N / 2
+"""Prints the wgmma wrappers that templates/kernels/gemm_wgmma.hip and templates/prelude/kjit/wgmma.h
+hold between their "generated" markers: one m64nNk16 call per N, for 16-bit inputs and f32
+accumulators, whose N / 2
 accumulator registers are each one asm operand (the reason it is generated).
 
     tools/generate/wgmma_wrappers.py > /tmp/w && (edit the block in gemm_wgmma.hip)

@@ -1,0 +1,127 @@
+#pragma once
+// A mixture-of-experts layer, as vLLM's fused_moe computes it: routing, the sort of the
+// token-expert pairs by expert, a grouped GEMM over every expert in one launch (the gate and up
+// projections with silu_and_mul fused), the down projection, and the weighted sum of each
+// token's top-k outputs.
+//
+//   kjit::ops::moe_topk(rt, weights, ids, logits, tokens, experts, top_k);
+//   kjit::ops::fused_moe(rt, out, x, weights, ids, tokens, top_k, layer, workspace, bytes);
+//
+// Device pointers, row-major and contiguous; asynchronous on `stream` of the Runtime's default
+// device. Each throws Error(bad_argument) with one line for a bad argument (named below), what
+// Runtime::kernel throws, and nothing else.
+#include "kjit/ops/element.hpp"
+#include "kjit/runtime/runtime.hpp"
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace kjit::ops {
+
+// How router logits become each token's experts and weights.
+struct TopkOptions {
+  enum class Scoring { softmax, sigmoid };
+  Scoring scoring = Scoring::softmax; // sigmoid: DeepSeek-V3's
+  // Grouped top-k (DeepSeek-V3: 8 groups, 4 chosen): the experts fall in `groups` equal groups,
+  // ranked by the sum of their two best choices where there is a bias, by their best otherwise;
+  // the top-k experts are chosen from the `top_groups` best groups only. 1 and 1: no groups.
+  int groups = 1, top_groups = 1;
+  bool renormalize = true; // the weights divided by their sum
+  float scale = 1.0f;      // times the weights (DeepSeek-V3's routed_scaling_factor)
+};
+
+// logits [tokens, experts] to ids [tokens, top_k] (int) and weights [tokens, top_k] (float): the
+// top_k experts of each token by score + bias[e] (bias: `experts` floats, or null), equal values
+// to the lower index as torch.topk orders them, best first; each weight is the expert's score
+// (softmax or sigmoid of its logit, without the bias), renormalised and scaled as `options` say.
+// Throws for a null pointer, tokens < 0, experts outside [1, 512], top_k outside [1, 32] or above
+// the experts of the chosen groups, groups that do not divide the experts or more than 64, or
+// top_groups outside [1, groups].
+template <Element T>
+void moe_topk(Runtime &rt, float *weights, int *ids, const T *logits, const float *bias, int tokens,
+              int experts, int top_k, const TopkOptions &options = {}, Stream stream = nullptr);
+
+// vLLM's topk_softmax: moe_topk with softmax scores, no bias and no groups.
+template <Element T>
+void topk_softmax(Runtime &rt, float *weights, int *ids, const T *logits, int tokens, int experts,
+                  int top_k, bool renormalize, Stream stream = nullptr);
+
+// The token-expert pairs sorted by expert for a grouped GEMM of `block_m`-row tiles. Pair
+// p = token * top_k + slot routes to ids[p]. Device arrays of moe_align_rows(...) rows:
+//   sorted_pairs[rows]      each row's pair, -1 for padding; an expert's pairs in pair order,
+//                           its run padded to a multiple of block_m rows;
+//   block_experts[rows / block_m]  the expert of each block of rows;
+//   pair_positions[pairs]   each pair's row; -1 for an id outside [0, experts): routed nowhere;
+//   totals[2]               the blocks used, and the count of ids out of range.
+// Experts without pairs take no block. An id out of range cannot throw from the device: it is
+// counted in totals[1] and contributes nothing (reference::moe_align throws for it).
+struct MoeAlignment {
+  int *sorted_pairs, *block_experts, *pair_positions, *totals;
+};
+// The most rows the alignment of `pairs` pairs over `experts` experts can take: every expert's
+// run rounded up to block_m.
+std::size_t moe_align_rows(int pairs, int experts, int block_m);
+// Throws for a null pointer, pairs < 0, experts outside [1, 256] or block_m not one of 16, 32,
+// 64 and 128.
+void moe_align(Runtime &rt, const MoeAlignment &out, const int *ids, int pairs, int experts,
+               int block_m, Stream stream = nullptr);
+
+// An expert layer's weights, nn.Linear's layout per expert, all experts in one tensor each:
+// w13 [experts, 2 * inter, hidden] (each expert's gate rows, then its up rows: vLLM's w13) and
+// w2 [experts, hidden, inter].
+template <Element T> struct MoeWeights {
+  const T *w13, *w2;
+  int experts, hidden, inter;
+};
+
+// The device workspace fused_moe needs for `tokens` tokens of top_k experts each.
+template <Element T>
+std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeights<T> &layer);
+
+// out[t] = sum over slots s of weights[t, s] * expert(ids[t, s])(x[t]), with
+// expert(e)(v) = w2[e] @ (silu(w_gate[e] @ v) * (w_up[e] @ v)): x and out [tokens, hidden],
+// weights (float) and ids [tokens, top_k]; a token whose ids all lie outside [0, experts) gets
+// zeros. Products accumulate in float; the gated intermediate and each expert's output are
+// rounded to T once each. Half and bfloat16 on sm_90a (H100, H200) only: the grouped GEMM is
+// wgmma's. Throws for a null pointer, tokens < 0, top_k outside [1, experts], hidden or inter
+// not positive multiples of 8, a matrix not 16-byte aligned, a workspace smaller than
+// fused_moe_workspace_bytes or not 256-byte aligned, out overlapping x, or a device that is not
+// sm_90a.
+template <Element T>
+void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
+               int top_k, const MoeWeights<T> &layer, void *workspace, std::size_t workspace_bytes,
+               Stream stream = nullptr);
+
+namespace reference {
+
+// moe_topk on the host (scores in double): ids and weights, [tokens, top_k] each.
+struct Routing {
+  std::vector<int> ids;
+  std::vector<double> weights;
+};
+template <Element T>
+Routing moe_topk(std::span<const T> logits, std::span<const float> bias, int tokens, int experts,
+                 int top_k, const TopkOptions &options = {});
+
+// moe_align on the host; throws Error(bad_argument) for an id outside [0, experts).
+struct Alignment {
+  std::vector<int> sorted_pairs, block_experts, pair_positions;
+};
+Alignment moe_align(std::span<const int> ids, int experts, int block_m);
+
+// fused_moe in double precision for the given tokens of x (all where `tokens_to_check` is
+// empty): out [tokens_to_check.size(), hidden], and for each element the scale of fused_moe's
+// roundings, sum over slots of |weight| * sum_j |gated_j| * |w2[e][h, j]| (the gated
+// intermediate is rounded to T before the down projection).
+struct Layer {
+  std::vector<double> out, magnitude;
+};
+template <Element T>
+Layer fused_moe(std::span<const T> x, std::span<const float> weights, std::span<const int> ids,
+                int top_k, std::span<const T> w13, std::span<const T> w2, int experts, int hidden,
+                int inter, std::span<const int> tokens_to_check);
+
+} // namespace reference
+
+} // namespace kjit::ops

@@ -1,0 +1,514 @@
+#include "kjit/ops/moe.hpp"
+
+#include "kjit/runtime/tensor_map.hpp"
+#include "kjit/templates/library.hpp"
+#include "launch.hpp"
+#include "moe_gemm.hpp"
+#include "plans.hpp"
+#include "variants.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+namespace kjit::ops {
+
+namespace {
+
+// The grouped GEMM's tile of rows (moe_gemm_wgmma's BM) and its threads.
+constexpr int moe_block_m = 128, moe_threads = 384;
+constexpr int max_topk_experts = 512, max_align_experts = 256, max_top_k = 32, max_groups = 64;
+
+std::string str(std::int64_t value) { return std::to_string(value); }
+
+constexpr std::string_view topk_op = "moe_topk";
+
+// The sizes and options of a top-k routing (the device's and the reference's).
+void check_topk(int tokens, int experts, int top_k, const TopkOptions &options) {
+  constexpr std::string_view op = topk_op;
+  detail::require_range(tokens, 0, INT32_MAX, op, "tokens");
+  detail::require_range(experts, 1, max_topk_experts, op, "experts");
+  detail::require_range(options.groups, 1, max_groups, op, "groups");
+  detail::require(experts % options.groups == 0, op, [&] {
+    return str(options.groups) + " groups do not divide " + str(experts) + " experts";
+  });
+  detail::require_range(options.top_groups, 1, options.groups, op, "top_groups");
+  const int eligible = experts / options.groups * options.top_groups;
+  detail::require(top_k >= 1 && top_k <= std::min(eligible, max_top_k), op, [&] {
+    return "top_k is " + str(top_k) + ", must be in [1, " + str(std::min(eligible, max_top_k)) +
+           "] (" + str(eligible) + " experts in the chosen groups)";
+  });
+}
+
+// Aligned slices of the workspace, in order. An address, not a pointer: the workspace's size is
+// measured by carving one at address 0 (no arithmetic on a null pointer).
+class Carve {
+public:
+  explicit Carve(void *base) : base_(reinterpret_cast<std::uintptr_t>(base)) {}
+  template <typename U> U *take(std::size_t count) {
+    U *at = reinterpret_cast<U *>(base_ + used_);
+    used_ += (count * sizeof(U) + 255) / 256 * 256;
+    return at;
+  }
+  std::size_t used() const { return used_; }
+
+private:
+  std::uintptr_t base_;
+  std::size_t used_ = 0;
+};
+
+// What fused_moe keeps in its workspace.
+template <Element T> struct Workspace {
+  MoeAlignment alignment;
+  T *x_sorted; // the tokens' rows sorted by expert; later each pair's expert output
+  T *hidden;   // silu(gate) * up, [rows, inter]
+  std::size_t bytes;
+};
+
+template <Element T>
+Workspace<T> carve(void *base, int tokens, int top_k, const MoeWeights<T> &layer) {
+  const int pairs = tokens * top_k;
+  const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
+  Carve carve(base);
+  Workspace<T> w;
+  w.alignment.sorted_pairs = carve.take<int>(rows);
+  w.alignment.block_experts = carve.take<int>(rows / moe_block_m);
+  w.alignment.pair_positions = carve.take<int>(pairs);
+  w.alignment.totals = carve.take<int>(2);
+  w.x_sorted = carve.take<T>(rows * layer.hidden);
+  w.hidden = carve.take<T>(rows * layer.inter);
+  w.bytes = carve.used();
+  return w;
+}
+
+TensorMap map_of(const Device &device, TensorMapElement element, const void *base,
+                 std::uint64_t rows, int columns, int box_rows) {
+  return encode_tensor_map(device, {element, base, rows, std::uint64_t(columns),
+                                    std::uint64_t(columns) * 2, std::uint32_t(box_rows), 64});
+}
+
+} // namespace
+
+namespace detail {
+
+// The heuristic: 128 output columns per tile (256 for the down projection) unless that leaves
+// most multiprocessors idle. Stages: for a wgmma of 256 columns 3 where K is long (4096 and
+// more), else 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100).
+template <Element T>
+ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int experts, int n, int k) {
+  static const Template &tmpl = templates::find("moe_gemm_wgmma");
+  const long long blocks = detail::divide_up(pairs, moe_block_m) + std::min(experts, pairs);
+  const int multiprocessors = rt.default_device().multiprocessors();
+  const int wide = gated ? 128 : 256;
+  const int block_n = blocks * detail::divide_up(n, wide) >= multiprocessors ? wide : wide / 2;
+  const int wgmma_n = block_n * (gated ? 2 : 1);
+  detail::ChosenVariant variant{&tmpl,
+                                {{"T", element_name<T>()},
+                                 {"BLOCK_N", block_n},
+                                 {"STAGES", wgmma_n == 256 ? (k >= 4096 ? 3 : 4) : 6},
+                                 {"GATED", gated ? 1 : 0},
+                                 {"GROUP_M", 8}}};
+  const ParamValues extents = {
+      {"experts", experts}, {"k", k}, {"m", detail::rows_bucket(pairs)}, {"n", n}};
+  const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
+  if (const auto winner = detail::tuned_winner(rt, tmpl, problem, extents))
+    for (const char *name : {"BLOCK_N", "STAGES", "GROUP_M"})
+      variant.params.set(name, detail::winner_value(*winner, name, variant.integer(name)));
+  return variant;
+}
+
+GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
+  const bool gated = variant.integer("GATED") == 1;
+  const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
+  // The stages, the slack to align them to 1024 bytes, two mbarriers per stage.
+  const auto shared_bytes = static_cast<unsigned>(
+      stages * (moe_block_m + block_n * (gated ? 2 : 1)) * 64 * 2 + 1024 + stages * 16);
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  kernel.allow_shared_bytes(shared_bytes);
+  return {&kernel, block_n, gated, shared_bytes};
+}
+
+template <Element T>
+void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
+                    const MoeAlignment &alignment, int experts, int n, int k, Stream stream) {
+  const TensorMapElement element =
+      std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
+  const Device &device = plan.kernel->device();
+  const TensorMap map_a = map_of(device, element, a, rows, k, moe_block_m);
+  const TensorMap map_w = map_of(
+      device, element, w, std::uint64_t(experts) * n * (plan.gated ? 2 : 1), k, plan.block_n);
+  // Persistent: at most one block per multiprocessor, no more than the tiles can use.
+  const long long tiles =
+      static_cast<long long>(rows / moe_block_m) * detail::divide_up(n, plan.block_n);
+  const auto blocks = static_cast<unsigned>(
+      std::max<long long>(1, std::min<long long>(tiles, device.multiprocessors())));
+  plan.kernel->launch(
+      {.grid = blocks, .block = moe_threads, .shared_bytes = plan.shared_bytes, .stream = stream},
+      c, map_a, map_w, alignment.block_experts, alignment.totals, n, k);
+}
+
+template <Element T>
+void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
+                  std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
+                  Stream stream) {
+  launch_grouped(make_grouped_plan(rt, variant), c, a, w, rows, alignment, experts, n, k, stream);
+}
+
+} // namespace detail
+
+namespace {
+
+void launch_align(const Kernel &kernel, const MoeAlignment &out, const int *ids, int pairs,
+                  Stream stream) {
+  kernel.launch({.grid = 1, .block = 1024, .stream = stream}, out.sorted_pairs, out.block_experts,
+                out.pair_positions, out.totals, ids, pairs);
+}
+
+// What fused_moe launches for one layer shape and count of pairs (rounded up to a power of
+// two): chosen and compiled on the shape's first call, then found again by one lookup (the
+// tuning table and the Runtime are asked once), as the other operators keep their plans.
+struct MoePlan {
+  const Kernel *align, *gather, *combine;
+  detail::GroupedPlan gate_up, down;
+};
+using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int>;
+
+template <Element T>
+const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int vec) {
+  thread_local std::map<MoePlanKey, MoePlan> plans;
+  const std::int64_t bucket = detail::rows_bucket(pairs);
+  const MoePlanKey key{
+      rt.id(), detail::element_code<T>(), layer.experts, layer.hidden, layer.inter, bucket, vec};
+  auto found = plans.find(key);
+  if (found != plans.end()) [[likely]]
+    return found->second;
+  static const Template &align = templates::find("moe_align");
+  static const Template &gather = templates::find("moe_gather");
+  static const Template &combine = templates::find("moe_combine");
+  const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
+  const int m = static_cast<int>(bucket);
+  const MoePlan plan{
+      &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
+      &rt.kernel(gather, vector_params), &rt.kernel(combine, vector_params),
+      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, true, m, layer.experts,
+                                                                    layer.inter, layer.hidden)),
+      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, false, m, layer.experts,
+                                                                    layer.hidden, layer.inter))};
+  return plans.emplace(key, plan).first->second;
+}
+
+} // namespace
+
+template <Element T>
+void moe_topk(Runtime &rt, float *weights, int *ids, const T *logits, const float *bias, int tokens,
+              int experts, int top_k, const TopkOptions &options, Stream stream) {
+  detail::require_pointer(weights, topk_op, "weights");
+  detail::require_pointer(ids, topk_op, "ids");
+  detail::require_pointer(logits, topk_op, "logits");
+  check_topk(tokens, experts, top_k, options);
+  if (tokens == 0)
+    return;
+  static const Template &tmpl = templates::find("moe_topk");
+  const Kernel &kernel =
+      rt.kernel(tmpl, {{"T", element_name<T>()},
+                       {"EXPERTS", experts},
+                       {"TOPK", top_k},
+                       {"SCORING", options.scoring == TopkOptions::Scoring::sigmoid ? 1 : 0},
+                       {"GROUPS", options.groups},
+                       {"TOPK_GROUP", options.top_groups}});
+  const int warp = rt.default_device().target().warp_size();
+  constexpr int threads = 256;
+  const int tokens_per_block = threads / warp;
+  kernel.launch({.grid = static_cast<unsigned>(detail::divide_up(tokens, tokens_per_block)),
+                 .block = threads,
+                 .stream = stream},
+                weights, ids, logits, bias, tokens, options.renormalize ? 1 : 0, options.scale);
+}
+
+template <Element T>
+void topk_softmax(Runtime &rt, float *weights, int *ids, const T *logits, int tokens, int experts,
+                  int top_k, bool renormalize, Stream stream) {
+  moe_topk<T>(rt, weights, ids, logits, nullptr, tokens, experts, top_k,
+              {.renormalize = renormalize}, stream);
+}
+
+std::size_t moe_align_rows(int pairs, int experts, int block_m) {
+  const std::size_t blocks =
+      static_cast<std::size_t>(detail::divide_up(pairs, block_m)) + std::min(experts, pairs);
+  return blocks * block_m;
+}
+
+void moe_align(Runtime &rt, const MoeAlignment &out, const int *ids, int pairs, int experts,
+               int block_m, Stream stream) {
+  constexpr std::string_view op = "moe_align";
+  detail::require_pointer(out.sorted_pairs, op, "sorted_pairs");
+  detail::require_pointer(out.block_experts, op, "block_experts");
+  detail::require_pointer(out.pair_positions, op, "pair_positions");
+  detail::require_pointer(out.totals, op, "totals");
+  detail::require_pointer(ids, op, "ids");
+  detail::require_range(pairs, 0, INT32_MAX, op, "pairs");
+  detail::require_range(experts, 1, max_align_experts, op, "experts");
+  detail::require(block_m == 16 || block_m == 32 || block_m == 64 || block_m == 128, op,
+                  [&] { return "block_m is " + str(block_m) + ", not 16, 32, 64 or 128"; });
+  static const Template &tmpl = templates::find("moe_align");
+  launch_align(rt.kernel(tmpl, {{"EXPERTS", experts}, {"BLOCK_M", block_m}}), out, ids, pairs,
+               stream);
+}
+
+template <Element T>
+std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeights<T> &layer) {
+  return carve<T>(nullptr, tokens, top_k, layer).bytes;
+}
+
+template <Element T>
+void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
+               int top_k, const MoeWeights<T> &layer, void *workspace, std::size_t workspace_bytes,
+               Stream stream) {
+  constexpr std::string_view op = "fused_moe";
+  for (const auto &[pointer, name] : {std::pair<const void *, const char *>{out, "out"},
+                                      {x, "x"},
+                                      {weights, "weights"},
+                                      {ids, "ids"},
+                                      {layer.w13, "w13"},
+                                      {layer.w2, "w2"},
+                                      {workspace, "workspace"}})
+    detail::require_pointer(pointer, op, name);
+  detail::require_range(tokens, 0, INT32_MAX, op, "tokens");
+  detail::require_range(layer.experts, 1, max_align_experts, op, "experts");
+  detail::require_range(top_k, 1, layer.experts, op, "top_k");
+  detail::require(static_cast<long long>(tokens) * top_k <= INT32_MAX, op,
+                  "tokens * top_k exceeds 2^31 - 1");
+  for (const auto &[size, name] : {std::pair{layer.hidden, "hidden"}, {layer.inter, "inter"}})
+    detail::require(size > 0 && size % 8 == 0, op, [&] {
+      return std::string(name) + " is " + str(size) + ", must be a positive multiple of 8";
+    });
+  for (const auto &[pointer, name] : {std::pair<const void *, const char *>{out, "out"},
+                                      {x, "x"},
+                                      {layer.w13, "w13"},
+                                      {layer.w2, "w2"}})
+    detail::require(detail::aligned(pointer, 16), op,
+                    [&] { return std::string(name) + " is not 16-byte aligned"; });
+  detail::require(detail::aligned(workspace, 256), op, "workspace is not 256-byte aligned");
+  const std::size_t row_bytes = static_cast<std::size_t>(layer.hidden) * sizeof(T);
+  detail::require_disjoint(out, tokens * row_bytes, x, tokens * row_bytes, op, "out and x");
+  const std::size_t needed = fused_moe_workspace_bytes(tokens, top_k, layer);
+  detail::require(workspace_bytes >= needed, op, [&] {
+    return "the workspace holds " + str(static_cast<std::int64_t>(workspace_bytes)) +
+           " bytes; fused_moe_workspace_bytes asks for " + str(static_cast<std::int64_t>(needed));
+  });
+  const jit::Target &target = rt.default_device().target();
+  detail::require(target.id() == "sm_90a", op, [&] {
+    return "runs on sm_90a only (wgmma and TMA); the device's target is " + target.id();
+  });
+  if (tokens == 0)
+    return;
+  const int pairs = tokens * top_k;
+  const Workspace<T> w = carve<T>(workspace, tokens, top_k, layer);
+  const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
+  const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
+  const MoePlan &plan = moe_plan<T>(rt, layer, pairs, vec);
+  launch_align(*plan.align, w.alignment, ids, pairs, stream);
+  constexpr int row_threads = 128;
+  plan.gather->launch({.grid = static_cast<unsigned>(rows), .block = row_threads, .stream = stream},
+                      w.x_sorted, x, w.alignment.sorted_pairs, w.alignment.totals, top_k,
+                      layer.hidden, moe_block_m);
+  detail::launch_grouped<T>(plan.gate_up, w.hidden, w.x_sorted, layer.w13, rows, w.alignment,
+                            layer.experts, layer.inter, layer.hidden, stream);
+  T *y_sorted = w.x_sorted; // the gathered rows are read by now
+  detail::launch_grouped<T>(plan.down, y_sorted, w.hidden, layer.w2, rows, w.alignment,
+                            layer.experts, layer.hidden, layer.inter, stream);
+  plan.combine->launch(
+      {.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
+      y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
+}
+
+namespace reference {
+
+template <Element T>
+Routing moe_topk(std::span<const T> logits, std::span<const float> bias, int tokens, int experts,
+                 int top_k, const TopkOptions &options) {
+  check_topk(tokens, experts, top_k, options);
+  detail::require(logits.size() == static_cast<std::size_t>(tokens) * experts, topk_op,
+                  "logits must hold tokens * experts values");
+  detail::require(bias.empty() || bias.size() == static_cast<std::size_t>(experts), topk_op,
+                  "bias must be empty or hold one value per expert");
+  const bool sigmoid = options.scoring == TopkOptions::Scoring::sigmoid;
+  const int group_size = experts / options.groups;
+  Routing routing;
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<double> score(experts), choice(experts);
+    double largest = -INFINITY;
+    for (int e = 0; e < experts; ++e) {
+      score[e] = to_double(logits[static_cast<std::size_t>(t) * experts + e]);
+      largest = std::max(largest, score[e]);
+    }
+    double sum = 0;
+    for (int e = 0; e < experts; ++e) {
+      score[e] = sigmoid ? 1 / (1 + std::exp(-score[e])) : std::exp(score[e] - largest);
+      sum += score[e];
+    }
+    for (int e = 0; e < experts; ++e) {
+      if (!sigmoid)
+        score[e] /= sum;
+      choice[e] = score[e] + (bias.empty() ? 0.0 : bias[e]);
+    }
+    // Rank by value, then by index: the order torch.topk returns equal values in.
+    const auto better = [&](int a, int b) {
+      return choice[a] > choice[b] || (choice[a] == choice[b] && a < b);
+    };
+    std::vector<bool> eligible(experts, true);
+    if (options.groups > 1) {
+      std::vector<double> rank(options.groups);
+      for (int g = 0; g < options.groups; ++g) {
+        std::vector<double> members(choice.begin() + g * group_size,
+                                    choice.begin() + (g + 1) * group_size);
+        std::sort(members.rbegin(), members.rend());
+        rank[g] = members[0] + (bias.empty() || group_size < 2 ? 0.0 : members[1]);
+      }
+      std::vector<int> groups(options.groups);
+      std::iota(groups.begin(), groups.end(), 0);
+      std::stable_sort(groups.begin(), groups.end(),
+                       [&](int a, int b) { return rank[a] > rank[b]; });
+      std::vector<bool> chosen(options.groups, false);
+      for (int i = 0; i < options.top_groups; ++i)
+        chosen[groups[i]] = true;
+      for (int e = 0; e < experts; ++e)
+        eligible[e] = chosen[e / group_size];
+    }
+    std::vector<int> order;
+    for (int e = 0; e < experts; ++e)
+      if (eligible[e])
+        order.push_back(e);
+    std::stable_sort(order.begin(), order.end(), better);
+    double picked_sum = 0;
+    for (int k = 0; k < top_k; ++k)
+      picked_sum += score[order[k]];
+    const double factor = (options.renormalize ? 1 / picked_sum : 1.0) * options.scale;
+    for (int k = 0; k < top_k; ++k) {
+      routing.ids.push_back(order[k]);
+      routing.weights.push_back(score[order[k]] * factor);
+    }
+  }
+  return routing;
+}
+
+Alignment moe_align(std::span<const int> ids, int experts, int block_m) {
+  Alignment alignment;
+  std::vector<std::vector<int>> by_expert(experts);
+  for (std::size_t p = 0; p < ids.size(); ++p) {
+    detail::require(ids[p] >= 0 && ids[p] < experts, "moe_align", [&] {
+      return "expert id " + str(ids[p]) + " of pair " + str(static_cast<std::int64_t>(p)) +
+             " is outside [0, " + str(experts) + ")";
+    });
+    by_expert[ids[p]].push_back(static_cast<int>(p));
+  }
+  alignment.pair_positions.assign(ids.size(), -1);
+  for (int e = 0; e < experts; ++e) {
+    if (by_expert[e].empty())
+      continue;
+    for (int p : by_expert[e]) {
+      alignment.pair_positions[p] = static_cast<int>(alignment.sorted_pairs.size());
+      alignment.sorted_pairs.push_back(p);
+    }
+    while (alignment.sorted_pairs.size() % block_m != 0)
+      alignment.sorted_pairs.push_back(-1);
+    alignment.block_experts.resize(alignment.sorted_pairs.size() / block_m, e);
+  }
+  return alignment;
+}
+
+template <Element T>
+Layer fused_moe(std::span<const T> x, std::span<const float> weights, std::span<const int> ids,
+                int top_k, std::span<const T> w13, std::span<const T> w2, int experts, int hidden,
+                int inter, std::span<const int> tokens_to_check) {
+  std::vector<int> all;
+  if (tokens_to_check.empty()) {
+    all.resize(x.size() / hidden);
+    std::iota(all.begin(), all.end(), 0);
+    tokens_to_check = all;
+  }
+  Layer layer{std::vector<double>(tokens_to_check.size() * hidden, 0.0),
+              std::vector<double>(tokens_to_check.size() * hidden, 0.0)};
+  std::vector<double> gated(inter);
+  for (std::size_t i = 0; i < tokens_to_check.size(); ++i) {
+    const std::size_t t = tokens_to_check[i];
+    const T *row = x.data() + t * hidden;
+    for (int slot = 0; slot < top_k; ++slot) {
+      const int e = ids[t * top_k + slot];
+      if (e < 0 || e >= experts)
+        continue; // routed nowhere
+      const T *gate = w13.data() + static_cast<std::size_t>(e) * 2 * inter * hidden;
+      const T *up = gate + static_cast<std::size_t>(inter) * hidden;
+      for (int j = 0; j < inter; ++j) {
+        double g = 0, u = 0;
+        for (int h = 0; h < hidden; ++h) {
+          const double v = to_double(row[h]);
+          g += v * to_double(gate[static_cast<std::size_t>(j) * hidden + h]);
+          u += v * to_double(up[static_cast<std::size_t>(j) * hidden + h]);
+        }
+        gated[j] = g / (1 + std::exp(-g)) * u;
+      }
+      const T *down = w2.data() + static_cast<std::size_t>(e) * hidden * inter;
+      const double weight = weights[t * top_k + slot];
+      for (int h = 0; h < hidden; ++h) {
+        double y = 0, magnitude = 0;
+        for (int j = 0; j < inter; ++j) {
+          const double w = to_double(down[static_cast<std::size_t>(h) * inter + j]);
+          y += gated[j] * w;
+          magnitude += std::fabs(gated[j] * w);
+        }
+        layer.out[i * hidden + h] += weight * y;
+        layer.magnitude[i * hidden + h] += std::fabs(weight) * magnitude;
+      }
+    }
+  }
+  return layer;
+}
+
+} // namespace reference
+
+#define KJIT_INSTANTIATE_ROUTING(T)                                                                \
+  template void moe_topk<T>(Runtime &, float *, int *, const T *, const float *, int, int, int,    \
+                            const TopkOptions &, Stream);                                          \
+  template void topk_softmax<T>(Runtime &, float *, int *, const T *, int, int, int, bool,         \
+                                Stream);                                                           \
+  template reference::Routing reference::moe_topk<T>(std::span<const T>, std::span<const float>,   \
+                                                     int, int, int, const TopkOptions &);
+#define KJIT_INSTANTIATE_LAYER(T)                                                                  \
+  template std::size_t fused_moe_workspace_bytes<T>(int, int, const MoeWeights<T> &);              \
+  template void fused_moe<T>(Runtime &, T *, const T *, const float *, const int *, int, int,      \
+                             const MoeWeights<T> &, void *, std::size_t, Stream);
+#define KJIT_INSTANTIATE_REFERENCE(T)                                                              \
+  template reference::Layer reference::fused_moe<T>(                                               \
+      std::span<const T>, std::span<const float>, std::span<const int>, int, std::span<const T>,   \
+      std::span<const T>, int, int, int, std::span<const int>);
+KJIT_INSTANTIATE_ROUTING(float)
+KJIT_INSTANTIATE_ROUTING(Half)
+KJIT_INSTANTIATE_ROUTING(BFloat16)
+#define KJIT_INSTANTIATE_GROUPED(T)                                                                \
+  template detail::ChosenVariant detail::grouped_gemm_variant<T>(Runtime &, bool, int, int, int,   \
+                                                                 int);                             \
+  template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
+                                          std::size_t, const MoeAlignment &, int, int, int,        \
+                                          Stream);                                                 \
+  template void detail::grouped_gemm<T>(Runtime &, const detail::ChosenVariant &, T *, const T *,  \
+                                        const T *, std::size_t, const MoeAlignment &, int, int,    \
+                                        int, Stream);
+KJIT_INSTANTIATE_GROUPED(Half)
+KJIT_INSTANTIATE_GROUPED(BFloat16)
+#undef KJIT_INSTANTIATE_GROUPED
+KJIT_INSTANTIATE_LAYER(Half)
+KJIT_INSTANTIATE_LAYER(BFloat16)
+KJIT_INSTANTIATE_REFERENCE(float)
+KJIT_INSTANTIATE_REFERENCE(Half)
+KJIT_INSTANTIATE_REFERENCE(BFloat16)
+#undef KJIT_INSTANTIATE_ROUTING
+#undef KJIT_INSTANTIATE_LAYER
+#undef KJIT_INSTANTIATE_REFERENCE
+
+} // namespace kjit::ops

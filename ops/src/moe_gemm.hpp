@@ -1,0 +1,34 @@
+#pragma once
+// The grouped GEMM of fused_moe (templates moe_wgmma.hip), for benchmarks and tests that time or
+// check one variant of it.
+#include "kjit/ops/moe.hpp"
+#include "variants.hpp"
+
+namespace kjit::ops::detail {
+
+// The grouped GEMM's variant for C [rows, n] = A [rows, k] @ W[expert]^T over `pairs` pairs
+// and `experts` experts: the tuning table's winner for the shape (problem {GATED, T}, extents
+// experts, k, m = rows_bucket(pairs), n), else the heuristic's.
+template <Element T>
+ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int experts, int n, int k);
+
+// A variant compiled and allowed its shared memory, ready to launch.
+struct GroupedPlan {
+  const Kernel *kernel;
+  int block_n;
+  bool gated;
+  unsigned shared_bytes;
+};
+GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant);
+template <Element T>
+void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
+                    const MoeAlignment &alignment, int experts, int n, int k, Stream stream);
+
+// Launches `variant` over the blocks `alignment` (of moe_align_rows(pairs, experts, 128) rows)
+// holds; w is experts' weights, [experts * n, k] or, gated, [experts * 2n, k].
+template <Element T>
+void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
+                  std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
+                  Stream stream);
+
+} // namespace kjit::ops::detail

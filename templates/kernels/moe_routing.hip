@@ -1,0 +1,313 @@
+// The routing of a mixture-of-experts layer and the gathers around its grouped GEMM:
+//
+//   moe_topk<T, EXPERTS, TOPK, SCORING, GROUPS, TOPK_GROUP>(weights, ids, logits, bias, tokens,
+//                                                          renormalize, scale)
+//       router logits [tokens, EXPERTS] to the TOPK experts of each token (ids [tokens, TOPK])
+//       and their weights. SCORING 0: softmax (vLLM's topk_softmax); 1: sigmoid (DeepSeek-V3).
+//       The choice ranks score + bias[e] (bias may be null); the weights are the scores without
+//       it, divided by their sum where `renormalize`, times `scale`. GROUPS > 1: the experts
+//       fall in GROUPS equal groups, ranked by the sum of their two best choices (with a bias)
+//       or their best (without); only the TOPK_GROUP best groups are chosen from (DeepSeek-V3's
+//       grouped top-k). Equal values go to the lower index, as torch.topk gives them.
+//   moe_align<EXPERTS, BLOCK_M>(sorted_pairs, block_experts, pair_positions, totals, ids, pairs)
+//       the token-expert pairs (pair p = token * top_k + slot, ids[p] its expert) sorted by
+//       expert, stably, each expert's run padded to a multiple of BLOCK_M rows: sorted_pairs[row]
+//       is a pair or -1 (padding); block_experts[b] the expert of rows [b BLOCK_M, (b+1) BLOCK_M);
+//       pair_positions[p] the pair's row (-1: its id lies outside [0, EXPERTS), routed nowhere);
+//       totals[0] the blocks, totals[1] the ids out of range. Experts without pairs take no
+//       block. One block of 1024 threads.
+//   moe_gather<T, VEC>(x_sorted, x, sorted_pairs, totals, top_k, hidden, block_m)
+//       row r of x_sorted is the token row of sorted pair r (zeros for padding): the grouped
+//       GEMM's A, contiguous per expert. One block per row.
+//   moe_combine<T, VEC>(out, y_sorted, weights, pair_positions, top_k, hidden)
+//       out[t] = sum over slots s of weights[t, s] * y_sorted[row of pair (t, s)], in float,
+//       rounded once; a token routed nowhere is zero. One block per token.
+
+namespace kjit_moe {
+
+__device__ inline float minus_infinity() { return -__int_as_float(0x7f800000); }
+
+template <typename T> __device__ inline T shuffle(T value, int lane) {
+#if KJIT_HIP
+  return __shfl(value, lane, KJIT_WARP_SIZE);
+#else
+  return __shfl_sync(0xffffffffu, value, lane, KJIT_WARP_SIZE);
+#endif
+}
+
+// The warp's lanes meet: its shared-memory writes before are seen by its reads after.
+__device__ inline void warp_sync() {
+#if KJIT_HIP
+  __builtin_amdgcn_wave_barrier();
+#else
+  __syncwarp();
+#endif
+}
+
+// A candidate of a warp-wide arg-max: the higher value wins, the lower index among equals.
+struct Candidate {
+  float value;
+  int index;
+  float weight; // what the winner carries out (its score)
+};
+__device__ inline bool beats(const Candidate &a, const Candidate &b) {
+  return a.value > b.value || (a.value == b.value && a.index < b.index);
+}
+__device__ inline Candidate warp_best(Candidate c) {
+#pragma unroll
+  for (int mask = KJIT_WARP_SIZE / 2; mask > 0; mask /= 2) {
+    const Candidate other{kjit::shuffle_xor(c.value, mask), kjit::shuffle_xor(c.index, mask),
+                          kjit::shuffle_xor(c.weight, mask)};
+    if (beats(other, c))
+      c = other;
+  }
+  return c;
+}
+
+} // namespace kjit_moe
+
+// One warp per token; lane l holds experts l, l + W, l + 2W, ... (W the warp's width).
+template <typename T, int EXPERTS, int TOPK, int SCORING, int GROUPS, int TOPK_GROUP>
+__global__ void moe_topk(float *KJIT_RESTRICT weights, int *KJIT_RESTRICT ids,
+                         const T *KJIT_RESTRICT logits, const float *KJIT_RESTRICT bias, int tokens,
+                         int renormalize, float scale) {
+  using namespace kjit_moe;
+  constexpr int W = KJIT_WARP_SIZE, PER = (EXPERTS + W - 1) / W, GROUP = EXPERTS / GROUPS;
+  static_assert(EXPERTS % GROUPS == 0 && TOPK_GROUP <= GROUPS, "equal groups, chosen among them");
+  const int token = blockIdx.x * (blockDim.x / W) + threadIdx.x / W, lane = threadIdx.x % W;
+  if (token >= tokens)
+    return;
+  const T *row = logits + static_cast<long long>(token) * EXPERTS;
+  float score[PER], choice[PER];
+  float largest = minus_infinity();
+#pragma unroll
+  for (int i = 0; i < PER; ++i) {
+    const int e = lane + i * W;
+    score[i] = e < EXPERTS ? kjit::to_float(row[e]) : minus_infinity();
+    largest = fmaxf(largest, score[i]);
+  }
+  if (SCORING == 0) {
+    largest = kjit::warp_max(largest);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      score[i] = expf(score[i] - largest); // 0 past the experts
+      sum += score[i];
+    }
+    sum = kjit::warp_sum(sum);
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+      score[i] /= sum;
+  } else {
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+      score[i] = 1.0f / (1.0f + expf(-score[i]));
+  }
+#pragma unroll
+  for (int i = 0; i < PER; ++i) {
+    const int e = lane + i * W;
+    choice[i] = e < EXPERTS ? score[i] + (bias != nullptr ? bias[e] : 0.0f) : minus_infinity();
+  }
+  if (GROUPS > 1) {
+    // Each group's rank, the same in every lane: its best choice (and second best, with a bias).
+    float group_rank[GROUPS];
+#pragma unroll
+    for (int g = 0; g < GROUPS; ++g) {
+      float best = minus_infinity(), second = minus_infinity();
+#pragma unroll
+      for (int i = 0; i < PER; ++i)
+        if ((lane + i * W) / GROUP == g && lane + i * W < EXPERTS) {
+          second = fmaxf(second, fminf(best, choice[i]));
+          best = fmaxf(best, choice[i]);
+        }
+#pragma unroll
+      for (int mask = W / 2; mask > 0; mask /= 2) {
+        const float other_best = kjit::shuffle_xor(best, mask);
+        const float other_second = kjit::shuffle_xor(second, mask);
+        second = fmaxf(fmaxf(second, other_second), fminf(best, other_best));
+        best = fmaxf(best, other_best);
+      }
+      group_rank[g] = bias != nullptr && GROUP > 1 ? best + second : best;
+    }
+    bool chosen[GROUPS] = {};
+#pragma unroll
+    for (int round = 0; round < TOPK_GROUP; ++round) {
+      int winner = -1;
+#pragma unroll
+      for (int g = 0; g < GROUPS; ++g)
+        if (!chosen[g] && (winner < 0 || group_rank[g] > group_rank[winner]))
+          winner = g;
+      chosen[winner] = true;
+    }
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const int e = lane + i * W;
+      if (e < EXPERTS && !chosen[e / GROUP])
+        choice[i] = minus_infinity();
+    }
+  }
+  float picked_weight[TOPK];
+  int picked[TOPK];
+  float sum = 0.0f;
+  unsigned taken = 0; // bit i: this lane's expert lane + i W has been picked
+#pragma unroll
+  for (int k = 0; k < TOPK; ++k) {
+    Candidate best{minus_infinity(), 1 << 30, 0.0f};
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const Candidate mine{choice[i], lane + i * W, score[i]};
+      if (lane + i * W < EXPERTS && !(taken >> i & 1u) && beats(mine, best))
+        best = mine;
+    }
+    best = warp_best(best);
+    picked[k] = best.index;
+    picked_weight[k] = best.weight;
+    sum += best.weight;
+    // The winner leaves the race (a value of minus infinity could still tie with a masked expert).
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+      if (lane + i * W == best.index)
+        taken |= 1u << i;
+  }
+  if (lane != 0)
+    return;
+  const float factor = (renormalize ? 1.0f / sum : 1.0f) * scale;
+#pragma unroll
+  for (int k = 0; k < TOPK; ++k) {
+    ids[static_cast<long long>(token) * TOPK + k] = picked[k];
+    weights[static_cast<long long>(token) * TOPK + k] = picked_weight[k] * factor;
+  }
+}
+
+// The pairs are cut into one contiguous segment per warp. A warp counts its segment's pairs
+// per expert; each expert's padded run is placed; each warp's share of the run follows the
+// earlier warps'; then each warp walks its segment in order, a warp-width at a time, and a pair
+// goes after the pairs of its expert that precede it: the order within an expert is the pairs'.
+template <int EXPERTS, int BLOCK_M>
+__global__ void __launch_bounds__(1024)
+    moe_align(int *KJIT_RESTRICT sorted_pairs, int *KJIT_RESTRICT block_experts,
+              int *KJIT_RESTRICT pair_positions, int *KJIT_RESTRICT totals,
+              const int *KJIT_RESTRICT ids, int pairs) {
+  using namespace kjit_moe;
+  constexpr int W = KJIT_WARP_SIZE, WARPS = 1024 / W;
+  __shared__ int next[WARPS][EXPERTS]; // counts, then where the warp's next pair of e goes
+  __shared__ int start[EXPERTS + 1];   // the first row of each expert's run
+  __shared__ int invalid;
+  const int warp = threadIdx.x / W, lane = threadIdx.x % W;
+  for (int i = threadIdx.x; i < WARPS * EXPERTS; i += blockDim.x)
+    next[i / EXPERTS][i % EXPERTS] = 0;
+  if (threadIdx.x == 0)
+    invalid = 0;
+  __syncthreads();
+  const int segment = (pairs + WARPS - 1) / WARPS, begin = warp * segment,
+            end = min(pairs, begin + segment);
+  for (int p = begin + lane; p < end; p += W) {
+    const int e = ids[p];
+    if (e >= 0 && e < EXPERTS)
+      atomicAdd(&next[warp][e], 1);
+    else
+      atomicAdd(&invalid, 1);
+  }
+  __syncthreads();
+  // Each expert's padded run (its count summed over the warps, in parallel), then their starts
+  // (one thread, a serial sum of EXPERTS values rather than of EXPERTS x WARPS counts).
+  for (int e = threadIdx.x; e < EXPERTS; e += blockDim.x) {
+    int count = 0;
+    for (int w = 0; w < WARPS; ++w)
+      count += next[w][e];
+    start[e + 1] = (count + BLOCK_M - 1) / BLOCK_M * BLOCK_M;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    start[0] = 0;
+    for (int e = 1; e <= EXPERTS; ++e)
+      start[e] += start[e - 1];
+    totals[0] = start[EXPERTS] / BLOCK_M;
+    totals[1] = invalid;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < EXPERTS; e += blockDim.x) {
+    int row = start[e];
+    for (int w = 0; w < WARPS; ++w) {
+      const int count = next[w][e];
+      next[w][e] = row;
+      row += count;
+    }
+    for (; row < start[e + 1]; ++row)
+      sorted_pairs[row] = -1;
+    for (int b = start[e] / BLOCK_M; b < start[e + 1] / BLOCK_M; ++b)
+      block_experts[b] = e;
+  }
+  __syncthreads();
+  for (int first = begin; first < end; first += W) {
+    const int p = first + lane;
+    const int e = p < end ? ids[p] : -1;
+    const bool valid = p < end && e >= 0 && e < EXPERTS;
+    int earlier = 0; // lanes before this one with the same expert
+    bool last = true;
+#pragma unroll 4
+    for (int i = 0; i < W; ++i) {
+      const int other = shuffle(e, i);
+      earlier += other == e && i < lane;
+      last = last && !(other == e && i > lane);
+    }
+    if (valid) {
+      const int row = next[warp][e] + earlier;
+      sorted_pairs[row] = p;
+      pair_positions[p] = row;
+    } else if (p < end) {
+      pair_positions[p] = -1;
+    }
+    warp_sync(); // every lane has read next[] before the last of each expert moves it on
+    if (valid && last)
+      next[warp][e] += earlier + 1;
+    warp_sync();
+  }
+}
+
+template <typename T, int VEC>
+__global__ void moe_gather(T *KJIT_RESTRICT x_sorted, const T *KJIT_RESTRICT x,
+                           const int *KJIT_RESTRICT sorted_pairs, const int *KJIT_RESTRICT totals,
+                           int top_k, int hidden, int block_m) {
+  const int row = blockIdx.x;
+  if (row >= totals[0] * block_m)
+    return;
+  const int pair = sorted_pairs[row];
+  T *to = x_sorted + static_cast<long long>(row) * hidden;
+  const T *from = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * hidden;
+  for (int i = threadIdx.x * VEC; i < hidden; i += blockDim.x * VEC) {
+    kjit::Vec<T, VEC> v;
+    if (pair >= 0) {
+      v = kjit::load_vec<VEC>(from + i);
+    } else {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j)
+        v.at[j] = kjit::from_float<T>(0.0f);
+    }
+    kjit::store_vec(to + i, v);
+  }
+}
+
+template <typename T, int VEC>
+__global__ void moe_combine(T *KJIT_RESTRICT out, const T *KJIT_RESTRICT y_sorted,
+                            const float *KJIT_RESTRICT weights,
+                            const int *KJIT_RESTRICT pair_positions, int top_k, int hidden) {
+  const long long token = blockIdx.x;
+  for (int i = threadIdx.x * VEC; i < hidden; i += blockDim.x * VEC) {
+    float sum[VEC] = {};
+    for (int slot = 0; slot < top_k; ++slot) {
+      const int row = pair_positions[token * top_k + slot];
+      if (row < 0)
+        continue;
+      const float w = weights[token * top_k + slot];
+      float y[VEC];
+      kjit::to_floats(kjit::load_vec<VEC>(y_sorted + static_cast<long long>(row) * hidden + i), y);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j)
+        sum[j] += w * y[j];
+    }
+    kjit::Vec<T, VEC> v;
+    kjit::from_floats(sum, v);
+    kjit::store_vec(out + token * hidden + i, v);
+  }
+}

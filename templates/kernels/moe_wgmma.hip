@@ -1,0 +1,141 @@
+// The grouped GEMM of a mixture-of-experts layer on Hopper tensor cores (sm_90a: wgmma, TMA,
+// setmaxnreg), for half and bfloat16, in one launch for every expert:
+//
+//   C[r, :] = A[r, :] @ W[e(r)]^T  for each row r of A, e(r) = block_experts[r / 128]
+//
+// A [rows, k] holds the token rows sorted by expert, each expert's run padded to 128 rows
+// (moe_routing.hip's moe_align and moe_gather), so a 128-row tile belongs to one expert; totals[0]
+// counts the tiles, on the device (no host synchronisation). The weights of all experts lie in
+// one row-major tensor, nn.Linear's layout per expert, read through one tensor map of its rows:
+//   GATED 0: W [experts * n, k]; C [rows, n] (the down projection);
+//   GATED 1: W [experts * 2n, k], each expert's n gate rows then its n up rows (vLLM's w13);
+//            C [rows, n] = silu(A @ gate^T) * (A @ up^T), silu_and_mul in the epilogue.
+// A gated tile copies BLOCK_N gate rows and the BLOCK_N up rows of the same columns side by side:
+// one wgmma of 2 BLOCK_N columns, after which each thread holds gate column c in accumulator j and
+// up column c in accumulator j + BLOCK_N / 8 (register 4j + 2h + e of m64nNk16 is row
+// 16 warp + lane / 4 + 8h, column 8j + 2 (lane % 4) + e), so the epilogue needs no exchange.
+// Where n is not a multiple of BLOCK_N, a tile's last rows of W run into the next rows of the
+// tensor (the up half, the next expert); their columns lie past n and are not stored.
+//
+// The pipeline is gemm_wgmma's (see there): a producer warpgroup issues the copies into a ring of
+// STAGES stages guarded by "full" and "empty" mbarriers, two consumer warpgroups take 64 rows
+// each of the 128-row tile, the grid is persistent over the tiles in GROUP_M-row groups. C is
+// stored from registers, in pairs.
+#if KJIT_HIP
+#error "kjit moe_gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a)"
+#else
+#include "kjit/wgmma.h"
+
+template <typename T, int BLOCK_N, int STAGES, int GATED, int GROUP_M>
+__global__ void __launch_bounds__(384, 1)
+    moe_gemm_wgmma(T *KJIT_RESTRICT c, const __grid_constant__ kjit::TensorMap map_a,
+                   const __grid_constant__ kjit::TensorMap map_b,
+                   const int *KJIT_RESTRICT block_experts, const int *KJIT_RESTRICT totals, int n,
+                   int k) {
+  using namespace kjit_wgmma;
+  constexpr int WN = GATED ? 2 * BLOCK_N : BLOCK_N; // wgmma's N
+  static_assert(WN == 128 || WN == 256, "wgmma N of 128 or 256");
+  constexpr int A_BYTES = BM * BK * 2, B_BYTES = WN * BK * 2, STAGE = A_BYTES + B_BYTES;
+  // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
+  // barriers. The launch asks for the alignment's slack (moe.cpp).
+  extern __shared__ unsigned char shared_raw[];
+  unsigned char *stages = reinterpret_cast<unsigned char *>(
+      (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
+  unsigned long long *full = reinterpret_cast<unsigned long long *>(stages + STAGES * STAGE);
+  unsigned long long *empty = full + STAGES;
+
+  const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      barrier_init(&full[s], 1);
+      barrier_init(&empty[s], 2); // one arrival per consumer
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  const int tiles_m = totals[0], tiles_n = (n + BLOCK_N - 1) / BLOCK_N;
+  const int tiles = tiles_m * tiles_n, k_blocks = (k + BK - 1) / BK;
+  if (warpgroup == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (thread == 0) {
+      int s = 0;
+      unsigned phase = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int tile_m, tile_n;
+        place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
+        const int expert = block_experts[tile_m];
+        const int w_row = expert * (GATED ? 2 * n : n) + tile_n * BLOCK_N;
+        for (int kb = 0; kb < k_blocks; ++kb) {
+          barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
+          unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
+          barrier_expect_bytes(&full[s], STAGE);
+          copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
+          copy_box(b_stage, &map_b, &full[s], kb * BK, w_row);
+          if (GATED) // the up rows of the same columns, after the gate rows
+            copy_box(b_stage + BLOCK_N * 128, &map_b, &full[s], kb * BK, w_row + n);
+          if (++s == STAGES) {
+            s = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int rows = (warpgroup - 1) * 64; // this consumer's rows of the tile
+    const int warp = thread / 32, lane = thread % 32;
+    float acc[WN / 2];
+    int s = 0;
+    unsigned phase = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int tile_m, tile_n;
+      place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
+      int previous = -1;
+      for (int kb = 0; kb < k_blocks; ++kb) {
+        barrier_wait(&full[s], phase);
+        const unsigned char *a_stage = stages + s * STAGE + rows * 128;
+        const unsigned char *b_stage = stages + s * STAGE + A_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+          Wgmma<T, WN, 0>::run(acc, descriptor(a_stage + kk * 32, 16, 1024),
+                               descriptor(b_stage + kk * 32, 16, 1024), kb > 0 || kk > 0);
+        wgmma_commit();
+        wgmma_wait<1>(); // the previous stage's batch is done: release it
+        if (previous >= 0 && thread == 0)
+          barrier_arrive(&empty[previous]);
+        previous = s;
+        if (++s == STAGES) {
+          s = 0;
+          phase ^= 1;
+        }
+      }
+      wgmma_wait<0>();
+      if (previous >= 0 && thread == 0)
+        barrier_arrive(&empty[previous]);
+      // n is even (the tensor maps' rows are 16-byte multiples), so a pair starting inside C
+      // ends inside it: one 4-byte store.
+      const long long row0 = static_cast<long long>(tile_m) * BM + rows + warp * 16 + lane / 4;
+      const int column0 = tile_n * BLOCK_N + 2 * (lane % 4);
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; ++j) {
+        const int column = column0 + 8 * j;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+          if (GATED) {
+            constexpr int UP = 4 * (BLOCK_N / 8); // the up column's accumulator, past the gate's
+            v0 = v0 / (1.0f + __expf(-v0)) * acc[UP + 4 * j + 2 * h];
+            v1 = v1 / (1.0f + __expf(-v1)) * acc[UP + 4 * j + 2 * h + 1];
+          }
+          if (column < n)
+            *reinterpret_cast<typename kjit::Pairs<T>::type *>(c + (row0 + 8 * h) * n + column) =
+                kjit::Pairs<T>::pack(v0, v1);
+        }
+      }
+    }
+  }
+}
+
+#endif

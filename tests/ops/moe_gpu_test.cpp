@@ -1,0 +1,232 @@
+// The mixture-of-experts operators on the device: routing exactly against the reference, and
+// fused_moe against the double-precision reference within the bound of its roundings, into a
+// poisoned output. Small layers (ragged hidden and inter) are checked whole; the Mixtral-like
+// and fine-grained layers at 1, 16, 256 and 4096 tokens on three of their tokens (the
+// reference's cost).
+#include "tests/ops/gpu_support.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace kjit::ops {
+namespace {
+
+using gpu_testing::OpsGpuTest;
+
+template <Element T> class MoeGpuTest : public OpsGpuTest {
+protected:
+  void SetUp() override {
+    OpsGpuTest::SetUp();
+    if (IsSkipped())
+      return;
+    if (device().target().id() != "sm_90a")
+      GTEST_SKIP() << "fused_moe runs on sm_90a only; this device is " << device().target().id();
+  }
+
+  // Values in [-scale, scale) from a hash of the index: fast for billions of weights.
+  static std::vector<T> hashed(std::size_t count, std::uint64_t seed, double scale) {
+    std::vector<T> values(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      std::uint64_t h = (i + seed * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+      h ^= h >> 31;
+      h *= 0x94d049bb133111ebull;
+      h ^= h >> 29;
+      values[i] = from_double<T>((static_cast<double>(h >> 40) / (1 << 23) - 1.0) * scale);
+    }
+    return values;
+  }
+
+  struct Layer {
+    int experts, hidden, inter;
+    std::vector<T> w13, w2;
+    DeviceBuffer w13_device, w2_device;
+  };
+  Layer make_layer(int experts, int hidden, int inter) {
+    std::vector<T> w13 =
+        hashed(std::size_t(experts) * 2 * inter * hidden, 1, 1.0 / std::sqrt(hidden));
+    std::vector<T> w2 = hashed(std::size_t(experts) * hidden * inter, 2, 1.0 / std::sqrt(inter));
+    DeviceBuffer w13_device = this->template upload<T>(w13);
+    DeviceBuffer w2_device = this->template upload<T>(w2);
+    return Layer{experts,
+                 hidden,
+                 inter,
+                 std::move(w13),
+                 std::move(w2),
+                 std::move(w13_device),
+                 std::move(w2_device)};
+  }
+
+  // fused_moe on tokens of x routed by ids and weights, checked on `check` (every token where
+  // empty) against the reference.
+  void check_layer(const Layer &layer, int tokens, int top_k, const std::vector<int> &ids,
+                   const std::vector<float> &weights, std::vector<int> check,
+                   const std::string &what) {
+    SCOPED_TRACE(what + ": " + std::to_string(tokens) + " tokens, experts " +
+                 std::to_string(layer.experts) + ", top " + std::to_string(top_k) + ", hidden " +
+                 std::to_string(layer.hidden) + ", inter " + std::to_string(layer.inter));
+    const std::vector<T> x = hashed(std::size_t(tokens) * layer.hidden, 3 + tokens, 1.0);
+    DeviceBuffer x_device = this->template upload<T>(x);
+    DeviceBuffer ids_device = device().allocate(ids.size() * sizeof(int));
+    ids_device.write(ids.data(), ids.size() * sizeof(int));
+    DeviceBuffer weights_device = device().allocate(weights.size() * sizeof(float));
+    weights_device.write(weights.data(), weights.size() * sizeof(float));
+    DeviceBuffer out = this->template poisoned<T>(std::size_t(tokens) * layer.hidden);
+    const MoeWeights<T> w{layer.w13_device.template as<const T>(),
+                          layer.w2_device.template as<const T>(), layer.experts, layer.hidden,
+                          layer.inter};
+    const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, top_k, w);
+    DeviceBuffer workspace = this->template poisoned<float>(bytes / sizeof(float));
+    fused_moe<T>(runtime(), out.as<T>(), x_device.as<const T>(), weights_device.as<const float>(),
+                 ids_device.as<const int>(), tokens, top_k, w, workspace.data(), bytes);
+    const std::vector<T> got = this->template download<T>(out, std::size_t(tokens) * layer.hidden);
+    if (check.empty()) {
+      check.resize(tokens);
+      std::iota(check.begin(), check.end(), 0);
+    }
+    const reference::Layer expected =
+        reference::fused_moe<T>(x, weights, ids, top_k, layer.w13, layer.w2, layer.experts,
+                                layer.hidden, layer.inter, check);
+    // The gated intermediate and each expert's output round to T (half a unit each, relative
+    // to the magnitude), the sum once more: twice that.
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < check.size(); ++i)
+      for (int h = 0; h < layer.hidden; ++h) {
+        const std::size_t r = i * layer.hidden + h;
+        const double value = to_double(got[std::size_t(check[i]) * layer.hidden + h]);
+        const double bound =
+            2 * epsilon<T>() * expected.magnitude[r] + epsilon<T>() * std::fabs(expected.out[r]);
+        if (!(std::fabs(value - expected.out[r]) <= bound) && ++wrong <= 5)
+          ADD_FAILURE() << "token " << check[i] << " [" << h << "] got " << value << ", expected "
+                        << expected.out[r] << " within " << bound;
+      }
+    EXPECT_EQ(wrong, 0u);
+  }
+
+  // top_k distinct experts per token, drawn from `allowed`, with weights in [0.1, 1).
+  static void random_routing(int tokens, int top_k, const std::vector<int> &allowed,
+                             std::uint32_t seed, std::vector<int> &ids,
+                             std::vector<float> &weights) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> weight(0.1f, 1.0f);
+    ids.clear();
+    weights.clear();
+    for (int t = 0; t < tokens; ++t) {
+      std::vector<int> pool = allowed;
+      std::shuffle(pool.begin(), pool.end(), rng);
+      for (int s = 0; s < top_k; ++s) {
+        ids.push_back(pool[s]);
+        weights.push_back(weight(rng));
+      }
+    }
+  }
+};
+using HalfTypes = ::testing::Types<Half, BFloat16>;
+TYPED_TEST_SUITE(MoeGpuTest, HalfTypes);
+
+TYPED_TEST(MoeGpuTest,
+           SmallLayersWithRaggedSizesEmptyExpertsOneExpertForAllAndTokensRoutedNowhere) {
+  for (const auto &[hidden, inter] : {std::pair{256, 384}, {136, 200}}) {
+    const auto layer = this->make_layer(8, hidden, inter);
+    std::vector<int> all(8), ids;
+    std::iota(all.begin(), all.end(), 0);
+    std::vector<float> weights;
+    for (int tokens : {1, 16, 256, 300}) {
+      this->random_routing(tokens, 2, all, tokens, ids, weights);
+      this->check_layer(layer, tokens, 2, ids, weights, {}, "ragged counts");
+    }
+    this->random_routing(200, 2, {0, 5}, 9, ids, weights);
+    this->check_layer(layer, 200, 2, ids, weights, {}, "experts 0 and 5 only");
+    this->random_routing(130, 2, {1, 2, 4, 6, 7}, 10, ids, weights);
+    for (int t = 0; t < 130; ++t)
+      ids[t * 2] = 3; // expert 3 in every token's first slot
+    this->check_layer(layer, 130, 2, ids, weights, {}, "expert 3 takes every token");
+    this->random_routing(40, 2, all, 11, ids, weights);
+    for (int t = 0; t < 40; t += 3)
+      ids[t * 2] = -1, ids[t * 2 + 1] = t % 2 == 0 ? 8 : -5; // routed nowhere at all
+    ids[3] = -1;                                             // token 1: one slot only
+    this->check_layer(layer, 40, 2, ids, weights, {}, "tokens routed nowhere");
+  }
+}
+
+// The device's routing: moe_topk (softmax, and DeepSeek-V3's grouped sigmoid with a bias)
+// against the reference, ids exactly.
+TYPED_TEST(MoeGpuTest, TopkMatchesTheReferenceExactly) {
+  using T = TypeParam;
+  std::mt19937 rng(12);
+  struct Case {
+    int tokens, experts, top_k;
+    TopkOptions options;
+    bool bias;
+  };
+  const TopkOptions deepseek{.scoring = TopkOptions::Scoring::sigmoid,
+                             .groups = 8,
+                             .top_groups = 4,
+                             .renormalize = true,
+                             .scale = 2.5f};
+  for (const Case &c :
+       {Case{1000, 8, 2, {}, false}, Case{333, 64, 6, {.renormalize = false}, false},
+        Case{257, 256, 8, deepseek, true}}) {
+    std::vector<T> logits =
+        gpu_testing::random_elements<T>(std::size_t(c.tokens) * c.experts, rng, -4, 4);
+    std::fill(logits.begin(), logits.begin() + c.experts, from_double<T>(0.5)); // all tie
+    std::vector<float> bias;
+    for (int e = 0; c.bias && e < c.experts; ++e)
+      bias.push_back(static_cast<float>(e % 5) * 0.0625f);
+    DeviceBuffer logits_device = this->template upload<T>(logits);
+    DeviceBuffer bias_device = this->device().allocate(std::max<std::size_t>(1, bias.size()) * 4);
+    if (c.bias)
+      bias_device.write(bias.data(), bias.size() * sizeof(float));
+    DeviceBuffer ids = this->template poisoned<float>(std::size_t(c.tokens) * c.top_k);
+    DeviceBuffer weights = this->template poisoned<float>(std::size_t(c.tokens) * c.top_k);
+    moe_topk<T>(this->runtime(), weights.as<float>(), ids.as<int>(), logits_device.as<const T>(),
+                c.bias ? bias_device.as<const float>() : nullptr, c.tokens, c.experts, c.top_k,
+                c.options);
+    const auto got_weights =
+        this->template download<float>(weights, std::size_t(c.tokens) * c.top_k);
+    std::vector<int> got_ids(got_weights.size());
+    ids.read(got_ids.data(), got_ids.size() * sizeof(int));
+    const reference::Routing expected =
+        reference::moe_topk<T>(logits, bias, c.tokens, c.experts, c.top_k, c.options);
+    EXPECT_EQ(got_ids, expected.ids) << c.experts << " experts";
+    for (std::size_t i = 0; i < got_weights.size(); ++i)
+      ASSERT_NEAR(got_weights[i], expected.weights[i], 1e-5 * c.options.scale) << i;
+  }
+}
+
+// Routed by the device's moe_topk, as a model runs: the Mixtral-like layer (bfloat16) and the
+// fine-grained one, three tokens of each count checked.
+TYPED_TEST(MoeGpuTest, MixtralLikeAndFineGrainedLayersAtOneToFourThousandTokens) {
+  using T = TypeParam;
+  struct Shape {
+    int experts, top_k, hidden, inter;
+  };
+  std::vector<Shape> shapes = {{64, 6, 2048, 1408}};
+  if (std::is_same_v<T, BFloat16>)
+    shapes.push_back({8, 2, 4096, 14336});
+  for (const Shape &shape : shapes) {
+    const auto layer = this->make_layer(shape.experts, shape.hidden, shape.inter);
+    for (int tokens : {1, 16, 256, 4096}) {
+      std::mt19937 rng(tokens);
+      const std::vector<T> logits =
+          gpu_testing::random_elements<T>(std::size_t(tokens) * shape.experts, rng, -2, 2);
+      DeviceBuffer logits_device = this->template upload<T>(logits);
+      DeviceBuffer ids = this->device().allocate(std::size_t(tokens) * shape.top_k * 4);
+      DeviceBuffer weights = this->device().allocate(std::size_t(tokens) * shape.top_k * 4);
+      topk_softmax<T>(this->runtime(), weights.as<float>(), ids.as<int>(),
+                      logits_device.as<const T>(), tokens, shape.experts, shape.top_k, true);
+      const auto host_weights =
+          this->template download<float>(weights, std::size_t(tokens) * shape.top_k);
+      std::vector<int> host_ids(host_weights.size());
+      ids.read(host_ids.data(), host_ids.size() * sizeof(int));
+      this->check_layer(layer, tokens, shape.top_k, host_ids, host_weights,
+                        {0, tokens / 2, tokens - 1}, "routed by topk_softmax");
+    }
+  }
+}
+
+} // namespace
+} // namespace kjit::ops

@@ -1,0 +1,235 @@
+// The mixture-of-experts operators without a GPU: the references on cases worked out by hand
+// (ties as torch.topk breaks them), the argument checks (each a clear Error(bad_argument) before
+// any device is touched), and the templates compiling (the grouped GEMM with wgmma neither
+// serialised nor spilling). The device kernels of the routing run on the CPU emulator in
+// moe_emulated_test.cpp.
+#include "kjit/error.hpp"
+#include "kjit/ops/moe.hpp"
+#include "tests/ops/compile_support.hpp"
+#include "tests/support/private_config.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <cmath>
+#include <functional>
+#include <gtest/gtest.h>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kjit::ops {
+namespace {
+
+using compile_testing::OpsCompileTest;
+
+std::vector<float> floats(std::initializer_list<double> values) {
+  std::vector<float> out;
+  for (double v : values)
+    out.push_back(static_cast<float>(v));
+  return out;
+}
+
+TEST(MoeTopkReference, EqualLogitsGoToTheLowerIndexFirst) {
+  const std::vector<float> logits(2 * 6, 0.5f); // every expert ties
+  const reference::Routing routing = reference::moe_topk<float>(logits, {}, 2, 6, 3);
+  EXPECT_EQ(routing.ids, (std::vector<int>{0, 1, 2, 0, 1, 2}));
+  for (double w : routing.weights)
+    EXPECT_DOUBLE_EQ(w, 1.0 / 3); // renormalised
+}
+
+TEST(MoeTopkReference, SoftmaxPicksTheLargestAndKeepsTheirProbabilitiesUnlessRenormalised) {
+  // Softmax of {0, ln 2, ln 3, ln 2}: {1, 2, 3, 2} / 8; top 2: expert 2 (3/8), then expert 1
+  // (2/8, the lower of the tied 1 and 3).
+  const std::vector<float> logits = floats({0, std::log(2.0), std::log(3.0), std::log(2.0)});
+  const reference::Routing raw =
+      reference::moe_topk<float>(logits, {}, 1, 4, 2, {.renormalize = false});
+  EXPECT_EQ(raw.ids, (std::vector<int>{2, 1}));
+  EXPECT_NEAR(raw.weights[0], 3.0 / 8, 1e-7);
+  EXPECT_NEAR(raw.weights[1], 2.0 / 8, 1e-7);
+  const reference::Routing renormalised = reference::moe_topk<float>(logits, {}, 1, 4, 2);
+  EXPECT_NEAR(renormalised.weights[0], 0.6, 1e-7);
+  EXPECT_NEAR(renormalised.weights[1], 0.4, 1e-7);
+}
+
+TEST(MoeTopkReference, GroupedSigmoidWithBiasRanksGroupsByTheirTwoBestAndWeighsWithoutTheBias) {
+  // 8 experts in 4 groups of 2, 2 groups chosen, top 2. Logits 0: every score 1/2, so the bias
+  // alone ranks: the groups' two choices sum to 1.1, 1, 1.35 and 1.4: groups 3 and 2 are chosen;
+  // their choices are 0.8, 0.55, 0.7 and 0.7: expert 4, then 6 (0.7, the lower of 6 and 7).
+  // Weights: the scores (1/2 each, without the bias), renormalised, times 2.5.
+  const std::vector<float> logits(8, 0.0f);
+  const std::vector<float> bias = floats({0.1, 0, 0, 0, 0.3, 0.05, 0.2, 0.2});
+  const TopkOptions deepseek{.scoring = TopkOptions::Scoring::sigmoid,
+                             .groups = 4,
+                             .top_groups = 2,
+                             .renormalize = true,
+                             .scale = 2.5f};
+  const reference::Routing routing = reference::moe_topk<float>(logits, bias, 1, 8, 2, deepseek);
+  EXPECT_EQ(routing.ids, (std::vector<int>{4, 6}));
+  EXPECT_DOUBLE_EQ(routing.weights[0], 1.25);
+  EXPECT_DOUBLE_EQ(routing.weights[1], 1.25);
+}
+
+TEST(MoeAlignReference, SortsStablyByExpertPadsEachRunAndSkipsExpertsWithoutPairs) {
+  // Pairs 0..6 to experts 3, 0, 3, 3, 0, 3, 3; experts 1 and 2 get none.
+  const std::vector<int> ids = {3, 0, 3, 3, 0, 3, 3};
+  const reference::Alignment a = reference::moe_align(ids, 4, 4);
+  EXPECT_EQ(a.sorted_pairs, (std::vector<int>{1, 4, -1, -1, 0, 2, 3, 5, 6, -1, -1, -1}));
+  EXPECT_EQ(a.block_experts, (std::vector<int>{0, 3, 3}));
+  EXPECT_EQ(a.pair_positions, (std::vector<int>{4, 0, 5, 6, 1, 7, 8}));
+  EXPECT_LE(a.sorted_pairs.size(), moe_align_rows(7, 4, 4));
+}
+
+TEST(MoeAlignReference, AnExpertIdOutOfRangeIsABadArgument) {
+  const std::vector<int> ids = {0, 4};
+  try {
+    reference::moe_align(ids, 4, 16);
+    ADD_FAILURE() << "no error";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_argument);
+    EXPECT_EQ(error.summary(), "kjit::ops::moe_align: expert id 4 of pair 1 is outside [0, 4)");
+  }
+}
+
+TEST(MoeAlignRows, BoundsEveryExpertsRunRoundedUp) {
+  EXPECT_EQ(moe_align_rows(0, 8, 128), 0u);
+  EXPECT_EQ(moe_align_rows(1, 8, 128), 256u);      // one block used; the bound allows two
+  EXPECT_EQ(moe_align_rows(6, 64, 128), 7u * 128); // six experts of one pair each, at most
+  // Every split of 300 pairs over 3 experts fits: 100 each takes 3 blocks, the bound 3 + 3.
+  EXPECT_GE(moe_align_rows(300, 3, 128), 3u * 128);
+}
+
+TEST(MoeLayerReference, SumsTheWeightedExpertsAndGivesZeroToATokenRoutedNowhere) {
+  // hidden 1, inter 1: expert e's gate g_e, up u_e, down d_e; expert(v) = d silu(g v) (u v).
+  const std::vector<float> x = {2, 3};
+  const std::vector<float> w13 = {1, 1, 0.5f, 2}; // expert 0: g 1 u 1; expert 1: g 0.5 u 2
+  const std::vector<float> w2 = {3, -1};
+  const std::vector<float> weights = {0.25f, 0.75f, 1, 1};
+  const std::vector<int> ids = {0, 1, -1, 7}; // token 1: routed nowhere
+  const auto silu = [](double v) { return v / (1 + std::exp(-v)); };
+  const std::vector<double> out =
+      reference::fused_moe<float>(x, weights, ids, 2, w13, w2, 2, 1, 1, {}).out;
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_NEAR(out[0], 0.25 * 3 * silu(2) * 2 + 0.75 * -1 * silu(1) * 4, 1e-12);
+  EXPECT_EQ(out[1], 0.0);
+}
+
+void expect_bad_argument(const std::function<void()> &call, const std::string &summary) {
+  try {
+    call();
+    ADD_FAILURE() << "no kjit::Error thrown; expected '" << summary << "'";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_argument) << error.what();
+    EXPECT_EQ(error.summary(), summary);
+  }
+}
+
+class MoeArguments : public ::testing::Test {
+protected:
+  MoeArguments() : rt_(kjit::testing::private_config(dir_)) {}
+  kjit::testing::TempDir dir_;
+  Runtime rt_;
+  // Never dereferenced: the checks come first.
+  template <typename U> U *at(std::uintptr_t address = 0x10000) {
+    return reinterpret_cast<U *>(address);
+  }
+};
+
+TEST_F(MoeArguments, TopkRefusesMoreExpertsThanThereAreAndBadGroups) {
+  const auto topk = [&](int experts, int top_k, TopkOptions options = {}) {
+    return [=, this] {
+      moe_topk<BFloat16>(rt_, at<float>(), at<int>(), at<BFloat16>(), nullptr, 4, experts, top_k,
+                         options);
+    };
+  };
+  expect_bad_argument(topk(8, 9),
+                      "kjit::ops::moe_topk: top_k is 9, must be in [1, 8] (8 experts in the "
+                      "chosen groups)");
+  expect_bad_argument(topk(256, 33, {.groups = 8, .top_groups = 4}),
+                      "kjit::ops::moe_topk: top_k is 33, must be in [1, 32] (128 experts in the "
+                      "chosen groups)");
+  expect_bad_argument(topk(64, 8, {.groups = 8, .top_groups = 0}),
+                      "kjit::ops::moe_topk: top_groups is 0, must be in [1, 8]");
+  expect_bad_argument(topk(10, 2, {.groups = 4}),
+                      "kjit::ops::moe_topk: 4 groups do not divide 10 experts");
+  expect_bad_argument(topk(513, 2), "kjit::ops::moe_topk: experts is 513, must be in [1, 512]");
+  expect_bad_argument(
+      [&] { moe_topk<Half>(rt_, at<float>(), nullptr, at<Half>(), nullptr, 1, 8, 2); },
+      "kjit::ops::moe_topk: ids is null");
+}
+
+TEST_F(MoeArguments, AlignRefusesBlocksItHasNoVariantFor) {
+  const MoeAlignment out{at<int>(), at<int>(), at<int>(), at<int>()};
+  expect_bad_argument([&] { moe_align(rt_, out, at<int>(), 8, 8, 100); },
+                      "kjit::ops::moe_align: block_m is 100, not 16, 32, 64 or 128");
+  expect_bad_argument([&] { moe_align(rt_, out, at<int>(), 8, 257, 128); },
+                      "kjit::ops::moe_align: experts is 257, must be in [1, 256]");
+}
+
+TEST_F(MoeArguments, FusedMoeRefusesBadShapesAlignmentsAndWorkspaces) {
+  const MoeWeights<BFloat16> layer{at<BFloat16>(0x20000), at<BFloat16>(0x30000), 8, 64, 128};
+  const std::size_t bytes = fused_moe_workspace_bytes(4, 2, layer);
+  const auto call = [&](BFloat16 *out, int top_k, const MoeWeights<BFloat16> &weights,
+                        std::uintptr_t workspace, std::size_t workspace_bytes) {
+    return [=, this] {
+      fused_moe<BFloat16>(rt_, out, at<BFloat16>(0x40000), at<float>(), at<int>(), 4, top_k,
+                          weights, at<void>(workspace), workspace_bytes);
+    };
+  };
+  BFloat16 *out = at<BFloat16>(0x50000);
+  expect_bad_argument(call(out, 9, layer, 0x100000, bytes),
+                      "kjit::ops::fused_moe: top_k is 9, must be in [1, 8]");
+  MoeWeights<BFloat16> ragged = layer;
+  ragged.inter = 100;
+  expect_bad_argument(call(out, 2, ragged, 0x100000, bytes),
+                      "kjit::ops::fused_moe: inter is 100, must be a positive multiple of 8");
+  MoeWeights<BFloat16> misaligned = layer;
+  misaligned.w2 = at<BFloat16>(0x30008);
+  expect_bad_argument(call(out, 2, misaligned, 0x100000, bytes),
+                      "kjit::ops::fused_moe: w2 is not 16-byte aligned");
+  expect_bad_argument(call(out, 2, layer, 0x100010, bytes),
+                      "kjit::ops::fused_moe: workspace is not 256-byte aligned");
+  expect_bad_argument(call(out, 2, layer, 0x100000, bytes - 1),
+                      "kjit::ops::fused_moe: the workspace holds " + std::to_string(bytes - 1) +
+                          " bytes; fused_moe_workspace_bytes asks for " + std::to_string(bytes));
+  expect_bad_argument(call(at<BFloat16>(0x40000 + 64), 2, layer, 0x100000, bytes),
+                      "kjit::ops::fused_moe: out and x overlap");
+}
+
+TEST_F(OpsCompileTest, MoeRoutingKernelsCompileForGfx90aAndSm90) {
+  for (const char *target : {"gfx90a", "sm_90"}) {
+    for (const char *type : {"float", "half", "bfloat16"}) {
+      EXPECT_TRUE(compiles("moe_topk", {{"T", type}, {"EXPERTS", 64}, {"TOPK", 6}}, target));
+      EXPECT_TRUE(compiles("moe_gather", {{"T", type}}, target)) << type;
+      EXPECT_TRUE(compiles("moe_combine", {{"T", type}}, target)) << type;
+    }
+    EXPECT_TRUE(compiles(
+        "moe_topk",
+        {{"EXPERTS", 256}, {"TOPK", 8}, {"SCORING", 1}, {"GROUPS", 8}, {"TOPK_GROUP", 4}}, target));
+    EXPECT_TRUE(compiles("moe_align", {{"EXPERTS", 256}}, target));
+  }
+  EXPECT_TRUE(refused_before_compiling("moe_gemm_wgmma", "gfx942", "sm_90a"));
+}
+
+// Every BLOCK_N of both projections, through ptxas's report (wgmma_compiles_cleanly).
+TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
+  std::unique_ptr<jit::Compiler> nvrtc;
+  try {
+    nvrtc = jit::load_compiler(Vendor::nvidia);
+  } catch (const Error &error) {
+    GTEST_SKIP() << "NVRTC is not available: " << error.summary();
+  }
+  const Template &tmpl = templates::find("moe_gemm_wgmma");
+  for (const char *type : {"half", "bfloat16"})
+    for (int gated : {0, 1})
+      for (int block_n : {64, 128, 256}) {
+        const int wgmma_n = block_n * (gated + 1);
+        for (int stages : {3, 4, 6})
+          if ((wgmma_n == 256 && stages <= 4) || (wgmma_n == 128 && stages == 6))
+            EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
+                *nvrtc,
+                tmpl.bind(
+                    {{"T", type}, {"BLOCK_N", block_n}, {"STAGES", stages}, {"GATED", gated}})));
+      }
+}
+
+} // namespace
+} // namespace kjit::ops
