@@ -1,6 +1,7 @@
 #include "kjit/templates/library.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/templates/attention.hpp"
 
 #include <algorithm>
 #include <string>
@@ -20,6 +21,8 @@ extern const std::string_view gemm_mma_hip;
 extern const std::string_view gemm_wgmma_hip;
 extern const std::string_view gemm_mfma_hip;
 extern const std::string_view gemm_staging_h;
+extern const std::string_view flash_attention_hip;
+extern const std::string_view hopper_h;
 } // namespace embedded
 
 namespace {
@@ -217,6 +220,46 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                       .targets = {"sm_90a"}});
 }
 
+// Attention's forward on Hopper (sm_90a): wgmma fed by TMA, q, k and v passed as tensor maps.
+// CONSUMERS warpgroups of 64 query rows each, BLOCK_N keys per tile, STAGES tiles of k and v in
+// flight, PINGPONG 1: two consumers issue their products in turns (flash_attention.hip).
+void add_attention(std::vector<Template> &all) {
+  TuningRules rules;
+  rules.shared_bytes = [](const Instance &instance) {
+    return flash_attention_shared_bytes(
+        integer_value(instance, "HEAD_DIM"), integer_value(instance, "CONSUMERS"),
+        integer_value(instance, "BLOCK_N"), integer_value(instance, "STAGES"));
+  };
+  rules.threads = [](const Instance &instance) {
+    return 128 * (integer_value(instance, "CONSUMERS") + 1);
+  };
+  // Three consumers' threads have 128 registers each (65536 / 512): S, P and O of 64-wide tiles
+  // fit them, wider ones spill and serialise wgmma (ptxas's C7512).
+  rules.fits = [](const Instance &instance, std::string_view) -> std::string {
+    if (integer_value(instance, "CONSUMERS") == 3 &&
+        (integer_value(instance, "HEAD_DIM") > 64 || integer_value(instance, "BLOCK_N") > 64))
+      return "three consumers fit only HEAD_DIM and BLOCK_N of 64 in their registers";
+    if (integer_value(instance, "PINGPONG") == 1 && integer_value(instance, "CONSUMERS") != 2)
+      return "PINGPONG takes turns between two consumers";
+    return "";
+  };
+  all.emplace_back(
+      "flash_attention", std::string(embedded::flash_attention_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"HEAD_DIM", ParamSchema::one_of({64, 128}, 128)},
+                             {"CAUSAL", ParamSchema::one_of({0, 1}, 0)},
+                             {"CONSUMERS", ParamSchema::one_of({2, 3}, 2).tunable()},
+                             {"BLOCK_N", ParamSchema::one_of({64, 128}, 128).tunable()},
+                             {"STAGES", ParamSchema::one_of({2, 3}, 2).tunable()},
+                             {"PINGPONG", ParamSchema::one_of({0, 1}, 1).tunable()}},
+      TemplateOptions{.headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)}},
+                      .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
+                                    "const kjit::TensorMap", "const int*", "const int*", "int",
+                                    "int", "int", "float"},
+                      .tuning = rules,
+                      .targets = {"sm_90a"}});
+}
+
 std::vector<Template> make_builtin() {
   // Local, not a namespace-scope global: builtin() may run during another translation unit's
   // static initialisation (a `const Template &t = find(...)` at namespace scope), before such a
@@ -233,6 +276,7 @@ std::vector<Template> make_builtin() {
                    TemplateOptions{.arguments = {"T*", "float"}});
   add_activations_and_rowwise(all, element_types);
   add_rotary_quant_gemm(all, element_types);
+  add_attention(all);
   std::sort(all.begin(), all.end(),
             [](const Template &a, const Template &b) { return a.name() < b.name(); });
   return all;

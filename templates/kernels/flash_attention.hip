@@ -1,0 +1,336 @@
+// Attention forward on Hopper tensor cores (sm_90a: wgmma, TMA, setmaxnreg), for half and
+// bfloat16, head dim 64 or 128, over ragged batches:
+//
+//   out[i, h, :] = softmax_j(scale * q[i, h, :] . k[j, h / group, :]) @ v[j, h / group, :]
+//
+// with q and out [total_q, q_heads, HEAD_DIM], k and v [total_k, q_heads / group, HEAD_DIM],
+// all contiguous, and sequence b's rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] of q attending to
+// rows cu_seqlens_k[b] .. cu_seqlens_k[b + 1] of k and v (flash_attn_varlen_func's layout). CAUSAL
+// aligns the mask to the bottom right, as FlashAttention does: with q_length rows and k_length
+// keys, row i sees keys j <= i + k_length - q_length; a row that sees none gets zeros.
+//
+// q, k and v arrive as tensor maps (kjit::encode_tensor_map) of 2-D matrices [tokens, heads *
+// HEAD_DIM] in boxes of 64 columns (one 128-byte swizzle row), so head h's tile is the boxes at
+// column h * HEAD_DIM. A box may run past its sequence into the next one's rows (or past the
+// matrix, where the copy engine fills zeros): those rows of q are never stored and those keys are
+// masked to -inf, so their probabilities are exact zeros (which still multiply the next
+// sequence's v: a NaN or infinity there would leak in, as in FlashAttention's varlen kernels).
+//
+// A block takes 64 * CONSUMERS rows of one head of one sequence. Warpgroup 0 gives up registers
+// (setmaxnreg) and one of its threads copies the block's q once and then k and v tiles of BLOCK_N
+// keys into a ring of STAGES stages; k and v have their own "full" and "empty" mbarriers, so a
+// stage's k is replaced as soon as every consumer has its scores. Warpgroups 1..CONSUMERS take 64
+// rows each: S = Q K^T (wgmma, both from shared memory), the online softmax in float with exp2
+// on the scores held in registers, and O += P V with P from registers (wgmma's A operand in
+// registers is mma.sync's fragment, which the scores' accumulator layout already is). Tile j's
+// S = Q K_j^T is issued before O += P_{j-1} V_{j-1}, so its softmax runs while the tensor cores
+// do the previous tile's P V (FlashAttention-3's intra-warpgroup pipelining). The consumers'
+// warpgroups also overlap one another's softmax and matrix products: freely, or with PINGPONG
+// (two consumers) in turns, as FlashAttention-3 schedules them, each issuing its products only
+// after the other has issued its own, so that one's softmax runs while the other's products do.
+#if KJIT_HIP
+#error "kjit flash_attention: wgmma and TMA are NVIDIA Hopper's (sm_90a)"
+#else
+
+#include "kjit/hopper.h"
+
+namespace kjit_flash_attention {
+
+using namespace kjit::hopper;
+
+__device__ inline float minus_infinity() { return -__int_as_float(0x7f800000); }
+
+__device__ inline float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// The four lanes lane / 4 * 4 .. + 3 hold one row of an accumulator: their max and sum.
+__device__ inline float row_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ inline float row_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+template <typename T> __device__ inline unsigned pack(float a, float b) {
+  const typename kjit::Pairs<T>::type pair = kjit::Pairs<T>::pack(a, b);
+  return *reinterpret_cast<const unsigned *>(&pair);
+}
+
+// A thread's two rows (h = 0, 1) of a consumer's 64: register 4j + 2h + e of an m64nNk16
+// accumulator holds row 16 * warp + lane / 4 + 8h, column 8j + 2 (lane % 4) + e.
+template <int BLOCK_N> struct OnlineSoftmax {
+  float max[2] = {minus_infinity(), minus_infinity()}; // the rows' largest raw score so far
+  float sum[2] = {0.f, 0.f}; // this thread's part of the rows' sums of exp2
+
+  // Turns the tile's raw scores s into unnormalised probabilities exp2(s * scale_log2 - max) in
+  // place, and gives each row's factor for what was accumulated before (exp2 of the old max less
+  // the new). A row with no score yet keeps max -inf and subtracts 0, so that its masked scores
+  // give exact zeros rather than NaN.
+  __device__ void step(float (&s)[BLOCK_N / 2], float scale_log2, float (&alpha)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float m = max[h];
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; ++j)
+        m = fmaxf(m, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      m = row_max(m);
+      const float subtract = m == minus_infinity() ? 0.f : m * scale_log2;
+      alpha[h] = exp2_approx(max[h] * scale_log2 - subtract);
+      max[h] = m;
+      float total = 0.f;
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float &x = s[4 * j + 2 * h + e];
+          x = exp2_approx(fmaf(x, scale_log2, -subtract));
+          total += x;
+        }
+      sum[h] = sum[h] * alpha[h] + total;
+    }
+  }
+};
+
+} // namespace kjit_flash_attention
+
+// One block per multiprocessor at a time: the register cap at entry (65536 / its threads) is
+// what setmaxnreg redistributes, 40 to the producer and the rest to the consumers.
+template <typename T, int HEAD_DIM, int CAUSAL, int CONSUMERS, int BLOCK_N, int STAGES,
+          int PINGPONG>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
+    flash_attention(T *KJIT_RESTRICT out, const __grid_constant__ kjit::TensorMap map_q,
+                    const __grid_constant__ kjit::TensorMap map_k,
+                    const __grid_constant__ kjit::TensorMap map_v,
+                    const int *KJIT_RESTRICT cu_seqlens_q, const int *KJIT_RESTRICT cu_seqlens_k,
+                    int total_q, int q_heads, int group, float scale_log2) {
+  using namespace kjit_flash_attention;
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
+  static_assert(BLOCK_N == 64 || BLOCK_N == 128, "key tiles of 64 or 128");
+  static_assert(CONSUMERS == 2 || CONSUMERS == 3, "two or three consumer warpgroups");
+  static_assert(!PINGPONG || CONSUMERS == 2, "turns between two consumers");
+  constexpr int BLOCK_M = 64 * CONSUMERS, BOXES = HEAD_DIM / 64;
+  constexpr int Q_BOX = BLOCK_M * 128, Q_BYTES = BOXES * Q_BOX;
+  constexpr int KV_BOX = BLOCK_N * 128, KV_BYTES = BOXES * KV_BOX;
+  constexpr int CONSUMER_REGISTERS = CONSUMERS == 2 ? 232 : 152;
+
+  // Sequences' row tiles from the last: under CAUSAL the last rows see the most keys, and start
+  // first.
+  const int head = blockIdx.y, sequence = blockIdx.z;
+  const int first = (gridDim.x - 1 - blockIdx.x) * BLOCK_M;
+  const int q_start = cu_seqlens_q[sequence], q_length = cu_seqlens_q[sequence + 1] - q_start;
+  const int k_start = cu_seqlens_k[sequence], k_length = cu_seqlens_k[sequence + 1] - k_start;
+  if (first >= q_length) // the whole block leaves, before any barrier
+    return;
+  const int offset = k_length - q_length; // CAUSAL: row i sees keys j <= i + offset
+  const int k_end = CAUSAL ? min(k_length, first + BLOCK_M + offset) : k_length;
+  const int tiles = k_end > 0 ? (k_end + BLOCK_N - 1) / BLOCK_N : 0;
+  const int kv_head = head / group;
+
+  // Dynamic shared memory, 1024-byte aligned (the swizzle's period; the launch asks for the
+  // slack): q, STAGES k tiles, STAGES v tiles, then the barriers.
+  extern __shared__ unsigned char shared_raw[];
+  unsigned char *q_tile = reinterpret_cast<unsigned char *>(
+      (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
+  unsigned char *k_stages = q_tile + Q_BYTES;
+  unsigned char *v_stages = k_stages + STAGES * KV_BYTES;
+  unsigned long long *q_full = reinterpret_cast<unsigned long long *>(v_stages + STAGES * KV_BYTES);
+  unsigned long long *k_full = q_full + 1, *k_empty = k_full + STAGES;
+  unsigned long long *v_full = k_empty + STAGES, *v_empty = v_full + STAGES;
+
+  const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    barrier_init(q_full, 1);
+    for (int s = 0; s < STAGES; ++s) {
+      barrier_init(&k_full[s], 1);
+      barrier_init(&v_full[s], 1);
+      barrier_init(&k_empty[s], CONSUMERS);
+      barrier_init(&v_empty[s], CONSUMERS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (thread == 0 && tiles > 0) {
+      barrier_expect_bytes(q_full, Q_BYTES);
+#pragma unroll
+      for (int b = 0; b < BOXES; ++b)
+        copy_box(q_tile + b * Q_BOX, &map_q, q_full, head * HEAD_DIM + b * 64, q_start + first);
+      int s = 0;
+      unsigned phase = 0;
+      for (int j = 0; j < tiles; ++j) {
+        const int row = k_start + j * BLOCK_N;
+        barrier_wait(&k_empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
+        barrier_expect_bytes(&k_full[s], KV_BYTES);
+#pragma unroll
+        for (int b = 0; b < BOXES; ++b)
+          copy_box(k_stages + s * KV_BYTES + b * KV_BOX, &map_k, &k_full[s],
+                   kv_head * HEAD_DIM + b * 64, row);
+        barrier_wait(&v_empty[s], phase ^ 1);
+        barrier_expect_bytes(&v_full[s], KV_BYTES);
+#pragma unroll
+        for (int b = 0; b < BOXES; ++b)
+          copy_box(v_stages + s * KV_BYTES + b * KV_BOX, &map_v, &v_full[s],
+                   kv_head * HEAD_DIM + b * 64, row);
+        if (++s == STAGES) {
+          s = 0;
+          phase ^= 1;
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGISTERS));
+    const int consumer = warpgroup - 1, warp = thread / 32, lane = thread % 32;
+    const int row0 = first + consumer * 64 + warp * 16 + lane / 4; // this thread's rows: +0, +8
+    const unsigned char *q_rows = q_tile + consumer * 64 * 128;
+    float o[HEAD_DIM / 2];
+#pragma unroll
+    for (int i = 0; i < HEAD_DIM / 2; ++i)
+      o[i] = 0.f;
+    float s[BLOCK_N / 2];
+    unsigned p[BLOCK_N / 16][4]; // P in T, as wgmma's register A: one group of 4 per 16 keys
+    OnlineSoftmax<BLOCK_N> softmax;
+
+    const auto release = [&](unsigned long long *bar) {
+      if (thread == 0)
+        barrier_arrive(bar);
+    };
+    // S = Q K^T for the k tile in `stage`: HEAD_DIM / 16 steps along the head dim.
+    const auto issue_scores = [&](int stage) {
+      const unsigned char *k_tile = k_stages + stage * KV_BYTES;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
+        WgmmaShared<T, BLOCK_N>::run(s, descriptor(q_rows + kk / 4 * Q_BOX + kk % 4 * 32, 16, 1024),
+                                     descriptor(k_tile + kk / 4 * KV_BOX + kk % 4 * 32, 16, 1024),
+                                     kk > 0);
+      wgmma_commit();
+    };
+    // O += P V for the v tile in `stage`: BLOCK_N / 16 steps along the keys, V read MN-major
+    // (its 64-column blocks KV_BOX apart).
+    const auto issue_output = [&](int stage) {
+      const unsigned char *v_tile = v_stages + stage * KV_BYTES;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BLOCK_N / 16; ++kk)
+        WgmmaRegisters<T, HEAD_DIM>::run(o, p[kk], descriptor(v_tile + kk * 16 * 128, KV_BOX, 1024),
+                                         1);
+      wgmma_commit();
+    };
+    // Scores of keys past the sequence, or (CAUSAL) past a row's diagonal, become -inf: only on
+    // the tiles that hold such keys for this warpgroup's rows.
+    const auto mask = [&](int j) {
+      const int key0 = j * BLOCK_N;
+      const bool ragged = key0 + BLOCK_N > k_length;
+      const bool diagonal = CAUSAL && key0 + BLOCK_N - 1 > first + consumer * 64 + offset;
+      if (!ragged && !diagonal)
+        return;
+#pragma unroll
+      for (int jj = 0; jj < BLOCK_N / 8; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int key = key0 + 8 * jj + 2 * (lane % 4) + e;
+            if (key >= k_length || (CAUSAL && key > row0 + 8 * h + offset))
+              s[4 * jj + 2 * h + e] = minus_infinity();
+          }
+    };
+    // PINGPONG: consumer c waits at named barrier 1 + c for the other's arrival before issuing
+    // products, and arrives at the other's after. Consumer 1 arrives once first, so consumer 0
+    // starts, and not after its last products, so every arrival is waited for.
+    const auto my_turn = [&] {
+      if (PINGPONG)
+        asm volatile("bar.sync %0, 256;" ::"r"(1 + consumer) : "memory");
+    };
+    const auto your_turn = [&] {
+      if (PINGPONG)
+        asm volatile("bar.arrive %0, 256;" ::"r"(2 - consumer) : "memory");
+    };
+    const auto to_probabilities = [&] {
+#pragma unroll
+      for (int kk = 0; kk < BLOCK_N / 16; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          p[kk][r] = pack<T>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+    };
+
+    if (tiles > 0) {
+      barrier_wait(q_full, 0);
+      float alpha[2];
+      int stage = 0;
+      unsigned phase = 0;
+      if (consumer == 1)
+        your_turn();
+      barrier_wait(&k_full[0], 0);
+      my_turn();
+      issue_scores(0);
+      your_turn();
+      wgmma_wait<0>();
+      release(&k_empty[0]);
+      mask(0);
+      softmax.step(s, scale_log2, alpha);
+      to_probabilities();
+      for (int j = 1; j < tiles; ++j) {
+        const int previous = stage;
+        const unsigned previous_phase = phase;
+        if (++stage == STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+        barrier_wait(&k_full[stage], phase);
+        barrier_wait(&v_full[previous], previous_phase);
+        my_turn();
+        issue_scores(stage);
+        issue_output(previous);
+        your_turn();
+        wgmma_wait<1>(); // the scores are in; P_{j-1} V_{j-1} may still run
+        release(&k_empty[stage]);
+        mask(j);
+        softmax.step(s, scale_log2, alpha);
+        wgmma_wait<0>();
+        release(&v_empty[previous]);
+#pragma unroll
+        for (int i = 0; i < HEAD_DIM / 2; ++i)
+          o[i] *= alpha[i / 2 % 2];
+        to_probabilities();
+      }
+      barrier_wait(&v_full[stage], phase);
+      my_turn();
+      issue_output(stage);
+      if (consumer == 0)
+        your_turn();
+      wgmma_wait<0>();
+      release(&v_empty[stage]);
+    }
+
+    // out = O / the row's sum (0 for a row that saw no key), stored in pairs from registers:
+    // only rows of the sequence, and of the matrix whatever cu_seqlens_q holds.
+    float scale[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float total = row_sum(softmax.sum[h]);
+      scale[h] = total > 0.f ? 1.f / total : 0.f;
+    }
+    const long long row_elements = static_cast<long long>(q_heads) * HEAD_DIM;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 8 * h;
+      if (row >= q_length || q_start < 0 || q_start + row >= total_q)
+        continue;
+      T *out_row = out + (q_start + row) * row_elements + head * HEAD_DIM + 2 * (lane % 4);
+#pragma unroll
+      for (int jj = 0; jj < HEAD_DIM / 8; ++jj)
+        *reinterpret_cast<typename kjit::Pairs<T>::type *>(out_row + 8 * jj) =
+            kjit::Pairs<T>::pack(o[4 * jj + 2 * h] * scale[h], o[4 * jj + 2 * h + 1] * scale[h]);
+    }
+  }
+}
+
+#endif
