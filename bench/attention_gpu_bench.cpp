@@ -1,8 +1,9 @@
 // kjit_attention_gpu_bench: flash_attention's TFLOP/s on FlashAttention-3's prefill protocol:
 // 16k tokens in all as sequences of 1k, 4k and 16k, 16 heads of dim 128, bf16, causal and not,
-// plus GQA 32/8 rows; each row for the wrapper's variant and its tunables' alternatives (turns
-// off, three stages). bench/python/attention_torch.py times torch's scaled_dot_product_attention
-// backends on the same shapes; run both in one session to compare.
+// plus GQA 32/8 rows; each row for the wrapper's variant, its tunables' alternatives (turns off,
+// three stages) and the mma.sync kernel that serves sm_80 and newer.
+// bench/python/attention_torch.py times torch's scaled_dot_product_attention backends on the same
+// shapes; run both in one session to compare.
 //
 // FLOPs count as FlashAttention's do: 4 * tokens * seqlen * heads * head_dim, halved when causal.
 // Each row is launched once to compile and warm up; then the median of 5 batches, each timed on
@@ -16,6 +17,8 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -68,17 +71,18 @@ int main() {
                                    .head_dim = head_dim,
                                    .causal = causal,
                                    .scale = static_cast<float>(1 / std::sqrt(head_dim))};
-        struct Alternative {
-          const char *name, *param;
-          int value;
-        };
-        for (const Alternative alternative : {Alternative{"default", "PINGPONG", 1},
-                                              {"PINGPONG=0", "PINGPONG", 0},
-                                              {"STAGES=3", "STAGES", 3}}) {
-          detail::ChosenVariant variant = detail::flash_attention_variant<BFloat16>(shape);
-          variant.params.set(alternative.param, alternative.value);
+        // The wrapper's variant, its tunables' alternatives, and the mma.sync kernel of sm_80.
+        const ops::detail::ChosenVariant chosen =
+            ops::detail::flash_attention_variant<BFloat16>(device.target(), shape);
+        std::vector<std::pair<std::string, ops::detail::ChosenVariant>> variants = {
+            {"default", chosen}, {"PINGPONG=0", chosen}, {"STAGES=3", chosen}};
+        variants[1].second.params.set("PINGPONG", 0);
+        variants[2].second.params.set("STAGES", 3);
+        variants.emplace_back("mma.sync", ops::detail::flash_attention_variant<BFloat16>(
+                                              jit::Target::parse("sm_80"), shape));
+        for (const auto &[name, variant] : variants) {
           const auto run = [&] {
-            detail::launch_flash_attention<BFloat16>(
+            ops::detail::launch_flash_attention<BFloat16>(
                 rt, variant, static_cast<BFloat16 *>(out.data()),
                 static_cast<const BFloat16 *>(q.data()), static_cast<const BFloat16 *>(k.data()),
                 static_cast<const BFloat16 *>(v.data()), static_cast<const int *>(cu_device.data()),
@@ -103,7 +107,7 @@ int main() {
           }
           std::sort(batches.begin(), batches.end());
           const double ms = batches[2];
-          std::printf("%-22s %-8d %-6d %-6d %-8s %10.4f %10.1f\n", alternative.name, row.seqlen,
+          std::printf("%-22s %-8d %-6d %-6d %-8s %10.4f %10.1f\n", name.c_str(), row.seqlen,
                       row.q_heads, row.kv_heads, causal ? "yes" : "no", ms, flops / ms / 1e9);
         }
       }

@@ -40,21 +40,25 @@ void check_shape(const AttentionShape &shape) {
   });
 }
 
-// What a variant launches with: its kernel, the rows of q a block takes, the keys of a tile,
-// threads and shared bytes.
+// What a variant launches with: its kernel, whether it takes tensor maps (flash_attention) or
+// pointers (flash_attention_mma), the rows of q a block takes, the keys of a tile, threads and
+// dynamic shared bytes.
 struct AttentionPlan {
   const Kernel *kernel;
+  bool tensor_maps;
   int block_m, block_n, threads;
   unsigned shared_bytes;
 };
 
 AttentionPlan make_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  if (variant.tmpl->name() == "flash_attention_mma") // four warps of 16 rows, static shared
+    return {&kernel, false, 64, variant.integer("BLOCK_N"), 128, 0};
   const int consumers = variant.integer("CONSUMERS"), block_n = variant.integer("BLOCK_N");
   const auto shared_bytes = static_cast<unsigned>(templates::flash_attention_shared_bytes(
       variant.integer("HEAD_DIM"), consumers, block_n, variant.integer("STAGES")));
   kernel.allow_shared_bytes(shared_bytes);
-  return {&kernel, 64 * consumers, block_n, 128 * (consumers + 1), shared_bytes};
+  return {&kernel, true, 64 * consumers, block_n, 128 * (consumers + 1), shared_bytes};
 }
 
 template <Element T>
@@ -78,6 +82,19 @@ template <Element T>
 void launch_plan(const AttentionPlan &plan, T *out, const T *q, const T *k, const T *v,
                  const int *cu_seqlens_q, const int *cu_seqlens_k, const AttentionShape &shape,
                  Stream stream) {
+  const LaunchConfig config{
+      .grid = Dim3(static_cast<unsigned>(detail::divide_up(shape.max_seqlen_q, plan.block_m)),
+                   static_cast<unsigned>(shape.q_heads), static_cast<unsigned>(shape.batch)),
+      .block = plan.threads,
+      .shared_bytes = plan.shared_bytes,
+      .stream = stream};
+  const int group = shape.q_heads / shape.kv_heads;
+  const float scale_log2 = shape.scale * 1.4426950408889634f;
+  if (!plan.tensor_maps) {
+    plan.kernel->launch(config, out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
+                        shape.total_k, shape.q_heads, group, scale_log2);
+    return;
+  }
   const Device &device = plan.kernel->device();
   const TensorMapElement element =
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
@@ -91,22 +108,24 @@ void launch_plan(const AttentionPlan &plan, T *out, const T *q, const T *k, cons
   const TensorMap map_q = map(q, shape.total_q, shape.q_heads, plan.block_m);
   const TensorMap map_k = map(k, shape.total_k, shape.kv_heads, plan.block_n);
   const TensorMap map_v = map(v, shape.total_k, shape.kv_heads, plan.block_n);
-  const float scale_log2 = shape.scale * 1.4426950408889634f;
-  plan.kernel->launch(
-      {.grid = Dim3(static_cast<unsigned>(detail::divide_up(shape.max_seqlen_q, plan.block_m)),
-                    static_cast<unsigned>(shape.q_heads), static_cast<unsigned>(shape.batch)),
-       .block = plan.threads,
-       .shared_bytes = plan.shared_bytes,
-       .stream = stream},
-      out, map_q, map_k, map_v, cu_seqlens_q, cu_seqlens_k, shape.total_q, shape.q_heads,
-      shape.q_heads / shape.kv_heads, scale_log2);
+  plan.kernel->launch(config, out, map_q, map_k, map_v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
+                      shape.q_heads, group, scale_log2);
 }
 
 } // namespace
 
 namespace detail {
 
-template <Element T> ChosenVariant flash_attention_variant(const AttentionShape &shape) {
+template <Element T>
+ChosenVariant flash_attention_variant(const jit::Target &target, const AttentionShape &shape) {
+  if (target.id() != "sm_90a") { // mma.sync; its template refuses targets before sm_80
+    static const Template &tmpl = templates::find("flash_attention_mma");
+    return {&tmpl,
+            {{"T", element_name<T>()},
+             {"HEAD_DIM", shape.head_dim},
+             {"CAUSAL", shape.causal ? 1 : 0},
+             {"BLOCK_N", 64}}};
+  }
   // Two consumer warpgroups of 64 rows taking turns, key tiles of 128 and two stages:
   // FlashAttention-3's 128 x 128 tiles for head dim 128 (BENCHMARKS.md compares the others).
   static const Template &tmpl = templates::find("flash_attention");
@@ -150,7 +169,10 @@ void flash_attention(Runtime &rt, T *out, const T *q, const T *k, const T *v,
   const std::tuple key{rt.id(), detail::element_code<T>(), shape.head_dim, shape.causal};
   auto found = plans.find(key);
   if (found == plans.end()) [[unlikely]]
-    found = plans.emplace(key, make_plan(rt, detail::flash_attention_variant<T>(shape))).first;
+    found = plans
+                .emplace(key, make_plan(rt, detail::flash_attention_variant<T>(
+                                                rt.default_device().target(), shape)))
+                .first;
   launch_plan(found->second, out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape, stream);
 }
 
@@ -225,7 +247,8 @@ std::vector<double> flash_attention(std::span<const T> q, std::span<const T> k,
 #define KJIT_INSTANTIATE(T)                                                                        \
   template void flash_attention<T>(Runtime &, T *, const T *, const T *, const T *, const int *,   \
                                    const int *, const AttentionShape &, Stream);                   \
-  template detail::ChosenVariant detail::flash_attention_variant<T>(const AttentionShape &);       \
+  template detail::ChosenVariant detail::flash_attention_variant<T>(const jit::Target &,           \
+                                                                    const AttentionShape &);       \
   template void detail::launch_flash_attention<T>(Runtime &, const detail::ChosenVariant &, T *,   \
                                                   const T *, const T *, const T *, const int *,    \
                                                   const int *, const AttentionShape &, Stream);    \

@@ -28,11 +28,17 @@
 // warpgroups also overlap one another's softmax and matrix products: freely, or with PINGPONG
 // (two consumers) in turns, as FlashAttention-3 schedules them, each issuing its products only
 // after the other has issued its own, so that one's softmax runs while the other's products do.
+//
+// flash_attention_mma computes the same on sm_80 and newer with mma.sync: four warps of 16 rows
+// (64 rows a block), k and v tiles of BLOCK_N keys staged through shared memory by the whole
+// block (16-byte loads, zeros past the sequence), fragments by ldmatrix; each tile is staged,
+// then computed, and the blocks resident on a multiprocessor overlap one another's loads.
 #if KJIT_HIP
-#error "kjit flash_attention: wgmma and TMA are NVIDIA Hopper's (sm_90a)"
+#error "kjit flash_attention: wgmma, TMA and mma.sync are NVIDIA's (sm_90a, sm_80 and newer)"
 #else
 
 #include "kjit/hopper.h"
+#include "kjit/mma_sync.h"
 
 namespace kjit_flash_attention {
 
@@ -95,6 +101,72 @@ template <int BLOCK_N> struct OnlineSoftmax {
     }
   }
 };
+
+// Scores of keys past the sequence, or (CAUSAL) past a row's diagonal, become -inf: only on the
+// tiles that hold such keys for any of the rows from first_row that share this branch (a warp's
+// or a warpgroup's). row0 is this thread's first row (the other is row0 + 8).
+template <int BLOCK_N, int CAUSAL>
+__device__ inline void mask_scores(float (&s)[BLOCK_N / 2], int key0, int k_length, int first_row,
+                                   int row0, int offset, int lane) {
+  const bool ragged = key0 + BLOCK_N > k_length;
+  const bool diagonal = CAUSAL && key0 + BLOCK_N - 1 > first_row + offset;
+  if (!ragged && !diagonal)
+    return;
+#pragma unroll
+  for (int jj = 0; jj < BLOCK_N / 8; ++jj)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int key = key0 + 8 * jj + 2 * (lane % 4) + e;
+        if (key >= k_length || (CAUSAL && key > row0 + 8 * h + offset))
+          s[4 * jj + 2 * h + e] = minus_infinity();
+      }
+}
+
+// The probabilities in T as the A operand of the products with v (wgmma's register A, mma.sync's
+// A): one group of four registers per 16 keys, which the scores' accumulator layout already is.
+template <typename T, int BLOCK_N>
+__device__ inline void to_probabilities(const float (&s)[BLOCK_N / 2],
+                                        unsigned (&p)[BLOCK_N / 16][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BLOCK_N / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      p[kk][r] = pack<T>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+}
+
+template <int N> __device__ inline void scale_rows(float (&o)[N], const float (&alpha)[2]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    o[i] *= alpha[i / 2 % 2];
+}
+
+// out = O / the row's sum (0 for a row that saw no key), stored in pairs from registers: only
+// rows of the sequence, and of the matrix whatever cu_seqlens_q holds.
+template <typename T, int HEAD_DIM, int BLOCK_N>
+__device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
+                                  const OnlineSoftmax<BLOCK_N> &softmax, int row0, int q_length,
+                                  int q_start, int total_q, int q_heads, int head, int lane) {
+  float scale[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float total = row_sum(softmax.sum[h]);
+    scale[h] = total > 0.f ? 1.f / total : 0.f;
+  }
+  const long long row_elements = static_cast<long long>(q_heads) * HEAD_DIM;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = row0 + 8 * h;
+    if (row >= q_length || q_start < 0 || q_start + row >= total_q)
+      continue;
+    T *out_row = out + (q_start + row) * row_elements + head * HEAD_DIM + 2 * (lane % 4);
+#pragma unroll
+    for (int jj = 0; jj < HEAD_DIM / 8; ++jj)
+      *reinterpret_cast<typename kjit::Pairs<T>::type *>(out_row + 8 * jj) =
+          kjit::Pairs<T>::pack(o[4 * jj + 2 * h] * scale[h], o[4 * jj + 2 * h + 1] * scale[h]);
+  }
+}
 
 } // namespace kjit_flash_attention
 
@@ -223,25 +295,6 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                                          1);
       wgmma_commit();
     };
-    // Scores of keys past the sequence, or (CAUSAL) past a row's diagonal, become -inf: only on
-    // the tiles that hold such keys for this warpgroup's rows.
-    const auto mask = [&](int j) {
-      const int key0 = j * BLOCK_N;
-      const bool ragged = key0 + BLOCK_N > k_length;
-      const bool diagonal = CAUSAL && key0 + BLOCK_N - 1 > first + consumer * 64 + offset;
-      if (!ragged && !diagonal)
-        return;
-#pragma unroll
-      for (int jj = 0; jj < BLOCK_N / 8; ++jj)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int key = key0 + 8 * jj + 2 * (lane % 4) + e;
-            if (key >= k_length || (CAUSAL && key > row0 + 8 * h + offset))
-              s[4 * jj + 2 * h + e] = minus_infinity();
-          }
-    };
     // PINGPONG: consumer c waits at named barrier 1 + c for the other's arrival before issuing
     // products, and arrives at the other's after. Consumer 1 arrives once first, so consumer 0
     // starts, and not after its last products, so every arrival is waited for.
@@ -253,12 +306,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       if (PINGPONG)
         asm volatile("bar.arrive %0, 256;" ::"r"(2 - consumer) : "memory");
     };
-    const auto to_probabilities = [&] {
-#pragma unroll
-      for (int kk = 0; kk < BLOCK_N / 16; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          p[kk][r] = pack<T>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+    const auto mask = [&](int j) {
+      mask_scores<BLOCK_N, CAUSAL>(s, j * BLOCK_N, k_length, first + consumer * 64, row0, offset,
+                                   lane);
     };
 
     if (tiles > 0) {
@@ -276,7 +326,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       release(&k_empty[0]);
       mask(0);
       softmax.step(s, scale_log2, alpha);
-      to_probabilities();
+      to_probabilities<T, BLOCK_N>(s, p);
       for (int j = 1; j < tiles; ++j) {
         const int previous = stage;
         const unsigned previous_phase = phase;
@@ -299,7 +349,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 #pragma unroll
         for (int i = 0; i < HEAD_DIM / 2; ++i)
           o[i] *= alpha[i / 2 % 2];
-        to_probabilities();
+        to_probabilities<T, BLOCK_N>(s, p);
       }
       barrier_wait(&v_full[stage], phase);
       my_turn();
@@ -310,27 +360,117 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       release(&v_empty[stage]);
     }
 
-    // out = O / the row's sum (0 for a row that saw no key), stored in pairs from registers:
-    // only rows of the sequence, and of the matrix whatever cu_seqlens_q holds.
-    float scale[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float total = row_sum(softmax.sum[h]);
-      scale[h] = total > 0.f ? 1.f / total : 0.f;
+    store_rows<T, HEAD_DIM, BLOCK_N>(out, o, softmax, row0, q_length, q_start, total_q, q_heads,
+                                     head, lane);
+  }
+}
+
+template <typename T, int HEAD_DIM, int CAUSAL, int BLOCK_N>
+__global__ void __launch_bounds__(128)
+    flash_attention_mma(T *KJIT_RESTRICT out, const T *KJIT_RESTRICT q, const T *KJIT_RESTRICT k,
+                        const T *KJIT_RESTRICT v, const int *KJIT_RESTRICT cu_seqlens_q,
+                        const int *KJIT_RESTRICT cu_seqlens_k, int total_q, int total_k,
+                        int q_heads, int group, float scale_log2) {
+  using namespace kjit_flash_attention;
+  using kjit::mma_sync::ldmatrix_x4;
+  using kjit::mma_sync::Mma;
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
+  static_assert(BLOCK_N == 32 || BLOCK_N == 64, "key tiles of 32 or 64");
+  constexpr int BLOCK_M = 64, LD = HEAD_DIM + 8; // rows padded: a ldmatrix's 8 rows, 8 banks
+  // q's tile first (until its fragments are in registers), then k's.
+  __shared__ __align__(16) T k_tile[(BLOCK_M > BLOCK_N ? BLOCK_M : BLOCK_N) * LD];
+  __shared__ __align__(16) T v_tile[BLOCK_N * LD];
+
+  const int head = blockIdx.y, sequence = blockIdx.z;
+  const int first = (gridDim.x - 1 - blockIdx.x) * BLOCK_M;
+  const int q_start = cu_seqlens_q[sequence], q_length = cu_seqlens_q[sequence + 1] - q_start;
+  const int k_start = cu_seqlens_k[sequence], k_length = cu_seqlens_k[sequence + 1] - k_start;
+  if (first >= q_length)
+    return;
+  const int offset = k_length - q_length;
+  const int k_end = CAUSAL ? min(k_length, first + BLOCK_M + offset) : k_length;
+  const int tiles = k_end > 0 ? (k_end + BLOCK_N - 1) / BLOCK_N : 0;
+  const int kv_head = head / group, kv_heads = q_heads / group;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, matrix = lane / 8;
+  const int row0 = first + warp * 16 + lane / 4;
+
+  // ROWS rows of `from` (rows `stride` elements apart) from row `start`, head_dim elements at
+  // `column`, into `tile`: rows past `length` of the sequence or outside [0, total) are zeros.
+  const auto stage = [&](T *tile, const T *from, int rows, int start, int length, int total,
+                         int stride, int column) {
+    constexpr int CHUNKS = HEAD_DIM / 8; // 16 bytes each
+    for (int i = threadIdx.x; i < rows * CHUNKS; i += 128) {
+      const int r = i / CHUNKS, c = i % CHUNKS;
+      uint4 chunk = make_uint4(0, 0, 0, 0);
+      if (r < length && start + r >= 0 && start + r < total)
+        chunk = *reinterpret_cast<const uint4 *>(
+            from + (start + r) * static_cast<long long>(stride) + column + c * 8);
+      *reinterpret_cast<uint4 *>(tile + r * LD + c * 8) = chunk;
     }
-    const long long row_elements = static_cast<long long>(q_heads) * HEAD_DIM;
+  };
+
+  float o[HEAD_DIM / 2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row0 + 8 * h;
-      if (row >= q_length || q_start < 0 || q_start + row >= total_q)
-        continue;
-      T *out_row = out + (q_start + row) * row_elements + head * HEAD_DIM + 2 * (lane % 4);
+  for (int i = 0; i < HEAD_DIM / 2; ++i)
+    o[i] = 0.f;
+  OnlineSoftmax<BLOCK_N> softmax;
+  if (tiles > 0) {
+    // This warp's 16 rows of q as A fragments: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7),
+    // (rows 0-7, k 8-15), (rows 8-15, k 8-15), lane 8i + r pointing at row r of matrix i.
+    stage(k_tile, q, BLOCK_M, q_start + first, q_length - first, total_q, q_heads * HEAD_DIM,
+          head * HEAD_DIM);
+    __syncthreads();
+    unsigned q_fragments[HEAD_DIM / 16][4];
 #pragma unroll
-      for (int jj = 0; jj < HEAD_DIM / 8; ++jj)
-        *reinterpret_cast<typename kjit::Pairs<T>::type *>(out_row + 8 * jj) =
-            kjit::Pairs<T>::pack(o[4 * jj + 2 * h] * scale[h], o[4 * jj + 2 * h + 1] * scale[h]);
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
+      ldmatrix_x4<false>(q_fragments[kk], k_tile + (warp * 16 + matrix % 2 * 8 + lane % 8) * LD +
+                                              kk * 16 + matrix / 2 * 8);
+    for (int j = 0; j < tiles; ++j) {
+      const int key0 = j * BLOCK_N;
+      __syncthreads(); // every warp is done with the previous tiles (and q's)
+      stage(k_tile, k, BLOCK_N, k_start + key0, k_length - key0, total_k, kv_heads * HEAD_DIM,
+            kv_head * HEAD_DIM);
+      stage(v_tile, v, BLOCK_N, k_start + key0, k_length - key0, total_k, kv_heads * HEAD_DIM,
+            kv_head * HEAD_DIM);
+      __syncthreads();
+      // S = Q K^T: K's rows are B's columns (k-major), two n-tiles of 8 keys per ldmatrix:
+      // matrices (keys 0-7, k 0-7), (keys 0-7, k 8-15), then keys 8-15.
+      float s[BLOCK_N / 2];
+#pragma unroll
+      for (int i = 0; i < BLOCK_N / 2; ++i)
+        s[i] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
+#pragma unroll
+        for (int np = 0; np < BLOCK_N / 16; ++np) {
+          unsigned b[4];
+          ldmatrix_x4<false>(b, k_tile + (np * 16 + matrix / 2 * 8 + lane % 8) * LD + kk * 16 +
+                                    matrix % 2 * 8);
+          Mma<T>::run(&s[8 * np], q_fragments[kk], b[0], b[1]);
+          Mma<T>::run(&s[8 * np + 4], q_fragments[kk], b[2], b[3]);
+        }
+      mask_scores<BLOCK_N, CAUSAL>(s, key0, k_length, first + warp * 16, row0, offset, lane);
+      float alpha[2];
+      softmax.step(s, scale_log2, alpha);
+      scale_rows(o, alpha);
+      unsigned p[BLOCK_N / 16][4];
+      to_probabilities<T, BLOCK_N>(s, p);
+      // O += P V: V [keys][head_dim] read transposed, two n-tiles of 8 columns per ldmatrix:
+      // matrices (keys 0-7, columns 0-7), (keys 8-15, columns 0-7), then columns 8-15.
+#pragma unroll
+      for (int kk = 0; kk < BLOCK_N / 16; ++kk)
+#pragma unroll
+        for (int dp = 0; dp < HEAD_DIM / 16; ++dp) {
+          unsigned b[4];
+          ldmatrix_x4<true>(b, v_tile + (kk * 16 + matrix % 2 * 8 + lane % 8) * LD + dp * 16 +
+                                   matrix / 2 * 8);
+          Mma<T>::run(&o[8 * dp], p[kk], b[0], b[1]);
+          Mma<T>::run(&o[8 * dp + 4], p[kk], b[2], b[3]);
+        }
     }
   }
+  store_rows<T, HEAD_DIM, BLOCK_N>(out, o, softmax, row0, q_length, q_start, total_q, q_heads, head,
+                                   lane);
 }
 
 #endif

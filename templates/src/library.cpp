@@ -23,6 +23,7 @@ extern const std::string_view gemm_mfma_hip;
 extern const std::string_view gemm_staging_h;
 extern const std::string_view flash_attention_hip;
 extern const std::string_view hopper_h;
+extern const std::string_view mma_sync_h;
 } // namespace embedded
 
 namespace {
@@ -222,8 +223,11 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
 
 // Attention's forward on Hopper (sm_90a): wgmma fed by TMA, q, k and v passed as tensor maps.
 // CONSUMERS warpgroups of 64 query rows each, BLOCK_N keys per tile, STAGES tiles of k and v in
-// flight, PINGPONG 1: two consumers issue their products in turns (flash_attention.hip).
+// flight, PINGPONG 1: two consumers issue their products in turns (flash_attention.hip, as its
+// kernel flash_attention_mma is below).
 void add_attention(std::vector<Template> &all) {
+  const std::vector<HeaderFile> headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)},
+                                           {"kjit/mma_sync.h", std::string(embedded::mma_sync_h)}};
   TuningRules rules;
   rules.shared_bytes = [](const Instance &instance) {
     return flash_attention_shared_bytes(
@@ -252,12 +256,23 @@ void add_attention(std::vector<Template> &all) {
                              {"BLOCK_N", ParamSchema::one_of({64, 128}, 128).tunable()},
                              {"STAGES", ParamSchema::one_of({2, 3}, 2).tunable()},
                              {"PINGPONG", ParamSchema::one_of({0, 1}, 1).tunable()}},
-      TemplateOptions{.headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)}},
+      TemplateOptions{.headers = headers,
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const kjit::TensorMap", "const int*", "const int*", "int",
                                     "int", "int", "float"},
                       .tuning = rules,
                       .targets = {"sm_90a"}});
+  // The same on sm_80 and newer with mma.sync: 64 query rows a block, BLOCK_N keys per tile.
+  all.emplace_back(
+      "flash_attention_mma", std::string(embedded::flash_attention_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"HEAD_DIM", ParamSchema::one_of({64, 128}, 128)},
+                             {"CAUSAL", ParamSchema::one_of({0, 1}, 0)},
+                             {"BLOCK_N", ParamSchema::one_of({32, 64}, 64).tunable()}},
+      TemplateOptions{.headers = headers,
+                      .arguments = {"T*", "const T*", "const T*", "const T*", "const int*",
+                                    "const int*", "int", "int", "int", "int", "float"},
+                      .targets = {"sm_80+"}});
 }
 
 std::vector<Template> make_builtin() {

@@ -1,4 +1,5 @@
 #include "kjit/ops/flash_attention.hpp"
+#include "ops/src/flash_attention_variant.hpp"
 #include "runtime/src/variant.hpp"
 #include "tests/ops/compile_support.hpp"
 
@@ -26,20 +27,47 @@ AttentionShape small_shape(int batch, int total_q, int total_k, int q_heads, int
 }
 
 // ptxas reports without failing when it serialises wgmma (C7510, or C7512 where registers run
-// short) or ignores setmaxnreg (C7508), and names spills only in its -v report: every variant the
-// wrapper launches (both types, head dims, masks) and, for bfloat16, every combination of the
-// tunables that the template's tuning rule lets a tuner try, through NVRTC as kjit compiles them
-// plus --ptxas-options=-v.
-TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
-  std::unique_ptr<jit::Compiler> nvrtc;
+// short) or ignores setmaxnreg (C7508), and names spills only in its -v report. Compiles
+// `instance` through NVRTC as kjit does, plus --ptxas-options=-v, and reads the log.
+::testing::AssertionResult ptxas_is_clean(jit::Compiler &nvrtc, const Instance &instance,
+                                          const jit::Target &target) {
+  VariantDescription variant = describe_variant(instance, target, CompilerIdentity::of(nvrtc));
+  variant.request.options.push_back("--ptxas-options=-v");
+  const jit::CompileResult result = nvrtc.compile(variant.request);
+  const auto failure = [&](const char *why) {
+    return ::testing::AssertionFailure()
+           << instance.expression(Vendor::nvidia) << " for " << target.id() << ": " << why << "\n"
+           << result.log;
+  };
+  if (result.log.find("wgmma.mma_async instructions are serialized") != std::string::npos)
+    return failure("wgmma serialised");
+  if (result.log.find("C7508") != std::string::npos)
+    return failure("setmaxnreg ignored");
+  static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  std::smatch found;
+  if (!std::regex_search(result.log, found, spills))
+    return failure("no ptxas -v report");
+  if (found[1].str() != "0" || found[2].str() != "0" ||
+      result.log.find("0 bytes stack frame") == std::string::npos)
+    return failure("spills or a stack frame");
+  return ::testing::AssertionSuccess();
+}
+
+std::unique_ptr<jit::Compiler> nvrtc_or_null() {
   try {
-    nvrtc = jit::load_compiler(Vendor::nvidia);
-  } catch (const Error &error) {
-    GTEST_SKIP() << "NVRTC is not available: " << error.summary();
+    return jit::load_compiler(Vendor::nvidia);
+  } catch (const Error &) {
+    return nullptr;
   }
-  const jit::Target target = jit::Target::parse("sm_90a");
+}
+
+// Every variant the wrapper launches on sm_90a (both types, head dims, masks) and, for bfloat16,
+// every combination of the tunables that the template's tuning rule lets a tuner try.
+TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
+  const std::unique_ptr<jit::Compiler> nvrtc = nvrtc_or_null();
+  if (!nvrtc)
+    GTEST_SKIP() << "NVRTC is not available";
   const Template &tmpl = templates::find("flash_attention");
-  const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
   int compiled = 0;
   for (const char *type : {"half", "bfloat16"})
     for (int head_dim : {64, 128})
@@ -60,22 +88,29 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
                 if (!tmpl.tuning().fits(instance, "sm_90a").empty() ||
                     (type != std::string("bfloat16") && !defaults))
                   continue;
-                VariantDescription variant =
-                    describe_variant(instance, target, CompilerIdentity::of(*nvrtc));
-                variant.request.options.push_back("--ptxas-options=-v");
-                const jit::CompileResult result = nvrtc->compile(variant.request);
-                SCOPED_TRACE(instance.expression(Vendor::nvidia) + "\n" + result.log);
                 ++compiled;
-                EXPECT_EQ(result.log.find("wgmma.mma_async instructions are serialized"),
-                          std::string::npos);
-                EXPECT_EQ(result.log.find("C7508"), std::string::npos) << "setmaxnreg ignored";
-                std::smatch found;
-                ASSERT_TRUE(std::regex_search(result.log, found, spills)) << "no ptxas -v report";
-                EXPECT_EQ(found[1].str(), "0");
-                EXPECT_EQ(found[2].str(), "0");
-                EXPECT_NE(result.log.find("0 bytes stack frame"), std::string::npos);
+                EXPECT_TRUE(ptxas_is_clean(*nvrtc, instance, jit::Target::parse("sm_90a")));
               }
   EXPECT_GT(compiled, 8);
+}
+
+// flash_attention_mma, every variant, for sm_80 (the oldest it serves) and sm_90a.
+TEST(FlashAttentionCompile, MmaSyncKernelHasNoSpills) {
+  const std::unique_ptr<jit::Compiler> nvrtc = nvrtc_or_null();
+  if (!nvrtc)
+    GTEST_SKIP() << "NVRTC is not available";
+  const Template &tmpl = templates::find("flash_attention_mma");
+  for (const char *target : {"sm_80", "sm_90a"})
+    for (const char *type : {"half", "bfloat16"})
+      for (int head_dim : {64, 128})
+        for (int causal : {0, 1})
+          for (int block_n : {32, 64})
+            EXPECT_TRUE(ptxas_is_clean(*nvrtc,
+                                       tmpl.bind({{"T", type},
+                                                  {"HEAD_DIM", head_dim},
+                                                  {"CAUSAL", causal},
+                                                  {"BLOCK_N", block_n}}),
+                                       jit::Target::parse(target)));
 }
 
 // Three consumers have 65536 / 512 = 128 registers a thread, too few for S, P and O of 128-wide
@@ -99,9 +134,22 @@ TEST(FlashAttentionTuning, RefusesThreeConsumersWithWideTilesOrTurns) {
   EXPECT_EQ(why(64, 3, 64, 1), "PINGPONG takes turns between two consumers");
 }
 
-TEST_F(OpsCompileTest, FlashAttentionNamesItsTargetBeforeCompilingForOthers) {
+TEST_F(OpsCompileTest, FlashAttentionNamesItsTargetsBeforeCompilingForOthers) {
   for (const char *target : {"sm_80", "sm_90", "gfx942", "gfx950"})
     EXPECT_TRUE(refused_before_compiling("flash_attention", target, "sm_90a")) << target;
+  for (const char *target : {"sm_75", "gfx942", "gfx950"})
+    EXPECT_TRUE(refused_before_compiling("flash_attention_mma", target, "sm_80 and newer"))
+        << target;
+}
+
+TEST(FlashAttentionVariant, WgmmaOnSm90aAndMmaSyncElsewhere) {
+  const AttentionShape shape = small_shape(1, 1, 1, 1, 1, true);
+  EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), shape).tmpl->name(),
+            "flash_attention");
+  for (const char *target : {"sm_80", "sm_90", "sm_100", "gfx942"})
+    EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse(target), shape).tmpl->name(),
+              "flash_attention_mma")
+        << target;
 }
 
 TEST(FlashAttentionReference, OneQueryAveragesTheValuesByItsSoftmaxWeights) {

@@ -392,9 +392,9 @@ TEST(TemplateTargets, EveryTargetSpecificTemplateRefusesOtherTargetsBeforeAnyCom
     }
     EXPECT_GT(refused, 0) << tmpl.name();
   }
-  EXPECT_EQ(specific,
-            (std::vector<std::string>{"dynamic_per_token_quant_fp8", "flash_attention", "gemm_mfma",
-                                      "gemm_mma", "gemm_wgmma", "linear_skinny"}));
+  EXPECT_EQ(specific, (std::vector<std::string>{"dynamic_per_token_quant_fp8", "flash_attention",
+                                                "flash_attention_mma", "gemm_mfma", "gemm_mma",
+                                                "gemm_wgmma", "linear_skinny"}));
   EXPECT_EQ(asked, 0);
 }
 
