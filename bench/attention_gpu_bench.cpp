@@ -1,7 +1,7 @@
 // kjit_attention_gpu_bench: flash_attention's TFLOP/s on FlashAttention-3's prefill protocol:
 // 16k tokens in all as sequences of 1k, 4k and 16k, 16 heads of dim 128, bf16, causal and not,
-// plus GQA 32/8 rows; each row for the wrapper's variant, its tunables' alternatives (turns off,
-// three stages) and the mma.sync kernel that serves sm_80 and newer.
+// plus GQA 32/8 rows; each row for the wrapper's variant, its tunables' alternatives (a block per
+// tile, turns off, three stages) and the mma.sync kernel that serves sm_80 and newer.
 // bench/python/attention_torch.py times torch's scaled_dot_product_attention backends on the same
 // shapes; run both in one session to compare.
 //
@@ -75,9 +75,13 @@ int main() {
         const ops::detail::ChosenVariant chosen =
             ops::detail::flash_attention_variant<BFloat16>(device.target(), shape);
         std::vector<std::pair<std::string, ops::detail::ChosenVariant>> variants = {
-            {"default", chosen}, {"PINGPONG=0", chosen}, {"STAGES=3", chosen}};
-        variants[1].second.params.set("PINGPONG", 0);
-        variants[2].second.params.set("STAGES", 3);
+            {"default", chosen},
+            {"PERSISTENT=0", chosen},
+            {"PINGPONG=0", chosen},
+            {"STAGES=3", chosen}};
+        variants[1].second.params.set("PERSISTENT", 0);
+        variants[2].second.params.set("PINGPONG", 0);
+        variants[3].second.params.set("STAGES", 3);
         variants.emplace_back("mma.sync", ops::detail::flash_attention_variant<BFloat16>(
                                               jit::Target::parse("sm_80"), shape));
         for (const auto &[name, variant] : variants) {

@@ -7,6 +7,7 @@
 #include "launch.hpp"
 #include "plans.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -48,17 +49,24 @@ struct AttentionPlan {
   bool tensor_maps;
   int block_m, block_n, threads;
   unsigned shared_bytes;
+  int grid_limit; // flash_attention: blocks at most (PERSISTENT 1: the multiprocessors)
 };
 
 AttentionPlan make_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   if (variant.tmpl->name() == "flash_attention_mma") // four warps of 16 rows, static shared
-    return {&kernel, false, 64, variant.integer("BLOCK_N"), 128, 0};
+    return {&kernel, false, 64, variant.integer("BLOCK_N"), 128, 0, 0};
   const int consumers = variant.integer("CONSUMERS"), block_n = variant.integer("BLOCK_N");
   const auto shared_bytes = static_cast<unsigned>(templates::flash_attention_shared_bytes(
       variant.integer("HEAD_DIM"), consumers, block_n, variant.integer("STAGES")));
   kernel.allow_shared_bytes(shared_bytes);
-  return {&kernel, true, 64 * consumers, block_n, 128 * (consumers + 1), shared_bytes};
+  return {&kernel,
+          true,
+          64 * consumers,
+          block_n,
+          128 * (consumers + 1),
+          shared_bytes,
+          variant.integer("PERSISTENT") ? kernel.device().multiprocessors() : INT_MAX};
 }
 
 template <Element T>
@@ -82,19 +90,25 @@ template <Element T>
 void launch_plan(const AttentionPlan &plan, T *out, const T *q, const T *k, const T *v,
                  const int *cu_seqlens_q, const int *cu_seqlens_k, const AttentionShape &shape,
                  Stream stream) {
-  const LaunchConfig config{
-      .grid = Dim3(static_cast<unsigned>(detail::divide_up(shape.max_seqlen_q, plan.block_m)),
-                   static_cast<unsigned>(shape.q_heads), static_cast<unsigned>(shape.batch)),
-      .block = plan.threads,
-      .shared_bytes = plan.shared_bytes,
-      .stream = stream};
+  const int row_tiles = detail::divide_up(shape.max_seqlen_q, plan.block_m);
   const int group = shape.q_heads / shape.kv_heads;
   const float scale_log2 = shape.scale * 1.4426950408889634f;
   if (!plan.tensor_maps) {
-    plan.kernel->launch(config, out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
-                        shape.total_k, shape.q_heads, group, scale_log2);
+    plan.kernel->launch(
+        {.grid = Dim3(static_cast<unsigned>(row_tiles), static_cast<unsigned>(shape.q_heads),
+                      static_cast<unsigned>(shape.batch)),
+         .block = plan.threads,
+         .stream = stream},
+        out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape.total_q, shape.total_k, shape.q_heads,
+        group, scale_log2);
     return;
   }
+  // Items: a tile of rows of one head of one sequence each.
+  const long long items = static_cast<long long>(row_tiles) * shape.q_heads * shape.batch;
+  detail::require(items <= INT_MAX, op, [&] {
+    return std::to_string(items) + " tiles of rows (max_seqlen_q / " +
+           std::to_string(plan.block_m) + " x q_heads x batch) exceed " + std::to_string(INT_MAX);
+  });
   const Device &device = plan.kernel->device();
   const TensorMapElement element =
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
@@ -108,8 +122,12 @@ void launch_plan(const AttentionPlan &plan, T *out, const T *q, const T *k, cons
   const TensorMap map_q = map(q, shape.total_q, shape.q_heads, plan.block_m);
   const TensorMap map_k = map(k, shape.total_k, shape.kv_heads, plan.block_n);
   const TensorMap map_v = map(v, shape.total_k, shape.kv_heads, plan.block_n);
-  plan.kernel->launch(config, out, map_q, map_k, map_v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
-                      shape.q_heads, group, scale_log2);
+  plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(items, plan.grid_limit)),
+                       .block = plan.threads,
+                       .shared_bytes = plan.shared_bytes,
+                       .stream = stream},
+                      out, map_q, map_k, map_v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
+                      shape.q_heads, group, row_tiles, shape.batch, scale_log2);
 }
 
 } // namespace
@@ -127,7 +145,9 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
              {"BLOCK_N", 64}}};
   }
   // Two consumer warpgroups of 64 rows taking turns, key tiles of 128 and two stages:
-  // FlashAttention-3's 128 x 128 tiles for head dim 128 (BENCHMARKS.md compares the others).
+  // FlashAttention-3's 128 x 128 tiles for head dim 128. A block per multiprocessor without a
+  // mask; under CAUSAL a block per tile of rows, whose costs differ, which the hardware's block
+  // scheduler balances and a static walk of the items does not (BENCHMARKS.md).
   static const Template &tmpl = templates::find("flash_attention");
   return {&tmpl,
           {{"T", element_name<T>()},
@@ -136,7 +156,8 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
            {"CONSUMERS", 2},
            {"BLOCK_N", 128},
            {"STAGES", 2},
-           {"PINGPONG", 1}}};
+           {"PINGPONG", 1},
+           {"PERSISTENT", shape.causal ? 0 : 1}}};
 }
 
 template <Element T>

@@ -172,14 +172,22 @@ __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
 
 // One block per multiprocessor at a time: the register cap at entry (65536 / its threads) is
 // what setmaxnreg redistributes, 40 to the producer and the rest to the consumers.
+//
+// The work is row_tiles x q_heads x batch items (a tile of rows of one head of one sequence),
+// in the order of a grid whose x is the tile, from the last (under CAUSAL the last rows see the
+// most keys, and start first), then the head, then the sequence: consecutive items share k and
+// v, in L2. PERSISTENT 0 launches a block per item; 1 a block per multiprocessor that takes
+// items blockIdx.x, + gridDim.x, ...: its producer then loads the next item's q and first tiles
+// while the consumers finish the last products and store the outputs of the one before.
 template <typename T, int HEAD_DIM, int CAUSAL, int CONSUMERS, int BLOCK_N, int STAGES,
-          int PINGPONG>
+          int PINGPONG, int PERSISTENT>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     flash_attention(T *KJIT_RESTRICT out, const __grid_constant__ kjit::TensorMap map_q,
                     const __grid_constant__ kjit::TensorMap map_k,
                     const __grid_constant__ kjit::TensorMap map_v,
                     const int *KJIT_RESTRICT cu_seqlens_q, const int *KJIT_RESTRICT cu_seqlens_k,
-                    int total_q, int q_heads, int group, float scale_log2) {
+                    int total_q, int q_heads, int group, int row_tiles, int batch,
+                    float scale_log2) {
   using namespace kjit_flash_attention;
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
   static_assert(BLOCK_N == 64 || BLOCK_N == 128, "key tiles of 64 or 128");
@@ -190,18 +198,26 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr int KV_BOX = BLOCK_N * 128, KV_BYTES = BOXES * KV_BOX;
   constexpr int CONSUMER_REGISTERS = CONSUMERS == 2 ? 232 : 152;
 
-  // Sequences' row tiles from the last: under CAUSAL the last rows see the most keys, and start
-  // first.
-  const int head = blockIdx.y, sequence = blockIdx.z;
-  const int first = (gridDim.x - 1 - blockIdx.x) * BLOCK_M;
-  const int q_start = cu_seqlens_q[sequence], q_length = cu_seqlens_q[sequence + 1] - q_start;
-  const int k_start = cu_seqlens_k[sequence], k_length = cu_seqlens_k[sequence + 1] - k_start;
-  if (first >= q_length) // the whole block leaves, before any barrier
-    return;
-  const int offset = k_length - q_length; // CAUSAL: row i sees keys j <= i + offset
-  const int k_end = CAUSAL ? min(k_length, first + BLOCK_M + offset) : k_length;
-  const int tiles = k_end > 0 ? (k_end + BLOCK_N - 1) / BLOCK_N : 0;
-  const int kv_head = head / group;
+  // Item t's rows, head, sequence and extent; `tiles` k and v tiles (0: its rows see no key).
+  struct Item {
+    int first, head, q_start, q_length, k_start, k_length, offset, tiles;
+  };
+  const auto item = [&](long long t) {
+    Item it;
+    it.first = (row_tiles - 1 - static_cast<int>(t % row_tiles)) * BLOCK_M;
+    it.head = static_cast<int>(t / row_tiles % q_heads);
+    const int sequence = static_cast<int>(t / row_tiles / q_heads);
+    it.q_start = cu_seqlens_q[sequence];
+    it.q_length = cu_seqlens_q[sequence + 1] - it.q_start;
+    it.k_start = cu_seqlens_k[sequence];
+    it.k_length = cu_seqlens_k[sequence + 1] - it.k_start;
+    it.offset = it.k_length - it.q_length; // CAUSAL: row i sees keys j <= i + offset
+    const int k_end = CAUSAL ? min(it.k_length, it.first + BLOCK_M + it.offset) : it.k_length;
+    it.tiles = k_end > 0 ? (k_end + BLOCK_N - 1) / BLOCK_N : 0;
+    return it;
+  };
+  const long long items = static_cast<long long>(row_tiles) * q_heads * batch;
+  const long long stride = PERSISTENT ? gridDim.x : items;
 
   // Dynamic shared memory, 1024-byte aligned (the swizzle's period; the launch asks for the
   // slack): q, STAGES k tiles, STAGES v tiles, then the barriers.
@@ -211,12 +227,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   unsigned char *k_stages = q_tile + Q_BYTES;
   unsigned char *v_stages = k_stages + STAGES * KV_BYTES;
   unsigned long long *q_full = reinterpret_cast<unsigned long long *>(v_stages + STAGES * KV_BYTES);
-  unsigned long long *k_full = q_full + 1, *k_empty = k_full + STAGES;
+  unsigned long long *q_empty = q_full + 1;
+  unsigned long long *k_full = q_empty + 1, *k_empty = k_full + STAGES;
   unsigned long long *v_full = k_empty + STAGES, *v_empty = v_full + STAGES;
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     barrier_init(q_full, 1);
+    barrier_init(q_empty, CONSUMERS);
     for (int s = 0; s < STAGES; ++s) {
       barrier_init(&k_full[s], 1);
       barrier_init(&v_full[s], 1);
@@ -227,47 +245,54 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   }
   __syncthreads();
 
+  // Both sides walk the same items and tiles, so the ring's stage and phase, and q's phase,
+  // advance alike. A fresh barrier's previous phase counts as done: the producer's first waits
+  // on the "empty" barriers pass.
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (thread == 0 && tiles > 0) {
-      barrier_expect_bytes(q_full, Q_BYTES);
-#pragma unroll
-      for (int b = 0; b < BOXES; ++b)
-        copy_box(q_tile + b * Q_BOX, &map_q, q_full, head * HEAD_DIM + b * 64, q_start + first);
+    if (thread == 0) {
       int s = 0;
-      unsigned phase = 0;
-      for (int j = 0; j < tiles; ++j) {
-        const int row = k_start + j * BLOCK_N;
-        barrier_wait(&k_empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
-        barrier_expect_bytes(&k_full[s], KV_BYTES);
+      unsigned phase = 0, q_phase = 0;
+      for (long long t = blockIdx.x; t < items; t += stride) {
+        const Item it = item(t);
+        if (it.first >= it.q_length || it.tiles == 0)
+          continue;
+        const int kv_column = it.head / group * HEAD_DIM;
+        barrier_wait(q_empty, q_phase ^ 1); // the consumers' last scores of the item before
+        barrier_expect_bytes(q_full, Q_BYTES);
 #pragma unroll
         for (int b = 0; b < BOXES; ++b)
-          copy_box(k_stages + s * KV_BYTES + b * KV_BOX, &map_k, &k_full[s],
-                   kv_head * HEAD_DIM + b * 64, row);
-        barrier_wait(&v_empty[s], phase ^ 1);
-        barrier_expect_bytes(&v_full[s], KV_BYTES);
+          copy_box(q_tile + b * Q_BOX, &map_q, q_full, it.head * HEAD_DIM + b * 64,
+                   it.q_start + it.first);
+        q_phase ^= 1;
+        for (int j = 0; j < it.tiles; ++j) {
+          const int row = it.k_start + j * BLOCK_N;
+          barrier_wait(&k_empty[s], phase ^ 1);
+          barrier_expect_bytes(&k_full[s], KV_BYTES);
 #pragma unroll
-        for (int b = 0; b < BOXES; ++b)
-          copy_box(v_stages + s * KV_BYTES + b * KV_BOX, &map_v, &v_full[s],
-                   kv_head * HEAD_DIM + b * 64, row);
-        if (++s == STAGES) {
-          s = 0;
-          phase ^= 1;
+          for (int b = 0; b < BOXES; ++b)
+            copy_box(k_stages + s * KV_BYTES + b * KV_BOX, &map_k, &k_full[s], kv_column + b * 64,
+                     row);
+          barrier_wait(&v_empty[s], phase ^ 1);
+          barrier_expect_bytes(&v_full[s], KV_BYTES);
+#pragma unroll
+          for (int b = 0; b < BOXES; ++b)
+            copy_box(v_stages + s * KV_BYTES + b * KV_BOX, &map_v, &v_full[s], kv_column + b * 64,
+                     row);
+          if (++s == STAGES) {
+            s = 0;
+            phase ^= 1;
+          }
         }
       }
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGISTERS));
     const int consumer = warpgroup - 1, warp = thread / 32, lane = thread % 32;
-    const int row0 = first + consumer * 64 + warp * 16 + lane / 4; // this thread's rows: +0, +8
     const unsigned char *q_rows = q_tile + consumer * 64 * 128;
     float o[HEAD_DIM / 2];
-#pragma unroll
-    for (int i = 0; i < HEAD_DIM / 2; ++i)
-      o[i] = 0.f;
     float s[BLOCK_N / 2];
     unsigned p[BLOCK_N / 16][4]; // P in T, as wgmma's register A: one group of 4 per 16 keys
-    OnlineSoftmax<BLOCK_N> softmax;
 
     const auto release = [&](unsigned long long *bar) {
       if (thread == 0)
@@ -296,8 +321,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       wgmma_commit();
     };
     // PINGPONG: consumer c waits at named barrier 1 + c for the other's arrival before issuing
-    // products, and arrives at the other's after. Consumer 1 arrives once first, so consumer 0
-    // starts, and not after its last products, so every arrival is waited for.
+    // products, and arrives at the other's after. In each item consumer 1 arrives once first, so
+    // consumer 0 starts, and not after its last products, so every arrival is waited for.
     const auto my_turn = [&] {
       if (PINGPONG)
         asm volatile("bar.sync %0, 256;" ::"r"(1 + consumer) : "memory");
@@ -306,62 +331,78 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       if (PINGPONG)
         asm volatile("bar.arrive %0, 256;" ::"r"(2 - consumer) : "memory");
     };
-    const auto mask = [&](int j) {
-      mask_scores<BLOCK_N, CAUSAL>(s, j * BLOCK_N, k_length, first + consumer * 64, row0, offset,
-                                   lane);
-    };
 
-    if (tiles > 0) {
-      barrier_wait(q_full, 0);
-      float alpha[2];
-      int stage = 0;
-      unsigned phase = 0;
-      if (consumer == 1)
+    int stage = 0;
+    unsigned phase = 0, q_phase = 0;
+    for (long long t = blockIdx.x; t < items; t += stride) {
+      const Item it = item(t);
+      if (it.first >= it.q_length)
+        continue;
+      const int row0 = it.first + consumer * 64 + warp * 16 + lane / 4; // and row0 + 8
+      const auto mask = [&](int j) {
+        mask_scores<BLOCK_N, CAUSAL>(s, j * BLOCK_N, it.k_length, it.first + consumer * 64, row0,
+                                     it.offset, lane);
+      };
+#pragma unroll
+      for (int i = 0; i < HEAD_DIM / 2; ++i)
+        o[i] = 0.f;
+      OnlineSoftmax<BLOCK_N> softmax;
+      if (it.tiles > 0) {
+        float alpha[2];
+        barrier_wait(q_full, q_phase);
+        q_phase ^= 1;
+        if (consumer == 1)
+          your_turn();
+        barrier_wait(&k_full[stage], phase);
+        my_turn();
+        issue_scores(stage);
         your_turn();
-      barrier_wait(&k_full[0], 0);
-      my_turn();
-      issue_scores(0);
-      your_turn();
-      wgmma_wait<0>();
-      release(&k_empty[0]);
-      mask(0);
-      softmax.step(s, scale_log2, alpha);
-      to_probabilities<T, BLOCK_N>(s, p);
-      for (int j = 1; j < tiles; ++j) {
-        const int previous = stage;
-        const unsigned previous_phase = phase;
+        wgmma_wait<0>();
+        release(&k_empty[stage]);
+        if (it.tiles == 1)
+          release(q_empty); // q's last read
+        mask(0);
+        softmax.step(s, scale_log2, alpha);
+        to_probabilities<T, BLOCK_N>(s, p);
+        for (int j = 1; j < it.tiles; ++j) {
+          const int previous = stage;
+          const unsigned previous_phase = phase;
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+          barrier_wait(&k_full[stage], phase);
+          barrier_wait(&v_full[previous], previous_phase);
+          my_turn();
+          issue_scores(stage);
+          issue_output(previous);
+          your_turn();
+          wgmma_wait<1>(); // the scores are in; P_{j-1} V_{j-1} may still run
+          release(&k_empty[stage]);
+          if (j == it.tiles - 1)
+            release(q_empty);
+          mask(j);
+          softmax.step(s, scale_log2, alpha);
+          wgmma_wait<0>();
+          release(&v_empty[previous]);
+          scale_rows(o, alpha);
+          to_probabilities<T, BLOCK_N>(s, p);
+        }
+        barrier_wait(&v_full[stage], phase);
+        my_turn();
+        issue_output(stage);
+        if (consumer == 0)
+          your_turn();
+        wgmma_wait<0>();
+        release(&v_empty[stage]);
         if (++stage == STAGES) {
           stage = 0;
           phase ^= 1;
         }
-        barrier_wait(&k_full[stage], phase);
-        barrier_wait(&v_full[previous], previous_phase);
-        my_turn();
-        issue_scores(stage);
-        issue_output(previous);
-        your_turn();
-        wgmma_wait<1>(); // the scores are in; P_{j-1} V_{j-1} may still run
-        release(&k_empty[stage]);
-        mask(j);
-        softmax.step(s, scale_log2, alpha);
-        wgmma_wait<0>();
-        release(&v_empty[previous]);
-#pragma unroll
-        for (int i = 0; i < HEAD_DIM / 2; ++i)
-          o[i] *= alpha[i / 2 % 2];
-        to_probabilities<T, BLOCK_N>(s, p);
       }
-      barrier_wait(&v_full[stage], phase);
-      my_turn();
-      issue_output(stage);
-      if (consumer == 0)
-        your_turn();
-      wgmma_wait<0>();
-      release(&v_empty[stage]);
+      store_rows<T, HEAD_DIM, BLOCK_N>(out, o, softmax, row0, it.q_length, it.q_start, total_q,
+                                       q_heads, it.head, lane);
     }
-
-    store_rows<T, HEAD_DIM, BLOCK_N>(out, o, softmax, row0, q_length, q_start, total_q, q_heads,
-                                     head, lane);
   }
 }
 

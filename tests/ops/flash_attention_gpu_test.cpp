@@ -45,7 +45,9 @@ protected:
   // P is rounded to T before its product with v (|v| <= 1): at most half of epsilon<T> relative
   // on each probability, so epsilon<T> absolute bounds that with room; the output is rounded once
   // more (epsilon<T> relative). exp2.approx's error (2^-22) and float accumulation are far below.
-  void expect_matches_reference(const Attention<T> &attention) {
+  // Each of `attentions` (a name and a launch) against the reference, computed once per case.
+  void
+  expect_matches_reference(const std::vector<std::pair<std::string, Attention<T>>> &attentions) {
     const std::vector<Case> cases = {
         {{1, 130, 257, 64}, {1, 130, 257, 64}, 8, 8, 128, true},
         {{1, 130, 257, 64}, {1, 130, 257, 64}, 8, 8, 128, false},
@@ -78,45 +80,58 @@ protected:
       DeviceBuffer q_device = this->upload(q), k_device = this->upload(k),
                    v_device = this->upload(v);
       DeviceBuffer cu_q_device = upload_offsets(cu_q), cu_k_device = upload_offsets(cu_k);
-      DeviceBuffer out = this->template poisoned<T>(q_count);
-      attention(static_cast<T *>(out.data()), static_cast<const T *>(q_device.data()),
-                static_cast<const T *>(k_device.data()), static_cast<const T *>(v_device.data()),
-                static_cast<const int *>(cu_q_device.data()),
-                static_cast<const int *>(cu_k_device.data()), shape);
       const std::vector<double> expected =
           reference::flash_attention<T>(q, k, v, cu_q, cu_k, shape);
-      EXPECT_TRUE(gpu_testing::all_close(this->template download<T>(out, q_count), expected,
-                                         epsilon<T>(), epsilon<T>()));
+      for (const auto &[name, attention] : attentions) {
+        DeviceBuffer out = this->template poisoned<T>(q_count);
+        attention(static_cast<T *>(out.data()), static_cast<const T *>(q_device.data()),
+                  static_cast<const T *>(k_device.data()), static_cast<const T *>(v_device.data()),
+                  static_cast<const int *>(cu_q_device.data()),
+                  static_cast<const int *>(cu_k_device.data()), shape);
+        EXPECT_TRUE(gpu_testing::all_close(this->template download<T>(out, q_count), expected,
+                                           epsilon<T>(), epsilon<T>()))
+            << name;
+      }
     }
   }
 };
 using AttentionTypes = ::testing::Types<Half, BFloat16>;
 TYPED_TEST_SUITE(FlashAttentionGpuTest, AttentionTypes);
 
-TYPED_TEST(FlashAttentionGpuTest, MatchesTheReferenceOnRaggedCausalAndGroupedBatches) {
-  using T = TypeParam;
-  if (this->device().target().id() != "sm_90a")
-    GTEST_SKIP() << "flash_attention's wgmma kernel runs on sm_90a; this is "
-                 << this->device().target().id();
-  this->expect_matches_reference([&](T *out, const T *q, const T *k, const T *v, const int *cu_q,
-                                     const int *cu_k, const AttentionShape &shape) {
-    flash_attention<T>(this->runtime(), out, q, k, v, cu_q, cu_k, shape);
-  });
-}
-
-// The mma.sync kernel that serves sm_80 and newer other than sm_90a, run here on whatever NVIDIA
-// device of sm_80 or newer there is.
-TYPED_TEST(FlashAttentionGpuTest, MmaSyncKernelMatchesTheReference) {
+// On sm_90a flash_attention() (the wgmma kernel, persistent without a mask, a block per tile of
+// rows with one) and the same with the other PERSISTENT; on NVIDIA sm_80 and newer the mma.sync
+// kernel, which the others get.
+TYPED_TEST(FlashAttentionGpuTest, EveryKernelMatchesTheReferenceOnRaggedCausalGroupedBatches) {
   using T = TypeParam;
   const jit::Target &target = this->device().target();
-  if (detail::nvidia_compute_capability(target) < 80)
-    GTEST_SKIP() << "flash_attention_mma runs on NVIDIA sm_80 and newer; this is " << target.id();
-  this->expect_matches_reference([&](T *out, const T *q, const T *k, const T *v, const int *cu_q,
-                                     const int *cu_k, const AttentionShape &shape) {
-    detail::launch_flash_attention<T>(
-        this->runtime(), detail::flash_attention_variant<T>(jit::Target::parse("sm_80"), shape),
-        out, q, k, v, cu_q, cu_k, shape);
-  });
+  std::vector<std::pair<std::string, Attention<T>>> attentions;
+  // The variant for the call's shape as chosen for `chosen_for`, with `change` applied.
+  const auto variant = [&](const jit::Target &chosen_for,
+                           std::function<void(detail::ChosenVariant &)> change) -> Attention<T> {
+    return [this, chosen_for, change](T *out, const T *q, const T *k, const T *v, const int *cu_q,
+                                      const int *cu_k, const AttentionShape &shape) {
+      detail::ChosenVariant chosen = detail::flash_attention_variant<T>(chosen_for, shape);
+      change(chosen);
+      detail::launch_flash_attention<T>(this->runtime(), chosen, out, q, k, v, cu_q, cu_k, shape);
+    };
+  };
+  if (target.id() == "sm_90a") {
+    attentions.emplace_back("flash_attention()",
+                            [this](T *out, const T *q, const T *k, const T *v, const int *cu_q,
+                                   const int *cu_k, const AttentionShape &shape) {
+                              flash_attention<T>(this->runtime(), out, q, k, v, cu_q, cu_k, shape);
+                            });
+    attentions.emplace_back("the other PERSISTENT",
+                            variant(target, [](detail::ChosenVariant &chosen) {
+                              chosen.params.set("PERSISTENT", 1 - chosen.integer("PERSISTENT"));
+                            }));
+  }
+  if (target.vendor() == Vendor::nvidia && detail::nvidia_compute_capability(target) >= 80)
+    attentions.emplace_back("flash_attention_mma",
+                            variant(jit::Target::parse("sm_80"), [](detail::ChosenVariant &) {}));
+  if (attentions.empty())
+    GTEST_SKIP() << "flash_attention runs on NVIDIA sm_80 and newer; this is " << target.id();
+  this->expect_matches_reference(attentions);
 }
 
 } // namespace

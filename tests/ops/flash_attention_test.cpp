@@ -62,7 +62,8 @@ std::unique_ptr<jit::Compiler> nvrtc_or_null() {
 }
 
 // Every variant the wrapper launches on sm_90a (both types, head dims, masks) and, for bfloat16,
-// every combination of the tunables that the template's tuning rule lets a tuner try.
+// every combination of the tunables that the template's tuning rule lets a tuner try (those
+// other than PERSISTENT with its default, 1; 0 with the others' defaults).
 TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   const std::unique_ptr<jit::Compiler> nvrtc = nvrtc_or_null();
   if (!nvrtc)
@@ -75,22 +76,26 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
         for (int consumers : {2, 3})
           for (int block_n : {64, 128})
             for (int stages : {2, 3})
-              for (int pingpong : {0, 1}) {
-                const Instance instance = tmpl.bind({{"T", type},
-                                                     {"HEAD_DIM", head_dim},
-                                                     {"CAUSAL", causal},
-                                                     {"CONSUMERS", consumers},
-                                                     {"BLOCK_N", block_n},
-                                                     {"STAGES", stages},
-                                                     {"PINGPONG", pingpong}});
-                const bool defaults =
-                    consumers == 2 && block_n == 128 && stages == 2 && pingpong == 1;
-                if (!tmpl.tuning().fits(instance, "sm_90a").empty() ||
-                    (type != std::string("bfloat16") && !defaults))
-                  continue;
-                ++compiled;
-                EXPECT_TRUE(ptxas_is_clean(*nvrtc, instance, jit::Target::parse("sm_90a")));
-              }
+              for (int pingpong : {0, 1})
+                for (int persistent : {0, 1}) {
+                  const Instance instance = tmpl.bind({{"T", type},
+                                                       {"HEAD_DIM", head_dim},
+                                                       {"CAUSAL", causal},
+                                                       {"CONSUMERS", consumers},
+                                                       {"BLOCK_N", block_n},
+                                                       {"STAGES", stages},
+                                                       {"PINGPONG", pingpong},
+                                                       {"PERSISTENT", persistent}});
+                  const bool defaults =
+                      consumers == 2 && block_n == 128 && stages == 2 && pingpong == 1;
+                  // Other tunables with PERSISTENT 1 (bfloat16); PERSISTENT 0 at the defaults.
+                  if (!tmpl.tuning().fits(instance, "sm_90a").empty() ||
+                      (type != std::string("bfloat16") && !(defaults && persistent == 1)) ||
+                      (persistent == 0 && !defaults))
+                    continue;
+                  ++compiled;
+                  EXPECT_TRUE(ptxas_is_clean(*nvrtc, instance, jit::Target::parse("sm_90a")));
+                }
   EXPECT_GT(compiled, 8);
 }
 
