@@ -8,23 +8,8 @@ FlashAttention counts them. Times with CUDA events: the median of 5 batches. Pri
     python3 bench/python/attention_torch.py
 """
 import math
-import statistics
 
-
-def median_ms(torch, run, launches):
-    run()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(5):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(launches):
-            run()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / launches)
-    return statistics.median(samples)
+from gemm_torch import median_ms  # bench/python, this script's directory
 
 
 def main():

@@ -11,22 +11,18 @@ namespace kjit::mma_sync {
 // B's (k, n) = (2t [+8] + {0, 1}, group), C's (row, n) = (group [+8], 2t + {0, 1}), where
 // lane = 4 * group + t.
 template <typename T> struct Mma;
-template <> struct Mma<half> {
-  __device__ static void run(float *c, const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-template <> struct Mma<bfloat16> {
-  __device__ static void run(float *c, const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
+#define KJIT_MMA_SYNC(T, NAME)                                                                     \
+  template <> struct Mma<T> {                                                                      \
+    __device__ static void run(float *c, const unsigned (&a)[4], unsigned b0, unsigned b1) {       \
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." NAME "." NAME                          \
+                   ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                  \
+                   : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                \
+    }                                                                                              \
+  };
+KJIT_MMA_SYNC(half, "f16")
+KJIT_MMA_SYNC(bfloat16, "bf16")
+#undef KJIT_MMA_SYNC
 
 // Four 8 x 8 matrices of 16-bit elements from shared memory: lanes 8i..8i+7 give the addresses
 // of matrix i's 8 rows (16 bytes each, 16-byte aligned), and lane 4g + t receives in r[i] the
