@@ -127,7 +127,7 @@ void launch_plan(const AttentionPlan &plan, T *out, const T *q, const T *k, cons
                        .shared_bytes = plan.shared_bytes,
                        .stream = stream},
                       out, map_q, map_k, map_v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
-                      shape.q_heads, group, row_tiles, shape.batch, scale_log2);
+                      shape.total_k, shape.q_heads, group, row_tiles, shape.batch, scale_log2);
 }
 
 } // namespace

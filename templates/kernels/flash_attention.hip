@@ -62,6 +62,15 @@ __device__ inline float row_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+// The keys of a sequence that starts at row k_start of k and ends before k_end, as cu_seqlens_k
+// gives them, clamped to k's total_k rows: whatever cu_seqlens_k holds, a block walks at most
+// total_k keys (well-formed offsets are unchanged).
+__device__ inline int key_count(int k_start, int k_end, int total_k) {
+  if (k_start < 0 || k_start > total_k)
+    return 0;
+  return max(0, min(k_end, total_k) - k_start);
+}
+
 template <typename T> __device__ inline unsigned pack(float a, float b) {
   const typename kjit::Pairs<T>::type pair = kjit::Pairs<T>::pack(a, b);
   return *reinterpret_cast<const unsigned *>(&pair);
@@ -158,9 +167,10 @@ __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int row = row0 + 8 * h;
-    if (row >= q_length || q_start < 0 || q_start + row >= total_q)
+    const long long at = static_cast<long long>(q_start) + row; // in 64 bits: never wraps
+    if (row >= q_length || at < 0 || at >= total_q)
       continue;
-    T *out_row = out + (q_start + row) * row_elements + head * HEAD_DIM + 2 * (lane % 4);
+    T *out_row = out + at * row_elements + head * HEAD_DIM + 2 * (lane % 4);
 #pragma unroll
     for (int jj = 0; jj < HEAD_DIM / 8; ++jj)
       *reinterpret_cast<typename kjit::Pairs<T>::type *>(out_row + 8 * jj) =
@@ -186,7 +196,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                     const __grid_constant__ kjit::TensorMap map_k,
                     const __grid_constant__ kjit::TensorMap map_v,
                     const int *KJIT_RESTRICT cu_seqlens_q, const int *KJIT_RESTRICT cu_seqlens_k,
-                    int total_q, int q_heads, int group, int row_tiles, int batch,
+                    int total_q, int total_k, int q_heads, int group, int row_tiles, int batch,
                     float scale_log2) {
   using namespace kjit_flash_attention;
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
@@ -210,7 +220,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     it.q_start = cu_seqlens_q[sequence];
     it.q_length = cu_seqlens_q[sequence + 1] - it.q_start;
     it.k_start = cu_seqlens_k[sequence];
-    it.k_length = cu_seqlens_k[sequence + 1] - it.k_start;
+    it.k_length = key_count(it.k_start, cu_seqlens_k[sequence + 1], total_k);
     it.offset = it.k_length - it.q_length; // CAUSAL: row i sees keys j <= i + offset
     const int k_end = CAUSAL ? min(it.k_length, it.first + BLOCK_M + it.offset) : it.k_length;
     it.tiles = k_end > 0 ? (k_end + BLOCK_N - 1) / BLOCK_N : 0;
@@ -425,7 +435,8 @@ __global__ void __launch_bounds__(128)
   const int head = blockIdx.y, sequence = blockIdx.z;
   const int first = (gridDim.x - 1 - blockIdx.x) * BLOCK_M;
   const int q_start = cu_seqlens_q[sequence], q_length = cu_seqlens_q[sequence + 1] - q_start;
-  const int k_start = cu_seqlens_k[sequence], k_length = cu_seqlens_k[sequence + 1] - k_start;
+  const int k_start = cu_seqlens_k[sequence];
+  const int k_length = key_count(k_start, cu_seqlens_k[sequence + 1], total_k);
   if (first >= q_length)
     return;
   const int offset = k_length - q_length;
@@ -436,8 +447,9 @@ __global__ void __launch_bounds__(128)
   const int row0 = first + warp * 16 + lane / 4;
 
   // ROWS rows of `from` (rows `stride` elements apart) from row `start`, head_dim elements at
-  // `column`, into `tile`: rows past `length` of the sequence or outside [0, total) are zeros.
-  const auto stage = [&](T *tile, const T *from, int rows, int start, int length, int total,
+  // `column`, into `tile`: rows past `length` of the sequence or outside [0, total) are zeros
+  // (`start` in 64 bits, so that no cu_seqlens makes it wrap into the array).
+  const auto stage = [&](T *tile, const T *from, int rows, long long start, int length, int total,
                          int stride, int column) {
     constexpr int CHUNKS = HEAD_DIM / 8; // 16 bytes each
     for (int i = threadIdx.x; i < rows * CHUNKS; i += 128) {
@@ -458,8 +470,8 @@ __global__ void __launch_bounds__(128)
   if (tiles > 0) {
     // This warp's 16 rows of q as A fragments: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7),
     // (rows 0-7, k 8-15), (rows 8-15, k 8-15), lane 8i + r pointing at row r of matrix i.
-    stage(k_tile, q, BLOCK_M, q_start + first, q_length - first, total_q, q_heads * HEAD_DIM,
-          head * HEAD_DIM);
+    stage(k_tile, q, BLOCK_M, static_cast<long long>(q_start) + first, q_length - first, total_q,
+          q_heads * HEAD_DIM, head * HEAD_DIM);
     __syncthreads();
     unsigned q_fragments[HEAD_DIM / 16][4];
 #pragma unroll
@@ -469,10 +481,10 @@ __global__ void __launch_bounds__(128)
     for (int j = 0; j < tiles; ++j) {
       const int key0 = j * BLOCK_N;
       __syncthreads(); // every warp is done with the previous tiles (and q's)
-      stage(k_tile, k, BLOCK_N, k_start + key0, k_length - key0, total_k, kv_heads * HEAD_DIM,
-            kv_head * HEAD_DIM);
-      stage(v_tile, v, BLOCK_N, k_start + key0, k_length - key0, total_k, kv_heads * HEAD_DIM,
-            kv_head * HEAD_DIM);
+      stage(k_tile, k, BLOCK_N, static_cast<long long>(k_start) + key0, k_length - key0, total_k,
+            kv_heads * HEAD_DIM, kv_head * HEAD_DIM);
+      stage(v_tile, v, BLOCK_N, static_cast<long long>(k_start) + key0, k_length - key0, total_k,
+            kv_heads * HEAD_DIM, kv_head * HEAD_DIM);
       __syncthreads();
       // S = Q K^T: K's rows are B's columns (k-major), two n-tiles of 8 keys per ldmatrix:
       // matrices (keys 0-7, k 0-7), (keys 0-7, k 8-15), then keys 8-15.

@@ -261,7 +261,7 @@ void add_attention(std::vector<Template> &all) {
       TemplateOptions{.headers = headers,
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const kjit::TensorMap", "const int*", "const int*", "int",
-                                    "int", "int", "int", "int", "float"},
+                                    "int", "int", "int", "int", "int", "float"},
                       .tuning = rules,
                       .targets = {"sm_90a"}});
   // The same on sm_80 and newer with mma.sync: 64 query rows a block, BLOCK_N keys per tile.

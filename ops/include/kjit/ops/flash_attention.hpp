@@ -33,13 +33,15 @@ struct AttentionShape {
 };
 
 // On sm_90a (H100, H200) for Half and BFloat16, head_dim 64 or 128: the flash_attention template
-// (wgmma, TMA, producer and consumer warpgroups). Whatever cu_seqlens hold, the kernel reads and
-// writes only inside q, k, v and out; keys past a sequence's end are masked, but v's rows there
+// (wgmma, TMA, producer and consumer warpgroups); on other NVIDIA sm_80 and newer
+// flash_attention_mma (mma.sync). Whatever cu_seqlens hold, the kernels read and write only
+// inside q, k, v and out, and walk at most total_k keys per tile of rows (offsets outside [0,
+// total_k] count as no keys); keys past a sequence's end are masked, but on sm_90a v's rows there
 // still meet zero probabilities, so a NaN or infinity in a neighbouring sequence's v reaches the
 // output, as in FlashAttention. Throws Error(bad_argument), one line, for a null pointer, a size
 // out of range, q_heads not a multiple of kv_heads, a head dim other than 64 and 128, a scale
-// that is not positive and finite, or an array that is not 16-byte aligned; where the device is
-// not sm_90a, Error(unsupported_target) naming the targets that work; what Runtime::kernel
+// that is not positive and finite, or an array that is not 16-byte aligned; on AMD and NVIDIA
+// before sm_80, Error(unsupported_target) naming the targets that work; what Runtime::kernel
 // throws.
 template <Element T>
 void flash_attention(Runtime &rt, T *out, const T *q, const T *k, const T *v,
@@ -49,8 +51,8 @@ void flash_attention(Runtime &rt, T *out, const T *q, const T *k, const T *v,
 namespace reference {
 
 // The same in double precision, from host arrays (cu_seqlens of batch + 1 entries). Throws
-// Error(bad_argument) for the wrapper's shape errors and for arrays whose sizes or cu_seqlens
-// that do not match the shape.
+// Error(bad_argument) for the wrapper's shape errors, and for arrays or cu_seqlens that do not
+// match the shape.
 template <Element T>
 std::vector<double> flash_attention(std::span<const T> q, std::span<const T> k,
                                     std::span<const T> v, std::span<const int> cu_seqlens_q,
