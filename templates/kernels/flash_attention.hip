@@ -5,7 +5,8 @@
 //
 // with q and out [total_q, q_heads, HEAD_DIM], k and v [total_k, q_heads / group, HEAD_DIM],
 // all contiguous, and sequence b's rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] of q attending to
-// rows cu_seqlens_k[b] .. cu_seqlens_k[b + 1] of k and v (flash_attn_varlen_func's layout). CAUSAL
+// rows cu_seqlens_k[b] .. cu_seqlens_k[b + 1] of k and v (flash_attn_varlen_func's layout; key
+// counts are clamped to total_k, stores to total_q, whatever the offsets hold). CAUSAL
 // aligns the mask to the bottom right, as FlashAttention does: with q_length rows and k_length
 // keys, row i sees keys j <= i + k_length - q_length; a row that sees none gets zeros.
 //
@@ -16,9 +17,10 @@
 // masked to -inf, so their probabilities are exact zeros (which still multiply the next
 // sequence's v: a NaN or infinity there would leak in, as in FlashAttention's varlen kernels).
 //
-// A block takes 64 * CONSUMERS rows of one head of one sequence. Warpgroup 0 gives up registers
-// (setmaxnreg) and one of its threads copies the block's q once and then k and v tiles of BLOCK_N
-// keys into a ring of STAGES stages; k and v have their own "full" and "empty" mbarriers, so a
+// An item is 64 * CONSUMERS rows of one head of one sequence (a block takes one, or with
+// PERSISTENT several in turn: see the kernel). Warpgroup 0 gives up registers (setmaxnreg) and
+// one of its threads copies an item's q once and then its k and v tiles of BLOCK_N keys into a
+// ring of STAGES stages; k and v have their own "full" and "empty" mbarriers, so a
 // stage's k is replaced as soon as every consumer has its scores. Warpgroups 1..CONSUMERS take 64
 // rows each: S = Q K^T (wgmma, both from shared memory), the online softmax in float with exp2
 // on the scores held in registers, and O += P V with P from registers (wgmma's A operand in
