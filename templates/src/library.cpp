@@ -1,6 +1,7 @@
 #include "kjit/templates/library.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/templates/attention.hpp"
 
 #include <algorithm>
 #include <string>
@@ -23,6 +24,9 @@ extern const std::string_view gemm_staging_h;
 extern const std::string_view moe_routing_hip;
 extern const std::string_view moe_wgmma_hip;
 extern const std::string_view wgmma_h;
+extern const std::string_view flash_attention_hip;
+extern const std::string_view hopper_h;
+extern const std::string_view mma_sync_h;
 } // namespace embedded
 
 namespace {
@@ -272,6 +276,60 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                                     "const int*", "const int*", "int", "int"},
                       .tuning = moe_rules,
                       .targets = {"sm_90a"}});
+// Attention's forward on Hopper (sm_90a): wgmma fed by TMA, q, k and v passed as tensor maps.
+// CONSUMERS warpgroups of 64 query rows each, BLOCK_N keys per tile, STAGES tiles of k and v in
+// flight, PINGPONG 1: two consumers issue their products in turns, PERSISTENT 1: a block per
+// multiprocessor walks the items (flash_attention.hip, as its kernel flash_attention_mma is
+// below).
+void add_attention(std::vector<Template> &all) {
+  const std::vector<HeaderFile> headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)},
+                                           {"kjit/mma_sync.h", std::string(embedded::mma_sync_h)}};
+  TuningRules rules;
+  rules.shared_bytes = [](const Instance &instance) {
+    return flash_attention_shared_bytes(
+        integer_value(instance, "HEAD_DIM"), integer_value(instance, "CONSUMERS"),
+        integer_value(instance, "BLOCK_N"), integer_value(instance, "STAGES"));
+  };
+  rules.threads = [](const Instance &instance) {
+    return 128 * (integer_value(instance, "CONSUMERS") + 1);
+  };
+  // Three consumers' threads have 128 registers each (65536 / 512): S, P and O of 64-wide tiles
+  // fit them, wider ones spill and serialise wgmma (ptxas's C7512).
+  rules.fits = [](const Instance &instance, std::string_view) -> std::string {
+    if (integer_value(instance, "CONSUMERS") == 3 &&
+        (integer_value(instance, "HEAD_DIM") > 64 || integer_value(instance, "BLOCK_N") > 64))
+      return "three consumers fit only HEAD_DIM and BLOCK_N of 64 in their registers";
+    if (integer_value(instance, "PINGPONG") == 1 && integer_value(instance, "CONSUMERS") != 2)
+      return "PINGPONG takes turns between two consumers";
+    return "";
+  };
+  all.emplace_back(
+      "flash_attention", std::string(embedded::flash_attention_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"HEAD_DIM", ParamSchema::one_of({64, 128}, 128)},
+                             {"CAUSAL", ParamSchema::one_of({0, 1}, 0)},
+                             {"CONSUMERS", ParamSchema::one_of({2, 3}, 2).tunable()},
+                             {"BLOCK_N", ParamSchema::one_of({64, 128}, 128).tunable()},
+                             {"STAGES", ParamSchema::one_of({2, 3}, 2).tunable()},
+                             {"PINGPONG", ParamSchema::one_of({0, 1}, 1).tunable()},
+                             {"PERSISTENT", ParamSchema::one_of({0, 1}, 1).tunable()}},
+      TemplateOptions{.headers = headers,
+                      .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
+                                    "const kjit::TensorMap", "const int*", "const int*", "int",
+                                    "int", "int", "int", "int", "int", "float"},
+                      .tuning = rules,
+                      .targets = {"sm_90a"}});
+  // The same on sm_80 and newer with mma.sync: 64 query rows a block, BLOCK_N keys per tile.
+  all.emplace_back(
+      "flash_attention_mma", std::string(embedded::flash_attention_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"HEAD_DIM", ParamSchema::one_of({64, 128}, 128)},
+                             {"CAUSAL", ParamSchema::one_of({0, 1}, 0)},
+                             {"BLOCK_N", ParamSchema::one_of({32, 64}, 64).tunable()}},
+      TemplateOptions{.headers = headers,
+                      .arguments = {"T*", "const T*", "const T*", "const T*", "const int*",
+                                    "const int*", "int", "int", "int", "int", "float"},
+                      .targets = {"sm_80+"}});
 }
 
 std::vector<Template> make_builtin() {
@@ -291,6 +349,7 @@ std::vector<Template> make_builtin() {
   add_activations_and_rowwise(all, element_types);
   add_rotary_quant_gemm(all, element_types);
   add_moe(all, element_types);
+  add_attention(all);
   std::sort(all.begin(), all.end(),
             [](const Template &a, const Template &b) { return a.name() < b.name(); });
   return all;

@@ -3,6 +3,7 @@
 // and types, compiles or loads it through a Runtime, and launches it on the Runtime's device.
 #include "kjit/ops/activation.hpp"
 #include "kjit/ops/element.hpp"
+#include "kjit/ops/flash_attention.hpp"
 #include "kjit/ops/gemm.hpp"
 #include "kjit/ops/moe.hpp"
 #include "kjit/ops/norm.hpp"

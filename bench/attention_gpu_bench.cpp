@@ -1,0 +1,122 @@
+// kjit_attention_gpu_bench: flash_attention's TFLOP/s on FlashAttention-3's prefill protocol:
+// 16k tokens in all as sequences of 1k, 4k and 16k, 16 heads of dim 128, bf16, causal and not,
+// plus GQA 32/8 rows; each row for the wrapper's variant, its tunables' alternatives (a block per
+// tile, turns off, three stages) and the mma.sync kernel that serves sm_80 and newer.
+// bench/python/attention_torch.py times torch's scaled_dot_product_attention backends on the same
+// shapes; run both in one session to compare.
+//
+// FLOPs count as FlashAttention's do: 4 * tokens * seqlen * heads * head_dim, halved when causal.
+// Each row is launched once to compile and warm up; then the median of 5 batches, each timed on
+// the host from the first launch to the device's synchronisation, divided by its launches.
+#include "kjit/kjit.hpp"
+#include "kjit/ops/flash_attention.hpp"
+#include "ops/src/flash_attention_variant.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace kjit;
+using namespace kjit::ops;
+
+DeviceBuffer random_bf16(const Device &device, std::size_t count, std::mt19937 &rng) {
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::vector<BFloat16> host(count);
+  for (BFloat16 &value : host)
+    value = from_double<BFloat16>(uniform(rng));
+  DeviceBuffer buffer = device.allocate(count * sizeof(BFloat16));
+  buffer.write(host.data(), host.size() * sizeof(BFloat16));
+  return buffer;
+}
+
+} // namespace
+
+int main() {
+  try {
+    Runtime rt;
+    const Device &device = rt.default_device();
+    std::printf("device: %s (%s)\n", device.name().c_str(), device.target().id().c_str());
+    std::printf("%-22s %-8s %-6s %-6s %-8s %10s %10s\n", "variant", "seqlen", "heads", "kv",
+                "causal", "ms", "TFLOP/s");
+    constexpr int tokens = 16384, head_dim = 128;
+    struct Row {
+      int seqlen, q_heads, kv_heads;
+    };
+    std::mt19937 rng(1);
+    for (const Row row : {Row{1024, 16, 16}, {4096, 16, 16}, {16384, 16, 16}, {4096, 32, 8}})
+      for (bool causal : {false, true}) {
+        const int batch = tokens / row.seqlen;
+        std::vector<int> cu(batch + 1);
+        for (int b = 0; b <= batch; ++b)
+          cu[b] = b * row.seqlen;
+        DeviceBuffer cu_device = device.allocate(cu.size() * sizeof(int));
+        cu_device.write(cu.data(), cu.size() * sizeof(int));
+        const std::size_t q_count = std::size_t(tokens) * row.q_heads * head_dim;
+        const std::size_t k_count = std::size_t(tokens) * row.kv_heads * head_dim;
+        DeviceBuffer q = random_bf16(device, q_count, rng), k = random_bf16(device, k_count, rng),
+                     v = random_bf16(device, k_count, rng), out = device.allocate(q_count * 2);
+        const AttentionShape shape{.batch = batch,
+                                   .total_q = tokens,
+                                   .total_k = tokens,
+                                   .max_seqlen_q = row.seqlen,
+                                   .q_heads = row.q_heads,
+                                   .kv_heads = row.kv_heads,
+                                   .head_dim = head_dim,
+                                   .causal = causal,
+                                   .scale = static_cast<float>(1 / std::sqrt(head_dim))};
+        // The wrapper's variant, its tunables' alternatives, and the mma.sync kernel of sm_80.
+        const ops::detail::ChosenVariant chosen =
+            ops::detail::flash_attention_variant<BFloat16>(device.target(), shape);
+        std::vector<std::pair<std::string, ops::detail::ChosenVariant>> variants = {
+            {"default", chosen},
+            {"PERSISTENT=0", chosen},
+            {"PINGPONG=0", chosen},
+            {"STAGES=3", chosen}};
+        variants[1].second.params.set("PERSISTENT", 0);
+        variants[2].second.params.set("PINGPONG", 0);
+        variants[3].second.params.set("STAGES", 3);
+        variants.emplace_back("mma.sync", ops::detail::flash_attention_variant<BFloat16>(
+                                              jit::Target::parse("sm_80"), shape));
+        for (const auto &[name, variant] : variants) {
+          const auto run = [&] {
+            ops::detail::launch_flash_attention<BFloat16>(
+                rt, variant, static_cast<BFloat16 *>(out.data()),
+                static_cast<const BFloat16 *>(q.data()), static_cast<const BFloat16 *>(k.data()),
+                static_cast<const BFloat16 *>(v.data()), static_cast<const int *>(cu_device.data()),
+                static_cast<const int *>(cu_device.data()), shape);
+          };
+          run();
+          device.synchronize();
+          const double flops =
+              4.0 * tokens * row.seqlen * row.q_heads * head_dim / (causal ? 2.0 : 1.0);
+          // About 0.2 s per batch at 500 TFLOP/s.
+          const int launches = std::max(1, static_cast<int>(1e14 / flops));
+          std::vector<double> batches;
+          for (int i = 0; i < 5; ++i) {
+            const auto start = std::chrono::steady_clock::now();
+            for (int l = 0; l < launches; ++l)
+              run();
+            device.synchronize();
+            batches.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count() /
+                launches);
+          }
+          std::sort(batches.begin(), batches.end());
+          const double ms = batches[2];
+          std::printf("%-22s %-8d %-6d %-6d %-8s %10.4f %10.1f\n", name.c_str(), row.seqlen,
+                      row.q_heads, row.kv_heads, causal ? "yes" : "no", ms, flops / ms / 1e9);
+        }
+      }
+  } catch (const Error &error) {
+    std::fprintf(stderr, "%s\n", error.summary().c_str());
+    return 1;
+  }
+}

@@ -1,0 +1,63 @@
+#pragma once
+// Attention's forward over ragged batches (prefill), flash_attn_varlen_func's layout and
+// semantics: q and out [total_q, q_heads, head_dim], k and v [total_k, kv_heads, head_dim], all
+// contiguous device arrays of one element type; sequence b is rows cu_seqlens_q[b] ..
+// cu_seqlens_q[b + 1] of q attending to rows cu_seqlens_k[b] .. cu_seqlens_k[b + 1] of k and v
+// (int32 device arrays of batch + 1 entries, non-decreasing, from 0 to total_q and total_k):
+//
+//   out[i, h] = sum_j softmax_j(scale * q[i, h] . k[j, h / g]) v[j, h / g],  g = q_heads / kv_heads
+//
+// Causal masks align to the bottom right, as FlashAttention's do: with n rows of q and m keys in
+// a sequence, row i sees keys j <= i + m - n (the last row sees every key); a row that sees no
+// key (n > m) gets zeros. Products accumulate in float; the softmax runs in float with exp2:
+//
+//   kjit::ops::AttentionShape shape{.batch = 2, .total_q = 300, .total_k = 300,
+//                                   .max_seqlen_q = 200, .q_heads = 32, .kv_heads = 8,
+//                                   .head_dim = 128, .causal = true, .scale = 0.08838835f};
+//   kjit::ops::flash_attention(rt, out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape);
+#include "kjit/ops/element.hpp"
+#include "kjit/runtime/runtime.hpp"
+
+#include <span>
+#include <vector>
+
+namespace kjit::ops {
+
+struct AttentionShape {
+  int batch;            // sequences
+  int total_q, total_k; // rows of q (and out), of k (and v)
+  int max_seqlen_q;     // the longest sequence of q: rows past it in a sequence are not computed
+  int q_heads, kv_heads, head_dim;
+  bool causal;
+  float scale; // the scores' factor, usually 1 / sqrt(head_dim)
+};
+
+// On sm_90a (H100, H200) for Half and BFloat16, head_dim 64 or 128: the flash_attention template
+// (wgmma, TMA, producer and consumer warpgroups); on other NVIDIA sm_80 and newer
+// flash_attention_mma (mma.sync). Whatever cu_seqlens hold, the kernels read and write only
+// inside q, k, v and out, and walk at most total_k keys per tile of rows (offsets outside [0,
+// total_k] count as no keys); keys past a sequence's end are masked, but on sm_90a v's rows there
+// still meet zero probabilities, so a NaN or infinity in a neighbouring sequence's v reaches the
+// output, as in FlashAttention. Throws Error(bad_argument), one line, for a null pointer, a size
+// out of range, q_heads not a multiple of kv_heads, a head dim other than 64 and 128, a scale
+// that is not positive and finite, or an array that is not 16-byte aligned; on AMD and NVIDIA
+// before sm_80, Error(unsupported_target) naming the targets that work; what Runtime::kernel
+// throws.
+template <Element T>
+void flash_attention(Runtime &rt, T *out, const T *q, const T *k, const T *v,
+                     const int *cu_seqlens_q, const int *cu_seqlens_k, const AttentionShape &shape,
+                     Stream stream = nullptr);
+
+namespace reference {
+
+// The same in double precision, from host arrays (cu_seqlens of batch + 1 entries). Throws
+// Error(bad_argument) for the wrapper's shape errors, and for arrays or cu_seqlens that do not
+// match the shape.
+template <Element T>
+std::vector<double> flash_attention(std::span<const T> q, std::span<const T> k,
+                                    std::span<const T> v, std::span<const int> cu_seqlens_q,
+                                    std::span<const int> cu_seqlens_k, const AttentionShape &shape);
+
+} // namespace reference
+
+} // namespace kjit::ops

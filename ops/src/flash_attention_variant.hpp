@@ -1,0 +1,23 @@
+#pragma once
+// flash_attention's variant choice and a launch of any variant, for tests and benchmarks that
+// compare its tunables (the wrapper launches flash_attention_variant's).
+#include "kjit/ops/flash_attention.hpp"
+#include "variants.hpp"
+
+namespace kjit::ops::detail {
+
+// The heuristic's variant for the call's type, head dim and mask on `target`: flash_attention on
+// sm_90a, flash_attention_mma elsewhere (which refuses targets before sm_80 and AMD's).
+template <Element T>
+ChosenVariant flash_attention_variant(const jit::Target &target, const AttentionShape &shape);
+
+// Launches `variant` (of flash_attention or flash_attention_mma) as flash_attention() would,
+// after the same checks. Throws Error(bad_argument) where the variant's HEAD_DIM or CAUSAL is not
+// the shape's.
+template <Element T>
+void launch_flash_attention(Runtime &rt, const ChosenVariant &variant, T *out, const T *q,
+                            const T *k, const T *v, const int *cu_seqlens_q,
+                            const int *cu_seqlens_k, const AttentionShape &shape,
+                            Stream stream = nullptr);
+
+} // namespace kjit::ops::detail

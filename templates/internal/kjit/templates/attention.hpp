@@ -1,0 +1,18 @@
+#pragma once
+// The flash_attention template's shared memory, for its tuning rule (library.cpp) and its launch
+// (ops/src/flash_attention.cpp): one formula, as the kernel lays it out.
+#include <cstdint>
+
+namespace kjit::templates {
+
+// q's 64 * consumers rows and `stages` tiles of block_n keys of k and of v, each head_dim
+// 16-bit elements wide; the slack that aligns them to 1024 bytes (the 128-byte swizzle's period);
+// the mbarriers (q's full and empty ones, and k's and v's per stage).
+constexpr std::int64_t flash_attention_shared_bytes(std::int64_t head_dim, std::int64_t consumers,
+                                                    std::int64_t block_n, std::int64_t stages) {
+  const std::int64_t row_bytes = head_dim * 2;
+  return 64 * consumers * row_bytes + 2 * stages * block_n * row_bytes + 1024 +
+         (2 + 4 * stages) * 8;
+}
+
+} // namespace kjit::templates

@@ -1,0 +1,205 @@
+// flash_attention on the device against the double-precision reference: ragged batches (lengths
+// of 1 and not multiples of the tiles), causal masks at their boundaries (more keys than queries,
+// and more queries than keys, whose first rows see none), GQA 1, 4 and 8, both head dims and
+// types, into a poisoned output.
+#include "ops/src/flash_attention_variant.hpp"
+#include "ops/src/launch.hpp"
+#include "tests/ops/gpu_support.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace kjit::ops {
+namespace {
+
+using gpu_testing::OpsGpuTest;
+
+struct Case {
+  std::vector<int> q_lengths, k_lengths;
+  int q_heads, kv_heads, head_dim;
+  bool causal;
+};
+
+std::vector<int> offsets(const std::vector<int> &lengths) {
+  std::vector<int> cu(lengths.size() + 1, 0);
+  std::partial_sum(lengths.begin(), lengths.end(), cu.begin() + 1);
+  return cu;
+}
+
+// How a test runs the operator: flash_attention() or one variant of it.
+template <Element T>
+using Attention = std::function<void(T *, const T *, const T *, const T *, const int *, const int *,
+                                     const AttentionShape &)>;
+
+template <Element T> class FlashAttentionGpuTest : public OpsGpuTest {
+protected:
+  DeviceBuffer upload_offsets(const std::vector<int> &cu) {
+    DeviceBuffer buffer = this->device().allocate(cu.size() * sizeof(int));
+    buffer.write(cu.data(), cu.size() * sizeof(int));
+    return buffer;
+  }
+
+  // P is rounded to T before its product with v (|v| <= 1): at most half of epsilon<T> relative
+  // on each probability, so epsilon<T> absolute bounds that with room; the output is rounded once
+  // more (epsilon<T> relative). exp2.approx's error (2^-22) and float accumulation are far below.
+  // Each of `attentions` (a name and a launch) against the reference, computed once per case.
+  void
+  expect_matches_reference(const std::vector<std::pair<std::string, Attention<T>>> &attentions) {
+    const std::vector<Case> cases = {
+        {{1, 130, 257, 64}, {1, 130, 257, 64}, 8, 8, 128, true},
+        {{1, 130, 257, 64}, {1, 130, 257, 64}, 8, 8, 128, false},
+        {{100, 1, 200}, {300, 77, 450}, 8, 2, 128, true}, // keys past the queries: chunked
+        {{300, 5}, {100, 1}, 8, 1, 64, true},             // rows that see no key get zeros
+        {{129, 383}, {129, 383}, 16, 2, 64, false},
+        {{129, 383}, {129, 383}, 16, 2, 64, true},
+    };
+    std::mt19937 rng(27);
+    for (const Case &c : cases) {
+      const std::vector<int> cu_q = offsets(c.q_lengths), cu_k = offsets(c.k_lengths);
+      const AttentionShape shape{.batch = static_cast<int>(c.q_lengths.size()),
+                                 .total_q = cu_q.back(),
+                                 .total_k = cu_k.back(),
+                                 .max_seqlen_q =
+                                     *std::max_element(c.q_lengths.begin(), c.q_lengths.end()),
+                                 .q_heads = c.q_heads,
+                                 .kv_heads = c.kv_heads,
+                                 .head_dim = c.head_dim,
+                                 .causal = c.causal,
+                                 .scale = static_cast<float>(1 / std::sqrt(c.head_dim))};
+      SCOPED_TRACE("q_heads " + std::to_string(c.q_heads) + ", kv_heads " +
+                   std::to_string(c.kv_heads) + ", head_dim " + std::to_string(c.head_dim) +
+                   (c.causal ? ", causal" : "") + ", total_q " + std::to_string(shape.total_q));
+      const std::size_t q_count = std::size_t(shape.total_q) * c.q_heads * c.head_dim;
+      const std::size_t k_count = std::size_t(shape.total_k) * c.kv_heads * c.head_dim;
+      const auto q = gpu_testing::random_elements<T>(q_count, rng, -1, 1);
+      const auto k = gpu_testing::random_elements<T>(k_count, rng, -1, 1);
+      const auto v = gpu_testing::random_elements<T>(k_count, rng, -1, 1);
+      DeviceBuffer q_device = this->upload(q), k_device = this->upload(k),
+                   v_device = this->upload(v);
+      DeviceBuffer cu_q_device = upload_offsets(cu_q), cu_k_device = upload_offsets(cu_k);
+      const std::vector<double> expected =
+          reference::flash_attention<T>(q, k, v, cu_q, cu_k, shape);
+      for (const auto &[name, attention] : attentions) {
+        DeviceBuffer out = this->template poisoned<T>(q_count);
+        attention(static_cast<T *>(out.data()), static_cast<const T *>(q_device.data()),
+                  static_cast<const T *>(k_device.data()), static_cast<const T *>(v_device.data()),
+                  static_cast<const int *>(cu_q_device.data()),
+                  static_cast<const int *>(cu_k_device.data()), shape);
+        EXPECT_TRUE(gpu_testing::all_close(this->template download<T>(out, q_count), expected,
+                                           epsilon<T>(), epsilon<T>()))
+            << name;
+      }
+    }
+  }
+};
+using AttentionTypes = ::testing::Types<Half, BFloat16>;
+TYPED_TEST_SUITE(FlashAttentionGpuTest, AttentionTypes);
+
+// On sm_90a flash_attention() (the wgmma kernel, persistent without a mask, a block per tile of
+// rows with one) and the same with the other PERSISTENT; on NVIDIA sm_80 and newer the mma.sync
+// kernel, which the others get. Empty where none runs.
+template <Element T>
+std::vector<std::pair<std::string, Attention<T>>> kernels(Runtime &rt, const jit::Target &target) {
+  std::vector<std::pair<std::string, Attention<T>>> attentions;
+  // The variant for the call's shape as chosen for `chosen_for`, with `change` applied.
+  const auto variant = [&rt](const jit::Target &chosen_for,
+                             std::function<void(detail::ChosenVariant &)> change) -> Attention<T> {
+    return [&rt, chosen_for, change](T *out, const T *q, const T *k, const T *v, const int *cu_q,
+                                     const int *cu_k, const AttentionShape &shape) {
+      detail::ChosenVariant chosen = detail::flash_attention_variant<T>(chosen_for, shape);
+      change(chosen);
+      detail::launch_flash_attention<T>(rt, chosen, out, q, k, v, cu_q, cu_k, shape);
+    };
+  };
+  if (target.id() == "sm_90a") {
+    attentions.emplace_back("flash_attention()",
+                            [&rt](T *out, const T *q, const T *k, const T *v, const int *cu_q,
+                                  const int *cu_k, const AttentionShape &shape) {
+                              flash_attention<T>(rt, out, q, k, v, cu_q, cu_k, shape);
+                            });
+    attentions.emplace_back("the other PERSISTENT",
+                            variant(target, [](detail::ChosenVariant &chosen) {
+                              chosen.params.set("PERSISTENT", 1 - chosen.integer("PERSISTENT"));
+                            }));
+  }
+  if (target.vendor() == Vendor::nvidia && detail::nvidia_compute_capability(target) >= 80)
+    attentions.emplace_back("flash_attention_mma",
+                            variant(jit::Target::parse("sm_80"), [](detail::ChosenVariant &) {}));
+  return attentions;
+}
+
+TYPED_TEST(FlashAttentionGpuTest, EveryKernelMatchesTheReferenceOnRaggedCausalGroupedBatches) {
+  using T = TypeParam;
+  const auto attentions = kernels<T>(this->runtime(), this->device().target());
+  if (attentions.empty())
+    GTEST_SKIP() << "flash_attention runs on NVIDIA sm_80 and newer; this is "
+                 << this->device().target().id();
+  this->expect_matches_reference(attentions);
+}
+
+// cu_seqlens whose second sequence runs to 2^30 rows of 70: every kernel finishes, writes
+// nothing past out (a poisoned guard after it stays poisoned) and still gets the first
+// sequence right.
+TYPED_TEST(FlashAttentionGpuTest, OffsetsPastTheArraysStayInsideThemAndFinish) {
+  using T = TypeParam;
+  const auto attentions = kernels<T>(this->runtime(), this->device().target());
+  if (attentions.empty())
+    GTEST_SKIP() << "flash_attention runs on NVIDIA sm_80 and newer; this is "
+                 << this->device().target().id();
+  constexpr int rows = 70, heads = 2, head_dim = 64, guard = 64 * 1024;
+  for (bool causal : {false, true}) {
+    const std::vector<int> cu = {0, 5, 1 << 30};
+    const AttentionShape shape{.batch = 2,
+                               .total_q = rows,
+                               .total_k = rows,
+                               .max_seqlen_q = rows,
+                               .q_heads = heads,
+                               .kv_heads = heads,
+                               .head_dim = head_dim,
+                               .causal = causal,
+                               .scale = 0.125f};
+    const std::size_t count = std::size_t(rows) * heads * head_dim;
+    std::mt19937 rng(5);
+    const auto q = gpu_testing::random_elements<T>(count, rng, -1, 1);
+    const auto k = gpu_testing::random_elements<T>(count, rng, -1, 1);
+    const auto v = gpu_testing::random_elements<T>(count, rng, -1, 1);
+    DeviceBuffer q_device = this->upload(q), k_device = this->upload(k), v_device = this->upload(v);
+    DeviceBuffer cu_device = this->upload_offsets(cu);
+    // The first sequence alone: its 5 rows of each array.
+    AttentionShape first = shape;
+    first.batch = 1;
+    first.total_q = first.total_k = first.max_seqlen_q = 5;
+    const std::size_t first_count = std::size_t(5) * heads * head_dim;
+    const std::vector<T> q5(q.begin(), q.begin() + first_count),
+        k5(k.begin(), k.begin() + first_count), v5(v.begin(), v.begin() + first_count);
+    const std::vector<int> cu5 = {0, 5};
+    const std::vector<double> expected = reference::flash_attention<T>(q5, k5, v5, cu5, cu5, first);
+    for (const auto &[name, attention] : attentions) {
+      SCOPED_TRACE(name + (causal ? ", causal" : ""));
+      DeviceBuffer out = this->template poisoned<T>(count + guard);
+      attention(static_cast<T *>(out.data()), static_cast<const T *>(q_device.data()),
+                static_cast<const T *>(k_device.data()), static_cast<const T *>(v_device.data()),
+                static_cast<const int *>(cu_device.data()),
+                static_cast<const int *>(cu_device.data()), shape);
+      const std::vector<T> got = this->template download<T>(out, count + guard);
+      EXPECT_TRUE(gpu_testing::all_close(std::span<const T>(got.data(), first_count),
+                                         std::span<const double>(expected), epsilon<T>(),
+                                         epsilon<T>()));
+      std::size_t written = 0;
+      for (std::size_t i = count; i < count + guard; ++i) {
+        std::uint16_t bits;
+        std::memcpy(&bits, &got[i], sizeof(bits));
+        written += bits != 0xFFFF;
+      }
+      EXPECT_EQ(written, 0u) << "elements written past out";
+    }
+  }
+}
+
+} // namespace
+} // namespace kjit::ops

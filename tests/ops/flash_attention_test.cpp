@@ -1,0 +1,266 @@
+#include "kjit/ops/flash_attention.hpp"
+#include "ops/src/flash_attention_variant.hpp"
+#include "runtime/src/variant.hpp"
+#include "tests/ops/compile_support.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <memory>
+#include <regex>
+
+namespace kjit::ops {
+namespace {
+
+using compile_testing::OpsCompileTest;
+
+AttentionShape small_shape(int batch, int total_q, int total_k, int q_heads, int kv_heads,
+                           bool causal) {
+  return {.batch = batch,
+          .total_q = total_q,
+          .total_k = total_k,
+          .max_seqlen_q = total_q,
+          .q_heads = q_heads,
+          .kv_heads = kv_heads,
+          .head_dim = 64,
+          .causal = causal,
+          .scale = 0.5f};
+}
+
+// ptxas reports without failing when it serialises wgmma (C7510, or C7512 where registers run
+// short) or ignores setmaxnreg (C7508), and names spills only in its -v report. Compiles
+// `instance` through NVRTC as kjit does, plus --ptxas-options=-v, and reads the log.
+::testing::AssertionResult ptxas_is_clean(jit::Compiler &nvrtc, const Instance &instance,
+                                          const jit::Target &target) {
+  VariantDescription variant = describe_variant(instance, target, CompilerIdentity::of(nvrtc));
+  variant.request.options.push_back("--ptxas-options=-v");
+  const jit::CompileResult result = nvrtc.compile(variant.request);
+  const auto failure = [&](const char *why) {
+    return ::testing::AssertionFailure()
+           << instance.expression(Vendor::nvidia) << " for " << target.id() << ": " << why << "\n"
+           << result.log;
+  };
+  if (result.log.find("wgmma.mma_async instructions are serialized") != std::string::npos)
+    return failure("wgmma serialised");
+  if (result.log.find("C7508") != std::string::npos)
+    return failure("setmaxnreg ignored");
+  static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  std::smatch found;
+  if (!std::regex_search(result.log, found, spills))
+    return failure("no ptxas -v report");
+  if (found[1].str() != "0" || found[2].str() != "0" ||
+      result.log.find("0 bytes stack frame") == std::string::npos)
+    return failure("spills or a stack frame");
+  return ::testing::AssertionSuccess();
+}
+
+std::unique_ptr<jit::Compiler> nvrtc_or_null() {
+  try {
+    return jit::load_compiler(Vendor::nvidia);
+  } catch (const Error &) {
+    return nullptr;
+  }
+}
+
+// Every variant the wrapper launches on sm_90a (both types, head dims, masks) and, for bfloat16,
+// every combination of the tunables that the template's tuning rule lets a tuner try (those
+// other than PERSISTENT with its default, 1; 0 with the others' defaults).
+TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
+  const std::unique_ptr<jit::Compiler> nvrtc = nvrtc_or_null();
+  if (!nvrtc)
+    GTEST_SKIP() << "NVRTC is not available";
+  const Template &tmpl = templates::find("flash_attention");
+  int compiled = 0;
+  for (const char *type : {"half", "bfloat16"})
+    for (int head_dim : {64, 128})
+      for (int causal : {0, 1})
+        for (int consumers : {2, 3})
+          for (int block_n : {64, 128})
+            for (int stages : {2, 3})
+              for (int pingpong : {0, 1})
+                for (int persistent : {0, 1}) {
+                  const Instance instance = tmpl.bind({{"T", type},
+                                                       {"HEAD_DIM", head_dim},
+                                                       {"CAUSAL", causal},
+                                                       {"CONSUMERS", consumers},
+                                                       {"BLOCK_N", block_n},
+                                                       {"STAGES", stages},
+                                                       {"PINGPONG", pingpong},
+                                                       {"PERSISTENT", persistent}});
+                  const bool defaults =
+                      consumers == 2 && block_n == 128 && stages == 2 && pingpong == 1;
+                  // Other tunables with PERSISTENT 1 (bfloat16); PERSISTENT 0 at the defaults.
+                  if (!tmpl.tuning().fits(instance, "sm_90a").empty() ||
+                      (type != std::string("bfloat16") && !(defaults && persistent == 1)) ||
+                      (persistent == 0 && !defaults))
+                    continue;
+                  ++compiled;
+                  EXPECT_TRUE(ptxas_is_clean(*nvrtc, instance, jit::Target::parse("sm_90a")));
+                }
+  EXPECT_GT(compiled, 8);
+}
+
+// flash_attention_mma, every variant, for sm_80 (the oldest it serves) and sm_90a.
+TEST(FlashAttentionCompile, MmaSyncKernelHasNoSpills) {
+  const std::unique_ptr<jit::Compiler> nvrtc = nvrtc_or_null();
+  if (!nvrtc)
+    GTEST_SKIP() << "NVRTC is not available";
+  const Template &tmpl = templates::find("flash_attention_mma");
+  for (const char *target : {"sm_80", "sm_90a"})
+    for (const char *type : {"half", "bfloat16"})
+      for (int head_dim : {64, 128})
+        for (int causal : {0, 1})
+          for (int block_n : {32, 64})
+            EXPECT_TRUE(ptxas_is_clean(*nvrtc,
+                                       tmpl.bind({{"T", type},
+                                                  {"HEAD_DIM", head_dim},
+                                                  {"CAUSAL", causal},
+                                                  {"BLOCK_N", block_n}}),
+                                       jit::Target::parse(target)));
+}
+
+// Three consumers have 65536 / 512 = 128 registers a thread, too few for S, P and O of 128-wide
+// tiles, and PINGPONG's turns are between two: the rule keeps a tuner from the rest before
+// compiling.
+TEST(FlashAttentionTuning, RefusesThreeConsumersWithWideTilesOrTurns) {
+  const Template &tmpl = templates::find("flash_attention");
+  const auto why = [&](int head_dim, int consumers, int block_n, int pingpong) {
+    return tmpl.tuning().fits(tmpl.bind({{"HEAD_DIM", head_dim},
+                                         {"CONSUMERS", consumers},
+                                         {"BLOCK_N", block_n},
+                                         {"PINGPONG", pingpong}}),
+                              "sm_90a");
+  };
+  EXPECT_EQ(why(128, 2, 128, 1), "");
+  EXPECT_EQ(why(64, 3, 64, 0), "");
+  EXPECT_EQ(why(64, 3, 128, 0),
+            "three consumers fit only HEAD_DIM and BLOCK_N of 64 in their registers");
+  EXPECT_EQ(why(128, 3, 64, 0),
+            "three consumers fit only HEAD_DIM and BLOCK_N of 64 in their registers");
+  EXPECT_EQ(why(64, 3, 64, 1), "PINGPONG takes turns between two consumers");
+}
+
+TEST_F(OpsCompileTest, FlashAttentionNamesItsTargetsBeforeCompilingForOthers) {
+  for (const char *target : {"sm_80", "sm_90", "gfx942", "gfx950"})
+    EXPECT_TRUE(refused_before_compiling("flash_attention", target, "sm_90a")) << target;
+  for (const char *target : {"sm_75", "gfx942", "gfx950"})
+    EXPECT_TRUE(refused_before_compiling("flash_attention_mma", target, "sm_80 and newer"))
+        << target;
+}
+
+TEST(FlashAttentionVariant, WgmmaOnSm90aAndMmaSyncElsewhere) {
+  const AttentionShape shape = small_shape(1, 1, 1, 1, 1, true);
+  EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), shape).tmpl->name(),
+            "flash_attention");
+  for (const char *target : {"sm_80", "sm_90", "sm_100", "gfx942"})
+    EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse(target), shape).tmpl->name(),
+              "flash_attention_mma")
+        << target;
+}
+
+TEST(FlashAttentionReference, OneQueryAveragesTheValuesByItsSoftmaxWeights) {
+  // Head dim 64: q = e0, keys e0 and 2 e0, scale 0.5: scores 0.5 and 1.
+  AttentionShape shape = small_shape(1, 1, 2, 1, 1, false);
+  std::vector<float> q(64, 0.f), k(128, 0.f), v(128, 0.f);
+  q[0] = 1;
+  k[0] = 1;
+  k[64] = 2;
+  v[0] = 3;
+  v[64] = 5;
+  const std::vector<int> cu_q = {0, 1}, cu_k = {0, 2};
+  std::vector<Half> qh(q.size()), kh(k.size()), vh(v.size());
+  for (std::size_t i = 0; i < q.size(); ++i)
+    qh[i] = from_double<Half>(q[i]);
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    kh[i] = from_double<Half>(k[i]);
+    vh[i] = from_double<Half>(v[i]);
+  }
+  const std::vector<double> out = reference::flash_attention<Half>(qh, kh, vh, cu_q, cu_k, shape);
+  const double w0 = std::exp(0.5), w1 = std::exp(1.0);
+  EXPECT_NEAR(out[0], (3 * w0 + 5 * w1) / (w0 + w1), 1e-12);
+  EXPECT_EQ(out[1], 0.0);
+}
+
+// Causal masks align to the bottom right: 2 queries over 3 keys, row 0 sees keys 0 and 1; 3
+// queries over 1 key, rows 0 and 1 see none (zeros) and row 2 sees it. GQA: q head h reads kv
+// head h / 2. v's column 0 is the key's index + 1 (times the kv head's 10), and every score is 0,
+// so a row's output is the mean of what it sees.
+TEST(FlashAttentionReference, CausalIsBottomRightAlignedAndGroupsShareKvHeads) {
+  AttentionShape shape = small_shape(2, 5, 4, 4, 2, true);
+  shape.max_seqlen_q = 3;
+  const std::vector<int> cu_q = {0, 2, 5}, cu_k = {0, 3, 4};
+  std::vector<BFloat16> q(5 * 4 * 64, from_double<BFloat16>(0)), k(4 * 2 * 64, q[0]), v(k);
+  for (int token = 0; token < 4; ++token)
+    for (int kv_head = 0; kv_head < 2; ++kv_head)
+      v[(token * 2 + kv_head) * 64] =
+          from_double<BFloat16>((kv_head + 1) * 10 * ((token < 3 ? token : token - 3) + 1));
+  const std::vector<double> out = reference::flash_attention<BFloat16>(q, k, v, cu_q, cu_k, shape);
+  const auto at = [&](int token, int head) { return out[(token * 4 + head) * 64]; };
+  for (int head = 0; head < 4; ++head) {
+    const double unit = (head / 2 + 1) * 10;
+    EXPECT_DOUBLE_EQ(at(0, head), unit * 1.5) << head; // keys 0, 1
+    EXPECT_DOUBLE_EQ(at(1, head), unit * 2.0) << head; // keys 0, 1, 2
+    EXPECT_EQ(at(2, head), 0.0) << head;
+    EXPECT_EQ(at(3, head), 0.0) << head;
+    EXPECT_DOUBLE_EQ(at(4, head), unit) << head; // key 0 of sequence 1
+  }
+}
+
+TEST(FlashAttentionArguments, BadOnesAreRefusedInOneLineBeforeAnyDeviceIsTouched) {
+  Runtime rt;
+  alignas(16) BFloat16 buffer[64] = {};
+  const int cu[2] = {0, 1};
+  const auto summary = [&](const AttentionShape &shape, const void *k = nullptr) {
+    try {
+      flash_attention<BFloat16>(rt, buffer, buffer, k ? static_cast<const BFloat16 *>(k) : buffer,
+                                buffer, cu, cu, shape);
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument);
+      return error.summary();
+    }
+    return std::string("no error");
+  };
+  const AttentionShape good = small_shape(1, 1, 1, 4, 2, false);
+  AttentionShape shape = good;
+  shape.q_heads = 6;
+  shape.kv_heads = 4;
+  EXPECT_EQ(summary(shape),
+            "kjit::ops::flash_attention: q_heads 6 is not a multiple of kv_heads 4");
+  shape = good;
+  shape.head_dim = 96;
+  EXPECT_EQ(summary(shape), "kjit::ops::flash_attention: head_dim 96 is not supported (64 or 128)");
+  shape = good;
+  shape.max_seqlen_q = 2;
+  EXPECT_EQ(summary(shape), "kjit::ops::flash_attention: max_seqlen_q is 2, must be in [1, 1]");
+  shape = good;
+  shape.batch = 0;
+  EXPECT_EQ(summary(shape), "kjit::ops::flash_attention: batch is 0, must be in [1, 65535]");
+  shape = good;
+  shape.scale = -1;
+  EXPECT_EQ(summary(shape),
+            "kjit::ops::flash_attention: scale -1.000000 must be positive and finite");
+  EXPECT_EQ(summary(good, reinterpret_cast<const char *>(buffer) + 2),
+            "kjit::ops::flash_attention: k is not 16-byte aligned");
+}
+
+TEST(FlashAttentionReference, RefusesCuSeqlensThatDoNotMatchTheShape) {
+  const AttentionShape shape = small_shape(2, 2, 2, 1, 1, false);
+  const std::vector<Half> q(2 * 64), k(q), v(q);
+  const auto summary = [&](std::vector<int> cu_q, std::vector<int> cu_k) {
+    try {
+      reference::flash_attention<Half>(q, k, v, cu_q, cu_k, shape);
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument);
+      return error.summary();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(summary({0, 2}, {0, 1, 2}),
+            "kjit::ops::flash_attention: cu_seqlens_q and cu_seqlens_k hold 2 and 3 entries, not "
+            "batch + 1 = 3");
+  EXPECT_EQ(summary({0, 2, 1}, {0, 1, 2}),
+            "kjit::ops::flash_attention: cu_seqlens_q must rise from 0 to 2");
+  EXPECT_EQ(summary({0, 1, 2}, {0, 1, 2}), "no error");
+}
+
+} // namespace
+} // namespace kjit::ops
