@@ -51,7 +51,8 @@ def decode_plan(sms, batch, q_heads, kv_heads, max_len, may_split=True):
 
 
 class Decode:
-    def __init__(self, rt, batch, ctx, q_heads=32, kv_heads=8, head_dim=128, page=16, fp8=False):
+    def __init__(self, rt, batch, ctx, q_heads=32, kv_heads=8, head_dim=128, page=16, fp8=False,
+                 warps=None, unroll=None):
         dev = "cuda"
         self.batch, self.ctx, self.q_heads, self.kv_heads = batch, ctx, q_heads, kv_heads
         self.head_dim, self.page, self.fp8 = head_dim, page, fp8
@@ -74,8 +75,9 @@ class Decode:
         self.out = torch.full_like(self.q, float("nan"))
         self.scale = 1.0 / math.sqrt(head_dim)
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        group, chunks, unroll, warps, self.splits, self.partition = decode_plan(
+        group, chunks, plan_unroll, plan_warps, self.splits, self.partition = decode_plan(
             sms, batch, q_heads, kv_heads, ctx)
+        warps, unroll = warps or plan_warps, unroll or plan_unroll
         self.grid = (kv_heads * chunks, batch, self.splits)
         self.block = warps * 32
         self.kernel = rt.kernel(kjit.Template.builtin("paged_attention_decode"), {
@@ -210,6 +212,17 @@ def main():
                 line += f"\n    kjit / best sdpa ({best}): {timed[best] / t:.2f}x"
         print(line, flush=True)
         del case
+        torch.cuda.empty_cache()
+    # The tunables around the plan's choice (WARPS 4, UNROLL 4), on the same shapes.
+    for batch, ctx in ((64, 4096), (1, 32768), (256, 1024)):
+        row = f"sweep batch {batch} ctx {ctx}:"
+        for warps in (2, 4, 8):
+            for unroll in (1, 2, 4):
+                case = Decode(rt, batch, ctx, warps=warps, unroll=unroll)
+                rate = case.kv_bytes() / seconds_per_call(torch, case)
+                row += f" W{warps}U{unroll} {100 * rate / copy:.0f}%"
+                del case
+        print(row, flush=True)
         torch.cuda.empty_cache()
     for fp8, rope in ((False, False), (False, True), (True, False)):
         rate = write_case(rt, fp8=fp8, rope=rope)
