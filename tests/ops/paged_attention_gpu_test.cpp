@@ -103,6 +103,21 @@ Tables shuffled_tables(const std::vector<int> &lens, int page, std::mt19937 &rng
   return t;
 }
 
+// The decode inputs on the device, and the output poisoned.
+struct DecodeBuffers {
+  DeviceBuffer k, v, q, tables, lens, out;
+};
+template <Element T>
+DecodeBuffers decode_buffers(const Device &device, const HostCache &host, const std::vector<T> &q,
+                             const Tables &t) {
+  return {to_device(device, host.k_bytes),
+          to_device(device, host.v_bytes),
+          to_device(device, q),
+          to_device(device, t.tables),
+          to_device(device, t.lens),
+          poisoned_bytes(device, q.size() * sizeof(T))};
+}
+
 TYPED_TEST(PagedAttentionGpuTest, DecodeMatchesTheReference) {
   using T = TypeParam;
   const DecodeCase cases[] = {
@@ -133,28 +148,24 @@ TYPED_TEST(PagedAttentionGpuTest, DecodeMatchesTheReference) {
         static_cast<std::size_t>(batch) * c.q_heads * c.head_dim, rng, -1.0, 1.0);
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
 
-    DeviceBuffer k = to_device(this->device(), host.k_bytes),
-                 v = to_device(this->device(), host.v_bytes);
-    DeviceBuffer q_on_device = this->upload(q);
-    DeviceBuffer tables = to_device(this->device(), t.tables),
-                 seq_lens = to_device(this->device(), t.lens);
-    DeviceBuffer out = this->template poisoned<T>(q.size());
-    PagedKvCache cache{k.as<void>(), v.as<void>(), t.num_blocks, c.page, c.kv_heads, c.head_dim};
+    DecodeBuffers buffers = decode_buffers(this->device(), host, q, t);
+    PagedKvCache cache{
+        buffers.k.as<void>(), buffers.v.as<void>(), t.num_blocks, c.page, c.kv_heads, c.head_dim};
     if (c.fp8) {
       cache.format = KvCacheFormat::fp8_e4m3;
       cache.k_scale = static_cast<float>(k_scale);
       cache.v_scale = static_cast<float>(v_scale);
     }
-    const DecodeBatch decode{tables.as<std::int32_t>(), seq_lens.as<std::int32_t>(), batch,
-                             t.max_blocks};
+    const DecodeBatch decode{buffers.tables.as<std::int32_t>(), buffers.lens.as<std::int32_t>(),
+                             batch, t.max_blocks};
     const std::size_t workspace_bytes =
         paged_attention_workspace_bytes(this->runtime(), c.q_heads, cache, decode);
     DeviceBuffer workspace = poisoned_bytes(this->device(), workspace_bytes + 1);
-    paged_attention_decode<T>(this->runtime(), out.as<T>(), q_on_device.as<T>(), c.q_heads, cache,
-                              decode, static_cast<float>(scale),
+    paged_attention_decode<T>(this->runtime(), buffers.out.as<T>(), buffers.q.as<T>(), c.q_heads,
+                              cache, decode, static_cast<float>(scale),
                               c.workspace ? DecodeWorkspace{workspace.as<void>(), workspace_bytes}
                                           : DecodeWorkspace{});
-    const auto got = this->template download<T>(out, q.size());
+    const auto got = this->template download<T>(buffers.out, q.size());
     const auto expected = reference::paged_attention_decode(
         gpu_testing::to_doubles(q), host.k, host.v, t.tables, t.lens, c.q_heads, c.kv_heads,
         c.head_dim, c.page, t.max_blocks, scale);
@@ -176,17 +187,14 @@ TYPED_TEST(PagedAttentionGpuTest, BadTablesGiveNaNForTheirSequenceAloneOrAnError
   const std::size_t elements = static_cast<std::size_t>(t.num_blocks) * page * kv_heads * head_dim;
   const HostCache host = random_cache<T>(elements, false, 1, 1, rng);
   const auto q = gpu_testing::random_elements<T>(3 * q_heads * head_dim, rng, -1.0, 1.0);
-  DeviceBuffer k = to_device(this->device(), host.k_bytes),
-               v = to_device(this->device(), host.v_bytes);
-  DeviceBuffer q_on_device = this->upload(q);
-  DeviceBuffer tables = to_device(this->device(), t.tables),
-               seq_lens = to_device(this->device(), t.lens);
-  DeviceBuffer out = this->template poisoned<T>(q.size());
-  const PagedKvCache cache{k.as<void>(), v.as<void>(), t.num_blocks, page, kv_heads, head_dim};
-  DecodeBatch decode{tables.as<std::int32_t>(), seq_lens.as<std::int32_t>(), 3, t.max_blocks};
-  paged_attention_decode<T>(this->runtime(), out.as<T>(), q_on_device.as<T>(), q_heads, cache,
+  DecodeBuffers buffers = decode_buffers(this->device(), host, q, t);
+  const PagedKvCache cache{
+      buffers.k.as<void>(), buffers.v.as<void>(), t.num_blocks, page, kv_heads, head_dim};
+  DecodeBatch decode{buffers.tables.as<std::int32_t>(), buffers.lens.as<std::int32_t>(), 3,
+                     t.max_blocks};
+  paged_attention_decode<T>(this->runtime(), buffers.out.as<T>(), buffers.q.as<T>(), q_heads, cache,
                             decode, 0.1f);
-  const auto got = this->template download<T>(out, q.size());
+  const auto got = this->template download<T>(buffers.out, q.size());
   const std::size_t row = static_cast<std::size_t>(q_heads) * head_dim;
   std::vector<std::int32_t> good_lens = {40};
   const auto expected = reference::paged_attention_decode(
@@ -200,8 +208,8 @@ TYPED_TEST(PagedAttentionGpuTest, BadTablesGiveNaNForTheirSequenceAloneOrAnError
 
   decode.validate = true;
   try {
-    paged_attention_decode<T>(this->runtime(), out.as<T>(), q_on_device.as<T>(), q_heads, cache,
-                              decode, 0.1f);
+    paged_attention_decode<T>(this->runtime(), buffers.out.as<T>(), buffers.q.as<T>(), q_heads,
+                              cache, decode, 0.1f);
     ADD_FAILURE() << "validated bad tables were launched";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::bad_argument);
