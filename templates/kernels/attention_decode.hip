@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   const int kv_head = blockIdx.x / chunks, chunk = blockIdx.x % chunks;
   const int seq = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
   const int first_head = kv_head * ratio + chunk * GROUP;
-  const int heads_here = min(GROUP, ratio - chunk * GROUP);
+  const int heads_here = ratio - chunk * GROUP < GROUP ? ratio - chunk * GROUP : GROUP;
   const int lane = threadIdx.x / TPT, sub = threadIdx.x % TPT;
 
   __shared__ int any_bad;
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   const int len = seq_lens[seq];
   bool bad = len < 0 || len > len_limit;
   const int begin = split * partition;
-  const int end = bad ? begin : min(len, begin + partition);
+  const int end = bad ? begin : len < begin + partition ? len : begin + partition;
 
   float qf[GROUP][VEC];
 #pragma unroll
