@@ -68,9 +68,11 @@ DecodePlan decode_plan(int multiprocessors, int batch, int q_heads, int kv_heads
   const int ratio = q_heads / kv_heads;
   plan.chunks = divide_up(ratio, 8);
   plan.group = divide_up(ratio, plan.chunks);
-  // Registers: a thread holds 2 * GROUP * 8 floats of q and output besides 2 * UNROLL loads.
-  plan.unroll = plan.group <= 4 ? 4 : 2;
+  // UNROLL 2, WARPS 4, LOADS 1: the fastest of the sweep in BENCHMARKS.md ("Paged decode
+  // attention") at GQA 4; UNROLL 4 costs occupancy more than it adds loads in flight.
+  plan.unroll = 2;
   plan.warps = 4;
+  plan.loads = 1;
   plan.splits = 1;
   plan.partition = std::max(max_len, 1);
   const std::int64_t blocks = std::int64_t{batch} * kv_heads * plan.chunks;
@@ -170,7 +172,7 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
   const ParamValues params{{"T", element_name<T>()},     {"KV_FP8", fp8 ? 1 : 0},
                            {"HEAD_DIM", cache.head_dim}, {"PAGE", cache.page_size},
                            {"GROUP", plan.group},        {"WARPS", plan.warps},
-                           {"UNROLL", plan.unroll}};
+                           {"UNROLL", plan.unroll},      {"LOADS", plan.loads}};
   const Kernel &kernel = rt.kernel(decode, params);
   // Scores in the log2 domain; an fp8 byte read as a half is its value times 2^-8
   // (attention_decode.hip), so the cache's scale comes with 2^8.

@@ -9,6 +9,7 @@ struct DecodePlan {
   int group;     // q heads per block (GROUP): the GQA ratio, in chunks of at most 8
   int chunks;    // blocks per kv head: ceil(ratio / group)
   int unroll;    // tokens each thread loads before it uses one (UNROLL)
+  int loads;     // 16-byte loads of a row per thread and token (LOADS)
   int warps;     // WARPS
   int splits;    // blocks along the sequence (flash-decoding); 1: out written directly
   int partition; // tokens per split

@@ -10,11 +10,12 @@
 //
 // Kernel paged_attention_decode: one block per (kv head, group of GROUP of its q heads, sequence,
 // split), so that the kv head's K and V are read once for GROUP query heads (the host makes GROUP
-// the whole ratio up to 8). Each token's row of HEAD_DIM elements is read by TPT = HEAD_DIM / 8
-// threads, 8 elements (16 bytes, 8 for fp8) each, so a warp reads whole rows of several tokens
-// per load; every thread issues UNROLL tokens' K and V loads before it uses one. Scores are kept
-// in the log2 domain (q is pre-multiplied by scale * log2(e)), so the online softmax (running max,
-// sum and output, per thread group, rescaled once per UNROLL tokens) needs exp2 alone. Warps
+// the whole ratio up to 8). Each token's row of HEAD_DIM elements is read by TPT = HEAD_DIM /
+// (8 LOADS) threads, 8 elements (16 bytes, 8 for fp8) per load and LOADS loads each, so a warp
+// reads whole rows of several tokens per load; every thread issues UNROLL tokens' K and V loads
+// before it uses one. More LOADS: fewer shuffles and exp2s per byte, more registers. Scores are
+// kept in the log2 domain (q is pre-multiplied by scale * log2(e)), so the online softmax (running
+// max, sum and output, per thread group, rescaled once per UNROLL tokens) needs exp2 alone. Warps
 // merge their states in shared memory at the end.
 //
 // Split-KV (flash-decoding): gridDim.z splits of `partition` tokens each. With one split the block
@@ -62,7 +63,8 @@ template <typename T> struct CacheElement<T, 1> { typedef unsigned char type; };
 
 } // namespace kjit_paged
 
-template <typename T, int KV_FP8, int HEAD_DIM, int PAGE, int GROUP, int WARPS, int UNROLL>
+template <typename T, int KV_FP8, int HEAD_DIM, int PAGE, int GROUP, int WARPS, int UNROLL,
+          int LOADS>
 __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
     paged_attention_decode(T *KJIT_RESTRICT out, float *KJIT_RESTRICT partial_out,
                            float *KJIT_RESTRICT partial_lse, const T *KJIT_RESTRICT q,
@@ -72,8 +74,9 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
                            int num_blocks, int max_blocks, int partition, int len_limit) {
   using namespace kjit_paged;
   typedef typename CacheElement<T, KV_FP8>::type C;
-  constexpr int TPT = HEAD_DIM / VEC; // threads per token row
-  static_assert(HEAD_DIM % VEC == 0 && KJIT_WARP_SIZE % TPT == 0, "HEAD_DIM: 64 or 128");
+  constexpr int DIMS = LOADS * VEC;    // elements of a row per thread, in LOADS loads
+  constexpr int TPT = HEAD_DIM / DIMS; // threads per token row
+  static_assert(HEAD_DIM % DIMS == 0 && KJIT_WARP_SIZE % TPT == 0, "HEAD_DIM: 64 or 128");
   constexpr int LANES = WARPS * KJIT_WARP_SIZE / TPT; // tokens the block reads per step
   const C *k_cache = static_cast<const C *>(k_cache_bytes);
   const C *v_cache = static_cast<const C *>(v_cache_bytes);
@@ -95,28 +98,34 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   const int begin = split * partition;
   const int end = bad ? begin : len < begin + partition ? len : begin + partition;
 
-  float qf[GROUP][VEC];
+  // Chunk c of a thread holds elements (c * TPT + sub) * VEC ... + VEC of the row, so that each
+  // load of the TPT threads of a token reads TPT * VEC contiguous elements.
+  float qf[GROUP][DIMS];
 #pragma unroll
   for (int j = 0; j < GROUP; ++j) {
-    if (j < heads_here) {
-      const T *row = q + (static_cast<long long>(seq) * q_heads + first_head + j) * HEAD_DIM;
-      kjit::to_floats(kjit::load_vec<VEC>(row + sub * VEC), qf[j]);
-    }
 #pragma unroll
-    for (int e = 0; e < VEC; ++e)
-      qf[j][e] = j < heads_here ? qf[j][e] * q_scale_log2 : 0.0f;
+    for (int c = 0; c < LOADS; ++c) {
+      float chunk[VEC] = {};
+      if (j < heads_here) {
+        const T *row = q + (static_cast<long long>(seq) * q_heads + first_head + j) * HEAD_DIM;
+        kjit::to_floats(kjit::load_vec<VEC>(row + (c * TPT + sub) * VEC), chunk);
+      }
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        qf[j][c * VEC + e] = chunk[e] * q_scale_log2;
+    }
   }
 
   // The running state of this thread's token lane: max and sum of the scores (log2 domain) and
-  // the output's VEC elements, for each head of the group. -1e30 rather than -inf as the start,
+  // the output's DIMS elements, for each head of the group. -1e30 rather than -inf as the start,
   // so that a lane that saw no token rescales by exp2(0), never by exp2(-inf + inf).
-  float m[GROUP], l[GROUP], acc[GROUP][VEC];
+  float m[GROUP], l[GROUP], acc[GROUP][DIMS];
 #pragma unroll
   for (int j = 0; j < GROUP; ++j) {
     m[j] = -1e30f;
     l[j] = 0.0f;
 #pragma unroll
-    for (int e = 0; e < VEC; ++e)
+    for (int e = 0; e < DIMS; ++e)
       acc[j][e] = 0.0f;
   }
 
@@ -124,7 +133,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   const long long token_stride = static_cast<long long>(kv_heads) * HEAD_DIM;
   const long long column = static_cast<long long>(kv_head) * HEAD_DIM + sub * VEC;
   for (int step = begin; step < end; step += UNROLL * LANES) {
-    kjit::Vec<C, VEC> k_raw[UNROLL], v_raw[UNROLL]; // 16 bytes each, 8 for fp8
+    kjit::Vec<C, VEC> k_raw[UNROLL][LOADS], v_raw[UNROLL][LOADS]; // 16 bytes, 8 for fp8
     bool valid[UNROLL];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
@@ -141,27 +150,34 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
         const int page = table[token / PAGE];
         const long long at =
             (static_cast<long long>(page) * PAGE + token % PAGE) * token_stride + column;
-        k_raw[u] = kjit::load_vec<VEC>(k_cache + at);
-        v_raw[u] = kjit::load_vec<VEC>(v_cache + at);
+#pragma unroll
+        for (int c = 0; c < LOADS; ++c) {
+          k_raw[u][c] = kjit::load_vec<VEC>(k_cache + at + c * TPT * VEC);
+          v_raw[u][c] = kjit::load_vec<VEC>(v_cache + at + c * TPT * VEC);
+        }
       } else {
         // Zeros, not whatever the registers held: a masked token's weight is 0, and 0 * NaN is NaN.
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-          k_raw[u].at[e] = C();
-          v_raw[u].at[e] = C();
-        }
+        for (int c = 0; c < LOADS; ++c)
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) {
+            k_raw[u][c].at[e] = C();
+            v_raw[u][c].at[e] = C();
+          }
       }
     }
     float s[UNROLL][GROUP];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
-      float kf[VEC];
-      load_row<KV_FP8>(k_raw[u].at, kf);
+      float kf[DIMS];
+#pragma unroll
+      for (int c = 0; c < LOADS; ++c)
+        load_row<KV_FP8>(k_raw[u][c].at, *reinterpret_cast<float(*)[VEC]>(kf + c * VEC));
 #pragma unroll
       for (int j = 0; j < GROUP; ++j) {
         float dot = 0.0f;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e)
+        for (int e = 0; e < DIMS; ++e)
           dot += qf[j][e] * kf[e];
 #pragma unroll
         for (int mask = TPT / 2; mask > 0; mask /= 2)
@@ -169,10 +185,12 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
         s[u][j] = valid[u] ? dot : -kjit_paged::infinity();
       }
     }
-    float vf[UNROLL][VEC];
+    float vf[UNROLL][DIMS];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u)
-      load_row<KV_FP8>(v_raw[u].at, vf[u]);
+#pragma unroll
+      for (int c = 0; c < LOADS; ++c)
+        load_row<KV_FP8>(v_raw[u][c].at, *reinterpret_cast<float(*)[VEC]>(vf[u] + c * VEC));
 #pragma unroll
     for (int j = 0; j < GROUP; ++j) {
       float top = m[j];
@@ -183,14 +201,14 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
       m[j] = top;
       l[j] *= alpha;
 #pragma unroll
-      for (int e = 0; e < VEC; ++e)
+      for (int e = 0; e < DIMS; ++e)
         acc[j][e] *= alpha;
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
         const float p = kjit::fast_exp2(s[u][j] - top);
         l[j] += p;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e)
+        for (int e = 0; e < DIMS; ++e)
           acc[j][e] += p * vf[u][e];
       }
     }
@@ -208,7 +226,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
       m[j] = top;
       l[j] = l[j] * a + other_l * b;
 #pragma unroll
-      for (int e = 0; e < VEC; ++e)
+      for (int e = 0; e < DIMS; ++e)
         acc[j][e] = acc[j][e] * a + kjit::shuffle_xor(acc[j][e], mask) * b;
     }
   }
@@ -225,8 +243,10 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
         warp_l[warp][j] = l[j];
       }
 #pragma unroll
-      for (int e = 0; e < VEC; ++e)
-        warp_acc[warp][j][sub * VEC + e] = acc[j][e];
+      for (int c = 0; c < LOADS; ++c)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          warp_acc[warp][j][(c * TPT + sub) * VEC + e] = acc[j][c * VEC + e];
     }
   }
   if (bad)

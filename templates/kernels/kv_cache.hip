@@ -130,13 +130,14 @@ reshape_and_cache(const T *KJIT_RESTRICT key, const T *KJIT_RESTRICT value, void
       }
     }
     if (rotate) {
+      float c[VEC], sn[VEC];
+      load(cos + first, c);
+      load(cos + ROTATED / 2 + first, sn);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
-        const float c = kjit::to_float(cos[first + e]);
-        const float s = kjit::to_float(cos[ROTATED / 2 + first + e]);
         const float a = x[e], b = y[e];
-        x[e] = a * c - b * s;
-        y[e] = b * c + a * s;
+        x[e] = a * c[e] - b * sn[e];
+        y[e] = b * c[e] + a * sn[e];
       }
     }
     if (ROPE == 1) {

@@ -36,8 +36,8 @@ constexpr float log2e = 1.4426950408889634f;
 
 // Two sequences of 37 tokens and 1 over shuffled pages (entries past a sequence hold -7), GQA 4,
 // in 1 split and in 2 of 32 tokens (the second split of the short sequence sees no token).
-template <int KV_FP8> void check_decode() {
-  SCOPED_TRACE(KV_FP8 ? "fp8" : "half");
+template <int KV_FP8, int LOADS> void check_decode() {
+  SCOPED_TRACE(std::string(KV_FP8 ? "fp8" : "half") + ", LOADS " + std::to_string(LOADS));
   std::mt19937 rng(9);
   const std::vector<std::int32_t> tables = {3, 0, 4, 1, -7, -7}, lens = {37, 1};
   const int num_blocks = 5, max_blocks = 3, capacity = max_blocks * page;
@@ -77,10 +77,10 @@ template <int KV_FP8> void check_decode() {
     std::vector<float> partial_out(2 * heads * splits * head_dim, NAN),
         partial_lse(2 * heads * splits, NAN);
     ::kjit::emulation::launch({kv_heads, 2, static_cast<unsigned>(splits)}, {warps * 64}, [&] {
-      paged_attention_decode<__half, KV_FP8, head_dim, page, heads / kv_heads, warps, unroll>(
-          out.data(), partial_out.data(), partial_lse.data(), dq.data(), k_cache, v_cache,
-          tables.data(), lens.data(), q_scale, v_factor, heads, kv_heads, num_blocks, max_blocks,
-          partition, capacity);
+      paged_attention_decode<__half, KV_FP8, head_dim, page, heads / kv_heads, warps, unroll,
+                             LOADS>(out.data(), partial_out.data(), partial_lse.data(), dq.data(),
+                                    k_cache, v_cache, tables.data(), lens.data(), q_scale, v_factor,
+                                    heads, kv_heads, num_blocks, max_blocks, partition, capacity);
     });
     if (splits > 1)
       ::kjit::emulation::launch({2 * heads}, {head_dim}, [&] {
@@ -94,8 +94,10 @@ template <int KV_FP8> void check_decode() {
 }
 
 TEST(EmulatedPagedAttentionWave64, DecodeMatchesTheReferenceWithAndWithoutSplits) {
-  check_decode<0>();
-  check_decode<1>();
+  check_decode<0, 1>();
+  check_decode<1, 1>();
+  check_decode<0, 2>();
+  check_decode<1, 2>();
 }
 
 // Five tokens (one padding, one past the cache) into 2 pages of 16, RoPE NeoX over the whole head.

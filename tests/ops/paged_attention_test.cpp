@@ -21,7 +21,8 @@ TEST_F(OpsCompileTest, PagedDecodeVariantsCompileForAmdAndNvidia) {
         EXPECT_TRUE(compiles("paged_attention_decode", {{"T", type}, {"KV_FP8", fp8}}, target));
     EXPECT_TRUE(compiles("paged_attention_decode",
                          {{"HEAD_DIM", 64}, {"PAGE", 32}, {"GROUP", 8}, {"UNROLL", 2}}, target));
-    EXPECT_TRUE(compiles("paged_attention_decode", {{"GROUP", 1}, {"WARPS", 8}}, target));
+    EXPECT_TRUE(
+        compiles("paged_attention_decode", {{"GROUP", 1}, {"WARPS", 8}, {"LOADS", 2}}, target));
     EXPECT_TRUE(compiles("paged_attention_merge", {{"HEAD_DIM", 64}}, target));
     EXPECT_TRUE(compiles("reshape_and_cache", {{"T", "half"}}, target));
     EXPECT_TRUE(compiles("reshape_and_cache",
