@@ -132,47 +132,57 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   const int *table = block_tables + static_cast<long long>(seq) * max_blocks;
   const long long token_stride = static_cast<long long>(kv_heads) * HEAD_DIM;
   const long long column = static_cast<long long>(kv_head) * HEAD_DIM + sub * VEC;
-  for (int step = begin; step < end; step += UNROLL * LANES) {
-    kjit::Vec<C, VEC> k_raw[UNROLL][LOADS], v_raw[UNROLL][LOADS]; // 16 bytes, 8 for fp8
+  // The K and V rows of UNROLL tokens of this thread's lane, loaded before any is used; a token
+  // past `end` or on a bad page is zeros (its weight is 0, and 0 * NaN would be NaN).
+  struct Stage {
+    kjit::Vec<C, VEC> k[UNROLL][LOADS], v[UNROLL][LOADS]; // 16 bytes each, 8 for fp8
     bool valid[UNROLL];
+  };
+  const auto fetch = [&](Stage &stage, int step) {
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int token = step + u * LANES + lane;
-      valid[u] = token < end;
-      if (valid[u]) {
-        const int page = table[token / PAGE];
+      stage.valid[u] = token < end;
+      int page = 0;
+      if (stage.valid[u]) {
+        page = table[token / PAGE];
         if (page < 0 || page >= num_blocks) {
           bad = true;
-          valid[u] = false;
+          stage.valid[u] = false;
         }
       }
-      if (valid[u]) {
-        const int page = table[token / PAGE];
-        const long long at =
-            (static_cast<long long>(page) * PAGE + token % PAGE) * token_stride + column;
+      const long long at =
+          (static_cast<long long>(page) * PAGE + token % PAGE) * token_stride + column;
 #pragma unroll
-        for (int c = 0; c < LOADS; ++c) {
-          k_raw[u][c] = kjit::load_vec<VEC>(k_cache + at + c * TPT * VEC);
-          v_raw[u][c] = kjit::load_vec<VEC>(v_cache + at + c * TPT * VEC);
-        }
-      } else {
-        // Zeros, not whatever the registers held: a masked token's weight is 0, and 0 * NaN is NaN.
-#pragma unroll
-        for (int c = 0; c < LOADS; ++c)
+      for (int c = 0; c < LOADS; ++c) {
+        if (stage.valid[u]) {
+          stage.k[u][c] = kjit::load_vec<VEC>(k_cache + at + c * TPT * VEC);
+          stage.v[u][c] = kjit::load_vec<VEC>(v_cache + at + c * TPT * VEC);
+        } else {
 #pragma unroll
           for (int e = 0; e < VEC; ++e) {
-            k_raw[u][c].at[e] = C();
-            v_raw[u][c].at[e] = C();
+            stage.k[u][c].at[e] = C();
+            stage.v[u][c].at[e] = C();
           }
+        }
       }
     }
+  };
+  // Software-pipelined: the next step's loads are issued before this step's arithmetic, so that
+  // a thread always has loads in flight (two stages of registers).
+  Stage stage;
+  fetch(stage, begin);
+  for (int step = begin; step < end; step += UNROLL * LANES) {
+    Stage next;
+    fetch(next, step + UNROLL * LANES);
+    const Stage &cur = stage;
     float s[UNROLL][GROUP];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       float kf[DIMS];
 #pragma unroll
       for (int c = 0; c < LOADS; ++c)
-        load_row<KV_FP8>(k_raw[u][c].at, *reinterpret_cast<float(*)[VEC]>(kf + c * VEC));
+        load_row<KV_FP8>(cur.k[u][c].at, *reinterpret_cast<float(*)[VEC]>(kf + c * VEC));
 #pragma unroll
       for (int j = 0; j < GROUP; ++j) {
         float dot = 0.0f;
@@ -182,7 +192,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
 #pragma unroll
         for (int mask = TPT / 2; mask > 0; mask /= 2)
           dot += kjit::shuffle_xor(dot, mask);
-        s[u][j] = valid[u] ? dot : -kjit_paged::infinity();
+        s[u][j] = cur.valid[u] ? dot : -kjit_paged::infinity();
       }
     }
     float vf[UNROLL][DIMS];
@@ -190,7 +200,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
     for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
       for (int c = 0; c < LOADS; ++c)
-        load_row<KV_FP8>(v_raw[u][c].at, *reinterpret_cast<float(*)[VEC]>(vf[u] + c * VEC));
+        load_row<KV_FP8>(cur.v[u][c].at, *reinterpret_cast<float(*)[VEC]>(vf[u] + c * VEC));
 #pragma unroll
     for (int j = 0; j < GROUP; ++j) {
       float top = m[j];
@@ -212,6 +222,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
           acc[j][e] += p * vf[u][e];
       }
     }
+    stage = next;
   }
 
   // The token lanes of a warp that hold the same columns (equal `sub`) merge by shuffles.
