@@ -39,7 +39,7 @@ def decode_plan(sms, batch, q_heads, kv_heads, max_len, may_split=True):
     ratio = q_heads // kv_heads
     chunks = cdiv(ratio, 8)
     group = cdiv(ratio, chunks)
-    unroll, loads = 2, 1
+    unroll, loads = 2, 2 if group <= 4 else 1
     splits, partition = 1, max(max_len, 1)
     blocks = batch * kv_heads * chunks
     if may_split and blocks < 2 * sms and max_len >= 512:
@@ -216,7 +216,7 @@ def main():
         print(line, flush=True)
         del case
         torch.cuda.empty_cache()
-    # The tunables around the plan's choice (WARPS 4, UNROLL 2, LOADS 1), on the same shapes.
+    # The tunables around the plan's choice (WARPS 4, UNROLL 2, LOADS 2), on the same shapes.
     for batch, ctx in ((64, 4096), (1, 32768), (256, 1024)):
         row = f"sweep batch {batch} ctx {ctx}:"
         for warps in (4, 8):

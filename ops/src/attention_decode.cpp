@@ -68,11 +68,12 @@ DecodePlan decode_plan(int multiprocessors, int batch, int q_heads, int kv_heads
   const int ratio = q_heads / kv_heads;
   plan.chunks = divide_up(ratio, 8);
   plan.group = divide_up(ratio, plan.chunks);
-  // UNROLL 2, WARPS 4, LOADS 1: the fastest of the sweep in BENCHMARKS.md ("Paged decode
-  // attention") at GQA 4; UNROLL 4 costs occupancy more than it adds loads in flight.
+  // WARPS 4, UNROLL 2, LOADS 2: the fastest of the sweep in BENCHMARKS.md ("Paged decode
+  // attention") at GQA 4 at every batch measured. A group past 4 heads keeps LOADS 1: q and the
+  // output take 2 * GROUP * 8 * LOADS registers a thread.
   plan.unroll = 2;
   plan.warps = 4;
-  plan.loads = 1;
+  plan.loads = plan.group <= 4 ? 2 : 1;
   plan.splits = 1;
   plan.partition = std::max(max_len, 1);
   const std::int64_t blocks = std::int64_t{batch} * kv_heads * plan.chunks;

@@ -147,6 +147,7 @@ TEST(PagedDecodePlan, SplitsOnlyWhereTheBatchLeavesTheGpuShortOfBlocks) {
   EXPECT_EQ(big.group, 4);
   EXPECT_EQ(big.chunks, 1);
   EXPECT_EQ(big.workspace_bytes, 0u);
+  EXPECT_EQ(big.loads, 2);
   // Batch 1 at 32k: 8 blocks; split until about 4 blocks per multiprocessor (partitions are
   // whole 64-token steps, so a little fewer).
   const detail::DecodePlan one = detail::decode_plan(132, 1, 32, 8, 128, 32768, true);
@@ -169,7 +170,7 @@ TEST(PagedDecodePlan, SplitsOnlyWhereTheBatchLeavesTheGpuShortOfBlocks) {
   const detail::DecodePlan mqa = detail::decode_plan(132, 64, 32, 1, 128, 1024, true);
   EXPECT_EQ(mqa.chunks, 4);
   EXPECT_EQ(mqa.group, 8);
-  EXPECT_EQ(mqa.unroll, 2);
+  EXPECT_EQ(mqa.loads, 1);
 }
 
 // Two q heads sharing one kv head of head_dim 2, pages of 2 tokens, scale 1. The sequence's
