@@ -27,6 +27,8 @@ extern const std::string_view wgmma_h;
 extern const std::string_view flash_attention_hip;
 extern const std::string_view hopper_h;
 extern const std::string_view mma_sync_h;
+extern const std::string_view attention_decode_hip;
+extern const std::string_view kv_cache_hip;
 } // namespace embedded
 
 namespace {
@@ -330,6 +332,45 @@ void add_attention(std::vector<Template> &all) {
                       .arguments = {"T*", "const T*", "const T*", "const T*", "const int*",
                                     "const int*", "int", "int", "int", "int", "float"},
                       .targets = {"sm_80+"}});
+// Paged attention for decode, its split merge, and the KV-cache write (attention_decode.hip,
+// kv_cache.hip: their parameters are described there). Portable code (16-byte loads, shuffles,
+// shared memory; fp8 converted in integer arithmetic), so every target builds them.
+void add_attention_decode(std::vector<Template> &all) {
+  const auto element = [] { return ParamSchema::type({"half", "bfloat16"}, "bfloat16"); };
+  const auto head_dim = [] { return ParamSchema::one_of({64, 128}, 128); };
+  const auto kv_fp8 = [] { return ParamSchema::one_of({0, 1}, 0); };
+  TuningRules decode_rules;
+  decode_rules.threads = [](const Instance &instance) {
+    return integer_value(instance, "WARPS") * 64; // the most a wave-64 target launches
+  };
+  all.emplace_back(
+      "paged_attention_decode", std::string(embedded::attention_decode_hip),
+      std::vector<ParamDecl>{{"T", element()},
+                             {"KV_FP8", kv_fp8()},
+                             {"HEAD_DIM", head_dim()},
+                             {"PAGE", ParamSchema::one_of({16, 32}, 16)},
+                             {"GROUP", ParamSchema::integer(1, 8, 4)},
+                             {"WARPS", ParamSchema::one_of({2, 4, 8}, 4).tunable()},
+                             {"UNROLL", ParamSchema::one_of({1, 2, 4}, 2).tunable()},
+                             {"LOADS", ParamSchema::one_of({1, 2}, 1).tunable()}},
+      TemplateOptions{.arguments = {"T*", "float*", "float*", "const T*", "const void*",
+                                    "const void*", "const int*", "const int*", "float", "float",
+                                    "int", "int", "int", "int", "int", "int"},
+                      .tuning = decode_rules});
+  all.emplace_back("paged_attention_merge", std::string(embedded::attention_decode_hip),
+                   std::vector<ParamDecl>{{"T", element()}, {"HEAD_DIM", head_dim()}},
+                   TemplateOptions{.arguments = {"T*", "const float*", "const float*", "int"}});
+  all.emplace_back(
+      "reshape_and_cache", std::string(embedded::kv_cache_hip),
+      std::vector<ParamDecl>{{"T", element()},
+                             {"KV_FP8", kv_fp8()},
+                             {"HEAD_DIM", ParamSchema::integer(8, 1024, 128)},
+                             {"ROPE", ParamSchema::one_of({0, 1, 2}, 0)},
+                             {"ROTARY_DIM", ParamSchema::integer(0, 1024, 0)},
+                             {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 8)}},
+      TemplateOptions{.arguments = {"const T*", "const T*", "void*", "void*", "const long long*",
+                                    "const long long*", "const T*", "int", "float", "float", "int",
+                                    "long long", "long long", "long long"}});
 }
 
 std::vector<Template> make_builtin() {
@@ -350,6 +391,7 @@ std::vector<Template> make_builtin() {
   add_rotary_quant_gemm(all, element_types);
   add_moe(all, element_types);
   add_attention(all);
+  add_attention_decode(all);
   std::sort(all.begin(), all.end(),
             [](const Template &a, const Template &b) { return a.name() < b.name(); });
   return all;

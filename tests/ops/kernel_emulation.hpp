@@ -43,9 +43,9 @@ inline std::barrier<> *block_barrier = nullptr;
 inline std::vector<std::uint64_t> exchange; // one slot per thread of the running block
 
 // Runs `kernel` (a callable running one thread's share) over `grid` x `block` threads, grids of
-// one or two dimensions: the block's threads are started once and run the blocks in turn, meeting
-// at a barrier between blocks (so a block's __shared__ statics and the exchange array are free
-// for the next).
+// up to three dimensions: the block's threads are started once and run the blocks in turn,
+// meeting at a barrier between blocks (so a block's __shared__ statics and the exchange array are
+// free for the next).
 template <typename Kernel> void launch(EmulatedDim3 grid, EmulatedDim3 block, Kernel kernel) {
   gridDim = grid;
   blockDim = block;
@@ -59,12 +59,13 @@ template <typename Kernel> void launch(EmulatedDim3 grid, EmulatedDim3 block, Ke
     for (unsigned x = 0; x < block.x; ++x)
       running.emplace_back([=, &barrier] {
         threadIdx = {x, y, 0};
-        for (unsigned by = 0; by < grid.y; ++by)
-          for (unsigned bx = 0; bx < grid.x; ++bx) {
-            blockIdx = {bx, by, 0};
-            kernel();
-            barrier.arrive_and_wait();
-          }
+        for (unsigned bz = 0; bz < grid.z; ++bz)
+          for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+              blockIdx = {bx, by, bz};
+              kernel();
+              barrier.arrive_and_wait();
+            }
       });
   for (std::thread &thread : running)
     thread.join();
@@ -126,6 +127,7 @@ inline float __builtin_amdgcn_rcpf(float x) { return worst_approximation(1.0 / d
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
 inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
+inline int __float2int_rn(float x) { return static_cast<int>(std::nearbyint(x)); }
 
 // IEEE binary16, converted as the GPU converts: to nearest even.
 struct __half {

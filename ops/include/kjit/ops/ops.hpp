@@ -7,6 +7,7 @@
 #include "kjit/ops/gemm.hpp"
 #include "kjit/ops/moe.hpp"
 #include "kjit/ops/norm.hpp"
+#include "kjit/ops/paged_attention.hpp"
 #include "kjit/ops/quant.hpp"
 #include "kjit/ops/rotary.hpp"
 #include "kjit/ops/softmax.hpp"

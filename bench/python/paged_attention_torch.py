@@ -1,0 +1,239 @@
+"""paged_attention_decode and reshape_and_cache (kjit's built-in templates, launched through the
+kjit package) against torch on the same data, on one GPU, in one process:
+
+- Decode (bf16, head dim 128, page 16, 32 q heads over 8 kv heads, every sequence at the full
+  context): checked against an fp32 torch reference on the pages gathered contiguous (bound:
+  2^-12 + 2^-7 |ref|: float accumulation, then one bf16 rounding), then timed. The KV bytes read
+  per call over the time is given as a fraction of torch's device-to-device copy rate (y.copy_(x)
+  of 512 MiB, read plus write bytes) measured in the same run, and the time against every
+  scaled_dot_product_attention backend torch offers (flash, efficient, cuDNN, math) on the same
+  K/V gathered contiguous ([batch, kv_heads, ctx, 128], enable_gqa), each timed alone.
+- KV write: reshape_and_cache of 16k tokens (8 kv heads, head dim 128, bf16) to shuffled slots,
+  bytes read plus written over the time, against the same copy rate.
+
+Times: the best of 5 bursts of ~25 ms (ops_torch.seconds_per_call), CUDA events.
+
+    PYTHONPATH=python:bench/python KJIT_C_LIBRARY=... python3 bench/python/paged_attention_torch.py
+
+The launch geometry mirrors the C++ wrapper's plan (ops/src/attention_decode.cpp, decode_plan):
+the benchmark times the kernels the wrapper launches for these shapes.
+"""
+import math
+import sys
+
+import torch
+
+import kjit
+from ops_torch import seconds_per_call
+
+LOG2E = 1.4426950408889634
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def decode_plan(sms, batch, q_heads, kv_heads, max_len, may_split=True):
+    """ops/src/attention_decode.cpp's decode_plan: (group, chunks, unroll, warps, loads, splits,
+    partition)."""
+    ratio = q_heads // kv_heads
+    chunks = cdiv(ratio, 8)
+    group = cdiv(ratio, chunks)
+    unroll, loads = 2, 2 if group <= 4 else 1
+    splits, partition = 1, max(max_len, 1)
+    blocks = batch * kv_heads * chunks
+    if may_split and blocks < 2 * sms and max_len >= 512:
+        wanted = cdiv(4 * sms, blocks)
+        s = min(wanted, max_len // 256)
+        partition = cdiv(cdiv(max_len, s), 64) * 64
+        splits = cdiv(max_len, partition)
+    return group, chunks, unroll, 4, loads, splits, partition
+
+
+class Decode:
+    def __init__(self, rt, batch, ctx, q_heads=32, kv_heads=8, head_dim=128, page=16, fp8=False,
+                 warps=None, unroll=None, loads=None):
+        dev = "cuda"
+        self.batch, self.ctx, self.q_heads, self.kv_heads = batch, ctx, q_heads, kv_heads
+        self.head_dim, self.page, self.fp8 = head_dim, page, fp8
+        blocks_per_seq = cdiv(ctx, page)
+        self.num_blocks = batch * blocks_per_seq + 7
+        self.max_blocks = blocks_per_seq
+        shape = (self.num_blocks, page, kv_heads, head_dim)
+        if fp8:
+            self.k_scale, self.v_scale = 0.01, 0.01
+            # torch's cast to e4m3fn does not saturate: past 448 it gives NaN.
+            self.k = (torch.randn(shape, device=dev) * 100).clamp(-448, 448).to(
+                torch.float8_e4m3fn)
+            self.v = (torch.randn(shape, device=dev) * 100).clamp(-448, 448).to(
+                torch.float8_e4m3fn)
+        else:
+            self.k_scale = self.v_scale = 1.0
+            self.k = torch.randn(shape, device=dev, dtype=torch.bfloat16)
+            self.v = torch.randn(shape, device=dev, dtype=torch.bfloat16)
+        perm = torch.randperm(self.num_blocks, device=dev)[: batch * blocks_per_seq]
+        self.tables = perm.view(batch, blocks_per_seq).to(torch.int32).contiguous()
+        self.lens = torch.full((batch,), ctx, device=dev, dtype=torch.int32)
+        self.q = torch.randn(batch, q_heads, head_dim, device=dev, dtype=torch.bfloat16)
+        self.out = torch.full_like(self.q, float("nan"))
+        self.scale = 1.0 / math.sqrt(head_dim)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        group, chunks, plan_unroll, plan_warps, plan_loads, self.splits, self.partition = \
+            decode_plan(sms, batch, q_heads, kv_heads, ctx)
+        warps, unroll, loads = warps or plan_warps, unroll or plan_unroll, loads or plan_loads
+        self.grid = (kv_heads * chunks, batch, self.splits)
+        self.block = warps * 32
+        self.kernel = rt.kernel(kjit.Template.builtin("paged_attention_decode"), {
+            "T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": head_dim, "PAGE": page,
+            "GROUP": group, "WARPS": warps, "UNROLL": unroll, "LOADS": loads})
+        rows = batch * q_heads * self.splits
+        self.partial_out = torch.empty(rows * head_dim, device=dev, dtype=torch.float32)
+        self.partial_lse = torch.empty(rows, device=dev, dtype=torch.float32)
+        self.merge = rt.kernel(kjit.Template.builtin("paged_attention_merge"),
+                               {"T": "bfloat16", "HEAD_DIM": head_dim})
+        factor = 256.0 if fp8 else 1.0
+        self.args = (self.scale * LOG2E * self.k_scale * factor, self.v_scale * factor,
+                     q_heads, kv_heads, self.num_blocks, self.max_blocks, self.partition, ctx)
+
+    def __call__(self):
+        p_out = self.partial_out if self.splits > 1 else 0
+        p_lse = self.partial_lse if self.splits > 1 else 0
+        self.kernel(self.out, p_out, p_lse, self.q, self.k, self.v, self.tables, self.lens,
+                    *self.args, grid=self.grid, block=self.block)
+        if self.splits > 1:
+            self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
+                       grid=self.batch * self.q_heads, block=self.head_dim)
+
+    def gathered(self, dtype):
+        """K and V of every sequence contiguous: [batch, kv_heads, ctx, head_dim]."""
+        def gather(cache, scale):
+            pages = cache[self.tables.long()].to(dtype) * scale  # [batch, blocks, page, h, d]
+            flat = pages.reshape(self.batch, -1, self.kv_heads, self.head_dim)[:, : self.ctx]
+            return flat.transpose(1, 2).contiguous()
+        return gather(self.k, self.k_scale), gather(self.v, self.v_scale)
+
+    def kv_bytes(self):
+        return 2 * self.batch * self.ctx * self.kv_heads * self.head_dim * self.k.element_size()
+
+
+def reference_error(case):
+    """max |kjit - fp32 reference|, and whether every element is within the bound."""
+    k, v = case.gathered(torch.float32)
+    g = case.q_heads // case.kv_heads
+    q = case.q.float().view(case.batch, case.kv_heads, g, case.head_dim)
+    scores = torch.einsum("bhgd,bhsd->bhgs", q, k) * case.scale
+    ref = torch.einsum("bhgs,bhsd->bhgd", scores.softmax(-1), v).reshape_as(case.out)
+    case.out.fill_(float("nan"))
+    case()
+    torch.cuda.synchronize()
+    diff = (case.out.float() - ref).abs()
+    ok = bool((diff <= 2 ** -12 + 2 ** -7 * ref.abs()).all())  # NaN fails
+    return diff.max().item(), ok
+
+
+def sdpa_times(torch_mod, case):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+
+    k, v = case.gathered(torch.bfloat16)
+    q = case.q.unsqueeze(2)  # [batch, q_heads, 1, d]
+    times = {}
+    for name in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH"):
+        backend = getattr(SDPBackend, name, None)
+        if backend is None:
+            continue
+        try:
+            def call():
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(q, k, v, scale=case.scale,
+                                                          enable_gqa=True)
+            call()
+            torch.cuda.synchronize()
+            times[name] = seconds_per_call(torch_mod, call)
+        except Exception as error:  # a backend that refuses this shape or machine
+            times[name] = f"unsupported ({type(error).__name__}: {str(error).splitlines()[0][:80]})"
+    return times
+
+
+def copy_rate(torch_mod):
+    x = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    return 2 * x.numel() / seconds_per_call(torch_mod, lambda: y.copy_(x))
+
+
+def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, rope=False):
+    dev = "cuda"
+    num_blocks = cdiv(tokens, page) * 2
+    slots = num_blocks * page
+    key = torch.randn(tokens, kv_heads, head_dim, device=dev, dtype=torch.bfloat16)
+    value = torch.randn_like(key)
+    cache_dtype = torch.uint8 if fp8 else torch.bfloat16
+    k = torch.empty(num_blocks, page, kv_heads, head_dim, device=dev, dtype=cache_dtype)
+    v = torch.empty_like(k)
+    mapping = torch.randperm(slots, device=dev)[:tokens].to(torch.int64)
+    positions = torch.randint(0, 4096, (tokens,), device=dev, dtype=torch.int64)
+    cos_sin = torch.randn(4096, head_dim, device=dev, dtype=torch.bfloat16)
+    kernel = rt.kernel(kjit.Template.builtin("reshape_and_cache"), {
+        "T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": head_dim, "ROPE": int(rope),
+        "ROTARY_DIM": head_dim if rope else 0, "VEC": 8})
+    row = kv_heads * head_dim
+    threads = min(256, cdiv(2 * row // 8, 32) * 32)
+
+    def call():
+        kernel(key, value, k, v, mapping, positions, cos_sin, 4096, 1.0, 1.0, kv_heads, row, row,
+               slots, grid=tokens, block=threads)
+    moved = 2 * key.numel() * 2 + 2 * key.numel() * k.element_size() + mapping.numel() * 8
+    return moved / seconds_per_call(torch, call)
+
+
+def main():
+    torch.manual_seed(0)
+    rt = kjit.Runtime()
+    print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    copy = copy_rate(torch)
+    print(f"copy: {copy / 1e9:.0f} GB/s (read + write)")
+    failed = False
+    for batch, ctx, fp8 in ((64, 4096, False), (1, 32768, False), (256, 1024, False),
+                            (64, 4096, True)):
+        case = Decode(rt, batch, ctx, fp8=fp8)
+        err, ok = reference_error(case)
+        failed |= not ok
+        t = seconds_per_call(torch, case)
+        rate = case.kv_bytes() / t
+        line = (f"decode batch {batch} ctx {ctx} {'fp8' if fp8 else 'bf16'} (splits "
+                f"{case.splits}): fp32 check {'ok' if ok else 'FAILED'} (max err {err:.2e}); "
+                f"{t * 1e6:.1f} us, KV {rate / 1e9:.0f} GB/s = {100 * rate / copy:.0f}% of copy")
+        if not fp8:
+            sdpa = sdpa_times(torch, case)
+            timed = {n: s for n, s in sdpa.items() if not isinstance(s, str)}
+            for name, s in sdpa.items():
+                line += f"\n    sdpa {name}: " + (s if isinstance(s, str) else
+                                                  f"{s * 1e6:.1f} us "
+                                                  f"({100 * case.kv_bytes() / s / copy:.0f}% of copy)")
+            if timed:
+                best = min(timed, key=timed.get)
+                line += f"\n    kjit / best sdpa ({best}): {timed[best] / t:.2f}x"
+        print(line, flush=True)
+        del case
+        torch.cuda.empty_cache()
+    # The tunables around the plan's choice (WARPS 4, UNROLL 2, LOADS 2), on the same shapes.
+    for batch, ctx in ((64, 4096), (1, 32768), (256, 1024)):
+        row = f"sweep batch {batch} ctx {ctx}:"
+        for warps in (4, 8):
+            for unroll in (1, 2, 4):
+                for loads in (1, 2):
+                    case = Decode(rt, batch, ctx, warps=warps, unroll=unroll, loads=loads)
+                    rate = case.kv_bytes() / seconds_per_call(torch, case)
+                    row += f" W{warps}U{unroll}L{loads} {100 * rate / copy:.0f}%"
+                    del case
+        print(row, flush=True)
+        torch.cuda.empty_cache()
+    for fp8, rope in ((False, False), (False, True), (True, False)):
+        rate = write_case(rt, fp8=fp8, rope=rope)
+        print(f"reshape_and_cache 16384 tokens {'fp8' if fp8 else 'bf16'}"
+              f"{' +rope' if rope else ''}: {rate / 1e9:.0f} GB/s = {100 * rate / copy:.0f}% of copy")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,254 @@
+#include "kjit/ops/paged_attention.hpp"
+
+#include "kjit/templates/library.hpp"
+#include "launch.hpp"
+#include "paged_attention_plan.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace kjit::ops {
+
+namespace {
+
+constexpr std::string_view op = "paged_attention_decode";
+
+// A batch of fewer blocks than split_below per multiprocessor leaves the memory system short of
+// loads in flight: it is split until it has about split_to (a wave of more than 2 costs the
+// merge's traffic and the blocks' start-up for little more bandwidth).
+constexpr int split_below = 2;
+constexpr int split_to = 4;
+// A split reads at least this many tokens: fewer and the merge's traffic and the blocks'
+// start-up stop being small beside the split's own reads.
+constexpr int min_partition = 256;
+
+int capacity(const PagedKvCache &cache, const DecodeBatch &batch) {
+  return batch.max_blocks * cache.page_size; // checked below INT_MAX
+}
+
+int max_len(const PagedKvCache &cache, const DecodeBatch &batch) {
+  return batch.max_seq_len > 0 ? batch.max_seq_len : capacity(cache, batch);
+}
+
+std::string to_string(std::int64_t value) { return std::to_string(value); }
+
+void check_shape(int q_heads, const PagedKvCache &cache, const DecodeBatch &batch) {
+  detail::require(batch.batch > 0 && q_heads > 0 && cache.kv_heads > 0 && cache.num_blocks > 0 &&
+                      batch.max_blocks > 0,
+                  op, "batch, q_heads, kv_heads, num_blocks and max_blocks must be positive");
+  detail::require(q_heads % cache.kv_heads == 0, op, [&] {
+    return "q_heads " + to_string(q_heads) + " is not a multiple of kv_heads " +
+           to_string(cache.kv_heads);
+  });
+  detail::require(cache.head_dim == 64 || cache.head_dim == 128, op, [&] {
+    return "head_dim " + to_string(cache.head_dim) + " is not supported (64 or 128)";
+  });
+  detail::require(cache.page_size == 16 || cache.page_size == 32, op, [&] {
+    return "page_size " + to_string(cache.page_size) + " is not supported (16 or 32)";
+  });
+  detail::require(std::int64_t{batch.max_blocks} * cache.page_size <= INT_MAX, op,
+                  "max_blocks * page_size must be below 2^31 tokens");
+  detail::require(batch.max_seq_len >= 0 && batch.max_seq_len <= capacity(cache, batch), op, [&] {
+    return "max_seq_len " + to_string(batch.max_seq_len) + " is past the tables' capacity of " +
+           to_string(capacity(cache, batch)) + " tokens (max_blocks " +
+           to_string(batch.max_blocks) + " x page_size " + to_string(cache.page_size) + ")";
+  });
+}
+
+} // namespace
+
+namespace detail {
+
+DecodePlan decode_plan(int multiprocessors, int batch, int q_heads, int kv_heads, int head_dim,
+                       int max_len, bool may_split) {
+  DecodePlan plan{};
+  const int ratio = q_heads / kv_heads;
+  plan.chunks = divide_up(ratio, 8);
+  plan.group = divide_up(ratio, plan.chunks);
+  // WARPS 4, UNROLL 2, LOADS 2: the fastest of the sweep in BENCHMARKS.md ("Paged decode
+  // attention") at GQA 4 at every batch measured. A group past 4 heads keeps LOADS 1: q and the
+  // output take 2 * GROUP * 8 * LOADS registers a thread.
+  plan.unroll = 2;
+  plan.warps = 4;
+  plan.loads = plan.group <= 4 ? 2 : 1;
+  plan.splits = 1;
+  plan.partition = std::max(max_len, 1);
+  const std::int64_t blocks = std::int64_t{batch} * kv_heads * plan.chunks;
+  const std::int64_t wanted = std::int64_t{split_to} * multiprocessors;
+  if (may_split && blocks < std::int64_t{split_below} * multiprocessors &&
+      max_len >= 2 * min_partition) {
+    const int splits = static_cast<int>(std::min<std::int64_t>(
+        divide_up(static_cast<int>(wanted), static_cast<int>(blocks)), max_len / min_partition));
+    // Partitions of whole 64-token steps (a multiple of every page size).
+    plan.partition = divide_up(divide_up(max_len, splits), 64) * 64;
+    plan.splits = divide_up(max_len, plan.partition);
+  }
+  if (plan.splits > 1)
+    plan.workspace_bytes = static_cast<std::size_t>(batch) * q_heads * plan.splits *
+                           (static_cast<std::size_t>(head_dim) + 1) * sizeof(float);
+  return plan;
+}
+
+} // namespace detail
+
+std::size_t paged_attention_workspace_bytes(Runtime &rt, int q_heads, const PagedKvCache &cache,
+                                            const DecodeBatch &batch) {
+  check_shape(q_heads, cache, batch);
+  return detail::decode_plan(rt.default_device().multiprocessors(), batch.batch, q_heads,
+                             cache.kv_heads, cache.head_dim, max_len(cache, batch), true)
+      .workspace_bytes;
+}
+
+void check_decode_tables(std::span<const std::int32_t> block_tables,
+                         std::span<const std::int32_t> seq_lens, int max_blocks, int page_size,
+                         int num_blocks, int max_seq_len) {
+  detail::require(max_blocks > 0 && page_size > 0 &&
+                      block_tables.size() == seq_lens.size() * max_blocks,
+                  op, "block_tables must hold max_blocks entries per sequence");
+  const std::int64_t limit = max_seq_len > 0 ? max_seq_len : std::int64_t{max_blocks} * page_size;
+  for (std::size_t s = 0; s < seq_lens.size(); ++s) {
+    const std::int32_t len = seq_lens[s];
+    detail::require(len >= 0 && len <= limit, op, [&] {
+      return "seq_lens[" + to_string(static_cast<std::int64_t>(s)) + "] is " + to_string(len) +
+             ", outside [0, " + to_string(limit) + "]";
+    });
+    for (int b = 0; b < detail::divide_up(len, page_size); ++b) {
+      const std::int32_t page = block_tables[s * max_blocks + b];
+      detail::require(page >= 0 && page < num_blocks, op, [&] {
+        return "block_tables[" + to_string(static_cast<std::int64_t>(s)) + "][" + to_string(b) +
+               "] is " + to_string(page) + ", past the cache's " + to_string(num_blocks) +
+               " blocks";
+      });
+    }
+  }
+}
+
+template <Element T>
+void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const PagedKvCache &cache,
+                            const DecodeBatch &batch, float scale, DecodeWorkspace workspace,
+                            Stream stream) {
+  static_assert(!std::is_same_v<T, float>, "paged_attention_decode takes Half or BFloat16");
+  detail::require_pointer(out, op, "out");
+  detail::require_pointer(q, op, "q");
+  detail::require_pointer(cache.k, op, "k cache");
+  detail::require_pointer(cache.v, op, "v cache");
+  detail::require_pointer(batch.block_tables, op, "block_tables");
+  detail::require_pointer(batch.seq_lens, op, "seq_lens");
+  check_shape(q_heads, cache, batch);
+  const bool fp8 = cache.format == KvCacheFormat::fp8_e4m3;
+  detail::require(std::isfinite(scale), op, "scale is not finite");
+  detail::require(!fp8 || (cache.k_scale > 0 && std::isfinite(cache.k_scale) && cache.v_scale > 0 &&
+                           std::isfinite(cache.v_scale)),
+                  op, "the fp8 cache's k_scale and v_scale must be positive and finite");
+  // Every load is 8 elements: 16 bytes (8 for fp8) at multiples of that in each row.
+  detail::require(detail::aligned(q, 16) && detail::aligned(out, 16), op,
+                  "q and out must be 16-byte aligned");
+  detail::require(
+      detail::aligned(cache.k, fp8 ? 8 : 16) && detail::aligned(cache.v, fp8 ? 8 : 16), op,
+      fp8 ? "the fp8 caches must be 8-byte aligned" : "the caches must be 16-byte aligned");
+  const int len = max_len(cache, batch);
+  const Device &device = rt.default_device();
+  if (batch.validate) {
+    std::vector<std::int32_t> tables(static_cast<std::size_t>(batch.batch) * batch.max_blocks);
+    std::vector<std::int32_t> lens(batch.batch);
+    device.synchronize();
+    device.copy_to_host(tables.data(), batch.block_tables, tables.size() * sizeof(std::int32_t));
+    device.copy_to_host(lens.data(), batch.seq_lens, lens.size() * sizeof(std::int32_t));
+    check_decode_tables(tables, lens, batch.max_blocks, cache.page_size, cache.num_blocks, len);
+  }
+  const detail::DecodePlan plan =
+      detail::decode_plan(device.multiprocessors(), batch.batch, q_heads, cache.kv_heads,
+                          cache.head_dim, len, workspace.data != nullptr);
+  detail::require(workspace.bytes >= plan.workspace_bytes, op, [&] {
+    return "the workspace holds " + to_string(static_cast<std::int64_t>(workspace.bytes)) +
+           " bytes, this shape needs " +
+           to_string(static_cast<std::int64_t>(plan.workspace_bytes)) +
+           " (paged_attention_workspace_bytes)";
+  });
+
+  static const Template &decode = templates::find("paged_attention_decode");
+  const ParamValues params{{"T", element_name<T>()},     {"KV_FP8", fp8 ? 1 : 0},
+                           {"HEAD_DIM", cache.head_dim}, {"PAGE", cache.page_size},
+                           {"GROUP", plan.group},        {"WARPS", plan.warps},
+                           {"UNROLL", plan.unroll},      {"LOADS", plan.loads}};
+  const Kernel &kernel = rt.kernel(decode, params);
+  // Scores in the log2 domain; an fp8 byte read as a half is its value times 2^-8
+  // (attention_decode.hip), so the cache's scale comes with 2^8.
+  constexpr float log2e = 1.4426950408889634f;
+  const float k_factor = fp8 ? cache.k_scale * 256.0f : 1.0f;
+  const float v_factor = fp8 ? cache.v_scale * 256.0f : 1.0f;
+  float *partial_out = static_cast<float *>(workspace.data);
+  float *partial_lse = plan.splits > 1 ? partial_out + static_cast<std::size_t>(batch.batch) *
+                                                           q_heads * plan.splits * cache.head_dim
+                                       : nullptr;
+  const Dim3 grid(static_cast<unsigned>(cache.kv_heads * plan.chunks),
+                  static_cast<unsigned>(batch.batch), static_cast<unsigned>(plan.splits));
+  const int warp = device.target().warp_size();
+  kernel.launch({.grid = grid, .block = static_cast<unsigned>(plan.warps * warp), .stream = stream},
+                out, partial_out, partial_lse, q, static_cast<const void *>(cache.k),
+                static_cast<const void *>(cache.v), batch.block_tables, batch.seq_lens,
+                scale * log2e * k_factor, v_factor, q_heads, cache.kv_heads, cache.num_blocks,
+                batch.max_blocks, plan.partition, len);
+  if (plan.splits == 1)
+    return;
+  static const Template &merge = templates::find("paged_attention_merge");
+  rt.kernel(merge, {{"T", element_name<T>()}, {"HEAD_DIM", cache.head_dim}})
+      .launch({.grid = static_cast<unsigned>(batch.batch * q_heads),
+               .block = static_cast<unsigned>(cache.head_dim),
+               .stream = stream},
+              out, static_cast<const float *>(partial_out), static_cast<const float *>(partial_lse),
+              plan.splits);
+}
+
+namespace reference {
+
+std::vector<double>
+paged_attention_decode(std::span<const double> q, std::span<const double> k_cache,
+                       std::span<const double> v_cache, std::span<const std::int32_t> block_tables,
+                       std::span<const std::int32_t> seq_lens, int q_heads, int kv_heads,
+                       int head_dim, int page_size, int max_blocks, double scale) {
+  std::vector<double> out(q.size(), 0.0);
+  const int ratio = q_heads / kv_heads;
+  for (std::size_t s = 0; s < seq_lens.size(); ++s) {
+    const int len = seq_lens[s];
+    for (int h = 0; h < q_heads; ++h) {
+      const double *query = q.data() + (s * q_heads + h) * head_dim;
+      // The row of token t of kv head h / ratio in a cache.
+      const auto row = [&](int t) {
+        const std::int64_t page = block_tables[s * max_blocks + t / page_size];
+        return ((page * page_size + t % page_size) * kv_heads + h / ratio) * head_dim;
+      };
+      std::vector<double> scores(len);
+      double top = -std::numeric_limits<double>::infinity();
+      for (int t = 0; t < len; ++t) {
+        double dot = 0;
+        for (int d = 0; d < head_dim; ++d)
+          dot += query[d] * k_cache[row(t) + d];
+        scores[t] = dot * scale;
+        top = std::max(top, scores[t]);
+      }
+      double sum = 0;
+      for (double &score : scores)
+        sum += score = std::exp(score - top);
+      double *result = out.data() + (s * q_heads + h) * head_dim;
+      for (int t = 0; t < len; ++t)
+        for (int d = 0; d < head_dim; ++d)
+          result[d] += scores[t] / sum * v_cache[row(t) + d];
+    }
+  }
+  return out;
+}
+
+} // namespace reference
+
+template void paged_attention_decode<Half>(Runtime &, Half *, const Half *, int,
+                                           const PagedKvCache &, const DecodeBatch &, float,
+                                           DecodeWorkspace, Stream);
+template void paged_attention_decode<BFloat16>(Runtime &, BFloat16 *, const BFloat16 *, int,
+                                               const PagedKvCache &, const DecodeBatch &, float,
+                                               DecodeWorkspace, Stream);
+
+} // namespace kjit::ops

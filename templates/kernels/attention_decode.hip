@@ -1,0 +1,324 @@
+// Paged attention for decode (one query token per sequence), over vLLM's and FlashInfer's NHD
+// paged cache: k_cache and v_cache are [blocks, PAGE, kv_heads, HEAD_DIM], the page of a
+// sequence's token t is block_tables[seq * max_blocks + t / PAGE], and a sequence attends to its
+// first seq_lens[seq] tokens:
+//
+//   out[seq, h] = sum_t softmax_t(scale * q[seq, h] . k[t, h / ratio]) v[t, h / ratio]
+//
+// with ratio = q_heads / kv_heads (GQA; MQA is kv_heads 1). KV_FP8 1 reads e4m3fn bytes, each
+// multiplied by its tensor's scale (folded into the arguments below by the host).
+//
+// Kernel paged_attention_decode: one block per (kv head, group of GROUP of its q heads, sequence,
+// split), so that the kv head's K and V are read once for GROUP query heads (the host makes GROUP
+// the whole ratio up to 8). Each token's row of HEAD_DIM elements is read by TPT = HEAD_DIM /
+// (8 LOADS) threads, 8 elements (16 bytes, 8 for fp8) per load and LOADS loads each, so a warp
+// reads whole rows of several tokens per load; every thread issues UNROLL tokens' K and V loads
+// before it uses one. More LOADS: fewer shuffles and exp2s per byte, more registers. Scores are
+// kept in the log2 domain (q is pre-multiplied by scale * log2(e)), so the online softmax (running
+// max, sum and output, per thread group, rescaled once per UNROLL tokens) needs exp2 alone. Warps
+// merge their states in shared memory at the end.
+//
+// Split-KV (flash-decoding): gridDim.z splits of `partition` tokens each. With one split the block
+// writes out; with several it writes its normalised partial output and its log2-sum-exp to the
+// workspace, and paged_attention_merge combines a head's splits.
+//
+// Inputs the host cannot see (device-side tables) are checked here, never trusted: a sequence
+// whose length is negative or past `len_limit` (the table's capacity, or what the splits cover),
+// or that names a page outside [0, num_blocks), reads nothing past the cache and gets NaN in every
+// output element of its heads. A sequence of length 0 gets zeros.
+
+namespace kjit_paged {
+
+constexpr int VEC = 8; // elements of a row per thread and load
+
+// Neither compiler defines INFINITY and NAN for device code on every release.
+__device__ inline float infinity() { return __int_as_float(0x7f800000); }
+__device__ inline float not_a_number() { return __int_as_float(0x7fc00000); }
+
+// 8 elements of a K or V row as floats. fp8 e4m3fn without an fp8 type (hiprtc has none): a
+// byte moved to the top of a half's bit pattern (sign, then exponent and mantissa shifted one
+// place right) is a half of the e4m3 value times 2^-8 (exponent bias 15 against 7), subnormals
+// included, so the conversion is exact; the host folds the 2^8 into the scales.
+template <int KV_FP8, typename C> __device__ inline void load_row(const C *p, float (&f)[VEC]) {
+  if (KV_FP8) {
+    const kjit::Vec<unsigned, 2> bytes = kjit::load_vec<2>(reinterpret_cast<const unsigned *>(p));
+    kjit::Vec<half, VEC> halves;
+    unsigned *words = reinterpret_cast<unsigned *>(halves.at);
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      const unsigned x = bytes.at[w];
+      const unsigned lo = ((x & 0xffu) << 8) | ((x & 0xff00u) << 16);
+      const unsigned hi = ((x & 0xff0000u) >> 8) | (x & 0xff000000u);
+      words[2 * w] = (lo & 0x80008000u) | ((lo & 0x7f007f00u) >> 1);
+      words[2 * w + 1] = (hi & 0x80008000u) | ((hi & 0x7f007f00u) >> 1);
+    }
+    kjit::to_floats(halves, f);
+  } else {
+    kjit::to_floats(kjit::load_vec<VEC>(p), f);
+  }
+}
+
+template <typename T, int KV_FP8> struct CacheElement { typedef T type; };
+template <typename T> struct CacheElement<T, 1> { typedef unsigned char type; };
+
+} // namespace kjit_paged
+
+template <typename T, int KV_FP8, int HEAD_DIM, int PAGE, int GROUP, int WARPS, int UNROLL,
+          int LOADS>
+__global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
+    paged_attention_decode(T *KJIT_RESTRICT out, float *KJIT_RESTRICT partial_out,
+                           float *KJIT_RESTRICT partial_lse, const T *KJIT_RESTRICT q,
+                           const void *k_cache_bytes, const void *v_cache_bytes,
+                           const int *KJIT_RESTRICT block_tables, const int *KJIT_RESTRICT seq_lens,
+                           float q_scale_log2, float v_scale, int q_heads, int kv_heads,
+                           int num_blocks, int max_blocks, int partition, int len_limit) {
+  using namespace kjit_paged;
+  typedef typename CacheElement<T, KV_FP8>::type C;
+  constexpr int DIMS = LOADS * VEC;    // elements of a row per thread, in LOADS loads
+  constexpr int TPT = HEAD_DIM / DIMS; // threads per token row
+  static_assert(HEAD_DIM % DIMS == 0 && KJIT_WARP_SIZE % TPT == 0, "HEAD_DIM: 64 or 128");
+  constexpr int LANES = WARPS * KJIT_WARP_SIZE / TPT; // tokens the block reads per step
+  const C *k_cache = static_cast<const C *>(k_cache_bytes);
+  const C *v_cache = static_cast<const C *>(v_cache_bytes);
+
+  const int ratio = q_heads / kv_heads;
+  const int chunks = (ratio + GROUP - 1) / GROUP;
+  const int kv_head = blockIdx.x / chunks, chunk = blockIdx.x % chunks;
+  const int seq = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
+  const int first_head = kv_head * ratio + chunk * GROUP;
+  const int heads_here = ratio - chunk * GROUP < GROUP ? ratio - chunk * GROUP : GROUP;
+  const int lane = threadIdx.x / TPT, sub = threadIdx.x % TPT;
+
+  __shared__ int any_bad;
+  if (threadIdx.x == 0)
+    any_bad = 0;
+  __syncthreads();
+  const int len = seq_lens[seq];
+  bool bad = len < 0 || len > len_limit;
+  const int begin = split * partition;
+  const int end = bad ? begin : len < begin + partition ? len : begin + partition;
+
+  // Chunk c of a thread holds elements (c * TPT + sub) * VEC ... + VEC of the row, so that each
+  // load of the TPT threads of a token reads TPT * VEC contiguous elements.
+  float qf[GROUP][DIMS];
+#pragma unroll
+  for (int j = 0; j < GROUP; ++j) {
+#pragma unroll
+    for (int c = 0; c < LOADS; ++c) {
+      float chunk[VEC] = {};
+      if (j < heads_here) {
+        const T *row = q + (static_cast<long long>(seq) * q_heads + first_head + j) * HEAD_DIM;
+        kjit::to_floats(kjit::load_vec<VEC>(row + (c * TPT + sub) * VEC), chunk);
+      }
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        qf[j][c * VEC + e] = chunk[e] * q_scale_log2;
+    }
+  }
+
+  // The running state of this thread's token lane: max and sum of the scores (log2 domain) and
+  // the output's DIMS elements, for each head of the group. -1e30 rather than -inf as the start,
+  // so that a lane that saw no token rescales by exp2(0), never by exp2(-inf + inf).
+  float m[GROUP], l[GROUP], acc[GROUP][DIMS];
+#pragma unroll
+  for (int j = 0; j < GROUP; ++j) {
+    m[j] = -1e30f;
+    l[j] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < DIMS; ++e)
+      acc[j][e] = 0.0f;
+  }
+
+  const int *table = block_tables + static_cast<long long>(seq) * max_blocks;
+  const long long token_stride = static_cast<long long>(kv_heads) * HEAD_DIM;
+  const long long column = static_cast<long long>(kv_head) * HEAD_DIM + sub * VEC;
+  // The K and V rows of UNROLL tokens of this thread's lane, loaded before any is used; a token
+  // past `end` or on a bad page is zeros (its weight is 0, and 0 * NaN would be NaN).
+  struct Stage {
+    kjit::Vec<C, VEC> k[UNROLL][LOADS], v[UNROLL][LOADS]; // 16 bytes each, 8 for fp8
+    bool valid[UNROLL];
+  };
+  const auto fetch = [&](Stage &stage, int step) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int token = step + u * LANES + lane;
+      stage.valid[u] = token < end;
+      int page = 0;
+      if (stage.valid[u]) {
+        page = table[token / PAGE];
+        if (page < 0 || page >= num_blocks) {
+          bad = true;
+          stage.valid[u] = false;
+        }
+      }
+      const long long at =
+          (static_cast<long long>(page) * PAGE + token % PAGE) * token_stride + column;
+#pragma unroll
+      for (int c = 0; c < LOADS; ++c) {
+        if (stage.valid[u]) {
+          stage.k[u][c] = kjit::load_vec<VEC>(k_cache + at + c * TPT * VEC);
+          stage.v[u][c] = kjit::load_vec<VEC>(v_cache + at + c * TPT * VEC);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) {
+            stage.k[u][c].at[e] = C();
+            stage.v[u][c].at[e] = C();
+          }
+        }
+      }
+    }
+  };
+  // Software-pipelined: the next step's loads are issued before this step's arithmetic, so that
+  // a thread always has loads in flight (two stages of registers).
+  Stage stage;
+  fetch(stage, begin);
+  for (int step = begin; step < end; step += UNROLL * LANES) {
+    Stage next;
+    fetch(next, step + UNROLL * LANES);
+    const Stage &cur = stage;
+    float s[UNROLL][GROUP];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      float kf[DIMS];
+#pragma unroll
+      for (int c = 0; c < LOADS; ++c)
+        load_row<KV_FP8>(cur.k[u][c].at, *reinterpret_cast<float(*)[VEC]>(kf + c * VEC));
+#pragma unroll
+      for (int j = 0; j < GROUP; ++j) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int e = 0; e < DIMS; ++e)
+          dot += qf[j][e] * kf[e];
+#pragma unroll
+        for (int mask = TPT / 2; mask > 0; mask /= 2)
+          dot += kjit::shuffle_xor(dot, mask);
+        s[u][j] = cur.valid[u] ? dot : -kjit_paged::infinity();
+      }
+    }
+    float vf[UNROLL][DIMS];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int c = 0; c < LOADS; ++c)
+        load_row<KV_FP8>(cur.v[u][c].at, *reinterpret_cast<float(*)[VEC]>(vf[u] + c * VEC));
+#pragma unroll
+    for (int j = 0; j < GROUP; ++j) {
+      float top = m[j];
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+        top = fmaxf(top, s[u][j]);
+      const float alpha = kjit::fast_exp2(m[j] - top);
+      m[j] = top;
+      l[j] *= alpha;
+#pragma unroll
+      for (int e = 0; e < DIMS; ++e)
+        acc[j][e] *= alpha;
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const float p = kjit::fast_exp2(s[u][j] - top);
+        l[j] += p;
+#pragma unroll
+        for (int e = 0; e < DIMS; ++e)
+          acc[j][e] += p * vf[u][e];
+      }
+    }
+    stage = next;
+  }
+
+  // The token lanes of a warp that hold the same columns (equal `sub`) merge by shuffles.
+#pragma unroll
+  for (int mask = TPT; mask < KJIT_WARP_SIZE; mask *= 2) {
+#pragma unroll
+    for (int j = 0; j < GROUP; ++j) {
+      const float other_m = kjit::shuffle_xor(m[j], mask);
+      const float other_l = kjit::shuffle_xor(l[j], mask);
+      const float top = fmaxf(m[j], other_m);
+      const float a = kjit::fast_exp2(m[j] - top), b = kjit::fast_exp2(other_m - top);
+      m[j] = top;
+      l[j] = l[j] * a + other_l * b;
+#pragma unroll
+      for (int e = 0; e < DIMS; ++e)
+        acc[j][e] = acc[j][e] * a + kjit::shuffle_xor(acc[j][e], mask) * b;
+    }
+  }
+
+  // Then the warps, through shared memory: warp w's first TPT lanes hold its state.
+  __shared__ float warp_m[WARPS][GROUP], warp_l[WARPS][GROUP];
+  __shared__ float warp_acc[WARPS][GROUP][HEAD_DIM];
+  const int warp = threadIdx.x / KJIT_WARP_SIZE;
+  if (threadIdx.x % KJIT_WARP_SIZE < TPT) {
+#pragma unroll
+    for (int j = 0; j < GROUP; ++j) {
+      if (sub == 0) {
+        warp_m[warp][j] = m[j];
+        warp_l[warp][j] = l[j];
+      }
+#pragma unroll
+      for (int c = 0; c < LOADS; ++c)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          warp_acc[warp][j][(c * TPT + sub) * VEC + e] = acc[j][c * VEC + e];
+    }
+  }
+  if (bad)
+    any_bad = 1;
+  __syncthreads();
+  const bool failed = any_bad != 0;
+  for (int i = threadIdx.x; i < heads_here * HEAD_DIM; i += blockDim.x) {
+    const int j = i / HEAD_DIM, d = i % HEAD_DIM;
+    float top = warp_m[0][j];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w)
+      top = fmaxf(top, warp_m[w][j]);
+    float sum = 0.0f, value = 0.0f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+      const float weight = kjit::fast_exp2(warp_m[w][j] - top);
+      sum += warp_l[w][j] * weight;
+      value += warp_acc[w][j][d] * weight;
+    }
+    const float result = failed       ? kjit_paged::not_a_number()
+                         : sum > 0.0f ? value / sum * v_scale
+                                      : 0.0f;
+    const long long row = static_cast<long long>(seq) * q_heads + first_head + j;
+    if (splits == 1) {
+      out[row * HEAD_DIM + d] = kjit::from_float<T>(result);
+    } else {
+      const long long at = row * splits + split;
+      partial_out[at * HEAD_DIM + d] = result;
+      if (d == 0)
+        partial_lse[at] = failed       ? kjit_paged::not_a_number()
+                          : sum > 0.0f ? top + log2f(sum)
+                                       : -kjit_paged::infinity();
+    }
+  }
+}
+
+// Combines the splits of each (sequence, q head) row: out = sum_s w_s partial_s / sum_s w_s with
+// w_s = 2^(lse_s - max lse). A split that saw no token (lse -inf) weighs 0; a NaN (a bad table)
+// makes the row NaN. One block of HEAD_DIM threads per row.
+template <typename T, int HEAD_DIM>
+__global__ void __launch_bounds__(HEAD_DIM)
+    paged_attention_merge(T *KJIT_RESTRICT out, const float *KJIT_RESTRICT partial_out,
+                          const float *KJIT_RESTRICT partial_lse, int splits) {
+  const long long row = blockIdx.x;
+  const int d = threadIdx.x;
+  const float *lse = partial_lse + row * splits;
+  float top = -kjit_paged::infinity();
+  bool failed = false;
+  for (int s = 0; s < splits; ++s) {
+    failed |= lse[s] != lse[s];
+    top = fmaxf(top, lse[s]);
+  }
+  float sum = 0.0f, value = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    if (lse[s] == -kjit_paged::infinity())
+      continue;
+    const float weight = kjit::fast_exp2(lse[s] - top);
+    sum += weight;
+    value += weight * partial_out[(row * splits + s) * HEAD_DIM + d];
+  }
+  out[row * HEAD_DIM + d] = kjit::from_float<T>(failed       ? kjit_paged::not_a_number()
+                                                : sum > 0.0f ? value / sum
+                                                             : 0.0f);
+}

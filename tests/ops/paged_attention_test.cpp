@@ -1,0 +1,269 @@
+// paged_attention_decode and reshape_and_cache on the CPU: the templates compile for both
+// vendors, the wrappers refuse bad input in one line, the split plan, and the references against
+// arithmetic done by hand.
+#include "kjit/ops/paged_attention.hpp"
+#include "ops/src/paged_attention_plan.hpp"
+#include "tests/ops/compile_support.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+
+namespace kjit::ops {
+namespace {
+
+using compile_testing::OpsCompileTest;
+
+TEST_F(OpsCompileTest, PagedDecodeVariantsCompileForAmdAndNvidia) {
+  for (const char *target : {"gfx90a", "sm_80", "sm_90"}) {
+    SCOPED_TRACE(target);
+    for (const char *type : {"half", "bfloat16"})
+      for (int fp8 : {0, 1})
+        EXPECT_TRUE(compiles("paged_attention_decode", {{"T", type}, {"KV_FP8", fp8}}, target));
+    EXPECT_TRUE(compiles("paged_attention_decode",
+                         {{"HEAD_DIM", 64}, {"PAGE", 32}, {"GROUP", 8}, {"UNROLL", 2}}, target));
+    EXPECT_TRUE(
+        compiles("paged_attention_decode", {{"GROUP", 1}, {"WARPS", 8}, {"LOADS", 2}}, target));
+    EXPECT_TRUE(compiles("paged_attention_merge", {{"HEAD_DIM", 64}}, target));
+    EXPECT_TRUE(compiles("reshape_and_cache", {{"T", "half"}}, target));
+    EXPECT_TRUE(compiles("reshape_and_cache",
+                         {{"KV_FP8", 1}, {"ROPE", 1}, {"ROTARY_DIM", 128}, {"VEC", 8}}, target));
+    EXPECT_TRUE(compiles("reshape_and_cache",
+                         {{"HEAD_DIM", 80}, {"ROPE", 2}, {"ROTARY_DIM", 34}, {"VEC", 1}}, target));
+  }
+}
+
+TEST_F(OpsCompileTest, KvCacheTemplateRefusesARotationWiderThanTheHead) {
+  EXPECT_TRUE(refuses_to_compile("reshape_and_cache",
+                                 {{"HEAD_DIM", 64}, {"ROPE", 1}, {"ROTARY_DIM", 128}}, "sm_90",
+                                 "ROTARY_DIM: even, <= HEAD_DIM"));
+}
+
+// A valid call's arguments (host pointers: the checks run before any device is touched), for
+// the tests to spoil one at a time.
+struct DecodeCall {
+  alignas(16) std::uint16_t q[4 * 128] = {}, out[4 * 128] = {};
+  alignas(16) std::uint16_t k[16 * 128] = {}, v[16 * 128] = {};
+  std::int32_t tables[1] = {}, lens[1] = {1};
+  int q_heads = 4;
+  PagedKvCache cache{
+      .k = k, .v = v, .num_blocks = 1, .page_size = 16, .kv_heads = 1, .head_dim = 128};
+  DecodeBatch batch{.block_tables = tables, .seq_lens = lens, .batch = 1, .max_blocks = 1};
+
+  // The one-line message of the Error(bad_argument) the call throws, or what went wrong.
+  std::string refusal(Runtime &rt) {
+    try {
+      paged_attention_decode(rt, reinterpret_cast<BFloat16 *>(out),
+                             reinterpret_cast<const BFloat16 *>(q), q_heads, cache, batch, 1.0f);
+    } catch (const Error &error) {
+      if (error.code() != Errc::bad_argument)
+        return "not bad_argument: " + error.summary();
+      return error.summary();
+    }
+    return "no error";
+  }
+};
+
+TEST(PagedDecodeArguments, BadOnesAreRefusedInOneLineBeforeAnyDeviceIsTouched) {
+  Runtime rt;
+  const std::string prefix = "kjit::ops::paged_attention_decode: ";
+  {
+    DecodeCall call;
+    call.q_heads = 6;
+    call.cache.kv_heads = 4;
+    EXPECT_EQ(call.refusal(rt), prefix + "q_heads 6 is not a multiple of kv_heads 4");
+  }
+  {
+    DecodeCall call;
+    call.cache.head_dim = 96;
+    EXPECT_EQ(call.refusal(rt), prefix + "head_dim 96 is not supported (64 or 128)");
+  }
+  {
+    DecodeCall call;
+    call.cache.page_size = 8;
+    EXPECT_EQ(call.refusal(rt), prefix + "page_size 8 is not supported (16 or 32)");
+  }
+  {
+    DecodeCall call;
+    call.batch.max_seq_len = 17;
+    EXPECT_EQ(call.refusal(rt), prefix + "max_seq_len 17 is past the tables' capacity of 16 "
+                                         "tokens (max_blocks 1 x page_size 16)");
+  }
+  {
+    DecodeCall call;
+    call.batch.block_tables = nullptr;
+    EXPECT_EQ(call.refusal(rt), prefix + "block_tables is null");
+  }
+  {
+    DecodeCall call;
+    call.cache.format = KvCacheFormat::fp8_e4m3;
+    call.cache.k_scale = 0.0f;
+    EXPECT_EQ(call.refusal(rt),
+              prefix + "the fp8 cache's k_scale and v_scale must be positive and finite");
+  }
+  {
+    DecodeCall call;
+    call.cache.k = reinterpret_cast<std::uint16_t *>(call.k) + 1;
+    EXPECT_EQ(call.refusal(rt), prefix + "the caches must be 16-byte aligned");
+  }
+  {
+    DecodeCall call;
+    call.batch.batch = 0;
+    EXPECT_EQ(call.refusal(rt),
+              prefix + "batch, q_heads, kv_heads, num_blocks and max_blocks must be positive");
+  }
+  {
+    DecodeCall call;
+    EXPECT_EQ(call.refusal(rt).find(prefix), std::string::npos)
+        << "a valid call gets past the checks (to the device, absent here or not)";
+  }
+}
+
+TEST(PagedDecodeTables, TheHostCheckNamesTheFirstBadEntry) {
+  const auto refusal = [](std::vector<std::int32_t> tables, std::vector<std::int32_t> lens,
+                          int max_seq_len = 0) {
+    try {
+      check_decode_tables(tables, lens, 2, 16, 4, max_seq_len);
+    } catch (const Error &error) {
+      return error.code() == Errc::bad_argument ? error.summary() : "not bad_argument";
+    }
+    return std::string("no error");
+  };
+  const std::string prefix = "kjit::ops::paged_attention_decode: ";
+  // Entries past a sequence's length are never read, so they may hold anything.
+  EXPECT_EQ(refusal({3, 99, 0, 1}, {16, 32}), "no error");
+  EXPECT_EQ(refusal({3, 99, 0, 1}, {17, 32}),
+            prefix + "block_tables[0][1] is 99, past the cache's 4 blocks");
+  EXPECT_EQ(refusal({3, 0, 0, -1}, {1, 20}),
+            prefix + "block_tables[1][1] is -1, past the cache's 4 blocks");
+  EXPECT_EQ(refusal({0, 0, 0, 0}, {1, 33}), prefix + "seq_lens[1] is 33, outside [0, 32]");
+  EXPECT_EQ(refusal({0, 0, 0, 0}, {-1, 3}), prefix + "seq_lens[0] is -1, outside [0, 32]");
+  EXPECT_EQ(refusal({0, 0, 0, 0}, {1, 20}, 16), prefix + "seq_lens[1] is 20, outside [0, 16]");
+}
+
+TEST(PagedDecodePlan, SplitsOnlyWhereTheBatchLeavesTheGpuShortOfBlocks) {
+  // Batch 64, 32 q heads over 8 kv heads on 132 multiprocessors: 512 blocks, no split.
+  const detail::DecodePlan big = detail::decode_plan(132, 64, 32, 8, 128, 4096, true);
+  EXPECT_EQ(big.splits, 1);
+  EXPECT_EQ(big.group, 4);
+  EXPECT_EQ(big.chunks, 1);
+  EXPECT_EQ(big.workspace_bytes, 0u);
+  EXPECT_EQ(big.loads, 2);
+  // Batch 1 at 32k: 8 blocks; split until about 4 blocks per multiprocessor (partitions are
+  // whole 64-token steps, so a little fewer).
+  const detail::DecodePlan one = detail::decode_plan(132, 1, 32, 8, 128, 32768, true);
+  EXPECT_GE(one.splits * 8, 3 * 132);
+  EXPECT_GE(std::int64_t{one.splits} * one.partition, 32768);
+  EXPECT_LT(std::int64_t{one.splits - 1} * one.partition, 32768) << "no split is empty";
+  EXPECT_EQ(one.partition % 64, 0);
+  EXPECT_EQ(one.workspace_bytes, std::size_t{32} * one.splits * (128 + 1) * 4);
+  // 2 blocks per multiprocessor or more: no split.
+  EXPECT_EQ(detail::decode_plan(132, 33, 8, 8, 128, 32768, true).splits, 1);
+  EXPECT_GT(detail::decode_plan(132, 32, 8, 8, 128, 32768, true).splits, 1);
+  // Without a workspace, one split whatever the shape.
+  EXPECT_EQ(detail::decode_plan(132, 1, 32, 8, 128, 32768, false).splits, 1);
+  // Short sequences are not split below 256 tokens a split.
+  EXPECT_EQ(detail::decode_plan(132, 1, 8, 8, 128, 300, true).splits, 1);
+  // GQA ratios past 8 are cut into equal chunks of at most 8 heads; MQA too.
+  const detail::DecodePlan twelve = detail::decode_plan(132, 64, 96, 8, 128, 1024, true);
+  EXPECT_EQ(twelve.chunks, 2);
+  EXPECT_EQ(twelve.group, 6);
+  const detail::DecodePlan mqa = detail::decode_plan(132, 64, 32, 1, 128, 1024, true);
+  EXPECT_EQ(mqa.chunks, 4);
+  EXPECT_EQ(mqa.group, 8);
+  EXPECT_EQ(mqa.loads, 1);
+}
+
+// Two q heads sharing one kv head of head_dim 2, pages of 2 tokens, scale 1. The sequence's
+// tokens 0 and 1 lie on page 1, token 2 on page 0. With q = (1, 0) and keys (ln w_t, 0) the
+// softmax weights are w_t / sum w: w = (1, 3, 4) gives (1/8, 3/8, 1/2).
+TEST(PagedDecodeReference, IsTheSoftmaxWeightedSumOfTheValuesOfTheSequencesPages) {
+  const std::vector<double> k = {/* page 0 */ std::log(4.0),
+                                 0,
+                                 0,
+                                 0,
+                                 /* page 1 */ 0,
+                                 0,
+                                 std::log(3.0),
+                                 0};
+  const std::vector<double> v = {/* page 0 */ 0, 16, 0, 0, /* page 1 */ 8, 0, 0, 8};
+  const std::vector<double> q = {1, 0, /* head 1: scores all 0, equal weights */ 0, 0};
+  const std::vector<std::int32_t> tables = {1, 0};
+  const std::vector<std::int32_t> lens = {3};
+  const auto out = reference::paged_attention_decode(q, k, v, tables, lens, 2, 1, 2, 2, 2, 1.0);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_NEAR(out[0], 8.0 / 8, 1e-12);
+  EXPECT_NEAR(out[1], 3.0 + 8.0, 1e-12); // 3/8 * 8 + 1/2 * 16
+  EXPECT_NEAR(out[2], 8.0 / 3, 1e-12);
+  EXPECT_NEAR(out[3], 24.0 / 3, 1e-12);
+  // A sequence of length 1 attends to its one token; of length 0, to nothing (zeros).
+  const std::vector<std::int32_t> one = {1};
+  EXPECT_EQ(reference::paged_attention_decode(q, k, v, tables, one, 2, 1, 2, 2, 2, 1.0),
+            (std::vector<double>{8, 0, 8, 0}));
+  const std::vector<std::int32_t> none = {0};
+  EXPECT_EQ(reference::paged_attention_decode(q, k, v, tables, none, 2, 1, 2, 2, 2, 1.0),
+            (std::vector<double>{0, 0, 0, 0}));
+}
+
+TEST(KvCacheReference, WritesEachTokenToItsSlotAndSkipsPaddingAndSlotsPastTheCache) {
+  // One kv head of 4; three slots. Token 1 is padding (-1), token 2 names slot 3 (past the cache).
+  const std::vector<float> key = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  const std::vector<float> value = {-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, 0, 0, 0, 0};
+  std::vector<Half> k16, v16;
+  for (float x : key)
+    k16.push_back(from_double<Half>(x));
+  for (float x : value)
+    v16.push_back(from_double<Half>(x));
+  const std::vector<std::int64_t> slots = {2, -1, 3, 0};
+  std::vector<double> k_cache(12, 99), v_cache(12, 99);
+  reference::reshape_and_cache<Half>(k16, v16, slots, 1, 4, k_cache, v_cache);
+  EXPECT_EQ(k_cache, (std::vector<double>{13, 14, 15, 16, 99, 99, 99, 99, 1, 2, 3, 4}));
+  EXPECT_EQ(v_cache, (std::vector<double>{0, 0, 0, 0, 99, 99, 99, 99, -1, -2, -3, -4}));
+  // With RoPE (NeoX, rotary_dim 2): position 1 rotates the pair (x0, x1) by 90 degrees.
+  const std::vector<Half> cos_sin = {from_double<Half>(1), from_double<Half>(0),
+                                     from_double<Half>(0), from_double<Half>(1)};
+  const std::vector<std::int64_t> positions = {1, 0, 0, 0};
+  std::vector<double> rotated(12, 99), values(12, 99);
+  reference::reshape_and_cache<Half>(k16, v16, slots, 1, 4, rotated, values, positions, cos_sin, 2,
+                                     RotaryStyle::neox);
+  EXPECT_EQ(std::vector<double>(rotated.begin() + 8, rotated.end()),
+            (std::vector<double>{-2, 1, 3, 4}));
+}
+
+TEST(KvCacheArguments, BadOnesAreRefusedInOneLine) {
+  Runtime rt;
+  alignas(16) std::uint16_t key[128] = {}, value[128] = {}, k[16 * 128] = {}, v[16 * 128] = {};
+  std::int64_t slots[1] = {};
+  PagedKvCache cache{
+      .k = k, .v = v, .num_blocks = 1, .page_size = 16, .kv_heads = 1, .head_dim = 128};
+  const auto refusal = [&](const PagedKvCache &c, std::int64_t key_stride,
+                           const KeyRotation<Half> *rotation) {
+    try {
+      reshape_and_cache(rt, reinterpret_cast<const Half *>(key),
+                        reinterpret_cast<const Half *>(value), c, slots, 1, key_stride, 0,
+                        rotation);
+    } catch (const Error &error) {
+      return error.code() == Errc::bad_argument ? error.summary() : "not bad_argument";
+    }
+    return std::string("no error");
+  };
+  const std::string prefix = "kjit::ops::reshape_and_cache: ";
+  PagedKvCache odd = cache;
+  odd.head_dim = 100;
+  EXPECT_EQ(refusal(odd, 0, nullptr),
+            prefix + "head_dim 100 is not supported (a multiple of 8 in [8, 1024])");
+  EXPECT_EQ(refusal(cache, 64, nullptr), prefix + "key_stride 64 and value_stride 128 must be at "
+                                                  "least kv_heads * head_dim = 128");
+  std::int64_t positions[1] = {};
+  alignas(16) std::uint16_t cos_sin[128] = {};
+  const KeyRotation<Half> wide{positions, reinterpret_cast<const Half *>(cos_sin), 1, 130};
+  EXPECT_EQ(refusal(cache, 0, &wide),
+            prefix + "rotary_dim 130 must be even and in [2, head_dim = 128]");
+  PagedKvCache fp8 = cache;
+  fp8.format = KvCacheFormat::fp8_e4m3;
+  fp8.v_scale = -1;
+  EXPECT_EQ(refusal(fp8, 0, nullptr),
+            prefix + "the fp8 cache's k_scale and v_scale must be positive and finite");
+}
+
+} // namespace
+} // namespace kjit::ops
