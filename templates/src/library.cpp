@@ -278,6 +278,8 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                                     "const int*", "const int*", "int", "int"},
                       .tuning = moe_rules,
                       .targets = {"sm_90a"}});
+}
+
 // Attention's forward on Hopper (sm_90a): wgmma fed by TMA, q, k and v passed as tensor maps.
 // CONSUMERS warpgroups of 64 query rows each, BLOCK_N keys per tile, STAGES tiles of k and v in
 // flight, PINGPONG 1: two consumers issue their products in turns, PERSISTENT 1: a block per
@@ -332,6 +334,8 @@ void add_attention(std::vector<Template> &all) {
                       .arguments = {"T*", "const T*", "const T*", "const T*", "const int*",
                                     "const int*", "int", "int", "int", "int", "float"},
                       .targets = {"sm_80+"}});
+}
+
 // Paged attention for decode, its split merge, and the KV-cache write (attention_decode.hip,
 // kv_cache.hip: their parameters are described there). Portable code (16-byte loads, shuffles,
 // shared memory; fp8 converted in integer arithmetic), so every target builds them.
