@@ -10,15 +10,17 @@ std::optional<cache::Key> find_by_headers(const cache::DiskStore &store, const c
                                           const std::vector<std::string> &dirs, bool quietly) {
   cache::DiskStore::ManifestLookup found = store.read_manifest(base, target);
   if (!found.problem.empty()) {
-    log().warn("ignoring header manifest {}: {}", found.path.string(), found.problem);
+    if (!quietly)
+      log().warn("ignoring header manifest {}: {}", found.path.string(), found.problem);
     return std::nullopt;
   }
   if (!found.manifest)
     return std::nullopt;
   cache::HeaderManifest &manifest = *found.manifest;
   if (manifest.dirs != dirs.size()) { // the base key counts them: only a forged file differs
-    log().warn("ignoring header manifest {}: it is for {} include directories, not {}",
-               found.path.string(), manifest.dirs, dirs.size());
+    if (!quietly)
+      log().warn("ignoring header manifest {}: it is for {} include directories, not {}",
+                 found.path.string(), manifest.dirs, dirs.size());
     return std::nullopt;
   }
   std::string newest_mismatch;

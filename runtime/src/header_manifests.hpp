@@ -14,8 +14,8 @@ namespace kjit {
 // result in its manifest whose headers in `dirs` all still have their recorded digests. A header
 // whose stamp changed but not its content gets its new stamp written back (where the tier is
 // writable), so it is read once. nullopt: no manifest; a manifest that cannot be used (warned
-// about); or no result whose headers are unchanged (one info line naming the header, unless
-// `quietly`: a second look under the key's lock, after the first one said it).
+// about); or no result whose headers are unchanged (one info line naming the header). `quietly`:
+// neither line, for a second look under the key's lock after the first one said it.
 std::optional<cache::Key> find_by_headers(const cache::DiskStore &store, const cache::Key &base,
                                           const std::string &target,
                                           const std::vector<std::string> &dirs,
