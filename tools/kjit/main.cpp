@@ -231,8 +231,8 @@ int run_compile(const CompileArgs &args, bool as_json) {
     throw Error(Errc::bad_usage, "--source needs --kernel NAME");
   if (args.source_file.empty() && !(args.headers.empty() && args.include_dirs.empty() &&
                                     args.defines.empty() && args.options.empty()))
-    throw Error(Errc::bad_usage, "--header, -I, -D and --option go with --source (a template and "
-                                 "a set file declare their own)");
+    throw Error(Errc::bad_usage, "--header, -D and --option go with --source, as -I does (a "
+                                 "template and a set file declare their own)");
   if (args.target.empty())
     throw Error(Errc::bad_target, "--target is required (e.g. --target gfx90a or sm_90)");
 
