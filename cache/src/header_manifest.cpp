@@ -235,18 +235,34 @@ std::optional<HeaderState> read_header(const std::string &path, std::string *con
 HeaderCheck check_headers(const std::vector<RecordedHeader> &headers,
                           const std::vector<std::string> &dirs) {
   HeaderCheck check;
-  check.headers = headers;
   auto fail = [&check](std::string why) {
     check.valid = false;
     check.mismatch = std::move(why);
+    check.headers.clear();
     return std::move(check);
   };
-  for (RecordedHeader &header : check.headers) {
+  // Each header is looked up relative to its directory, opened once: the directory's own path is
+  // not resolved again for every header.
+  std::vector<int> dir_fds(dirs.size(), -1);
+  struct Closer {
+    std::vector<int> &fds;
+    ~Closer() {
+      for (int fd : fds)
+        if (fd >= 0)
+          ::close(fd);
+    }
+  } closer{dir_fds};
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    const RecordedHeader &header = headers[i];
     if (header.dir >= dirs.size())
       return fail("the include directories changed");
-    const std::string path = dirs[header.dir] + '/' + header.path;
+    int &dir_fd = dir_fds[header.dir];
+    if (dir_fd < 0 &&
+        (dir_fd = ::open(dirs[header.dir].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+      return fail("include directory " + dirs[header.dir] + " cannot be opened: " +
+                  std::strerror(errno));
     struct stat status {};
-    const bool exists = ::stat(path.c_str(), &status) == 0;
+    const bool exists = ::fstatat(dir_fd, header.path.c_str(), &status, 0) == 0;
     if (!exists && errno != ENOENT && errno != ENOTDIR)
       return fail(describe(header) + " cannot be read: " + std::strerror(errno));
     if (!header.digest) {
@@ -262,7 +278,7 @@ HeaderCheck check_headers(const std::vector<RecordedHeader> &headers,
       continue;
     std::optional<HeaderState> state;
     try {
-      state = read_header(path);
+      state = read_header(dirs[header.dir] + '/' + header.path);
     } catch (const Error &error) {
       return fail(error.summary());
     }
@@ -272,7 +288,9 @@ HeaderCheck check_headers(const std::vector<RecordedHeader> &headers,
       return fail(describe(header) + " changed");
     ++check.rehashed;
     if (state->stamp.recorded() && state->stamp != header.stamp) {
-      header.stamp = state->stamp;
+      if (!check.restamp) // copied only when a stamp is to be written back
+        check.headers = headers;
+      check.headers[i].stamp = state->stamp;
       check.restamp = true;
     }
   }

@@ -95,7 +95,7 @@ struct HeaderCheck {
   std::string mismatch;     // when not valid: "cub/x.cuh (include directory 0) changed"
   std::size_t rehashed = 0; // headers whose stamps differed, so that were read again
   bool restamp = false;     // a header read again kept its digest: its new stamp is in `headers`
-  std::vector<RecordedHeader> headers; // the result's headers, restamped where read again
+  std::vector<RecordedHeader> headers; // with `restamp`: the result's headers, restamped
 };
 HeaderCheck check_headers(const std::vector<RecordedHeader> &headers,
                           const std::vector<std::string> &dirs);
