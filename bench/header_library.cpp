@@ -31,7 +31,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using kjit::bench::ms_between;
+using kjit::bench::median;
 using kjit::bench::run_child;
 
 std::string header_path(int i) {
@@ -86,15 +86,8 @@ int child(const std::string &which, const std::string &target) {
   const kjit::CodeObject &code = rt.compile(which == "tree" ? kernels.tree : kernels.flat,
                                             {{"T", "int"}}, kjit::jit::Target::parse(target));
   const auto done = std::chrono::steady_clock::now();
-  std::printf("%s %.3f\n", std::string(kjit::to_string(code.origin())).c_str(),
-              ms_between(start, done));
-  std::fflush(stdout);
+  kjit::bench::report_child(kjit::to_string(code.origin()), start, done);
   return 0;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 std::string target_id = "sm_90";

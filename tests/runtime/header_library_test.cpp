@@ -61,6 +61,13 @@ protected:
     Runtime rt(config());
     return rt.compile(tmpl, params, jit::Target::parse(target)).origin();
   }
+  // The next lookup in a fresh Runtime is a miss, logged with `why` ("lib/x.h (include
+  // directory 1) changed").
+  void expect_miss_naming(const Template &tmpl, const std::string &why) {
+    InfoCapture captured;
+    EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::compiled);
+    EXPECT_NE(captured.text().find(why), std::string::npos) << captured.text();
+  }
   std::optional<cache::HeaderManifest> manifest_of(const CodeObject &object) {
     const cache::DiskStore store(dir / "cache", cache::Access::read_only);
     for (const auto &entry : std::filesystem::recursive_directory_iterator(dir / "cache"))
@@ -98,13 +105,7 @@ TEST_F(HeaderLibraryTest, AnEditTwoLevelsDeepIsAMissNamingTheHeaderThenAHit) {
   EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::compiled);
   EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::user_cache);
   write_text(dir / "inc1/lib/detail/impl.h", "namespace lib { int twice(long); }\n");
-  {
-    InfoCapture captured;
-    EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::compiled);
-    EXPECT_NE(captured.text().find("lib/detail/impl.h (include directory 1) changed"),
-              std::string::npos)
-        << captured.text();
-  }
+  expect_miss_naming(tmpl, "lib/detail/impl.h (include directory 1) changed");
   EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::user_cache);
   EXPECT_EQ(compiler.compiles, 2);
   // Back to the first content: the manifest still holds that compile's result.
@@ -143,22 +144,14 @@ TEST_F(HeaderLibraryTest, AShadowingHeaderAddedEarlierOnThePathIsAMiss) {
   const Template tmpl = make();
   EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::compiled);
   write_text(dir / "inc0/lib/detail/impl.h", "namespace lib { int twice(int); }\n");
-  InfoCapture captured;
-  EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::compiled);
-  EXPECT_NE(captured.text().find("lib/detail/impl.h (include directory 0) was added"),
-            std::string::npos)
-      << captured.text();
+  expect_miss_naming(tmpl, "lib/detail/impl.h (include directory 0) was added");
 }
 
 TEST_F(HeaderLibraryTest, AVanishedHeaderIsAMiss) {
   const Template tmpl = make();
   EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::compiled);
   std::filesystem::remove(dir / "inc1/lib/detail/impl.h");
-  InfoCapture captured;
-  EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::compiled);
-  EXPECT_NE(captured.text().find("lib/detail/impl.h (include directory 1) vanished"),
-            std::string::npos)
-      << captured.text();
+  expect_miss_naming(tmpl, "lib/detail/impl.h (include directory 1) vanished");
 }
 
 // The preprocessor cannot see template parameters, so what a variant includes depends on what it
