@@ -5,6 +5,7 @@
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/kjit.hpp"
 #include "runtime/src/include_scan.hpp"
+#include "tests/support/fake_remote.hpp"
 #include "tests/support/log_capture.hpp"
 #include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -288,6 +289,21 @@ TEST_F(HeaderLibraryTest, AByteIdenticalCopyElsewhereServesAPrebuiltTier) {
   write_text(dir / "elsewhere/inc1/lib/detail/impl.h", "not the same library\n");
   Runtime changed(config);
   EXPECT_THROW(changed.compile(moved, {{"T", "float"}}, jit::Target::parse("gfx90a")), Error);
+}
+
+// A remote holds no manifests yet: a variant with include directories neither reads it, takes its
+// lease, nor publishes to it (its entry's key alone would say nothing of the headers).
+TEST_F(HeaderLibraryTest, TheRemoteIsNotUsedForAVariantWithIncludeDirectories) {
+  auto remote = std::make_shared<testing::FakeRemote>();
+  Config config = this->config();
+  config.remote = {{"fake://remote", false, remote, remote, remote}};
+  const Template tmpl = make();
+  EXPECT_EQ(Runtime(config).compile(tmpl, {{"T", "float"}}, jit::Target::parse("gfx90a")).origin(),
+            Origin::compiled);
+  EXPECT_EQ(Runtime(config).compile(tmpl, {{"T", "float"}}, jit::Target::parse("gfx90a")).origin(),
+            Origin::user_cache);
+  EXPECT_EQ(remote->gets(), 0);
+  EXPECT_EQ(remote->puts(), 0);
 }
 
 TEST_F(HeaderLibraryTest, TheScannerRecordsCandidatesOfEveryBranchAndAbsentPlaces) {
