@@ -259,8 +259,8 @@ HeaderCheck check_headers(const std::vector<RecordedHeader> &headers,
     int &dir_fd = dir_fds[header.dir];
     if (dir_fd < 0 &&
         (dir_fd = ::open(dirs[header.dir].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-      return fail("include directory " + dirs[header.dir] + " cannot be opened: " +
-                  std::strerror(errno));
+      return fail("include directory " + dirs[header.dir] +
+                  " cannot be opened: " + std::strerror(errno));
     struct stat status {};
     const bool exists = ::fstatat(dir_fd, header.path.c_str(), &status, 0) == 0;
     if (!exists && errno != ENOENT && errno != ENOTDIR)
