@@ -22,7 +22,7 @@
 
 namespace {
 
-using kjit::bench::ms_between;
+using kjit::bench::median;
 using kjit::bench::run_child;
 
 // The built-in scale template: x[i] *= a for i < N.
@@ -35,15 +35,8 @@ int child(const std::string &target) {
   const kjit::CodeObject &code =
       rt.compile(scale, {{"T", "half"}, {"N", 4096}}, kjit::jit::Target::parse(target));
   const auto done = std::chrono::steady_clock::now();
-  std::printf("%s %.3f\n", std::string(kjit::to_string(code.origin())).c_str(),
-              ms_between(start, done));
-  std::fflush(stdout);
+  kjit::bench::report_child(kjit::to_string(code.origin()), start, done);
   return 0;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 } // namespace

@@ -122,6 +122,44 @@ void DiskStore::write(const Entry &entry) const {
   publish_private_file(path, encode_entry(entry), entry.header.key.hex(), "cache entry");
 }
 
+DiskStore::ManifestLookup DiskStore::read_manifest(const Key &base, std::string_view target) const {
+  ManifestLookup lookup;
+  try {
+    std::optional<std::string> directory = target_directory(target);
+    if (!directory) {
+      lookup.problem = invalid_target_problem(target);
+      return lookup;
+    }
+    lookup.path = entry_path_in(versioned_root_, *directory, base).replace_extension(".manifest");
+    PrivateFile file = read_private_file(lookup.path);
+    if (file.missing)
+      return lookup;
+    if (!file.problem.empty()) {
+      lookup.problem = std::move(file.problem);
+      return lookup;
+    }
+    DecodedManifest decoded = decode_manifest(
+        std::string_view(reinterpret_cast<const char *>(file.bytes.data()), file.bytes.size()),
+        base);
+    lookup.manifest = std::move(decoded.manifest);
+    lookup.problem = std::move(decoded.problem);
+  } catch (const std::exception &error) { // out of memory: a problem, not a throw
+    lookup.manifest.reset();
+    lookup.problem = std::string("cannot read: ") + error.what();
+  }
+  return lookup;
+}
+
+void DiskStore::write_manifest(const HeaderManifest &manifest, std::string_view target) const {
+  const fs::path path = entry_path(manifest.base, target).replace_extension(".manifest");
+  if (access_ == Access::read_only)
+    throw Error(Errc::cache_io,
+                "cannot write header manifest " + path.string() + ": " + read_only_problem(root_));
+  const std::string text = encode_manifest(manifest);
+  publish_private_file(path, std::as_bytes(std::span(text.data(), text.size())),
+                       manifest.base.hex(), "header manifest");
+}
+
 void DiskStore::record_use(const Lookup &hit) const {
   constexpr std::int64_t minute_ns = 60'000'000'000;
   const std::int64_t now_ns = unix_now_ns();

@@ -376,6 +376,8 @@ CompileResult HiprtcCompiler::compile(const CompileRequest &request) const {
   refuse_include_path_variables();
   std::vector<std::string> options = canonicalize_options(request.options);
   options.push_back("--offload-arch=" + request.target.id());
+  for (const std::string &directory : request.include_dirs)
+    options.push_back("-I" + directory);
   add_device_library_options(device_library_, request.target, release_, options);
 
   std::lock_guard lock(hiprtc_calls);

@@ -151,6 +151,8 @@ CompileResult NvrtcCompiler::compile(const CompileRequest &request) const {
   check_supported(request.target);
   std::vector<std::string> options = canonicalize_options(request.options);
   options.push_back("--gpu-architecture=" + request.target.id());
+  for (const std::string &directory : request.include_dirs) // before the toolkit's own
+    options.push_back("-I" + directory);
   // The toolkit's own headers (cuda_fp16.h...) are the ones that ship with this NVRTC, so its
   // identity accounts for them: kjit may add this include path while it refuses the caller's.
   if (!cuda_include_directory_.empty())

@@ -55,6 +55,18 @@ parse_milliseconds(const std::string &text, std::int64_t minimum, std::int64_t m
   return std::chrono::milliseconds(value);
 }
 
+// The non-empty parts of a ':'-separated list.
+std::vector<std::string> colon_separated(const std::string &list) {
+  std::vector<std::string> parts;
+  for (std::size_t start = 0; start <= list.size();) {
+    const std::size_t colon = std::min(list.find(':', start), list.size());
+    if (colon > start)
+      parts.push_back(list.substr(start, colon - start));
+    start = colon + 1;
+  }
+  return parts;
+}
+
 } // namespace
 
 std::vector<std::filesystem::path> Config::prebuilt_tiers() const {
@@ -94,13 +106,9 @@ Config Config::from_environment() {
   config.prebuilt_dir = prebuilt_dir.empty()
                             ? std::filesystem::path(KJIT_INSTALL_PREFIX) / "share/kjit/prebuilt"
                             : std::filesystem::path(prebuilt_dir);
-  const std::string search_path = environment("KJIT_PREBUILT_PATH");
-  for (std::size_t start = 0; start <= search_path.size();) {
-    const std::size_t colon = std::min(search_path.find(':', start), search_path.size());
-    if (colon > start)
-      config.prebuilt_dirs.emplace_back(search_path.substr(start, colon - start));
-    start = colon + 1;
-  }
+  for (std::string &dir : colon_separated(environment("KJIT_PREBUILT_PATH")))
+    config.prebuilt_dirs.emplace_back(std::move(dir));
+  config.include_dirs = colon_separated(environment("KJIT_INCLUDE_PATH"));
   config.remote = cache::remote_storages_from_environment();
   if (auto ttl = environment("KJIT_REMOTE_LEASE_MS"); !ttl.empty()) {
     const auto parsed = parse_milliseconds(ttl, 10, 3'600'000);

@@ -1,6 +1,8 @@
 #include "kjit/runtime/prebuild.hpp"
 
 #include "compiler_memo.hpp"
+#include "header_manifests.hpp"
+#include "include_scan.hpp"
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/cache/key.hpp"
 #include "kjit/error.hpp"
@@ -151,7 +153,11 @@ bool up_to_date(const Batch &batch, const Compilers &compilers, const fs::path &
         const kjit::VariantDescription described =
             describe_variant(variant.instance, variant.target,
                              CompilerIdentity::of(compilers.of(variant.target.vendor())));
-        return store.read(described.key, variant.target.id()).status == cache::Lookup::Status::hit;
+        std::optional<cache::Key> key = described.key;
+        if (described.has_include_dirs())
+          key = find_by_headers(store, described.key, variant.target.id(),
+                                described.request.include_dirs, true);
+        return key && store.read(*key, variant.target.id()).status == cache::Lookup::Status::hit;
       });
 }
 
@@ -166,6 +172,18 @@ BatchResult build(const Batch &batch, const Compilers &compilers, const fs::path
   std::vector<kjit::VariantDescription> described;
   for (const TargetedInstance &variant : batch.variants)
     described.push_back(describe_variant(variant.instance, variant.target, identity));
+  // A batch is one template for one target: one program, so one set of headers for all of it.
+  std::vector<cache::RecordedHeader> headers;
+  std::vector<cache::Key> bases; // the keys of the variants' manifests
+  const bool has_include_dirs = described.front().has_include_dirs();
+  if (has_include_dirs) {
+    headers = scan_includes(described.front().request,
+                            batch.variants.front().instance.source_template().name());
+    for (kjit::VariantDescription &variant : described) {
+      bases.push_back(variant.key);
+      variant = keyed_with_headers(std::move(variant), headers);
+    }
+  }
 
   // Compiles variants [first, first + count) as one program and writes their entries.
   auto compile = [&](std::size_t first, std::size_t count) {
@@ -184,6 +202,10 @@ BatchResult build(const Batch &batch, const Compilers &compilers, const fs::path
       const cache::Entry entry = reproducible_entry(
           make_entry(batch.variants[i].instance, described[i], compiler, std::move(own), 0));
       store.write(entry);
+      if (has_include_dirs)
+        record_headers(store, bases[i], entry.header.target,
+                       static_cast<std::uint32_t>(request.include_dirs.size()),
+                       {entry.header.key, headers});
       result.bytes += size_on_disk(store.entry_path(entry.header.key, entry.header.target));
       ++result.built;
     }

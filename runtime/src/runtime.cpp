@@ -1,8 +1,10 @@
 #include "kjit/runtime/runtime.hpp"
 
 #include "compiler_memo.hpp"
+#include "include_scan.hpp"
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
+#include "kjit/templates/includes.hpp"
 #include "kjit/templates/sets.hpp"
 #include "memory_tier.hpp"
 #include "signature.hpp"
@@ -69,6 +71,13 @@ private:
 class Runtime::Impl {
 public:
   explicit Impl(Config config) : config_(std::move(config)), tiers_(config_) {
+    for (std::string &dir : config_.include_dirs) {
+      try {
+        dir = templates::checked_include_directory(dir, "KJIT_INCLUDE_PATH (Config::include_dirs)");
+      } catch (const Error &error) {
+        throw Error(Errc::bad_config, error.summary());
+      }
+    }
     if (const cache::DiskStore *user = tiers_.user())
       memo_.emplace(user->compilers_directory());
   }
@@ -171,8 +180,8 @@ private:
   // (or its exception).
   const CodeObject &resolve(const Instance &instance, const jit::Target &target,
                             int newest_code_object) {
-    VariantDescription variant =
-        describe_variant(instance, target, compiler_identity(target.vendor()));
+    VariantDescription variant = describe_variant(
+        instance, target, compiler_identity(target.vendor()), config_.include_dirs);
     const ObjectKey key{variant.key, newest_code_object};
 
     std::promise<const CodeObject *> promise;
@@ -209,9 +218,11 @@ private:
   std::unique_ptr<CodeObject> code_object(const VariantDescription &variant, Found found) {
     auto &entry = found.entry;
     auto object = std::unique_ptr<CodeObject>(
-        new CodeObject(variant.key, variant.request.target, std::move(entry.code),
-                       entry.header.kernels[0].first, entry.header.kernels[0].second, found.origin,
-                       entry.header.compile_ms, std::move(found.path)));
+        // With include directories, the entry's own key: variant.key is the base key, of no file.
+        new CodeObject(variant.has_include_dirs() ? entry.header.key : variant.key,
+                       variant.request.target, std::move(entry.code), entry.header.kernels[0].first,
+                       entry.header.kernels[0].second, found.origin, entry.header.compile_ms,
+                       std::move(found.path)));
     if (found.origin != Origin::compiled)
       count_hit(*object);
     return object;
@@ -326,13 +337,14 @@ private:
   // The entries built for targets whose code also runs on the variant's (jit::serving_targets,
   // most specific first): prebuilds name targets as GPU_ARCHS does ("gfx90a", "gfx11-generic",
   // "sm_90"), while a device asks for its own ("gfx90a:sramecc+:xnack-", "gfx1101", "sm_90a").
-  static std::vector<TieredStore::StandIn> stand_ins(const Instance &instance,
-                                                     const VariantDescription &variant) {
+  std::vector<TieredStore::StandIn> stand_ins(const Instance &instance,
+                                              const VariantDescription &variant) const {
     std::vector<TieredStore::StandIn> found;
     for (const jit::Target &candidate : jit::serving_targets(variant.request.target))
       if (candidate != variant.request.target)
         found.push_back(
-            {describe_variant(instance, candidate, variant.compiler).key, candidate.id()});
+            {describe_variant(instance, candidate, variant.compiler, config_.include_dirs).key,
+             candidate.id()});
     return found;
   }
 
@@ -342,7 +354,8 @@ private:
     if (!config_.rebuild) {
       if (auto found = tiers_.find(
               variant.key, variant.request.target.id(),
-              [&] { return stand_ins(instance, variant); }, newest_code_object))
+              [&] { return stand_ins(instance, variant); }, newest_code_object,
+              variant.request.include_dirs))
         return code_object(variant, std::move(*found));
     }
     const jit::Target &target = variant.request.target;
@@ -355,24 +368,31 @@ private:
       // The memo named another compiler than the one the loader found (one installed elsewhere on
       // the search path since): key the variant by the real one.
       log().info("{} is not the compiler the memo named: keying by it", loaded.identity);
-      return load_or_build(instance, describe_variant(instance, target, loaded),
+      return load_or_build(instance,
+                           describe_variant(instance, target, loaded, config_.include_dirs),
                            newest_code_object);
     }
 
     // Concurrent processes, and nodes of a fleet, compile a variant once: whoever waited takes
     // what the holder published.
-    TieredStore::Compiling compiling =
-        tiers_.begin_compile(variant.key, target.id(), !config_.rebuild);
+    TieredStore::Compiling compiling = tiers_.begin_compile(
+        variant.key, target.id(), !config_.rebuild, variant.request.include_dirs);
     if (compiling.published)
       return code_object(variant, std::move(*compiling.published));
+    // Read before the compile, so that what is recorded is at most as new as what it reads.
+    std::vector<cache::RecordedHeader> headers;
+    if (variant.has_include_dirs())
+      headers = scan_includes(variant.request, instance.source_template().name());
 
     {
       std::lock_guard counting(counters_mutex_);
       ++counters_.misses;
     }
     const auto started = std::chrono::steady_clock::now();
+    const VariantDescription keyed =
+        variant.has_include_dirs() ? keyed_with_headers(variant, headers) : variant;
     jit::CompileResult result =
-        compile_variant(jit_compiler, variant.request, instance.source_template());
+        compile_variant(jit_compiler, keyed.request, instance.source_template());
     const double compile_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
@@ -382,8 +402,13 @@ private:
       counters_.compile_ms += compile_ms;
     }
 
-    cache::Entry entry = make_entry(instance, variant, jit_compiler, std::move(result), compile_ms);
-    std::filesystem::path entry_path = tiers_.publish(compiling, entry);
+    cache::Entry entry = make_entry(instance, keyed, jit_compiler, std::move(result), compile_ms);
+    std::filesystem::path entry_path =
+        variant.has_include_dirs()
+            ? tiers_.publish(compiling, entry, variant.key,
+                             static_cast<std::uint32_t>(variant.request.include_dirs.size()),
+                             std::move(headers))
+            : tiers_.publish(compiling, entry);
     return code_object(variant, {std::move(entry), Origin::compiled, std::move(entry_path)});
   }
 

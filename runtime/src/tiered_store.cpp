@@ -1,5 +1,6 @@
 #include "tiered_store.hpp"
 
+#include "header_manifests.hpp"
 #include "kjit/cache/catalog.hpp"
 #include "kjit/error.hpp"
 #include "kjit/jit/elf.hpp"
@@ -20,8 +21,12 @@ const cache::DiskStore *TieredStore::user() const {
 }
 
 std::optional<Found> TieredStore::read(const cache::DiskStore &store, const cache::Key &key,
-                                       const std::string &target, Origin origin) {
-  cache::Lookup found = store.read(key, target);
+                                       const std::string &target, Origin origin,
+                                       const std::vector<std::string> &include_dirs) {
+  std::optional<cache::Key> by_headers;
+  if (!include_dirs.empty() && !(by_headers = find_by_headers(store, key, target, include_dirs)))
+    return std::nullopt;
+  cache::Lookup found = store.read(by_headers.value_or(key), target);
   if (found.status == cache::Lookup::Status::rejected)
     log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
   if (found.status != cache::Lookup::Status::hit)
@@ -60,27 +65,31 @@ bool loadable(const cache::Entry &entry, const std::filesystem::path &path,
 } // namespace
 
 std::optional<Found> TieredStore::find_local(const cache::Key &key, const std::string &target,
-                                             int newest_code_object) {
+                                             int newest_code_object,
+                                             const std::vector<std::string> &include_dirs) {
   std::vector<std::pair<const cache::DiskStore *, Origin>> order;
   for (const cache::DiskStore *store : local_.prebuilt_tiers())
     order.emplace_back(store, Origin::prebuilt);
   if (local_.user)
     order.emplace_back(&*local_.user, Origin::user_cache);
   for (auto [store, origin] : order)
-    if (auto found = read(*store, key, target, origin))
+    if (auto found = read(*store, key, target, origin, include_dirs))
       if (loadable(found->entry, found->path, newest_code_object))
         return found;
   return std::nullopt;
 }
 
 std::optional<Found> TieredStore::find(const cache::Key &key, const std::string &target,
-                                       const MakeStandIns &stand_ins, int newest_code_object) {
-  if (auto found = find_local(key, target, newest_code_object))
+                                       const MakeStandIns &stand_ins, int newest_code_object,
+                                       const std::vector<std::string> &include_dirs) {
+  if (auto found = find_local(key, target, newest_code_object, include_dirs))
     return found;
   if (!local_.prebuilt_tiers().empty() || local_.user)
     for (const StandIn &stand_in : stand_ins())
-      if (auto found = find_local(stand_in.key, stand_in.target, newest_code_object))
+      if (auto found = find_local(stand_in.key, stand_in.target, newest_code_object, include_dirs))
         return found;
+  if (!include_dirs.empty())
+    return std::nullopt;
   if (auto entry = remote_.find(key, target))
     if (loadable(*entry, {}, newest_code_object))
       return promoted(std::move(*entry));
@@ -107,13 +116,23 @@ std::filesystem::path TieredStore::keep(const cache::Entry &entry) {
 }
 
 TieredStore::Compiling TieredStore::begin_compile(const cache::Key &key, const std::string &target,
-                                                  bool reuse) {
+                                                  bool reuse,
+                                                  const std::vector<std::string> &include_dirs) {
   Compiling compiling;
   if (const cache::DiskStore *store = user()) {
     try {
       compiling.lock_.emplace(store->lock(key));
     } catch (const Error &error) {
       disk_unusable(error);
+    }
+    if (compiling.lock_ && reuse && !include_dirs.empty()) {
+      // Another process may have compiled it while this one waited: its manifest names the entry.
+      if (auto by_headers = find_by_headers(*store, key, target, include_dirs, true)) {
+        cache::Lookup found = store->read(*by_headers, target);
+        if (found.status == cache::Lookup::Status::hit && found.entry->header.kernels.size() == 1)
+          compiling.published = Found{std::move(*found.entry), Origin::user_cache, found.path};
+      }
+      return compiling;
     }
     if (compiling.lock_ && reuse) {
       // Another process may have published it while this one waited for the lock.
@@ -128,7 +147,7 @@ TieredStore::Compiling TieredStore::begin_compile(const cache::Key &key, const s
     }
   }
   // One compile per fleet: the lease holder compiles, the others take what it publishes.
-  if (reuse)
+  if (reuse && include_dirs.empty())
     if (auto entry = remote_.claim_or_wait(key, target, compiling.claim_))
       compiling.published = promoted(std::move(*entry));
   return compiling;
@@ -137,6 +156,21 @@ TieredStore::Compiling TieredStore::begin_compile(const cache::Key &key, const s
 std::filesystem::path TieredStore::publish(const Compiling &compiling, const cache::Entry &entry) {
   std::filesystem::path path = compiling.lock_ ? keep(entry) : std::filesystem::path();
   remote_.publish(entry);
+  return path;
+}
+
+std::filesystem::path TieredStore::publish(const Compiling &compiling, const cache::Entry &entry,
+                                           const cache::Key &base, std::uint32_t dirs,
+                                           std::vector<cache::RecordedHeader> headers) {
+  std::filesystem::path path = compiling.lock_ ? keep(entry) : std::filesystem::path();
+  if (const cache::DiskStore *store = user(); store && !path.empty()) {
+    try {
+      record_headers(*store, base, entry.header.target, dirs,
+                     {entry.header.key, std::move(headers)});
+    } catch (const Error &error) {
+      disk_unusable(error);
+    }
+  }
   return path;
 }
 

@@ -54,9 +54,11 @@ public:
   // remote, whose hit is kept in the user tier. An AMD entry whose code object version is newer
   // than `newest_code_object` (what the device's runtime loads: a gfx11-generic entry is v6, which
   // HIP loads from ROCm 6.4) is a miss, warned about once per process.
+  // With `include_dirs`, keys are base keys: each tier's header manifest names the entry
+  // (header_manifests.hpp), and the remote is not asked (it holds no manifests).
   std::optional<Found> find(const cache::Key &key, const std::string &target,
-                            const MakeStandIns &stand_ins,
-                            int newest_code_object = any_code_object);
+                            const MakeStandIns &stand_ins, int newest_code_object = any_code_object,
+                            const std::vector<std::string> &include_dirs = {});
 
   // Makes one compile of `key` per machine and per fleet. While held, the key's file lock in the
   // user tier and the remote lease (when this process took it) are this process's.
@@ -73,10 +75,19 @@ public:
   // Takes the key's file lock; with `reuse` (not KJIT_REBUILD), reads the user tier again under it
   // and takes the remote lease or waits for the node that holds it. A rejected user entry is
   // removed, so that a directory planted under its name does not cost the process its disk tier.
-  Compiling begin_compile(const cache::Key &key, const std::string &target, bool reuse);
+  // With `include_dirs`, `key` is a base key, read through the user tier's manifest, and the
+  // remote is neither asked nor leased.
+  Compiling begin_compile(const cache::Key &key, const std::string &target, bool reuse,
+                          const std::vector<std::string> &include_dirs = {});
   // Publishes a compiled entry: to the user tier when `compiling` holds its lock, and to the
   // remote. Returns where it is on disk, or empty.
   std::filesystem::path publish(const Compiling &compiling, const cache::Entry &entry);
+  // Publishes the entry of a variant with include directories (its key the full one) to the user
+  // tier when `compiling` holds the lock of `base`, and adds `headers` to the manifest of `base`
+  // there; not to the remote. Returns where the entry is on disk, or empty.
+  std::filesystem::path publish(const Compiling &compiling, const cache::Entry &entry,
+                                const cache::Key &base, std::uint32_t dirs,
+                                std::vector<cache::RecordedHeader> headers);
 
   // The remote_* counters.
   cache::CacheCounters remote_counters() const { return remote_.counters(); }
@@ -89,9 +100,11 @@ public:
 
 private:
   std::optional<Found> find_local(const cache::Key &key, const std::string &target,
-                                  int newest_code_object);
+                                  int newest_code_object,
+                                  const std::vector<std::string> &include_dirs);
   std::optional<Found> read(const cache::DiskStore &store, const cache::Key &key,
-                            const std::string &target, Origin origin);
+                            const std::string &target, Origin origin,
+                            const std::vector<std::string> &include_dirs);
   std::filesystem::path keep(const cache::Entry &entry);
   Found promoted(cache::Entry entry);
   void disk_unusable(const Error &error);

@@ -30,7 +30,8 @@ std::vector<cache::EntryParameter> entry_parameters(const Instance &instance) {
 } // namespace
 
 VariantDescription describe_variant(const Instance &instance, const jit::Target &target,
-                                    const CompilerIdentity &compiler) {
+                                    const CompilerIdentity &compiler,
+                                    const std::vector<std::string> &runtime_include_dirs) {
   const Template &tmpl = instance.source_template();
   std::vector<HeaderFile> headers = {templates::prelude()};
   headers.insert(headers.end(), tmpl.headers().begin(), tmpl.headers().end());
@@ -41,6 +42,7 @@ VariantDescription describe_variant(const Instance &instance, const jit::Target 
                   .source = tmpl.source(),
                   .pre_includes = {templates::prelude().name},
                   .headers = std::move(headers),
+                  .include_dirs = tmpl.include_dirs(),
                   .name_expressions = {instance.expression(target.vendor())},
                   .options = jit::canonicalize_options(options),
                   .target = target},
@@ -48,6 +50,8 @@ VariantDescription describe_variant(const Instance &instance, const jit::Target 
       .key_inputs = {},
       .key = {},
   };
+  variant.request.include_dirs.insert(variant.request.include_dirs.end(),
+                                      runtime_include_dirs.begin(), runtime_include_dirs.end());
   const auto &request = variant.request;
 
   auto &key = variant.key_inputs;
@@ -60,6 +64,10 @@ VariantDescription describe_variant(const Instance &instance, const jit::Target 
     key.add("header:" + header.name, cache::sha256_hex(header.content));
   for (const auto &include : request.pre_includes)
     key.add("pre-include", include);
+  // Their paths are not keyed (a library installed elsewhere is the same library): the headers
+  // read from them are, by keyed_with_headers.
+  if (!request.include_dirs.empty())
+    key.add("include-dirs", std::to_string(request.include_dirs.size()));
   for (const auto &expression : request.name_expressions)
     key.add("expression", expression);
   for (const auto &[name, value] : instance.values())
@@ -87,6 +95,15 @@ jit::CompileResult compile_variant(const jit::Compiler &compiler,
     throw Error(Errc::compile_error, "template " + tmpl.name() + ": " + mismatch,
                 error.summary() + "\n" + error.detail());
   }
+}
+
+VariantDescription keyed_with_headers(VariantDescription variant,
+                                      const std::vector<cache::RecordedHeader> &headers) {
+  for (const cache::RecordedHeader &header : headers)
+    variant.key_inputs.add("include:" + std::to_string(header.dir) + ":" + header.path,
+                           header.digest.value_or("absent"));
+  variant.key = variant.key_inputs.finish();
+  return variant;
 }
 
 cache::Entry make_entry(const Instance &instance, const VariantDescription &variant,

@@ -3,6 +3,7 @@
 // that names its output (docs/ARCHITECTURE.md, "The key"). Every input that can change the code is
 // in the key.
 #include "kjit/cache/entry.hpp"
+#include "kjit/cache/header_manifest.hpp"
 #include "kjit/cache/key.hpp"
 #include "kjit/jit/compiler.hpp"
 #include "kjit/templates/template.hpp"
@@ -25,12 +26,22 @@ struct VariantDescription {
   jit::CompileRequest request;
   CompilerIdentity compiler; // as keyed
   cache::KeyBuilder key_inputs;
+  // With include directories, the base key (everything but the headers), which names the header
+  // manifest, until keyed_with_headers gives the entry's key.
   cache::Key key;
+  bool has_include_dirs() const { return !request.include_dirs.empty(); }
 };
 
+// `runtime_include_dirs` (Config::include_dirs, absolute) are searched after the template's own.
 // Throws Error(bad_option) when the template's compile options cannot be keyed.
 VariantDescription describe_variant(const Instance &instance, const jit::Target &target,
-                                    const CompilerIdentity &compiler);
+                                    const CompilerIdentity &compiler,
+                                    const std::vector<std::string> &runtime_include_dirs = {});
+
+// `variant` (a base description) keyed by the headers a compile of it reads: a key input
+// "include:<dir>:<path>" = digest, or "absent", for each.
+VariantDescription keyed_with_headers(VariantDescription variant,
+                                      const std::vector<cache::RecordedHeader> &headers);
 
 // `compiler.compile(request)`, where `request` instantiates `tmpl`'s kernel. A compile_error
 // whose cause can be read from the source, a kernel declaration that does not fit the schema or a

@@ -1,8 +1,16 @@
 #include "kjit/templates/includes.hpp"
 
+#include "kjit/error.hpp"
+
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 namespace kjit::templates {
@@ -116,7 +124,91 @@ std::string has_include_problem(std::string_view line) {
 constexpr std::array file_directives{std::string_view{"include_next"}, std::string_view{"include"},
                                      std::string_view{"import"}, std::string_view{"embed"}};
 
+// The header name an operand starts with: "\"a/b.h\" x" -> {a/b.h, quoted}; nullopt when it
+// starts with neither quote nor '<'.
+std::optional<IncludeDirective> header_name(std::string_view operand) {
+  operand = skip_spaces(operand);
+  if (operand.empty() || (operand.front() != '"' && operand.front() != '<'))
+    return std::nullopt;
+  const char close = operand.front() == '"' ? '"' : '>';
+  const std::size_t end = operand.find(close, 1);
+  if (end == std::string_view::npos || end == 1)
+    return std::nullopt;
+  return IncludeDirective{std::string(operand.substr(1, end - 1)), close == '"', false};
+}
+
+// The directive a line starts with ("include" of "#  include <x>") and its operand, or nullopt.
+std::optional<std::pair<std::string_view, std::string_view>> file_directive(std::string_view line) {
+  std::string_view rest = skip_spaces(line);
+  if (rest.empty() || rest.front() != '#')
+    return std::nullopt;
+  rest = skip_spaces(rest.substr(1));
+  for (std::string_view directive : file_directives)
+    if (rest.starts_with(directive)) {
+      const std::string_view operand = rest.substr(directive.size());
+      if (operand.empty() || operand.front() == ' ' || operand.front() == '\t' ||
+          operand.front() == '"' || operand.front() == '<')
+        return std::pair{directive, operand};
+      return std::nullopt;
+    }
+  return std::nullopt;
+}
+
 } // namespace
+
+std::vector<IncludeDirective> include_directives(std::string_view text) {
+  std::vector<IncludeDirective> found;
+  for (const LogicalLine &line : logical_lines(text)) {
+    if (line.text.find('#') == std::string::npos)
+      continue;
+    if (auto directive = file_directive(line.text)) {
+      const bool next = directive->first == "include_next";
+      if (auto name = header_name(directive->second)) {
+        name->next = next;
+        found.push_back(std::move(*name));
+      } else if (!skip_spaces(directive->second).empty()) {
+        found.push_back({std::string(skip_spaces(directive->second)), false, true, next});
+      }
+      continue;
+    }
+    for (std::string_view has : {"__has_include_next", "__has_include"})
+      for (std::size_t at = line.text.find(has); at != std::string::npos;
+           at = line.text.find(has, at + has.size())) {
+        const std::string_view rest =
+            skip_spaces(std::string_view(line.text).substr(at + has.size()));
+        if (!rest.empty() && rest.front() == '(')
+          if (auto name = header_name(rest.substr(1))) {
+            name->next = has == "__has_include_next";
+            found.push_back(std::move(*name));
+          }
+      }
+  }
+  return found;
+}
+
+std::string checked_include_directory(std::string_view directory, std::string_view owner) {
+  const std::string where = std::string(owner) + ": include directory " + std::string(directory);
+  if (directory.empty())
+    throw Error(Errc::file_io, std::string(owner) + ": an include directory is empty");
+  std::error_code failed;
+  const std::filesystem::path absolute =
+      std::filesystem::absolute(std::filesystem::path(directory), failed).lexically_normal();
+  if (failed)
+    throw Error(Errc::file_io, where + ": " + failed.message());
+  struct stat status {};
+  if (::stat(absolute.c_str(), &status) != 0)
+    throw Error(Errc::file_io,
+                where + (errno == ENOENT ? std::string(" does not exist")
+                                         : ": " + std::string(std::strerror(errno))));
+  if (!S_ISDIR(status.st_mode))
+    throw Error(Errc::file_io, where + " is not a directory");
+  if (::access(absolute.c_str(), R_OK | X_OK) != 0)
+    throw Error(Errc::file_io, where + " cannot be read: " + std::strerror(errno));
+  std::string text = absolute.string();
+  while (text.size() > 1 && text.back() == '/') // "a/b/." normalises to "a/b/"
+    text.pop_back();
+  return text;
+}
 
 std::string find_unkeyed_include(std::string_view text) {
   for (const LogicalLine &line : logical_lines(text)) {
@@ -125,15 +217,9 @@ std::string find_unkeyed_include(std::string_view text) {
       continue;
     rest = skip_spaces(rest.substr(1));
     std::string problem;
-    for (std::string_view directive : file_directives)
-      if (rest.starts_with(directive)) {
-        const std::string_view operand = rest.substr(directive.size());
-        if (operand.empty() || operand.front() == ' ' || operand.front() == '\t' ||
-            operand.front() == '"' || operand.front() == '<')
-          problem = operand_problem(directive, operand);
-        break;
-      }
-    if (problem.empty() && (rest.starts_with("if") || rest.starts_with("elif")))
+    if (auto directive = file_directive(line.text))
+      problem = operand_problem(directive->first, directive->second);
+    else if (rest.starts_with("if") || rest.starts_with("elif"))
       problem = has_include_problem(rest);
     if (!problem.empty())
       return "line " + std::to_string(line.number) + ": " + problem;

@@ -25,7 +25,8 @@ using json = nlohmann::ordered_json;
 const std::vector<std::string_view> kSetFields = {"name",   "level",     "description", "values",
                                                   "models", "templates", "variants"};
 const std::vector<std::string_view> kTemplateFields = {
-    "name", "source", "kernel", "params", "arguments", "headers", "compile_options", "tunable"};
+    "name",      "source",  "kernel",          "params",       "arguments",
+    "headers",   "compile_options", "include_dirs", "tunable"};
 const std::vector<std::string_view> kVariantFields = {"template", "params", "vendors",
                                                       "processors"};
 
@@ -277,6 +278,15 @@ combinations(const std::vector<std::pair<std::string, std::vector<Value>>> &axes
   return all;
 }
 
+// `paths` resolved against `base_dir` (absolute ones stay as they are).
+std::vector<std::string> relative_to(const std::filesystem::path &base_dir,
+                                     const std::vector<std::string> &paths) {
+  std::vector<std::string> resolved;
+  for (const std::string &path : paths)
+    resolved.push_back((base_dir / path).string());
+  return resolved;
+}
+
 // A template item's "headers": each a file (named by its file name) or a folder (every file
 // under it, named by its path relative to the folder, as `#include "mylib/math.h"` reads it),
 // read now, so that their content is in every key.
@@ -380,6 +390,8 @@ Template source_template(const json &spec, const std::string &pointer, const jso
       TemplateOptions{.kernel = std::move(kernel),
                       .headers = read_headers(parser.strings(spec, "headers", pointer), base_dir,
                                               parser, pointer + "/headers"),
+                      .include_dirs =
+                          relative_to(base_dir, parser.strings(spec, "include_dirs", pointer)),
                       .compile_options = parser.strings(spec, "compile_options", pointer),
                       .arguments = parser.strings(spec, "arguments", pointer)});
 }

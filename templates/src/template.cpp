@@ -258,6 +258,10 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
     refuse_unkeyed_include("header '" + header.name + "'", header.content);
     fingerprint.add(header.name).add(header.content);
   }
+  for (std::string &directory : options_.include_dirs) {
+    directory = templates::checked_include_directory(directory, name_);
+    fingerprint.add(directory);
+  }
   for (const auto &option : options_.compile_options)
     fingerprint.add(option);
   for (const auto &argument : options_.arguments) {

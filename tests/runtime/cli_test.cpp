@@ -11,6 +11,7 @@
 #include <regex>
 #include <set>
 #include <sys/wait.h>
+#include <thread>
 
 namespace kjit {
 namespace {
@@ -147,6 +148,40 @@ TEST_F(CliTest, CompilesAKernelFromASourceFile) {
   const auto result = nlohmann::json::parse(run.out);
   EXPECT_EQ(result["kernel"], "mine<__half, 4096>");
   EXPECT_EQ(result["lowered_name"], "_Z4mineI6__halfLi4096EEvPT_");
+}
+
+// -I names a header library directory: two processes compiling at once compile once, the entry
+// lists the header's digest among its key inputs, and an edit of the header is a miss.
+TEST_F(CliTest, CompilesASourceWithAnIncludeDirectoryOnceAcrossProcesses) {
+  if (!hiprtc_available())
+    GTEST_SKIP() << "hiprtc is not available";
+  std::filesystem::create_directories(dir / "inc/mine");
+  write_source("inc/mine/value.h", "#pragma once\n#define MINE_VALUE 7\n");
+  const auto source = write_source(
+      "mine.hip", "#include <mine/value.h>\n"
+                  "template <typename T> __global__ void mine(T *x) { x[0] = MINE_VALUE; }\n");
+  const std::string args = "compile --source " + source + " --kernel mine -p T=int -I " +
+                           (dir / "inc").string() + " --target gfx90a --json";
+  std::vector<CliRun> runs(2);
+  std::vector<std::thread> processes;
+  for (CliRun &run : runs)
+    processes.emplace_back([&] { run = kjit(args); });
+  for (std::thread &process : processes)
+    process.join();
+  int compiled = 0;
+  for (const CliRun &run : runs) {
+    ASSERT_EQ(run.status, 0) << run.err;
+    compiled += nlohmann::json::parse(run.out)["origin"] == "compiled" ? 1 : 0;
+  }
+  EXPECT_EQ(compiled, 1);
+  const std::string key = nlohmann::json::parse(runs[0].out)["key"];
+  const CliRun shown = kjit("cache show " + key);
+  EXPECT_NE(shown.out.find("include:0:mine/value.h = "), std::string::npos) << shown.out;
+  write_source("inc/mine/value.h", "#pragma once\n#define MINE_VALUE 8\n");
+  EXPECT_EQ(nlohmann::json::parse(kjit(args).out)["origin"], "compiled");
+  expect_bad_input("compile --source " + source + " --kernel mine -p T=int -I " +
+                       (dir / "none").string() + " --target gfx90a",
+                   "include directory " + (dir / "none").string() + " does not exist");
 }
 
 TEST_F(CliTest, BadInputIsExitTwoWithOneClearLine) {

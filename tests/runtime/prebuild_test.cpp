@@ -457,6 +457,29 @@ TEST_F(LibraryPrebuildTest, AVariantPrebuiltFromASetIsTheOneTheLibrarysJitCallBu
                Error);
 }
 
+// The same library with its header folder as an include directory ("include_dirs", relative to
+// the set file): the prebuilt tier holds each variant's header manifest beside its entries.
+TEST_F(LibraryPrebuildTest, AnIncludeDirectoryOfASetIsKeyedByItsHeaders) {
+  set = write_source("mylib-dirs.json", R"({"name": "mylib", "level": 1,
+      "templates": [{"name": "norm", "source": "norm.hip", "params": ["T", "HIDDEN"],
+                     "include_dirs": ["include"], "compile_options": ["-DMYLIB_BIAS=1"]}],
+      "variants": [{"template": "norm", "params": {"HIDDEN": 1024, "T": "float"}}]})");
+  Config config;
+  config.mode = Mode::prebuilt;
+  config.cache_dir = dir / "cache";
+  config.prebuilt_dir = prebuild();
+  const Template norm{
+      "norm",
+      source,
+      {{"T", ParamSchema::type({"float", "int"})}, {"HIDDEN", ParamSchema::integer(1, 1 << 20)}},
+      {.include_dirs = {(dir / "include").string()}, .compile_options = {"-DMYLIB_BIAS=1"}}};
+  const ParamValues params = {{"T", "float"}, {"HIDDEN", 1024}};
+  EXPECT_EQ(Runtime(config).compile(norm, params, jit::Target::parse("gfx90a")).origin(),
+            Origin::prebuilt);
+  write_source("include/mylib/math.h", math + "// edited\n");
+  EXPECT_THROW(Runtime(config).compile(norm, params, jit::Target::parse("gfx90a")), Error);
+}
+
 TEST_F(LibraryPrebuildTest, TheCommandLineReproducesASetsVariantAndRefusesWrongNames) {
   const std::string env = prebuilt_env(prebuild());
   const CliRun listed = kjit("templates --json --sets " + set);

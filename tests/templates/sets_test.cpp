@@ -199,7 +199,7 @@ TEST_F(LibrarySetTest, UnknownFieldsParametersAndTemplatesAreErrorsNamingFileAnd
   EXPECT_EQ(error_of(set(variant, R"(,
       "argumnets": ["T*"])")),
             "my.json:6: unknown field \"argumnets\" in a templates item (its fields: name, "
-            "source, kernel, params, arguments, headers, compile_options, tunable)");
+            "source, kernel, params, arguments, headers, compile_options, include_dirs, tunable)");
   EXPECT_EQ(error_of(set(variant + R"(,
     {"template": "k", "params": {"T": "half",
                                  "HIDEN": [1, 2]}})")),

@@ -11,8 +11,8 @@
 #include "kjit/input_file.hpp"
 #include "kjit/jit/compiler.hpp"
 #include "kjit/kjit.hpp"
-#include "kjit/templates/sets.hpp"
 #include "kjit/log.hpp"
+#include "kjit/templates/sets.hpp"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -152,9 +152,10 @@ struct CompileArgs {
   std::string kernel;
   std::vector<std::string> params;
   std::string target;
-  std::vector<std::string> headers; // --source: [NAME=]FILE
-  std::vector<std::string> defines; // --source: NAME[=VALUE]
-  std::vector<std::string> options; // --source: compile options
+  std::vector<std::string> headers;      // --source: [NAME=]FILE
+  std::vector<std::string> include_dirs; // --source: -I DIR
+  std::vector<std::string> defines;      // --source: NAME[=VALUE]
+  std::vector<std::string> options;      // --source: compile options
 };
 
 ParamValues parse_params(const std::vector<std::string> &items) {
@@ -196,7 +197,8 @@ Template template_from_file(const CompileArgs &args, const ParamValues &params) 
     decls.push_back({name, value.is_integer()
                                ? ParamSchema::integer(value.integer(), value.integer())
                                : ParamSchema::type({value.type()})});
-  TemplateOptions options{.kernel = args.kernel, .compile_options = args.options};
+  TemplateOptions options{
+      .kernel = args.kernel, .include_dirs = args.include_dirs, .compile_options = args.options};
   for (const std::string &spec : args.headers)
     options.headers.push_back(header_from(spec));
   for (const std::string &define : args.defines)
@@ -227,10 +229,10 @@ int run_compile(const CompileArgs &args, bool as_json) {
                 "name a library template (kjit compile scale ...) or give --source FILE, not both");
   if (!args.source_file.empty() && args.kernel.empty())
     throw Error(Errc::bad_usage, "--source needs --kernel NAME");
-  if (args.source_file.empty() &&
-      !(args.headers.empty() && args.defines.empty() && args.options.empty()))
-    throw Error(Errc::bad_usage, "--header, -D and --option go with --source (a template and a "
-                                 "set file declare their own)");
+  if (args.source_file.empty() && !(args.headers.empty() && args.include_dirs.empty() &&
+                                    args.defines.empty() && args.options.empty()))
+    throw Error(Errc::bad_usage, "--header, -D and --option go with --source, as -I does (a "
+                                 "template and a set file declare their own)");
   if (args.target.empty())
     throw Error(Errc::bad_target, "--target is required (e.g. --target gfx90a or sm_90)");
 
@@ -302,6 +304,9 @@ int run(int argc, char **argv) {
   compile->add_option("--source", compile_args.source_file, "compile a kernel from this file");
   compile->add_option("--header", compile_args.headers,
                       "--source: [NAME=]FILE the source #includes as NAME (default its file name)");
+  compile->add_option("-I,--include-dir", compile_args.include_dirs,
+                      "--source: DIR, a header library directory (searched in order; every header "
+                      "included from it is in the key)");
   compile->add_option("-D", compile_args.defines, "--source: NAME[=VALUE], a macro definition");
   compile->add_option("--option", compile_args.options, "--source: a compile option");
   compile->add_option("--kernel", compile_args.kernel, "the kernel template in --source");

@@ -2,6 +2,8 @@
 // One on-disk tier: the user cache (read-write) or the prebuilt tier (read-only).
 //
 //   <root>/v<N>/<target dir>/<first 2 hex of key>/<key hex>.kjit
+//   <root>/v<N>/<target dir>/<first 2 hex of key>/<base key hex>.manifest
+//                               (a variant with include directories: header_manifest.hpp)
 //   <root>/v<N>/lock            (the per-key OFD lock file, see file_lock.hpp)
 //   <root>/v<N>/stats/          (the user tier's statistics files, see stats.hpp)
 //   <root>/v<N>/compilers/      (the compiler identities keys were made with)
@@ -24,6 +26,7 @@
 // Temp files are named ".<key hex>.tmp.<pid>.<random>.<n>" in the entry's directory.
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/file_lock.hpp"
+#include "kjit/cache/header_manifest.hpp"
 #include "kjit/cache/key.hpp"
 
 #include <filesystem>
@@ -94,6 +97,18 @@ public:
   // removed (a read_only store, an invalid target id, a refused or failed removal); no file is not
   // a failure. Never throws.
   std::string remove(const Key &key, std::string_view target) const;
+
+  // The header manifest of the variant whose base key (its key without headers) is `base`.
+  // Trusted as an entry is (above) and decoded as untrusted input: a file that is there but is not
+  // a valid manifest for `base` is `problem`. Never throws.
+  struct ManifestLookup {
+    std::optional<HeaderManifest> manifest; // none: no file, or a problem
+    std::string problem;
+    std::filesystem::path path;
+  };
+  ManifestLookup read_manifest(const Key &base, std::string_view target) const;
+  // Publishes `manifest` atomically, as write() does an entry; throws as write() does.
+  void write_manifest(const HeaderManifest &manifest, std::string_view target) const;
 
   // The lock that serialises compiling and publishing one key across processes and threads:
   // <root>/v<N>/lock, its directories created 0700. Throws Error(cache_io) when they cannot be

@@ -22,7 +22,10 @@ struct CompileRequest {
   // #include lines followed by `#line 1 "<program_name>"`, so that line numbers in the log
   // and in the numbered excerpt are those of `source` itself.
   std::vector<std::string> pre_includes;
-  std::vector<HeaderFile> headers;           // includable by name, nothing else is
+  std::vector<HeaderFile> headers; // includable by name
+  // Header library directories (absolute), searched in order after `headers`: -I to the compiler.
+  // Their headers are keyed by the caller (a manifest: runtime/src/header_manifest), not here.
+  std::vector<std::string> include_dirs;
   std::vector<std::string> name_expressions; // "scale<__half, 4096>": instantiated and lowered
   std::vector<std::string> options;          // canonical (see options.hpp), no target options
   Target target;

@@ -44,6 +44,11 @@ struct Config {
   std::vector<std::filesystem::path> prebuilt_dirs;
   // Every prebuilt tier in lookup order: prebuilt_dirs, then prebuilt_dir (each once, none empty).
   std::vector<std::filesystem::path> prebuilt_tiers() const;
+  // Header library directories every template of this Runtime may include from, searched after
+  // each template's own (TemplateOptions::include_dirs): a library's own include tree.
+  // KJIT_INCLUDE_PATH (':'-separated). A Runtime checks each when it is made (Error(bad_config)
+  // for one that is not a readable directory) and keeps it as an absolute path.
+  std::vector<std::string> include_dirs;
   // Ignore every cached entry and recompile (entries are still written).
   bool rebuild = false;
   // The user tier's bound in bytes: a Runtime that wrote entries prunes the least recently used
@@ -63,7 +68,8 @@ struct Config {
   std::optional<int> newest_code_object_version;
 
   // KJIT_MODE (jit|prebuilt), KJIT_CACHE_DIR, KJIT_PREBUILT_DIR, KJIT_PREBUILT_PATH
-  // (':'-separated prebuilt_dirs), KJIT_REBUILD (0|1),
+  // (':'-separated prebuilt_dirs), KJIT_INCLUDE_PATH (':'-separated include_dirs), KJIT_REBUILD
+  // (0|1),
   // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G), KJIT_REMOTE_STORAGE and
   // KJIT_REMOTE_SECRET_FILE (kjit/cache/redis_remote.hpp), KJIT_REMOTE_LEASE_MS and
   // KJIT_REMOTE_WAIT_MS (FleetWait's lease_ttl and wait).

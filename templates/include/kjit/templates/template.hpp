@@ -154,6 +154,10 @@ struct TuningRules {
 struct TemplateOptions {
   std::string kernel = {}; // the __global__ function template; default: the template name
   std::vector<HeaderFile> headers = {};
+  // Directories of a header library the source includes from (-I, searched in this order after
+  // the HeaderFiles). Each must be a readable directory; kept as absolute paths. The key covers
+  // every header a compile could read from them (docs/ARCHITECTURE.md, "Header libraries").
+  std::vector<std::string> include_dirs = {};
   std::vector<std::string> compile_options = {};
   // The kernel's parameter types as the source declares them, in terms of the template's type
   // parameters: {"const T*", "T*", "float", "int"}. Launches are checked against them. Empty:
@@ -203,6 +207,7 @@ public:
   const std::string &kernel() const { return options_.kernel; }
   const std::vector<ParamDecl> &params() const { return params_; }
   const std::vector<HeaderFile> &headers() const { return options_.headers; }
+  const std::vector<std::string> &include_dirs() const { return options_.include_dirs; }
   const std::vector<std::string> &compile_options() const { return options_.compile_options; }
   const std::vector<std::string> &arguments() const { return options_.arguments; }
   const TuningRules &tuning() const { return options_.tuning; }

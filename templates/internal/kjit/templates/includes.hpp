@@ -2,6 +2,7 @@
 // Include directives the cache key cannot cover.
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kjit::templates {
 
@@ -17,5 +18,19 @@ std::string find_unkeyed_include(std::string_view text);
 // `text` as the compiler reads it after line continuations and comments, one line per logical
 // line: what kernel_mismatch (kernel_declaration.hpp) searches for the kernel's declaration.
 std::string without_comments(std::string_view text);
+// A header name an #include, #include_next, #import, #embed or __has_include of `text` names,
+// whatever #if branch it is under: the include scanner's candidates (runtime/src/include_scan).
+struct IncludeDirective {
+  std::string name;    // as written between the quotes or angle brackets
+  bool quoted = false; // "name": searched from the including file's directory first
+  bool macro = false;  // #include HEADER: the name is a macro's, which no scanner can resolve
+  bool next = false;   // #include_next, __has_include_next: searched after the includer's directory
+};
+std::vector<IncludeDirective> include_directives(std::string_view text);
+
+// `directory` as an absolute, lexically normal path, once it is a directory this process can
+// list and read. Throws Error(file_io) "<owner>: include directory D does not exist" (is not a
+// directory, cannot be read: the reason).
+std::string checked_include_directory(std::string_view directory, std::string_view owner);
 
 } // namespace kjit::templates

@@ -31,6 +31,9 @@
 //                                         (their content is in the key): a file is named by its
 //                                         file name, a folder gives every file under it, named by
 //                                         its path relative to the folder ("mylib/math.h")
+//    "include_dirs": ["../include"],     optional: header library directories, relative to the
+//                                         set file (TemplateOptions::include_dirs: the headers
+//                                         included from them are keyed through a manifest)
 //    "compile_options": ["-DMYLIB_FAST=1"],   optional: as TemplateOptions::compile_options
 //    "tunable": ["VEC"]}                  optional: parameters a tuner may choose among the values
 //                                         its variants list (kjit tune --sets;
