@@ -4,6 +4,7 @@
 #include "kjit/ops/activation.hpp"
 #include "kjit/ops/element.hpp"
 #include "kjit/ops/gemm.hpp"
+#include "kjit/ops/gemm_fp8.hpp"
 #include "kjit/ops/norm.hpp"
 #include "kjit/ops/quant.hpp"
 #include "kjit/ops/rotary.hpp"
