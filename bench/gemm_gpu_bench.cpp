@@ -266,10 +266,8 @@ struct Bench {
     const double ms = median_ms_per_launch(device, std::min(launches, 200), [&] {
       linear<T>(rt, c.as<T>(), a.as<T>(), weights[next++ % copies].as<T>(), m, n, k);
     });
-    const char *kernel =
-        m <= ops::detail::linear_skinny_max_m ? "linear (skinny)" : "linear (wgmma)";
-    std::printf("| %s | m=%d k=%d n=%d | %s | %.4f | %.1f TFLOP/s | weights %.0f GB/s", kernel, m,
-                k, n, std::string(element_name<T>()).c_str(), ms, flop / ms * 1e-9,
+    std::printf("| linear | m=%d k=%d n=%d | %s | %.4f | %.1f TFLOP/s | weights %.0f GB/s", m, k, n,
+                std::string(element_name<T>()).c_str(), ms, flop / ms * 1e-9,
                 weight_bytes / ms * 1e-6);
     if (m <= 64) {
       const double copy = copy_ms(weight_bytes / 2);
@@ -369,7 +367,7 @@ struct Bench {
       std::vector<ParamValues> candidates;
       for (int splits : {1, 2, 4, 8})
         for (int warps : {4, 8})
-          for (int k_slice : {128, 256})
+          for (int k_slice : {64, 128, 256})
             for (int row_blocks : {1, 2}) {
               ParamValues params = splitk.params;
               params.set("SPLITS", splits);
@@ -385,10 +383,11 @@ struct Bench {
         const double us = variant_us(variant);
         if (us < best_us) {
           best_us = us;
-          best = "S" + std::to_string(variant.integer("SPLITS")) + " W" +
-                 std::to_string(variant.integer("WARPS")) + " KS" +
-                 std::to_string(variant.integer("K_SLICE")) + " RB" +
-                 std::to_string(variant.integer("ROW_BLOCKS"));
+          char name[64];
+          std::snprintf(name, sizeof name, "S%d W%d KS%d RB%d", variant.integer("SPLITS"),
+                        variant.integer("WARPS"), variant.integer("K_SLICE"),
+                        variant.integer("ROW_BLOCKS"));
+          best = name;
         }
       }
     }
@@ -568,7 +567,7 @@ int main(int argc, char **argv) {
       for (const auto &[k, n] : shapes) {
         auto bf16 = bench.linear_operands<BFloat16>(128, n, k);
         for (int m : {1, 2, 4, 8, 16, 32, 64, 128})
-          bench.linear_candidates_row<BFloat16>(bf16, m, n, k, /*sweep=*/m >= 8);
+          bench.linear_candidates_row<BFloat16>(bf16, m, n, k, /*sweep=*/true);
       }
       for (const auto &[k, n] : shapes) {
         auto fp16 = bench.linear_operands<Half>(128, n, k);

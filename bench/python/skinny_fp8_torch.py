@@ -6,7 +6,7 @@ per tensor and row-wise (use_fast_accum off, torch's default, and on), plus the 
 
     python3 bench/python/skinny_fp8_torch.py
 """
-from gemm_torch import median_ms  # this folder's: the same timing as the other rows
+from gemm_torch import cuda_torch, median_ms  # this folder's: the same timing and setup
 
 
 def linear_rows(torch):
@@ -73,15 +73,7 @@ def scaled_mm_rows(torch):
 
 
 if __name__ == "__main__":
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise RuntimeError("torch sees no CUDA device")
-    except Exception as error:  # no torch, or no GPU: nothing to compare against
-        print(f"no result: {error}")
-        raise SystemExit(0)
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}\n")
+    torch = cuda_torch()
     copy_row(torch)
     linear_rows(torch)
     print()

@@ -140,6 +140,7 @@ struct GemmPlanKey {
   bool b_kmajor;
   bool skinny_serves; // the pointers and sizes allow linear_skinny
   bool splitk_serves; // and linear_splitk
+  bool wgmma_serves;  // and gemm_wgmma
   std::int64_t m_bucket;
   int n, k;
   bool operator==(const GemmPlanKey &) const = default;
@@ -183,14 +184,16 @@ detail::ChosenVariant with_winner(const detail::ChosenVariant &variant,
   return tuned;
 }
 
-// The heuristic's variant for the key's shape: linear_skinny up to linear_skinny_rows rows where
-// it serves, linear_splitk up to linear_splitk_max_m where it serves, gemm_wgmma beyond.
+// The heuristic's variant for the key's shape, among the kernels that serve it: linear_skinny up
+// to linear_skinny_rows rows, linear_splitk up to linear_splitk_rows, gemm_wgmma beyond; where
+// gemm_wgmma does not serve, linear_splitk (sm_90 and newer) or linear_skinny (sm_80) instead.
 template <Element T> detail::ChosenVariant heuristic_gemm_variant(const GemmPlanKey &key) {
   const int m = static_cast<int>(key.m_bucket);
-  if (key.skinny_serves && (m <= detail::linear_skinny_rows || !key.splitk_serves))
-    return detail::linear_skinny_variant<T>(m, key.n, key.k);
-  if (key.splitk_serves)
+  if (key.splitk_serves && m > detail::linear_skinny_rows &&
+      (m <= detail::linear_splitk_rows || !key.wgmma_serves))
     return detail::linear_splitk_variant<T>(m, key.n, key.k);
+  if (key.skinny_serves && (m <= detail::linear_skinny_rows || !key.wgmma_serves))
+    return detail::linear_skinny_variant<T>(m, key.n, key.k);
   return detail::gemm_wgmma_variant<T>(m, key.n, key.k, key.b_kmajor);
 }
 
@@ -215,7 +218,7 @@ detail::ChosenVariant choose_gemm_variant(Runtime &rt, const GemmPlanKey &key) {
   };
   consider(key.skinny_serves, detail::linear_skinny_variant<T>(m, key.n, key.k));
   consider(key.splitk_serves, detail::linear_splitk_variant<T>(m, key.n, key.k));
-  consider(true, detail::gemm_wgmma_variant<T>(m, key.n, key.k, key.b_kmajor));
+  consider(key.wgmma_serves, detail::gemm_wgmma_variant<T>(m, key.n, key.k, key.b_kmajor));
   return best ? *best : heuristic_gemm_variant<T>(key);
 }
 
@@ -252,10 +255,17 @@ template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVa
 // heuristic used instead: the table is shared, untrusted input.
 template <Element T>
 const GemmPlan &gemm_plan(Runtime &rt, int m, int n, int k, bool b_kmajor, bool skinny_serves,
-                          bool splitk_serves) {
+                          bool splitk_serves, bool wgmma_serves) {
   thread_local std::unordered_map<GemmPlanKey, GemmPlan, GemmPlanKeyHash> plans;
-  const GemmPlanKey key{rt.id(),       detail::element_code<T>(), b_kmajor, skinny_serves,
-                        splitk_serves, detail::rows_bucket(m),    n,        k};
+  const GemmPlanKey key{rt.id(),
+                        detail::element_code<T>(),
+                        b_kmajor,
+                        skinny_serves,
+                        splitk_serves,
+                        wgmma_serves,
+                        detail::rows_bucket(m),
+                        n,
+                        k};
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;
@@ -367,21 +377,24 @@ template <Element T> ChosenVariant linear_skinny_variant(int m, int /*n*/, int /
 }
 
 template <Element T> ChosenVariant linear_splitk_variant(int m, int n, int k) {
-  // A block's 8 warps (4 for 128 tokens, whose sums would not fit 48 KiB) take 16 rows of W each
-  // and share a staged slice of the tokens; the clusters split K until the blocks are about two
-  // per multiprocessor of an H100 or H200 (132), keeping at least a slice of K per block.
+  // Blocks of 4 warps with 16 rows of W each up to 16 tokens and 32 from there (the staged tokens
+  // then serve twice the rows), slices of 128 of K up to 16 tokens and 64 from there, and the
+  // clusters split K until there are about 2048 warp-sized pieces of work, keeping two slices per
+  // block: near the fastest of a sweep on an H200 at 16 and 32 tokens (BENCHMARKS.md, "linear at
+  // 1 to 128 rows, and the FP8 GEMM").
   const int m_tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
-  const int warps = m_tile == 128 ? 4 : 8, k_slice = m_tile == 128 ? 128 : 256;
-  const long long blocks = static_cast<long long>(divide_up(n, 16 * warps)) * divide_up(m, m_tile);
+  const int row_blocks = m_tile == 32 || m_tile == 64 ? 2 : 1;
+  const int k_slice = m_tile <= 16 ? 128 : 64;
+  const long long pieces = static_cast<long long>(divide_up(n, 16)) * divide_up(m, m_tile);
   int splits = 1;
-  while (splits < 8 && blocks * splits < 256 && k / (2 * splits) >= k_slice)
+  while (splits < 8 && pieces * splits < 2048 && k / (2 * splits) >= k_slice)
     splits *= 2;
   static const Template &tmpl = templates::find("linear_splitk");
   return {&tmpl,
           {{"T", element_name<T>()},
            {"M_TILE", m_tile},
-           {"ROW_BLOCKS", 1},
-           {"WARPS", warps},
+           {"ROW_BLOCKS", row_blocks},
+           {"WARPS", 4},
            {"K_SLICE", k_slice},
            {"SPLITS", splits}}};
 }
@@ -512,7 +525,7 @@ void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, Stream
   const jit::Target &target = rt.default_device().target();
   if (detail::gemm_wgmma_serves<T>(target, c, a, b, n, k))
     launch_gemm_plan(gemm_plan<T>(rt, m, n, k, /*b_kmajor=*/false, /*skinny_serves=*/false,
-                                  /*splitk_serves=*/false),
+                                  /*splitk_serves=*/false, /*wgmma_serves=*/true),
                      c, a, b, m, n, k, /*b_kmajor=*/false, stream);
   else if (gemm_has_tensor_cores<T>(target))
     gemm_on_tensor_cores(rt, c, a, b, m, n, k, stream);
@@ -526,13 +539,14 @@ void linear(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k, Stre
   const jit::Target &target = rt.default_device().target();
   const bool skinny = detail::linear_skinny_serves<T>(target, c, a, w, m, n, k);
   const bool splitk = detail::linear_splitk_serves<T>(target, c, a, w, m, n, k);
-  detail::require(
-      skinny || splitk || detail::gemm_wgmma_serves<T>(target, c, a, w, n, k), "linear", [&] {
-        return "runs on sm_90a only, for half and bfloat16 with n and k multiples of 8 and 16-byte "
-               "aligned matrices (the device's target is " +
-               target.id() + ")";
-      });
-  launch_gemm_plan(gemm_plan<T>(rt, m, n, k, /*b_kmajor=*/true, skinny, splitk), c, a, w, m, n, k,
+  const bool wgmma = detail::gemm_wgmma_serves<T>(target, c, a, w, n, k);
+  detail::require(skinny || splitk || wgmma, "linear", [&] {
+    return "runs on sm_90a only, for half and bfloat16 with n and k multiples of 8 and 16-byte "
+           "aligned matrices (the device's target is " +
+           target.id() + ")";
+  });
+  launch_gemm_plan(gemm_plan<T>(rt, m, n, k, /*b_kmajor=*/true, skinny, splitk, wgmma), c, a, w, m,
+                   n, k,
                    /*b_kmajor=*/true, stream);
 }
 

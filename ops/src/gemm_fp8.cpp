@@ -25,7 +25,9 @@ enum class Scaling { per_tensor = 0, row_wise = 1, block = 2 };
 constexpr int block_m = 128, block_k = 128, threads = 384;
 
 std::string shape_text(std::int64_t rows, std::int64_t columns) {
-  return "[" + std::to_string(rows) + ", " + std::to_string(columns) + "]";
+  std::string text = "[";
+  text.append(std::to_string(rows)).append(", ").append(std::to_string(columns)).append("]");
+  return text;
 }
 
 // The checks both calls share; `k_multiple` is the multiple K must be, `op` the call's name.

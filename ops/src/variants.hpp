@@ -57,10 +57,11 @@ bool gemm_wgmma_serves(const jit::Target &target, const void *c, const void *a, 
 // linear() for at most this many rows of A: the weight-streaming kernel, linear_skinny.
 constexpr int linear_skinny_max_m = 64;
 template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int k);
-// linear()'s heuristic takes linear_skinny up to this many rows where linear_splitk also serves.
-constexpr int linear_skinny_rows = 16;
-// linear() for at most this many rows of A on sm_90 and newer: linear_splitk (A staged in shared
-// memory, K split over a cluster's blocks).
+// linear()'s heuristic on sm_90a: linear_skinny up to linear_skinny_rows rows, linear_splitk up
+// to linear_splitk_rows, gemm_wgmma beyond (the fastest of each range on an H200, BENCHMARKS.md).
+constexpr int linear_skinny_rows = 8, linear_splitk_rows = 32;
+// linear_splitk (A staged in shared memory, K split over a cluster's blocks) serves at most this
+// many rows of A, on sm_90 and newer; a tuning record may choose it up to there.
 constexpr int linear_splitk_max_m = 128;
 template <Element T> ChosenVariant linear_splitk_variant(int m, int n, int k);
 template <Element T>

@@ -262,6 +262,20 @@ __global__ void __launch_bounds__(32 * WARPS)
 
 namespace kjit_gemm_mma {
 
+// 16 bytes from global `from` into shared `to` without registers (cp.async, sm_80 and newer),
+// or 16 zeros when `fill` is false (`from` is then not read).
+template <typename T> __device__ inline void copy_async16(T *to, const T *from, bool fill) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                   static_cast<unsigned>(__cvta_generic_to_shared(to))),
+               "l"(from), "r"(fill ? 16 : 0)
+               : "memory");
+}
+__device__ inline void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Until at most PENDING of this thread's committed groups are still in flight.
+template <int PENDING> __device__ inline void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+}
+
 // The cluster's blocks wait for each other (all threads of every block).
 __device__ inline void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
@@ -289,8 +303,9 @@ __device__ inline float4 load_from_block(const float *p, unsigned rank) {
 // operands, W loaded 16 bytes at a time straight into registers), but the tokens come from
 // shared memory: the warps of a block take 16 * ROW_BLOCKS rows of W each and share one staged
 // slice of M_TILE tokens x K_SLICE, so A crosses L2 once per block (16 * ROW_BLOCKS * WARPS rows
-// of W) rather than once per 16 rows, which is what bounds linear_skinny beyond 16 tokens. A
-// slice's loads of W are issued before its A is staged, so they are in flight meanwhile.
+// of W) rather than once per 16 rows, which is what bounds linear_skinny beyond 16 tokens. Two
+// stages: the next slice's W (into registers) and A (cp.async, into the other of two buffers) are
+// in flight while this slice is multiplied.
 //
 // The SPLITS blocks of a cluster (consecutive in x) split K into SPLITS ranges of whole 32s, so
 // that a few rows of W still make enough blocks to fill the device; their partial sums meet in
@@ -305,11 +320,11 @@ __global__ void __launch_bounds__(32 * WARPS)
   constexpr int ROWS = 16 * ROW_BLOCKS * WARPS; // rows of W per block: columns of C
   constexpr int A_LD = K_SLICE + 8; // a token's staged row: 16 bytes of padding, no conflicts
   constexpr int SUMS_LD = ROWS + 4; // a token's partial sums: rows 16-byte aligned
-  constexpr int A_BYTES = M_TILE * A_LD * 2, SUMS_BYTES = M_TILE * SUMS_LD * 4;
+  constexpr int A_BYTES = 2 * M_TILE * A_LD * 2, SUMS_BYTES = M_TILE * SUMS_LD * 4;
   constexpr int SHARED = A_BYTES > SUMS_BYTES ? A_BYTES : SUMS_BYTES;
-  static_assert(SHARED <= 48 * 1024, "A's slice or the partial sums exceed 48 KiB");
-  __shared__ __align__(16) unsigned char shared[SHARED]; // A's slice, then the sums
-  T *a_tile = reinterpret_cast<T *>(shared);
+  static_assert(SHARED <= 48 * 1024, "A's two slices or the partial sums exceed 48 KiB");
+  __shared__ __align__(16) unsigned char shared[SHARED]; // A's two slices, then the sums
+  T *a_tiles = reinterpret_cast<T *>(shared);
   float *sums = reinterpret_cast<float *>(shared);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -328,11 +343,11 @@ __global__ void __launch_bounds__(32 * WARPS)
       w_rows[i][h] = w + static_cast<long long>(
                              min(row0 + 16 * (warp * ROW_BLOCKS + i) + 8 * h + group, n - 1)) *
                              k;
-  float acc[ROW_BLOCKS][TOKEN_TILES][4] = {};
-  for (int k0 = k_begin; k0 < k_end; k0 += K_SLICE) {
-    // k is a multiple of 8, so a thread's 8 elements lie wholly inside or outside [k0, k_end).
+  // Slice `k0`'s loads: this warp's rows of W into `w_frag`, and (by cp.async, zeros outside
+  // the tokens and [k0, k_end)) the block's tokens into A's buffer `buffer`. k is a multiple of
+  // 8, so a thread's 8 elements lie wholly inside or outside the range.
+  const auto load_slice = [&](int k0, uint4 (&w_frag)[CHUNKS][ROW_BLOCKS][2], int buffer) {
     const bool checked = k0 + K_SLICE > k_end;
-    uint4 w_frag[CHUNKS][ROW_BLOCKS][2];
 #pragma unroll
     for (int u = 0; u < CHUNKS; ++u) {
       const int kk = k0 + u * 32 + 8 * t;
@@ -344,16 +359,31 @@ __global__ void __launch_bounds__(32 * WARPS)
           w_frag[u][i][h] =
               inside ? kjit_gemm_mma::load_streaming(w_rows[i][h] + kk) : make_uint4(0, 0, 0, 0);
     }
-    __syncthreads(); // every warp is done with the previous slice
     for (int index = threadIdx.x; index < M_TILE * (K_SLICE / 8); index += THREADS) {
       const int token = index / (K_SLICE / 8), kk = index % (K_SLICE / 8) * 8;
       const bool inside = token0 + token < m && k0 + kk < k_end;
-      *reinterpret_cast<uint4 *>(a_tile + token * A_LD + kk) =
-          inside ? __ldg(reinterpret_cast<const uint4 *>(
-                       a + static_cast<long long>(token0 + token) * k + k0 + kk))
-                 : make_uint4(0, 0, 0, 0);
+      kjit_gemm_mma::copy_async16(
+          a_tiles + (buffer * M_TILE + token) * A_LD + kk,
+          inside ? a + static_cast<long long>(token0 + token) * k + k0 + kk : a, inside);
     }
+    kjit_gemm_mma::copy_async_commit();
+  };
+  // Two stages: slice s + 1's loads are in flight while slice s is multiplied.
+  float acc[ROW_BLOCKS][TOKEN_TILES][4] = {};
+  uint4 w_now[CHUNKS][ROW_BLOCKS][2], w_next[CHUNKS][ROW_BLOCKS][2];
+  if (k_begin < k_end)
+    load_slice(k_begin, w_now, 0);
+  int buffer = 0;
+  for (int k0 = k_begin; k0 < k_end; k0 += K_SLICE, buffer ^= 1) {
+    const bool more = k0 + K_SLICE < k_end;
+    if (more)
+      load_slice(k0 + K_SLICE, w_next, buffer ^ 1);
+    if (more)
+      kjit_gemm_mma::copy_async_wait<1>(); // this slice's tokens have landed; the next's may not
+    else
+      kjit_gemm_mma::copy_async_wait<0>();
     __syncthreads();
+    const T *a_tile = a_tiles + buffer * M_TILE * A_LD;
 #pragma unroll
     for (int u = 0; u < CHUNKS; ++u)
 #pragma unroll
@@ -363,12 +393,20 @@ __global__ void __launch_bounds__(32 * WARPS)
         const unsigned b0[2] = {x.x, x.y}, b1[2] = {x.z, x.w};
 #pragma unroll
         for (int i = 0; i < ROW_BLOCKS; ++i) {
-          const uint4 &lo = w_frag[u][i][0], &hi = w_frag[u][i][1];
+          const uint4 &lo = w_now[u][i][0], &hi = w_now[u][i][1];
           const unsigned a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
           kjit_gemm_mma::Mma<T>::run(acc[i][j], a0, b0);
           kjit_gemm_mma::Mma<T>::run(acc[i][j], a1, b1);
         }
       }
+    __syncthreads(); // every warp is done with this buffer before the slice after next fills it
+#pragma unroll
+    for (int u = 0; u < CHUNKS; ++u)
+#pragma unroll
+      for (int i = 0; i < ROW_BLOCKS; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          w_now[u][i][h] = w_next[u][i][h];
   }
 
   // This block's partial sums, [token][column of C], over A's slice: accumulator e of (i, j) is

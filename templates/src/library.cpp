@@ -187,18 +187,19 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"UNROLL", ParamSchema::one_of({1, 2, 4, 8}, 4).tunable()}},
       TemplateOptions{
           .headers = {gemm_staging}, .arguments = gemm_arguments, .targets = {"sm_80+"}});
-  // A @ W^T for tens of rows of A (16 to 128), on sm_90 and newer: W streamed as by
-  // linear_skinny, A staged once per block in shared memory, K split over the SPLITS blocks of a
-  // cluster that add their sums in distributed shared memory (gemm_mma.hip's third kernel).
+  // A @ W^T for tens of rows of A (8 to 128), on sm_90 and newer: W streamed as by
+  // linear_skinny, A staged once per block in shared memory (two slices in flight), K split over
+  // the SPLITS blocks of a cluster that add their sums in distributed shared memory (gemm_mma.hip's
+  // third kernel).
   TuningRules splitk_rules;
   splitk_rules.fits = [](const Instance &instance, std::string_view) -> std::string {
     const std::int64_t m_tile = integer_value(instance, "M_TILE");
     const std::int64_t rows =
         16 * integer_value(instance, "ROW_BLOCKS") * integer_value(instance, "WARPS");
-    const std::int64_t bytes =
-        std::max(m_tile * (integer_value(instance, "K_SLICE") + 8) * 2, m_tile * (rows + 4) * 4);
+    const std::int64_t bytes = std::max(2 * m_tile * (integer_value(instance, "K_SLICE") + 8) * 2,
+                                        m_tile * (rows + 4) * 4);
     return bytes <= 48 * 1024 ? ""
-                              : "A's slice or the partial sums need " + std::to_string(bytes) +
+                              : "A's two slices or the partial sums need " + std::to_string(bytes) +
                                     " bytes, more than 48 KiB";
   };
   all.emplace_back(
@@ -206,8 +207,8 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
       std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
                              {"M_TILE", ParamSchema::one_of({16, 32, 64, 128}, 64).tunable()},
                              {"ROW_BLOCKS", ParamSchema::one_of({1, 2}, 1).tunable()},
-                             {"WARPS", ParamSchema::one_of({4, 8}, 8).tunable()},
-                             {"K_SLICE", ParamSchema::one_of({128, 256}, 256).tunable()},
+                             {"WARPS", ParamSchema::one_of({4, 8}, 4).tunable()},
+                             {"K_SLICE", ParamSchema::one_of({64, 128, 256}, 128).tunable()},
                              {"SPLITS", ParamSchema::one_of({1, 2, 4, 8}, 4).tunable()}},
       TemplateOptions{.headers = {gemm_staging},
                       .arguments = gemm_arguments,

@@ -78,20 +78,23 @@ TEST_F(OpsCompileTest, Fp8AndSplitkRefuseTargetsWithoutTheirInstructions) {
   EXPECT_TRUE(refused_before_compiling("linear_splitk", "sm_80", "sm_90 and newer"));
 }
 
-TEST(LinearSplitkVariant, SplitsKUntilTheBlocksFillAnH100) {
+TEST(LinearSplitkVariant, SplitsKUntilThereAreAbout2048PiecesOfWork) {
   const auto splits = [](int m, int n, int k) {
     return detail::linear_splitk_variant<Half>(m, n, k).integer("SPLITS");
   };
-  // 8192 rows of W in 128-row blocks: 64 blocks, four splits make 256.
+  // 8192 rows of W are 512 pieces of 16 rows: four splits make 2048.
   EXPECT_EQ(splits(32, 8192, 8192), 4);
-  // 4096 rows: 32 blocks, eight splits.
+  // 4096 rows: eight splits, the most.
   EXPECT_EQ(splits(64, 4096, 4096), 8);
-  // 128 tokens: 64-row blocks of 4 warps, 64 of them for 4096 rows; K 4096 in slices of 128.
-  EXPECT_EQ(detail::linear_splitk_variant<Half>(128, 4096, 4096).integer("WARPS"), 4);
-  EXPECT_EQ(splits(128, 4096, 4096), 4);
-  // A short K keeps a slice per block: 512 in slices of 256 splits in two at most.
-  EXPECT_EQ(splits(64, 4096, 512), 2);
-  EXPECT_EQ(splits(64, 4096, 256), 1);
+  EXPECT_EQ(splits(128, 4096, 4096), 8);
+  // A short K keeps two slices per block: 128 in slices of 64 splits in two, and at 16 tokens
+  // (slices of 128) not at all.
+  EXPECT_EQ(splits(64, 4096, 128), 2);
+  EXPECT_EQ(splits(16, 4096, 128), 1);
+  // 32 and 64 tokens take 32 rows of W per warp; from 32 tokens slices of 64.
+  EXPECT_EQ(detail::linear_splitk_variant<Half>(33, 4096, 4096).integer("ROW_BLOCKS"), 2);
+  EXPECT_EQ(detail::linear_splitk_variant<Half>(16, 4096, 4096).integer("K_SLICE"), 128);
+  EXPECT_EQ(detail::linear_splitk_variant<Half>(32, 4096, 4096).integer("K_SLICE"), 64);
 }
 
 TEST(GemmFp8Reference, DecodesE4m3ExactlyAndAppliesEachFormsScales) {
