@@ -76,8 +76,8 @@ __device__ inline void stage_product(float (&d)[BLOCK_N / 2], const unsigned cha
                                      const unsigned char *b_stage, bool accumulate) {
 #pragma unroll
   for (int kk = 0; kk < BK / 32; ++kk)
-    WgmmaE4m3<BLOCK_N>::run(d, kjit_hopper::kmajor_descriptor(a_rows + kk * 32),
-                            kjit_hopper::kmajor_descriptor(b_stage + kk * 32),
+    WgmmaE4m3<BLOCK_N>::run(d, kjit::hopper::descriptor(a_rows + kk * 32, 16, 1024),
+                            kjit::hopper::descriptor(b_stage + kk * 32, 16, 1024),
                             accumulate || kk > 0);
 }
 
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(384, 1)
     gemm_fp8(bfloat16 *KJIT_RESTRICT d, const float *KJIT_RESTRICT scale_a,
              const float *KJIT_RESTRICT scale_b, const __grid_constant__ kjit::TensorMap map_a,
              const __grid_constant__ kjit::TensorMap map_b, int m, int n, int k) {
-  using namespace kjit_hopper;
+  using namespace kjit::hopper;
   using namespace kjit_gemm_fp8;
   static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "wgmma N of 64, 128 or 256");
   static_assert(SCALING >= 0 && SCALING <= 2, "SCALING 0 (tensor), 1 (rows) or 2 (blocks)");
