@@ -11,6 +11,7 @@
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
 #include "kjit/ops/tuning.hpp"
+#include "ops/src/plans.hpp"
 #include "ops/src/variants.hpp"
 
 #include <algorithm>
@@ -111,8 +112,8 @@ struct Bench {
     const int launches = std::max(2, static_cast<int>(2e12 / flop / 50) + 1);
     auto time = [&](const ops::detail::ChosenVariant &variant) {
       return median_ms_per_launch(device, std::min(launches, 200), [&] {
-        ops::detail::launch_gemm_wgmma<T>(rt, variant, c.as<T>(), a.as<T>(), b.as<T>(), m, n, k,
-                                          b_kmajor);
+        ops::detail::launch_gemm_variant<T>(rt, variant, c.as<T>(), a.as<T>(), b.as<T>(), m, n, k,
+                                            b_kmajor);
       });
     };
     double run_time_ms = 1e30, fixed_ms = 1e30; // best of three alternations
@@ -150,8 +151,8 @@ struct Bench {
         variant.params.set("EPILOGUE", layout.epilogue);
         layout.ms =
             std::min(layout.ms, median_ms_per_launch(device, launches, [&] {
-                       ops::detail::launch_gemm_wgmma<T>(rt, variant, c.as<T>(), a.as<T>(),
-                                                         b.as<T>(), size, size, size, false);
+                       ops::detail::launch_gemm_variant<T>(rt, variant, c.as<T>(), a.as<T>(),
+                                                           b.as<T>(), size, size, size, false);
                      }));
       }
     const double flop = 2.0 * size * size * static_cast<double>(size);
@@ -241,10 +242,8 @@ struct Bench {
     const double ms = median_ms_per_launch(device, std::min(launches, 200), [&] {
       linear<T>(rt, c.as<T>(), a.as<T>(), weights[next++ % copies].as<T>(), m, n, k);
     });
-    const char *kernel =
-        m <= ops::detail::linear_skinny_max_m ? "linear (skinny)" : "linear (wgmma)";
-    std::printf("| %s | m=%d k=%d n=%d | %s | %.4f | %.1f TFLOP/s | weights %.0f GB/s", kernel, m,
-                k, n, std::string(element_name<T>()).c_str(), ms, flop / ms * 1e-9,
+    std::printf("| linear | m=%d k=%d n=%d | %s | %.4f | %.1f TFLOP/s | weights %.0f GB/s", m, k, n,
+                std::string(element_name<T>()).c_str(), ms, flop / ms * 1e-9,
                 weight_bytes / ms * 1e-6);
     if (m <= 64) {
       const double copy = copy_ms(weight_bytes / 2);
@@ -308,6 +307,164 @@ struct Bench {
     std::printf(" |\n");
   }
 
+  // linear() as a user calls it at m tokens, against the candidates it chooses among on the same
+  // rotated weights: linear_skinny's heuristic (m <= 64), linear_splitk's heuristic and, with
+  // `sweep`, the fastest of its variants (SPLITS x WARPS x K_SLICE x ROW_BLOCKS at the
+  // heuristic's M_TILE), and gemm_wgmma's (m >= 64). One row, microseconds per call, and the
+  // weights' GB/s of linear() against a copy of as many bytes.
+  // `ops` holds at least m rows of A and C (linear_operands for the largest m).
+  template <Element T>
+  void linear_candidates_row(LinearOperands &ops, int m, int n, int k, bool sweep) {
+    const std::size_t copies = ops.weights.size();
+    std::size_t next = 0;
+    const auto time = [&](const std::function<void(const T *)> &run) {
+      return 1e3 * median_ms_per_launch(device, 100, [&] {
+               run(ops.weights[next++ % copies].template as<const T>());
+             });
+    };
+    const auto variant_us = [&](const ops::detail::ChosenVariant &variant) {
+      return time([&](const T *w) {
+        ops::detail::launch_gemm_variant<T>(rt, variant, ops.c.as<T>(), ops.a.as<T>(), w, m, n, k,
+                                            true);
+      });
+    };
+    const double linear_us =
+        time([&](const T *w) { linear<T>(rt, ops.c.as<T>(), ops.a.as<T>(), w, m, n, k); });
+    const double skinny_us =
+        m <= ops::detail::linear_skinny_max_m
+            ? variant_us(ops::detail::linear_skinny_variant<T>(ops::detail::rows_bucket(m), n, k))
+            : 0;
+    const ops::detail::ChosenVariant splitk =
+        ops::detail::linear_splitk_variant<T>(static_cast<int>(ops::detail::rows_bucket(m)), n, k);
+    const double splitk_us = variant_us(splitk);
+    double best_us = splitk_us;
+    std::string best = "heuristic";
+    if (sweep) {
+      std::vector<ParamValues> candidates;
+      for (int splits : {1, 2, 4, 8})
+        for (int warps : {4, 8})
+          for (int k_slice : {64, 128, 256})
+            for (int row_blocks : {1, 2}) {
+              ParamValues params = splitk.params;
+              params.set("SPLITS", splits);
+              params.set("WARPS", warps);
+              params.set("K_SLICE", k_slice);
+              params.set("ROW_BLOCKS", row_blocks);
+              if (splitk.tmpl->tuning().fits(splitk.tmpl->bind(params), "sm_90a").empty())
+                candidates.push_back(params);
+            }
+      precompile(rt, {splitk.tmpl, {}}, candidates, device.target());
+      for (const ParamValues &params : candidates) {
+        const ops::detail::ChosenVariant variant{splitk.tmpl, params};
+        const double us = variant_us(variant);
+        if (us < best_us) {
+          best_us = us;
+          char name[64];
+          std::snprintf(name, sizeof name, "S%d W%d KS%d RB%d", variant.integer("SPLITS"),
+                        variant.integer("WARPS"), variant.integer("K_SLICE"),
+                        variant.integer("ROW_BLOCKS"));
+          best = name;
+        }
+      }
+    }
+    const double wgmma_us = m >= 64
+                                ? variant_us(ops::detail::gemm_wgmma_variant<T>(
+                                      static_cast<int>(ops::detail::rows_bucket(m)), n, k, true))
+                                : 0;
+    const double copy = copy_ms(ops.weight_bytes / 2);
+    std::printf("| %s | %d x %d | %d | %.2f | %.2f | %.2f | %.2f (%s) | %.2f | %.0f | %.0f | %.2f "
+                "|\n",
+                std::string(element_name<T>()).c_str(), k, n, m, linear_us, skinny_us, splitk_us,
+                best_us, best.c_str(), wgmma_us, ops.weight_bytes / linear_us * 1e-3,
+                ops.weight_bytes / copy * 1e-6, copy * 1e3 / linear_us);
+  }
+
+  // Random e4m3 values (every byte but the two NaNs) and unit scales on the device, enough for
+  // every fp8_row: the kernel's speed does not depend on the values.
+  struct Fp8Operands {
+    DeviceBuffer a, b, d, scale_a, scale_b;
+  };
+  Fp8Operands fp8_operands(std::size_t a_bytes, std::size_t b_bytes, std::size_t d_count,
+                           std::size_t scales) {
+    std::mt19937 rng(3);
+    const auto bytes_on = [&](std::size_t count) {
+      std::vector<std::uint8_t> host(count);
+      for (std::uint8_t &value : host) {
+        value = static_cast<std::uint8_t>(rng());
+        if ((value & 0x7f) == 0x7f) // NaN in e4m3fn
+          value ^= 1;
+      }
+      DeviceBuffer buffer = device.allocate(count);
+      buffer.write(host.data(), count);
+      return buffer;
+    };
+    const std::vector<float> ones(scales, 1.0f);
+    DeviceBuffer scale_a = device.allocate(scales * sizeof(float));
+    DeviceBuffer scale_b = device.allocate(scales * sizeof(float));
+    scale_a.write(ones.data(), scales * sizeof(float));
+    scale_b.write(ones.data(), scales * sizeof(float));
+    return {bytes_on(a_bytes), bytes_on(b_bytes), device.allocate(d_count * 2), std::move(scale_a),
+            std::move(scale_b)};
+  }
+
+  // gemm_fp8 at m x n x k: the operator as a user calls it (block scales, row-wise or per
+  // tensor), and with `sweep` the fastest of its BLOCK_N x STAGES variants.
+  void fp8_row(Fp8Operands &ops, int m, int n, int k, bool block, bool row_wise, bool sweep) {
+    const int k_blocks = k / 128, n_blocks = (n + 127) / 128;
+    const ScaleTensor on_a = block      ? ScaleTensor{ops.scale_a.as<float>(), m, k_blocks}
+                             : row_wise ? ScaleTensor{ops.scale_a.as<float>(), m, 1}
+                                        : ScaleTensor{ops.scale_a.as<float>(), 1, 1};
+    const ScaleTensor on_b = block      ? ScaleTensor{ops.scale_b.as<float>(), n_blocks, k_blocks}
+                             : row_wise ? ScaleTensor{ops.scale_b.as<float>(), 1, n}
+                                        : ScaleTensor{ops.scale_b.as<float>(), 1, 1};
+    DeviceBuffer &a = ops.a, &b = ops.b, &d = ops.d, &sa = ops.scale_a, &sb = ops.scale_b;
+    const double flop = 2.0 * m * n * static_cast<double>(k);
+    const int launches = std::max(2, std::min(200, static_cast<int>(2e12 / flop / 20) + 1));
+    const double ms = median_ms_per_launch(device, launches, [&] {
+      if (block)
+        gemm_fp8_blockscale(rt, d.as<BFloat16>(), a.as<std::uint8_t>(), on_a, b.as<std::uint8_t>(),
+                            on_b, m, n, k);
+      else
+        gemm_fp8_scaled(rt, d.as<BFloat16>(), a.as<std::uint8_t>(), on_a, b.as<std::uint8_t>(),
+                        on_b, m, n, k);
+    });
+    std::string best = "-";
+    double best_ms = ms;
+    if (sweep) {
+      const ops::detail::ChosenVariant heuristic =
+          ops::detail::gemm_fp8_variant(block, row_wise, m, n);
+      std::vector<ParamValues> candidates;
+      for (int block_n : {64, 128, 256})
+        for (int stages : {3, 4, 5, 6}) {
+          ParamValues params = heuristic.params;
+          params.set("BLOCK_N", block_n);
+          params.set("STAGES", stages);
+          if (heuristic.tmpl->tuning().fits(heuristic.tmpl->bind(params), "sm_90a").empty())
+            candidates.push_back(params);
+        }
+      precompile(rt, {heuristic.tmpl, {}}, candidates, device.target());
+      for (const ParamValues &params : candidates) {
+        const ops::detail::ChosenVariant variant{heuristic.tmpl, params};
+        const double variant_ms = median_ms_per_launch(device, launches, [&] {
+          ops::detail::launch_gemm_fp8_variant(rt, variant, d.as<BFloat16>(), a.as<std::uint8_t>(),
+                                               sa.as<float>(), b.as<std::uint8_t>(), sb.as<float>(),
+                                               m, n, k);
+        });
+        if (variant_ms < best_ms) {
+          best_ms = variant_ms;
+          best = "BN" + std::to_string(variant.integer("BLOCK_N")) + " S" +
+                 std::to_string(variant.integer("STAGES"));
+        }
+      }
+    }
+    std::printf("| gemm_fp8 %s | %d x %d x %d | %.4f | %.1f TFLOP/s | best variant %s %.1f "
+                "TFLOP/s |\n",
+                block      ? "block scales"
+                : row_wise ? "row-wise"
+                           : "per tensor",
+                m, n, k, ms, flop / ms * 1e-9, best.c_str(), flop / best_ms * 1e-9);
+  }
+
   // Buffers of `bytes` to rotate over so that together they are at least 256 MiB.
   static std::size_t rotation(std::size_t bytes) {
     return std::max<std::size_t>(1, (std::size_t{256} << 20) / bytes + 1);
@@ -361,9 +518,12 @@ struct Bench {
 
 int main(int argc, char **argv) {
   const bool clusters_only = argc == 2 && std::string(argv[1]) == "--clusters";
-  if (argc > 1 && !clusters_only) { // tools/gpu-check asks every bench program for --help
-    std::printf("usage: %s [--clusters]\n  prints the operators' GEMM TFLOP/s and bandwidth "
-                "table; --clusters only gemm_wgmma's cluster and epilogue layouts\n",
+  const bool skinny_fp8 = argc == 2 && std::string(argv[1]) == "--skinny-fp8";
+  if (argc > 1 && !clusters_only && !skinny_fp8) { // tools/gpu-check asks for --help
+    std::printf("usage: %s [--clusters | --skinny-fp8]\n  prints the operators' GEMM TFLOP/s and "
+                "bandwidth table; --clusters only gemm_wgmma's cluster and epilogue layouts; "
+                "--skinny-fp8 only linear() at m = 1..128 against its candidates and gemm_fp8 "
+                "on DeepGEMM's shapes\n",
                 argv[0]);
     return 0;
   }
@@ -374,6 +534,36 @@ int main(int argc, char **argv) {
     const void *aligned = reinterpret_cast<const void *>(std::uintptr_t{256});
     const bool hopper = ops::detail::gemm_wgmma_serves<BFloat16>(bench.device.target(), aligned,
                                                                  aligned, aligned, 8, 8);
+    if (hopper && skinny_fp8) {
+      std::printf("| type | K x N | m | linear() us | linear_skinny us | linear_splitk us | "
+                  "best linear_splitk us | gemm_wgmma us | linear() weights GB/s | copy GB/s | "
+                  "linear() of copy |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | "
+                  "--- | --- |\n");
+      const int shapes[][2] = {{4096, 4096}, {8192, 8192}, {14336, 4096}}; // K x N
+      for (const auto &[k, n] : shapes) {
+        auto bf16 = bench.linear_operands<BFloat16>(128, n, k);
+        for (int m : {1, 2, 4, 8, 16, 32, 64, 128})
+          bench.linear_candidates_row<BFloat16>(bf16, m, n, k, /*sweep=*/true);
+      }
+      for (const auto &[k, n] : shapes) {
+        auto fp16 = bench.linear_operands<Half>(128, n, k);
+        for (int m : {1, 2, 4, 8, 16, 32, 64, 128})
+          bench.linear_candidates_row<Half>(fp16, m, n, k, /*sweep=*/false);
+      }
+      std::printf("\n| op | M x N x K | ms | rate | sweep |\n| --- | --- | --- | --- | --- |\n");
+      // Operands for the largest: A 4096 x 16384, B 7168 x 16384, D 4096 x 7168.
+      auto fp8 = bench.fp8_operands(std::size_t{4096} * 16384, std::size_t{7168} * 16384,
+                                    std::size_t{4096} * 7168, std::size_t{4096} * 128);
+      const int nk[][2] = {{7168, 16384}, {4096, 7168}, {2112, 7168}};
+      for (const auto &[n, k] : nk)
+        for (int m : {4096, 128, 64}) {
+          const bool sweep = m == 4096 && n == 7168;
+          bench.fp8_row(fp8, m, n, k, /*block=*/true, false, sweep);
+          bench.fp8_row(fp8, m, n, k, /*block=*/false, /*row_wise=*/false, sweep);
+          bench.fp8_row(fp8, m, n, k, /*block=*/false, /*row_wise=*/true, sweep);
+        }
+      return 0;
+    }
     if (hopper) {
       std::printf("| layout | shape | type | ms | rate | ratio |\n| --- | --- | --- | --- | --- "
                   "| --- |\n");

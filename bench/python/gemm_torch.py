@@ -81,16 +81,23 @@ def matmul_rows(torch):
                   f"| {2 * size**3 / ms * 1e-9:.1f} TFLOP/s |")
 
 
-if __name__ == "__main__":
+def cuda_torch():
+    """torch with a CUDA device, after printing which; else prints why not and exits 0 (nothing
+    to compare against)."""
     try:
         import torch
 
         if not torch.cuda.is_available():
             raise RuntimeError("torch sees no CUDA device")
-    except Exception as error:  # no torch, or no GPU: nothing to compare against
+    except Exception as error:  # no torch, or no GPU
         print(f"no result: {error}")
         raise SystemExit(0)
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}\n")
+    return torch
+
+
+if __name__ == "__main__":
+    torch = cuda_torch()
     print("| op | shape | dtype | ms | GB/s or rate |\n| --- | --- | --- | --- | --- |")
     rotary_rows(torch)
     quant_rows(torch)

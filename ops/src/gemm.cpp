@@ -15,6 +15,7 @@
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
+#include <variant>
 
 namespace kjit::ops {
 
@@ -105,6 +106,14 @@ TensorMapCache &tensor_maps() {
   return cache;
 }
 
+} // namespace
+
+TensorMap detail::cached_tensor_map(const Device &device, const TensorMapShape &shape) {
+  return tensor_maps().get(device, shape);
+}
+
+namespace {
+
 // Raises the kernel's shared-memory limit and reads how many blocks run at once, one per
 // multiprocessor (the device's count; for clusters the driver's count of whole clusters that
 // fit, which the GPCs' sizes can make fewer), for the persistent grid. Once per plan: plans are
@@ -130,6 +139,8 @@ struct GemmPlanKey {
   int element; // Element's size and kind: float 4, half 2, bfloat16 3
   bool b_kmajor;
   bool skinny_serves; // the pointers and sizes allow linear_skinny
+  bool splitk_serves; // and linear_splitk
+  bool wgmma_serves;  // and gemm_wgmma
   std::int64_t m_bucket;
   int n, k;
   bool operator==(const GemmPlanKey &) const = default;
@@ -137,24 +148,30 @@ struct GemmPlanKey {
 
 struct GemmPlanKeyHash {
   std::size_t operator()(const GemmPlanKey &key) const {
-    std::size_t h = std::hash<std::uint64_t>()(key.runtime);
-    for (std::uint64_t part :
-         {static_cast<std::uint64_t>(key.element * 4 + key.b_kmajor * 2 + key.skinny_serves),
-          static_cast<std::uint64_t>(key.m_bucket), static_cast<std::uint64_t>(key.n),
-          static_cast<std::uint64_t>(key.k)})
-      h = (h ^ part) * 0x9e3779b97f4a7c15ull;
-    return h;
+    return detail::hash_key(key.runtime,
+                            {static_cast<std::uint64_t>(key.element * 8 + key.b_kmajor * 4 +
+                                                        key.skinny_serves * 2 + key.splitk_serves),
+                             static_cast<std::uint64_t>(key.m_bucket),
+                             static_cast<std::uint64_t>(key.n), static_cast<std::uint64_t>(key.k)});
   }
+};
+
+// Each kernel's launch data, from its variant's parameters: a plan holds one of them.
+struct SkinnyLaunch { // linear_skinny: a block's rows of W (columns of C) and tokens
+  int rows_per_block, m_tile, threads;
+};
+struct SplitkLaunch { // linear_splitk: the same, and the blocks of a cluster that split K
+  int rows_per_block, m_tile, splits, threads;
+};
+struct WgmmaLaunch { // gemm_wgmma: wgmma_threads threads, a persistent grid
+  int block_n, cluster_m, cluster_n;
+  unsigned shared_bytes;
+  int grid_limit; // blocks, a multiple of the cluster's
 };
 
 struct GemmPlan {
   const Kernel *kernel;
-  bool skinny;
-  int rows_per_block, m_tile; // linear_skinny: a block's rows of W and tokens
-  int threads;
-  int block_n, cluster_m, cluster_n; // gemm_wgmma
-  unsigned shared_bytes;
-  int grid_limit; // blocks, a multiple of the cluster's
+  std::variant<SkinnyLaunch, SplitkLaunch, WgmmaLaunch> launch;
 };
 
 // `variant` with the tunable values `winner` names (the problem's, T and B_KMAJOR, kept).
@@ -167,40 +184,57 @@ detail::ChosenVariant with_winner(const detail::ChosenVariant &variant,
   return tuned;
 }
 
-// The variant for the key's shape: the faster of the tuning table's winners for linear_skinny
-// (where it serves) and gemm_wgmma, else the heuristic (linear_skinny up to
-// linear_skinny_max_m rows where it serves, gemm_wgmma beyond).
+// The heuristic's variant for the key's shape, among the kernels that serve it: linear_skinny up
+// to linear_skinny_rows rows, linear_splitk up to linear_splitk_rows, gemm_wgmma beyond; where
+// gemm_wgmma does not serve, linear_splitk (sm_90 and newer) or linear_skinny (sm_80) instead.
+template <Element T> detail::ChosenVariant heuristic_gemm_variant(const GemmPlanKey &key) {
+  const int m = static_cast<int>(key.m_bucket);
+  if (key.splitk_serves && m > detail::linear_skinny_rows &&
+      (m <= detail::linear_splitk_rows || !key.wgmma_serves))
+    return detail::linear_splitk_variant<T>(m, key.n, key.k);
+  if (key.skinny_serves && (m <= detail::linear_skinny_rows || !key.wgmma_serves))
+    return detail::linear_skinny_variant<T>(m, key.n, key.k);
+  return detail::gemm_wgmma_variant<T>(m, key.n, key.k, key.b_kmajor);
+}
+
+// The variant for the key's shape: the fastest of the tuning table's winners for linear_skinny
+// and linear_splitk (where they serve) and gemm_wgmma, else the heuristic's.
 template <Element T>
 detail::ChosenVariant choose_gemm_variant(Runtime &rt, const GemmPlanKey &key) {
   const int m = static_cast<int>(key.m_bucket);
   const ParamValues extents = detail::gemm_tuning_extents(m, key.n, key.k, key.b_kmajor);
   const ParamValues problem = {{"T", element_name<T>()}};
-  const detail::ChosenVariant skinny = detail::linear_skinny_variant<T>(m, key.n, key.k);
-  const detail::ChosenVariant wgmma = detail::gemm_wgmma_variant<T>(m, key.n, key.k, key.b_kmajor);
-  const std::optional<TimedVariant> skinny_winner =
-      key.skinny_serves ? detail::tuned_winner(rt, *skinny.tmpl, problem, extents) : std::nullopt;
-  const std::optional<TimedVariant> wgmma_winner =
-      detail::tuned_winner(rt, *wgmma.tmpl, problem, extents);
-  if (skinny_winner && (!wgmma_winner || skinny_winner->time_us <= wgmma_winner->time_us))
-    return with_winner(skinny, *skinny_winner);
-  if (wgmma_winner)
-    return with_winner(wgmma, *wgmma_winner);
-  return key.skinny_serves ? skinny : wgmma;
+  std::optional<detail::ChosenVariant> best;
+  double best_us = 0;
+  const auto consider = [&](bool serves, const detail::ChosenVariant &variant) {
+    if (!serves)
+      return;
+    const std::optional<TimedVariant> winner =
+        detail::tuned_winner(rt, *variant.tmpl, problem, extents);
+    if (winner && (!best || winner->time_us < best_us)) {
+      best = with_winner(variant, *winner);
+      best_us = winner->time_us;
+    }
+  };
+  consider(key.skinny_serves, detail::linear_skinny_variant<T>(m, key.n, key.k));
+  consider(key.splitk_serves, detail::linear_splitk_variant<T>(m, key.n, key.k));
+  consider(key.wgmma_serves, detail::gemm_wgmma_variant<T>(m, key.n, key.k, key.b_kmajor));
+  return best ? *best : heuristic_gemm_variant<T>(key);
 }
 
 template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  if (variant.tmpl->name() == "linear_skinny")
-    return {&kernel,
-            true,
-            16 * variant.integer("ROW_BLOCKS"),
-            variant.integer("M_TILE"),
-            32 * variant.integer("WARPS"),
-            0,
-            0,
-            0,
-            0,
-            0};
+  const std::string &name = variant.tmpl->name();
+  if (name == "linear_skinny")
+    return {&kernel, SkinnyLaunch{.rows_per_block = 16 * variant.integer("ROW_BLOCKS"),
+                                  .m_tile = variant.integer("M_TILE"),
+                                  .threads = 32 * variant.integer("WARPS")}};
+  if (name == "linear_splitk")
+    return {&kernel, SplitkLaunch{.rows_per_block =
+                                      16 * variant.integer("ROW_BLOCKS") * variant.integer("WARPS"),
+                                  .m_tile = variant.integer("M_TILE"),
+                                  .splits = variant.integer("SPLITS"),
+                                  .threads = 32 * variant.integer("WARPS")}};
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
   const int cluster_m = variant.integer("CLUSTER_M"), cluster_n = variant.integer("CLUSTER_N");
   // The stages, C's four 64 x 64 boxes for EPILOGUE 1, the slack to align them to 1024 bytes,
@@ -208,26 +242,30 @@ template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVa
   const unsigned shared_bytes =
       static_cast<unsigned>(stages * (wgmma_block_m + block_n) * wgmma_block_k * 2 +
                             variant.integer("EPILOGUE") * 4 * 64 * 64 * 2 + 1024 + stages * 16);
-  return {&kernel,
-          false,
-          0,
-          0,
-          wgmma_threads,
-          block_n,
-          cluster_m,
-          cluster_n,
-          shared_bytes,
-          prepared_grid_limit(kernel, shared_bytes, cluster_m * cluster_n)};
+  return {&kernel, WgmmaLaunch{.block_n = block_n,
+                               .cluster_m = cluster_m,
+                               .cluster_n = cluster_n,
+                               .shared_bytes = shared_bytes,
+                               .grid_limit = prepared_grid_limit(kernel, shared_bytes,
+                                                                 cluster_m * cluster_n)}};
 }
 
 // This thread's plan for the shape, chosen and compiled on its first call. A record the table
 // holds that does not build (a value the template refuses, a compile failure) is logged and the
 // heuristic used instead: the table is shared, untrusted input.
 template <Element T>
-const GemmPlan &gemm_plan(Runtime &rt, int m, int n, int k, bool b_kmajor, bool skinny_serves) {
+const GemmPlan &gemm_plan(Runtime &rt, int m, int n, int k, bool b_kmajor, bool skinny_serves,
+                          bool splitk_serves, bool wgmma_serves) {
   thread_local std::unordered_map<GemmPlanKey, GemmPlan, GemmPlanKeyHash> plans;
-  const GemmPlanKey key{
-      rt.id(), detail::element_code<T>(), b_kmajor, skinny_serves, detail::rows_bucket(m), n, k};
+  const GemmPlanKey key{rt.id(),
+                        detail::element_code<T>(),
+                        b_kmajor,
+                        skinny_serves,
+                        splitk_serves,
+                        wgmma_serves,
+                        detail::rows_bucket(m),
+                        n,
+                        k};
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;
@@ -235,14 +273,11 @@ const GemmPlan &gemm_plan(Runtime &rt, int m, int n, int k, bool b_kmajor, bool 
   try {
     return plans.emplace(key, make_gemm_plan<T>(rt, chosen)).first->second;
   } catch (const Error &error) {
-    const int bucket = static_cast<int>(key.m_bucket);
-    const detail::ChosenVariant heuristic =
-        skinny_serves ? detail::linear_skinny_variant<T>(bucket, n, k)
-                      : detail::gemm_wgmma_variant<T>(bucket, n, k, b_kmajor);
-    if (chosen.params == heuristic.params)
+    const detail::ChosenVariant heuristic = heuristic_gemm_variant<T>(key);
+    if (chosen.tmpl == heuristic.tmpl && chosen.params == heuristic.params)
       throw;
     log().warn("the tuned {} variant for {} x {} x {} does not build ({}); using the heuristic's",
-               chosen.tmpl->name(), m, n, k, error.summary());
+               chosen.tmpl->name(), key.m_bucket, key.n, key.k, error.summary());
     return plans.emplace(key, make_gemm_plan<T>(rt, heuristic)).first->second;
   }
 }
@@ -250,14 +285,25 @@ const GemmPlan &gemm_plan(Runtime &rt, int m, int n, int k, bool b_kmajor, bool 
 template <Element T>
 void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m, int n, int k,
                       bool b_kmajor, Stream stream) {
-  if (plan.skinny) {
-    plan.kernel->launch(
-        {.grid = Dim3(detail::divide_up(n, plan.rows_per_block), detail::divide_up(m, plan.m_tile)),
-         .block = plan.threads,
-         .stream = stream},
-        c, a, b, m, n, k);
+  if (const auto *skinny = std::get_if<SkinnyLaunch>(&plan.launch)) {
+    plan.kernel->launch({.grid = Dim3(detail::divide_up(n, skinny->rows_per_block),
+                                      detail::divide_up(m, skinny->m_tile)),
+                         .block = skinny->threads,
+                         .stream = stream},
+                        c, a, b, m, n, k);
     return;
   }
+  if (const auto *splitk = std::get_if<SplitkLaunch>(&plan.launch)) {
+    const unsigned splits = static_cast<unsigned>(splitk->splits);
+    plan.kernel->launch({.grid = Dim3(splits * detail::divide_up(n, splitk->rows_per_block),
+                                      detail::divide_up(m, splitk->m_tile)),
+                         .block = splitk->threads,
+                         .stream = stream,
+                         .cluster = Dim3(splits)},
+                        c, a, b, m, n, k);
+    return;
+  }
+  const WgmmaLaunch &wgmma = std::get<WgmmaLaunch>(plan.launch);
   const TensorMapElement element =
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
   const Device &device = plan.kernel->device();
@@ -266,23 +312,23 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
   // B's along M (an MN-major B's 64-column boxes are split by count).
   const TensorMap map_a =
       tensor_maps().get(device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k),
-                                 std::uint32_t(wgmma_block_m / plan.cluster_n), 64});
+                                 std::uint32_t(wgmma_block_m / wgmma.cluster_n), 64});
   const TensorMap map_b =
       b_kmajor
           ? tensor_maps().get(device, {element, b, std::uint64_t(n), std::uint64_t(k), row_bytes(k),
-                                       std::uint32_t(plan.block_n / plan.cluster_m), 64})
+                                       std::uint32_t(wgmma.block_n / wgmma.cluster_m), 64})
           : tensor_maps().get(device, {element, b, std::uint64_t(k), std::uint64_t(n), row_bytes(n),
                                        wgmma_block_k, 64});
   const TensorMap map_c = tensor_maps().get(
       device, {element, c, std::uint64_t(m), std::uint64_t(n), row_bytes(n), 64, 64});
-  const int cluster = plan.cluster_m * plan.cluster_n;
+  const int cluster = wgmma.cluster_m * wgmma.cluster_n;
   const long long pairs =
-      static_cast<long long>(detail::divide_up(m, wgmma_block_m * plan.cluster_m)) *
-      detail::divide_up(n, plan.block_n * plan.cluster_n);
-  const auto blocks = static_cast<unsigned>(std::min<long long>(pairs * cluster, plan.grid_limit));
+      static_cast<long long>(detail::divide_up(m, wgmma_block_m * wgmma.cluster_m)) *
+      detail::divide_up(n, wgmma.block_n * wgmma.cluster_n);
+  const auto blocks = static_cast<unsigned>(std::min<long long>(pairs * cluster, wgmma.grid_limit));
   plan.kernel->launch({.grid = blocks,
-                       .block = plan.threads,
-                       .shared_bytes = plan.shared_bytes,
+                       .block = wgmma_threads,
+                       .shared_bytes = wgmma.shared_bytes,
                        .stream = stream,
                        .cluster = Dim3(static_cast<unsigned>(cluster))},
                       c, map_c, map_a, map_b, m, n, k);
@@ -293,8 +339,8 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
 namespace detail {
 
 template <Element T>
-void launch_gemm_wgmma(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *b,
-                       int m, int n, int k, bool b_kmajor, Stream stream) {
+void launch_gemm_variant(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *b,
+                         int m, int n, int k, bool b_kmajor, Stream stream) {
   for (const auto &[name, size] : {std::pair{"SHAPE_M", m}, {"SHAPE_N", n}, {"SHAPE_K", k}}) {
     const Value *compiled = variant.params.find(name);
     const std::int64_t fixed = compiled != nullptr ? compiled->integer() : 0;
@@ -328,6 +374,38 @@ template <Element T> ChosenVariant linear_skinny_variant(int m, int /*n*/, int /
            {"UNROLL", m_tile == 8    ? 8
                       : m_tile == 16 ? 4
                                      : 2}}};
+}
+
+template <Element T> ChosenVariant linear_splitk_variant(int m, int n, int k) {
+  // Blocks of 4 warps with 16 rows of W each up to 16 tokens and 32 from there (the staged tokens
+  // then serve twice the rows), slices of 128 of K up to 16 tokens and 64 from there, and the
+  // clusters split K until there are about 2048 warp-sized pieces of work, keeping two slices per
+  // block: near the fastest of a sweep on an H200 at 16 and 32 tokens (BENCHMARKS.md, "linear at
+  // 1 to 128 rows, and the FP8 GEMM").
+  const int m_tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
+  const int row_blocks = m_tile == 32 || m_tile == 64 ? 2 : 1;
+  const int k_slice = m_tile <= 16 ? 128 : 64;
+  const long long pieces = static_cast<long long>(divide_up(n, 16)) * divide_up(m, m_tile);
+  int splits = 1;
+  while (splits < 8 && pieces * splits < 2048 && k / (2 * splits) >= k_slice)
+    splits *= 2;
+  static const Template &tmpl = templates::find("linear_splitk");
+  return {&tmpl,
+          {{"T", element_name<T>()},
+           {"M_TILE", m_tile},
+           {"ROW_BLOCKS", row_blocks},
+           {"WARPS", 4},
+           {"K_SLICE", k_slice},
+           {"SPLITS", splits}}};
+}
+
+template <Element T>
+bool linear_splitk_serves(const jit::Target &target, const void *c, const void *a, const void *w,
+                          int m, int n, int k) {
+  // linear_skinny's loads and stores, and clusters (sm_90).
+  return m <= linear_splitk_max_m && !std::is_same_v<T, float> &&
+         nvidia_compute_capability(target) >= 90 && n % 8 == 0 && k % 8 == 0 && aligned16(a) &&
+         aligned16(w) && aligned16(c);
 }
 
 ParamValues gemm_tuning_extents(int m, int n, int k, bool b_kmajor) {
@@ -446,8 +524,9 @@ void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, Stream
   check_operands(c, a, b, m, n, k); // before the device is looked for
   const jit::Target &target = rt.default_device().target();
   if (detail::gemm_wgmma_serves<T>(target, c, a, b, n, k))
-    launch_gemm_plan(gemm_plan<T>(rt, m, n, k, /*b_kmajor=*/false, /*skinny_serves=*/false), c, a,
-                     b, m, n, k, /*b_kmajor=*/false, stream);
+    launch_gemm_plan(gemm_plan<T>(rt, m, n, k, /*b_kmajor=*/false, /*skinny_serves=*/false,
+                                  /*splitk_serves=*/false, /*wgmma_serves=*/true),
+                     c, a, b, m, n, k, /*b_kmajor=*/false, stream);
   else if (gemm_has_tensor_cores<T>(target))
     gemm_on_tensor_cores(rt, c, a, b, m, n, k, stream);
   else
@@ -459,12 +538,15 @@ void linear(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k, Stre
   check_operands(c, a, w, m, n, k);
   const jit::Target &target = rt.default_device().target();
   const bool skinny = detail::linear_skinny_serves<T>(target, c, a, w, m, n, k);
-  detail::require(skinny || detail::gemm_wgmma_serves<T>(target, c, a, w, n, k), "linear", [&] {
+  const bool splitk = detail::linear_splitk_serves<T>(target, c, a, w, m, n, k);
+  const bool wgmma = detail::gemm_wgmma_serves<T>(target, c, a, w, n, k);
+  detail::require(skinny || splitk || wgmma, "linear", [&] {
     return "runs on sm_90a only, for half and bfloat16 with n and k multiples of 8 and 16-byte "
            "aligned matrices (the device's target is " +
            target.id() + ")";
   });
-  launch_gemm_plan(gemm_plan<T>(rt, m, n, k, /*b_kmajor=*/true, skinny), c, a, w, m, n, k,
+  launch_gemm_plan(gemm_plan<T>(rt, m, n, k, /*b_kmajor=*/true, skinny, splitk, wgmma), c, a, w, m,
+                   n, k,
                    /*b_kmajor=*/true, stream);
 }
 
@@ -507,8 +589,11 @@ std::vector<double> linear(std::span<const T> a, std::span<const T> w, int m, in
   template detail::ChosenVariant detail::gemm_variant<T>(const GemmTiles &);                       \
   template detail::ChosenVariant detail::gemm_wgmma_variant<T>(int, int, int, bool);               \
   template detail::ChosenVariant detail::linear_skinny_variant<T>(int, int, int);                  \
-  template void detail::launch_gemm_wgmma<T>(Runtime &, const detail::ChosenVariant &, T *,        \
-                                             const T *, const T *, int, int, int, bool, Stream);   \
+  template detail::ChosenVariant detail::linear_splitk_variant<T>(int, int, int);                  \
+  template bool detail::linear_splitk_serves<T>(const jit::Target &, const void *, const void *,   \
+                                                const void *, int, int, int);                      \
+  template void detail::launch_gemm_variant<T>(Runtime &, const detail::ChosenVariant &, T *,      \
+                                               const T *, const T *, int, int, int, bool, Stream); \
   template bool detail::linear_skinny_serves<T>(const jit::Target &, const void *, const void *,   \
                                                 const void *, int, int, int);                      \
   template bool detail::gemm_wgmma_serves<T>(const jit::Target &, const void *, const void *,      \

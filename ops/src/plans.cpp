@@ -12,13 +12,10 @@ namespace {
 
 struct PlanKeyHash {
   std::size_t operator()(const PlanKey &key) const {
-    std::size_t h = std::hash<std::uint64_t>()(key.runtime);
-    for (std::uint64_t part :
-         {reinterpret_cast<std::uint64_t>(key.op), static_cast<std::uint64_t>(key.length),
-          static_cast<std::uint64_t>(key.rows),
-          static_cast<std::uint64_t>(key.element * 64 + key.aligned_vec)})
-      h = (h ^ part) * 0x9e3779b97f4a7c15ull;
-    return h;
+    return hash_key(key.runtime,
+                    {reinterpret_cast<std::uint64_t>(key.op),
+                     static_cast<std::uint64_t>(key.length), static_cast<std::uint64_t>(key.rows),
+                     static_cast<std::uint64_t>(key.element * 64 + key.aligned_vec)});
   }
 };
 

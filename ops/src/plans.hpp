@@ -8,6 +8,8 @@
 #include "variants.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <optional>
 #include <type_traits>
 #include <unordered_map>
@@ -17,6 +19,14 @@ namespace kjit::ops::detail {
 // The rows a tuning record is kept for: the next power of two, so that records cover every
 // batch size between two tuned ones.
 std::int64_t rows_bucket(std::int64_t rows);
+
+// A plan key's hash: `runtime` and then each part mixed in (Fibonacci hashing).
+inline std::size_t hash_key(std::uint64_t runtime, std::initializer_list<std::uint64_t> parts) {
+  std::size_t h = std::hash<std::uint64_t>()(runtime);
+  for (std::uint64_t part : parts)
+    h = (h ^ part) * 0x9e3779b97f4a7c15ull;
+  return h;
+}
 
 // One shape of one operator through one Runtime. `op` is the address of the operator's
 // constant (its RowwiseKernel, its activation name): unique, and cheap to compare.

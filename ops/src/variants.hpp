@@ -6,6 +6,7 @@
 #include "kjit/ops/element.hpp"
 #include "kjit/ops/gemm.hpp"
 #include "kjit/ops/rotary.hpp"
+#include "kjit/runtime/tensor_map.hpp"
 #include "kjit/templates/library.hpp"
 
 #include <algorithm>
@@ -43,24 +44,45 @@ template <Element T> ChosenVariant gemm_mma_variant(int m, int n);
 template <Element T> ChosenVariant gemm_mfma_variant(int m, int n);
 // gemm() (b_kmajor false) or linear() (true) on Hopper, where gemm_wgmma_serves.
 template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool b_kmajor);
-// Launches gemm_wgmma's `variant` (gemm_wgmma_variant's, perhaps with SHAPE_M, SHAPE_N or
-// SHAPE_K fixed) as gemm() (b_kmajor false) or linear() would: for tests and benchmarks that
-// compare variants. Throws Error(bad_argument) where a fixed size is not the call's.
+// Launches `variant` of gemm_wgmma (gemm_wgmma_variant's, perhaps with SHAPE_M, SHAPE_N or
+// SHAPE_K fixed), linear_skinny or linear_splitk (W as B, b_kmajor true) as gemm() (b_kmajor
+// false) or linear() would: for tests and benchmarks that compare variants. Throws
+// Error(bad_argument) where a fixed size is not the call's.
 template <Element T>
-void launch_gemm_wgmma(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *b,
-                       int m, int n, int k, bool b_kmajor, Stream stream = nullptr);
+void launch_gemm_variant(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *b,
+                         int m, int n, int k, bool b_kmajor, Stream stream = nullptr);
 template <Element T>
 bool gemm_wgmma_serves(const jit::Target &target, const void *c, const void *a, const void *b,
                        int n, int k);
 // linear() for at most this many rows of A: the weight-streaming kernel, linear_skinny.
 constexpr int linear_skinny_max_m = 64;
 template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int k);
+// linear()'s heuristic on sm_90a: linear_skinny up to linear_skinny_rows rows, linear_splitk up
+// to linear_splitk_rows, gemm_wgmma beyond (the fastest of each range on an H200, BENCHMARKS.md).
+constexpr int linear_skinny_rows = 8, linear_splitk_rows = 32;
+// linear_splitk (A staged in shared memory, K split over a cluster's blocks) serves at most this
+// many rows of A, on sm_90 and newer; a tuning record may choose it up to there.
+constexpr int linear_splitk_max_m = 128;
+template <Element T> ChosenVariant linear_splitk_variant(int m, int n, int k);
+template <Element T>
+bool linear_splitk_serves(const jit::Target &target, const void *c, const void *a, const void *w,
+                          int m, int n, int k);
 // The extents a GEMM shape's tuning records (linear_skinny's and gemm_wgmma's, problem {T}) are
 // kept under: m rounded up to a power of two (rows_bucket), n, k and B's layout.
 ParamValues gemm_tuning_extents(int m, int n, int k, bool b_kmajor);
 template <Element T>
 bool linear_skinny_serves(const jit::Target &target, const void *c, const void *a, const void *w,
                           int m, int n, int k);
+// gemm_fp8's heuristic variant for block scales, else row-wise or per-tensor ones.
+ChosenVariant gemm_fp8_variant(bool block, bool row_wise, int m, int n);
+// Launches `variant` of gemm_fp8 as gemm_fp8_blockscale or gemm_fp8_scaled would, without their
+// checks: for tests and benchmarks that compare variants.
+void launch_gemm_fp8_variant(Runtime &rt, const ChosenVariant &variant, BFloat16 *d,
+                             const std::uint8_t *a, const float *scale_a, const std::uint8_t *b,
+                             const float *scale_b, int m, int n, int k, Stream stream = nullptr);
+// The tensor map of `shape` on `device`, encoded on its first use and kept for the process's life
+// (the GEMMs' maps: a warm call encodes none).
+TensorMap cached_tensor_map(const Device &device, const TensorMapShape &shape);
 // gemm() with these tiles (the portable kernel).
 template <Element T> ChosenVariant gemm_variant(const GemmTiles &tiles);
 

@@ -118,7 +118,7 @@ DriverResult allow_shared_bytes(void *function, int bytes) {
 }
 
 // CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h).
-constexpr int tensor_map_float16 = 6, tensor_map_bfloat16 = 9;
+constexpr int tensor_map_uint8 = 0, tensor_map_float16 = 6, tensor_map_bfloat16 = 9;
 constexpr int tensor_map_swizzle_128b = 3, tensor_map_l2_promotion_256b = 3;
 constexpr DriverResult not_supported = 801; // CUDA_ERROR_NOT_SUPPORTED
 
@@ -129,8 +129,9 @@ DriverResult encode_tensor_map(void *map, const TensorMapShape &shape) {
   const std::uint64_t strides[1] = {shape.row_bytes};
   const unsigned box[2] = {shape.box_columns, shape.box_rows};
   const unsigned element_strides[2] = {1, 1};
-  const int type =
-      shape.element == TensorMapElement::bfloat16 ? tensor_map_bfloat16 : tensor_map_float16;
+  const int type = shape.element == TensorMapElement::bfloat16  ? tensor_map_bfloat16
+                   : shape.element == TensorMapElement::float16 ? tensor_map_float16
+                                                                : tensor_map_uint8;
   return cuda.tensor_map_encode_tiled(map, type, 2, const_cast<void *>(shape.base), dims, strides,
                                       box, element_strides, 0, tensor_map_swizzle_128b,
                                       tensor_map_l2_promotion_256b, 0);

@@ -260,4 +260,194 @@ __global__ void __launch_bounds__(32 * WARPS)
   }
 }
 
+namespace kjit_gemm_mma {
+
+// 16 bytes from global `from` into shared `to` without registers (cp.async, sm_80 and newer),
+// or 16 zeros when `fill` is false (`from` is then not read).
+template <typename T> __device__ inline void copy_async16(T *to, const T *from, bool fill) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                   static_cast<unsigned>(__cvta_generic_to_shared(to))),
+               "l"(from), "r"(fill ? 16 : 0)
+               : "memory");
+}
+__device__ inline void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Until at most PENDING of this thread's committed groups are still in flight.
+template <int PENDING> __device__ inline void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+}
+
+// The cluster's blocks wait for each other (all threads of every block).
+__device__ inline void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+// 16 bytes at `p`'s offset in the shared memory of the cluster's block `rank`.
+__device__ inline float4 load_from_block(const float *p, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+
+} // namespace kjit_gemm_mma
+
+// C = A @ W^T for tens of rows of A (m about 16 to 128), W [N, K] an nn.Linear weight; A [M, K],
+// C [M, N] row-major, float accumulation, one rounding to T. sm_90 and newer (clusters).
+//
+// linear_skinny's swapped mma (W's rows the mma's M, tokens its N, K permuted alike in both
+// operands, W loaded 16 bytes at a time straight into registers), but the tokens come from
+// shared memory: the warps of a block take 16 * ROW_BLOCKS rows of W each and share one staged
+// slice of M_TILE tokens x K_SLICE, so A crosses L2 once per block (16 * ROW_BLOCKS * WARPS rows
+// of W) rather than once per 16 rows, which is what bounds linear_skinny beyond 16 tokens. Two
+// stages: the next slice's W (into registers) and A (cp.async, into the other of two buffers) are
+// in flight while this slice is multiplied.
+//
+// The SPLITS blocks of a cluster (consecutive in x) split K into SPLITS ranges of whole 32s, so
+// that a few rows of W still make enough blocks to fill the device; their partial sums meet in
+// distributed shared memory, each block adding up 1 / SPLITS of the tile over the blocks in rank
+// order (the same result on every run): one launch, no workspace.
+template <typename T, int M_TILE, int ROW_BLOCKS, int WARPS, int K_SLICE, int SPLITS>
+__global__ void __launch_bounds__(32 * WARPS)
+    linear_splitk(T *KJIT_RESTRICT c, const T *KJIT_RESTRICT a, const T *KJIT_RESTRICT w, int m,
+                  int n, int k) {
+  static_assert(M_TILE % 8 == 0 && K_SLICE % 32 == 0, "tokens in 8s, K in 32s");
+  constexpr int THREADS = 32 * WARPS, TOKEN_TILES = M_TILE / 8, CHUNKS = K_SLICE / 32;
+  constexpr int ROWS = 16 * ROW_BLOCKS * WARPS; // rows of W per block: columns of C
+  constexpr int A_LD = K_SLICE + 8; // a token's staged row: 16 bytes of padding, no conflicts
+  constexpr int SUMS_LD = ROWS + 4; // a token's partial sums: rows 16-byte aligned
+  constexpr int A_BYTES = 2 * M_TILE * A_LD * 2, SUMS_BYTES = M_TILE * SUMS_LD * 4;
+  constexpr int SHARED = A_BYTES > SUMS_BYTES ? A_BYTES : SUMS_BYTES;
+  static_assert(SHARED <= 48 * 1024, "A's two slices or the partial sums exceed 48 KiB");
+  __shared__ __align__(16) unsigned char shared[SHARED]; // A's two slices, then the sums
+  T *a_tiles = reinterpret_cast<T *>(shared);
+  float *sums = reinterpret_cast<float *>(shared);
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = lane / 4, t = lane % 4;
+  const int split = blockIdx.x % SPLITS, row0 = blockIdx.x / SPLITS * ROWS;
+  const int token0 = blockIdx.y * M_TILE;
+  const int per_split = ((k + 31) / 32 + SPLITS - 1) / SPLITS * 32;
+  const int k_begin = split * per_split, k_end = min(k, k_begin + per_split);
+
+  // Rows of W past n are clamped to the last one, as in linear_skinny: never stored.
+  const T *w_rows[ROW_BLOCKS][2];
+#pragma unroll
+  for (int i = 0; i < ROW_BLOCKS; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      w_rows[i][h] = w + static_cast<long long>(
+                             min(row0 + 16 * (warp * ROW_BLOCKS + i) + 8 * h + group, n - 1)) *
+                             k;
+  // Slice `k0`'s loads: this warp's rows of W into `w_frag`, and (by cp.async, zeros outside
+  // the tokens and [k0, k_end)) the block's tokens into A's buffer `buffer`. k is a multiple of
+  // 8, so a thread's 8 elements lie wholly inside or outside the range.
+  const auto load_slice = [&](int k0, uint4 (&w_frag)[CHUNKS][ROW_BLOCKS][2], int buffer) {
+    const bool checked = k0 + K_SLICE > k_end;
+#pragma unroll
+    for (int u = 0; u < CHUNKS; ++u) {
+      const int kk = k0 + u * 32 + 8 * t;
+      const bool inside = !checked || kk < k_end;
+#pragma unroll
+      for (int i = 0; i < ROW_BLOCKS; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          w_frag[u][i][h] =
+              inside ? kjit_gemm_mma::load_streaming(w_rows[i][h] + kk) : make_uint4(0, 0, 0, 0);
+    }
+    for (int index = threadIdx.x; index < M_TILE * (K_SLICE / 8); index += THREADS) {
+      const int token = index / (K_SLICE / 8), kk = index % (K_SLICE / 8) * 8;
+      const bool inside = token0 + token < m && k0 + kk < k_end;
+      kjit_gemm_mma::copy_async16(
+          a_tiles + (buffer * M_TILE + token) * A_LD + kk,
+          inside ? a + static_cast<long long>(token0 + token) * k + k0 + kk : a, inside);
+    }
+    kjit_gemm_mma::copy_async_commit();
+  };
+  // Two stages: slice s + 1's loads are in flight while slice s is multiplied.
+  float acc[ROW_BLOCKS][TOKEN_TILES][4] = {};
+  uint4 w_now[CHUNKS][ROW_BLOCKS][2], w_next[CHUNKS][ROW_BLOCKS][2];
+  if (k_begin < k_end)
+    load_slice(k_begin, w_now, 0);
+  int buffer = 0;
+  for (int k0 = k_begin; k0 < k_end; k0 += K_SLICE, buffer ^= 1) {
+    const bool more = k0 + K_SLICE < k_end;
+    if (more)
+      load_slice(k0 + K_SLICE, w_next, buffer ^ 1);
+    if (more)
+      kjit_gemm_mma::copy_async_wait<1>(); // this slice's tokens have landed; the next's may not
+    else
+      kjit_gemm_mma::copy_async_wait<0>();
+    __syncthreads();
+    const T *a_tile = a_tiles + buffer * M_TILE * A_LD;
+#pragma unroll
+    for (int u = 0; u < CHUNKS; ++u)
+#pragma unroll
+      for (int j = 0; j < TOKEN_TILES; ++j) {
+        const uint4 x =
+            *reinterpret_cast<const uint4 *>(a_tile + (8 * j + group) * A_LD + u * 32 + 8 * t);
+        const unsigned b0[2] = {x.x, x.y}, b1[2] = {x.z, x.w};
+#pragma unroll
+        for (int i = 0; i < ROW_BLOCKS; ++i) {
+          const uint4 &lo = w_now[u][i][0], &hi = w_now[u][i][1];
+          const unsigned a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
+          kjit_gemm_mma::Mma<T>::run(acc[i][j], a0, b0);
+          kjit_gemm_mma::Mma<T>::run(acc[i][j], a1, b1);
+        }
+      }
+    __syncthreads(); // every warp is done with this buffer before the slice after next fills it
+#pragma unroll
+    for (int u = 0; u < CHUNKS; ++u)
+#pragma unroll
+      for (int i = 0; i < ROW_BLOCKS; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          w_now[u][i][h] = w_next[u][i][h];
+  }
+
+  // This block's partial sums, [token][column of C], over A's slice: accumulator e of (i, j) is
+  // W's row 16 (warp * ROW_BLOCKS + i) + group (+8 for e >= 2) and token 8j + 2t + (e & 1).
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < ROW_BLOCKS; ++i)
+#pragma unroll
+    for (int j = 0; j < TOKEN_TILES; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sums[(8 * j + 2 * t + (e & 1)) * SUMS_LD + 16 * (warp * ROW_BLOCKS + i) + group +
+             (e >= 2 ? 8 : 0)] = acc[i][j][e];
+  if (SPLITS > 1)
+    kjit_gemm_mma::cluster_sync(); // every block's sums are written
+  else
+    __syncthreads();
+  // Block `split` adds up its share of the tile's groups of 4 columns over the cluster's blocks,
+  // in rank order. C's rows are n apart and n is a multiple of 8: whole groups, two pair stores.
+  constexpr int QUADS = M_TILE * ROWS / 4, SHARE = (QUADS + SPLITS - 1) / SPLITS;
+  for (int quad = split * SHARE + threadIdx.x; quad < min(QUADS, (split + 1) * SHARE);
+       quad += THREADS) {
+    const int token = quad / (ROWS / 4), column = quad % (ROWS / 4) * 4;
+    if (token0 + token >= m || row0 + column >= n)
+      continue;
+    float4 total = make_float4(0, 0, 0, 0);
+#pragma unroll
+    for (int block = 0; block < SPLITS; ++block) {
+      const float4 part = kjit_gemm_mma::load_from_block(sums + token * SUMS_LD + column, block);
+      total.x += part.x;
+      total.y += part.y;
+      total.z += part.z;
+      total.w += part.w;
+    }
+    auto *out = reinterpret_cast<typename kjit::Pairs<T>::type *>(
+        c + static_cast<long long>(token0 + token) * n + row0 + column);
+    out[0] = kjit::Pairs<T>::pack(total.x, total.y);
+    out[1] = kjit::Pairs<T>::pack(total.z, total.w);
+  }
+  if (SPLITS > 1)
+    kjit_gemm_mma::cluster_sync(); // no block leaves while a peer may still read its sums
+}
+
 #endif

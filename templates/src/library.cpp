@@ -29,6 +29,7 @@ extern const std::string_view hopper_h;
 extern const std::string_view mma_sync_h;
 extern const std::string_view attention_decode_hip;
 extern const std::string_view kv_cache_hip;
+extern const std::string_view gemm_fp8_hip;
 } // namespace embedded
 
 namespace {
@@ -194,6 +195,33 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"UNROLL", ParamSchema::one_of({1, 2, 4, 8}, 4).tunable()}},
       TemplateOptions{
           .headers = {gemm_staging}, .arguments = gemm_arguments, .targets = {"sm_80+"}});
+  // A @ W^T for tens of rows of A (8 to 128), on sm_90 and newer: W streamed as by
+  // linear_skinny, A staged once per block in shared memory (two slices in flight), K split over
+  // the SPLITS blocks of a cluster that add their sums in distributed shared memory (gemm_mma.hip's
+  // third kernel).
+  TuningRules splitk_rules;
+  splitk_rules.fits = [](const Instance &instance, std::string_view) -> std::string {
+    const std::int64_t m_tile = integer_value(instance, "M_TILE");
+    const std::int64_t rows =
+        16 * integer_value(instance, "ROW_BLOCKS") * integer_value(instance, "WARPS");
+    const std::int64_t bytes = std::max(2 * m_tile * (integer_value(instance, "K_SLICE") + 8) * 2,
+                                        m_tile * (rows + 4) * 4);
+    return bytes <= 48 * 1024 ? ""
+                              : "A's two slices or the partial sums need " + std::to_string(bytes) +
+                                    " bytes, more than 48 KiB";
+  };
+  all.emplace_back(
+      "linear_splitk", std::string(embedded::gemm_mma_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"M_TILE", ParamSchema::one_of({16, 32, 64, 128}, 64).tunable()},
+                             {"ROW_BLOCKS", ParamSchema::one_of({1, 2}, 1).tunable()},
+                             {"WARPS", ParamSchema::one_of({4, 8}, 4).tunable()},
+                             {"K_SLICE", ParamSchema::one_of({64, 128, 256}, 128).tunable()},
+                             {"SPLITS", ParamSchema::one_of({1, 2, 4, 8}, 4).tunable()}},
+      TemplateOptions{.headers = {gemm_staging},
+                      .arguments = gemm_arguments,
+                      .tuning = splitk_rules,
+                      .targets = {"sm_90+"}});
   // The same GEMM on Hopper (sm_90a): wgmma fed by TMA, A, B and C passed as tensor maps.
   // B_KMAJOR = 1 reads B as an nn.Linear weight [N, K] (C = A @ W^T). CLUSTER_M or CLUSTER_N = 2:
   // clusters of two blocks sharing B's or A's tiles through multicast copies (at most one of them
@@ -377,6 +405,40 @@ void add_attention_decode(std::vector<Template> &all) {
                                     "long long", "long long", "long long"}});
 }
 
+// D = (A x scale_a) @ (B x scale_b)^T on Hopper from e4m3 A [M, K] and B [N, K] to bfloat16 D
+// (gemm_fp8.hip): SCALING 0 per tensor, 1 row-wise (torch._scaled_mm's two forms), 2 DeepSeek-V3's
+// 1 x 128 blocks of A and 128 x 128 blocks of B. A and B are passed as tensor maps.
+void add_fp8_gemm(std::vector<Template> &all) {
+  TuningRules rules;
+  const auto shared_bytes = [](const Instance &instance) -> std::int64_t {
+    // The stages (A's 128 x 128 bytes and B's BLOCK_N x 128), the 1024-byte alignment's slack and
+    // two mbarriers per stage.
+    const std::int64_t stages = integer_value(instance, "STAGES");
+    return stages * (128 + integer_value(instance, "BLOCK_N")) * 128 + 1024 + stages * 16;
+  };
+  rules.shared_bytes = shared_bytes;
+  rules.fits = [shared_bytes](const Instance &instance, std::string_view) -> std::string {
+    if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "BLOCK_N") > 128)
+      return "block scales take BLOCK_N of at most 128 (one block of B's scales per tile)";
+    if (shared_bytes(instance) > 227 * 1024)
+      return "the stages need more than 227 KiB of shared memory";
+    return "";
+  };
+  rules.threads = [](const Instance &) -> std::int64_t { return 384; };
+  all.emplace_back(
+      "gemm_fp8", std::string(embedded::gemm_fp8_hip),
+      std::vector<ParamDecl>{{"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128).tunable()},
+                             {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 5).tunable()},
+                             {"SCALING", ParamSchema::one_of({0, 1, 2}, 2)},
+                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()}},
+      TemplateOptions{.headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)}},
+                      .arguments = {"bfloat16*", "const float*", "const float*",
+                                    "const kjit::TensorMap", "const kjit::TensorMap", "int", "int",
+                                    "int"},
+                      .tuning = rules,
+                      .targets = {"sm_90a"}});
+}
+
 std::vector<Template> make_builtin() {
   // Local, not a namespace-scope global: builtin() may run during another translation unit's
   // static initialisation (a `const Template &t = find(...)` at namespace scope), before such a
@@ -396,6 +458,7 @@ std::vector<Template> make_builtin() {
   add_moe(all, element_types);
   add_attention(all);
   add_attention_decode(all);
+  add_fp8_gemm(all);
   std::sort(all.begin(), all.end(),
             [](const Template &a, const Template &b) { return a.name() < b.name(); });
   return all;

@@ -44,20 +44,9 @@ template <Element T>
 ::testing::AssertionResult within_accumulation_error(const std::vector<T> &got,
                                                      const std::vector<double> &exact,
                                                      const std::vector<double> &magnitudes, int k) {
-  std::size_t wrong = 0;
-  std::string first;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double value = to_double(got[i]);
-    const double bound = k * 0x1p-23 * magnitudes[i] + epsilon<T>() * std::fabs(exact[i]);
-    if (std::fabs(value - exact[i]) <= bound) // NaN (poison left behind) fails
-      continue;
-    if (++wrong <= 5)
-      first += "\n  [" + std::to_string(i) + "] got " + std::to_string(value) + ", expected " +
-               std::to_string(exact[i]) + " within " + std::to_string(bound);
-  }
-  if (wrong == 0)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << wrong << " of " << got.size() << " wrong:" << first;
+  return gpu_testing::within_bounds(got, exact, [&](std::size_t i) {
+    return k * 0x1p-23 * magnitudes[i] + epsilon<T>() * std::fabs(exact[i]);
+  });
 }
 
 template <Element T> std::vector<T> magnitudes_of(std::vector<T> values) {
@@ -155,6 +144,54 @@ TYPED_TEST(GemmGpuTest, LinearMatchesTheReferenceOnTensorCoresAndRefusesElsewher
     const auto magnitudes = reference::linear<T>(magnitudes_of(a), magnitudes_of(w), s.m, s.n, s.k);
     EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
   }
+}
+
+// linear_splitk's variants (token tiles, rows per warp, slices, splits) on ragged shapes: tokens
+// past a tile, rows of W past a block, K not a multiple of 32 (checked chunks, a split ending
+// inside a chunk) and K so short that some splits get nothing.
+TYPED_TEST(GemmGpuTest, LinearSplitkVariantsMatchTheReferenceOnRaggedShapes) {
+  using T = TypeParam;
+  const void *aligned = reinterpret_cast<const void *>(std::uintptr_t{256});
+  if (!detail::linear_splitk_serves<T>(this->device().target(), aligned, aligned, aligned, 1, 8, 8))
+    GTEST_SKIP() << "linear_splitk serves half and bfloat16 on sm_90 and newer; this is "
+                 << element_name<T>() << " on " << this->device().target().id();
+  struct Variant {
+    int m_tile, row_blocks, warps, k_slice, splits;
+  };
+  std::mt19937 rng(78);
+  for (const Variant v : {Variant{16, 1, 8, 256, 1},
+                          {32, 1, 8, 256, 2},
+                          {64, 1, 8, 128, 8},
+                          {128, 1, 4, 64, 4},
+                          {64, 2, 4, 128, 4},
+                          {32, 2, 8, 128, 8}})
+    for (const GemmShape s : {GemmShape{v.m_tile - 3, 264, 1000}, {v.m_tile + 5, 136, 72}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "M_TILE " << v.m_tile << " ROW_BLOCKS " << v.row_blocks << " WARPS "
+                   << v.warps << " K_SLICE " << v.k_slice << " SPLITS " << v.splits << ": " << s.m
+                   << " x " << s.n << " x " << s.k);
+      const detail::ChosenVariant variant{&templates::find("linear_splitk"),
+                                          {{"T", element_name<T>()},
+                                           {"M_TILE", v.m_tile},
+                                           {"ROW_BLOCKS", v.row_blocks},
+                                           {"WARPS", v.warps},
+                                           {"K_SLICE", v.k_slice},
+                                           {"SPLITS", v.splits}}};
+      const auto a =
+          gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
+      const auto w =
+          gpu_testing::random_elements<T>(static_cast<std::size_t>(s.n) * s.k, rng, -1, 1);
+      DeviceBuffer a_on_device = this->upload(a), w_on_device = this->upload(w);
+      const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
+      DeviceBuffer c = this->template poisoned<T>(c_count);
+      detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                     w_on_device.as<T>(), s.m, s.n, s.k, /*b_kmajor=*/true);
+      const auto got = this->template download<T>(c, c_count);
+      const auto exact = reference::linear<T>(a, w, s.m, s.n, s.k);
+      const auto magnitudes =
+          reference::linear<T>(magnitudes_of(a), magnitudes_of(w), s.m, s.n, s.k);
+      EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
+    }
 }
 
 // A tuning record for the shape decides what linear() and gemm() launch: the planted winner is
@@ -264,8 +301,8 @@ TYPED_TEST(GemmGpuTest, ShapeSpecialisedWgmmaMatchesTheReference) {
       DeviceBuffer a_on_device = this->upload(a), b_on_device = this->upload(b);
       const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
       DeviceBuffer c = this->template poisoned<T>(c_count);
-      detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
-                                   b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
+      detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                     b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
       const auto got = this->template download<T>(c, c_count);
       const auto exact = b_kmajor ? reference::linear<T>(a, b, s.m, s.n, s.k)
                                   : reference::gemm<T>(a, b, s.m, s.n, s.k);
@@ -273,9 +310,9 @@ TYPED_TEST(GemmGpuTest, ShapeSpecialisedWgmmaMatchesTheReference) {
           b_kmajor ? reference::linear<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k)
                    : reference::gemm<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k);
       EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
-      EXPECT_THROW(detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(),
-                                                a_on_device.as<T>(), b_on_device.as<T>(), s.m - 1,
-                                                s.n, s.k, b_kmajor),
+      EXPECT_THROW(detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(),
+                                                  a_on_device.as<T>(), b_on_device.as<T>(), s.m - 1,
+                                                  s.n, s.k, b_kmajor),
                    Error);
     }
 }
@@ -321,8 +358,8 @@ TYPED_TEST(GemmGpuTest, ClusteredWgmmaAndBothEpiloguesMatchTheReference) {
           variant.params.set("CLUSTER_N", layout.cluster_n);
           variant.params.set("EPILOGUE", layout.epilogue);
           DeviceBuffer c = this->template poisoned<T>(c_count);
-          detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
-                                       b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
+          detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                         b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
           const auto got = this->template download<T>(c, c_count);
           EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
         }
@@ -349,8 +386,8 @@ TYPED_TEST(GemmGpuTest, ClusteredWgmmaWritesWhatTheSingleBlockKernelWrites) {
     variant.params.set("CLUSTER_N", cluster_n);
     variant.params.set("EPILOGUE", epilogue);
     DeviceBuffer c = this->template poisoned<T>(c_count);
-    detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
-                                 b_on_device.as<T>(), m, n, k, false);
+    detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                   b_on_device.as<T>(), m, n, k, false);
     return this->template download<T>(c, c_count);
   };
   const std::vector<T> single = run(1, 1, 0);
@@ -428,8 +465,8 @@ TYPED_TEST(GemmGpuTest, BigRaggedProductsAreDumpedForTheTorchCheck) {
         variant.params.set("CLUSTER_M", 2);
         variant.params.set("CLUSTER_N", 1);
         variant.params.set("EPILOGUE", 1);
-        detail::launch_gemm_wgmma<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
-                                     b_on_device.as<T>(), s.m, s.n, s.k, false);
+        detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                       b_on_device.as<T>(), s.m, s.n, s.k, false);
       }
       const auto got = this->template download<T>(c, c_count);
       std::size_t poison = 0;

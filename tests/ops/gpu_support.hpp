@@ -102,6 +102,26 @@ template <Element T>
          << ", relative " << relative << "):" << first;
 }
 
+// Passes when every |got[i] - expected[i]| <= bound(i); NaN never passes. Names the first
+// mismatches and counts them.
+template <Element T, typename Bound>
+::testing::AssertionResult within_bounds(const std::vector<T> &got,
+                                         const std::vector<double> &expected, const Bound &bound) {
+  std::size_t wrong = 0;
+  std::string first;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double value = to_double(got[i]), allowed = bound(i);
+    if (std::abs(value - expected[i]) <= allowed)
+      continue;
+    if (++wrong <= 5)
+      first += "\n  [" + std::to_string(i) + "] got " + std::to_string(value) + ", expected " +
+               std::to_string(expected[i]) + " within " + std::to_string(allowed);
+  }
+  if (wrong == 0)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << wrong << " of " << got.size() << " wrong:" << first;
+}
+
 template <Element T>
 ::testing::AssertionResult all_close(const std::vector<T> &got, const std::vector<double> &expected,
                                      double absolute, double relative) {

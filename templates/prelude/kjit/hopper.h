@@ -1,7 +1,8 @@
 // Hopper (sm_90a) device helpers for templates that feed wgmma from the tensor memory accelerator:
 // mbarriers, tensor-map copies, shared-memory descriptors with the 128-byte
-// swizzle, and m64nNk16 wgmma with A from shared memory or from registers. flash_attention.hip
-// includes it (as kjit/hopper.h); gemm_wgmma.hip predates it and keeps its own copies.
+// swizzle, m64nNk16 wgmma with A from shared memory or from registers, and the grouped tile order
+// of a persistent grid. flash_attention.hip and gemm_fp8.hip include it (as kjit/hopper.h);
+// gemm_wgmma.hip predates it and keeps its own copies.
 #pragma once
 
 #if KJIT_CUDA
@@ -120,6 +121,16 @@ KJIT_HOPPER_WGMMA(half, "f16", 128)
 KJIT_HOPPER_WGMMA(bfloat16, "bf16", 64)
 KJIT_HOPPER_WGMMA(bfloat16, "bf16", 128)
 #undef KJIT_HOPPER_WGMMA
+
+// Tile t of the grouped order: GROUP_M rows of tiles sweep the columns together, so that a
+// group's columns of B stay in L2.
+template <int GROUP_M>
+__device__ inline void place_tile(int t, int tiles_m, int tiles_n, int &tile_m, int &tile_n) {
+  const int per_group = GROUP_M * tiles_n, first = t / per_group * GROUP_M;
+  const int rows = min(tiles_m - first, GROUP_M);
+  tile_m = first + t % per_group % rows;
+  tile_n = t % per_group / rows;
+}
 
 } // namespace kjit::hopper
 #endif

@@ -45,12 +45,14 @@ template <Element T>
 void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, Stream stream = nullptr);
 
 // C = A @ W^T with W [n, k] row-major, as torch.nn.Linear holds its weight (x @ W^T); A [m, k]
-// and C [m, n] as in gemm(). For m <= 64 (decode) on NVIDIA sm_80 and newer, half and bfloat16,
-// n and k multiples of 8, 16-byte aligned matrices: linear_skinny, which streams W once. Else on
-// sm_90a gemm_wgmma reading W K-major; throws Error(bad_argument) where neither serves. Where the
-// tuning table holds a record for the shape (linear_skinny's, gemm_wgmma's or both: the faster
-// winner), its winner runs instead; a record that does not build is logged and ignored. The
-// choice is made once per shape (m rounded up to a power of two) and thread.
+// and C [m, n] as in gemm(). Half and bfloat16, n and k multiples of 8, 16-byte aligned matrices:
+// on sm_90a linear_skinny (streams W once) up to 8 rows, linear_splitk (the tokens staged in
+// shared memory, K split over a cluster) from 9 to 32, gemm_wgmma reading W K-major beyond; on
+// sm_80 and newer without gemm_wgmma, linear_skinny up to 64 rows (and linear_splitk up to 128 on
+// sm_90 and newer). Throws Error(bad_argument) where none serves. Where the tuning table holds
+// records for the shape (linear_skinny's, linear_splitk's, gemm_wgmma's), the fastest winner
+// runs instead; a record that does not build is logged and ignored. The choice is made once per
+// shape (m rounded up to a power of two) and thread.
 template <Element T>
 void linear(Runtime &rt, T *c, const T *a, const T *w, int m, int n, int k,
             Stream stream = nullptr);

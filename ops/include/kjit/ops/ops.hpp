@@ -5,6 +5,7 @@
 #include "kjit/ops/element.hpp"
 #include "kjit/ops/flash_attention.hpp"
 #include "kjit/ops/gemm.hpp"
+#include "kjit/ops/gemm_fp8.hpp"
 #include "kjit/ops/moe.hpp"
 #include "kjit/ops/norm.hpp"
 #include "kjit/ops/paged_attention.hpp"

@@ -16,11 +16,12 @@ struct alignas(64) TensorMap {
 };
 static_assert(sizeof(TensorMap) == 128);
 
-enum class TensorMapElement { float16, bfloat16 };
+// 16-bit floats, or bytes (fp8: the copy engine moves them without reading them).
+enum class TensorMapElement { float16, bfloat16, uint8 };
 
-// A row-major 2-D matrix of `rows` x `columns` 16-bit elements at `base`, `row_bytes` apart
-// (a multiple of 16; `base` 16-byte aligned), read in boxes of `box_rows` x `box_columns`
-// (box_columns * 2 <= 128 bytes) that land in shared memory with the 128-byte swizzle. Reads
+// A row-major 2-D matrix of `rows` x `columns` elements at `base`, `row_bytes` apart (a
+// multiple of 16; `base` 16-byte aligned), read in boxes of `box_rows` x `box_columns` (at most
+// 128 bytes of a row) that land in shared memory with the 128-byte swizzle. Reads
 // past the matrix's edges fill zeros; writes there are dropped.
 struct TensorMapShape {
   TensorMapElement element;

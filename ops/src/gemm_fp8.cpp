@@ -1,0 +1,256 @@
+#include "kjit/ops/gemm_fp8.hpp"
+
+#include "kjit/log.hpp"
+#include "kjit/ops/quant.hpp"
+#include "kjit/runtime/tensor_map.hpp"
+#include "kjit/templates/library.hpp"
+#include "launch.hpp"
+#include "plans.hpp"
+#include "variants.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace kjit::ops {
+
+namespace {
+
+// gemm_fp8's SCALING parameter.
+enum class Scaling { per_tensor = 0, row_wise = 1, block = 2 };
+
+// The template's fixed geometry: 128-row tiles, 128 of K (bytes) per stage, three warpgroups.
+constexpr int block_m = 128, block_k = 128, threads = 384;
+
+std::string shape_text(std::int64_t rows, std::int64_t columns) {
+  std::string text = "[";
+  text.append(std::to_string(rows)).append(", ").append(std::to_string(columns)).append("]");
+  return text;
+}
+
+// The checks both calls share; `k_multiple` is the multiple K must be, `op` the call's name.
+void check_fp8_operands(std::string_view op, const BFloat16 *d, const std::uint8_t *a,
+                        const ScaleTensor &scale_a, const std::uint8_t *b,
+                        const ScaleTensor &scale_b, int m, int n, int k, int k_multiple) {
+  detail::require_pointer(d, op, "d");
+  detail::require_pointer(a, op, "a");
+  detail::require_pointer(b, op, "b");
+  detail::require_pointer(scale_a.data, op, "scale_a");
+  detail::require_pointer(scale_b.data, op, "scale_b");
+  detail::require(m > 0 && n > 0 && k > 0, op, [&] {
+    return "m, n and k must be positive, not " + std::to_string(m) + ", " + std::to_string(n) +
+           ", " + std::to_string(k);
+  });
+  detail::require(k % k_multiple == 0, op, [&] {
+    return "k = " + std::to_string(k) + " is not a multiple of " + std::to_string(k_multiple) +
+           (k_multiple == block_k ? " (the scale block)" : " (16-byte rows of a and b)");
+  });
+  detail::require(n % 8 == 0, op,
+                  [&] { return "n = " + std::to_string(n) + " is not a multiple of 8"; });
+  for (const auto &[pointer, name] :
+       {std::pair<const void *, const char *>{a, "a"}, {b, "b"}, {d, "d"}})
+    detail::require(detail::aligned(pointer, 16), op,
+                    [&] { return std::string(name) + " is not 16-byte aligned"; });
+}
+
+void check_scale_shape(std::string_view op, std::string_view name, const ScaleTensor &scale,
+                       std::int64_t rows, std::int64_t columns) {
+  detail::require(scale.rows == rows && scale.columns == columns, op, [&] {
+    return std::string(name) + " is " + shape_text(scale.rows, scale.columns) + ", must be " +
+           shape_text(rows, columns);
+  });
+}
+
+void require_hopper(std::string_view op, const jit::Target &target) {
+  if (target.id() != "sm_90a")
+    throw Error(Errc::unsupported_target, "kjit::ops::" + std::string(op) + ": target " +
+                                              target.id() +
+                                              " is not sm_90a (wgmma on fp8 and TMA: H100, H200)");
+}
+
+// The heuristic's variant: the widest tiles that still make about a tile per multiprocessor of
+// an H100 (132), as many stages as fit.
+detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
+  const auto tiles = [&](int block_n) {
+    return static_cast<long long>(detail::divide_up(m, block_m)) * detail::divide_up(n, block_n);
+  };
+  const int widest = scaling == Scaling::block ? 128 : 256;
+  int block_n = widest;
+  while (block_n > 64 && tiles(block_n) < 132)
+    block_n /= 2;
+  const int stages = block_n == 256 ? 4 : block_n == 128 ? 5 : 6;
+  static const Template &tmpl = templates::find("gemm_fp8");
+  return {&tmpl,
+          {{"BLOCK_N", block_n},
+           {"STAGES", stages},
+           {"SCALING", static_cast<int>(scaling)},
+           {"GROUP_M", 8}}};
+}
+
+struct Fp8Plan {
+  const Kernel *kernel;
+  int block_n;
+  unsigned shared_bytes;
+  int grid_limit; // one block per multiprocessor
+};
+
+Fp8Plan make_fp8_plan(Runtime &rt, const detail::ChosenVariant &variant) {
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+  const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
+  // The stages, the slack to align them to 1024 bytes, and two mbarriers per stage.
+  const auto shared_bytes =
+      static_cast<unsigned>(stages * (block_m + block_n) * block_k + 1024 + stages * 16);
+  kernel.allow_shared_bytes(shared_bytes);
+  return {&kernel, block_n, shared_bytes, kernel.device().multiprocessors()};
+}
+
+// This thread's plan for the shape: the tuning table's winner (problem {SCALING}, extents m
+// rounded up to a power of two, n and k), else the heuristic's. A winner that does not build is
+// logged and the heuristic used.
+const Fp8Plan &fp8_plan(Runtime &rt, Scaling scaling, int m, int n, int k) {
+  struct Key {
+    std::uint64_t runtime;
+    int scaling;
+    std::int64_t m_bucket;
+    int n, k;
+    bool operator==(const Key &) const = default;
+  };
+  struct Hash {
+    std::size_t operator()(const Key &key) const {
+      return detail::hash_key(key.runtime, {static_cast<std::uint64_t>(key.scaling),
+                                            static_cast<std::uint64_t>(key.m_bucket),
+                                            static_cast<std::uint64_t>(key.n),
+                                            static_cast<std::uint64_t>(key.k)});
+    }
+  };
+  thread_local std::unordered_map<Key, Fp8Plan, Hash> plans;
+  const Key key{rt.id(), static_cast<int>(scaling), detail::rows_bucket(m), n, k};
+  if (auto found = plans.find(key); found != plans.end()) [[likely]]
+    return found->second;
+  const int bucket = static_cast<int>(key.m_bucket);
+  const detail::ChosenVariant heuristic = heuristic_fp8_variant(scaling, bucket, n);
+  detail::ChosenVariant chosen = heuristic;
+  const ParamValues extents = {{"k", k}, {"m", key.m_bucket}, {"n", n}};
+  if (const std::optional<TimedVariant> winner = detail::tuned_winner(
+          rt, *heuristic.tmpl, {{"SCALING", static_cast<int>(scaling)}}, extents))
+    for (const auto &[name, value] : heuristic.params)
+      if (heuristic.tmpl->param(name)->param.is_tunable())
+        chosen.params.set(name,
+                          detail::winner_value(*winner, name, static_cast<int>(value.integer())));
+  try {
+    return plans.emplace(key, make_fp8_plan(rt, chosen)).first->second;
+  } catch (const Error &error) {
+    if (chosen.params == heuristic.params)
+      throw;
+    log().warn("the tuned gemm_fp8 variant for {} x {} x {} does not build ({}); using the "
+               "heuristic's",
+               m, n, k, error.summary());
+    return plans.emplace(key, make_fp8_plan(rt, heuristic)).first->second;
+  }
+}
+
+void launch_fp8(const Fp8Plan &plan, BFloat16 *d, const std::uint8_t *a, const float *scale_a,
+                const std::uint8_t *b, const float *scale_b, int m, int n, int k, Stream stream) {
+  const Device &device = plan.kernel->device();
+  const auto rows = [](int count) { return static_cast<std::uint64_t>(count); };
+  const TensorMap map_a = detail::cached_tensor_map(
+      device, {TensorMapElement::uint8, a, rows(m), rows(k), rows(k), block_m, block_k});
+  const TensorMap map_b =
+      detail::cached_tensor_map(device, {TensorMapElement::uint8, b, rows(n), rows(k), rows(k),
+                                         static_cast<std::uint32_t>(plan.block_n), block_k});
+  const long long tiles =
+      static_cast<long long>(detail::divide_up(m, block_m)) * detail::divide_up(n, plan.block_n);
+  plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(tiles, plan.grid_limit)),
+                       .block = threads,
+                       .shared_bytes = plan.shared_bytes,
+                       .stream = stream},
+                      reinterpret_cast<void *>(d), scale_a, scale_b, map_a, map_b, m, n, k);
+}
+
+} // namespace
+
+void gemm_fp8_blockscale(Runtime &rt, BFloat16 *d, const std::uint8_t *a, ScaleTensor scale_a,
+                         const std::uint8_t *b, ScaleTensor scale_b, int m, int n, int k,
+                         Stream stream) {
+  constexpr std::string_view op = "gemm_fp8_blockscale";
+  check_fp8_operands(op, d, a, scale_a, b, scale_b, m, n, k, block_k);
+  check_scale_shape(op, "scale_a", scale_a, m, k / block_k);
+  check_scale_shape(op, "scale_b", scale_b, detail::divide_up(n, block_k), k / block_k);
+  require_hopper(op, rt.default_device().target());
+  launch_fp8(fp8_plan(rt, Scaling::block, m, n, k), d, a, scale_a.data, b, scale_b.data, m, n, k,
+             stream);
+}
+
+void gemm_fp8_scaled(Runtime &rt, BFloat16 *d, const std::uint8_t *a, ScaleTensor scale_a,
+                     const std::uint8_t *b, ScaleTensor scale_b, int m, int n, int k,
+                     Stream stream) {
+  constexpr std::string_view op = "gemm_fp8_scaled";
+  check_fp8_operands(op, d, a, scale_a, b, scale_b, m, n, k, 16);
+  const bool per_tensor =
+      scale_a.rows == 1 && scale_a.columns == 1 && scale_b.rows == 1 && scale_b.columns == 1;
+  if (!per_tensor) { // then row-wise, or neither: name what row-wise needs
+    check_scale_shape(op, "scale_a", scale_a, m, 1);
+    check_scale_shape(op, "scale_b", scale_b, 1, n);
+  }
+  require_hopper(op, rt.default_device().target());
+  launch_fp8(fp8_plan(rt, per_tensor ? Scaling::per_tensor : Scaling::row_wise, m, n, k), d, a,
+             scale_a.data, b, scale_b.data, m, n, k, stream);
+}
+
+void detail::launch_gemm_fp8_variant(Runtime &rt, const ChosenVariant &variant, BFloat16 *d,
+                                     const std::uint8_t *a, const float *scale_a,
+                                     const std::uint8_t *b, const float *scale_b, int m, int n,
+                                     int k, Stream stream) {
+  // Plans by Runtime and variant, as fp8_plan keeps them by Runtime and shape.
+  thread_local std::map<std::pair<std::uint64_t, std::string>, Fp8Plan> plans;
+  const std::pair key{rt.id(), variant.tmpl->bind(variant.params).expression(Vendor::nvidia)};
+  auto found = plans.find(key);
+  if (found == plans.end())
+    found = plans.emplace(key, make_fp8_plan(rt, variant)).first;
+  launch_fp8(found->second, d, a, scale_a, b, scale_b, m, n, k, stream);
+}
+
+detail::ChosenVariant detail::gemm_fp8_variant(bool block, bool row_wise, int m, int n) {
+  return heuristic_fp8_variant(block      ? Scaling::block
+                               : row_wise ? Scaling::row_wise
+                                          : Scaling::per_tensor,
+                               m, n);
+}
+
+namespace reference {
+
+std::vector<double> gemm_fp8(std::span<const std::uint8_t> a, std::span<const float> scale_a,
+                             std::span<const std::uint8_t> b, std::span<const float> scale_b, int m,
+                             int n, int k, bool block) {
+  std::vector<double> decoded(256);
+  for (int bits = 0; bits < 256; ++bits)
+    decoded[bits] = decode_e4m3(static_cast<std::uint8_t>(bits));
+  const int k_blocks = (k + block_k - 1) / block_k;
+  // The scale of A's element (row, i) and of B's (column, i).
+  const auto a_scale = [&](int row, int i) -> double {
+    if (block)
+      return scale_a[static_cast<std::size_t>(row) * k_blocks + i / block_k];
+    return scale_a.size() == 1 ? scale_a[0] : scale_a[row];
+  };
+  const auto b_scale = [&](int column, int i) -> double {
+    if (block)
+      return scale_b[static_cast<std::size_t>(column / block_k) * k_blocks + i / block_k];
+    return scale_b.size() == 1 ? scale_b[0] : scale_b[column];
+  };
+  std::vector<double> d(static_cast<std::size_t>(m) * n, 0.0);
+  for (int row = 0; row < m; ++row)
+    for (int column = 0; column < n; ++column) {
+      double sum = 0;
+      for (int i = 0; i < k; ++i)
+        sum += decoded[a[static_cast<std::size_t>(row) * k + i]] * a_scale(row, i) *
+               decoded[b[static_cast<std::size_t>(column) * k + i]] * b_scale(column, i);
+      d[static_cast<std::size_t>(row) * n + column] = sum;
+    }
+  return d;
+}
+
+} // namespace reference
+
+} // namespace kjit::ops

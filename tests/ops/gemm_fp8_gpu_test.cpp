@@ -1,0 +1,164 @@
+// gemm_fp8_blockscale and gemm_fp8_scaled on the GPU against the double-precision reference,
+// with e4m3 inputs quantised from data of realistic ranges (activations whose rows span four
+// orders of magnitude, weights whose blocks span two), poisoned outputs and ragged shapes.
+#include "kjit/ops/gemm_fp8.hpp"
+#include "kjit/ops/quant.hpp"
+#include "tests/ops/gpu_support.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kjit::ops {
+namespace {
+
+using gpu_testing::OpsGpuTest;
+
+class GemmFp8GpuTest : public OpsGpuTest {
+protected:
+  // Bytes (e4m3 values) or floats (scales) on the device.
+  template <typename V> DeviceBuffer upload_raw(const std::vector<V> &host) {
+    DeviceBuffer buffer = device().allocate(host.size() * sizeof(V));
+    buffer.write(host.data(), host.size() * sizeof(V));
+    return buffer;
+  }
+
+  void SetUp() override {
+    OpsGpuTest::SetUp();
+    if (IsSkipped())
+      return;
+    if (device().target().id() != "sm_90a")
+      GTEST_SKIP() << "gemm_fp8 runs on sm_90a; this device is " << device().target().id();
+  }
+};
+
+// A [rows, k] matrix quantised to e4m3 with one scale per `block_rows` x `block_columns` block
+// (amax / 448, as DeepSeek-V3's quantisers take it), the scales [ceil(rows / block_rows),
+// ceil(k / block_columns)] row-major.
+struct Quantised {
+  std::vector<std::uint8_t> values;
+  std::vector<float> scales;
+};
+
+Quantised quantise(const std::vector<double> &x, int rows, int k, int block_rows,
+                   int block_columns) {
+  const int grid_rows = (rows + block_rows - 1) / block_rows;
+  const int grid_columns = (k + block_columns - 1) / block_columns;
+  Quantised q{std::vector<std::uint8_t>(x.size()),
+              std::vector<float>(static_cast<std::size_t>(grid_rows) * grid_columns)};
+  for (int br = 0; br < grid_rows; ++br)
+    for (int bc = 0; bc < grid_columns; ++bc) {
+      double amax = 0;
+      for (int r = br * block_rows; r < std::min(rows, (br + 1) * block_rows); ++r)
+        for (int c = bc * block_columns; c < std::min(k, (bc + 1) * block_columns); ++c)
+          amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(r) * k + c]));
+      const float scale = amax > 0 ? static_cast<float>(amax / 448) : 1.0f;
+      q.scales[static_cast<std::size_t>(br) * grid_columns + bc] = scale;
+      for (int r = br * block_rows; r < std::min(rows, (br + 1) * block_rows); ++r)
+        for (int c = bc * block_columns; c < std::min(k, (bc + 1) * block_columns); ++c) {
+          const std::size_t i = static_cast<std::size_t>(r) * k + c;
+          q.values[i] = encode_e4m3(x[i] / scale);
+        }
+    }
+  return q;
+}
+
+// Activations: normal values, each row scaled by 10^u, u uniform in [-2, 2] (outlier tokens).
+std::vector<double> activations(int rows, int k, std::mt19937 &rng) {
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> exponent(-2, 2);
+  std::vector<double> x(static_cast<std::size_t>(rows) * k);
+  for (int r = 0; r < rows; ++r) {
+    const double row_scale = std::pow(10.0, exponent(rng));
+    for (int c = 0; c < k; ++c)
+      x[static_cast<std::size_t>(r) * k + c] = normal(rng) * row_scale;
+  }
+  return x;
+}
+
+// Weights: uniform in +-w, w = 10^u per 128 x 128 block, u uniform in [-3, -1].
+std::vector<double> weights(int rows, int k, std::mt19937 &rng) {
+  std::uniform_real_distribution<double> exponent(-3, -1), uniform(-1, 1);
+  const int grid_columns = (k + 127) / 128;
+  std::vector<double> block_scales(static_cast<std::size_t>((rows + 127) / 128) * grid_columns);
+  for (double &s : block_scales)
+    s = std::pow(10.0, exponent(rng));
+  std::vector<double> x(static_cast<std::size_t>(rows) * k);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < k; ++c)
+      x[static_cast<std::size_t>(r) * k + c] =
+          uniform(rng) * block_scales[static_cast<std::size_t>(r / 128) * grid_columns + c / 128];
+  return x;
+}
+
+// The e4m3 bytes with their sign bits cleared: |value|, for the magnitudes' reference.
+std::vector<std::uint8_t> magnitudes(std::vector<std::uint8_t> values) {
+  for (std::uint8_t &v : values)
+    v &= 0x7f;
+  return values;
+}
+
+// Each element within 2^-9 of the sum of its products' magnitudes (the tensor cores' fp8
+// accumulation keeps fewer bits than float's) plus 2^-7 of itself (bfloat16's rounding is 2^-9;
+// four times it); a wrong scale or block moves elements by their own size. NaN (poison) fails.
+::testing::AssertionResult within_fp8_error(const std::vector<BFloat16> &got,
+                                            const std::vector<double> &exact,
+                                            const std::vector<double> &sizes) {
+  return gpu_testing::within_bounds(
+      got, exact, [&](std::size_t i) { return 0x1p-9 * sizes[i] + 0x1p-7 * std::fabs(exact[i]); });
+}
+
+struct Shape {
+  int m, n, k;
+};
+
+TEST_F(GemmFp8GpuTest, BlockScaledMatchesTheReferenceOnRaggedAndDeepSeekLikeShapes) {
+  std::mt19937 rng(11);
+  for (const Shape s :
+       {Shape{1, 136, 256}, {200, 264, 384}, {129, 520, 1024}, {64, 7168, 512}, {300, 2112, 256}}) {
+    SCOPED_TRACE(::testing::Message() << s.m << " x " << s.n << " x " << s.k);
+    const Quantised a = quantise(activations(s.m, s.k, rng), s.m, s.k, 1, 128);
+    const Quantised b = quantise(weights(s.n, s.k, rng), s.n, s.k, 128, 128);
+    DeviceBuffer a_on = upload_raw(a.values), b_on = upload_raw(b.values);
+    DeviceBuffer sa_on = upload_raw(a.scales), sb_on = upload_raw(b.scales);
+    const std::size_t count = static_cast<std::size_t>(s.m) * s.n;
+    DeviceBuffer d = poisoned<BFloat16>(count);
+    gemm_fp8_blockscale(runtime(), d.as<BFloat16>(), a_on.as<std::uint8_t>(),
+                        {sa_on.as<float>(), s.m, s.k / 128}, b_on.as<std::uint8_t>(),
+                        {sb_on.as<float>(), (s.n + 127) / 128, s.k / 128}, s.m, s.n, s.k);
+    const auto got = download<BFloat16>(d, count);
+    const auto exact = reference::gemm_fp8(a.values, a.scales, b.values, b.scales, s.m, s.n, s.k,
+                                           /*block=*/true);
+    const auto sizes = reference::gemm_fp8(magnitudes(a.values), a.scales, magnitudes(b.values),
+                                           b.scales, s.m, s.n, s.k, /*block=*/true);
+    EXPECT_TRUE(within_fp8_error(got, exact, sizes));
+  }
+}
+
+TEST_F(GemmFp8GpuTest, PerTensorAndRowWiseMatchTheReferenceWithRaggedK) {
+  std::mt19937 rng(12);
+  for (const Shape s : {Shape{1, 136, 400}, {200, 264, 144}, {129, 520, 1024}, {64, 2112, 528}}) {
+    for (const bool row_wise : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << s.m << " x " << s.n << " x " << s.k << (row_wise ? " row-wise" : " tensor"));
+      const Quantised a = quantise(activations(s.m, s.k, rng), s.m, s.k, row_wise ? 1 : s.m, s.k);
+      const Quantised b = quantise(weights(s.n, s.k, rng), s.n, s.k, row_wise ? 1 : s.n, s.k);
+      DeviceBuffer a_on = upload_raw(a.values), b_on = upload_raw(b.values);
+      DeviceBuffer sa_on = upload_raw(a.scales), sb_on = upload_raw(b.scales);
+      const std::size_t count = static_cast<std::size_t>(s.m) * s.n;
+      DeviceBuffer d = poisoned<BFloat16>(count);
+      const ScaleTensor scale_a{sa_on.as<float>(), row_wise ? s.m : 1, 1};
+      const ScaleTensor scale_b{sb_on.as<float>(), 1, row_wise ? s.n : 1};
+      gemm_fp8_scaled(runtime(), d.as<BFloat16>(), a_on.as<std::uint8_t>(), scale_a,
+                      b_on.as<std::uint8_t>(), scale_b, s.m, s.n, s.k);
+      const auto got = download<BFloat16>(d, count);
+      const auto exact = reference::gemm_fp8(a.values, a.scales, b.values, b.scales, s.m, s.n, s.k,
+                                             /*block=*/false);
+      const auto sizes = reference::gemm_fp8(magnitudes(a.values), a.scales, magnitudes(b.values),
+                                             b.scales, s.m, s.n, s.k, /*block=*/false);
+      EXPECT_TRUE(within_fp8_error(got, exact, sizes));
+    }
+  }
+}
+
+} // namespace
+} // namespace kjit::ops
