@@ -3,6 +3,8 @@
 head or token at a time from the same rounded inputs, into outputs poisoned with NaN. Skipped,
 with the reason, elsewhere (flash_attention needs NVIDIA sm_80 or newer, fused_moe sm_90a)."""
 
+import ast
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -234,3 +236,56 @@ def test_the_fakes_give_shapes_without_the_library(monkeypatch):
         assert ids.dtype == torch.int32
         fx, fw13, fw2 = (mode.from_tensor(t) for t in (x, w13, w2))
         assert torch.ops.kjit.fused_moe(fx, weights, ids, fw13, fw2).shape == x.shape
+
+
+def as_tuple(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+def capture(call):
+    """call() captured in a CUDA graph on a side stream: (the graph, what call returned)."""
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            result = call()
+    torch.cuda.current_stream().wait_stream(stream)
+    return graph, result
+
+
+def warmup_item_named_by_a_capture(call):
+    """The kjit.warmup item that the BadUsage of capturing call() before any warm-up names."""
+    with pytest.raises(kjit.BadUsage) as raised:
+        capture(call)
+    message = raised.value.message
+    start = message.index("kjit.warmup([") + len("kjit.warmup([")
+    return ast.literal_eval(message[start:message.rindex("])")])
+
+
+def test_capture_after_the_warmup_its_error_names():
+    """A shape not run in the process is refused in a capture; warming up the item the error
+    names lets the same call be captured, and the replay computes what eager calls do."""
+    torch.manual_seed(0)
+    logits = randn(5, 64, dtype=torch.bfloat16)
+    bias = torch.randn(64, device=DEVICE)
+
+    def route():
+        return ops.moe_topk(logits, 6, bias=bias, scoring="sigmoid", groups=8, top_groups=4,
+                            scale=2.5)
+    calls = [route]
+    if capability() >= (8, 0):
+        q = randn(9, 4, 64, dtype=torch.bfloat16)
+        k, v = randn(11, 2, 64, dtype=torch.bfloat16), randn(11, 2, 64, dtype=torch.bfloat16)
+        cu_q = torch.tensor([0, 4, 9], dtype=torch.int32, device=DEVICE)
+        cu_k = torch.tensor([0, 5, 11], dtype=torch.int32, device=DEVICE)
+        calls.append(lambda: ops.flash_attention(q, k, v, cu_q, cu_k, 5, causal=True))
+    for call in calls:
+        item = warmup_item_named_by_a_capture(call)
+        torch.cuda.synchronize()
+        kjit.warmup([item])
+        graph, captured = capture(call)
+        graph.replay()
+        torch.cuda.synchronize()
+        eager = call()
+        for got, expected in zip(as_tuple(captured), as_tuple(eager)):
+            assert torch.equal(got, expected), item["op"]
