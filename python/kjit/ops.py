@@ -602,7 +602,8 @@ def flash_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, causal=Fa
     batch + 1 entries; causal masks aligned to the bottom right; scale 1 / sqrt(head_dim) unless
     given. float16 and bfloat16, head_dim 64 or 128, NVIDIA sm_80 and newer."""
     if scale is None:
-        scale = q.shape[-1] ** -0.5 if isinstance(q, torch.Tensor) and q.dim() else 1.0
+        known = isinstance(q, torch.Tensor) and q.dim() and q.shape[-1] > 0  # else refused below
+        scale = q.shape[-1] ** -0.5 if known else 1.0
     return _call("flash_attention", (q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
                                      bool(causal), float(scale)), out)
 

@@ -121,6 +121,8 @@ def test_attention_and_moe_pack_their_values(ops):
         ops.flash_attention(q, k, v, cu_q, cu_k, 3)
     with pytest.raises(kjit.BadArgument, match="scale"):
         ops.flash_attention(*attention_inputs(), 3, scale=-1.0)
+    with pytest.raises(kjit.BadArgument, match="kjit::ops::flash_attention"):  # no default scale
+        ops.flash_attention(*attention_inputs(head_dim=0), 3)
     with pytest.raises(kjit.BadArgument, match="top_k"):
         ops.topk_softmax(t(3, 8), 9)
     with pytest.raises(kjit.BadArgument, match="groups"):
