@@ -1,6 +1,7 @@
 """kjit.ops.flash_attention, topk_softmax, moe_topk and fused_moe on a GPU with torch >= 2.4
-(tools/gpu-check --run-python), each against an fp32 torch reference written out one sequence,
-head or token at a time from the same rounded inputs, into outputs poisoned with NaN. Skipped,
+(tools/gpu-check --run-python), each against a torch reference in float64 (no TF32 setting can
+reach it; fp32 for the routing, which has no products) written out one sequence, head or token
+at a time from the same rounded inputs, into outputs poisoned with NaN. Skipped,
 with the reason, elsewhere (flash_attention needs NVIDIA sm_80 or newer, fused_moe sm_90a)."""
 
 import ast
@@ -40,7 +41,7 @@ def poisoned(shape, dtype):
 
 def assert_within(actual, expected, bound):
     """|actual - expected| <= bound element-wise (bound a tensor or a number); NaN fails."""
-    error = (actual.float() - expected).abs()
+    error = (actual.double() - expected).abs()
     bad = ~(error <= bound)
     assert not bad.any(), (f"{int(bad.sum())} of {error.numel()} elements outside the bound; "
                            f"the largest error {error.nan_to_num(float('inf')).max().item()}")
@@ -50,9 +51,9 @@ def assert_within(actual, expected, bound):
 
 
 def reference_attention(q, k, v, cu_q, cu_k, causal, scale):
-    """fp32: per sequence and head, softmax(scale * q k^T) v, the causal mask aligned to the
+    """float64: per sequence and head, softmax(scale * q k^T) v, the causal mask aligned to the
     bottom right (row i of n sees keys j <= i + m - n of m); a row that sees no key is 0."""
-    q, k, v = q.float(), k.float(), v.float()
+    q, k, v = q.double(), k.double(), v.double()
     out = torch.zeros_like(q)
     group = q.shape[1] // k.shape[1]
     for b in range(len(cu_q) - 1):
@@ -166,22 +167,23 @@ def test_moe_topk_grouped_sigmoid_against_torch():
 
 
 def reference_moe(x, weights, ids, w13, w2):
-    """fp32, one token and slot at a time: the gated intermediate and each expert's output
+    """float64, one token and slot at a time: the gated intermediate and each expert's output
     rounded to x's dtype as fused_moe rounds them; ids outside [0, experts) add nothing. Also
     the scale of its roundings, sum |weight| * (|w2[e]| @ |gated|), as the C++ test's."""
     dtype, experts, inter = x.dtype, w13.shape[0], w13.shape[1] // 2
-    out = torch.zeros(x.shape, device=DEVICE)
-    magnitude = torch.zeros(x.shape, device=DEVICE)
+    out = torch.zeros(x.shape, dtype=torch.float64, device=DEVICE)
+    magnitude = torch.zeros(x.shape, dtype=torch.float64, device=DEVICE)
     for t in range(x.shape[0]):
         for s in range(ids.shape[1]):
             e = int(ids[t, s])
             if not 0 <= e < experts:
                 continue
-            gate_up = w13[e].float() @ x[t].float()
-            gated = (torch.nn.functional.silu(gate_up[:inter]) * gate_up[inter:]).to(dtype).float()
-            expert = (w2[e].float() @ gated).to(dtype).float()
-            out[t] += weights[t, s] * expert
-            magnitude[t] += weights[t, s].abs() * (w2[e].float().abs() @ gated.abs())
+            gate_up = w13[e].double() @ x[t].double()
+            gated = torch.nn.functional.silu(gate_up[:inter]) * gate_up[inter:]
+            gated = gated.to(dtype).double()
+            expert = (w2[e].double() @ gated).to(dtype).double()
+            out[t] += weights[t, s].double() * expert
+            magnitude[t] += weights[t, s].double().abs() * (w2[e].double().abs() @ gated.abs())
     return out, magnitude
 
 
@@ -194,7 +196,7 @@ def test_fused_moe_against_torch(dtype, tokens):
     x = randn(tokens, hidden, dtype=dtype)
     w13 = (randn(experts, 2 * inter, hidden, dtype=torch.float32) / hidden ** 0.5).to(dtype)
     w2 = (randn(experts, hidden, inter, dtype=torch.float32) / inter ** 0.5).to(dtype)
-    ids = torch.rand(tokens, experts, device=DEVICE).argsort(dim=1)[:, :top_k].int()
+    ids = torch.rand(tokens, experts, device=DEVICE).argsort(dim=1)[:, :top_k].int().contiguous()
     weights = torch.rand(tokens, top_k, device=DEVICE)
     if tokens > 1:
         ids[-1] = -1  # a token routed nowhere gets zeros
