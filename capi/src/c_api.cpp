@@ -173,6 +173,18 @@ template <typename Body> void with_element(int dtype, Body &&body) {
   }
 }
 
+// with_element for the operators that compute in 16-bit types only (their kernels use tensor
+// cores on half and bfloat16): float32 is refused by name rather than failing to link.
+template <typename Body> void with_half_element(int dtype, const char *op, Body &&body) {
+  if (dtype == KJIT_FLOAT32)
+    throw kjit::Error(kjit::Errc::bad_argument,
+                      std::string(op) + " computes in float16 and bfloat16, not float32");
+  with_element(dtype, [&]<typename T>(T *) {
+    if constexpr (!std::is_same_v<T, float>)
+      body(static_cast<T *>(nullptr));
+  });
+}
+
 kjit::Runtime &runtime_of(kjit_runtime *rt) {
   require(rt, "runtime");
   return rt->runtime;
@@ -261,6 +273,10 @@ constexpr PackedOp packed_ops[] = {
     {"quant_fp8", packed_call<kjit_quant_fp8>},
     {"gemm", packed_call<kjit_gemm>},
     {"linear", packed_call<kjit_linear>},
+    {"flash_attention", packed_call<kjit_flash_attention>},
+    {"topk_softmax", packed_call<kjit_topk_softmax>},
+    {"moe_topk", packed_call<kjit_moe_topk>},
+    {"fused_moe", packed_call<kjit_fused_moe>},
 };
 
 } // namespace
@@ -563,6 +579,93 @@ int kjit_linear(kjit_runtime *rt, int dtype, void *c, const void *a, const void 
   return guarded([&] {
     with_element(dtype, [&]<typename T>(T *) {
       kjit::ops::linear(runtime_of(rt), as<T>(c), as<T>(a), as<T>(w), m, n, k, stream);
+    });
+  });
+}
+
+int kjit_flash_attention(kjit_runtime *rt, int dtype, void *out, const void *q, const void *k,
+                         const void *v, const int *cu_seqlens_q, const int *cu_seqlens_k, int batch,
+                         int total_q, int total_k, int max_seqlen_q, int q_heads, int kv_heads,
+                         int head_dim, int causal, float scale, void *stream) {
+  return guarded([&] {
+    with_half_element(dtype, "flash_attention", [&]<typename T>(T *) {
+      const kjit::ops::AttentionShape shape{.batch = batch,
+                                            .total_q = total_q,
+                                            .total_k = total_k,
+                                            .max_seqlen_q = max_seqlen_q,
+                                            .q_heads = q_heads,
+                                            .kv_heads = kv_heads,
+                                            .head_dim = head_dim,
+                                            .causal = causal != 0,
+                                            .scale = scale};
+      kjit::ops::flash_attention(runtime_of(rt), as<T>(out), as<T>(q), as<T>(k), as<T>(v),
+                                 cu_seqlens_q, cu_seqlens_k, shape, stream);
+    });
+  });
+}
+
+int kjit_topk_softmax(kjit_runtime *rt, int dtype, float *weights, int *ids, const void *logits,
+                      int tokens, int experts, int top_k, int renormalize, void *stream) {
+  return guarded([&] {
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::topk_softmax(runtime_of(rt), weights, ids, as<T>(logits), tokens, experts, top_k,
+                              renormalize != 0, stream);
+    });
+  });
+}
+
+int kjit_moe_topk(kjit_runtime *rt, int dtype, float *weights, int *ids, const void *logits,
+                  const float *bias, int tokens, int experts, int top_k, int scoring, int groups,
+                  int top_groups, int renormalize, float scale, void *stream) {
+  return guarded([&] {
+    if (scoring != KJIT_MOE_SOFTMAX && scoring != KJIT_MOE_SIGMOID)
+      throw kjit::Error(kjit::Errc::bad_argument, "moe_topk: scoring " + std::to_string(scoring) +
+                                                      " is neither softmax (0) nor sigmoid (1)");
+    using Options = kjit::ops::TopkOptions;
+    const Options options{.scoring = scoring == KJIT_MOE_SIGMOID ? Options::Scoring::sigmoid
+                                                                 : Options::Scoring::softmax,
+                          .groups = groups,
+                          .top_groups = top_groups,
+                          .renormalize = renormalize != 0,
+                          .scale = scale};
+    with_element(dtype, [&]<typename T>(T *) {
+      kjit::ops::moe_topk(runtime_of(rt), weights, ids, as<T>(logits), bias, tokens, experts, top_k,
+                          options, stream);
+    });
+  });
+}
+
+int kjit_fused_moe_workspace_bytes(int dtype, int tokens, int top_k, int experts, int hidden,
+                                   int inter, size_t *bytes) {
+  if (bytes)
+    *bytes = 0;
+  return guarded([&] {
+    require(bytes, "bytes");
+    // fused_moe refuses these itself; the size of a workspace for them would be meaningless.
+    if (tokens < 0 || top_k < 1 || experts < 1 || hidden < 1 || inter < 1)
+      throw kjit::Error(kjit::Errc::bad_argument,
+                        "fused_moe_workspace_bytes: tokens " + std::to_string(tokens) + ", top_k " +
+                            std::to_string(top_k) + ", experts " + std::to_string(experts) +
+                            ", hidden " + std::to_string(hidden) + ", inter " +
+                            std::to_string(inter) + ": tokens must be >= 0 and the others >= 1");
+    with_half_element(dtype, "fused_moe", [&]<typename T>(T *) {
+      *bytes = kjit::ops::fused_moe_workspace_bytes<T>(
+          tokens, top_k,
+          {.w13 = nullptr, .w2 = nullptr, .experts = experts, .hidden = hidden, .inter = inter});
+    });
+  });
+}
+
+int kjit_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,
+                   const int *ids, int tokens, int top_k, const void *w13, const void *w2,
+                   int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
+                   void *stream) {
+  return guarded([&] {
+    with_half_element(dtype, "fused_moe", [&]<typename T>(T *) {
+      const kjit::ops::MoeWeights<T> layer{
+          .w13 = as<T>(w13), .w2 = as<T>(w2), .experts = experts, .hidden = hidden, .inter = inter};
+      kjit::ops::fused_moe(runtime_of(rt), as<T>(out), as<T>(x), weights, ids, tokens, top_k, layer,
+                           workspace, workspace_bytes, stream);
     });
   });
 }

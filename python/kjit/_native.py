@@ -11,7 +11,7 @@ import threading
 #: The kjit/c.h version this package was written against (KJIT_C_ABI_VERSION), and the least
 #: minor version (KJIT_C_ABI_MINOR: additions) whose functions it calls.
 ABI_VERSION = 1
-ABI_MINOR = 1
+ABI_MINOR = 2
 
 _PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 
@@ -136,6 +136,14 @@ _SIGNATURES = {
     "kjit_quant_fp8": (_I, [_P, _I, _P, _P, _P, _I, _I, _P]),
     "kjit_gemm": (_I, [_P, _I, _P, _P, _P, _I, _I, _I, _P]),
     "kjit_linear": (_I, [_P, _I, _P, _P, _P, _I, _I, _I, _P]),
+    "kjit_flash_attention": (_I, [_P, _I, _P, _P, _P, _P, _P, _P, _I, _I, _I, _I, _I, _I, _I, _I,
+                                  _F, _P]),
+    "kjit_topk_softmax": (_I, [_P, _I, _P, _P, _P, _I, _I, _I, _I, _P]),
+    "kjit_moe_topk": (_I, [_P, _I, _P, _P, _P, _P, _I, _I, _I, _I, _I, _I, _I, _F, _P]),
+    "kjit_fused_moe_workspace_bytes": (_I, [_I, _I, _I, _I, _I, _I,
+                                            ctypes.POINTER(ctypes.c_size_t)]),
+    "kjit_fused_moe": (_I, [_P, _I, _P, _P, _P, _P, _I, _I, _P, _P, _I, _I, _I, _P,
+                            ctypes.c_size_t, _P]),
     "kjit_op_get": (_I, [_P, _S, ctypes.POINTER(_P)]),
     "kjit_free": (None, [_P]),
     "kjit_cache_stats": (_I, [ctypes.POINTER(_P)]),
@@ -152,7 +160,8 @@ _SIGNATURES = {
 #: The operator functions above that kjit_op_get finds by name: those whose first parameter is the
 #: runtime and last the stream.
 OPERATORS = ("rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "activation",
-             "activation_and_mul", "rotary_embedding", "quant_int8", "quant_fp8", "gemm", "linear")
+             "activation_and_mul", "rotary_embedding", "quant_int8", "quant_fp8", "gemm", "linear",
+             "flash_attention", "topk_softmax", "moe_topk", "fused_moe")
 
 def once(make):
     """A function that returns make()'s result, made on its first call (by one thread)."""

@@ -18,6 +18,7 @@ from . import _core, _native
 from ._native import BadArgument, check, lib
 
 _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+_HALF_DTYPES = {torch.float16: 1, torch.bfloat16: 2}  # tensor-core operators: no float32
 _ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "relu": 3, "sigmoid": 4}
 
 _device = None
@@ -60,7 +61,8 @@ def _refuse(op, name, t, dtype, shape, dtypes):
 
 # kjit_op_launch_packed's argument codes (kjit._fastlaunch's) of the C operator functions'
 # parameters between the runtime and the stream.
-_CODES = {ctypes.c_void_p: "P", ctypes.c_int: "i", ctypes.c_float: "f", ctypes.c_int64: "q"}
+_CODES = {ctypes.c_void_p: "P", ctypes.c_int: "i", ctypes.c_float: "f", ctypes.c_int64: "q",
+          ctypes.c_size_t: "Q"}
 
 
 def _make_operator(function):
@@ -251,6 +253,122 @@ def _matmul(op, transposed):
     return run
 
 
+def _dtype_names(*tensors):
+    """The tensors' dtypes as a warm-up item names them (its "dtypes": inputs of several types)."""
+    return [str(t.dtype).replace("torch.", "") for t in tensors]
+
+
+def _require_dims(op, name, t, layout):
+    """kjit.BadArgument unless t has as many dimensions as `layout` names ("[tokens, hidden]")."""
+    if t.dim() != layout.count(",") + 1:
+        raise BadArgument(f"kjit.ops.{op}: {name} has shape {tuple(t.shape)}, expected {layout}")
+
+
+# ---- attention (kjit/ops/flash_attention.hpp) ----------------------------------------------
+
+
+def _flash_attention(out, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, causal, scale):
+    op = "flash_attention"
+    pq = _check(op, "q", q, dtypes=_HALF_DTYPES)
+    _require_dims(op, "q", q, "[total_q, q_heads, head_dim]")
+    dtype, (total_q, q_heads, head_dim) = q.dtype, q.shape
+    _check(op, "k", k, dtype)
+    _require_dims(op, "k", k, "[total_k, kv_heads, head_dim]")
+    total_k, kv_heads = k.shape[0], k.shape[1]
+    pk = _check(op, "k", k, dtype, (total_k, kv_heads, head_dim))
+    pv = _check(op, "v", v, dtype, k.shape)
+    pcq = _check(op, "cu_seqlens_q", cu_seqlens_q, torch.int32)
+    if cu_seqlens_q.dim() != 1 or cu_seqlens_q.numel() < 1:
+        raise BadArgument(f"kjit.ops.{op}: cu_seqlens_q has shape {tuple(cu_seqlens_q.shape)}, "
+                          "expected [batch + 1]")
+    batch = cu_seqlens_q.numel() - 1
+    pck = _check(op, "cu_seqlens_k", cu_seqlens_k, torch.int32, cu_seqlens_q.shape)
+    po = _check(op, "out", out, dtype, q.shape)
+    key = (op, dtype, q.shape, k.shape, batch, max_seqlen_q, causal, _aligned(pq, pk, pv, po))
+    _launch(op, key, (q, k, v, cu_seqlens_q, cu_seqlens_k), op, _DTYPES[dtype], po, pq, pk, pv,
+            pcq, pck, batch, total_q, total_k, max_seqlen_q, q_heads, kv_heads, head_dim,
+            int(causal), scale, dtypes=_dtype_names(q, k, v, cu_seqlens_q, cu_seqlens_k),
+            scalars=[max_seqlen_q, causal, scale])
+
+
+# ---- mixture of experts (kjit/ops/moe.hpp) --------------------------------------------------
+
+_SCORINGS = {"softmax": 0, "sigmoid": 1}
+
+
+def _routing_outputs(op, weights, ids, logits, top_k):
+    """The addresses of logits [tokens, experts] and the outputs weights (float32) and ids
+    (int32), [tokens, top_k] each, once checked."""
+    pl = _check(op, "logits", logits)
+    _require_dims(op, "logits", logits, "[tokens, experts]")
+    pw = _check(op, "weights", weights, torch.float32, (logits.shape[0], top_k))
+    pi = _check(op, "ids", ids, torch.int32, (logits.shape[0], top_k))
+    return pl, pw, pi
+
+
+def _topk_softmax(weights, ids, logits, top_k, renormalize):
+    op = "topk_softmax"
+    pl, pw, pi = _routing_outputs(op, weights, ids, logits, top_k)
+    tokens, experts = logits.shape
+    _launch(op, (op, logits.dtype, logits.shape, top_k), (logits,), op, _DTYPES[logits.dtype], pw,
+            pi, pl, tokens, experts, top_k, int(renormalize), scalars=[top_k, renormalize])
+
+
+def _moe_topk(weights, ids, logits, top_k, bias, scoring, groups, top_groups, renormalize, scale):
+    op = "moe_topk"
+    pl, pw, pi = _routing_outputs(op, weights, ids, logits, top_k)
+    tokens, experts = logits.shape
+    pb = 0 if bias is None else _check(op, "bias", bias, torch.float32, (experts,))
+    key = (op, logits.dtype, logits.shape, top_k, bias is None, scoring, groups, top_groups)
+    tensors = (logits,) if bias is None else (logits, bias)
+    _launch(op, key, tensors, op, _DTYPES[logits.dtype], pw, pi, pl, pb, tokens, experts, top_k,
+            scoring, groups, top_groups, int(renormalize), scale,
+            dtypes=_dtype_names(*tensors),
+            scalars=[top_k, scoring, groups, top_groups, renormalize, scale])
+
+
+_workspace_bytes = {}  # (dtype, tokens, top_k, experts, hidden, inter): fused_moe's workspace
+_WORKSPACE_ALIGNMENT = 256  # kjit/ops/moe.hpp: fused_moe's workspace
+
+
+def _fused_moe_workspace(dtype, *sizes):
+    key = (dtype, *sizes)
+    size = _workspace_bytes.get(key)
+    if size is None:
+        out = ctypes.c_size_t()
+        check(lib().fused_moe_workspace_bytes(_DTYPES[dtype], *sizes, ctypes.byref(out)))
+        size = _workspace_bytes.setdefault(key, out.value)
+    return size
+
+
+def _fused_moe(out, x, weights, ids, w13, w2):
+    op = "fused_moe"
+    px = _check(op, "x", x, dtypes=_HALF_DTYPES)
+    _require_dims(op, "x", x, "[tokens, hidden]")
+    dtype, (tokens, hidden) = x.dtype, x.shape
+    _check(op, "w13", w13, dtype)
+    _require_dims(op, "w13", w13, "[experts, 2 * inter, hidden]")
+    experts, inter = w13.shape[0], w13.shape[1] // 2
+    pw13 = _check(op, "w13", w13, dtype, (experts, 2 * inter, hidden))
+    pw2 = _check(op, "w2", w2, dtype, (experts, hidden, inter))
+    _check(op, "weights", weights, torch.float32)
+    _require_dims(op, "weights", weights, "[tokens, top_k]")
+    top_k = weights.shape[1]
+    pweights = _check(op, "weights", weights, torch.float32, (tokens, top_k))
+    pids = _check(op, "ids", ids, torch.int32, (tokens, top_k))
+    po = _check(op, "out", out, dtype, x.shape)
+    size = _fused_moe_workspace(dtype, tokens, top_k, experts, hidden, inter)
+    # fused_moe needs 256-byte alignment, which torch's allocator does not promise everywhere;
+    # the block is reused after the return only in order on the current stream, where the
+    # operator runs.
+    workspace = torch.empty(size + _WORKSPACE_ALIGNMENT - 1, dtype=torch.uint8, device=x.device)
+    pworkspace = -(-workspace.data_ptr() // _WORKSPACE_ALIGNMENT) * _WORKSPACE_ALIGNMENT
+    key = (op, dtype, x.shape, w13.shape, top_k, _aligned(px, pw13, pw2, po))
+    _launch(op, key, (x, weights, ids, w13, w2), op, _DTYPES[dtype], po, px, pweights, pids,
+            tokens, top_k, pw13, pw2, experts, hidden, inter, pworkspace, size,
+            dtypes=_dtype_names(x, weights, ids, w13, w2))
+
+
 # ---- the operators: (schema of the inputs, the outputs' shapes, the implementation) ---------
 
 def _same(x, *rest):
@@ -275,6 +393,20 @@ def _matmul_out(transposed):
     return make
 
 
+def _top_k(op, top_k):
+    """top_k as an int, at least 1 (the C++ operator checks its upper bound)."""
+    if int(top_k) < 1:
+        raise BadArgument(f"kjit.ops.{op}: top_k is {top_k}, must be at least 1")
+    return int(top_k)
+
+
+def _routing_out(logits, top_k, *options):
+    """weights float32 and ids int32, [tokens, top_k] each."""
+    shape = (logits.shape[0], top_k)
+    return [logits.new_empty(shape, dtype=torch.float32),
+            logits.new_empty(shape, dtype=torch.int32)]
+
+
 # name: (inputs' schema, outputs made from the inputs, implementation(outs..., inputs...))
 _OPS = {
     "rms_norm": ("Tensor x, Tensor weight, float eps", _same, _rms_norm),
@@ -284,7 +416,17 @@ _OPS = {
     "quant_fp8": ("Tensor x", _quant_out("fp8"), _quant("fp8")),
     "gemm": ("Tensor a, Tensor b", _matmul_out(False), _matmul("gemm", False)),
     "linear": ("Tensor a, Tensor b", _matmul_out(True), _matmul("linear", True)),
+    "flash_attention": ("Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
+                        "Tensor cu_seqlens_k, int max_seqlen_q, bool causal, float scale", _same,
+                        _flash_attention),
+    "topk_softmax": ("Tensor logits, int top_k, bool renormalize", _routing_out, _topk_softmax),
+    "moe_topk": ("Tensor logits, int top_k, Tensor? bias, int scoring, int groups, "
+                 "int top_groups, bool renormalize, float scale", _routing_out, _moe_topk),
+    "fused_moe": ("Tensor x, Tensor weights, Tensor ids, Tensor w13, Tensor w2", _same,
+                  _fused_moe),
 }
+# The operators returning more than one tensor, and how many (the others return one).
+_OUTPUT_COUNTS = {"quant_int8": 2, "quant_fp8": 2, "topk_softmax": 2, "moe_topk": 2}
 for _name in _ACTIVATIONS:
     _OPS[_name] = ("Tensor x", _same, _activation(_name))
 for _name in ("silu", "gelu", "gelu_tanh"):
@@ -292,7 +434,7 @@ for _name in ("silu", "gelu", "gelu_tanh"):
 
 # Each operator's tensor inputs: (position, name) from its schema.
 _TENSOR_INPUTS = {name: [(i, part.split()[1]) for i, part in enumerate(schema.split(", "))
-                         if part.startswith("Tensor")] for name, (schema, _, _) in _OPS.items()}
+                         if part.startswith("Tensor ")] for name, (schema, _, _) in _OPS.items()}
 
 # In place: (schema, implementation)
 _INPLACE = {
@@ -311,15 +453,24 @@ def _torch_version():
 REGISTERED = _torch_version() >= (2, 4)
 
 
+def _schemas():
+    """Each torch operator's schema ("rms_norm(Tensor x, ...) -> Tensor"), in registration order:
+    per operator of _OPS its functional form, then its _out form; then those of _INPLACE."""
+    for name, (inputs, _, _) in _OPS.items():
+        count = _OUTPUT_COUNTS.get(name, 1)
+        returns = "Tensor" if count == 1 else "(" + ", ".join(["Tensor"] * count) + ")"
+        yield f"{name}({inputs}) -> {returns}"
+        mutable = ", ".join(f"Tensor({'ab'[i]}!) out{i}" for i in range(count))
+        yield f"{name}_out({mutable}, {inputs}) -> ()"
+    for name, (schema, _) in _INPLACE.items():
+        yield f"{name}({schema}) -> ()"
+
+
 def _register():
     library = torch.library.Library("kjit", "FRAGMENT")
+    for schema in _schemas():
+        library.define(schema)
     for name, (inputs, make_outs, impl) in _OPS.items():
-        count = 2 if name.startswith("quant_") else 1
-        outs = [f"out{i}" for i in range(count)]
-        returns = "Tensor" if count == 1 else "(" + ", ".join(["Tensor"] * count) + ")"
-        library.define(f"{name}({inputs}) -> {returns}")
-        mutable = ", ".join(f"Tensor({'ab'[i]}!) {o}" for i, o in enumerate(outs))
-        library.define(f"{name}_out({mutable}, {inputs}) -> ()")
 
         def functional(*inputs, _make=make_outs, _impl=impl):
             outputs = _make(*inputs)
@@ -335,7 +486,6 @@ def _register():
         torch.library.register_fake(f"kjit::{name}", fake, lib=library)
         torch.library.register_fake(f"kjit::{name}_out", lambda *args: None, lib=library)
     for name, (schema, impl) in _INPLACE.items():
-        library.define(f"{name}({schema}) -> ()")
         library.impl(name, impl, "CUDA")
         torch.library.register_fake(f"kjit::{name}", lambda *args: None, lib=library)
     return library
@@ -445,6 +595,45 @@ def linear(x, weight, out=None):
     return _call("linear", (x, weight), out)
 
 
+def flash_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, causal=False, scale=None,
+                    out=None):
+    """flash_attn_varlen_func's prefill attention: q [total_q, q_heads, head_dim], k and v
+    [total_k, kv_heads, head_dim] (GQA: q_heads a multiple of kv_heads), int32 cu_seqlens of
+    batch + 1 entries; causal masks aligned to the bottom right; scale 1 / sqrt(head_dim) unless
+    given. float16 and bfloat16, head_dim 64 or 128, NVIDIA sm_80 and newer."""
+    if scale is None:
+        known = isinstance(q, torch.Tensor) and q.dim() and q.shape[-1] > 0  # else refused below
+        scale = q.shape[-1] ** -0.5 if known else 1.0
+    return _call("flash_attention", (q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q),
+                                     bool(causal), float(scale)), out)
+
+
+def topk_softmax(logits, top_k, renormalize=True, out=None):
+    """vLLM's topk_softmax: (weights float32, ids int32), [tokens, top_k] each, the top_k
+    experts of each row of logits [tokens, experts] by softmax, best first."""
+    return _call("topk_softmax", (logits, _top_k("topk_softmax", top_k), bool(renormalize)), out)
+
+
+def moe_topk(logits, top_k, bias=None, scoring="softmax", groups=1, top_groups=1,
+             renormalize=True, scale=1.0, out=None):
+    """topk_softmax with scoring "softmax" or "sigmoid", an optional float32 bias [experts] added
+    for the choice only, grouped top-k (DeepSeek-V3: sigmoid, groups=8, top_groups=4) and a scale
+    on the weights (routed_scaling_factor): kjit/ops/moe.hpp's moe_topk."""
+    if scoring not in _SCORINGS:
+        raise BadArgument(f"kjit.ops.moe_topk: scoring {scoring!r} is neither 'softmax' nor "
+                          "'sigmoid'")
+    return _call("moe_topk", (logits, _top_k("moe_topk", top_k), bias, _SCORINGS[scoring],
+                              int(groups), int(top_groups), bool(renormalize), float(scale)), out)
+
+
+def fused_moe(x, weights, ids, w13, w2, out=None):
+    """vLLM's fused_moe after routing: out [tokens, hidden] = sum over each token's top_k slots
+    of weights * w2[e] @ (silu(gate) * up), [gate; up] = w13[e] @ x; x [tokens, hidden],
+    weights float32 and ids int32 [tokens, top_k], w13 [experts, 2 * inter, hidden], w2
+    [experts, hidden, inter]. float16 and bfloat16 on sm_90a; the workspace is allocated here."""
+    return _call("fused_moe", (x, weights, ids, w13, w2), out)
+
+
 # ---- a user's own template as a torch operator --------------------------------------------
 
 
@@ -542,11 +731,18 @@ def run_manifest_item(item):
                             for shape in (query, key, cache)],
                           item["head_size"], item.get("is_neox", True))
         return
-    inputs = [torch.zeros(shape, dtype=dtype, device=device) for shape in item["shapes"]]
+    # Operators whose inputs differ in type name each one's dtype ("dtypes").
+    dtypes = [getattr(torch, d) for d in item.get("dtypes", [])] or [dtype] * len(item["shapes"])
+    inputs = [torch.zeros(shape, dtype=d, device=device)
+              for shape, d in zip(item["shapes"], dtypes)]
     if name in _INPLACE:
         _INPLACE[name][1](*inputs, item.get("eps", 1e-6))
         return
     scalars = {"rms_norm": [1e-6], "layer_norm": [1e-5], "softmax": [1.0, 0]}.get(name, [])
-    inputs += item.get("scalars", scalars)
+    if name == "moe_topk":  # its optional bias (a second tensor, or none) follows top_k
+        top_k, *options = item["scalars"]
+        inputs = [inputs[0], top_k, inputs[1] if len(inputs) > 1 else None, *options]
+    else:
+        inputs += item.get("scalars", scalars)
     make_outs, impl = _OPS[name][1], _OPS[name][2]
     impl(*make_outs(*inputs), *inputs)

@@ -169,6 +169,49 @@ int main(int argc, char **argv) {
   CHECK(strstr(kjit_last_error(), "eps is -1") != NULL);
   CHECK(kjit_op_launch_packed(NULL, packed) == KJIT_BAD_ARGUMENT);
 
+  /* Attention and mixture of experts (since 1.2): the C++ operators' argument errors, checked
+   * before a GPU is needed, reach C as the status and the message. */
+  static _Alignas(256) unsigned char memory[4096]; /* distinct aligned addresses, never read */
+  void *out = memory, *x = memory + 1024, *matrix = memory + 2048, *workspace = memory + 3072;
+  const int cu_seqlens[3] = {0, 3, 5};
+  CHECK(kjit_flash_attention(rt, KJIT_BFLOAT16, out, x, matrix, matrix, cu_seqlens, cu_seqlens, 2,
+                             5, 5, 3, 4, 2, 32, 1, 0.125f, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "head_dim 32 is not supported") != NULL);
+  CHECK(kjit_flash_attention(rt, KJIT_FLOAT32, out, x, matrix, matrix, cu_seqlens, cu_seqlens, 2, 5,
+                             5, 3, 4, 2, 64, 1, 0.125f, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "flash_attention computes in float16 and bfloat16") != NULL);
+  float weights[6];
+  int ids[6];
+  CHECK(kjit_topk_softmax(rt, KJIT_FLOAT32, weights, ids, x, 3, 8, 33, 1, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "top_k") != NULL);
+  CHECK(kjit_moe_topk(rt, KJIT_FLOAT32, weights, ids, x, NULL, 3, 8, 2, 2, 1, 1, 1, 1.0f, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "scoring 2 is neither") != NULL);
+  CHECK(kjit_moe_topk(rt, KJIT_FLOAT32, weights, ids, x, NULL, 3, 8, 2, KJIT_MOE_SIGMOID, 3, 1, 1,
+                      1.0f, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "groups") != NULL);
+  size_t bytes = 0;
+  CHECK(kjit_fused_moe_workspace_bytes(KJIT_BFLOAT16, 3, 2, 4, 64, 32, &bytes) == KJIT_OK &&
+        bytes > 0);
+  size_t refused = 1;
+  CHECK(kjit_fused_moe_workspace_bytes(KJIT_BFLOAT16, -1, 2, 4, 64, 32, &refused) ==
+            KJIT_BAD_ARGUMENT &&
+        refused == 0);
+  CHECK(strstr(kjit_last_error(), "tokens -1") != NULL);
+  CHECK(kjit_fused_moe_workspace_bytes(KJIT_FLOAT32, 3, 2, 4, 64, 32, &refused) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(kjit_fused_moe(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, matrix, matrix, 4, 64, 32,
+                       workspace, bytes - 1, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "the workspace holds") != NULL);
+  CHECK(kjit_fused_moe(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, matrix, matrix, 4, 64, 32,
+                       memory + 3072 + 16, bytes, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "workspace is not 256-byte aligned") != NULL);
+  static const char *const added_ops[] = {"flash_attention", "topk_softmax", "moe_topk",
+                                          "fused_moe"};
+  for (size_t i = 0; i < sizeof added_ops / sizeof *added_ops; ++i)
+    CHECK(kjit_op_get(rt, added_ops[i], &op) == KJIT_OK && op != NULL);
+
   /* The cache, tuning and prebuilding: the `kjit` command's --json documents, made in this
    * process (the tiers under KJIT_CACHE_DIR, which ctest sets apart for each target). */
   char *json = NULL;

@@ -82,3 +82,105 @@ def test_bad_tensors_are_refused_before_the_c_operator(ops):
         ops.silu_and_mul(t(3, 7))
     with pytest.raises(kjit.BadArgument, match=r"x is torch.int32, expected one of"):
         ops.silu(t(4, dtype=torch.int32))
+
+
+# ---- attention and mixture of experts ------------------------------------------------------
+
+
+def attention_inputs(dtype=torch.bfloat16, head_dim=64):
+    """Two sequences of 3 and 2 rows, 4 query heads over 2 kv heads."""
+    q, kv = t(5, 4, head_dim, dtype=dtype), t(5, 2, head_dim, dtype=dtype)
+    cu = torch.tensor([0, 3, 5], dtype=torch.int32)
+    return q, kv, kv.clone(), cu, cu.clone()
+
+
+def moe_inputs(dtype=torch.bfloat16, hidden=64, inter=32, experts=4, top_k=2):
+    return (t(3, hidden, dtype=dtype), t(3, top_k, dtype=torch.float32),
+            torch.zeros(3, top_k, dtype=torch.int32), t(experts, 2 * inter, hidden, dtype=dtype),
+            t(experts, hidden, inter, dtype=dtype))
+
+
+def test_attention_and_moe_reach_the_c_operator(ops):
+    calls = [
+        lambda: ops.flash_attention(*attention_inputs(), 3),
+        lambda: ops.flash_attention(*attention_inputs(torch.float16), 3, causal=True, scale=0.1),
+        lambda: ops.topk_softmax(t(3, 8), 2),
+        lambda: ops.moe_topk(t(3, 8), 2, bias=t(8, dtype=torch.float32), scoring="sigmoid",
+                             groups=4, top_groups=2),
+        lambda: ops.fused_moe(*moe_inputs()),
+    ]
+    for call in calls:
+        with pytest.raises(kjit.NoDevice):
+            call()
+
+
+def test_attention_and_moe_pack_their_values(ops):
+    """Values only the C++ operators check reach them in the right slots."""
+    q, k, v, cu_q, cu_k = attention_inputs(head_dim=32)
+    with pytest.raises(kjit.BadArgument, match="head_dim 32 is not supported"):
+        ops.flash_attention(q, k, v, cu_q, cu_k, 3)
+    with pytest.raises(kjit.BadArgument, match="scale"):
+        ops.flash_attention(*attention_inputs(), 3, scale=-1.0)
+    with pytest.raises(kjit.BadArgument, match="kjit::ops::flash_attention"):  # no default scale
+        ops.flash_attention(*attention_inputs(head_dim=0), 3)
+    with pytest.raises(kjit.BadArgument, match="top_k"):
+        ops.topk_softmax(t(3, 8), 9)
+    with pytest.raises(kjit.BadArgument, match="groups"):
+        ops.moe_topk(t(3, 8), 2, groups=3)
+    with pytest.raises(kjit.BadArgument, match="hidden is 12, must be a positive multiple of 8"):
+        ops.fused_moe(*moe_inputs(hidden=12))
+    with pytest.raises(kjit.BadArgument, match="top_k"):
+        ops.fused_moe(*moe_inputs(experts=2, top_k=3))
+
+
+def test_attention_and_moe_refuse_bad_tensors_before_the_c_operator(ops):
+    q, k, v, cu_q, cu_k = attention_inputs()
+    with pytest.raises(kjit.BadArgument, match=r"flash_attention: q is torch.float32, expected "
+                                               r"one of torch.float16, torch.bfloat16"):
+        ops.flash_attention(q.float(), k, v, cu_q, cu_k, 3)
+    with pytest.raises(kjit.BadArgument, match=r"q has shape \(5, 256\), expected \[total_q"):
+        ops.flash_attention(q.reshape(5, 256), k, v, cu_q, cu_k, 3)
+    with pytest.raises(kjit.BadArgument, match=r"k has shape \(5, 2, 32\), expected \(5, 2, 64\)"):
+        ops.flash_attention(q, k[..., :32].contiguous(), v, cu_q, cu_k, 3)
+    with pytest.raises(kjit.BadArgument, match=r"v has shape \(4, 2, 64\), expected \(5, 2, 64\)"):
+        ops.flash_attention(q, k, v[:4], cu_q, cu_k, 3)
+    with pytest.raises(kjit.BadArgument, match="cu_seqlens_q is torch.int64, expected torch.int32"):
+        ops.flash_attention(q, k, v, cu_q.long(), cu_k, 3)
+    with pytest.raises(kjit.BadArgument, match=r"cu_seqlens_k has shape \(2,\), expected \(3,\)"):
+        ops.flash_attention(q, k, v, cu_q, cu_k[:2], 3)
+    with pytest.raises(kjit.BadArgument, match="k is not contiguous"):
+        ops.flash_attention(q, t(2, 5, 64, dtype=torch.bfloat16).transpose(0, 1), v, cu_q, cu_k, 3)
+    with pytest.raises(kjit.BadArgument, match="out has shape"):
+        ops.flash_attention(q, k, v, cu_q, cu_k, 3, out=k.clone())
+
+    with pytest.raises(kjit.BadArgument, match="logits has shape"):
+        ops.topk_softmax(t(8), 2)
+    with pytest.raises(kjit.BadArgument, match="top_k is 0, must be at least 1"):
+        ops.topk_softmax(t(3, 8), 0)
+    with pytest.raises(kjit.BadArgument, match="ids is torch.int64, expected torch.int32"):
+        ops.topk_softmax(t(3, 8), 2, out=(t(3, 2, dtype=torch.float32), t(3, 2, dtype=torch.int64)))
+    with pytest.raises(kjit.BadArgument, match=r"bias has shape \(4,\), expected \(8,\)"):
+        ops.moe_topk(t(3, 8), 2, bias=t(4, dtype=torch.float32))
+    with pytest.raises(kjit.BadArgument, match="scoring 'tanh' is neither"):
+        ops.moe_topk(t(3, 8), 2, scoring="tanh")
+
+    x, weights, ids, w13, w2 = moe_inputs()
+    with pytest.raises(kjit.BadArgument, match="fused_moe: x is torch.float32, expected one of"):
+        ops.fused_moe(x.float(), weights, ids, w13, w2)
+    with pytest.raises(kjit.BadArgument, match="ids is torch.int64, expected torch.int32"):
+        ops.fused_moe(x, weights, ids.long(), w13, w2)
+    with pytest.raises(kjit.BadArgument, match=r"weights has shape \(2, 2\), expected \(3, 2\)"):
+        ops.fused_moe(x, weights[:2], ids, w13, w2)
+    with pytest.raises(kjit.BadArgument,
+                       match=r"w2 has shape \(4, 32, 64\), expected \(4, 64, 32\)"):
+        ops.fused_moe(x, weights, ids, w13, w2.transpose(1, 2).contiguous())
+    with pytest.raises(kjit.BadArgument, match=r"w13 has shape \(4, 64\), expected \[experts"):
+        ops.fused_moe(x, weights, ids, w13[:, :, 0].contiguous(), w2)
+
+
+def test_every_schema_parses(ops):
+    """The schemas torch >= 2.4 registers are well formed, as any torch's parser reads them
+    (torch 1.13's checks the syntax, not the type names)."""
+    library = torch.library.Library("kjit_schema_check", "DEF")
+    for schema in ops._schemas():
+        library.define(schema)

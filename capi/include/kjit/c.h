@@ -28,7 +28,7 @@ extern "C" {
  * library). KJIT_C_ABI_MINOR is bumped on additions only (each marked with the minor version that
  * added it): a caller needing minor N runs on any library of the same version and a minor >= N. */
 #define KJIT_C_ABI_VERSION 1
-#define KJIT_C_ABI_MINOR 1
+#define KJIT_C_ABI_MINOR 2
 uint32_t kjit_abi_version(void);
 uint32_t kjit_abi_minor(void); /* since 1.1 */
 
@@ -206,6 +206,43 @@ int kjit_gemm(kjit_runtime *rt, int dtype, void *c, const void *a, const void *b
 /* c [m, n] = a [m, k] @ w [n, k]^T. */
 int kjit_linear(kjit_runtime *rt, int dtype, void *c, const void *a, const void *w, int m, int n,
                 int k, void *stream);
+
+/* ---- attention (kjit/ops/flash_attention.hpp; since 1.2) -------------------------------- */
+
+/* Prefill attention over ragged batches: q and out [total_q, q_heads, head_dim], k and v
+ * [total_k, kv_heads, head_dim], cu_seqlens_q and cu_seqlens_k int32 [batch + 1]; causal 0 or 1
+ * (aligned to the bottom right). FLOAT16 and BFLOAT16. */
+int kjit_flash_attention(kjit_runtime *rt, int dtype, void *out, const void *q, const void *k,
+                         const void *v, const int *cu_seqlens_q, const int *cu_seqlens_k, int batch,
+                         int total_q, int total_k, int max_seqlen_q, int q_heads, int kv_heads,
+                         int head_dim, int causal, float scale, void *stream);
+
+/* ---- mixture of experts (kjit/ops/moe.hpp; since 1.2) ------------------------------------ */
+
+typedef enum kjit_moe_scoring { KJIT_MOE_SOFTMAX = 0, KJIT_MOE_SIGMOID = 1 } kjit_moe_scoring;
+
+/* logits [tokens, experts] to weights (float) and ids (int32) [tokens, top_k]: vLLM's
+ * topk_softmax; renormalize 0 or 1. */
+int kjit_topk_softmax(kjit_runtime *rt, int dtype, float *weights, int *ids, const void *logits,
+                      int tokens, int experts, int top_k, int renormalize, void *stream);
+/* The same with a kjit_moe_scoring, an optional bias (`experts` floats; NULL: none), grouped
+ * top-k (`groups` equal groups, the best `top_groups` of them searched) and a scale on the
+ * weights: kjit::ops::moe_topk with its TopkOptions. */
+int kjit_moe_topk(kjit_runtime *rt, int dtype, float *weights, int *ids, const void *logits,
+                  const float *bias, int tokens, int experts, int top_k, int scoring, int groups,
+                  int top_groups, int renormalize, float scale, void *stream);
+/* The device workspace kjit_fused_moe needs, in bytes, into *bytes (0 on failure). */
+int kjit_fused_moe_workspace_bytes(int dtype, int tokens, int top_k, int experts, int hidden,
+                                   int inter, size_t *bytes);
+/* out [tokens, hidden] = the weighted sum over each token's top_k experts of
+ * w2[e] @ (silu(gate) * up), gate and up from w13[e] @ x[t]: x [tokens, hidden], weights (float)
+ * and ids (int32) [tokens, top_k], w13 [experts, 2 * inter, hidden], w2 [experts, hidden, inter];
+ * `workspace` 256-byte aligned device memory of kjit_fused_moe_workspace_bytes. FLOAT16 and
+ * BFLOAT16 on sm_90a. */
+int kjit_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,
+                   const int *ids, int tokens, int top_k, const void *w13, const void *w2,
+                   int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
+                   void *stream);
 
 /* ---- operators from one block of memory (since 1.1) --------------------------------------- */
 
