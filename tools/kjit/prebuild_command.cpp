@@ -1,11 +1,13 @@
 #include "prebuild_command.hpp"
 
 #include "exit_status.hpp"
+#include "json_output.hpp"
 #include "kjit/input_file.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/prebuild.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "kjit/templates/sets.hpp"
+#include "kjit/units.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -558,15 +560,6 @@ std::vector<std::string> worker_argv(const Plan &plan, const PrebuildArgs &args)
   return argv;
 }
 
-std::string human_bytes(std::uint64_t bytes) {
-  char text[32];
-  if (bytes >= (1u << 20))
-    std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
-  else
-    std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
-  return text;
-}
-
 } // namespace
 
 std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildArgs &args,
@@ -665,20 +658,18 @@ int run_prebuild(const PrebuildArgs &args, bool as_json) {
       failed.push_back(failure.what);
       failures.push_back(failure_json(failure));
     }
-    std::cout << json{{"out", plan.out.string()},
-                      {"targets", target_list},
-                      {"level", plan.level},
-                      {"variants", plan.variants},
-                      {"batches", plan.batches.size()},
-                      {"up_to_date", plan.variants - to_build},
-                      {"built", total.built},
-                      {"failed", failed},
-                      {"failures", failures},
-                      {"bytes", total.bytes},
-                      {"jobs", pending.empty() ? 0 : jobs},
-                      {"seconds", seconds}}
-                     .dump(2)
-              << '\n';
+    print_json({{"out", plan.out.string()},
+                {"targets", target_list},
+                {"level", plan.level},
+                {"variants", plan.variants},
+                {"batches", plan.batches.size()},
+                {"up_to_date", plan.variants - to_build},
+                {"built", total.built},
+                {"failed", failed},
+                {"failures", failures},
+                {"bytes", total.bytes},
+                {"jobs", pending.empty() ? 0 : jobs},
+                {"seconds", seconds}});
   } else if (plan.targets.empty()) {
     std::cout << "nothing to prebuild: the installed compilers support none of the targets\n";
   } else if (pending.empty()) {

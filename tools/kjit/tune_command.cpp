@@ -1,5 +1,6 @@
 #include "tune_command.hpp"
 
+#include "json_output.hpp"
 #include "kjit/input_file.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/ops/tuning.hpp"
@@ -19,7 +20,6 @@ namespace kjit::cli {
 namespace {
 
 using nlohmann::json;
-
 
 // Every combination the shapes file lists, for `op`.
 std::vector<ops::OperatorShape> read_shapes(const std::string &op, const std::string &path) {
@@ -155,7 +155,7 @@ int tune_shapes(const TuneArgs &args, bool as_json) {
                  outcome.tuned ? "now" : "table", spent, std::to_string(dropped.size())});
   }
   if (as_json)
-    std::cout << json{{"results", results}}.dump(2) << '\n';
+    print_json({{"results", results}});
   else
     listing.print(std::cout);
   return 0;
@@ -230,7 +230,7 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
     if (!out)
       throw Error(Errc::cache_io, "cannot write " + args.file + ": " + std::strerror(errno));
     if (as_json)
-      std::cout << json{{"exported", records.size()}, {"file", args.file}}.dump(2) << '\n';
+      print_json({{"exported", records.size()}, {"file", args.file}});
     else
       std::cout << "exported " << records.size() << " tuning records to " << args.file << '\n';
     return 0;
@@ -239,7 +239,7 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
     const std::size_t count = table.import_records(
         parse_tuning_records(read_input_file(args.file, "tuning table"), args.file));
     if (as_json)
-      std::cout << json{{"imported", count}, {"file", args.file}}.dump(2) << '\n';
+      print_json({{"imported", count}, {"file", args.file}});
     else
       std::cout << "imported " << count << " tuning records from " << args.file << '\n';
     return 0;
