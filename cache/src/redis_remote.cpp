@@ -41,8 +41,8 @@ constexpr const char *kRenewScript = "if redis.call('get', KEYS[1]) == ARGV[1] t
                                      "redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
 
 // 32 hex digits, unique per acquisition: drawn from a per-thread engine seeded once from the
-// system's entropy. A std::random_device per token cost about 20 us (kjit_remote_bench), which
-// every lookup paid before it met the open circuit breaker of a dead remote.
+// system's entropy. A std::random_device per token was most of what a lookup paid before it met
+// the open circuit breaker of a dead remote (BENCHMARKS.md, "Evidence moved from code comments").
 std::string new_token() {
   thread_local std::mt19937_64 engine = [] {
     std::random_device entropy;
