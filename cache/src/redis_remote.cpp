@@ -1,6 +1,5 @@
 #include "kjit/cache/redis_remote.hpp"
 
-#include "kjit/cache/signed_remote.hpp"
 #include "kjit/log.hpp"
 
 #include <hiredis/hiredis.h>
@@ -362,22 +361,8 @@ RemoteStorage open_redis_remote(const RemoteUrl &url) {
   return storage;
 }
 
-std::vector<RemoteStorage> remote_storages_from_environment() {
-  const char *value = std::getenv("KJIT_REMOTE_STORAGE");
-  if (!value)
-    return {};
-  std::vector<RemoteUrl> urls = parse_remote_storage(value);
-  std::optional<std::string> secret;
-  if (const char *file = std::getenv("KJIT_REMOTE_SECRET_FILE"); file && *file && !urls.empty())
-    secret = read_remote_secret(file);
-  std::vector<RemoteStorage> out;
-  for (const RemoteUrl &url : urls) {
-    RemoteStorage storage = open_redis_remote(url);
-    if (secret)
-      storage.backend = signed_backend(storage.backend, *secret);
-    out.push_back(std::move(storage));
-  }
-  return out;
+RemoteStorage open_redis_url(std::string_view url) {
+  return open_redis_remote(parse_remote_url(url));
 }
 
 } // namespace kjit::cache

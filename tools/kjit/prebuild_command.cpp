@@ -47,11 +47,6 @@ constexpr const char *kWorkerCommand = "__prebuild-worker";
 // memory as well as cores.
 constexpr std::uint64_t kJobMemoryBytes = 1536ull << 20;
 
-std::string environment(const char *name) {
-  const char *value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
 std::string trim(std::string text) {
   const auto first = text.find_first_not_of(" \t");
   const auto last = text.find_last_not_of(" \t");
@@ -193,15 +188,16 @@ Plan make_plan(const PrebuildArgs &args) {
     plan.level = *level;
   else if (!args.sets.empty())
     plan.level = 0;
-  else if (auto from_env = parse_level(environment("PREBUILD_KERNELS"), "PREBUILD_KERNELS"))
+  else if (auto from_env = parse_level(prebuild::environment_defaults().level, "PREBUILD_KERNELS"))
     plan.level = *from_env;
   else
     plan.level = 1;
 
   if (!args.targets.empty())
     plan.targets = parse_targets(args.targets, "--targets");
-  else if (!environment("GPU_ARCHS").empty())
-    plan.targets = parse_targets(environment("GPU_ARCHS"), "GPU_ARCHS");
+  else if (const std::string gpu_archs = prebuild::environment_defaults().targets;
+           !gpu_archs.empty())
+    plan.targets = parse_targets(gpu_archs, "GPU_ARCHS");
   else
     throw Error(Errc::bad_target, "no targets: give --targets \"gfx90a;sm_90\" or set GPU_ARCHS");
   if (args.skip_unsupported)
@@ -273,7 +269,7 @@ int job_count(const PrebuildArgs &args) {
       throw Error(Errc::bad_usage, "--jobs " + std::to_string(*args.jobs) + ": at least 1");
     return *args.jobs;
   }
-  if (const std::string max_jobs = environment("MAX_JOBS"); !max_jobs.empty()) {
+  if (const std::string max_jobs = prebuild::environment_defaults().max_jobs; !max_jobs.empty()) {
     char *end = nullptr;
     const long value = std::strtol(max_jobs.c_str(), &end, 10);
     if (*end != '\0' || value < 1)
@@ -598,7 +594,7 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
 
 int run_prebuild(const PrebuildArgs &args, bool as_json) {
   if (args.level.empty() && args.sets.empty() && args.tuned.empty() &&
-      environment("PREBUILD_KERNELS") == "0") {
+      prebuild::environment_defaults().level == "0") {
     std::cout << "PREBUILD_KERNELS=0: nothing to prebuild (JIT only)\n";
     return 0;
   }

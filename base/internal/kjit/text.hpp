@@ -1,8 +1,10 @@
 #pragma once
 // Text helpers every layer shares.
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kjit {
 
@@ -17,6 +19,19 @@ std::string join(const Range &items, std::string_view separator = ", ", Projecti
       out += separator;
     first = false;
     out += std::invoke(project, item);
+  }
+  return out;
+}
+
+// The words of `text`, separated by spaces and tabs: "a  b\tc" -> {"a", "b", "c"}; none for a
+// blank text.
+inline std::vector<std::string_view> words(std::string_view text) {
+  std::vector<std::string_view> out;
+  for (std::size_t start = text.find_first_not_of(" \t"); start != std::string_view::npos;
+       start = text.find_first_not_of(" \t", start)) {
+    const std::size_t end = std::min(text.find_first_of(" \t", start), text.size());
+    out.push_back(text.substr(start, end - start));
+    start = end;
   }
   return out;
 }
