@@ -122,7 +122,8 @@ public:
   // holds under it (memory, the prebuilt tiers, the user tier, the remotes), and the nearest
   // entries of the template for the target with the key inputs they differ in. Throws what
   // compile() throws before its lookup (bad_parameter, unsupported_target, bad_option), and
-  // compiler_unavailable when no compiler identity is known (the key needs it).
+  // compiler_unavailable when no compiler identity is known (the key needs it), and cache_io when
+  // a local tier's directory cannot be listed.
   Explanation explain(const Template &tmpl, const ParamValues &params, const jit::Target &target);
 
 private:
