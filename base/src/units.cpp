@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <system_error>
 
 namespace kjit {
@@ -96,6 +97,19 @@ std::optional<std::int64_t> parse_duration_seconds(std::string_view text) {
   if (!(seconds <= static_cast<double>(max_duration_seconds)))
     return std::nullopt;
   return static_cast<std::int64_t>(seconds);
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  static constexpr const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(units)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
 }
 
 } // namespace kjit

@@ -1,6 +1,5 @@
 #include "kjit/cache/redis_remote.hpp"
 
-#include "kjit/cache/signed_remote.hpp"
 #include "kjit/log.hpp"
 
 #include <hiredis/hiredis.h>
@@ -41,8 +40,8 @@ constexpr const char *kRenewScript = "if redis.call('get', KEYS[1]) == ARGV[1] t
                                      "redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
 
 // 32 hex digits, unique per acquisition: drawn from a per-thread engine seeded once from the
-// system's entropy. A std::random_device per token cost about 20 us (kjit_remote_bench), which
-// every lookup paid before it met the open circuit breaker of a dead remote.
+// system's entropy. A std::random_device per token was most of what a lookup paid before it met
+// the open circuit breaker of a dead remote (BENCHMARKS.md, "Evidence moved from code comments").
 std::string new_token() {
   thread_local std::mt19937_64 engine = [] {
     std::random_device entropy;
@@ -362,22 +361,8 @@ RemoteStorage open_redis_remote(const RemoteUrl &url) {
   return storage;
 }
 
-std::vector<RemoteStorage> remote_storages_from_environment() {
-  const char *value = std::getenv("KJIT_REMOTE_STORAGE");
-  if (!value)
-    return {};
-  std::vector<RemoteUrl> urls = parse_remote_storage(value);
-  std::optional<std::string> secret;
-  if (const char *file = std::getenv("KJIT_REMOTE_SECRET_FILE"); file && *file && !urls.empty())
-    secret = read_remote_secret(file);
-  std::vector<RemoteStorage> out;
-  for (const RemoteUrl &url : urls) {
-    RemoteStorage storage = open_redis_remote(url);
-    if (secret)
-      storage.backend = signed_backend(storage.backend, *secret);
-    out.push_back(std::move(storage));
-  }
-  return out;
+RemoteStorage open_redis_url(std::string_view url) {
+  return open_redis_remote(parse_remote_url(url));
 }
 
 } // namespace kjit::cache

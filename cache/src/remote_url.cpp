@@ -1,6 +1,7 @@
 #include "kjit/cache/remote_url.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/text.hpp"
 
 #include <charconv>
 #include <limits>
@@ -84,7 +85,9 @@ void parse_credentials(std::string_view credentials, std::string_view url, Remot
     refuse(url, "a user without a password");
 }
 
-RemoteUrl parse_one(std::string_view text) {
+} // namespace
+
+RemoteUrl parse_remote_url(std::string_view text) {
   RemoteUrl out;
   std::string_view url = text.substr(0, text.find('|'));
   for (std::string_view rest = text.substr(url.size()); !rest.empty();) {
@@ -167,8 +170,6 @@ RemoteUrl parse_one(std::string_view text) {
   return out;
 }
 
-} // namespace
-
 std::string RemoteUrl::description() const {
   std::string out =
       transport == Transport::tcp ? std::string("redis://") : std::string("redis+unix://");
@@ -193,15 +194,8 @@ std::string RemoteUrl::description() const {
 
 std::vector<RemoteUrl> parse_remote_storage(std::string_view value) {
   std::vector<RemoteUrl> out;
-  while (!value.empty()) {
-    const std::size_t start = value.find_first_not_of(" \t");
-    if (start == std::string_view::npos)
-      break;
-    value.remove_prefix(start);
-    const std::size_t end = value.find_first_of(" \t");
-    out.push_back(parse_one(value.substr(0, end)));
-    value.remove_prefix(end == std::string_view::npos ? value.size() : end);
-  }
+  for (std::string_view url : words(value))
+    out.push_back(parse_remote_url(url));
   return out;
 }
 

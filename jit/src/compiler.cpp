@@ -2,6 +2,7 @@
 
 #include "compiler_releases.hpp"
 #include "kjit/error.hpp"
+#include "kjit/text.hpp"
 #include "vendor_compilers.hpp"
 
 #include <algorithm>
@@ -9,13 +10,9 @@
 namespace kjit::jit {
 namespace {
 
-std::string join(const std::vector<std::string> &items) {
-  if (items.empty())
-    return "none";
-  std::string joined;
-  for (const std::string &item : items)
-    joined += (joined.empty() ? "" : ", ") + item;
-  return joined;
+// A list for a message: "none" when empty.
+std::string listed(const std::vector<std::string> &items) {
+  return items.empty() ? "none" : join(items);
 }
 
 } // namespace
@@ -38,13 +35,13 @@ void Compiler::check_supported(const Target &target) const {
     const std::string elsewhere = releases_supporting(vendor(), target.arch());
     throw Error(Errc::unsupported_target, target.arch() + " is not supported by " + release() +
                                               (elsewhere.empty() ? "" : "; " + elsewhere) +
-                                              "; it supports: " + join(archs));
+                                              "; it supports: " + listed(archs));
   }
   for (const TargetFeature &feature : target.features()) {
     if (std::find(support->features.begin(), support->features.end(), feature.name) ==
         support->features.end())
       throw Error(Errc::unsupported_target, target.arch() + " has no feature '" + feature.name +
-                                                "'; its features: " + join(support->features));
+                                                "'; its features: " + listed(support->features));
   }
 }
 

@@ -382,8 +382,8 @@ CompileResult HiprtcCompiler::compile(const CompileRequest &request) const {
 
   std::lock_guard lock(hiprtc_calls);
   // A target whose device library this hiprtc lacks fails every program alike, each after a
-  // whole compile: a prebuild of 324 variants for two generic targets paid 16 s for 76 copies of
-  // one error (BENCHMARKS.md). The first failure is the answer for the process.
+  // whole compile, so the first failure is the answer for the process (BENCHMARKS.md, "Evidence
+  // moved from code comments").
   if (auto known = lacking_device_library_.find(request.target.id());
       known != lacking_device_library_.end())
     throw known->second;

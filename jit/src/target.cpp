@@ -1,6 +1,7 @@
 #include "kjit/jit/target.hpp"
 
 #include "kjit/error.hpp"
+#include "kjit/text.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -99,13 +100,6 @@ const GenericTarget *find_generic(std::string_view name) {
     if (generic.name == name)
       return &generic;
   return nullptr;
-}
-
-std::string join(const std::vector<std::string_view> &names) {
-  std::string text;
-  for (std::string_view name : names)
-    text += (text.empty() ? "" : ", ") + std::string(name);
-  return text;
 }
 
 } // namespace

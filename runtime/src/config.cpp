@@ -1,7 +1,15 @@
+// Every environment variable kjit reads, read here (docs/ARCHITECTURE.md, "Configuration"):
+// Config's, KJIT_BACKEND's choice of devices, and the defaults of `kjit prebuild`. The logger's
+// KJIT_LOG_LEVEL (base/, below this layer) and the compilers' own variables (jit/: the ones that
+// change their code, which the key records) are read where they are used.
 #include "kjit/runtime/config.hpp"
 
-#include "kjit/cache/redis_remote.hpp"
+#include "kjit/cache/remote_registry.hpp"
+#include "kjit/cache/signed_remote.hpp"
 #include "kjit/error.hpp"
+#include "kjit/runtime/device.hpp"
+#include "kjit/runtime/prebuild.hpp"
+#include "kjit/text.hpp"
 #include "kjit/units.hpp"
 
 #include <algorithm>
@@ -109,7 +117,12 @@ Config Config::from_environment() {
   for (std::string &dir : colon_separated(environment("KJIT_PREBUILT_PATH")))
     config.prebuilt_dirs.emplace_back(std::move(dir));
   config.include_dirs = colon_separated(environment("KJIT_INCLUDE_PATH"));
-  config.remote = cache::remote_storages_from_environment();
+  const std::string remote_urls = environment("KJIT_REMOTE_STORAGE");
+  std::optional<std::string> secret;
+  if (auto file = environment("KJIT_REMOTE_SECRET_FILE");
+      !file.empty() && !words(remote_urls).empty())
+    secret = cache::read_remote_secret(file);
+  config.remote = cache::open_remote_storages(remote_urls, secret);
   if (auto ttl = environment("KJIT_REMOTE_LEASE_MS"); !ttl.empty()) {
     const auto parsed = parse_milliseconds(ttl, 10, 3'600'000);
     if (!parsed)
@@ -123,6 +136,28 @@ Config Config::from_environment() {
     config.fleet.wait = *parsed;
   }
   return config;
+}
+
+BackendChoice parse_backend_choice(std::string_view text) {
+  if (text == "auto")
+    return BackendChoice::automatic;
+  if (text == "hip")
+    return BackendChoice::hip;
+  if (text == "cuda")
+    return BackendChoice::cuda;
+  throw Error(Errc::bad_config, "KJIT_BACKEND='" + std::string(text) +
+                                    "' is not a backend; expected auto, hip or cuda");
+}
+
+BackendChoice backend_choice_from_environment() {
+  const std::string text = environment("KJIT_BACKEND");
+  return text.empty() ? BackendChoice::automatic : parse_backend_choice(text);
+}
+
+prebuild::Environment prebuild::environment_defaults() {
+  return {.level = environment("PREBUILD_KERNELS"),
+          .targets = environment("GPU_ARCHS"),
+          .max_jobs = environment("MAX_JOBS")};
 }
 
 } // namespace kjit

@@ -12,22 +12,6 @@ namespace kjit {
 
 std::string_view to_string(Backend backend) { return backend == Backend::hip ? "HIP" : "CUDA"; }
 
-BackendChoice parse_backend_choice(std::string_view text) {
-  if (text == "auto")
-    return BackendChoice::automatic;
-  if (text == "hip")
-    return BackendChoice::hip;
-  if (text == "cuda")
-    return BackendChoice::cuda;
-  throw Error(Errc::bad_config, "KJIT_BACKEND='" + std::string(text) +
-                                    "' is not a backend; expected auto, hip or cuda");
-}
-
-BackendChoice backend_choice_from_environment() {
-  const char *text = std::getenv("KJIT_BACKEND");
-  return text == nullptr || *text == '\0' ? BackendChoice::automatic : parse_backend_choice(text);
-}
-
 namespace detail {
 
 std::string describe_device(const DeviceState &device) {

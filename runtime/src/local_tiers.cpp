@@ -21,6 +21,15 @@ std::vector<const cache::DiskStore *> LocalTiers::prebuilt_tiers() const {
   return tiers;
 }
 
+namespace {
+
+// A tier of Config::prebuilt_dirs, named by its directory.
+LocalTiers::Named on_path(const cache::DiskStore &store) {
+  return {&store, "prebuilt:" + store.root().string()};
+}
+
+} // namespace
+
 std::vector<LocalTiers::Named> LocalTiers::present() const {
   std::vector<Named> tiers;
   if (user)
@@ -28,7 +37,18 @@ std::vector<LocalTiers::Named> LocalTiers::present() const {
   if (prebuilt)
     tiers.push_back({&*prebuilt, "prebuilt"});
   for (const cache::DiskStore &store : prebuilt_path)
-    tiers.push_back({&store, "prebuilt:" + store.root().string()});
+    tiers.push_back(on_path(store));
+  return tiers;
+}
+
+std::vector<LocalTiers::Named> LocalTiers::lookup_order() const {
+  std::vector<Named> tiers;
+  for (const cache::DiskStore &store : prebuilt_path)
+    tiers.push_back(on_path(store));
+  if (prebuilt)
+    tiers.push_back({&*prebuilt, "prebuilt"});
+  if (user)
+    tiers.push_back({&*user, "user"});
   return tiers;
 }
 

@@ -45,6 +45,28 @@ void RemoteTier::count_miss() {
   ++counters_.remote_misses;
 }
 
+std::vector<TierLookup> RemoteTier::probe(const cache::Key &key, const std::string &target) const {
+  std::vector<TierLookup> lookups;
+  const cache::RecordKey record = entry_record(key, target);
+  for (const cache::RemoteStorage &remote : remotes_) {
+    TierLookup &lookup = lookups.emplace_back();
+    lookup.tier = "remote " + remote.description;
+    lookup.target = target;
+    auto got = remote.backend->get(record);
+    if (!got.ok()) {
+      lookup.state = got.fault().failure == cache::RemoteFailure::refused
+                         ? TierLookup::State::rejected
+                         : TierLookup::State::unreachable;
+      lookup.detail = got.fault().message;
+    } else if (got.value()) {
+      const cache::Decoded decoded = cache::decode_record_entry(*got.value(), record);
+      lookup.state = decoded.entry ? TierLookup::State::holds : TierLookup::State::rejected;
+      lookup.detail = decoded.problem;
+    }
+  }
+  return lookups;
+}
+
 cache::CacheCounters RemoteTier::counters() const {
   std::lock_guard lock(counters_mutex_);
   return counters_;

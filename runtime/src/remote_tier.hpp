@@ -9,6 +9,7 @@
 #include "kjit/cache/remote.hpp"
 #include "kjit/cache/stats.hpp"
 #include "kjit/runtime/config.hpp"
+#include "kjit/runtime/explain.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -83,6 +84,10 @@ public:
   // The same for a compiled entry: the entry another node published, or nothing.
   std::optional<cache::Entry> claim_or_wait(const cache::Key &key, const std::string &target,
                                             std::unique_ptr<Claim> &claim);
+
+  // What each remote holds under `key` for `target`, in order, counting and warning nothing: for
+  // Runtime::explain. A value is decoded as a lookup decodes it.
+  std::vector<TierLookup> probe(const cache::Key &key, const std::string &target) const;
 
   // The remote_* counters of what this tier did.
   cache::CacheCounters counters() const;

@@ -6,7 +6,9 @@
 #include "kjit/log.hpp"
 #include "kjit/templates/includes.hpp"
 #include "kjit/templates/sets.hpp"
+#include "kjit/text.hpp"
 #include "memory_tier.hpp"
+#include "nearest_entries.hpp"
 #include "signature.hpp"
 #include "tiered_store.hpp"
 #include "variant.hpp"
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -175,7 +178,53 @@ public:
 
   std::string keyed_compiler(Vendor vendor) { return compiler_identity(vendor).identity; }
 
+  Explanation explain(const Template &tmpl, const ParamValues &params, const jit::Target &target) {
+    tmpl.check_target(target.vendor(), target.arch());
+    const Instance instance = tmpl.bind(params);
+    const VariantDescription variant =
+        describe_variant(instance, target, compiler_identity(target.vendor()));
+    Explanation out;
+    out.key = variant.key;
+    out.template_name = tmpl.name();
+    out.target = target.id();
+    out.key_inputs = variant.key_inputs.fields();
+    TierLookup &memory = out.tiers.emplace_back();
+    memory.tier = "memory";
+    memory.state = in_memory(variant.key) ? TierLookup::State::holds : TierLookup::State::missing;
+    memory.target = target.id();
+    std::vector<TierLookup> stored =
+        tiers_.lookups(variant.key, target.id(), [&] { return stand_ins(instance, variant); });
+    out.tiers.insert(out.tiers.end(), stored.begin(), stored.end());
+    out.nearest = nearest_entries(tiers_.local().lookup_order(), tmpl.name(), target.id(),
+                                  out.key_inputs, Explanation::kNearest);
+    return out;
+  }
+
 private:
+  // Whether this Runtime holds `key`'s code object, found under any code object version limit.
+  bool in_memory(const cache::Key &key) {
+    std::lock_guard lock(objects_mutex_);
+    auto at = objects_.lower_bound({key, std::numeric_limits<int>::min()});
+    return at != objects_.end() && at->first.first == key;
+  }
+
+  // Why `variant` is compiled, for the debug line of each compile: KJIT_REBUILD, no entry of its
+  // template and target in the local tiers, or what the nearest one's key inputs differ in.
+  std::string why_compiling(const Instance &instance, const VariantDescription &variant) const {
+    if (config_.rebuild)
+      return "KJIT_REBUILD=1 ignores cached entries";
+    try {
+      Explanation near;
+      near.template_name = instance.source_template().name();
+      near.target = variant.request.target.id();
+      near.nearest = nearest_entries(tiers_.local().lookup_order(), near.template_name, near.target,
+                                     variant.key_inputs.fields(), 1);
+      return near.reason();
+    } catch (const std::exception &error) { // a tier's directory that cannot be listed
+      return std::string("the local tiers cannot be listed: ") + error.what();
+    }
+  }
+
   // Single flight: the first thread to ask for a key resolves it, the others wait for its result
   // (or its exception).
   const CodeObject &resolve(const Instance &instance, const jit::Target &target,
@@ -290,10 +339,8 @@ private:
 
   // "DIR1, DIR2": every prebuilt tier configured, in lookup order.
   std::string tier_list() const {
-    std::string listed;
-    for (const std::filesystem::path &dir : config_.prebuilt_tiers())
-      listed += (listed.empty() ? "" : ", ") + dir.string();
-    return listed;
+    return join(config_.prebuilt_tiers(), ", ",
+                [](const std::filesystem::path &dir) { return dir.string(); });
   }
 
   CompilerIdentity compiler_identity(Vendor vendor) {
@@ -388,6 +435,9 @@ private:
       std::lock_guard counting(counters_mutex_);
       ++counters_.misses;
     }
+    if (log().should_log(spdlog::level::debug))
+      log().debug("compiling {} ({}) for {}: {}", instance.source_template().name(),
+                  instance.canonical_params(), target.id(), why_compiling(instance, variant));
     const auto started = std::chrono::steady_clock::now();
     const VariantDescription keyed =
         variant.has_include_dirs() ? keyed_with_headers(variant, headers) : variant;
@@ -451,6 +501,10 @@ Runtime::Counters Runtime::counters() const { return impl_->counters(); }
 const jit::Compiler &Runtime::compiler(Vendor vendor) { return impl_->compiler(vendor); }
 const Device &Runtime::default_device() { return impl_->default_device(); }
 std::string Runtime::compiler_identity(Vendor vendor) { return impl_->keyed_compiler(vendor); }
+Explanation Runtime::explain(const Template &tmpl, const ParamValues &params,
+                             const jit::Target &target) {
+  return impl_->explain(tmpl, params, target);
+}
 const Kernel &Runtime::kernel(const Template &tmpl, const ParamValues &params) {
   return impl_->kernel(tmpl, params, impl_->default_device(), nullptr);
 }

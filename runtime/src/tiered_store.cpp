@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace kjit {
 
 TieredStore::TieredStore(const Config &config)
@@ -77,6 +79,43 @@ std::optional<Found> TieredStore::find_local(const cache::Key &key, const std::s
       if (loadable(found->entry, found->path, newest_code_object))
         return found;
   return std::nullopt;
+}
+
+std::vector<TierLookup> TieredStore::lookups(const cache::Key &key, const std::string &target,
+                                             const MakeStandIns &stand_ins) const {
+  std::vector<TierLookup> lookups;
+  auto lookup = [](const LocalTiers::Named &tier, const cache::Key &key,
+                   const std::string &target) {
+    cache::Lookup found = tier.store->read(key, target);
+    TierLookup out;
+    out.tier = tier.name;
+    out.target = target;
+    out.path = found.path.string();
+    if (found.status == cache::Lookup::Status::hit && found.entry->header.kernels.size() != 1) {
+      found.status = cache::Lookup::Status::rejected;
+      found.problem =
+          "it holds " + std::to_string(found.entry->header.kernels.size()) + " kernels, expected 1";
+    }
+    out.state = found.status == cache::Lookup::Status::hit    ? TierLookup::State::holds
+                : found.status == cache::Lookup::Status::miss ? TierLookup::State::missing
+                                                              : TierLookup::State::rejected;
+    out.detail = std::move(found.problem);
+    return out;
+  };
+  const std::vector<LocalTiers::Named> order = local_.lookup_order();
+  for (const LocalTiers::Named &tier : order)
+    lookups.push_back(lookup(tier, key, target));
+  const bool held = std::ranges::any_of(
+      lookups, [](const TierLookup &tier) { return tier.state == TierLookup::State::holds; });
+  if (!held && !order.empty())
+    for (const StandIn &stand_in : stand_ins())
+      for (const LocalTiers::Named &tier : order)
+        if (TierLookup found = lookup(tier, stand_in.key, stand_in.target);
+            found.state == TierLookup::State::holds)
+          lookups.push_back(std::move(found));
+  std::vector<TierLookup> remote = remote_.probe(key, target);
+  lookups.insert(lookups.end(), remote.begin(), remote.end());
+  return lookups;
 }
 
 std::optional<Found> TieredStore::find(const cache::Key &key, const std::string &target,

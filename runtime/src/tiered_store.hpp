@@ -60,6 +60,14 @@ public:
                             const MakeStandIns &stand_ins, int newest_code_object = any_code_object,
                             const std::vector<std::string> &include_dirs = {});
 
+  // What each tier holds under `key`, in find()'s order and without counting, logging or touching
+  // anything: Runtime::explain. Where no local tier holds the key, the stand-ins a local tier holds
+  // are listed too.
+  std::vector<TierLookup> lookups(const cache::Key &key, const std::string &target,
+                                  const MakeStandIns &stand_ins) const;
+  // The local tiers with the names listings give them.
+  const LocalTiers &local() const { return local_; }
+
   // Makes one compile of `key` per machine and per fleet. While held, the key's file lock in the
   // user tier and the remote lease (when this process took it) are this process's.
   class Compiling {

@@ -7,12 +7,14 @@
 #include "kjit/log.hpp"
 #include "kjit/runtime/config.hpp"
 #include "kjit/templates/library.hpp"
+#include "kjit/text.hpp"
 #include "remote_tier.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 
 namespace kjit {
 
@@ -242,10 +244,8 @@ std::string counted(std::size_t count, const std::string &one, const std::string
 
 // The keys of `records[from, to)` as `kjit tune ls` shows them (12 hex digits), comma-separated.
 std::string short_keys(const std::vector<TuningRecord> &records, std::size_t from, std::size_t to) {
-  std::string keys;
-  for (std::size_t i = from; i < to; ++i)
-    keys += (keys.empty() ? "" : ", ") + records[i].key.key().hex().substr(0, 12);
-  return keys;
+  return join(std::span(records).subspan(from, to - from), ", ",
+              [](const TuningRecord &record) { return record.key.key().hex().substr(0, 12); });
 }
 
 // Which entries of `content` an import into `store` that stopped did not leave there, as archive

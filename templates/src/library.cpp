@@ -2,6 +2,7 @@
 
 #include "kjit/error.hpp"
 #include "kjit/templates/attention.hpp"
+#include "kjit/text.hpp"
 
 #include <algorithm>
 #include <string>
@@ -482,11 +483,9 @@ const Template &find(std::string_view name) {
       std::find_if(all.begin(), all.end(), [&](const Template &t) { return t.name() == name; });
   if (found != all.end())
     return *found;
-  std::string known;
-  for (const auto &t : all)
-    known += (known.empty() ? "" : ", ") + t.name();
   throw Error(Errc::unknown_template,
-              "unknown template '" + std::string(name) + "'; known templates: " + known);
+              "unknown template '" + std::string(name) +
+                  "'; known templates: " + join(all, ", ", &Template::name));
 }
 
 } // namespace kjit::templates

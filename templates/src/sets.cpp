@@ -3,6 +3,7 @@
 #include "kjit/error.hpp"
 #include "kjit/input_file.hpp"
 #include "kjit/templates/library.hpp"
+#include "kjit/text.hpp"
 
 #include <algorithm>
 #include <map>
@@ -29,13 +30,6 @@ const std::vector<std::string_view> kTemplateFields = {
     "headers",   "compile_options", "include_dirs", "tunable"};
 const std::vector<std::string_view> kVariantFields = {"template", "params", "vendors",
                                                       "processors"};
-
-std::string joined(const std::vector<std::string> &names) {
-  std::string text;
-  for (const std::string &name : names)
-    text += (text.empty() ? "" : ", ") + name;
-  return text;
-}
 
 // A char iterator that records the furthest position the parser has read, so that a parse
 // callback knows where in the text the token it is told about ends.
@@ -167,11 +161,8 @@ public:
                    const std::string &pointer, const char *what) const {
     for (const auto &[name, value] : object.items())
       if (std::find(known.begin(), known.end(), name) == known.end()) {
-        std::string fields;
-        for (std::string_view each : known)
-          fields += (fields.empty() ? "" : ", ") + std::string(each);
         fail_at(pointer + "/" + name,
-                "unknown field \"" + name + "\" in " + what + " (its fields: " + fields + ")");
+                "unknown field \"" + name + "\" in " + what + " (its fields: " + join(known) + ")");
       }
   }
 
@@ -413,7 +404,7 @@ const Template &named_template(const std::string &name,
     std::vector<std::string> names;
     for (const auto &each : own)
       names.push_back(each->name());
-    parser.fail_at(pointer, error.summary() + "; this set's templates: " + joined(names));
+    parser.fail_at(pointer, error.summary() + "; this set's templates: " + join(names));
   }
 }
 
@@ -460,7 +451,7 @@ VariantSet VariantSet::parse(std::string_view json_text, std::string origin,
             names.push_back(decl.name);
           parser.fail_at(pointer + "/params/" + param, "template " + name + " has no parameter " +
                                                            param +
-                                                           "; its parameters: " + joined(names));
+                                                           "; its parameters: " + join(names));
         }
         axes.emplace_back(param, parser.values(param, values));
       }

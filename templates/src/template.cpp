@@ -2,6 +2,7 @@
 
 #include "kjit/error.hpp"
 #include "kjit/templates/includes.hpp"
+#include "kjit/text.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -79,16 +80,6 @@ bool is_identifier(std::string_view text) {
 bool is_type_name(std::string_view text) {
   static const std::regex grammar(R"([A-Za-z_][A-Za-z0-9_:<>, *]*)");
   return !text.empty() && std::regex_match(text.begin(), text.end(), grammar);
-}
-
-std::string join(const std::vector<std::string> &items, std::string_view separator) {
-  std::string out;
-  for (const auto &item : items) {
-    if (!out.empty())
-      out += separator;
-    out += item;
-  }
-  return out;
 }
 
 [[noreturn]] void bad_parameter(const std::string &message) {

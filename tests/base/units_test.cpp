@@ -55,5 +55,14 @@ TEST(ParseDuration, TakesUpToAThousandYearsAndRefusesMore) {
   EXPECT_EQ(parse_duration_seconds(std::string(400, '9') + "s"), std::nullopt);
 }
 
+TEST(HumanBytes, OneFormForEveryCommand) {
+  EXPECT_EQ(human_bytes(0), "0 B");
+  EXPECT_EQ(human_bytes(512), "512 B");
+  EXPECT_EQ(human_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(human_bytes(std::uint64_t{20} << 20), "20.0 MiB");
+  EXPECT_EQ(human_bytes(std::uint64_t{3} << 40), "3.0 TiB");
+  EXPECT_EQ(human_bytes(std::uint64_t{5} << 50), "5120.0 TiB"); // no unit past TiB
+}
+
 } // namespace
 } // namespace kjit

@@ -138,5 +138,55 @@ TEST(Key, Sha256HexMatchesKnownVectors) {
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+TEST(KeyInputs, EachFieldNameHasItsKind) {
+  EXPECT_EQ(key_input_kind("source"), KeyInputKind::source);
+  EXPECT_EQ(key_input_kind("header:kjit/prelude.h"), KeyInputKind::header);
+  EXPECT_EQ(key_input_kind("param:N"), KeyInputKind::parameter);
+  EXPECT_EQ(key_input_kind("option"), KeyInputKind::option);
+  EXPECT_EQ(key_input_kind("compiler"), KeyInputKind::compiler);
+  EXPECT_EQ(key_input_kind("env:HIP_DEVICE_LIB_PATH"), KeyInputKind::environment);
+  EXPECT_EQ(key_input_kind("target"), KeyInputKind::target);
+  EXPECT_EQ(key_input_kind("format"), KeyInputKind::format);
+  EXPECT_EQ(key_input_kind("manifest:x.h"), KeyInputKind::other) << "a newer kjit's field";
+  EXPECT_EQ(to_string(KeyInputKind::compiler), "compiler build");
+}
+
+TEST(KeyInputs, SameFieldsHaveNoDifference) {
+  const std::vector<KeyField> fields = {{"source", "a"}, {"option", "-O3"}, {"option", "-g"}};
+  EXPECT_TRUE(diff_key_inputs(fields, fields).empty());
+  const std::vector<KeyField> reordered = {{"source", "a"}, {"option", "-g"}, {"option", "-O3"}};
+  EXPECT_TRUE(diff_key_inputs(fields, reordered).empty()) << "repeated fields compare as a set";
+}
+
+TEST(KeyInputs, AChangedValueIsOneDifferenceWithBothValues) {
+  const auto differences = diff_key_inputs({{"param:N", "int:4096"}, {"source", "a"}},
+                                           {{"param:N", "int:2048"}, {"source", "a"}});
+  ASSERT_EQ(differences.size(), 1u);
+  EXPECT_EQ(differences[0],
+            (KeyDifference{KeyInputKind::parameter, "param:N", "int:4096", "int:2048"}));
+}
+
+TEST(KeyInputs, TheExpressionAParameterMakesIsNotASecondDifference) {
+  const auto with_parameter = diff_key_inputs({{"expression", "f<4096>"}, {"param:N", "int:4096"}},
+                                              {{"expression", "f<2048>"}, {"param:N", "int:2048"}});
+  ASSERT_EQ(with_parameter.size(), 1u);
+  EXPECT_EQ(with_parameter[0].kind, KeyInputKind::parameter);
+  const auto alone = diff_key_inputs({{"expression", "f<4096>"}}, {{"expression", "g<4096>"}});
+  ASSERT_EQ(alone.size(), 1u) << "a kernel renamed is named";
+  EXPECT_EQ(alone[0].kind, KeyInputKind::expression);
+}
+
+TEST(KeyInputs, AnAddedOrRemovedValueHasOneSideEmpty) {
+  const auto differences =
+      diff_key_inputs({{"option", "-O3"}, {"option", "-g"}, {"header:a.h", "1"}},
+                      {{"option", "-O3"}, {"option", "-ffast-math"}, {"header:b.h", "2"}});
+  ASSERT_EQ(differences.size(), 4u);
+  EXPECT_EQ(differences[0], (KeyDifference{KeyInputKind::option, "option", "-g", std::nullopt}));
+  EXPECT_EQ(differences[1],
+            (KeyDifference{KeyInputKind::option, "option", std::nullopt, "-ffast-math"}));
+  EXPECT_EQ(differences[2], (KeyDifference{KeyInputKind::header, "header:a.h", "1", std::nullopt}));
+  EXPECT_EQ(differences[3], (KeyDifference{KeyInputKind::header, "header:b.h", std::nullopt, "2"}));
+}
+
 } // namespace
 } // namespace kjit::cache

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -334,6 +335,45 @@ TEST_F(CliCacheTest, ListsShowsAndCountsWhatWasCompiled) {
   compile(64); // a hit in a new process
   EXPECT_EQ(json_of("cache stats")["counters"]["user_hits"], 1);
   EXPECT_NE(kjit("cache ls").out.find("N=128"), std::string::npos) << "the table lists it";
+}
+
+TEST_F(CliCacheTest, ExplainNamesTheKeyEachTierAndTheParameterThatDiffers) {
+  compile(64);
+  const std::string explain = "cache explain scale -p T=half -p N=128 --target gfx90a";
+  const nlohmann::json missed = json_of(explain);
+  EXPECT_EQ(missed["found"], false);
+  EXPECT_EQ(missed["template"], "scale");
+  ASSERT_EQ(missed["nearest"].size(), 1u);
+  ASSERT_EQ(missed["nearest"][0]["differences"].size(), 1u);
+  const nlohmann::json &difference = missed["nearest"][0]["differences"][0];
+  EXPECT_EQ(difference["kind"], "parameter");
+  EXPECT_EQ(difference["name"], "param:N");
+  EXPECT_EQ(difference["wanted"], "int:128");
+  EXPECT_EQ(difference["found"], "int:64");
+  std::map<std::string, std::string> states;
+  for (const auto &tier : missed["tiers"])
+    states[tier["tier"]] = tier["state"];
+  EXPECT_EQ(states["memory"], "n/a") << "a new process's memory holds nothing";
+  EXPECT_EQ(states["user"], "missing");
+
+  const std::string key = compile(128);
+  EXPECT_EQ(missed["key"], key) << "explain names the key the compile then used";
+  const nlohmann::json held = json_of(explain);
+  EXPECT_EQ(held["found"], true);
+  EXPECT_EQ(held["reason"], "held by the user tier");
+  const CliRun table = kjit(explain);
+  EXPECT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("verdict  held by the user tier"), std::string::npos) << table.out;
+
+  // At debug level, a compile says why it compiled.
+  const CliRun debug =
+      kjit("compile scale -p T=half -p N=256 --target gfx90a", "KJIT_LOG_LEVEL=debug");
+  EXPECT_EQ(debug.status, 0) << debug.err;
+  EXPECT_NE(debug.err.find("compiling scale (N=256,T=half) for gfx90a: the nearest entry (user, "),
+            std::string::npos)
+      << debug.err;
+  expect_bad_input("cache explain scale -p T=half -p N=128", "--target is required");
+  expect_bad_input("cache explain scale -p T=half -p N=0 --target gfx90a", "N");
 }
 
 TEST_F(CliCacheTest, ListsAndCountsBothTiers) {

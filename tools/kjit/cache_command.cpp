@@ -1,6 +1,7 @@
 #include "cache_command.hpp"
 
 #include "exit_status.hpp"
+#include "json_output.hpp"
 #include "table.hpp"
 
 #include "kjit/cache/archive.hpp"
@@ -89,19 +90,6 @@ std::string parameters_of(const std::vector<cache::EntryParameter> &parameters) 
   return out;
 }
 
-std::string human_bytes(std::uint64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-  return text;
-}
-
 // "42s ago", "5m ago", "3h ago", "12d ago".
 std::string age(std::int64_t then_ns) {
   std::int64_t elapsed_ns = 0; // a saturated time before 1678 would overflow the difference
@@ -132,8 +120,6 @@ std::string iso_time_of_seconds(std::int64_t unix_seconds) {
 }
 
 std::string iso_time(std::int64_t unix_ns) { return iso_time_of_seconds(unix_ns / 1000000000); }
-
-void print_json(std::ostream &out, const json &value) { out << value.dump(2) << '\n'; }
 
 // ---- ls ---------------------------------------------------------------------------------------
 
@@ -627,6 +613,15 @@ CLI::App *add_cache_command(CLI::App &app, CacheArgs &args, bool &as_json) {
           "check an archive whole, then add its entries and tuning records to the user tier")
       ->add_option("archive", args.archive, "the archive to read")
       ->required();
+  CLI::App *explain = cache->add_subcommand(
+      "explain", "why a variant would compile: its key, each tier, the nearest entries' "
+                 "differences");
+  explain->add_option("template", args.explain.template_name, "a template from `kjit templates`")
+      ->required();
+  explain->add_option("-p,--param", args.explain.params, "NAME=VALUE, repeatable, in order");
+  explain->add_option("--target", args.explain.target, "gfx90a, gfx90a:sramecc+:xnack-, sm_90...");
+  explain->add_option("--sets", args.explain.sets_file,
+                      "a set file: the template as it declares it");
   for (CLI::App *command : cache->get_subcommands({}))
     command->add_flag("--json", as_json, "print one JSON document instead of a table");
   cache->add_flag("--json", as_json, "print one JSON document instead of a table");
@@ -647,6 +642,8 @@ int run_cache_command(const std::string &command, const CacheArgs &args, bool as
     return run_show(args, as_json, out);
   if (command == "verify")
     return run_verify(args, as_json, out);
+  if (command == "explain")
+    return run_explain(args.explain, as_json);
   if (command == "prune")
     return run_prune(args, as_json, out);
   if (command == "export") {

@@ -1,6 +1,8 @@
 #pragma once
 // `kjit cache ...`: inspect and manage the user and prebuilt tiers (docs/ARCHITECTURE.md, "The
 // command line").
+#include "explain_command.hpp"
+
 #include <CLI/CLI.hpp>
 #include <ostream>
 #include <string>
@@ -17,6 +19,7 @@ struct CacheArgs {
   std::string max_size;   // prune
   std::string older_than; // prune
   std::string archive;    // export, import
+  ExplainArgs explain;
 };
 
 // Adds `cache` and its subcommands to `app`, storing their options in `args`; returns it.

@@ -3,9 +3,11 @@
 // Exit status: exit_status.hpp; every failure is one clear line on stderr.
 #include "cache_command.hpp"
 #include "exit_status.hpp"
+#include "json_output.hpp"
 #include "prebuild_command.hpp"
 #include "remote_command.hpp"
 #include "table.hpp"
+#include "template_args.hpp"
 #include "tune_command.hpp"
 
 #include "kjit/input_file.hpp"
@@ -13,6 +15,7 @@
 #include "kjit/kjit.hpp"
 #include "kjit/log.hpp"
 #include "kjit/templates/sets.hpp"
+#include "kjit/text.hpp"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -21,15 +24,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <system_error>
 
 namespace kjit::cli {
 namespace {
 
 using nlohmann::json;
-
-void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
 
 // ---- kjit targets ---------------------------------------------------------------------------
 
@@ -108,9 +108,7 @@ int run_templates(bool as_json, const std::string &sets_file) {
   for (const Template *each : listed) {
     const Template &tmpl = *each;
     // What it builds for (Template::targets); "any" where it is written for every target.
-    std::string targets;
-    for (const std::string &target : tmpl.targets())
-      targets += (targets.empty() ? "" : ",") + target;
+    const std::string targets = join(tmpl.targets(), ",");
     json params = json::array();
     for (const auto &[name, param] : tmpl.params()) {
       const std::string fallback = param.fallback() ? param.fallback()->to_string() : "";
@@ -158,25 +156,6 @@ struct CompileArgs {
   std::vector<std::string> options;      // --source: compile options
 };
 
-ParamValues parse_params(const std::vector<std::string> &items) {
-  ParamValues params;
-  for (const auto &item : items) {
-    const auto equals = item.find('=');
-    if (equals == std::string::npos || equals == 0)
-      throw Error(Errc::bad_usage, "-p " + item + ": expected NAME=VALUE");
-    std::string name = item.substr(0, equals);
-    std::string text = item.substr(equals + 1);
-    // A value that reads as a whole integer is an integer; anything else names a type.
-    std::int64_t integer = 0;
-    std::istringstream in(text);
-    if (in >> integer && in.peek() == std::char_traits<char>::eof())
-      params.add(std::move(name), integer);
-    else
-      params.add(std::move(name), std::move(text));
-  }
-  return params;
-}
-
 // --header [NAME=]FILE: the file, named as the source #includes it (default: its file name).
 HeaderFile header_from(const std::string &spec) {
   const std::size_t equals = spec.find('=');
@@ -205,22 +184,6 @@ Template template_from_file(const CompileArgs &args, const ParamValues &params) 
     options.compile_options.push_back("-D" + define);
   return Template(args.kernel, read_input_file(args.source_file, "--source"), std::move(decls),
                   std::move(options));
-}
-
-// The template `name` as the set file declares it (its parameters checked by name, its headers
-// and options the set's), else a built-in one.
-const Template &template_from_set(const templates::VariantSet &set, const std::string &name) {
-  for (const Template *tmpl : set.templates())
-    if (tmpl->name() == name)
-      return *tmpl;
-  try {
-    return templates::find(name);
-  } catch (const Error &error) {
-    std::string own;
-    for (const Template *tmpl : set.templates())
-      own += (own.empty() ? "" : ", ") + tmpl->name();
-    throw Error(error.code(), error.summary() + "; " + set.origin() + "'s templates: " + own);
-  }
 }
 
 int run_compile(const CompileArgs &args, bool as_json) {

@@ -1,11 +1,13 @@
 #include "prebuild_command.hpp"
 
 #include "exit_status.hpp"
+#include "json_output.hpp"
 #include "kjit/input_file.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/prebuild.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "kjit/templates/sets.hpp"
+#include "kjit/units.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -44,11 +46,6 @@ constexpr const char *kWorkerCommand = "__prebuild-worker";
 // What one hiprtc job can take (docs/ARCHITECTURE.md, "Prebuilding"): jobs are bounded by free
 // memory as well as cores.
 constexpr std::uint64_t kJobMemoryBytes = 1536ull << 20;
-
-std::string environment(const char *name) {
-  const char *value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
 
 std::string trim(std::string text) {
   const auto first = text.find_first_not_of(" \t");
@@ -191,15 +188,16 @@ Plan make_plan(const PrebuildArgs &args) {
     plan.level = *level;
   else if (!args.sets.empty())
     plan.level = 0;
-  else if (auto from_env = parse_level(environment("PREBUILD_KERNELS"), "PREBUILD_KERNELS"))
+  else if (auto from_env = parse_level(prebuild::environment_defaults().level, "PREBUILD_KERNELS"))
     plan.level = *from_env;
   else
     plan.level = 1;
 
   if (!args.targets.empty())
     plan.targets = parse_targets(args.targets, "--targets");
-  else if (!environment("GPU_ARCHS").empty())
-    plan.targets = parse_targets(environment("GPU_ARCHS"), "GPU_ARCHS");
+  else if (const std::string gpu_archs = prebuild::environment_defaults().targets;
+           !gpu_archs.empty())
+    plan.targets = parse_targets(gpu_archs, "GPU_ARCHS");
   else
     throw Error(Errc::bad_target, "no targets: give --targets \"gfx90a;sm_90\" or set GPU_ARCHS");
   if (args.skip_unsupported)
@@ -271,7 +269,7 @@ int job_count(const PrebuildArgs &args) {
       throw Error(Errc::bad_usage, "--jobs " + std::to_string(*args.jobs) + ": at least 1");
     return *args.jobs;
   }
-  if (const std::string max_jobs = environment("MAX_JOBS"); !max_jobs.empty()) {
+  if (const std::string max_jobs = prebuild::environment_defaults().max_jobs; !max_jobs.empty()) {
     char *end = nullptr;
     const long value = std::strtol(max_jobs.c_str(), &end, 10);
     if (*end != '\0' || value < 1)
@@ -558,15 +556,6 @@ std::vector<std::string> worker_argv(const Plan &plan, const PrebuildArgs &args)
   return argv;
 }
 
-std::string human_bytes(std::uint64_t bytes) {
-  char text[32];
-  if (bytes >= (1u << 20))
-    std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
-  else
-    std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
-  return text;
-}
-
 } // namespace
 
 std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildArgs &args,
@@ -605,12 +594,11 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
 
 int run_prebuild(const PrebuildArgs &args, bool as_json, std::ostream &out) {
   if (args.level.empty() && args.sets.empty() && args.tuned.empty() &&
-      environment("PREBUILD_KERNELS") == "0") {
+      prebuild::environment_defaults().level == "0") {
     constexpr const char *skipped = "PREBUILD_KERNELS=0: nothing to prebuild (JIT only)";
     if (as_json)
-      out << json{{"variants", 0}, {"built", 0}, {"failed", json::array()}, {"skipped", skipped}}
-                 .dump(2)
-          << '\n';
+      print_json(out,
+                 {{"variants", 0}, {"built", 0}, {"failed", json::array()}, {"skipped", skipped}});
     else
       out << skipped << '\n';
     return 0;
@@ -672,7 +660,7 @@ int run_prebuild(const PrebuildArgs &args, bool as_json, std::ostream &out) {
       failed.push_back(failure.what);
       failures.push_back(failure_json(failure));
     }
-    out << json{{"out", plan.out.string()},
+    print_json(out, {{"out", plan.out.string()},
                 {"targets", target_list},
                 {"level", plan.level},
                 {"variants", plan.variants},
@@ -683,9 +671,7 @@ int run_prebuild(const PrebuildArgs &args, bool as_json, std::ostream &out) {
                 {"failures", failures},
                 {"bytes", total.bytes},
                 {"jobs", pending.empty() ? 0 : jobs},
-                {"seconds", seconds}}
-               .dump(2)
-        << '\n';
+                {"seconds", seconds}});
   } else if (plan.targets.empty()) {
     out << "nothing to prebuild: the installed compilers support none of the targets\n";
   } else if (pending.empty()) {

@@ -1,6 +1,7 @@
 #include "remote_command.hpp"
 
 #include "exit_status.hpp"
+#include "json_output.hpp"
 #include "table.hpp"
 
 #include "kjit/cache/catalog.hpp"
@@ -17,8 +18,6 @@ namespace kjit::cli {
 namespace {
 
 using nlohmann::json;
-
-void print_json(const json &value) { std::cout << value.dump(2) << '\n'; }
 
 const std::vector<cache::RemoteStorage> &configured_remotes(const Config &config) {
   if (config.remote.empty())

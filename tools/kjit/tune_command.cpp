@@ -1,5 +1,6 @@
 #include "tune_command.hpp"
 
+#include "json_output.hpp"
 #include "kjit/input_file.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/ops/tuning.hpp"
@@ -129,7 +130,7 @@ int tune_shapes(const TuneArgs &args, bool as_json, std::ostream &out) {
                  outcome.tuned ? "now" : "table", spent, std::to_string(dropped.size())});
   }
   if (as_json)
-    out << json{{"results", results}}.dump(2) << '\n';
+    print_json(out, {{"results", results}});
   else
     listing.print(out);
   return 0;
@@ -241,7 +242,7 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
     if (!out)
       throw Error(Errc::cache_io, "cannot write " + args.file + ": " + std::strerror(errno));
     if (as_json)
-      std::cout << json{{"exported", records.size()}, {"file", args.file}}.dump(2) << '\n';
+      print_json({{"exported", records.size()}, {"file", args.file}});
     else
       std::cout << "exported " << records.size() << " tuning records to " << args.file << '\n';
     return 0;
@@ -250,7 +251,7 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
     const std::size_t count = table.import_records(
         parse_tuning_records(read_input_file(args.file, "tuning table"), args.file));
     if (as_json)
-      std::cout << json{{"imported", count}, {"file", args.file}}.dump(2) << '\n';
+      print_json({{"imported", count}, {"file", args.file}});
     else
       std::cout << "imported " << count << " tuning records from " << args.file << '\n';
     return 0;

@@ -50,4 +50,43 @@ Key key_of(const std::vector<KeyField> &fields);
 // SHA-256 of arbitrary bytes as 64 hex digits: used for source and header digests.
 std::string sha256_hex(std::string_view bytes);
 
+// What a key input stands for, from its field name (runtime/src/variant.cpp names them): what
+// `kjit cache explain` says differs between the key a lookup uses and an entry's. A field name
+// this kjit does not know (one a newer kjit records) is `other`.
+enum class KeyInputKind {
+  format,        // "format": the entry format version
+  template_name, // "template"
+  source,        // "source": the SHA-256 of the template's source
+  header,        // "header:NAME": the SHA-256 of a header the compiler is given (the prelude too)
+  pre_include,   // "pre-include"
+  expression,    // "expression": the kernel's name expression
+  parameter,     // "param:NAME"
+  option,        // "option": one canonical compile option
+  target,        // "target"
+  compiler,      // "compiler": the compiler build's identity (library, version, build ids)
+  environment,   // "env:NAME": a variable that changes the compiler's output
+  other,
+};
+// The one place a field name is classified: a new key input names its kind here.
+KeyInputKind key_input_kind(std::string_view field_name);
+// "source", "header", "parameter", "option", "compiler build", "compiler environment", ...
+std::string_view to_string(KeyInputKind kind);
+
+// One key input that differs between two field lists. A field both hold once with different
+// values is one difference with both values; otherwise each value only one side holds (an option
+// added, a header removed) is one difference with the other side empty.
+struct KeyDifference {
+  KeyInputKind kind = KeyInputKind::other;
+  std::string name;                  // the field's name: "param:N", "header:kjit/prelude.h"
+  std::optional<std::string> wanted; // the value in the key looked up; nullopt: it has none
+  std::optional<std::string> found;  // the value in the entry's; nullopt: it has none
+  bool operator==(const KeyDifference &) const = default;
+};
+// What differs between `wanted` (the key a lookup uses) and `found` (an entry's key inputs), in
+// the order of `wanted`'s fields, then the fields only `found` has. A name expression that differs
+// along with a parameter is left out: the parameters make it. Empty when the lists hold the same
+// fields with the same values (their keys are equal).
+std::vector<KeyDifference> diff_key_inputs(const std::vector<KeyField> &wanted,
+                                           const std::vector<KeyField> &found);
+
 } // namespace kjit::cache

@@ -21,7 +21,7 @@
 //
 // Threads: every operation may be called from several threads at once; an implementation may
 // serialise them on one connection. No operation may block past the timeouts it was configured
-// with: a stalled server is a Failure::timeout, not a hang.
+// with: a stalled server is a RemoteFailure::timeout, not a hang.
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/key.hpp"
 
@@ -135,7 +135,7 @@ public:
   // kMaxRemoteValueBytes, or a name holding another type than a string, is refused.
   virtual RemoteResult<std::optional<std::vector<std::byte>>> get(const RecordKey &record) = 0;
   // Stores `value` under `record`. Under only_if_absent, already_present when a value was there
-  // (it is left as it was). A read-only remote is a Failure::error.
+  // (it is left as it was). A read-only remote is a RemoteFailure::error.
   virtual RemoteResult<PutOutcome> put(const RecordKey &record, std::span<const std::byte> value,
                                        PutMode mode) = 0;
   // Removes the value under `record`: true when one was there.

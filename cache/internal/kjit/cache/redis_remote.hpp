@@ -24,10 +24,8 @@ inline constexpr std::chrono::milliseconds kBreakerCooldown{10'000};
 // The remote named by `url`. Connects on first use, so a server down now is a fault later, not an
 // error here. A read-only remote has no leases, and its put and remove fail.
 RemoteStorage open_redis_remote(const RemoteUrl &url);
-
-// The remotes KJIT_REMOTE_STORAGE names (none when unset), each signed with the fleet secret of
-// KJIT_REMOTE_SECRET_FILE when that is set. Error(bad_config) for a value that does not parse or
-// a secret file that cannot be trusted (see read_remote_secret).
-std::vector<RemoteStorage> remote_storages_from_environment();
+// The same from one URL of KJIT_REMOTE_STORAGE (remote_url.hpp's forms): what the registry of
+// schemes opens (remote_registry.hpp). Error(bad_config) for a URL that does not parse.
+RemoteStorage open_redis_url(std::string_view url);
 
 } // namespace kjit::cache

@@ -32,6 +32,8 @@ struct RemoteUrl {
   std::string description() const;
 };
 
+// One URL of the variable, attributes included.
+RemoteUrl parse_remote_url(std::string_view url);
 // Parses the whole variable; an empty or all-blank value is no remote.
 std::vector<RemoteUrl> parse_remote_storage(std::string_view value);
 

@@ -1,10 +1,11 @@
 #pragma once
 // The Runtime: from a template and its parameters to a code object, through the tiers
-// memory -> prebuilt -> user disk -> compile (docs/ARCHITECTURE.md, "The first call").
+// memory -> prebuilt -> user disk -> remote -> compile (docs/ARCHITECTURE.md, "The first call").
 #include "kjit/cache/key.hpp"
 #include "kjit/jit/target.hpp"
 #include "kjit/runtime/config.hpp"
 #include "kjit/runtime/device.hpp"
+#include "kjit/runtime/explain.hpp"
 #include "kjit/runtime/kernel.hpp"
 #include "kjit/templates/template.hpp"
 
@@ -125,6 +126,15 @@ public:
   // the prebuilt tier's), without loading the compiler when it is known: what tuning records
   // are keyed by. Throws what compile() throws when none can be found.
   std::string compiler_identity(Vendor vendor);
+
+  // Why compile(tmpl, params, target) would compile, or where it would find the variant, without
+  // compiling, loading or counting anything: the key it would use and its inputs, what each tier
+  // holds under it (memory, the prebuilt tiers, the user tier, the remotes), and the nearest
+  // entries of the template for the target with the key inputs they differ in. Throws what
+  // compile() throws before its lookup (bad_parameter, unsupported_target, bad_option), and
+  // compiler_unavailable when no compiler identity is known (the key needs it), and cache_io when
+  // a local tier's directory cannot be listed.
+  Explanation explain(const Template &tmpl, const ParamValues &params, const jit::Target &target);
 
 private:
   class Impl;

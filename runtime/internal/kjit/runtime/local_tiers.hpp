@@ -29,6 +29,8 @@ struct LocalTiers {
     std::string name;
   };
   std::vector<Named> present() const;
+  // The same in the order a lookup asks them: prebuilt_tiers(), then the user tier.
+  std::vector<Named> lookup_order() const;
 };
 
 } // namespace kjit

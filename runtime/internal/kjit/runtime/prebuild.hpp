@@ -34,6 +34,16 @@
 
 namespace kjit::prebuild {
 
+// What `kjit prebuild` and `cmake --install` take when the command line does not say: the level
+// (PREBUILD_KERNELS), the targets (GPU_ARCHS) and the jobs (MAX_JOBS), each as set ("" when
+// unset), read where every variable is (runtime/src/config.cpp); the command parses them.
+struct Environment {
+  std::string level;
+  std::string targets;
+  std::string max_jobs;
+};
+Environment environment_defaults();
+
 struct TargetedInstance {
   Instance instance;
   jit::Target target;
