@@ -276,6 +276,8 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                                     "const int*", "const int*", "int", "int"},
                       .tuning = moe_rules,
                       .targets = {"sm_90a"}});
+}
+
 // Attention's forward on Hopper (sm_90a): wgmma fed by TMA, q, k and v passed as tensor maps.
 // CONSUMERS warpgroups of 64 query rows each, BLOCK_N keys per tile, STAGES tiles of k and v in
 // flight, PINGPONG 1: two consumers issue their products in turns, PERSISTENT 1: a block per
