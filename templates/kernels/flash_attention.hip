@@ -316,9 +316,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < HEAD_DIM / 16; ++kk)
-        WgmmaShared<T, BLOCK_N>::run(s, descriptor(q_rows + kk / 4 * Q_BOX + kk % 4 * 32, 16, 1024),
-                                     descriptor(k_tile + kk / 4 * KV_BOX + kk % 4 * 32, 16, 1024),
-                                     kk > 0);
+        WgmmaShared<T, BLOCK_N, 0>::run(
+            s, descriptor(q_rows + kk / 4 * Q_BOX + kk % 4 * 32, 16, 1024),
+            descriptor(k_tile + kk / 4 * KV_BOX + kk % 4 * 32, 16, 1024), kk > 0);
       wgmma_commit();
     };
     // O += P V for the v tile in `stage`: BLOCK_N / 16 steps along the keys, V read MN-major
@@ -328,8 +328,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < BLOCK_N / 16; ++kk)
-        WgmmaRegisters<T, HEAD_DIM>::run(o, p[kk], descriptor(v_tile + kk * 16 * 128, KV_BOX, 1024),
-                                         1);
+        WgmmaRegisters<T, HEAD_DIM, 1>::run(o, p[kk],
+                                            descriptor(v_tile + kk * 16 * 128, KV_BOX, 1024), 1);
       wgmma_commit();
     };
     // PINGPONG: consumer c waits at named barrier 1 + c for the other's arrival before issuing

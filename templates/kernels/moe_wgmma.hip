@@ -24,7 +24,7 @@
 #if KJIT_HIP
 #error "kjit moe_gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a)"
 #else
-#include "kjit/wgmma.h"
+#include "kjit/hopper.h"
 
 template <typename T, int BLOCK_N, int STAGES, int GATED, int GROUP_M>
 __global__ void __launch_bounds__(384, 1)
@@ -32,7 +32,8 @@ __global__ void __launch_bounds__(384, 1)
                    const __grid_constant__ kjit::TensorMap map_b,
                    const int *KJIT_RESTRICT block_experts, const int *KJIT_RESTRICT totals, int n,
                    int k) {
-  using namespace kjit_wgmma;
+  using namespace kjit::hopper;
+  constexpr int BM = 128, BK = 64; // BK: one 128-byte swizzle row of 16-bit elements
   constexpr int WN = GATED ? 2 * BLOCK_N : BLOCK_N; // wgmma's N
   static_assert(WN == 128 || WN == 256, "wgmma N of 128 or 256");
   constexpr int A_BYTES = BM * BK * 2, B_BYTES = WN * BK * 2, STAGE = A_BYTES + B_BYTES;
@@ -99,8 +100,8 @@ __global__ void __launch_bounds__(384, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
-          Wgmma<T, WN, 0>::run(acc, descriptor(a_stage + kk * 32, 16, 1024),
-                               descriptor(b_stage + kk * 32, 16, 1024), kb > 0 || kk > 0);
+          WgmmaShared<T, WN, 0>::run(acc, descriptor(a_stage + kk * 32, 16, 1024),
+                                     descriptor(b_stage + kk * 32, 16, 1024), kb > 0 || kk > 0);
         wgmma_commit();
         wgmma_wait<1>(); // the previous stage's batch is done: release it
         if (previous >= 0 && thread == 0)

@@ -24,7 +24,6 @@ extern const std::string_view gemm_mfma_hip;
 extern const std::string_view gemm_staging_h;
 extern const std::string_view moe_routing_hip;
 extern const std::string_view moe_wgmma_hip;
-extern const std::string_view wgmma_h;
 extern const std::string_view flash_attention_hip;
 extern const std::string_view hopper_h;
 extern const std::string_view mma_sync_h;
@@ -302,7 +301,7 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                              {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 4).tunable()},
                              {"GATED", ParamSchema::one_of({0, 1}, 1)},
                              {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()}},
-      TemplateOptions{.headers = {HeaderFile{"kjit/wgmma.h", std::string(embedded::wgmma_h)}},
+      TemplateOptions{.headers = {HeaderFile{"kjit/hopper.h", std::string(embedded::hopper_h)}},
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const int*", "const int*", "int", "int"},
                       .tuning = moe_rules,

@@ -1,29 +1,75 @@
 #!/usr/bin/env python3
-"""Prints the wgmma wrappers that the Hopper templates (gemm_wgmma.hip, kjit/wgmma.h, gemm_fp8.hip)
-hold between their "generated" markers: one call per N whose N / 2 f32 accumulator registers are
-each one asm operand (the reason it is generated).
+"""Prints the wgmma wrappers that the Hopper templates hold between their "generated" markers.
+Each of the N / 2 f32 accumulator registers is one asm operand, the reason it is generated.
 
-    tools/generate/wgmma_wrappers.py > /tmp/w       gemm_wgmma.hip: m64nNk16, 16-bit inputs
-    tools/generate/wgmma_wrappers.py --fp8 > /tmp/w gemm_fp8.hip: m64nNk32, e4m3 inputs (K-major
-                                                    both: fp8 has no transposed operands)
+    tools/generate/wgmma_wrappers.py          templates/prelude/kjit/hopper.h: m64nNk16 with
+                                              16-bit inputs, B's descriptor in shared memory
+                                              (K-major, or MN-major with TRANS_B 1) and A either
+                                              from shared memory as well (KJIT_WGMMA_SS_N*) or
+                                              from four registers of packed pairs
+                                              (KJIT_WGMMA_RS_N*); the N values moe_wgmma (128,
+                                              256) and flash_attention (64, 128) use
+    tools/generate/wgmma_wrappers.py --fp8    templates/kernels/gemm_fp8.hip: m64nNk32, e4m3
+                                              inputs (K-major both: fp8 has no transposed operands)
+    tools/generate/wgmma_wrappers.py --gemm   templates/kernels/gemm_wgmma.hip's own block
+                                              (KJIT_WGMMA_N128/N256), until it includes hopper.h
 """
 import sys
 
-fp8 = "--fp8" in sys.argv[1:]
-for n in (64, 128, 256) if fp8 else (128, 256):
+SHARED_A = (64, 128, 256)
+REGISTER_A = (64, 128)
+
+
+def accumulators(n):
     regs = n // 2
-    registers = ",".join(f"%{i}" for i in range(regs))
-    operands = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    return regs, ",".join(f"%{i}" for i in range(regs)), ", ".join(
+        f'"+f"(d[{i}])' for i in range(regs))
+
+
+def hopper_wrapper(name, n, a_operands, a_inputs):
+    regs, registers, outputs = accumulators(n)
+    a = ",".join(f"%{regs + i}" for i in range(a_operands))
+    if a_operands > 1:
+        a = "{" + a + "}"
+    b, scale, trans = regs + a_operands, regs + a_operands + 1, regs + a_operands + 2
+    # Register A has no transpose flag: its scale-a and scale-b are followed by trans-b only.
+    flags = "1, 1, 0, " if a_operands == 1 else "1, 1, "
+    print(f"#define {name}(TYPE) \\")
+    print(f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\n"  \\')
+    print(f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32." TYPE "." TYPE  \\')
+    print(f'               " {{{registers}}}, {a}, %{b}, p, {flags}%{trans};\\n}}\\n" \\')
+    print(f"               : {outputs} \\")
+    print(f'               : {a_inputs}, "l"(b), "r"(accumulate), "n"(TRANS_B))')
+
+
+def fp8_wrapper(n):
+    regs, registers, outputs = accumulators(n)
+    a, b, scale = regs, regs + 1, regs + 2
+    print(f"#define KJIT_WGMMA_E4M3_N{n}                                                                     \\")
+    print(f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3" \\')
+    print(f'               " {{{registers}}}, %{a}, %{b}, p, 1, 1;\\n}}\\n" \\')
+    print(f"               : {outputs} \\")
+    print('               : "l"(a), "l"(b), "r"(accumulate))')
+
+
+def gemm_wrapper(n):
+    regs, registers, outputs = accumulators(n)
     a, b, scale, trans = regs, regs + 1, regs + 2, regs + 3
-    if fp8:
-        print(f"#define KJIT_WGMMA_E4M3_N{n}                                                                     \\")
-        print(f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3" \\')
-        print(f'               " {{{registers}}}, %{a}, %{b}, p, 1, 1;\\n}}\\n" \\')
-        print(f"               : {operands} \\")
-        print('               : "l"(a), "l"(b), "r"(accumulate))')
-        continue
     print(f"#define KJIT_WGMMA_N{n}(TYPE)                                                                   \\")
     print(f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k16.f32." TYPE \\')
     print(f'               "." TYPE " {{{registers}}}, %{a}, %{b}, p, 1, 1, 0, %{trans};\\n}}\\n" \\')
-    print(f"               : {operands} \\")
+    print(f"               : {outputs} \\")
     print('               : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_B))')
+
+
+if "--fp8" in sys.argv[1:]:
+    for n in (64, 128, 256):
+        fp8_wrapper(n)
+elif "--gemm" in sys.argv[1:]:
+    for n in (128, 256):
+        gemm_wrapper(n)
+else:
+    for n in SHARED_A:
+        hopper_wrapper(f"KJIT_WGMMA_SS_N{n}", n, 1, '"l"(a)')
+    for n in REGISTER_A:
+        hopper_wrapper(f"KJIT_WGMMA_RS_N{n}", n, 4, '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3])')
