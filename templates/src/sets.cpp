@@ -348,7 +348,7 @@ Template source_template(const json &spec, const std::string &pointer, const jso
     if (std::find(declared.begin(), declared.end(), tunable[i]) == declared.end())
       parser.fail_at(pointer + "/tunable/" + std::to_string(i),
                      "template " + name + ": tunable parameter " + tunable[i] +
-                         " is not one of its \"params\" (" + joined(declared) + ")");
+                         " is not one of its \"params\" (" + join(declared) + ")");
   std::vector<ParamDecl> decls;
   for (std::size_t i = 0; i < declared.size(); ++i) {
     const std::string &param = declared[i];
