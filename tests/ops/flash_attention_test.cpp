@@ -1,12 +1,10 @@
 #include "kjit/ops/flash_attention.hpp"
 #include "ops/src/flash_attention_variant.hpp"
-#include "runtime/src/variant.hpp"
 #include "tests/ops/compile_support.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>
 #include <memory>
-#include <regex>
 
 namespace kjit::ops {
 namespace {
@@ -24,33 +22,6 @@ AttentionShape small_shape(int batch, int total_q, int total_k, int q_heads, int
           .head_dim = 64,
           .causal = causal,
           .scale = 0.5f};
-}
-
-// ptxas reports without failing when it serialises wgmma (C7510, or C7512 where registers run
-// short) or ignores setmaxnreg (C7508), and names spills only in its -v report. Compiles
-// `instance` through NVRTC as kjit does, plus --ptxas-options=-v, and reads the log.
-::testing::AssertionResult ptxas_is_clean(jit::Compiler &nvrtc, const Instance &instance,
-                                          const jit::Target &target) {
-  VariantDescription variant = describe_variant(instance, target, CompilerIdentity::of(nvrtc));
-  variant.request.options.push_back("--ptxas-options=-v");
-  const jit::CompileResult result = nvrtc.compile(variant.request);
-  const auto failure = [&](const char *why) {
-    return ::testing::AssertionFailure()
-           << instance.expression(Vendor::nvidia) << " for " << target.id() << ": " << why << "\n"
-           << result.log;
-  };
-  if (result.log.find("wgmma.mma_async instructions are serialized") != std::string::npos)
-    return failure("wgmma serialised");
-  if (result.log.find("C7508") != std::string::npos)
-    return failure("setmaxnreg ignored");
-  static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
-  std::smatch found;
-  if (!std::regex_search(result.log, found, spills))
-    return failure("no ptxas -v report");
-  if (found[1].str() != "0" || found[2].str() != "0" ||
-      result.log.find("0 bytes stack frame") == std::string::npos)
-    return failure("spills or a stack frame");
-  return ::testing::AssertionSuccess();
 }
 
 std::unique_ptr<jit::Compiler> nvrtc_or_null() {
@@ -94,7 +65,8 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
                       (persistent == 0 && !defaults))
                     continue;
                   ++compiled;
-                  EXPECT_TRUE(ptxas_is_clean(*nvrtc, instance, jit::Target::parse("sm_90a")));
+                  EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
+                      *nvrtc, instance, jit::Target::parse("sm_90a")));
                 }
   EXPECT_GT(compiled, 8);
 }
@@ -110,12 +82,12 @@ TEST(FlashAttentionCompile, MmaSyncKernelHasNoSpills) {
       for (int head_dim : {64, 128})
         for (int causal : {0, 1})
           for (int block_n : {32, 64})
-            EXPECT_TRUE(ptxas_is_clean(*nvrtc,
-                                       tmpl.bind({{"T", type},
-                                                  {"HEAD_DIM", head_dim},
-                                                  {"CAUSAL", causal},
-                                                  {"BLOCK_N", block_n}}),
-                                       jit::Target::parse(target)));
+            EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc,
+                                                                tmpl.bind({{"T", type},
+                                                                           {"HEAD_DIM", head_dim},
+                                                                           {"CAUSAL", causal},
+                                                                           {"BLOCK_N", block_n}}),
+                                                                jit::Target::parse(target)));
 }
 
 // Three consumers have 65536 / 512 = 128 registers a thread, too few for S, P and O of 128-wide
