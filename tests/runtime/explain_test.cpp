@@ -162,7 +162,8 @@ TEST_F(ExplainTest, ARemoteIsAskedWithoutCountingAMiss) {
   EXPECT_EQ(tier_named(rt.explain(scale, half_4096, gfx90a), "remote fake://remote").state,
             TierLookup::State::missing);
   remote->fail_with(cache::RemoteFault{cache::RemoteFailure::timeout, "stalled"});
-  const TierLookup &down = tier_named(rt.explain(scale, half_4096, gfx90a), "remote fake://remote");
+  const Explanation explained = rt.explain(scale, half_4096, gfx90a);
+  const TierLookup &down = tier_named(explained, "remote fake://remote");
   EXPECT_EQ(down.state, TierLookup::State::unreachable);
   EXPECT_EQ(down.detail, "stalled");
 }
