@@ -181,8 +181,8 @@ public:
   Explanation explain(const Template &tmpl, const ParamValues &params, const jit::Target &target) {
     tmpl.check_target(target.vendor(), target.arch());
     const Instance instance = tmpl.bind(params);
-    const VariantDescription variant =
-        describe_variant(instance, target, compiler_identity(target.vendor()));
+    const VariantDescription variant = describe_variant(
+        instance, target, compiler_identity(target.vendor()), config_.include_dirs);
     Explanation out;
     out.key = variant.key;
     out.template_name = tmpl.name();

@@ -8,6 +8,7 @@
 #include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 namespace kjit {
@@ -152,6 +153,19 @@ TEST_F(ExplainTest, AnEntryOfAServingTargetIsNamedWithItsTarget) {
           .explain(scale, half_4096, jit::Target::parse("gfx90a:sramecc+:xnack-"));
   EXPECT_TRUE(explained.found());
   EXPECT_EQ(explained.reason(), "held by the user tier as an entry for gfx90a");
+}
+
+// The key explained is the one a lookup of this Runtime computes: with the Runtime's include
+// directories (KJIT_INCLUDE_PATH) among its inputs.
+TEST_F(ExplainTest, TheRuntimesIncludeDirectoriesAreAmongTheKeysInputs) {
+  TempDir library;
+  Config with_library = config(compiler);
+  with_library.include_dirs = {library.path().string()};
+  const Explanation explained = Runtime(with_library).explain(scale, half_4096, gfx90a);
+  EXPECT_NE(std::find(explained.key_inputs.begin(), explained.key_inputs.end(),
+                      cache::KeyField{"include-dirs", "1"}),
+            explained.key_inputs.end());
+  EXPECT_NE(explained.key, Runtime(config(compiler)).explain(scale, half_4096, gfx90a).key);
 }
 
 TEST_F(ExplainTest, ARemoteIsAskedWithoutCountingAMiss) {
