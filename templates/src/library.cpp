@@ -213,7 +213,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   all.emplace_back(
       "linear_splitk", std::string(embedded::gemm_mma_hip),
       std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
-                             {"M_TILE", ParamSchema::one_of({16, 32, 64, 128}, 64).tunable()},
+                             {"M_TILE", ParamSchema::one_of({8, 16, 32, 64, 128}, 64).tunable()},
                              {"ROW_BLOCKS", ParamSchema::one_of({1, 2}, 1).tunable()},
                              {"WARPS", ParamSchema::one_of({4, 8}, 4).tunable()},
                              {"K_SLICE", ParamSchema::one_of({64, 128, 256}, 128).tunable()},
@@ -228,11 +228,15 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   // 2). EPILOGUE 1 stores C through shared memory and the copy engine, 0 from registers.
   // SHAPE_M/N/K: a size fixed at compile time (0: the run-time argument).
   // gemm_wgmma's clusters are of one or two blocks: a tuner's search space over CLUSTER_M and
-  // CLUSTER_N drops the pair of 2s before compiling it.
+  // CLUSTER_N drops the pair of 2s before compiling it, and SPLIT_K's clusters take one tile.
   TuningRules wgmma_rules;
   wgmma_rules.fits = [](const Instance &instance, std::string_view) -> std::string {
     if (integer_value(instance, "CLUSTER_M") * integer_value(instance, "CLUSTER_N") > 2)
       return "CLUSTER_M and CLUSTER_N make clusters of more than two blocks";
+    if (integer_value(instance, "SPLIT_K") > 1 &&
+        (integer_value(instance, "CLUSTER_M") * integer_value(instance, "CLUSTER_N") > 1 ||
+         integer_value(instance, "EPILOGUE") != 0 || integer_value(instance, "BLOCK_N") != 128))
+      return "SPLIT_K > 1 takes CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0 and BLOCK_N 128";
     return "";
   };
   all.emplace_back(
@@ -245,6 +249,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
                              {"CLUSTER_N", ParamSchema::one_of({1, 2}, 1).tunable()},
                              {"EPILOGUE", ParamSchema::one_of({0, 1}, 1).tunable()},
+                             {"SPLIT_K", ParamSchema::one_of({1, 2, 4, 8}, 1).tunable()},
                              {"SHAPE_M", ParamSchema::integer(0, 1 << 30, 0)},
                              {"SHAPE_N", ParamSchema::integer(0, 1 << 30, 0)},
                              {"SHAPE_K", ParamSchema::integer(0, 1 << 30, 0)}},

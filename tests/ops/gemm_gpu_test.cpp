@@ -366,6 +366,48 @@ TYPED_TEST(GemmGpuTest, ClusteredWgmmaAndBothEpiloguesMatchTheReference) {
     }
 }
 
+// gemm_wgmma with K split over clusters of 2, 4 and 8 blocks, for linear() and gemm(): a single
+// token, tokens past a tile, K not a multiple of a step (the last split's step partial), splits
+// that get no step of K, and more tiles than the device runs clusters at once (a cluster's
+// second tile waits until its peers have read the first tile's sums).
+TYPED_TEST(GemmGpuTest, SplitKWgmmaMatchesTheReferenceOnRaggedShapes) {
+  using T = TypeParam;
+  if (!serves_wgmma<T>(this->device()))
+    GTEST_SKIP() << "gemm_wgmma serves half and bfloat16 on sm_90a; this is " << element_name<T>()
+                 << " on " << this->device().target().id();
+  const GemmShape shapes[] = {
+      {1, 264, 1000}, {77, 136, 4104}, {200, 520, 200}, {300, 2056, 256}, {129, 4104, 1032}};
+  std::mt19937 rng(2828);
+  for (bool b_kmajor : {true, false})
+    for (const GemmShape &s : shapes) {
+      const auto a =
+          gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
+      const auto b =
+          gpu_testing::random_elements<T>(static_cast<std::size_t>(s.n) * s.k, rng, -1, 1);
+      DeviceBuffer a_on_device = this->upload(a), b_on_device = this->upload(b);
+      const auto exact = b_kmajor ? reference::linear<T>(a, b, s.m, s.n, s.k)
+                                  : reference::gemm<T>(a, b, s.m, s.n, s.k);
+      const auto magnitudes =
+          b_kmajor ? reference::linear<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k)
+                   : reference::gemm<T>(magnitudes_of(a), magnitudes_of(b), s.m, s.n, s.k);
+      const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
+      for (int split_k : {2, 4, 8}) {
+        SCOPED_TRACE(::testing::Message() << (b_kmajor ? "linear " : "gemm ") << s.m << " x " << s.n
+                                          << " x " << s.k << ", SPLIT_K " << split_k);
+        detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(s.m, s.n, s.k, b_kmajor);
+        variant.params.set("BLOCK_N", 128);
+        variant.params.set("STAGES", 5);
+        variant.params.set("EPILOGUE", 0);
+        variant.params.set("SPLIT_K", split_k);
+        DeviceBuffer c = this->template poisoned<T>(c_count);
+        detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                       b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
+        const auto got = this->template download<T>(c, c_count);
+        EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
+      }
+    }
+}
+
 // On a large ragged shape, every cluster and epilogue layout writes bit for bit what the
 // single-block register-epilogue kernel writes: each element's products are accumulated by the
 // same wgmma sequence and rounded once, whoever copied the tiles and however C is stored.
