@@ -333,6 +333,22 @@ struct Bench {
                                             true);
       });
     };
+    // The candidates of `tmpl`, compiled together, timed in turn: the fastest, and its name,
+    // where one beats `best_us`.
+    const auto keep_fastest =
+        [&](const Template &tmpl, const std::vector<ParamValues> &candidates, double &best_us,
+            std::string &best,
+            const std::function<std::string(const ops::detail::ChosenVariant &)> &name) {
+          precompile(rt, {&tmpl, {}}, candidates, device.target());
+          for (const ParamValues &params : candidates) {
+            const ops::detail::ChosenVariant variant{&tmpl, params};
+            const double us = variant_us(variant);
+            if (us < best_us) {
+              best_us = us;
+              best = name(variant);
+            }
+          }
+        };
     const double linear_us =
         time([&](const T *w) { linear<T>(rt, ops.c.as<T>(), ops.a.as<T>(), w, m, n, k); });
     const double skinny_us =
@@ -363,19 +379,13 @@ struct Bench {
                 if (splitk.tmpl->tuning().fits(splitk.tmpl->bind(params), "sm_90a").empty())
                   candidates.push_back(params);
               }
-      precompile(rt, {splitk.tmpl, {}}, candidates, device.target());
-      for (const ParamValues &params : candidates) {
-        const ops::detail::ChosenVariant variant{splitk.tmpl, params};
-        const double us = variant_us(variant);
-        if (us < best_us) {
-          best_us = us;
-          char name[64];
-          std::snprintf(name, sizeof name, "MT%d S%d W%d KS%d RB%d", variant.integer("M_TILE"),
-                        variant.integer("SPLITS"), variant.integer("WARPS"),
-                        variant.integer("K_SLICE"), variant.integer("ROW_BLOCKS"));
-          best = name;
-        }
-      }
+      keep_fastest(*splitk.tmpl, candidates, best_us, best, [](const auto &variant) {
+        char name[64];
+        std::snprintf(name, sizeof name, "MT%d S%d W%d KS%d RB%d", variant.integer("M_TILE"),
+                      variant.integer("SPLITS"), variant.integer("WARPS"),
+                      variant.integer("K_SLICE"), variant.integer("ROW_BLOCKS"));
+        return std::string(name);
+      });
     }
     // gemm_wgmma's heuristic variant, and the fastest of its SPLIT_K x STAGES variants.
     const ops::detail::ChosenVariant wgmma = ops::detail::gemm_wgmma_variant<T>(
@@ -393,16 +403,10 @@ struct Bench {
           params.set("EPILOGUE", split_k > 1 ? 0 : 1);
           candidates.push_back(params);
         }
-      precompile(rt, {wgmma.tmpl, {}}, candidates, device.target());
-      for (const ParamValues &params : candidates) {
-        const ops::detail::ChosenVariant variant{wgmma.tmpl, params};
-        const double us = variant_us(variant);
-        if (us < best_wgmma_us) {
-          best_wgmma_us = us;
-          best_wgmma = "SPLIT_K " + std::to_string(variant.integer("SPLIT_K")) + " STAGES " +
-                       std::to_string(variant.integer("STAGES"));
-        }
-      }
+      keep_fastest(*wgmma.tmpl, candidates, best_wgmma_us, best_wgmma, [](const auto &variant) {
+        return "SPLIT_K " + std::to_string(variant.integer("SPLIT_K")) + " STAGES " +
+               std::to_string(variant.integer("STAGES"));
+      });
     }
     const double copy = copy_ms(ops.weight_bytes / 2);
     std::printf("| %s | %d x %d | %d | %.2f | %.2f | %.2f | %.2f (%s) | %.2f (SPLIT_K %d) | %.2f "

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <memory>
+#include <string>
 #include <tuple>
 
 namespace kjit::ops {
@@ -83,6 +84,30 @@ TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
                                    {"SPLIT_K", layout.split_k}})));
 }
 
+// SPLIT_K's clusters take one tile, its sums the register epilogue and 128-column tiles: the
+// rules refuse the other layouts before anything is compiled.
+TEST(GemmWgmmaRules, SplitKTakesNoOtherClusterNorTheBoxEpilogueNor256Columns) {
+  const Template &wgmma = templates::find("gemm_wgmma");
+  const auto fits = [&](int split_k, int cluster_m, int epilogue, int block_n) {
+    return wgmma.tuning().fits(wgmma.bind({{"T", "bfloat16"},
+                                           {"SPLIT_K", split_k},
+                                           {"CLUSTER_M", cluster_m},
+                                           {"EPILOGUE", epilogue},
+                                           {"BLOCK_N", block_n}}),
+                               "sm_90a");
+  };
+  const std::string refusal =
+      "SPLIT_K > 1 takes CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0 and BLOCK_N 128";
+  for (int split_k : {2, 4, 8}) {
+    EXPECT_EQ(fits(split_k, 1, 0, 128), "") << split_k;
+    EXPECT_EQ(fits(split_k, 2, 0, 128), refusal) << split_k;
+    EXPECT_EQ(fits(split_k, 1, 1, 128), refusal) << split_k;
+    EXPECT_EQ(fits(split_k, 1, 0, 256), refusal) << split_k;
+  }
+  EXPECT_EQ(fits(1, 2, 1, 256), "");
+  EXPECT_TRUE(wgmma.param("SPLIT_K")->param.is_tunable());
+}
+
 // The variants linear() takes per m on sm_90a where no tuning record says otherwise: the
 // fastest of each kernel's sweep on an H200 (BENCHMARKS.md, "linear at every m").
 TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
@@ -97,6 +122,9 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
     EXPECT_EQ(few.integer("WARPS"), 16) << m;
     EXPECT_EQ(few.integer("UNROLL"), 8) << m;
   }
+  // linear_splitk up to 32 tokens, on 8192 rows of W or more up to 16 (gemm_wgmma beyond).
+  EXPECT_EQ(detail::linear_splitk_rows(4096), 32);
+  EXPECT_EQ(detail::linear_splitk_rows(8192), 16);
   // 16 tokens: 32 rows of W per warp.
   const detail::ChosenVariant splitk = detail::linear_splitk_variant<BFloat16>(16, 8192, 8192);
   EXPECT_EQ(splitk.integer("ROW_BLOCKS"), 2);
