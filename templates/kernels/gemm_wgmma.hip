@@ -33,11 +33,11 @@
 // SPLIT_K > 1 (with clusters of one tile: CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0, BLOCK_N 128) is
 // for few rows of A, where the tiles are fewer than the multiprocessors and the kernel is bound
 // by reading B: the grid runs in clusters of SPLIT_K blocks that take the same tile, block r the
-// K steps r, r + SPLIT_K, ... Each consumer then writes its float sums into a
-// reduction buffer of its block's shared memory and announces them on every block's "ready"
-// mbarrier; block r adds up the r-th of SPLIT_K shares of the tile's sums over the cluster's
-// buffers in rank order (the same result on every run), stores them, and tells every block on
-// its "done" mbarrier that it has read their buffers, which the next tile may then overwrite.
+// K steps r, r + SPLIT_K, ... Each consumer then writes its float sums into a reduction buffer
+// of its block's shared memory and announces them on every block's "ready" mbarrier; block r
+// adds up the r-th of SPLIT_K shares of the tile's sums over the cluster's buffers in rank order
+// (the same result on every run), stores them, and tells every block on its "done" mbarrier that
+// it has read their buffers, which the next tile may then overwrite.
 #if KJIT_HIP
 #error "kjit gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a); on AMD targets use gemm"
 #else
@@ -305,7 +305,7 @@ __global__ void __launch_bounds__(384, 1)
   const int pairs = pairs_m * pairs_n;
   // This block's K steps: all of them, or every SPLIT_K-th from its rank (perhaps none). Taken
   // in turns rather than in ranges, the cluster's blocks read adjacent bytes of each row of B at
-  // once: SPLIT_K times longer runs of each row in flight, which the memory serves faster.
+  // once: SPLIT_K times longer runs of each row in flight (a little faster, BENCHMARKS.md).
   const int k_blocks = (k + BK - 1) / BK, kb_begin = SPLIT_K > 1 ? static_cast<int>(rank) : 0;
   const int first_pair = blockIdx.x / (CLUSTER * SPLIT_K),
             pair_stride = gridDim.x / (CLUSTER * SPLIT_K);
