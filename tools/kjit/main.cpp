@@ -5,7 +5,6 @@
 #include "exit_status.hpp"
 #include "json_output.hpp"
 #include "prebuild_command.hpp"
-#include "remote_command.hpp"
 #include "table.hpp"
 #include "template_args.hpp"
 #include "tune_command.hpp"
@@ -279,8 +278,6 @@ int run(int argc, char **argv) {
     command->add_flag("--json", as_json, "print one JSON document instead of a table");
   CacheArgs cache_args;
   CLI::App *cache = add_cache_command(app, cache_args, as_json);
-  RemoteCacheArgs remote_args;
-  add_remote_cache_commands(*cache, remote_args, as_json);
   PrebuildArgs prebuild_args;
   auto [prebuild, prebuild_worker] = add_prebuild_command(app, prebuild_args, as_json);
   TuneArgs tune_args;
@@ -319,9 +316,7 @@ int run(int argc, char **argv) {
   if (*templates_cmd)
     return run_templates(as_json, templates_sets);
   if (*cache)
-    return is_remote_cache_command(*cache, remote_args)
-               ? run_remote_cache(*cache, remote_args, as_json)
-               : run_cache(*cache, cache_args, as_json);
+    return run_cache(*cache, cache_args, as_json);
   if (*prebuild)
     return run_prebuild(prebuild_args, as_json, std::cout);
   if (*prebuild_worker)
