@@ -62,6 +62,19 @@ json record_json(const cache::RecordKey &record) {
   return {{"key", record.key.hex()}, {"target", record.target}};
 }
 
+// push's and pull's keys that no tier or remote holds.
+json missing_json(const std::vector<cache::RecordKey> &missing) {
+  json rows = json::array();
+  for (const cache::RecordKey &record : missing)
+    rows.push_back(record_json(record));
+  return rows;
+}
+
+void print_missing(const std::vector<cache::RecordKey> &missing, std::ostream &out) {
+  for (const cache::RecordKey &record : missing)
+    out << "  missing  " << record.key.hex() << " (" << record.target << ")\n";
+}
+
 // What the code object records about each kernel, by symbol; a field the code object does not
 // record (spills in a cubin, AGPRs on RDNA) is null.
 json resources_json(const std::vector<jit::KernelResources> &kernels) {
@@ -346,9 +359,6 @@ void print_table(const ArchiveReport &report, std::ostream &out) {
 // ---- push, pull -------------------------------------------------------------------------------
 
 json to_json(const PushReport &report) {
-  json missing = json::array();
-  for (const cache::RecordKey &record : report.missing)
-    missing.push_back(record_json(record));
   json remotes = json::array();
   for (const PushReport::Remote &remote : report.remotes)
     remotes.push_back({{"remote", remote.description},
@@ -357,7 +367,7 @@ json to_json(const PushReport &report) {
   return {{"tier", report.tier},
           {"entries", report.entries},
           {"invalid", report.invalid},
-          {"missing", missing},
+          {"missing", missing_json(report.missing)},
           {"remotes", remotes}};
 }
 
@@ -367,8 +377,7 @@ void print_table(const PushReport &report, std::ostream &out) {
   for (const PushReport::Remote &remote : report.remotes)
     out << "  " << remote.description << ": " << remote.stored << " stored, "
         << remote.already_present << " already present\n";
-  for (const cache::RecordKey &record : report.missing)
-    out << "  missing  " << record.key.hex() << " (" << record.target << ")\n";
+  print_missing(report.missing, out);
 }
 
 json to_json(const PullReport &report) {
@@ -378,14 +387,11 @@ json to_json(const PullReport &report) {
     row["problem"] = bad.problem;
     rejected.push_back(std::move(row));
   }
-  json missing = json::array();
-  for (const cache::RecordKey &record : report.missing)
-    missing.push_back(record_json(record));
   return {{"tier", report.tier},
           {"pulled", report.pulled},
           {"already_present", report.already_present},
           {"rejected", rejected},
-          {"missing", missing}};
+          {"missing", missing_json(report.missing)}};
 }
 
 void print_table(const PullReport &report, std::ostream &out) {
@@ -395,8 +401,7 @@ void print_table(const PullReport &report, std::ostream &out) {
   for (const PullReport::Rejected &bad : report.rejected)
     out << "  rejected " << bad.record.key.hex() << " (" << bad.record.target
         << "): " << bad.problem << '\n';
-  for (const cache::RecordKey &record : report.missing)
-    out << "  missing  " << record.key.hex() << " (" << record.target << ")\n";
+  print_missing(report.missing, out);
 }
 
 } // namespace kjit::cli
