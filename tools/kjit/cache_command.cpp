@@ -686,7 +686,7 @@ int run_cache_command(const std::string &command, const CacheArgs &args, bool as
     return found_problems(report.bad.empty());
   }
   if (command == "explain")
-    return run_explain(args.explain, as_json);
+    return run_explain(args.explain, as_json, out);
   if (command == "prune") {
     render(prune(args), as_json, out);
     return exit_success;
