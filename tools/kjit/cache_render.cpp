@@ -3,6 +3,7 @@
 #include "cache_reports.hpp"
 #include "table.hpp"
 
+#include "kjit/cache/private_file.hpp"
 #include "kjit/units.hpp"
 
 #include <algorithm>
