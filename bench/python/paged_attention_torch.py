@@ -71,7 +71,7 @@ def split_decode(sms, resident, blocks, max_len, may_split=True):
 
     def cost(partition, splits):
         waves = cdiv(blocks * splits, slots)
-        return waves * (partition + 32) * (1.03 if splits > 1 else 1)
+        return waves * (partition + 64) * (1.05 if splits > 1 else 1)
     best, plan = cost(length, 1), (1, length)
     most = min(length // 256, 1024) if may_split else 1
     for wanted in range(2, most + 1):
@@ -201,7 +201,7 @@ def copy_rate(torch_mod):
 
 
 def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, rope=False,
-               before=None, per_block=4):
+               before=None, per_block=2):
     dev = "cuda"
     num_blocks = cdiv(tokens, page) * 2
     slots = num_blocks * page
@@ -219,7 +219,7 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
         **({} if before else {"TOKENS": per_block})})
     row = kv_heads * head_dim
     threads = min(256, cdiv(2 * row // 8, 32) * 32)  # a thread per 8 elements of a token
-    # The wrapper's launch: 4 tokens a block (kv_cache.hip's TOKENS); before it, one.
+    # The wrapper's launch: 2 tokens a block (kv_cache.hip's TOKENS); before it, one.
     extra, grid = ((), tokens) if before else ((tokens,), cdiv(tokens, per_block))
 
     def call():

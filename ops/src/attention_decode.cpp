@@ -19,11 +19,13 @@ constexpr std::string_view op = "paged_attention_decode";
 // A split reads at least this many tokens: fewer and the merge's traffic and the blocks'
 // start-up stop being small beside the split's own reads.
 constexpr int min_partition = 256;
-// What a block costs beside its tokens (q, the ring's first copies, the final merge), in tokens.
-constexpr int block_overhead = 32;
-// A split launch's merge (a second kernel, the partial results written and read), as a fraction
-// of the decode's time.
-constexpr double merge_cost = 0.03;
+// What a block costs beside its tokens (q, the ring's first copies, the final merge), in tokens,
+// and a split launch's merge (a second kernel, the partial results written and read) as a
+// fraction of the decode's time: the values that pick the fastest split count of the H200 sweeps
+// in BENCHMARKS.md ("Paged decode through a ring of asynchronous copies") at batch 64 x 4k (3
+// splits) and 256 x 1k (none).
+constexpr int block_overhead = 64;
+constexpr double merge_cost = 0.05;
 
 int capacity(const PagedKvCache &cache, const DecodeBatch &batch) {
   return batch.max_blocks * cache.page_size; // checked below INT_MAX

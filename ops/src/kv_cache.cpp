@@ -86,8 +86,9 @@ void reshape_and_cache(Runtime &rt, const T *key, const T *value, const PagedKvC
                     });
   }
   const int vec = elements_per_access(key, value, cache, key_stride, value_stride, rotation);
-  // A thread per item of vec elements of a token (256 at most), a block per 4 tokens (TOKENS).
-  constexpr int tokens_per_block = 4;
+  // A thread per item of vec elements of a token (256 at most), a block per 2 tokens (TOKENS:
+  // the fastest of 1, 2, 4 and 8 for bf16, fp8 and RoPE on the H200, BENCHMARKS.md).
+  constexpr int tokens_per_block = 2;
   static const Template &tmpl = templates::find("reshape_and_cache");
   const int rope = rotation == nullptr ? 0 : rotation->style == RotaryStyle::neox ? 1 : 2;
   const Kernel &kernel = rt.kernel(tmpl, {{"T", element_name<T>()},

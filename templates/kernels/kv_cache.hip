@@ -23,7 +23,6 @@
 
 namespace kjit_kv_cache {
 
-
 __device__ inline unsigned char to_e4m3(float x) {
   const unsigned sign = (__float_as_uint(x) >> 24) & 0x80u;
   if (x != x)
@@ -42,6 +41,20 @@ __device__ inline unsigned char to_e4m3(float x) {
   return static_cast<unsigned char>(sign | code);
 }
 
+// Two floats as e4m3 bytes, `a` in the low byte: on sm_89 and newer in one instruction (rounding
+// to nearest even and saturating to +-448 as to_e4m3 does; a NaN keeps to_e4m3's sign), elsewhere
+// through to_e4m3.
+__device__ inline unsigned short to_e4m3_pair(float a, float b) {
+#if KJIT_CUDA && __CUDA_ARCH__ >= 890
+  if (a == a && b == b) {
+    unsigned short pair;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(b), "f"(a));
+    return pair;
+  }
+#endif
+  return static_cast<unsigned short>(to_e4m3(a) | (to_e4m3(b) << 8));
+}
+
 template <typename T, int KV_FP8> struct CacheElement { typedef T type; };
 template <typename T> struct CacheElement<T, 1> { typedef unsigned char type; };
 
@@ -51,9 +64,16 @@ __device__ inline void store(typename CacheElement<T, KV_FP8>::type *to, const f
                              float inverse_scale) {
   if (KV_FP8) {
     kjit::Vec<unsigned char, VEC> bytes;
+    if (VEC == 1) {
+      bytes.at[0] = to_e4m3(f[0] * inverse_scale);
+    } else {
 #pragma unroll
-    for (int e = 0; e < VEC; ++e)
-      bytes.at[e] = to_e4m3(f[e] * inverse_scale);
+      for (int e = 0; e + 1 < VEC; e += 2) {
+        const unsigned short pair = to_e4m3_pair(f[e] * inverse_scale, f[e + 1] * inverse_scale);
+        bytes.at[e] = static_cast<unsigned char>(pair & 0xffu);
+        bytes.at[e + 1] = static_cast<unsigned char>(pair >> 8);
+      }
+    }
     kjit::store_vec(reinterpret_cast<unsigned char *>(to), bytes);
   } else {
     kjit::Vec<T, VEC> v;

@@ -417,7 +417,7 @@ void add_attention_decode(std::vector<Template> &all) {
                              {"ROPE", ParamSchema::one_of({0, 1, 2}, 0)},
                              {"ROTARY_DIM", ParamSchema::integer(0, 1024, 0)},
                              {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 8)},
-                             {"TOKENS", ParamSchema::one_of({1, 2, 4, 8}, 4).tunable()}},
+                             {"TOKENS", ParamSchema::one_of({1, 2, 4, 8}, 2).tunable()}},
       TemplateOptions{.arguments = {"const T*", "const T*", "void*", "void*", "const long long*",
                                     "const long long*", "const T*", "int", "float", "float", "int",
                                     "long long", "long long", "long long", "int"}});
