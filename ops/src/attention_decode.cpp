@@ -153,18 +153,22 @@ DecodeLaunch plan_decode(Runtime &rt, std::string_view element, int q_heads,
   const bool fp8 = cache.format == KvCacheFormat::fp8_e4m3;
   const int warp = device.target().warp_size();
   detail::DecodePlan plan = detail::decode_variant(warp, q_heads, cache.kv_heads, fp8);
-  const ParamValues params{{"T", element},
-                           {"KV_FP8", fp8 ? 1 : 0},
-                           {"HEAD_DIM", cache.head_dim},
-                           {"PAGE", cache.page_size},
-                           {"GROUP", plan.group},
-                           {"WARPS", plan.warps},
-                           {"UNROLL", plan.unroll},
-                           {"LOADS", plan.loads},
-                           {"STAGES", plan.stages}};
-  const Kernel &kernel = rt.kernel(decode_template(), params);
-  const int resident = detail::resident_blocks(kernel.registers(), plan.warps * warp,
+  const auto variant = [&](std::string_view type) -> const Kernel & {
+    return rt.kernel(decode_template(), {{"T", type},
+                                         {"KV_FP8", fp8 ? 1 : 0},
+                                         {"HEAD_DIM", cache.head_dim},
+                                         {"PAGE", cache.page_size},
+                                         {"GROUP", plan.group},
+                                         {"WARPS", plan.warps},
+                                         {"UNROLL", plan.unroll},
+                                         {"LOADS", plan.loads},
+                                         {"STAGES", plan.stages}});
+  };
+  // The split count follows the registers of the bfloat16 variant whatever the element type, so
+  // that paged_attention_workspace_bytes, which knows no type, sizes every call's workspace.
+  const int resident = detail::resident_blocks(variant("bfloat16").registers(), plan.warps * warp,
                                                detail::decode_ring_bytes(plan, warp, fp8));
+  const Kernel &kernel = variant(element);
   detail::split_decode(plan, device.multiprocessors(), resident, batch.batch, q_heads,
                        cache.kv_heads, cache.head_dim, max_len(cache, batch), may_split);
   return {plan, &kernel};
@@ -175,7 +179,6 @@ DecodeLaunch plan_decode(Runtime &rt, std::string_view element, int q_heads,
 std::size_t paged_attention_workspace_bytes(Runtime &rt, int q_heads, const PagedKvCache &cache,
                                             const DecodeBatch &batch) {
   check_shape(q_heads, cache, batch);
-  // The element type does not change the plan: the registers of bfloat16's variant stand for both.
   return plan_decode(rt, "bfloat16", q_heads, cache, batch, true).plan.workspace_bytes;
 }
 

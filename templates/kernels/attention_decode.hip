@@ -15,8 +15,8 @@
 // reads whole rows of several tokens per load; a step is UNROLL tokens per thread. More LOADS:
 // fewer shuffles and exp2s per byte, more registers. Scores are kept in the log2 domain (q is
 // pre-multiplied by scale * log2(e)), so the online softmax (running max, sum and output, per
-// thread group, rescaled in a step where the max grows) needs exp2 alone. Warps merge their states in shared
-// memory at the end.
+// thread group, rescaled in a step where the max grows) needs exp2 alone. Warps merge their states
+// in shared memory at the end.
 //
 // The K and V bytes travel through a ring of STAGES steps in shared memory, filled by
 // asynchronous copies (cp.async on NVIDIA sm_80 and newer) STAGES - 1 steps ahead of the step
@@ -117,8 +117,8 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   static_assert(HEAD_DIM % DIMS == 0 && KJIT_WARP_SIZE % TPT == 0, "HEAD_DIM: 64 or 128");
   static_assert(STAGES >= 2, "the ring needs a step in flight beside the one computed");
   constexpr int THREADS = WARPS * KJIT_WARP_SIZE;
-  constexpr int LANES = THREADS / TPT;  // tokens the block reads per UNROLL slice of a step
-  constexpr int STEP = UNROLL * LANES;  // tokens per step
+  constexpr int LANES = THREADS / TPT;      // tokens the block reads per UNROLL slice of a step
+  constexpr int STEP = UNROLL * LANES;      // tokens per step
   constexpr int SLOTS = 2 * UNROLL * LOADS; // a thread's Chunks per step: K, then V
   // The ring, and after the loop the warps' states for the final merge, in one buffer.
   struct Merge {
@@ -126,9 +126,8 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
     float m[WARPS][GROUP], l[WARPS][GROUP], acc[WARPS][GROUP][HEAD_DIM];
   };
   constexpr int RING_BYTES = STAGES * SLOTS * THREADS * static_cast<int>(sizeof(Chunk));
-  constexpr int BYTES = RING_BYTES > static_cast<int>(sizeof(Merge))
-                            ? RING_BYTES
-                            : static_cast<int>(sizeof(Merge));
+  constexpr int BYTES =
+      RING_BYTES > static_cast<int>(sizeof(Merge)) ? RING_BYTES : static_cast<int>(sizeof(Merge));
   static_assert(BYTES <= 48 * 1024, "the ring must fit 48 KiB of static shared memory");
   alignas(16) __shared__ unsigned char storage[BYTES];
   // Slot (stage, s) of thread t: consecutive threads read consecutive Chunks (no bank conflict).
@@ -393,6 +392,6 @@ __global__ void __launch_bounds__(HEAD_DIM)
     value += weight * column[static_cast<long long>(s) * HEAD_DIM];
   }
   out[row * HEAD_DIM + d] = kjit::from_float<T>(failed != 0.0f ? kjit_paged::not_a_number()
-                                                : sum > 0.0f    ? value / sum
-                                                                : 0.0f);
+                                                : sum > 0.0f   ? value / sum
+                                                               : 0.0f);
 }
