@@ -380,6 +380,22 @@ void add_attention_decode(std::vector<Template> &all) {
   decode_rules.threads = [](const Instance &instance) {
     return integer_value(instance, "WARPS") * 64; // the most a wave-64 target launches
   };
+  // The ring of K and V steps in static shared memory (attention_decode.hip): STAGES steps of
+  // UNROLL * LOADS Chunks of K and of V per thread, a Chunk 16 bytes (8 for fp8).
+  const auto ring_bytes = [](const Instance &instance, std::int64_t warp) {
+    return integer_value(instance, "STAGES") * 2 * integer_value(instance, "UNROLL") *
+           integer_value(instance, "LOADS") * integer_value(instance, "WARPS") * warp *
+           (integer_value(instance, "KV_FP8") != 0 ? 8 : 16);
+  };
+  decode_rules.shared_bytes = [ring_bytes](const Instance &instance) {
+    return ring_bytes(instance, 64);
+  };
+  decode_rules.fits = [ring_bytes](const Instance &instance, std::string_view target) {
+    const std::int64_t bytes = ring_bytes(instance, target.starts_with("sm_") ? 32 : 64);
+    return bytes > 48 * 1024 ? "the ring of K and V steps takes " + std::to_string(bytes) +
+                                   " bytes, past 48 KiB of static shared memory"
+                             : std::string();
+  };
   all.emplace_back(
       "paged_attention_decode", std::string(embedded::attention_decode_hip),
       std::vector<ParamDecl>{{"T", element()},
@@ -389,7 +405,8 @@ void add_attention_decode(std::vector<Template> &all) {
                              {"GROUP", ParamSchema::integer(1, 8, 4)},
                              {"WARPS", ParamSchema::one_of({2, 4, 8}, 4).tunable()},
                              {"UNROLL", ParamSchema::one_of({1, 2, 4}, 2).tunable()},
-                             {"LOADS", ParamSchema::one_of({1, 2}, 1).tunable()}},
+                             {"LOADS", ParamSchema::one_of({1, 2}, 1).tunable()},
+                             {"STAGES", ParamSchema::one_of({2, 3, 4}, 3).tunable()}},
       TemplateOptions{.arguments = {"T*", "float*", "float*", "const T*", "const void*",
                                     "const void*", "const int*", "const int*", "float", "float",
                                     "int", "int", "int", "int", "int", "int"},
@@ -404,10 +421,11 @@ void add_attention_decode(std::vector<Template> &all) {
                              {"HEAD_DIM", ParamSchema::integer(8, 1024, 128)},
                              {"ROPE", ParamSchema::one_of({0, 1, 2}, 0)},
                              {"ROTARY_DIM", ParamSchema::integer(0, 1024, 0)},
-                             {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 8)}},
+                             {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 8)},
+                             {"TOKENS", ParamSchema::one_of({1, 2, 4, 8}, 2).tunable()}},
       TemplateOptions{.arguments = {"const T*", "const T*", "void*", "void*", "const long long*",
                                     "const long long*", "const T*", "int", "float", "float", "int",
-                                    "long long", "long long", "long long"}});
+                                    "long long", "long long", "long long", "int"}});
 }
 
 // D = (A x scale_a) @ (B x scale_b)^T on Hopper from e4m3 A [M, K] and B [N, K] to bfloat16 D
