@@ -54,7 +54,7 @@ concept RecordKind = requires(const K kind, const typename K::Tier &tier,
                               const typename K::Key &key, const typename K::Record &record,
                               std::span<const std::byte> bytes,
                               std::optional<typename K::Record> &out, FleetWait wait) {
-  // The records made by this process, for the warning that a user tier is unusable: "variants".
+  // What this process makes, for the warning that a user tier is unusable: "variants compiled".
   { K::made } -> std::convertible_to<std::string_view>;
   // How a record is made, for the log lines of a waiter: "compiling", "tuning".
   { K::work } -> std::convertible_to<std::string_view>;
@@ -194,8 +194,7 @@ public:
   // Warns once per store, then keeps what this process makes in memory only.
   void unusable(const Error &error) {
     if (!user_disabled_.exchange(true))
-      log().warn("{}; {} made by this process are kept in memory only", error.summary(),
-                 Kind::made);
+      log().warn("{}; {} by this process are kept in memory only", error.summary(), Kind::made);
   }
 
   const Kind &kind() const { return kind_; }
