@@ -117,8 +117,9 @@ public:
           return found;
     if (!kind_.shared(key))
       return std::nullopt;
-    std::optional<Record> record = from_remote(key, /*waiting=*/false);
-    if (!record || (usable && !usable(*record, {})))
+    std::optional<Record> record;
+    if (!remote_.find(kind_.remote_key(key), verifier(key, record)) ||
+        (usable && !usable(*record, {})))
       return std::nullopt;
     return promoted(std::move(*record));
   }
@@ -162,9 +163,11 @@ public:
         }
     }
     // One per fleet: the lease holder makes it, the others take what it publishes.
-    if (reuse && making.shared_)
-      if (std::optional<Record> record = from_remote(key, /*waiting=*/true, &making.claim_))
-        making.published = promoted(std::move(*record));
+    std::optional<Record> record;
+    if (reuse && making.shared_ &&
+        remote_.claim_or_wait(kind_.remote_key(key), verifier(key, record), Kind::work,
+                              making.claim_))
+      making.published = promoted(std::move(*record));
     return making;
   }
 
@@ -212,18 +215,11 @@ private:
     return std::nullopt;
   }
 
-  // A lookup in the remotes, or (`claim` given) the wait on another node's lease.
-  std::optional<Record> from_remote(const Key &key, bool waiting,
-                                    std::unique_ptr<RemoteTier::Claim> *claim = nullptr) {
-    std::optional<Record> record;
-    const RemoteTier::Verify verify = [&](const cache::RecordKey &,
-                                          std::span<const std::byte> value) {
-      return kind_.decode(key, value, record);
+  // Checks a remote's value for `key` (Kind::decode), keeping the record it accepts in `out`.
+  RemoteTier::Verify verifier(const Key &key, std::optional<Record> &out) const {
+    return [this, &key, &out](const cache::RecordKey &, std::span<const std::byte> value) {
+      return kind_.decode(key, value, out);
     };
-    const bool found =
-        waiting ? remote_.claim_or_wait(kind_.remote_key(key), verify, Kind::work, *claim)
-                : remote_.find(kind_.remote_key(key), verify);
-    return found ? std::move(record) : std::nullopt;
   }
 
   // A remote's record, kept in the user tier so that the next process finds it on disk.

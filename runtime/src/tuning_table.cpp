@@ -189,9 +189,7 @@ std::optional<Stored<TuningRecord>> TuningKind::read(const Tier &directory, cons
 
 fs::path TuningKind::write(const Tier &directory, const TuningRecord &record) const {
   const fs::path path = record_path(directory, record.key);
-  const std::string text = record.to_json();
-  cache::publish_private_file(path, std::as_bytes(std::span(text)), path.stem().string(),
-                              "tuning record");
+  cache::publish_private_file(path, encode(record), path.stem().string(), "tuning record");
   return path;
 }
 
