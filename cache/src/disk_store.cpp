@@ -178,7 +178,7 @@ std::string DiskStore::remove(const Key &key, std::string_view target) const {
   return remove_private_path(entry_path_in(versioned_root_, *directory, key));
 }
 
-FileLock DiskStore::lock(const Key &key) const {
+void DiskStore::prepare_lock(const Key &key) const {
   auto failure = [&key](const std::string &what) {
     return Error(Errc::cache_io, "cannot lock cache key " + key.hex() + ": " + what);
   };
@@ -186,7 +186,17 @@ FileLock DiskStore::lock(const Key &key) const {
     throw failure(read_only_problem(root_));
   if (std::string problem = make_private_directories(versioned_root_); !problem.empty())
     throw failure(problem);
+}
+
+FileLock DiskStore::lock(const Key &key) const {
+  prepare_lock(key);
   return FileLock(lock_path(), key);
+}
+
+std::optional<FileLock> DiskStore::lock(const Key &key, std::chrono::milliseconds wait,
+                                        std::chrono::milliseconds poll) const {
+  prepare_lock(key);
+  return FileLock::try_for(lock_path(), key, wait, poll);
 }
 
 } // namespace kjit::cache

@@ -1,24 +1,25 @@
 #include "kjit/runtime/runtime.hpp"
 
-#include "compiler_memo.hpp"
+#include "compiler_identities.hpp"
 #include "include_scan.hpp"
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
 #include "kjit/templates/includes.hpp"
-#include "kjit/templates/sets.hpp"
 #include "kjit/text.hpp"
+#include "loaded_modules.hpp"
 #include "memory_tier.hpp"
 #include "nearest_entries.hpp"
+#include "not_prebuilt.hpp"
+#include "runtime_counters.hpp"
 #include "signature.hpp"
+#include "single_flight.hpp"
 #include "tiered_store.hpp"
 #include "variant.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <future>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <optional>
 
 namespace kjit {
@@ -44,68 +45,32 @@ CodeObject::CodeObject(cache::Key key, jit::Target target, std::vector<std::byte
       expression_(std::move(expression)), lowered_name_(std::move(lowered_name)), origin_(origin),
       compile_ms_(compile_ms), entry_path_(std::move(entry_path)) {}
 
-namespace {
-
-// One compiler per vendor for the whole process: loading one reads the target list and version
-// from the vendor library, which a fresh Runtime should not pay for again. A failed load is
-// retried on the next request.
-class ProcessCompilers {
-public:
-  static const jit::Compiler &load(Vendor vendor) {
-    std::lock_guard lock(mutex_);
-    auto &slot = compilers_[static_cast<int>(vendor)];
-    if (!slot)
-      slot = jit::load_compiler(vendor);
-    return *slot;
-  }
-  // The compiler when this process has loaded it already; nullptr otherwise.
-  static const jit::Compiler *loaded(Vendor vendor) {
-    std::lock_guard lock(mutex_);
-    return compilers_[static_cast<int>(vendor)].get();
-  }
-
-private:
-  static inline std::mutex mutex_;
-  static inline std::unique_ptr<jit::Compiler> compilers_[2];
-};
-
-} // namespace
-
 class Runtime::Impl {
 public:
-  explicit Impl(Config config) : config_(std::move(config)), tiers_(config_) {
-    for (std::string &dir : config_.include_dirs) {
-      try {
-        dir = templates::checked_include_directory(dir, "KJIT_INCLUDE_PATH (Config::include_dirs)");
-      } catch (const Error &error) {
-        throw Error(Errc::bad_config, error.summary());
-      }
-    }
-    if (const cache::DiskStore *user = tiers_.user())
-      memo_.emplace(user->compilers_directory());
-  }
+  explicit Impl(Config config)
+      : config_(checked(std::move(config))), tiers_(config_), compilers_(config_.compilers),
+        identities_(compilers_, config_.mode, tiers_.prebuilt(),
+                    tiers_.user() ? tiers_.user()->compilers_directory() : std::filesystem::path(),
+                    tier_list(config_)) {}
 
   // Leaves what this Runtime did in the cache's statistics and keeps the user tier within
   // KJIT_CACHE_SIZE, once per Runtime rather than on any hot path. A prebuilt-mode Runtime writes
   // no entry and creates nothing: its hits go into an existing, writable user tier's statistics.
   ~Impl() {
-    counters_ += tiers_.remote_counters();
-    if (config_.mode == Mode::jit)
-      tiers_.close(counters_, counters_.compiles > 0 ? config_.cache_size_bytes : 0);
-    else
-      tiers_.count(counters_);
+    cache::CacheCounters counters = counters_.totals();
+    counters += tiers_.remote_counters();
+    if (config_.mode == Mode::prebuilt) {
+      tiers_.count(counters);
+      return;
+    }
+    tiers_.add_statistics(counters);
+    if (counters.compiles > 0 && config_.cache_size_bytes != 0)
+      tiers_.prune(config_.cache_size_bytes);
   }
 
   const Config &config() const { return config_; }
-  Runtime::Counters counters() const {
-    std::lock_guard lock(counters_mutex_);
-    return {counters_.compiles, counters_.user_hits, counters_.prebuilt_hits,
-            counters_.remote_hits};
-  }
-
-  const jit::Compiler &compiler(Vendor vendor) {
-    return config_.compilers ? config_.compilers(vendor) : ProcessCompilers::load(vendor);
-  }
+  Runtime::Counters counters() const { return counters_.summary(); }
+  const jit::Compiler &compiler(Vendor vendor) { return compilers_.load(vendor); }
 
   // `newest_code_object`: the newest AMDGPU code object version the caller can load; a cached
   // entry newer than that is a miss. The memory tier keeps what each limit found apart, so that a
@@ -142,17 +107,11 @@ public:
       return checked(*hit, given);
 
     const CodeObject &code = compile(tmpl, params, device.target(), newest_code_object(&device));
-    std::lock_guard lock(loaded_mutex_);
-    auto &slot = loaded_[{code.key(), scope}];
-    if (!slot) {
-      Module module = Module::load(device, code.code());
-      Kernel kernel = module.kernel(code.lowered_name(),
-                                    given != nullptr ? *given : signature_of(tmpl.bind(params)),
-                                    code.expression());
-      slot = std::make_unique<Loaded>(Loaded{std::move(module), std::move(kernel)});
-    }
-    kernels_.insert(hash, tmpl, params, device.target(), &slot->kernel, scope);
-    return checked(slot->kernel, given);
+    const Kernel &kernel = modules_.kernel(code, device, scope, [&] {
+      return given != nullptr ? *given : signature_of(tmpl.bind(params));
+    });
+    kernels_.insert(hash, tmpl, params, device.target(), &kernel, scope);
+    return checked(kernel, given);
   }
 
   static const Kernel &checked(const Kernel &kernel, const KernelSignature *given) {
@@ -176,13 +135,13 @@ public:
     return first;
   }
 
-  std::string keyed_compiler(Vendor vendor) { return compiler_identity(vendor).identity; }
+  std::string keyed_compiler(Vendor vendor) { return identities_.of(vendor).identity; }
 
   Explanation explain(const Template &tmpl, const ParamValues &params, const jit::Target &target) {
     tmpl.check_target(target.vendor(), target.arch());
     const Instance instance = tmpl.bind(params);
-    const VariantDescription variant = describe_variant(
-        instance, target, compiler_identity(target.vendor()), config_.include_dirs);
+    const VariantDescription variant =
+        describe_variant(instance, target, identities_.of(target.vendor()), config_.include_dirs);
     Explanation out;
     out.key = variant.key;
     out.template_name = tmpl.name();
@@ -201,11 +160,31 @@ public:
   }
 
 private:
+  // `config` with its include directories checked and made absolute.
+  static Config checked(Config config) {
+    for (std::string &dir : config.include_dirs) {
+      try {
+        dir = templates::checked_include_directory(dir, "KJIT_INCLUDE_PATH (Config::include_dirs)");
+      } catch (const Error &error) {
+        throw Error(Errc::bad_config, error.summary());
+      }
+    }
+    return config;
+  }
+
+  // "DIR1, DIR2": every prebuilt tier configured, in lookup order.
+  static std::string tier_list(const Config &config) {
+    return join(config.prebuilt_tiers(), ", ",
+                [](const std::filesystem::path &dir) { return dir.string(); });
+  }
+
+  // A variant's key and the newest code object version its lookup accepted.
+  using ObjectKey = std::pair<cache::Key, int>;
+
   // Whether this Runtime holds `key`'s code object, found under any code object version limit.
-  bool in_memory(const cache::Key &key) {
-    std::lock_guard lock(objects_mutex_);
-    auto at = objects_.lower_bound({key, std::numeric_limits<int>::min()});
-    return at != objects_.end() && at->first.first == key;
+  bool in_memory(const cache::Key &key) const {
+    return objects_.holds({key, std::numeric_limits<int>::min()},
+                          [&key](const ObjectKey &held) { return held.first == key; });
   }
 
   // Why `variant` is compiled, for the debug line of each compile: KJIT_REBUILD, no entry of its
@@ -225,47 +204,19 @@ private:
     }
   }
 
-  // Single flight: the first thread to ask for a key resolves it, the others wait for its result
-  // (or its exception).
+  // Threads asking for one variant share the first one's lookup or compile.
   const CodeObject &resolve(const Instance &instance, const jit::Target &target,
                             int newest_code_object) {
-    VariantDescription variant = describe_variant(
-        instance, target, compiler_identity(target.vendor()), config_.include_dirs);
-    const ObjectKey key{variant.key, newest_code_object};
-
-    std::promise<const CodeObject *> promise;
-    std::shared_future<const CodeObject *> pending;
-    {
-      std::lock_guard lock(objects_mutex_);
-      if (auto found = objects_.find(key); found != objects_.end())
-        return *found->second;
-      if (auto running = in_flight_.find(key); running != in_flight_.end())
-        pending = running->second;
-      else
-        in_flight_.emplace(key, promise.get_future().share());
-    }
-    if (pending.valid())
-      return *pending.get();
-
-    try {
-      auto object = load_or_build(instance, variant, newest_code_object);
-      std::lock_guard lock(objects_mutex_);
-      const CodeObject &stored = *objects_.emplace(key, std::move(object)).first->second;
-      in_flight_.erase(key);
-      promise.set_value(&stored);
-      return stored;
-    } catch (...) {
-      std::lock_guard lock(objects_mutex_);
-      in_flight_.erase(key);
-      promise.set_exception(std::current_exception());
-      throw;
-    }
+    VariantDescription variant =
+        describe_variant(instance, target, identities_.of(target.vendor()), config_.include_dirs);
+    return objects_.get({variant.key, newest_code_object},
+                        [&] { return load_or_build(instance, variant, newest_code_object); });
   }
 
   // The one place a CodeObject is made: from a verified entry holding one kernel. Counts a hit
   // for any origin but a compile.
   std::unique_ptr<CodeObject> code_object(const VariantDescription &variant, Found found) {
-    auto &entry = found.entry;
+    auto &entry = found.record;
     auto object = std::unique_ptr<CodeObject>(
         // With include directories, the entry's own key: variant.key is the base key, of no file.
         new CodeObject(variant.has_include_dirs() ? entry.header.key : variant.key,
@@ -273,112 +224,8 @@ private:
                        entry.header.kernels[0].second, found.origin, entry.header.compile_ms,
                        std::move(found.path)));
     if (found.origin != Origin::compiled)
-      count_hit(*object);
+      counters_.hit(object->origin(), object->compile_ms());
     return object;
-  }
-
-  void count_hit(const CodeObject &object) {
-    std::lock_guard lock(counters_mutex_);
-    switch (object.origin()) {
-    case Origin::prebuilt:
-      ++counters_.prebuilt_hits;
-      break;
-    case Origin::remote:
-      ++counters_.remote_hits;
-      break;
-    default:
-      ++counters_.user_hits;
-    }
-    counters_.saved_ms += object.compile_ms();
-  }
-
-  // Names the variant and the prebuild command that adds it: its built-in level when one has it,
-  // else a set file listing it.
-  [[noreturn]] void not_prebuilt(const Instance &instance, const jit::Target &target) {
-    const Template &tmpl = instance.source_template();
-    std::string params;
-    for (const auto &[name, value] : instance.values()) {
-      // Appended piece by piece: GCC 12 warns wrongly (-Wrestrict) on the one-expression form.
-      params += params.empty() ? "\"" : ", \"";
-      params += name;
-      params += "\": ";
-      params += value.is_integer() ? value.to_string() : '"' + value.to_string() + '"';
-    }
-    const std::string destination =
-        " --targets \"" + target.id() + "\" --out " +
-        (config_.prebuilt_dir.empty() ? std::string("DIR") : config_.prebuilt_dir.string());
-    const int level = templates::builtin_level_of(instance);
-    const std::string command = level != 0
-                                    ? "kjit prebuild --level " + std::to_string(level) + destination
-                                    : "kjit prebuild --sets FILE" + destination +
-                                          " with FILE's \"variants\" "
-                                          "listing {\"template\": \"" +
-                                          tmpl.name() + "\", \"params\": {" + params + "}}";
-    throw Error(Errc::not_prebuilt,
-                tmpl.name() + " (" + instance.canonical_params() + ") for " + target.id() +
-                    " is in no prebuilt or cached tier and KJIT_MODE=prebuilt forbids compiling; "
-                    "add it with: " +
-                    command);
-  }
-
-  // What keys need of `vendor`'s compiler. In prebuilt mode: the identity the prebuilt tier was
-  // built with, so that no compiler is needed (nor consulted: one installed since must not change
-  // the keys of what was shipped). Otherwise the loaded compiler's once this process has loaded
-  // it, else the memo's, so that a process whose variants are all cached never loads it; the memo
-  // is written when the compiler is loaded and the memo did not name it. Where no compiler can be
-  // loaded, the prebuilt tier's identity still finds its entries.
-  // The compiler identity the first prebuilt tier holding one for `vendor` was built with. Tiers
-  // of one search path are meant to be built with one compiler: a tier built with another has
-  // keys of its own, which lookups with this identity do not find.
-  std::optional<CompilerIdentity> shipped_identity(Vendor vendor) const {
-    for (const cache::DiskStore *tier : tiers_.prebuilt())
-      if (std::optional<CompilerIdentity> identity = read_tier_identity(*tier, vendor))
-        return identity;
-    return std::nullopt;
-  }
-
-  // "DIR1, DIR2": every prebuilt tier configured, in lookup order.
-  std::string tier_list() const {
-    return join(config_.prebuilt_tiers(), ", ",
-                [](const std::filesystem::path &dir) { return dir.string(); });
-  }
-
-  CompilerIdentity compiler_identity(Vendor vendor) {
-    std::lock_guard lock(identity_mutex_);
-    std::optional<CompilerIdentity> &known = identities_[static_cast<int>(vendor)];
-    if (config_.mode == Mode::prebuilt && !known)
-      known = shipped_identity(vendor);
-    const jit::Compiler *loaded = config_.compilers ? nullptr : ProcessCompilers::loaded(vendor);
-    if (!known && memo_)
-      known = memo_->read(vendor);
-    if (config_.mode == Mode::prebuilt && known)
-      return *known;
-    if (!loaded && known)
-      return *known;
-    if (!loaded) {
-      try {
-        loaded = &compiler(vendor);
-      } catch (const Error &error) {
-        if (error.code() != Errc::compiler_unavailable)
-          throw;
-        std::optional<CompilerIdentity> shipped = shipped_identity(vendor);
-        if (shipped)
-          return *shipped; // not remembered: a compiler installed later is loaded then
-        if (config_.mode == Mode::prebuilt)
-          throw Error(Errc::not_prebuilt, "the prebuilt tiers (" + tier_list() + ") hold no " +
-                                              std::string(to_string(vendor)) +
-                                              " variants (no compiler identity) "
-                                              "and KJIT_MODE=prebuilt forbids compiling: " +
-                                              error.summary());
-        throw;
-      }
-    }
-    if (CompilerIdentity identity = CompilerIdentity::of(*loaded); identity != known) {
-      if (memo_ && config_.mode == Mode::jit) // a prebuilt-mode process writes nothing
-        memo_->write(*loaded);
-      known = std::move(identity);
-    }
-    return *known;
   }
 
   // The entries built for targets whose code also runs on the variant's (jit::serving_targets,
@@ -395,6 +242,7 @@ private:
     return found;
   }
 
+  // The variant from the tiers, else compiled (once per machine and fleet) and published.
   std::unique_ptr<CodeObject> load_or_build(const Instance &instance,
                                             const VariantDescription &variant,
                                             int newest_code_object) {
@@ -407,11 +255,11 @@ private:
     }
     const jit::Target &target = variant.request.target;
     if (config_.mode == Mode::prebuilt)
-      not_prebuilt(instance, target);
+      throw not_prebuilt(instance, target, config_.prebuilt_dir);
 
     const jit::Compiler &jit_compiler = compiler(target.vendor());
     jit_compiler.check_supported(target);
-    if (CompilerIdentity loaded = compiler_identity(target.vendor()); loaded != variant.compiler) {
+    if (CompilerIdentity loaded = identities_.of(target.vendor()); loaded != variant.compiler) {
       // The memo named another compiler than the one the loader found (one installed elsewhere on
       // the search path since): key the variant by the real one.
       log().info("{} is not the compiler the memo named: keying by it", loaded.identity);
@@ -426,18 +274,23 @@ private:
         variant.key, target.id(), !config_.rebuild, variant.request.include_dirs);
     if (compiling.published)
       return code_object(variant, std::move(*compiling.published));
+    return build(instance, variant, jit_compiler, compiling);
+  }
+
+  // Compiles the variant and publishes its entry under `compiling`.
+  std::unique_ptr<CodeObject> build(const Instance &instance, const VariantDescription &variant,
+                                    const jit::Compiler &jit_compiler,
+                                    const TieredStore::Compiling &compiling) {
     // Read before the compile, so that what is recorded is at most as new as what it reads.
     std::vector<cache::RecordedHeader> headers;
     if (variant.has_include_dirs())
       headers = scan_includes(variant.request, instance.source_template().name());
 
-    {
-      std::lock_guard counting(counters_mutex_);
-      ++counters_.misses;
-    }
+    counters_.miss();
     if (log().should_log(spdlog::level::debug))
       log().debug("compiling {} ({}) for {}: {}", instance.source_template().name(),
-                  instance.canonical_params(), target.id(), why_compiling(instance, variant));
+                  instance.canonical_params(), variant.request.target.id(),
+                  why_compiling(instance, variant));
     const auto started = std::chrono::steady_clock::now();
     const VariantDescription keyed =
         variant.has_include_dirs() ? keyed_with_headers(variant, headers) : variant;
@@ -446,11 +299,7 @@ private:
     const double compile_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
-    {
-      std::lock_guard counting(counters_mutex_);
-      ++counters_.compiles;
-      counters_.compile_ms += compile_ms;
-    }
+    counters_.compiled(compile_ms);
 
     cache::Entry entry = make_entry(instance, keyed, jit_compiler, std::move(result), compile_ms);
     std::filesystem::path entry_path =
@@ -464,28 +313,15 @@ private:
 
   Config config_;
   TieredStore tiers_;
-  std::optional<CompilerMemo> memo_; // beside the user tier
-  std::mutex identity_mutex_;
-  std::optional<CompilerIdentity> identities_[2]; // per vendor, as last known to this Runtime
-  mutable std::mutex counters_mutex_; // the slow path's counters: one update per disk access
-  cache::CacheCounters counters_;
+  Compilers compilers_;
+  CompilerIdentities identities_;
+  RuntimeCounters counters_;
 
   MemoryTier<CodeObject> code_objects_;
   MemoryTier<Kernel> kernels_;
+  SingleFlight<ObjectKey, CodeObject> objects_;
+  LoadedModules modules_;
   std::atomic<const Device *> default_device_ = nullptr;
-
-  // A module stays loaded, and its kernel valid, for the Runtime's life.
-  struct Loaded {
-    Module module;
-    Kernel kernel;
-  };
-  std::mutex loaded_mutex_;
-  std::map<std::pair<cache::Key, std::uint64_t>, std::unique_ptr<Loaded>> loaded_;
-  std::mutex objects_mutex_;
-  // A variant's key and the newest code object version its lookup accepted.
-  using ObjectKey = std::pair<cache::Key, int>;
-  std::map<ObjectKey, std::unique_ptr<CodeObject>> objects_;
-  std::map<ObjectKey, std::shared_future<const CodeObject *>> in_flight_;
 };
 
 namespace {

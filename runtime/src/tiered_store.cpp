@@ -13,33 +13,16 @@
 namespace kjit {
 
 TieredStore::TieredStore(const Config &config)
-    : local_(config), remote_(config.remote, config.fleet) {
+    : local_(config), remote_(config.remote, config.fleet),
+      store_({}, local_.prebuilt_tiers(), local_.user ? std::optional(&*local_.user) : std::nullopt,
+             remote_, config.fleet) {
   if (!local_.user)
     log().warn("no cache directory (HOME and KJIT_CACHE_DIR unset): variants stay in memory");
 }
 
 const cache::DiskStore *TieredStore::user() const {
-  return local_.user && !user_disabled_ ? &*local_.user : nullptr;
-}
-
-std::optional<Found> TieredStore::read(const cache::DiskStore &store, const cache::Key &key,
-                                       const std::string &target, Origin origin,
-                                       const std::vector<std::string> &include_dirs) {
-  std::optional<cache::Key> by_headers;
-  if (!include_dirs.empty() && !(by_headers = find_by_headers(store, key, target, include_dirs)))
-    return std::nullopt;
-  cache::Lookup found = store.read(by_headers.value_or(key), target);
-  if (found.status == cache::Lookup::Status::rejected)
-    log().warn("ignoring cache entry {}: {}", found.path.string(), found.problem);
-  if (found.status != cache::Lookup::Status::hit)
-    return std::nullopt;
-  if (found.entry->header.kernels.size() != 1) {
-    log().warn("ignoring cache entry {}: it holds {} kernels, expected 1", found.path.string(),
-               found.entry->header.kernels.size());
-    return std::nullopt;
-  }
-  store.record_use(found);
-  return Found{std::move(*found.entry), origin, std::move(found.path)};
+  const EntryKind::Tier *user = store_.user();
+  return user ? *user : nullptr;
 }
 
 namespace {
@@ -65,21 +48,6 @@ bool loadable(const cache::Entry &entry, const std::filesystem::path &path,
 }
 
 } // namespace
-
-std::optional<Found> TieredStore::find_local(const cache::Key &key, const std::string &target,
-                                             int newest_code_object,
-                                             const std::vector<std::string> &include_dirs) {
-  std::vector<std::pair<const cache::DiskStore *, Origin>> order;
-  for (const cache::DiskStore *store : local_.prebuilt_tiers())
-    order.emplace_back(store, Origin::prebuilt);
-  if (local_.user)
-    order.emplace_back(&*local_.user, Origin::user_cache);
-  for (auto [store, origin] : order)
-    if (auto found = read(*store, key, target, origin, include_dirs))
-      if (loadable(found->entry, found->path, newest_code_object))
-        return found;
-  return std::nullopt;
-}
 
 std::vector<TierLookup> TieredStore::lookups(const cache::Key &key, const std::string &target,
                                              const MakeStandIns &stand_ins) const {
@@ -121,96 +89,47 @@ std::vector<TierLookup> TieredStore::lookups(const cache::Key &key, const std::s
 std::optional<Found> TieredStore::find(const cache::Key &key, const std::string &target,
                                        const MakeStandIns &stand_ins, int newest_code_object,
                                        const std::vector<std::string> &include_dirs) {
-  if (auto found = find_local(key, target, newest_code_object, include_dirs))
-    return found;
-  if (!local_.prebuilt_tiers().empty() || local_.user)
-    for (const StandIn &stand_in : stand_ins())
-      if (auto found = find_local(stand_in.key, stand_in.target, newest_code_object, include_dirs))
-        return found;
-  if (!include_dirs.empty())
-    return std::nullopt;
-  if (auto entry = remote_.find(key, target))
-    if (loadable(*entry, {}, newest_code_object))
-      return promoted(std::move(*entry));
-  return std::nullopt;
-}
-
-// A remote's entry, kept in the user tier so that the next process finds it on disk.
-Found TieredStore::promoted(cache::Entry entry) {
-  std::filesystem::path path = keep(entry);
-  return Found{std::move(entry), Origin::remote, std::move(path)};
-}
-
-std::filesystem::path TieredStore::keep(const cache::Entry &entry) {
-  const cache::DiskStore *store = user();
-  if (!store)
-    return {};
-  try {
-    store->write(entry);
-    return store->entry_path(entry.header.key, entry.header.target);
-  } catch (const Error &error) {
-    disk_unusable(error);
-    return {};
-  }
+  return store_.find(
+      {key, target, include_dirs},
+      [&] {
+        std::vector<StandIn> keys = stand_ins();
+        for (StandIn &stand_in : keys)
+          stand_in.include_dirs = include_dirs;
+        return keys;
+      },
+      [newest_code_object](const cache::Entry &entry, const std::filesystem::path &path) {
+        return loadable(entry, path, newest_code_object);
+      });
 }
 
 TieredStore::Compiling TieredStore::begin_compile(const cache::Key &key, const std::string &target,
                                                   bool reuse,
                                                   const std::vector<std::string> &include_dirs) {
-  Compiling compiling;
-  if (const cache::DiskStore *store = user()) {
-    try {
-      compiling.lock_.emplace(store->lock(key));
-    } catch (const Error &error) {
-      disk_unusable(error);
-    }
-    if (compiling.lock_ && reuse && !include_dirs.empty()) {
-      // Another process may have compiled it while this one waited: its manifest names the entry.
-      if (auto by_headers = find_by_headers(*store, key, target, include_dirs, true)) {
-        cache::Lookup found = store->read(*by_headers, target);
-        if (found.status == cache::Lookup::Status::hit && found.entry->header.kernels.size() == 1)
-          compiling.published = Found{std::move(*found.entry), Origin::user_cache, found.path};
-      }
-      return compiling;
-    }
-    if (compiling.lock_ && reuse) {
-      // Another process may have published it while this one waited for the lock.
-      cache::Lookup found = store->read(key, target);
-      if (found.status == cache::Lookup::Status::hit && found.entry->header.kernels.size() == 1) {
-        compiling.published = Found{std::move(*found.entry), Origin::user_cache, found.path};
-        return compiling;
-      }
-      // Reported by find() already.
-      if (found.status == cache::Lookup::Status::rejected)
-        store->remove(key, target);
-    }
-  }
-  // One compile per fleet: the lease holder compiles, the others take what it publishes.
-  if (reuse && include_dirs.empty())
-    if (auto entry = remote_.claim_or_wait(key, target, compiling.claim_))
-      compiling.published = promoted(std::move(*entry));
-  return compiling;
+  return store_.begin({key, target, include_dirs}, reuse);
 }
 
 std::filesystem::path TieredStore::publish(const Compiling &compiling, const cache::Entry &entry) {
-  std::filesystem::path path = compiling.lock_ ? keep(entry) : std::filesystem::path();
-  remote_.publish(entry);
-  return path;
+  return store_.publish(compiling, entry);
 }
 
 std::filesystem::path TieredStore::publish(const Compiling &compiling, const cache::Entry &entry,
                                            const cache::Key &base, std::uint32_t dirs,
                                            std::vector<cache::RecordedHeader> headers) {
-  std::filesystem::path path = compiling.lock_ ? keep(entry) : std::filesystem::path();
-  if (const cache::DiskStore *store = user(); store && !path.empty()) {
+  std::filesystem::path path = store_.publish(compiling, entry);
+  if (const cache::DiskStore *store = user(); store && !path.empty() && compiling.locked()) {
     try {
       record_headers(*store, base, entry.header.target, dirs,
                      {entry.header.key, std::move(headers)});
     } catch (const Error &error) {
-      disk_unusable(error);
+      store_.unusable(error);
     }
   }
   return path;
+}
+
+void TieredStore::add_statistics(const cache::CacheCounters &counters) const {
+  if (const cache::DiskStore *store = user())
+    cache::StatsFiles(store->stats_directory()).add(counters);
 }
 
 void TieredStore::count(const cache::CacheCounters &counters) const {
@@ -225,12 +144,9 @@ void TieredStore::count(const cache::CacheCounters &counters) const {
              store ? store->versioned_root().string() : std::string("(none)"));
 }
 
-void TieredStore::close(const cache::CacheCounters &counters, std::uint64_t max_bytes) {
+void TieredStore::prune(std::uint64_t max_bytes) const {
   const cache::DiskStore *store = user();
   if (!store)
-    return;
-  cache::StatsFiles(store->stats_directory()).add(counters);
-  if (max_bytes == 0)
     return;
   try {
     const cache::PruneResult pruned = cache::prune(*store, max_bytes, std::nullopt);
@@ -241,12 +157,6 @@ void TieredStore::close(const cache::CacheCounters &counters, std::uint64_t max_
   } catch (const std::exception &error) {
     log().warn("cannot keep {} within KJIT_CACHE_SIZE: {}", store->root().string(), error.what());
   }
-}
-
-// Warns once per store, then keeps variants in memory only.
-void TieredStore::disk_unusable(const Error &error) {
-  if (!user_disabled_.exchange(true))
-    log().warn("{}; variants compiled by this process are kept in memory only", error.summary());
 }
 
 } // namespace kjit

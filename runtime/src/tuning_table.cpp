@@ -8,7 +8,7 @@
 #include "kjit/runtime/config.hpp"
 #include "kjit/templates/library.hpp"
 #include "kjit/text.hpp"
-#include "remote_tier.hpp"
+#include "record_store.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -159,18 +159,6 @@ std::string not_the_key_asked_for(const TuningKey &found) {
          found.compiler + ", not the problem and device asked for";
 }
 
-std::optional<TuningRecord> find_in(const fs::path &directory, const TuningKey &key) {
-  if (directory.empty())
-    return std::nullopt;
-  const fs::path path = record_path(directory, key);
-  std::optional<TuningRecord> record = read_record(path);
-  if (record && record->key != key) {
-    warn_once(path, not_the_key_asked_for(record->key));
-    return std::nullopt;
-  }
-  return record;
-}
-
 // Tuning records in a remote are a kind of their own, so that they never meet entries, versioned
 // by the records' format.
 constexpr cache::RecordKind kRemoteTuningRecord{"tuning", kRecordFormat};
@@ -179,23 +167,67 @@ cache::RecordKey remote_record(const TuningKey &key) {
   return {kRemoteTuningRecord, key.device.target, key.key()};
 }
 
-// Checks a remote's value for `key` as untrusted input: a record of this format whose key is the
-// key of its content, that content being the problem, device and compiler asked for. Keeps the
-// record it accepts in `out`.
-RemoteTier::Verify remote_verifier(const TuningKey &key, std::optional<TuningRecord> &out) {
-  return [&key, &out](const cache::RecordKey &, std::span<const std::byte> value) -> std::string {
-    try {
-      TuningRecord record = TuningRecord::from_json(
-          std::string_view(reinterpret_cast<const char *>(value.data()), value.size()));
-      if (record.key != key)
-        return not_the_key_asked_for(record.key);
-      out = std::move(record);
-      return {};
-    } catch (const Error &error) {
-      return error.summary();
+} // namespace
+
+std::optional<Stored<TuningRecord>> TuningKind::read(const Tier &directory, const TuningKey &key,
+                                                     Origin origin, Reading) const {
+  try {
+    const fs::path path = record_path(directory, key);
+    std::optional<TuningRecord> record = read_record(path);
+    if (record && record->key != key) {
+      warn_once(path, not_the_key_asked_for(record->key));
+      return std::nullopt;
     }
-  };
+    if (!record)
+      return std::nullopt;
+    return Stored<TuningRecord>{std::move(*record), origin, path};
+  } catch (const Error &error) { // a target id that cannot name a directory: no record
+    log().debug("tuning table: {}", error.summary());
+    return std::nullopt;
+  }
 }
+
+fs::path TuningKind::write(const Tier &directory, const TuningRecord &record) const {
+  const fs::path path = record_path(directory, record.key);
+  cache::publish_private_file(path, encode(record), path.stem().string(), "tuning record");
+  return path;
+}
+
+std::optional<cache::FileLock> TuningKind::lock(const Tier &directory, const TuningKey &key,
+                                                FleetWait wait) const {
+  if (const std::string problem = cache::make_private_directories(directory); !problem.empty())
+    throw Error(Errc::cache_io, "cannot create " + directory.string() + ": " + problem);
+  return cache::FileLock::try_for(directory / cache::DiskStore::kLockFileName, key.key(), wait.wait,
+                                  wait.poll);
+}
+
+cache::RecordKey TuningKind::remote_key(const TuningKey &key) const { return remote_record(key); }
+
+cache::RecordKey TuningKind::remote_key_of(const TuningRecord &record) const {
+  return remote_record(record.key);
+}
+
+std::string TuningKind::decode(const TuningKey &key, std::span<const std::byte> value,
+                               std::optional<TuningRecord> &out) const {
+  try {
+    TuningRecord record = TuningRecord::from_json(
+        std::string_view(reinterpret_cast<const char *>(value.data()), value.size()));
+    if (record.key != key)
+      return not_the_key_asked_for(record.key);
+    out = std::move(record);
+    return {};
+  } catch (const Error &error) {
+    return error.summary();
+  }
+}
+
+std::vector<std::byte> TuningKind::encode(const TuningRecord &record) const {
+  const std::string text = record.to_json();
+  const auto bytes = std::as_bytes(std::span(text));
+  return {bytes.begin(), bytes.end()};
+}
+
+namespace {
 
 void list_in(const fs::path &directory, std::vector<TuningRecord> &out) {
   std::error_code error;
@@ -377,7 +409,10 @@ std::string tuning_csv(const std::vector<TuningRecord> &records) {
 TuningTable::TuningTable(fs::path user_root, fs::path prebuilt_root,
                          std::vector<cache::RemoteStorage> remotes, FleetWait fleet)
     : user_(tuning_directory(user_root)), prebuilt_(tuning_directory(prebuilt_root)),
-      remote_(std::make_shared<RemoteTier>(std::move(remotes), fleet)), fleet_(fleet) {}
+      remote_(std::make_shared<RemoteTier>(std::move(remotes), fleet)),
+      store_(std::make_shared<RecordStore<TuningKind>>(
+          TuningKind{}, prebuilt_.empty() ? std::vector<fs::path>() : std::vector{prebuilt_},
+          user_.empty() ? std::nullopt : std::optional(user_), *remote_, fleet)) {}
 
 TuningTable TuningTable::from_config(const Config &config) {
   return TuningTable(config.cache_dir, config.prebuilt_dir, config.remote, config.fleet);
@@ -385,74 +420,32 @@ TuningTable TuningTable::from_config(const Config &config) {
 
 fs::path TuningTable::user_directory() const { return user_; }
 
-std::optional<TuningRecord> TuningTable::find(const TuningKey &key) const {
-  try {
-    if (auto record = find_in(prebuilt_, key))
-      return record;
-    if (auto record = find_in(user_, key))
-      return record;
-    return find_remote(key);
-  } catch (const Error &error) { // a target id that cannot name a directory: no record
-    log().debug("tuning table: {}", error.summary());
-    return std::nullopt;
-  }
-}
-
-std::optional<TuningRecord> TuningTable::find_remote(const TuningKey &key) const {
-  std::optional<TuningRecord> record;
-  if (!remote_->find(remote_record(key), remote_verifier(key, record)))
-    return std::nullopt;
-  // Kept in the user tier, so that the next process finds it on disk; losing it costs a lookup.
-  if (!user_.empty())
-    try {
-      store(*record);
-    } catch (const Error &error) {
-      log().warn("cannot keep the remote's tuning record on disk: {}", error.summary());
-    }
-  return record;
-}
-
-void TuningTable::store(const TuningRecord &record) const {
+const fs::path &TuningTable::user_tier() const {
   if (user_.empty())
     throw Error(Errc::cache_io, "no user cache directory to keep tuning records in "
                                 "(set KJIT_CACHE_DIR)");
-  const fs::path path = record_path(user_, record.key);
-  const std::string text = record.to_json();
-  cache::publish_private_file(path, std::as_bytes(std::span(text)), path.stem().string(),
-                              "tuning record");
+  return user_;
+}
+
+std::optional<TuningRecord> TuningTable::find(const TuningKey &key) const {
+  std::optional<Stored<TuningRecord>> found = store_->find(key);
+  return found ? std::optional(std::move(found->record)) : std::nullopt;
+}
+
+void TuningTable::store(const TuningRecord &record) const {
+  store_->kind().write(user_tier(), record);
 }
 
 TuningRecord TuningTable::find_or_tune(const TuningKey &key,
                                        const std::function<TuningRecord()> &tune) const {
   if (auto record = find(key))
     return *record;
-  if (user_.empty())
-    throw Error(Errc::cache_io, "no user cache directory to keep tuning records in "
-                                "(set KJIT_CACHE_DIR)");
-  if (const std::string problem = cache::make_private_directories(user_); !problem.empty())
-    throw Error(Errc::cache_io, "cannot create " + user_.string() + ": " + problem);
-  // A tuner of this machine that hangs must not hang the others: they wait for it as long as for
-  // another node's lease, then tune too.
-  const std::optional<cache::FileLock> lock = cache::FileLock::try_for(
-      user_ / cache::DiskStore::kLockFileName, key.key(), fleet_.wait, fleet_.poll);
-  if (!lock)
-    log().info("tuning table: the process tuning {} did not finish within {} ms; tuning it here",
-               key.key().hex(), fleet_.wait.count());
-  // Whoever held the lock may have tuned it meanwhile.
-  if (auto record = find_in(user_, key))
-    return *record;
-  // One tuning per fleet: the lease holder tunes, the others take what it publishes.
-  std::optional<TuningRecord> published;
-  std::unique_ptr<RemoteTier::Claim> claim;
-  if (remote_->claim_or_wait(remote_record(key), remote_verifier(key, published), "tuning",
-                             claim)) {
-    store(*published);
-    return *published;
-  }
+  user_tier();
+  const RecordStore<TuningKind>::Making making = store_->begin(key, /*reuse=*/true);
+  if (making.published)
+    return making.published->record;
   TuningRecord record = tune();
-  store(record);
-  const std::string text = record.to_json();
-  remote_->publish(remote_record(record.key), std::as_bytes(std::span(text)));
+  store_->publish(making, record);
   return record;
 }
 

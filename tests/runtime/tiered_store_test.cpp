@@ -9,6 +9,7 @@
 #include "tests/support/temp_dir.hpp"
 
 #include <fstream>
+#include <future>
 #include <gtest/gtest.h>
 #include <map>
 
@@ -91,11 +92,11 @@ TEST_F(TieredStoreTest, AsksEachPrebuiltTierInOrderKjitsOwnLastAndWritesNone) {
   auto found = find(store, entry);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::prebuilt);
-  EXPECT_EQ(found->entry.code.front(), std::byte{0x11}) << "the library's tier comes first";
+  EXPECT_EQ(found->record.code.front(), std::byte{0x11}) << "the library's tier comes first";
   EXPECT_EQ(found->path.string().rfind(library.string(), 0), 0u) << found->path;
   found = find(store, other);
   ASSERT_TRUE(found) << "kjit's own tier is searched after it";
-  EXPECT_EQ(found->entry.code.front(), kPrebuilt);
+  EXPECT_EQ(found->record.code.front(), kPrebuilt);
   EXPECT_EQ(snapshot(library), before) << "a prebuilt tier is read-only";
   EXPECT_FALSE(fs::exists(missing));
 }
@@ -109,21 +110,21 @@ TEST_F(TieredStoreTest, AsksPrebuiltThenUserThenRemote) {
   auto found = find(store, entry);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::prebuilt);
-  EXPECT_EQ(found->entry.code.front(), kPrebuilt);
+  EXPECT_EQ(found->record.code.front(), kPrebuilt);
   EXPECT_EQ(remote->gets(), 0) << "a local hit asks no remote";
 
   fs::remove_all(config.prebuilt_dir / "v2");
   found = find(store, entry);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::user_cache);
-  EXPECT_EQ(found->entry.code.front(), kUser);
+  EXPECT_EQ(found->record.code.front(), kUser);
   EXPECT_EQ(found->path, user.entry_path(entry.header.key, kTarget));
 
   ASSERT_EQ(user.remove(entry.header.key, kTarget), "");
   found = find(store, entry);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::remote);
-  EXPECT_EQ(found->entry.code.front(), kRemote);
+  EXPECT_EQ(found->record.code.front(), kRemote);
 
   TieredStore cold(config);
   EXPECT_FALSE(find(cold, sample_entry("absent")));
@@ -199,14 +200,14 @@ TEST_F(TieredStoreTest, StandInsAreAskedAfterTheLocalTiersAndBeforeTheRemote) {
   auto found = find(store, entry, stand_ins);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::prebuilt);
-  EXPECT_EQ(found->entry.header.target, "gfx90a") << "the stand-ins in their order";
+  EXPECT_EQ(found->record.header.target, "gfx90a") << "the stand-ins in their order";
   EXPECT_EQ(remote->gets(), 0);
 
   fs::remove_all(config.prebuilt_dir / "v2");
   found = find(store, entry, stand_ins);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::user_cache);
-  EXPECT_EQ(found->entry.header.target, "gfx9-generic");
+  EXPECT_EQ(found->record.header.target, "gfx9-generic");
 
   put_user(entry);
   made = 0;
@@ -232,7 +233,7 @@ TEST_F(TieredStoreTest, AnEntryNewerThanTheDevicesRuntimeLoadsIsAMissWarnedOnce)
   for (int lookup = 0; lookup < 3; ++lookup) {
     auto found = store.find(entry.header.key, entry.header.target, stand_ins, 5);
     ASSERT_TRUE(found);
-    EXPECT_EQ(found->entry.header.target, "gfx1201");
+    EXPECT_EQ(found->record.header.target, "gfx1201");
   }
   EXPECT_EQ(log.warnings(), 1) << log.text();
   EXPECT_NE(log.text().find("for gfx12-generic: its code object is version 6"), std::string::npos)
@@ -241,7 +242,7 @@ TEST_F(TieredStoreTest, AnEntryNewerThanTheDevicesRuntimeLoadsIsAMissWarnedOnce)
   for (int newest : {6, any_code_object}) {
     auto found = store.find(entry.header.key, entry.header.target, stand_ins, newest);
     ASSERT_TRUE(found);
-    EXPECT_EQ(found->entry.header.target, "gfx12-generic") << newest;
+    EXPECT_EQ(found->record.header.target, "gfx12-generic") << newest;
   }
   fs::remove(user.entry_path(processor.header.key, processor.header.target));
   EXPECT_FALSE(store.find(sample_entry("absent").header.key, kTarget, stand_ins, 4))
@@ -262,7 +263,8 @@ TEST_F(TieredStoreTest, ReadOnlyTiersAreNeverWritten) {
       ASSERT_FALSE(compiling.published);
       store.publish(compiling, compiled);
     }
-    store.close({.compiles = 1}, 1);
+    store.add_statistics({.compiles = 1});
+    store.prune(1);
   }
   EXPECT_EQ(snapshot(config.prebuilt_dir), before);
   EXPECT_EQ(user.read(sample_entry("shipped").header.key, kTarget).status,
@@ -304,7 +306,7 @@ TEST_F(TieredStoreTest, UnderTheLockTheUserTierIsReadAgain) {
   TieredStore::Compiling compiling = store.begin_compile(entry.header.key, kTarget, true);
   ASSERT_TRUE(compiling.published);
   EXPECT_EQ(compiling.published->origin, Origin::user_cache);
-  EXPECT_EQ(compiling.published->entry.code.front(), kUser);
+  EXPECT_EQ(compiling.published->record.code.front(), kUser);
 
   // KJIT_REBUILD: nothing is reused.
   TieredStore::Compiling rebuilding =
@@ -342,20 +344,42 @@ TEST_F(TieredStoreTest, ANodeWaitingOnAnotherNodesLeaseTakesWhatItPublishes) {
   EXPECT_TRUE(fs::is_regular_file(waited.published->path)) << "kept in its user tier";
 }
 
-TEST_F(TieredStoreTest, CloseAddsTheStatisticsAndPrunes) {
+TEST_F(TieredStoreTest, StatisticsAndPruningAreSeparate) {
   {
     TieredStore store(config);
     {
       TieredStore::Compiling compiling = store.begin_compile(entry.header.key, kTarget, true);
       store.publish(compiling, entry);
     }
-    store.close({.user_hits = 2, .compiles = 1}, 1);
+    store.add_statistics({.user_hits = 2, .compiles = 1});
+    EXPECT_EQ(user.read(entry.header.key, kTarget).status, cache::Lookup::Status::hit)
+        << "adding statistics prunes nothing";
+    store.prune(1);
   }
   const cache::CacheCounters total = cache::StatsFiles(user.stats_directory()).total();
   EXPECT_EQ(total.compiles, 1u);
   EXPECT_EQ(total.user_hits, 2u);
   EXPECT_EQ(user.read(entry.header.key, kTarget).status, cache::Lookup::Status::miss)
       << "pruned to one byte";
+}
+
+// The project's rule: never hang past a stated timeout. A process holding a key's lock that hangs
+// (a compile stuck in the compiler) delays another process's compile of that key by at most
+// FleetWait::wait (KJIT_REMOTE_WAIT_MS); then it compiles and publishes the entry itself.
+TEST_F(TieredStoreTest, ACompileWaitsForAHungLockHolderAtMostTheStatedTimeout) {
+  config.fleet.wait = std::chrono::milliseconds(200);
+  TieredStore store(config);
+  std::optional<cache::FileLock> hung = user.lock(entry.header.key);
+  auto waiter = std::async(std::launch::async,
+                           [&] { return store.begin_compile(entry.header.key, kTarget, true); });
+  const bool returned = waiter.wait_for(config.fleet.wait * 20) == std::future_status::ready;
+  hung.reset(); // so that a waiter that blocks (the defect) ends with the test
+  TieredStore::Compiling compiling = waiter.get();
+  EXPECT_TRUE(returned) << "waited for the lock holder past KJIT_REMOTE_WAIT_MS";
+  EXPECT_FALSE(compiling.locked());
+  EXPECT_FALSE(compiling.published);
+  EXPECT_EQ(store.publish(compiling, entry), user.entry_path(entry.header.key, kTarget))
+      << "published without the lock: the write is a rename";
 }
 
 } // namespace

@@ -303,6 +303,27 @@ TEST(TuningTable, ConcurrentTunersOfOneProblemTuneItOnce) {
     EXPECT_EQ(result, results.front());
 }
 
+// As for a compile: a user tier that cannot be written costs one warning, not the tuning.
+TEST(TuningTable, ATuningWhoseRecordCannotBeKeptIsStillReturned) {
+  TempDir dir;
+  const TuningTable table(dir.path());
+  const std::filesystem::path tuning = table.user_directory();
+  std::filesystem::create_directories(tuning.parent_path());
+  std::ofstream(tuning) << "a file where the tuning directory goes";
+  LogCapture captured;
+  int tunings = 0;
+  const TuningRecord record = table.find_or_tune(rms_key(4096), [&] {
+    ++tunings;
+    return record_for(rms_key(4096));
+  });
+  EXPECT_EQ(record, record_for(rms_key(4096)));
+  EXPECT_EQ(tunings, 1);
+  EXPECT_EQ(captured.warnings(), 1) << captured.text();
+  EXPECT_NE(captured.text().find("tuning records made by this process are kept in memory only"),
+            std::string::npos)
+      << captured.text();
+}
+
 TEST(TuningTable, WithoutAUserTierNothingIsStored) {
   const TuningTable table{std::filesystem::path()};
   EXPECT_FALSE(table.find(rms_key(4096)));

@@ -29,6 +29,7 @@
 #include "kjit/cache/header_manifest.hpp"
 #include "kjit/cache/key.hpp"
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -114,8 +115,15 @@ public:
   // <root>/v<N>/lock, its directories created 0700. Throws Error(cache_io) when they cannot be
   // created or the lock taken, and for a read_only store (it publishes nothing).
   FileLock lock(const Key &key) const;
+  // The same lock once taken, trying every `poll` for at most `wait`; nullopt when another holder
+  // keeps it that long (FileLock::try_for). Throws as lock() does.
+  std::optional<FileLock> lock(const Key &key, std::chrono::milliseconds wait,
+                               std::chrono::milliseconds poll) const;
 
 private:
+  // Throws lock()'s Error(cache_io) unless `key`'s lock file can be opened: a writable store whose
+  // directories exist.
+  void prepare_lock(const Key &key) const;
   std::filesystem::path root_;
   std::filesystem::path versioned_root_;
   Access access_;

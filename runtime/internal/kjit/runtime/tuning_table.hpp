@@ -22,9 +22,11 @@
 // for) and any fault a miss with one warning per process and remote. A remote's record is kept in
 // the user tier once found.
 #include "kjit/cache/archive.hpp"
+#include "kjit/cache/file_lock.hpp"
 #include "kjit/cache/key.hpp"
 #include "kjit/cache/remote.hpp"
 #include "kjit/runtime/config.hpp"
+#include "kjit/runtime/runtime.hpp"
 #include "kjit/templates/template.hpp"
 
 #include <cstdint>
@@ -32,12 +34,17 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kjit {
 
 class RemoteTier;
+template <typename Record> struct Stored;
+enum class Reading;
+template <typename Kind> class RecordStore;
 
 // The device a record was measured on, as far as it can change the winner.
 struct TuningDevice {
@@ -93,6 +100,28 @@ struct TuningRecord {
   bool operator==(const TuningRecord &) const;
 };
 
+// Tuning records as a kind of record of the record store (runtime/src/record_store.hpp): each tier
+// is a tuning directory (<root>/v<N>/tuning), a record one file in it, shared with a fleet as
+// "kjit/tuning/v<format>/<target>/<key hex>".
+struct TuningKind {
+  using Record = TuningRecord;
+  using Key = TuningKey;
+  using Tier = std::filesystem::path;
+  static constexpr std::string_view made = "tuning records made";
+  static constexpr std::string_view work = "tuning";
+
+  std::optional<Stored<Record>> read(const Tier &directory, const Key &key, Origin origin,
+                                     Reading reading) const;
+  std::filesystem::path write(const Tier &directory, const Record &record) const;
+  std::optional<cache::FileLock> lock(const Tier &directory, const Key &key, FleetWait wait) const;
+  bool shared(const Key &) const { return true; }
+  cache::RecordKey remote_key(const Key &key) const;
+  cache::RecordKey remote_key_of(const Record &record) const;
+  std::string decode(const Key &key, std::span<const std::byte> value,
+                     std::optional<Record> &out) const;
+  std::vector<std::byte> encode(const Record &record) const;
+};
+
 // "bfloat16,4096,sm_90a,132,rms_norm,..." rows for people: one per record (AITER's CSV spirit).
 std::string tuning_csv(const std::vector<TuningRecord> &records);
 
@@ -139,12 +168,13 @@ public:
   std::filesystem::path user_directory() const;
 
 private:
-  std::optional<TuningRecord> find_remote(const TuningKey &key) const;
+  // The user tier's directory; throws Error(cache_io) when there is none.
+  const std::filesystem::path &user_tier() const;
 
   std::filesystem::path user_;     // <root>/v<N>/tuning, or empty
   std::filesystem::path prebuilt_; // likewise
   std::shared_ptr<RemoteTier> remote_;
-  FleetWait fleet_;
+  std::shared_ptr<RecordStore<TuningKind>> store_;
 };
 
 // Why the winner of `record` cannot be launched as a variant of `tmpl`, or "" when it can: it sets
