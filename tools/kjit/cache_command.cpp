@@ -494,33 +494,45 @@ int run_verify(const CacheArgs &args, bool as_json, std::ostream &out) {
   const std::vector<Listed> entries = list_entries(tiers);
   json bad = json::array();
   Table table({"key", "tier", "problem", "action"});
-  for (const Listed &entry : entries) {
-    const std::string problem = cache::verify(*entry.store, entry.stored);
+  // `remove` is --fix's removal of a bad file: "" or why not.
+  auto check = [&](const Listed &file, const std::string &problem, auto remove) {
     if (problem.empty())
-      continue;
+      return;
     std::string action = "none";
     if (args.fix) {
-      if (entry.store->access() == cache::Access::read_only)
+      if (file.store->access() == cache::Access::read_only)
         action = "kept (read-only tier)";
-      else if (std::string refused = entry.store->remove(entry.stored.key, entry.stored.target);
-               refused.empty())
+      else if (std::string refused = remove(); refused.empty())
         action = "removed";
       else
         action = "kept: " + refused;
     }
-    bad.push_back({{"key", entry.stored.key.hex()},
-                   {"tier", entry.tier},
-                   {"path", entry.stored.path},
+    bad.push_back({{"key", file.stored.key.hex()},
+                   {"tier", file.tier},
+                   {"path", file.stored.path},
                    {"problem", problem},
                    {"action", action}});
-    table.add({entry.stored.key.hex().substr(0, 12), entry.tier, problem, action});
-  }
+    table.add({file.stored.key.hex().substr(0, 12), file.tier, problem, action});
+  };
+  for (const Listed &entry : entries)
+    check(entry, cache::verify(*entry.store, entry.stored),
+          [&] { return entry.store->remove(entry.stored.key, entry.stored.target); });
+  // Header manifests, named by their base key.
+  std::size_t manifests = 0;
+  for (auto [store, tier] : tiers.present())
+    for (cache::StoredEntry &stored : cache::scan_manifests(*store)) {
+      const Listed manifest{std::move(stored), store, std::string(tier)};
+      ++manifests;
+      check(manifest, cache::verify_manifest(*store, manifest.stored),
+            [&] { return cache::remove_manifest(*store, manifest.stored); });
+    }
   if (as_json)
-    print_json(out, {{"checked", entries.size()}, {"bad", bad}});
+    print_json(out, {{"checked", entries.size()}, {"manifests_checked", manifests}, {"bad", bad}});
   else {
     if (!bad.empty())
       table.print(out);
-    out << entries.size() << " entries checked, " << bad.size() << " bad\n";
+    out << entries.size() << " entries and " << manifests << " header manifests checked, "
+        << bad.size() << " bad\n";
   }
   return bad.empty() ? 0 : exit_check_failed;
 }
@@ -528,12 +540,14 @@ int run_verify(const CacheArgs &args, bool as_json, std::ostream &out) {
 int print_pruned(const cache::PruneResult &result, bool as_json, std::ostream &out) {
   if (as_json)
     print_json(out, {{"removed", result.removed},
+                     {"removed_manifests", result.manifests_removed},
                      {"removed_bytes", result.removed_bytes},
                      {"kept", result.kept},
                      {"kept_bytes", result.kept_bytes}});
   else
-    out << "removed " << result.removed << " entries (" << human_bytes(result.removed_bytes)
-        << "), kept " << result.kept << " (" << human_bytes(result.kept_bytes) << ")\n";
+    out << "removed " << result.removed << " entries and " << result.manifests_removed
+        << " header manifests (" << human_bytes(result.removed_bytes) << "), kept " << result.kept
+        << " (" << human_bytes(result.kept_bytes) << ")\n";
   return 0;
 }
 
