@@ -128,11 +128,32 @@ std::optional<Found> TieredStore::find(const cache::Key &key, const std::string 
       if (auto found = find_local(stand_in.key, stand_in.target, newest_code_object, include_dirs))
         return found;
   if (!include_dirs.empty())
-    return std::nullopt;
+    return find_remote(key, target, newest_code_object, include_dirs);
   if (auto entry = remote_.find(key, target))
     if (loadable(*entry, {}, newest_code_object))
       return promoted(std::move(*entry));
   return std::nullopt;
+}
+
+// Through the remotes' header manifests; a hit is kept in the user tier with its manifest result,
+// so that the next process finds it on disk.
+std::optional<Found> TieredStore::find_remote(const cache::Key &base, const std::string &target,
+                                              int newest_code_object,
+                                              const std::vector<std::string> &include_dirs) {
+  auto hit = find_remote_by_headers(remote_, base, target, include_dirs);
+  if (!hit || !loadable(hit->entry, {}, newest_code_object))
+    return std::nullopt;
+  Found found = promoted(std::move(hit->entry));
+  if (const cache::DiskStore *store = user(); store && !found.path.empty()) {
+    try {
+      const cache::FileLock lock = store->lock(base);
+      record_headers(*store, base, target, static_cast<std::uint32_t>(include_dirs.size()),
+                     {found.entry.header.key, std::move(hit->headers)});
+    } catch (const Error &error) {
+      disk_unusable(error);
+    }
+  }
+  return found;
 }
 
 // A remote's entry, kept in the user tier so that the next process finds it on disk.
@@ -202,6 +223,7 @@ std::filesystem::path TieredStore::publish(const Compiling &compiling, const cac
                                            const cache::Key &base, std::uint32_t dirs,
                                            std::vector<cache::RecordedHeader> headers) {
   std::filesystem::path path = compiling.lock_ ? keep(entry) : std::filesystem::path();
+  publish_remote_headers(remote_, entry, base, dirs, headers);
   if (const cache::DiskStore *store = user(); store && !path.empty()) {
     try {
       record_headers(*store, base, entry.header.target, dirs,
