@@ -2,6 +2,7 @@
 // their output compared with a CPU reference computed in double precision. Outputs are poisoned
 // (every byte 0xFF: NaN as float and as half) before each launch, and the elements past the end
 // must keep the poison. Every test skips with the reason where no GPU is found.
+#include "header_library_kernels.hpp" // kjit_embed_sources(): bench/header_libraries
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/kernel.hpp"
 #include "kjit/templates/library.hpp"
@@ -374,7 +375,8 @@ std::string cub_include_directory() {
 
 // A real header library through include directories (issue 26): CUB's BlockScan, compiled by
 // NVRTC against the toolkit's headers, run, and found again through the header manifest by a
-// fresh Runtime. Each block's inclusive prefix sum of `in`, one item per thread.
+// fresh Runtime. Each block's inclusive prefix sum of `in`, one item per thread (the kernel of
+// bench/header_libraries/cub_block_scan.cu).
 TEST_F(Gpu, CubBlockScanThroughIncludeDirectoriesMatchesTheReference) {
   if (device().vendor() != Vendor::nvidia)
     GTEST_SKIP() << "CUB is NVIDIA's; the device is " << device().name();
@@ -383,15 +385,7 @@ TEST_F(Gpu, CubBlockScanThroughIncludeDirectoriesMatchesTheReference) {
     GTEST_SKIP() << "no CUB headers (set KJIT_CUB_INCLUDE to the directory holding cub/)";
   std::printf("[  CUB     ] headers from %s\n", cub.c_str());
   const Template block_scan(
-      "block_scan", R"(#include <cub/block/block_scan.cuh>
-template <typename T, int THREADS> __global__ void block_scan(const T *in, T *out) {
-  using Scan = cub::BlockScan<T, THREADS>;
-  __shared__ typename Scan::TempStorage temp;
-  const int i = blockIdx.x * THREADS + threadIdx.x;
-  T value = in[i];
-  Scan(temp).InclusiveSum(value, value);
-  out[i] = value;
-})",
+      "block_scan", testing::header_library_kernels::source("cub_block_scan.cu"),
       {{"T", ParamSchema::type({"int"})}, {"THREADS", ParamSchema::one_of({128, 256})}},
       {.include_dirs = {cub}});
   for (int threads : {128, 256}) {

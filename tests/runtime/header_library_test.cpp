@@ -30,6 +30,12 @@ void write_text(const std::filesystem::path &path, const std::string &text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
+// A copy of the directory tree `from` at `to`, its parents made.
+void copy_tree(const std::filesystem::path &from, const std::filesystem::path &to) {
+  std::filesystem::create_directories(to.parent_path());
+  std::filesystem::copy(from, to, std::filesystem::copy_options::recursive);
+}
+
 // Captures info lines too: a header that changed is reported at info level.
 class InfoCapture : public LogCapture {
 public:
@@ -270,14 +276,41 @@ TEST_F(HeaderLibraryTest, TwoRuntimesCompilingAtOnceCompileOnce) {
   EXPECT_EQ(std::count(origins.begin(), origins.end(), Origin::compiled), 1);
 }
 
+// Two copies of the library that differ, compiled at once into one cache: each compile adds its
+// result to the one manifest under the base key's lock, and neither loses the other's.
+TEST_F(HeaderLibraryTest, TwoLibrariesCompilingAtOnceBothKeepTheirResults) {
+  compiler.compile_delay = std::chrono::milliseconds(200);
+  copy_tree(dir / "inc0", dir / "copy/inc0");
+  copy_tree(dir / "inc1", dir / "copy/inc1");
+  write_text(dir / "copy/inc1/lib/detail/impl.h", "namespace lib { int twice(long); }\n");
+  const Template copy(
+      "k", kSource, {{"T", ParamSchema::type({"float", "int"})}},
+      {.include_dirs = {(dir / "copy/inc0").string(), (dir / "copy/inc1").string()}});
+  const Template original = make();
+  std::barrier start(2);
+  std::vector<std::thread> threads;
+  for (const Template *tmpl : {&original, &copy})
+    threads.emplace_back([&, tmpl] {
+      Runtime rt(config());
+      start.arrive_and_wait();
+      rt.compile(*tmpl, {{"T", "float"}}, jit::Target::parse("gfx90a"));
+    });
+  for (auto &thread : threads)
+    thread.join();
+  EXPECT_EQ(compiler.compiles, 2);
+  EXPECT_EQ(origin_in_fresh_runtime(original), Origin::user_cache);
+  Runtime rt(config());
+  EXPECT_EQ(rt.compile(copy, {{"T", "float"}}, jit::Target::parse("gfx90a")).origin(),
+            Origin::user_cache);
+  EXPECT_EQ(compiler.compiles, 2);
+}
+
 TEST_F(HeaderLibraryTest, AByteIdenticalCopyElsewhereServesAPrebuiltTier) {
   const Template tmpl = make();
   EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::compiled);
   std::filesystem::create_directories(dir / "elsewhere");
-  std::filesystem::copy(dir / "inc0", dir / "elsewhere/inc0",
-                        std::filesystem::copy_options::recursive);
-  std::filesystem::copy(dir / "inc1", dir / "elsewhere/inc1",
-                        std::filesystem::copy_options::recursive);
+  copy_tree(dir / "inc0", dir / "elsewhere/inc0");
+  copy_tree(dir / "inc1", dir / "elsewhere/inc1");
   const Template moved(
       "k", kSource, {{"T", ParamSchema::type({"float", "int"})}},
       {.include_dirs = {(dir / "elsewhere/inc0").string(), (dir / "elsewhere/inc1").string()}});
@@ -325,12 +358,8 @@ class HeaderLibraryRemoteTest : public HeaderLibraryTest {
 protected:
   void SetUp() override {
     HeaderLibraryTest::SetUp();
-    std::filesystem::create_directories(other / "lib/a");
-    std::filesystem::create_directories(other / "lib/b");
-    std::filesystem::copy(dir / "inc0", other / "lib/a/inc0",
-                          std::filesystem::copy_options::recursive);
-    std::filesystem::copy(dir / "inc1", other / "lib/b/inc1",
-                          std::filesystem::copy_options::recursive);
+    copy_tree(dir / "inc0", other / "lib/a/inc0");
+    copy_tree(dir / "inc1", other / "lib/b/inc1");
   }
   // Machine A: the fixture's directory. Machine B: `other`, whose cache is its own.
   Config config_of(const TempDir &machine) const {
@@ -411,7 +440,7 @@ TEST_F(HeaderLibraryRemoteTest, AHeaderEditedOnOneSideIsAMissThereNamingIt) {
   // B published its own result beside A's: each side hits its own through Redis.
   EXPECT_EQ(remote_manifest().results.size(), 2u);
   TempDir third;
-  std::filesystem::copy(other / "lib", third / "lib", std::filesystem::copy_options::recursive);
+  copy_tree(other / "lib", third / "lib");
   const Template on_c(
       "k", kSource, {{"T", ParamSchema::type({"float", "int"})}},
       {.include_dirs = {(third / "lib/a/inc0").string(), (third / "lib/b/inc1").string()}});
