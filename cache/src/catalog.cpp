@@ -11,6 +11,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <map>
 #include <memory>
 #include <sys/stat.h>
 #include <thread>
@@ -125,17 +126,23 @@ struct TempFile {
 };
 
 // Calls `on_entry(StoredEntry&&, directory_fd)` for every entry in one entry directory and, when
-// given, `on_temp(TempFile&&)` for every temp file. Paths are built as strings and each file's
+// given, `on_temp(TempFile&&)` for every temp file and `on_manifest(StoredEntry&&)` for every
+// header manifest (its key the base key its name holds). Paths are built as strings and each file's
 // status is read relative to its directory: at 100,000 entries, std::filesystem::path arithmetic
 // and full-path lookups were most of the time.
-template <typename OnEntry, typename OnTemp = std::nullptr_t>
-void walk(const EntryDirectory &directory, OnEntry on_entry, OnTemp on_temp = nullptr) {
+template <typename OnEntry, typename OnTemp = std::nullptr_t, typename OnManifest = std::nullptr_t>
+void walk(const EntryDirectory &directory, OnEntry on_entry, OnTemp on_temp = nullptr,
+          OnManifest on_manifest = nullptr) {
   list_directory(directory.path, [&](std::string_view name, bool, int directory_fd) {
     const bool entry_name = name.size() == 64 + 5 && name.substr(0, 2) == directory.shard &&
                             name.ends_with(".kjit") && is_hex(name.substr(0, 64));
     constexpr bool wants_temps = !std::is_same_v<OnTemp, std::nullptr_t>;
     const bool temp_name = wants_temps && name.front() == '.' && name.find(".tmp.") != name.npos;
-    if (!entry_name && !temp_name)
+    constexpr bool wants_manifests = !std::is_same_v<OnManifest, std::nullptr_t>;
+    const bool manifest_name = wants_manifests && name.size() == 64 + 9 &&
+                               name.substr(0, 2) == directory.shard &&
+                               name.ends_with(".manifest") && is_hex(name.substr(0, 64));
+    if (!entry_name && !temp_name && !manifest_name)
       return;
     struct stat status {};
     // name views a dirent's d_name, which ends in NUL.
@@ -147,38 +154,52 @@ void walk(const EntryDirectory &directory, OnEntry on_entry, OnTemp on_temp = nu
         on_temp(TempFile{std::move(path), unix_ns(status.st_mtim)});
         return;
       }
-    on_entry(StoredEntry{.path = std::move(path),
-                         .target = directory.target,
-                         .key = *Key::from_hex(name.substr(0, 64)),
-                         .bytes = static_cast<std::uint64_t>(status.st_size),
-                         .last_use_ns = unix_ns(status.st_mtim),
-                         .inode = status.st_ino,
-                         .change_ns = unix_ns(status.st_ctim)},
-             directory_fd);
+    StoredEntry stored{.path = std::move(path),
+                       .target = directory.target,
+                       .key = *Key::from_hex(name.substr(0, 64)),
+                       .bytes = static_cast<std::uint64_t>(status.st_size),
+                       .last_use_ns = unix_ns(status.st_mtim),
+                       .inode = status.st_ino,
+                       .change_ns = unix_ns(status.st_ctim)};
+    if constexpr (wants_manifests)
+      if (manifest_name) {
+        on_manifest(std::move(stored));
+        return;
+      }
+    on_entry(std::move(stored), directory_fd);
   });
 }
 
-// Every entry of `store` (of `only_target` when not empty), and its temp files when asked, walking
-// the entry directories on every core.
+// Every entry of `store` (of `only_target` when not empty), and its temp files and header
+// manifests when asked, walking the entry directories on every core.
 void walk_all(const DiskStore &store, const std::string &only_target,
-              std::vector<StoredEntry> &entries, std::vector<TempFile> *temp_files) {
+              std::vector<StoredEntry> &entries, std::vector<TempFile> *temp_files,
+              std::vector<StoredEntry> *manifests = nullptr) {
   const std::vector<EntryDirectory> directories = entry_directories(store, only_target);
   std::vector<std::vector<StoredEntry>> found(directories.size());
   std::vector<std::vector<TempFile>> temps(directories.size());
+  std::vector<std::vector<StoredEntry>> found_manifests(directories.size());
   in_parallel(directories.size(), cores(), [&](std::size_t i) {
     auto add_entry = [&found, i](StoredEntry &&entry, int) {
       found[i].push_back(std::move(entry));
     };
-    if (temp_files == nullptr)
+    if (temp_files == nullptr && manifests == nullptr)
       walk(directories[i], add_entry);
-    else
-      walk(directories[i], add_entry,
-           [&temps, i](TempFile &&temp) { temps[i].push_back(std::move(temp)); });
+    else // both are rare files: each collected whether asked for or not
+      walk(
+          directories[i], add_entry,
+          [&temps, i](TempFile &&temp) { temps[i].push_back(std::move(temp)); },
+          [&found_manifests, i](StoredEntry &&manifest) {
+            found_manifests[i].push_back(std::move(manifest));
+          });
   });
   for (std::size_t i = 0; i < directories.size(); ++i) {
     std::move(found[i].begin(), found[i].end(), std::back_inserter(entries));
     if (temp_files != nullptr)
       std::move(temps[i].begin(), temps[i].end(), std::back_inserter(*temp_files));
+    if (manifests != nullptr)
+      std::move(found_manifests[i].begin(), found_manifests[i].end(),
+                std::back_inserter(*manifests));
   }
 }
 
@@ -312,6 +333,36 @@ bool remove_unless_busy(const StoredEntry &victim, const LockTrier &locks) {
   return removed;
 }
 
+// Which entries each header manifest's results name, by target and key: `live[m]`, how many of
+// manifest m's results have their entry in `entries`; `served_by[e]`, the manifests naming entry
+// e. A manifest that cannot be read names none.
+struct ManifestLinks {
+  std::vector<std::size_t> live;
+  std::vector<std::vector<std::size_t>> served_by;
+};
+ManifestLinks link_manifests(const DiskStore &store, const std::vector<StoredEntry> &entries,
+                             const std::vector<StoredEntry> &manifests) {
+  ManifestLinks links{std::vector<std::size_t>(manifests.size(), 0),
+                      std::vector<std::vector<std::size_t>>(entries.size())};
+  if (manifests.empty())
+    return links;
+  std::map<std::pair<std::string_view, Key>, std::size_t> by_name;
+  for (std::size_t e = 0; e < entries.size(); ++e)
+    by_name.emplace(std::pair<std::string_view, Key>{entries[e].target, entries[e].key}, e);
+  for (std::size_t m = 0; m < manifests.size(); ++m) {
+    const DiskStore::ManifestLookup found =
+        store.read_manifest(manifests[m].key, manifests[m].target);
+    if (!found.manifest)
+      continue;
+    for (const ManifestResult &result : found.manifest->results)
+      if (auto at = by_name.find({manifests[m].target, result.key}); at != by_name.end()) {
+        links.served_by[at->second].push_back(m);
+        ++links.live[m];
+      }
+  }
+  return links;
+}
+
 } // namespace
 
 std::vector<StoredEntry> scan(const DiskStore &store) {
@@ -344,6 +395,29 @@ std::optional<EntryHeader> read_header(const fs::path &path, std::string &proble
   return header;
 }
 
+std::vector<StoredEntry> scan_manifests(const DiskStore &store) {
+  std::vector<StoredEntry> entries, manifests;
+  walk_all(store, {}, entries, nullptr, &manifests);
+  return manifests;
+}
+
+std::string verify_manifest(const DiskStore &store, const StoredEntry &manifest) {
+  const DiskStore::ManifestLookup found = store.read_manifest(manifest.key, manifest.target);
+  if (!found.problem.empty())
+    return found.problem;
+  if (!found.manifest)
+    return "removed while verifying";
+  if (found.path != manifest.path)
+    return "not where its target and base key put it (" + found.path.string() + ")";
+  return {};
+}
+
+std::string remove_manifest(const DiskStore &store, const StoredEntry &manifest) {
+  if (store.access() == Access::read_only)
+    return "the tier is read-only";
+  return remove_private_path(manifest.path);
+}
+
 std::string verify(const DiskStore &store, const StoredEntry &entry) {
   Lookup lookup = store.read(entry.key, entry.target);
   if (lookup.status == Lookup::Status::miss)
@@ -362,9 +436,9 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
                   std::optional<std::int64_t> unused_since_ns) {
   if (store.access() == Access::read_only)
     throw Error(Errc::cache_io, "cannot prune " + store.root().string() + ": it is read-only");
-  std::vector<StoredEntry> entries;
+  std::vector<StoredEntry> entries, manifests;
   std::vector<TempFile> temp_files;
-  walk_all(store, {}, entries, &temp_files);
+  walk_all(store, {}, entries, &temp_files, &manifests);
   for (const TempFile &temp : temp_files)
     if (temp.mtime_ns < unix_now_ns() - stale_temp_ns) // no now - mtime: a saturated one overflows
       ::unlink(temp.path.c_str());
@@ -372,22 +446,34 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
   std::sort(entries.begin(), entries.end(), [](const StoredEntry &a, const StoredEntry &b) {
     return a.last_use_ns < b.last_use_ns;
   });
+  // Header manifests count in the size: each goes with the last entry its results name.
+  const ManifestLinks links = link_manifests(store, entries, manifests);
   std::uint64_t total_bytes = 0;
-  for (const StoredEntry &entry : entries)
-    total_bytes += entry.bytes;
+  for (const StoredEntry &file : entries)
+    total_bytes += file.bytes;
+  std::uint64_t remaining = total_bytes;
+  std::vector<std::size_t> live = links.live;
+  for (std::size_t m = 0; m < manifests.size(); ++m) {
+    total_bytes += manifests[m].bytes;
+    if (live[m] > 0) // one serving no entry already is removed in any case
+      remaining += manifests[m].bytes;
+  }
   std::size_t victims = 0;
-  for (std::uint64_t remaining = total_bytes; victims < entries.size(); ++victims) {
+  for (; victims < entries.size(); ++victims) {
     const StoredEntry &entry = entries[victims];
     const bool too_old = unused_since_ns && entry.last_use_ns < *unused_since_ns;
     const bool too_big = max_bytes && remaining > *max_bytes;
     if (!too_old && !too_big)
       break; // sorted by recency: every later entry is newer and the size fits
     remaining -= entry.bytes;
+    for (std::size_t m : links.served_by[victims])
+      if (--live[m] == 0)
+        remaining -= manifests[m].bytes;
   }
 
   PruneResult result{
       .removed = 0, .removed_bytes = 0, .kept = entries.size(), .kept_bytes = total_bytes};
-  if (victims == 0)
+  if (victims == 0 && std::ranges::find(live, std::size_t{0}) == live.end())
     return result;
   // Each victim is removed under its key's lock, so never while a writer compiles and publishes
   // it; a reader that has it open keeps reading what it opened.
@@ -395,12 +481,23 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
   std::vector<char> removed(victims, 0);
   in_parallel(victims, unlink_threads,
               [&](std::size_t i) { removed[i] = remove_unless_busy(entries[i], locks); });
+  live = links.live;
   for (std::size_t i = 0; i < victims; ++i)
     if (removed[i]) { // one that could not be removed stays, and counts
       ++result.removed;
       result.removed_bytes += entries[i].bytes;
       --result.kept;
       result.kept_bytes -= entries[i].bytes;
+      for (std::size_t m : links.served_by[i])
+        --live[m];
+    }
+  // A manifest goes once no entry it names is left (under its base key's lock, which its writer
+  // holds), so that one whose entry was busy stays with it.
+  for (std::size_t m = 0; m < manifests.size(); ++m)
+    if (live[m] == 0 && remove_unless_busy(manifests[m], locks)) {
+      ++result.manifests_removed;
+      result.removed_bytes += manifests[m].bytes;
+      result.kept_bytes -= manifests[m].bytes;
     }
   return result;
 }

@@ -121,6 +121,24 @@ void add_result(HeaderManifest &manifest, ManifestResult result) {
     manifest.results.erase(manifest.results.begin(), manifest.results.end() - kMaxManifestResults);
 }
 
+KeyField header_key_input(const RecordedHeader &header) {
+  return {"include:" + std::to_string(header.dir) + ":" + header.path,
+          header.digest.value_or("absent")};
+}
+
+bool keyed_by_headers(const EntryHeader &entry, const Key &base,
+                      const std::vector<RecordedHeader> &headers) {
+  const std::vector<KeyField> &fields = entry.key_inputs;
+  if (fields.size() < headers.size())
+    return false;
+  const std::size_t split = fields.size() - headers.size();
+  for (std::size_t i = 0; i < headers.size(); ++i)
+    if (fields[split + i] != header_key_input(headers[i]))
+      return false;
+  return key_of({fields.begin(), fields.begin() + static_cast<std::ptrdiff_t>(split)}) == base &&
+         key_of(fields) == entry.key;
+}
+
 std::string encode_manifest(const HeaderManifest &manifest) {
   std::string text(kMagic);
   text += "\nbase " + manifest.base.hex() + "\ndirs " + std::to_string(manifest.dirs) + '\n';

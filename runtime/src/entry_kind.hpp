@@ -6,7 +6,8 @@
 // An entry is used only when it is verified for the key and target asked for and holds one kernel;
 // one that fails that in a tier is a miss there, warned about once. A variant with include
 // directories is looked up by its base key through each tier's header manifest
-// (header_manifests.hpp), and the remotes do not hold it (they hold no manifests).
+// (header_manifests.hpp); the record store does not share it with the remotes by key (TieredStore
+// asks their manifest records after the local tiers miss).
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/cache/entry.hpp"
 #include "record_store.hpp"

@@ -104,6 +104,25 @@ void RemoteTier::publish(const cache::RecordKey &record, std::span<const std::by
         fault(remote, put.fault());
 }
 
+void RemoteTier::merge(const cache::RecordKey &record, const Merge &merge) {
+  for (const cache::RemoteStorage &remote : remotes_) {
+    if (!writable(remote))
+      continue;
+    auto got = remote.backend->get(record);
+    if (!got.ok() && got.fault().failure != cache::RemoteFailure::refused) {
+      fault(remote, got.fault());
+      continue;
+    }
+    std::optional<std::span<const std::byte>> current;
+    if (got.ok() && got.value())
+      current = *got.value();
+    // A value refused (too long, not a string) is replaced.
+    if (auto put = remote.backend->put(record, merge(current), cache::PutMode::overwrite);
+        !put.ok())
+      fault(remote, put.fault());
+  }
+}
+
 std::optional<cache::Entry> RemoteTier::find(const cache::Key &key, const std::string &target) {
   std::optional<cache::Entry> entry;
   find(entry_record(key, target), entry_verifier(entry));

@@ -46,6 +46,14 @@ public:
   // Publishes `value` under `record` to every writable remote, keeping a value already there.
   void publish(const cache::RecordKey &record, std::span<const std::byte> value);
 
+  // Replaces the value under `record` in every writable remote by what `merge` makes of the value
+  // there (nullopt: none, or one that could not be read): for a record that accumulates, a header
+  // manifest's results. Two nodes merging at once may lose one's addition (a later miss, never a
+  // wrong record). `merge` gets the value unverified and decodes it as untrusted input.
+  using Merge =
+      std::function<std::vector<std::byte>(std::optional<std::span<const std::byte>> current)>;
+  void merge(const cache::RecordKey &record, const Merge &merge);
+
   // The verified entry for `key` on `target` from the first remote that has a valid one.
   std::optional<cache::Entry> find(const cache::Key &key, const std::string &target);
   // Publishes `entry` to every writable remote, keeping a value already there.

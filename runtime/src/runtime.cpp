@@ -140,8 +140,9 @@ public:
   Explanation explain(const Template &tmpl, const ParamValues &params, const jit::Target &target) {
     tmpl.check_target(target.vendor(), target.arch());
     const Instance instance = tmpl.bind(params);
-    const VariantDescription variant =
+    const VariantDescription base =
         describe_variant(instance, target, identities_.of(target.vendor()), config_.include_dirs);
+    const VariantDescription variant = keyed_with_current_headers(base, tmpl.name());
     Explanation out;
     out.key = variant.key;
     out.template_name = tmpl.name();
@@ -149,7 +150,7 @@ public:
     out.key_inputs = variant.key_inputs.fields();
     TierLookup &memory = out.tiers.emplace_back();
     memory.tier = "memory";
-    memory.state = in_memory(variant.key) ? TierLookup::State::holds : TierLookup::State::missing;
+    memory.state = in_memory(base.key) ? TierLookup::State::holds : TierLookup::State::missing;
     memory.target = target.id();
     std::vector<TierLookup> stored =
         tiers_.lookups(variant.key, target.id(), [&] { return stand_ins(instance, variant); });

@@ -13,7 +13,7 @@
 namespace kjit {
 
 TieredStore::TieredStore(const Config &config)
-    : local_(config), remote_(config.remote, config.fleet),
+    : local_(config), remote_(config.remote, config.fleet), fleet_(config.fleet),
       store_({}, local_.prebuilt_tiers(), local_.user ? std::optional(&*local_.user) : std::nullopt,
              remote_, config.fleet) {
   if (!local_.user)
@@ -89,7 +89,7 @@ std::vector<TierLookup> TieredStore::lookups(const cache::Key &key, const std::s
 std::optional<Found> TieredStore::find(const cache::Key &key, const std::string &target,
                                        const MakeStandIns &stand_ins, int newest_code_object,
                                        const std::vector<std::string> &include_dirs) {
-  return store_.find(
+  std::optional<Found> found = store_.find(
       {key, target, include_dirs},
       [&] {
         std::vector<StandIn> keys = stand_ins();
@@ -100,6 +100,34 @@ std::optional<Found> TieredStore::find(const cache::Key &key, const std::string 
       [newest_code_object](const cache::Entry &entry, const std::filesystem::path &path) {
         return loadable(entry, path, newest_code_object);
       });
+  if (found || include_dirs.empty())
+    return found;
+  return find_remote(key, target, newest_code_object, include_dirs);
+}
+
+// Through the remotes' header manifests (the record store does not share variants with include
+// directories by key alone); a hit is kept in the user tier with its manifest result, so that the
+// next process finds it on disk.
+std::optional<Found> TieredStore::find_remote(const cache::Key &base, const std::string &target,
+                                              int newest_code_object,
+                                              const std::vector<std::string> &include_dirs) {
+  auto hit = find_remote_by_headers(remote_, base, target, include_dirs);
+  if (!hit || !loadable(hit->entry, {}, newest_code_object))
+    return std::nullopt;
+  std::filesystem::path path = store_.keep(hit->entry);
+  Found found{std::move(hit->entry), Origin::remote, std::move(path)};
+  if (const cache::DiskStore *store = user(); store && !found.path.empty()) {
+    try {
+      // The manifest is read, changed and written: only under the base key's lock, waited on
+      // at most FleetWait::wait (without it, the next process scans the headers again).
+      if (const auto lock = store->lock(base, fleet_.wait, fleet_.poll))
+        record_headers(*store, base, target, static_cast<std::uint32_t>(include_dirs.size()),
+                       {found.record.header.key, std::move(hit->headers)});
+    } catch (const Error &error) {
+      store_.unusable(error);
+    }
+  }
+  return found;
 }
 
 TieredStore::Compiling TieredStore::begin_compile(const cache::Key &key, const std::string &target,
@@ -116,6 +144,7 @@ std::filesystem::path TieredStore::publish(const Compiling &compiling, const cac
                                            const cache::Key &base, std::uint32_t dirs,
                                            std::vector<cache::RecordedHeader> headers) {
   std::filesystem::path path = store_.publish(compiling, entry);
+  publish_remote_headers(remote_, entry, base, dirs, headers);
   if (const cache::DiskStore *store = user(); store && !path.empty() && compiling.locked()) {
     try {
       record_headers(*store, base, entry.header.target, dirs,

@@ -46,7 +46,7 @@ public:
   // than `newest_code_object` (what the device's runtime loads: a gfx11-generic entry is v6, which
   // HIP loads from ROCm 6.4) is a miss, warned about once per process.
   // With `include_dirs`, keys are base keys: each tier's header manifest names the entry
-  // (header_manifests.hpp), and the remote is not asked (it holds no manifests).
+  // (header_manifests.hpp), the remote's too; stand-ins are not asked of the remote.
   std::optional<Found> find(const cache::Key &key, const std::string &target,
                             const MakeStandIns &stand_ins, int newest_code_object = any_code_object,
                             const std::vector<std::string> &include_dirs = {});
@@ -66,16 +66,15 @@ public:
   // it. A rejected user entry is removed, so that a directory planted under its name does not cost
   // the process its disk tier.
   // With `include_dirs`, `key` is a base key, read through the user tier's manifest, and the
-  // remote is neither asked nor leased.
+  // remote is not leased (one compile per machine, not per fleet).
   Compiling begin_compile(const cache::Key &key, const std::string &target, bool reuse,
                           const std::vector<std::string> &include_dirs = {});
   // Publishes a compiled entry: to the user tier (when it is usable: `compiling` holds its lock, or
   // the wait for it ran out), and to the remote. Returns where it is on disk, or empty.
   std::filesystem::path publish(const Compiling &compiling, const cache::Entry &entry);
   // Publishes the entry of a variant with include directories (its key the full one) to the user
-  // tier as the other publish() does, and, when `compiling` holds the lock of `base`, adds
-  // `headers` to the manifest of `base` there (a read, change and write); not to the remote.
-  // Returns where the entry is on disk, or empty.
+  // tier when `compiling` holds the lock of `base`, and to the remote, adding `headers` to the
+  // manifest of `base` in each. Returns where the entry is on disk, or empty.
   std::filesystem::path publish(const Compiling &compiling, const cache::Entry &entry,
                                 const cache::Key &base, std::uint32_t dirs,
                                 std::vector<cache::RecordedHeader> headers);
@@ -94,8 +93,13 @@ public:
   void prune(std::uint64_t max_bytes) const;
 
 private:
+  std::optional<Found> find_remote(const cache::Key &base, const std::string &target,
+                                   int newest_code_object,
+                                   const std::vector<std::string> &include_dirs);
+
   LocalTiers local_;
   RemoteTier remote_;
+  FleetWait fleet_;
   RecordStore<EntryKind> store_;
 };
 

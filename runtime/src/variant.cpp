@@ -1,5 +1,6 @@
 #include "variant.hpp"
 
+#include "include_scan.hpp"
 #include "kjit/error.hpp"
 #include "kjit/jit/options.hpp"
 #include "kjit/templates/kernel_declaration.hpp"
@@ -99,11 +100,20 @@ jit::CompileResult compile_variant(const jit::Compiler &compiler,
 
 VariantDescription keyed_with_headers(VariantDescription variant,
                                       const std::vector<cache::RecordedHeader> &headers) {
-  for (const cache::RecordedHeader &header : headers)
-    variant.key_inputs.add("include:" + std::to_string(header.dir) + ":" + header.path,
-                           header.digest.value_or("absent"));
+  for (const cache::RecordedHeader &header : headers) {
+    auto [name, value] = cache::header_key_input(header);
+    variant.key_inputs.add(std::move(name), std::move(value));
+  }
   variant.key = variant.key_inputs.finish();
   return variant;
+}
+
+VariantDescription keyed_with_current_headers(VariantDescription variant,
+                                              std::string_view template_name) {
+  if (!variant.has_include_dirs())
+    return variant;
+  const std::vector<cache::RecordedHeader> headers = scan_includes(variant.request, template_name);
+  return keyed_with_headers(std::move(variant), headers);
 }
 
 cache::Entry make_entry(const Instance &instance, const VariantDescription &variant,

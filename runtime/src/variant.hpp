@@ -43,6 +43,12 @@ VariantDescription describe_variant(const Instance &instance, const jit::Target 
 VariantDescription keyed_with_headers(VariantDescription variant,
                                       const std::vector<cache::RecordedHeader> &headers);
 
+// `variant` keyed by the headers its include directories hold now (scan_includes, under
+// `template_name` in its errors): the key that a lookup through a header manifest and a compile
+// now both arrive at, for Runtime::explain. `variant` itself when it has no include directories.
+VariantDescription keyed_with_current_headers(VariantDescription variant,
+                                              std::string_view template_name);
+
 // `compiler.compile(request)`, where `request` instantiates `tmpl`'s kernel. A compile_error
 // whose cause can be read from the source, a kernel declaration that does not fit the schema or a
 // kernel name it lacks, is said in the template's terms in one line (the compiler's message and

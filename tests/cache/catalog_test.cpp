@@ -233,6 +233,102 @@ TEST_F(CatalogTest, PruneLeavesAnEntryWhoseWriterHoldsItsKey) {
   EXPECT_FALSE(fs::exists(idle));
 }
 
+// ---- header manifests beside the entries
+// ---------------------------------------------------------
+
+class ManifestCatalogTest : public CatalogTest {
+protected:
+  static Key base_key(const std::string &seed) { return KeyBuilder().add("base", seed).finish(); }
+  // Writes the manifest of base key `base_seed` whose results name the entries of `seeds` (written
+  // or not), and returns its path.
+  fs::path put_manifest(const std::string &base_seed, const std::vector<std::string> &seeds) {
+    HeaderManifest manifest{base_key(base_seed), 1, {}};
+    for (const std::string &seed : seeds)
+      manifest.results.push_back(
+          {sample_entry(seed).header.key, {{0, "lib/a.h", std::string(64, 'a'), {}}}});
+    store.write_manifest(manifest, testing::kTarget);
+    return manifest_path(base_seed);
+  }
+  fs::path manifest_path(const std::string &base_seed) const {
+    return store.entry_path(base_key(base_seed), testing::kTarget).replace_extension(".manifest");
+  }
+};
+
+TEST_F(ManifestCatalogTest, ClearRemovesManifestsWithTheEntries) {
+  put("a");
+  put("b");
+  const fs::path manifest = put_manifest("base", {"a", "b"});
+  const std::uint64_t manifest_bytes = fs::file_size(manifest);
+  const PruneResult result = prune(store, 0, std::nullopt);
+  EXPECT_EQ(result.removed, 2u);
+  EXPECT_EQ(result.manifests_removed, 1u);
+  EXPECT_EQ(result.kept_bytes, 0u);
+  EXPECT_GT(result.removed_bytes, manifest_bytes);
+  EXPECT_FALSE(fs::exists(manifest));
+  EXPECT_TRUE(scan_manifests(store).empty());
+}
+
+TEST_F(ManifestCatalogTest, PruneRemovesAManifestOnceItsLastEntryIsGoneAndCountsItsBytes) {
+  const fs::path a = put("a", testing::kTarget, 1000), b = put("b", testing::kTarget, 1000);
+  set_mtime(a, 1700000000); // a is the least recently used
+  set_mtime(b, 1700000100);
+  const fs::path of_a = put_manifest("of a", {"a"});
+  const fs::path of_both = put_manifest("of both", {"a", "b"});
+  const fs::path orphan = put_manifest("orphan", {"gone"});
+  const std::uint64_t entry = fs::file_size(a);
+  const std::uint64_t kept = entry + fs::file_size(of_both);
+  // Room for one entry and its manifest: a goes, and with it the manifest naming only a; the one
+  // naming b too stays, and the one naming no entry goes whatever the room.
+  const PruneResult result = prune(store, kept, std::nullopt);
+  EXPECT_EQ(result.removed, 1u);
+  EXPECT_EQ(result.manifests_removed, 2u);
+  EXPECT_EQ(result.kept_bytes, kept);
+  EXPECT_FALSE(fs::exists(a));
+  EXPECT_TRUE(fs::exists(b));
+  EXPECT_FALSE(fs::exists(of_a));
+  EXPECT_TRUE(fs::exists(of_both));
+  EXPECT_FALSE(fs::exists(orphan));
+  // The manifests' bytes count: a budget of the entry alone removes it, then its manifest.
+  const PruneResult tighter = prune(store, entry, std::nullopt);
+  EXPECT_EQ(tighter.removed, 1u);
+  EXPECT_EQ(tighter.manifests_removed, 1u);
+}
+
+TEST_F(ManifestCatalogTest, PruneLeavesAManifestWhoseEntryOrWriterIsBusy) {
+  put("busy");
+  const fs::path manifest = put_manifest("base", {"busy"});
+  {
+    const FileLock writer(store.versioned_root() / "lock", sample_entry("busy").header.key);
+    EXPECT_EQ(prune(store, 0, std::nullopt).manifests_removed, 0u);
+    EXPECT_TRUE(fs::exists(manifest)) << "its entry stays, so it does";
+  }
+  const FileLock writer(store.versioned_root() / "lock", base_key("base"));
+  EXPECT_EQ(prune(store, 0, std::nullopt).manifests_removed, 0u);
+  EXPECT_TRUE(fs::exists(manifest)) << "its writer may be adding a result";
+}
+
+TEST_F(ManifestCatalogTest, VerifyChecksManifestsAndNamesWhatIsWrong) {
+  const fs::path good = put_manifest("good", {"a"});
+  const fs::path damaged = put_manifest("damaged", {"a"});
+  std::vector<std::byte> bytes = read_bytes(damaged);
+  bytes[bytes.size() / 2] ^= std::byte{0x20};
+  write_bytes(damaged, bytes);
+  const std::vector<StoredEntry> manifests = scan_manifests(store);
+  ASSERT_EQ(manifests.size(), 2u);
+  for (const StoredEntry &manifest : manifests) {
+    const std::string problem = verify_manifest(store, manifest);
+    if (manifest.path == good.string())
+      EXPECT_EQ(problem, "");
+    else
+      EXPECT_EQ(problem, "its checksum does not match its content");
+  }
+  EXPECT_TRUE(scan(store).empty()) << "a manifest is no entry";
+  const auto bad = std::ranges::find(manifests, damaged.string(), &StoredEntry::path);
+  EXPECT_EQ(remove_manifest(store, *bad), "");
+  EXPECT_FALSE(fs::exists(damaged));
+  EXPECT_NE(remove_manifest(DiskStore(dir.path(), Access::read_only), manifests[0]), "");
+}
+
 // What `kjit cache ls` shows: each entry with its header's summary, the same whether it came from
 // the directory's summaries file or from the header.
 class ListTest : public CatalogTest {

@@ -2,6 +2,7 @@
 // their output compared with a CPU reference computed in double precision. Outputs are poisoned
 // (every byte 0xFF: NaN as float and as half) before each launch, and the elements past the end
 // must keep the poison. Every test skips with the reason where no GPU is found.
+#include "header_library_kernels.hpp" // kjit_embed_sources(): bench/header_libraries
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/kernel.hpp"
 #include "kjit/templates/library.hpp"
@@ -13,8 +14,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <optional>
 #include <random>
@@ -351,6 +354,83 @@ TEST_F(Gpu, DISABLED_ChildLaunchesFromTheWarmCache) {
   EXPECT_EQ(fresh.counters().compiled, 0u);
   EXPECT_EQ(fresh.counters().user_cache_hits, 1u);
   check_scale_copy<FloatElement>(device(), kernel, 4099);
+}
+
+// The directory CUB's headers are found under: KJIT_CUB_INCLUDE, else the CUDA toolkit's CCCL
+// directory (CUDA 13) or its include directory (CUDA 12). Empty when none holds CUB.
+std::string cub_include_directory() {
+  std::vector<std::string> candidates;
+  if (const char *given = std::getenv("KJIT_CUB_INCLUDE"))
+    candidates.emplace_back(given);
+  const char *cuda = std::getenv("CUDA_HOME");
+  for (const std::string root : {std::string(cuda ? cuda : ""), std::string("/usr/local/cuda")})
+    if (!root.empty())
+      for (const char *sub : {"/include/cccl", "/include"})
+        candidates.push_back(root + sub);
+  for (const std::string &dir : candidates)
+    if (std::filesystem::is_regular_file(dir + "/cub/block/block_scan.cuh"))
+      return std::filesystem::absolute(dir).string();
+  return {};
+}
+
+// A real header library through include directories (issue 26): CUB's BlockScan, compiled by
+// NVRTC against the toolkit's headers, run, and found again through the header manifest by a
+// fresh Runtime. Each block's inclusive prefix sum of `in`, one item per thread (the kernel of
+// bench/header_libraries/cub_block_scan.cu).
+TEST_F(Gpu, CubBlockScanThroughIncludeDirectoriesMatchesTheReference) {
+  if (device().vendor() != Vendor::nvidia)
+    GTEST_SKIP() << "CUB is NVIDIA's; the device is " << device().name();
+  const std::string cub = cub_include_directory();
+  if (cub.empty())
+    GTEST_SKIP() << "no CUB headers (set KJIT_CUB_INCLUDE to the directory holding cub/)";
+  std::printf("[  CUB     ] headers from %s\n", cub.c_str());
+  const Template block_scan(
+      "block_scan", testing::header_library_kernels::source("cub_block_scan.cu"),
+      {{"T", ParamSchema::type({"int"})}, {"THREADS", ParamSchema::one_of({128, 256})}},
+      {.include_dirs = {cub}});
+  for (int threads : {128, 256}) {
+    const ParamValues params{{"T", "int"}, {"THREADS", threads}};
+    const CodeObject &code = runtime_->compile(block_scan, params, device().target());
+    EXPECT_EQ(code.origin(), Origin::compiled);
+    Module module = Module::load(device(), code.code());
+    Kernel kernel = module.kernel(code.lowered_name(), KernelSignature::of<const int *, int *>(),
+                                  code.expression());
+    const int blocks = 997;
+    const std::size_t n = static_cast<std::size_t>(blocks) * threads;
+    std::mt19937 rng(static_cast<unsigned>(threads));
+    std::vector<int> in(n);
+    std::generate(in.begin(), in.end(),
+                  [&] { return std::uniform_int_distribution<int>(-100000, 100000)(rng); });
+    std::vector<int> out = poisoned<int>(n + tail);
+    DeviceBuffer in_device = device().allocate(n * sizeof(int));
+    DeviceBuffer out_device = device().allocate(out.size() * sizeof(int));
+    in_device.write(std::span(in));
+    out_device.write(std::span(out));
+    kernel.launch({.grid = static_cast<unsigned>(blocks), .block = static_cast<unsigned>(threads)},
+                  in_device.as<const int>(), out_device.as<int>());
+    device().synchronize();
+    out_device.read(std::span(out));
+    int wrong = 0;
+    for (std::size_t block = 0; block < static_cast<std::size_t>(blocks); ++block) {
+      long long sum = 0; // the reference in 64 bits: no partial sum here exceeds an int
+      for (std::size_t t = 0; t < static_cast<std::size_t>(threads); ++t) {
+        const std::size_t i = block * threads + t;
+        sum += in[i];
+        if (out[i] != sum && ++wrong <= 3)
+          ADD_FAILURE() << "THREADS=" << threads << ": out[" << i << "] = " << out[i]
+                        << ", expected " << sum;
+      }
+    }
+    EXPECT_EQ(wrong, 0) << "THREADS=" << threads;
+    EXPECT_TRUE(std::all_of(out.begin() + n, out.end(), is_poison<int>))
+        << "a thread wrote past the last block";
+  }
+  // A fresh Runtime finds both through the manifest: every CUB header unchanged.
+  Runtime fresh(testing::private_config(dir_));
+  for (int threads : {128, 256})
+    EXPECT_EQ(
+        fresh.compile(block_scan, {{"T", "int"}, {"THREADS", threads}}, device().target()).origin(),
+        Origin::user_cache);
 }
 
 } // namespace

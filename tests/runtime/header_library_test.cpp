@@ -3,11 +3,13 @@
 // beside the entries (docs/ARCHITECTURE.md, "Header libraries").
 #include "fake_compiler.hpp"
 #include "kjit/cache/disk_store.hpp"
+#include "kjit/cache/redis_remote.hpp"
+#include "kjit/cache/remote_url.hpp"
 #include "kjit/kjit.hpp"
 #include "runtime/src/include_scan.hpp"
-#include "tests/support/fake_remote.hpp"
 #include "tests/support/log_capture.hpp"
 #include "tests/support/private_config.hpp"
+#include "tests/support/redis_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <barrier>
@@ -26,6 +28,12 @@ using testing::TempDir;
 void write_text(const std::filesystem::path &path, const std::string &text) {
   std::filesystem::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary) << text;
+}
+
+// A copy of the directory tree `from` at `to`, its parents made.
+void copy_tree(const std::filesystem::path &from, const std::filesystem::path &to) {
+  std::filesystem::create_directories(to.parent_path());
+  std::filesystem::copy(from, to, std::filesystem::copy_options::recursive);
 }
 
 // Captures info lines too: a header that changed is reported at info level.
@@ -268,14 +276,41 @@ TEST_F(HeaderLibraryTest, TwoRuntimesCompilingAtOnceCompileOnce) {
   EXPECT_EQ(std::count(origins.begin(), origins.end(), Origin::compiled), 1);
 }
 
+// Two copies of the library that differ, compiled at once into one cache: each compile adds its
+// result to the one manifest under the base key's lock, and neither loses the other's.
+TEST_F(HeaderLibraryTest, TwoLibrariesCompilingAtOnceBothKeepTheirResults) {
+  compiler.compile_delay = std::chrono::milliseconds(200);
+  copy_tree(dir / "inc0", dir / "copy/inc0");
+  copy_tree(dir / "inc1", dir / "copy/inc1");
+  write_text(dir / "copy/inc1/lib/detail/impl.h", "namespace lib { int twice(long); }\n");
+  const Template copy(
+      "k", kSource, {{"T", ParamSchema::type({"float", "int"})}},
+      {.include_dirs = {(dir / "copy/inc0").string(), (dir / "copy/inc1").string()}});
+  const Template original = make();
+  std::barrier start(2);
+  std::vector<std::thread> threads;
+  for (const Template *tmpl : {&original, &copy})
+    threads.emplace_back([&, tmpl] {
+      Runtime rt(config());
+      start.arrive_and_wait();
+      rt.compile(*tmpl, {{"T", "float"}}, jit::Target::parse("gfx90a"));
+    });
+  for (auto &thread : threads)
+    thread.join();
+  EXPECT_EQ(compiler.compiles, 2);
+  EXPECT_EQ(origin_in_fresh_runtime(original), Origin::user_cache);
+  Runtime rt(config());
+  EXPECT_EQ(rt.compile(copy, {{"T", "float"}}, jit::Target::parse("gfx90a")).origin(),
+            Origin::user_cache);
+  EXPECT_EQ(compiler.compiles, 2);
+}
+
 TEST_F(HeaderLibraryTest, AByteIdenticalCopyElsewhereServesAPrebuiltTier) {
   const Template tmpl = make();
   EXPECT_EQ(origin_in_fresh_runtime(tmpl), Origin::compiled);
   std::filesystem::create_directories(dir / "elsewhere");
-  std::filesystem::copy(dir / "inc0", dir / "elsewhere/inc0",
-                        std::filesystem::copy_options::recursive);
-  std::filesystem::copy(dir / "inc1", dir / "elsewhere/inc1",
-                        std::filesystem::copy_options::recursive);
+  copy_tree(dir / "inc0", dir / "elsewhere/inc0");
+  copy_tree(dir / "inc1", dir / "elsewhere/inc1");
   const Template moved(
       "k", kSource, {{"T", ParamSchema::type({"float", "int"})}},
       {.include_dirs = {(dir / "elsewhere/inc0").string(), (dir / "elsewhere/inc1").string()}});
@@ -291,19 +326,177 @@ TEST_F(HeaderLibraryTest, AByteIdenticalCopyElsewhereServesAPrebuiltTier) {
   EXPECT_THROW(changed.compile(moved, {{"T", "float"}}, jit::Target::parse("gfx90a")), Error);
 }
 
-// A remote holds no manifests yet: a variant with include directories neither reads it, takes its
-// lease, nor publishes to it (its entry's key alone would say nothing of the headers).
-TEST_F(HeaderLibraryTest, TheRemoteIsNotUsedForAVariantWithIncludeDirectories) {
-  auto remote = std::make_shared<testing::FakeRemote>();
-  Config config = this->config();
-  config.remote = {{"fake://remote", false, remote, remote, remote}};
+// Explain through the manifest: the key is the one a lookup and a compile use with the headers
+// there now, not the base key (which names no entry), and a changed header is the difference.
+TEST_F(HeaderLibraryTest, ExplainShowsTheKeyOfTheHeadersThereNowAndNamesAChangedOne) {
   const Template tmpl = make();
-  EXPECT_EQ(Runtime(config).compile(tmpl, {{"T", "float"}}, jit::Target::parse("gfx90a")).origin(),
-            Origin::compiled);
-  EXPECT_EQ(Runtime(config).compile(tmpl, {{"T", "float"}}, jit::Target::parse("gfx90a")).origin(),
-            Origin::user_cache);
-  EXPECT_EQ(remote->gets(), 0);
-  EXPECT_EQ(remote->puts(), 0);
+  const jit::Target gfx90a = jit::Target::parse("gfx90a");
+  const cache::Key compiled = Runtime(config()).compile(tmpl, {{"T", "float"}}, gfx90a).key();
+  const Explanation unchanged = Runtime(config()).explain(tmpl, {{"T", "float"}}, gfx90a);
+  EXPECT_EQ(unchanged.key, compiled);
+  EXPECT_EQ(unchanged.reason(), "held by the user tier");
+  EXPECT_TRUE(std::ranges::any_of(unchanged.key_inputs, [](const cache::KeyField &field) {
+    return field.first == "include:1:lib/detail/impl.h";
+  }));
+
+  write_text(dir / "inc1/lib/detail/impl.h", "namespace lib { int twice(long); }\n");
+  const Explanation changed = Runtime(config()).explain(tmpl, {{"T", "float"}}, gfx90a);
+  EXPECT_FALSE(changed.found());
+  EXPECT_NE(changed.key, compiled);
+  EXPECT_NE(changed.reason().find("differs in header 1:lib/detail/impl.h ("), std::string::npos)
+      << changed.reason();
+  EXPECT_EQ(Runtime(config()).compile(tmpl, {{"T", "float"}}, gfx90a).key(), changed.key)
+      << "the key explained is the one the compile makes";
+}
+
+// ---- the remote tier: a real redis-server on a free loopback port
+// --------------------------------
+
+// Two machines: each its own disk cache and its own copy of the header library, in different
+// places, sharing one Redis.
+class HeaderLibraryRemoteTest : public HeaderLibraryTest {
+protected:
+  void SetUp() override {
+    HeaderLibraryTest::SetUp();
+    copy_tree(dir / "inc0", other / "lib/a/inc0");
+    copy_tree(dir / "inc1", other / "lib/b/inc1");
+  }
+  // Machine A: the fixture's directory. Machine B: `other`, whose cache is its own.
+  Config config_of(const TempDir &machine) const {
+    Config config = testing::private_config(machine);
+    config.compilers = [this](Vendor) -> const jit::Compiler & { return compiler; };
+    cache::RemoteStorage remote =
+        cache::open_redis_remote(cache::parse_remote_storage(redis.url()).at(0));
+    static int made = 0; // warnings come once per process and remote description
+    remote.description = "redis #" + std::to_string(++made);
+    config.remote = {remote};
+    return config;
+  }
+  Template on_a() const { return make(); }
+  Template on_b() const {
+    return Template(
+        "k", kSource, {{"T", ParamSchema::type({"float", "int"})}},
+        {.include_dirs = {(other / "lib/a/inc0").string(), (other / "lib/b/inc1").string()}});
+  }
+  Origin origin_on(const TempDir &machine, const Template &tmpl, const char *type = "float") const {
+    Runtime rt(config_of(machine));
+    return rt.compile(tmpl, {{"T", type}}, jit::Target::parse("gfx90a")).origin();
+  }
+  // The single manifest record in Redis.
+  std::string manifest_name() const {
+    const std::vector<std::string> names = redis.keys("kjit/manifest/v1/gfx90a*/*");
+    EXPECT_EQ(names.size(), 1u);
+    return names.empty() ? std::string() : names.front();
+  }
+  std::string get(const std::string &name) const {
+    auto c = redis.connect_admin();
+    auto *reply = static_cast<redisReply *>(redisCommand(c.get(), "GET %s", name.c_str()));
+    std::string value =
+        reply && reply->type == REDIS_REPLY_STRING ? std::string(reply->str, reply->len) : "";
+    if (reply)
+      freeReplyObject(reply);
+    return value;
+  }
+  void set(const std::string &name, const std::string &value) const {
+    ASSERT_TRUE(redis.admin("SET %s %b", name.c_str(), value.data(), value.size()));
+  }
+  cache::HeaderManifest remote_manifest() const {
+    const std::string name = manifest_name();
+    auto base = cache::Key::from_hex(name.substr(name.rfind('/') + 1));
+    return cache::decode_manifest(get(name), *base).manifest.value();
+  }
+  void put_manifest(const cache::HeaderManifest &manifest) const {
+    set(manifest_name(), cache::encode_manifest(manifest));
+  }
+
+  TempDir other;
+  testing::RedisServer redis;
+};
+
+TEST_F(HeaderLibraryRemoteTest, AByteIdenticalLibraryElsewhereSharesAHitThroughRedis) {
+  EXPECT_EQ(origin_on(dir, on_a()), Origin::compiled);
+  EXPECT_EQ(redis.keys("kjit/entry/v2/gfx90a*/*").size(), 1u);
+  const cache::HeaderManifest published = remote_manifest();
+  ASSERT_EQ(published.results.size(), 1u);
+  for (const cache::RecordedHeader &header : published.results[0].headers)
+    EXPECT_FALSE(header.stamp.recorded()) << header.path << ": stamps describe one machine";
+
+  EXPECT_EQ(origin_on(other, on_b()), Origin::remote);
+  EXPECT_EQ(compiler.compiles, 1);
+  // Kept on B's disk with its manifest: the next process of B finds it there.
+  EXPECT_EQ(origin_on(other, on_b()), Origin::user_cache);
+  EXPECT_EQ(compiler.compiles, 1);
+}
+
+TEST_F(HeaderLibraryRemoteTest, AHeaderEditedOnOneSideIsAMissThereNamingIt) {
+  EXPECT_EQ(origin_on(dir, on_a()), Origin::compiled);
+  write_text(other / "lib/b/inc1/lib/detail/impl.h", "namespace lib { int twice(long); }\n");
+  InfoCapture captured;
+  EXPECT_EQ(origin_on(other, on_b()), Origin::compiled);
+  EXPECT_EQ(compiler.compiles, 2);
+  EXPECT_NE(captured.text().find("in the remote: lib/detail/impl.h (include directory 1) changed"),
+            std::string::npos)
+      << captured.text();
+  // B published its own result beside A's: each side hits its own through Redis.
+  EXPECT_EQ(remote_manifest().results.size(), 2u);
+  TempDir third;
+  copy_tree(other / "lib", third / "lib");
+  const Template on_c(
+      "k", kSource, {{"T", ParamSchema::type({"float", "int"})}},
+      {.include_dirs = {(third / "lib/a/inc0").string(), (third / "lib/b/inc1").string()}});
+  EXPECT_EQ(origin_on(third, on_c), Origin::remote);
+  EXPECT_EQ(compiler.compiles, 2);
+}
+
+TEST_F(HeaderLibraryRemoteTest, ACorruptManifestInRedisIsAMissWithOneWarning) {
+  EXPECT_EQ(origin_on(dir, on_a()), Origin::compiled);
+  std::string bytes = get(manifest_name());
+  bytes[bytes.size() / 2] ^= 0x20;
+  set(manifest_name(), bytes);
+  {
+    testing::LogCapture captured;
+    EXPECT_EQ(origin_on(other, on_b()), Origin::compiled);
+    EXPECT_EQ(captured.warnings(), 1) << captured.text();
+    EXPECT_NE(captured.text().find("header manifest: its checksum does not match"),
+              std::string::npos)
+        << captured.text();
+  }
+  // B's compile replaced the value it could not read.
+  EXPECT_EQ(remote_manifest().results.size(), 1u);
+}
+
+TEST_F(HeaderLibraryRemoteTest, AManifestNamingAPathOutsideItsDirectoriesIsAMissWithOneWarning) {
+  EXPECT_EQ(origin_on(dir, on_a()), Origin::compiled);
+  cache::HeaderManifest hostile = remote_manifest();
+  hostile.results[0].headers[0].path = "../../../etc/passwd"; // checksum valid: encode checks none
+  put_manifest(hostile);
+  testing::LogCapture captured;
+  EXPECT_EQ(origin_on(other, on_b()), Origin::compiled);
+  EXPECT_EQ(captured.warnings(), 1) << captured.text();
+  EXPECT_NE(captured.text().find("names a path outside its include directory"), std::string::npos)
+      << captured.text();
+}
+
+// A manifest whose result names another variant's entry, with headers that are all unchanged:
+// the entry's key inputs are not those headers over this variant's base key, so it is not loaded.
+TEST_F(HeaderLibraryRemoteTest, AManifestNamingAnotherVariantsEntryNeverLoadsIt) {
+  EXPECT_EQ(origin_on(dir, on_a(), "int"), Origin::compiled);
+  const std::string int_entry = redis.keys("kjit/entry/v2/gfx90a*/*").at(0);
+  const auto int_key = cache::Key::from_hex(int_entry.substr(int_entry.rfind('/') + 1)).value();
+  ASSERT_TRUE(redis.admin("DEL %s", manifest_name().c_str()));
+  EXPECT_EQ(origin_on(dir, on_a(), "float"), Origin::compiled);
+  cache::HeaderManifest forged = remote_manifest();
+  forged.results[0].key = int_key;
+  put_manifest(forged);
+  testing::LogCapture captured;
+  Runtime rt(config_of(other));
+  const CodeObject &object = rt.compile(on_b(), {{"T", "float"}}, jit::Target::parse("gfx90a"));
+  EXPECT_EQ(object.origin(), Origin::compiled);
+  EXPECT_NE(object.key(), int_key);
+  EXPECT_EQ(captured.warnings(), 1) << captured.text();
+  EXPECT_NE(captured.text().find("its key inputs are not the headers its manifest names"),
+            std::string::npos)
+      << captured.text();
 }
 
 TEST_F(HeaderLibraryTest, TheScannerRecordsCandidatesOfEveryBranchAndAbsentPlaces) {

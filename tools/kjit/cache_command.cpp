@@ -344,23 +344,33 @@ VerifyReport verify_local(bool fix) {
   const std::vector<Listed> entries = list_entries(tiers);
   VerifyReport report;
   report.checked = entries.size();
-  for (const Listed &entry : entries) {
-    std::string problem = cache::verify(*entry.store, entry.stored);
+  // `remove` is --fix's removal of a bad file: "" or why not.
+  auto check = [&](const Listed &file, std::string problem, auto remove) {
     if (problem.empty())
-      continue;
+      return;
     std::string action = "none";
     if (fix) {
-      if (entry.store->access() == cache::Access::read_only)
+      if (file.store->access() == cache::Access::read_only)
         action = "kept (read-only tier)";
-      else if (std::string refused = entry.store->remove(entry.stored.key, entry.stored.target);
-               refused.empty())
+      else if (std::string refused = remove(); refused.empty())
         action = "removed";
       else
         action = "kept: " + refused;
     }
-    report.bad.push_back({entry.stored.key.hex(), entry.stored.target, entry.tier,
-                          entry.stored.path, std::move(problem), std::move(action)});
-  }
+    report.bad.push_back({file.stored.key.hex(), file.stored.target, file.tier, file.stored.path,
+                          std::move(problem), std::move(action)});
+  };
+  for (const Listed &entry : entries)
+    check(entry, cache::verify(*entry.store, entry.stored),
+          [&] { return entry.store->remove(entry.stored.key, entry.stored.target); });
+  // Header manifests, named by their base key.
+  for (auto [store, tier] : tiers.present())
+    for (cache::StoredEntry &stored : cache::scan_manifests(*store)) {
+      const Listed manifest{std::move(stored), store, std::string(tier)};
+      ++report.manifests_checked;
+      check(manifest, cache::verify_manifest(*store, manifest.stored),
+            [&] { return cache::remove_manifest(*store, manifest.stored); });
+    }
   return report;
 }
 

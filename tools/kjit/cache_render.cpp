@@ -308,7 +308,10 @@ json to_json(const VerifyReport &report) {
                      {"path", value.location},
                      {"problem", value.problem},
                      {"action", value.action}});
-  return {{"checked", report.checked}, {"bad", bad}};
+  json shown = {{"checked", report.checked}, {"bad", bad}};
+  if (!report.remote)
+    shown["manifests_checked"] = report.manifests_checked;
+  return shown;
 }
 
 void print_table(const VerifyReport &report, std::ostream &out) {
@@ -321,22 +324,26 @@ void print_table(const VerifyReport &report, std::ostream &out) {
       table.add({value.key.substr(0, 12), value.holder, value.problem, value.action});
   if (!report.bad.empty())
     table.print(out);
-  out << report.checked << (report.remote ? " remote values" : " entries") << " checked, "
-      << report.bad.size() << " bad\n";
+  out << report.checked << (report.remote ? " remote values" : " entries");
+  if (!report.remote)
+    out << " and " << report.manifests_checked << " header manifests";
+  out << " checked, " << report.bad.size() << " bad\n";
 }
 
 // ---- prune, clear -----------------------------------------------------------------------------
 
 json to_json(const cache::PruneResult &pruned) {
   return {{"removed", pruned.removed},
+          {"removed_manifests", pruned.manifests_removed},
           {"removed_bytes", pruned.removed_bytes},
           {"kept", pruned.kept},
           {"kept_bytes", pruned.kept_bytes}};
 }
 
 void print_table(const cache::PruneResult &pruned, std::ostream &out) {
-  out << "removed " << pruned.removed << " entries (" << human_bytes(pruned.removed_bytes)
-      << "), kept " << pruned.kept << " (" << human_bytes(pruned.kept_bytes) << ")\n";
+  out << "removed " << pruned.removed << " entries and " << pruned.manifests_removed
+      << " header manifests (" << human_bytes(pruned.removed_bytes) << "), kept " << pruned.kept
+      << " (" << human_bytes(pruned.kept_bytes) << ")\n";
 }
 
 // ---- export, import ---------------------------------------------------------------------------

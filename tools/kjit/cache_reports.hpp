@@ -89,6 +89,7 @@ struct BadValue {
 struct VerifyReport {
   bool remote = false;
   std::size_t checked = 0;
+  std::size_t manifests_checked = 0; // header manifests, of the local tiers
   std::vector<BadValue> bad;
 };
 

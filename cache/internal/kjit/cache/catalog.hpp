@@ -70,16 +70,29 @@ std::optional<EntryHeader> read_header(const std::filesystem::path &path, std::s
 // Does not count as a use.
 std::string verify(const DiskStore &store, const StoredEntry &entry);
 
+// The header manifests of the store (<base key>.manifest beside the entries: header_manifest.hpp),
+// as StoredEntry rows whose key is the base key, in no set order.
+std::vector<StoredEntry> scan_manifests(const DiskStore &store);
+// "" when the manifest file is one kjit reads for its base key and target where it lies (trusted,
+// well formed, no path outside its include directories), else the problem.
+std::string verify_manifest(const DiskStore &store, const StoredEntry &manifest);
+// Removes a manifest file (verify --fix): "" or why not.
+std::string remove_manifest(const DiskStore &store, const StoredEntry &manifest);
+
 struct PruneResult {
-  std::size_t removed = 0;
-  std::uint64_t removed_bytes = 0;
-  std::size_t kept = 0;
-  std::uint64_t kept_bytes = 0;
+  std::size_t removed = 0;         // entries
+  std::uint64_t removed_bytes = 0; // entries' and header manifests'
+  std::size_t kept = 0;            // entries
+  std::uint64_t kept_bytes = 0;    // entries' and header manifests'
+  std::size_t manifests_removed = 0;
 };
 
 // Removes entries, least recently used first, until the store holds at most `max_bytes` (when
 // set), and every entry not used since `unused_since_ns` (when set); also temp files that a
-// crashed writer left more than an hour ago. Safe while other processes read or write: a reader
+// crashed writer left more than an hour ago. Header manifests count in the size and go with the
+// last entry their results name (a manifest that names no entry left, or cannot be read, goes):
+// they are the entries' index, worth nothing without them, and one of a large header library
+// can outweigh its entry. Safe while other processes read or write: a reader
 // keeps the file it opened, a miss is recompiled, and a write in progress is a temp file.
 // Throws Error(cache_io) for a read-only store.
 PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes,

@@ -10,6 +10,7 @@
 // by absolute path, so an entry built against one copy of a library is valid wherever a
 // byte-identical copy is installed. A manifest read from disk is untrusted input: decode_manifest
 // refuses anything malformed, and paths that are absolute or climb out of their directory.
+#include "kjit/cache/entry.hpp"
 #include "kjit/cache/key.hpp"
 
 #include <cstdint>
@@ -66,6 +67,17 @@ bool valid_header_path(std::string_view path);
 // `manifest` with `result` added as its newest (one of the same key replaced), the oldest dropped
 // beyond kMaxManifestResults.
 void add_result(HeaderManifest &manifest, ManifestResult result);
+
+// The key input a recorded header adds to its variant's base key inputs: ("include:<dir>:<path>",
+// digest or "absent"). An entry's key inputs are its base key's followed by one per header, in the
+// order recorded.
+KeyField header_key_input(const RecordedHeader &header);
+// Whether `entry` is the compile of the variant whose base key is `base` with exactly `headers`:
+// its key inputs are fields whose key is `base`, then header_key_input of each header, and its key
+// is theirs. What makes a result of an untrusted manifest (a remote's) safe: whatever key the
+// manifest names, only an entry keyed by the headers checked here is taken.
+bool keyed_by_headers(const EntryHeader &entry, const Key &base,
+                      const std::vector<RecordedHeader> &headers);
 
 std::string encode_manifest(const HeaderManifest &manifest);
 struct DecodedManifest {
