@@ -82,7 +82,7 @@ public:
       }
     }
     if (const cache::DiskStore *user = tiers_.user())
-      memo_.emplace(user->compilers_directory());
+      memo_.emplace(user->layout().compilers_directory());
   }
 
   // Leaves what this Runtime did in the cache's statistics and keeps the user tier within

@@ -147,7 +147,7 @@ std::filesystem::path TieredStore::keep(const cache::Entry &entry) {
     return {};
   try {
     store->write(entry);
-    return store->entry_path(entry.header.key, entry.header.target);
+    return store->layout().entry_path(entry.header.key, entry.header.target);
   } catch (const Error &error) {
     disk_unusable(error);
     return {};
@@ -215,21 +215,21 @@ std::filesystem::path TieredStore::publish(const Compiling &compiling, const cac
 
 void TieredStore::count(const cache::CacheCounters &counters) const {
   const cache::DiskStore *store = user();
-  if (store && ::access(store->versioned_root().c_str(), W_OK | X_OK) == 0) {
-    cache::StatsFiles(store->stats_directory()).add(counters);
+  if (store && ::access(store->layout().version_directory().c_str(), W_OK | X_OK) == 0) {
+    cache::StatsFiles(store->layout().stats_directory()).add(counters);
     return;
   }
   log().info("KJIT_MODE=prebuilt: this process's {} hits are not counted in kjit cache stats: no "
              "writable user tier at {}",
              counters.prebuilt_hits + counters.user_hits + counters.remote_hits,
-             store ? store->versioned_root().string() : std::string("(none)"));
+             store ? store->layout().version_directory().string() : std::string("(none)"));
 }
 
 void TieredStore::close(const cache::CacheCounters &counters, std::uint64_t max_bytes) {
   const cache::DiskStore *store = user();
   if (!store)
     return;
-  cache::StatsFiles(store->stats_directory()).add(counters);
+  cache::StatsFiles(store->layout().stats_directory()).add(counters);
   if (max_bytes == 0)
     return;
   try {

@@ -2,6 +2,7 @@
 
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/cache/file_lock.hpp"
+#include "kjit/cache/layout.hpp"
 #include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
@@ -111,20 +112,15 @@ TuningRecord record_of(const json &object) {
   return record;
 }
 
-// <root>/v<N>/tuning
+// The tier at `root`'s tuning directory (cache/layout.hpp); empty for no tier.
 fs::path tuning_directory(const fs::path &root) {
-  if (root.empty())
-    return {};
-  return cache::DiskStore(root, cache::Access::read_only).tuning_directory();
+  return root.empty() ? fs::path() : cache::Layout(root).tuning_directory();
 }
 
-// <tuning>/<target dir>/<key hex>.json. Throws Error(bad_target) for a target id that cannot name
-// a directory (the same rule as entries').
+// The record's file in a tuning directory. Throws Error(bad_target) for a target id that cannot
+// name a directory (the same rule as entries').
 fs::path record_path(const fs::path &directory, const TuningKey &key) {
-  const cache::Key hashed = key.key();
-  const fs::path entry =
-      cache::DiskStore(directory, cache::Access::read_only).entry_path(hashed, key.device.target);
-  return directory / entry.parent_path().parent_path().filename() / (hashed.hex() + ".json");
+  return directory / cache::Layout::tuning_record_name(key.key(), key.device.target);
 }
 
 // Warns once per file and process: a table read on every new shape must not repeat itself.
@@ -434,7 +430,7 @@ TuningRecord TuningTable::find_or_tune(const TuningKey &key,
   // A tuner of this machine that hangs must not hang the others: they wait for it as long as for
   // another node's lease, then tune too.
   const std::optional<cache::FileLock> lock = cache::FileLock::try_for(
-      user_ / cache::DiskStore::kLockFileName, key.key(), fleet_.wait, fleet_.poll);
+      user_ / cache::Layout::kLockFileName, key.key(), fleet_.wait, fleet_.poll);
   if (!lock)
     log().info("tuning table: the process tuning {} did not finish within {} ms; tuning it here",
                key.key().hex(), fleet_.wait.count());

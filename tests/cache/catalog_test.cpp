@@ -61,7 +61,7 @@ protected:
                std::size_t code_size = 64) {
     const Entry entry = sample_entry(seed, target, code_size);
     store.write(entry);
-    return store.entry_path(entry.header.key, target);
+    return store.layout().entry_path(entry.header.key, target);
   }
   std::vector<std::string> problems() const {
     std::vector<std::string> found;
@@ -80,11 +80,12 @@ TEST(TargetDirectories, MapBackToTheirTargetIds) {
                          "sm_90a", "sm_100f"}) {
     testing::ScratchDir dir;
     const DiskStore store(dir.path(), Access::read_write);
-    const std::string directory = store.entry_path(sample_entry("x", id).header.key, id)
+    const std::string directory = store.layout()
+                                      .entry_path(sample_entry("x", id).header.key, id)
                                       .parent_path()
                                       .parent_path()
                                       .filename();
-    EXPECT_EQ(target_of_directory(directory), id) << directory;
+    EXPECT_EQ(Layout::target_of_directory(directory), id) << directory;
   }
 }
 
@@ -145,7 +146,7 @@ TEST_F(CatalogTest, VerifyPassesGoodEntriesAndNamesWhatIsWrongWithBadOnes) {
 
   // An entry for gfx90a placed in the gfx908 directory.
   const Entry other_target = sample_entry("elsewhere", "gfx90a");
-  fs::path wrong_place = store.entry_path(other_target.header.key, "gfx908");
+  fs::path wrong_place = store.layout().entry_path(other_target.header.key, "gfx908");
   fs::create_directories(wrong_place.parent_path());
   write_bytes(wrong_place, encode_entry(other_target));
 
@@ -225,7 +226,8 @@ TEST_F(CatalogTest, AnEntryTouchedPast2262IsRecentNotAncient) {
 
 TEST_F(CatalogTest, PruneLeavesAnEntryWhoseWriterHoldsItsKey) {
   const fs::path busy = put("busy"), idle = put("idle");
-  const FileLock writer(store.versioned_root() / "lock", sample_entry("busy").header.key);
+  const FileLock writer(store.layout().version_directory() / "lock",
+                        sample_entry("busy").header.key);
   const PruneResult result = prune(store, 0, std::nullopt);
   EXPECT_EQ(result.removed, 1u);
   EXPECT_EQ(result.kept, 1u);

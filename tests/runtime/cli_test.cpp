@@ -2,6 +2,7 @@
 // bad input, and --json output that another process agrees with.
 #include "cli_fixture.hpp"
 #include "kjit/cache/entry.hpp"
+#include "kjit/cache/layout.hpp"
 #include "tests/support/redis_server.hpp"
 
 #include <cstdio>
@@ -381,8 +382,9 @@ TEST_F(CliCacheTest, ListsAndCountsBothTiers) {
   compile(128);
   // A prebuilt tier holding what the user tier holds for gfx90a.
   const std::filesystem::path prebuilt = dir / "prebuilt";
-  std::filesystem::create_directories(prebuilt / "v2");
-  std::filesystem::copy(dir / "cache" / "v2" / "gfx90a", prebuilt / "v2" / "gfx90a",
+  std::filesystem::create_directories(cache::Layout(prebuilt).version_directory());
+  std::filesystem::copy(cache::Layout(dir / "cache").version_directory() / "gfx90a",
+                        cache::Layout(prebuilt).version_directory() / "gfx90a",
                         std::filesystem::copy_options::recursive);
   const std::string both = "KJIT_PREBUILT_DIR='" + prebuilt.string() + "'";
   const CliRun listing = kjit("cache ls --json --sort target", both);

@@ -72,11 +72,12 @@ TEST_F(RemoteTierTest, ACompilePublishesAndAnotherNodeHitsTheRemoteThenItsDisk) 
   Runtime rt(node(second));
   EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::user_cache);
   EXPECT_EQ(remote->gets(), gets) << "a disk hit asks no remote";
-  EXPECT_EQ(cache::StatsFiles(
-                cache::DiskStore(second / "cache", cache::Access::read_only).stats_directory())
-                .total()
-                .remote_hits,
-            1u);
+  EXPECT_EQ(
+      cache::StatsFiles(
+          cache::DiskStore(second / "cache", cache::Access::read_only).layout().stats_directory())
+          .total()
+          .remote_hits,
+      1u);
 }
 
 TEST_F(RemoteTierTest, ACompileNeverOverwritesAPublishedValue) {
@@ -147,7 +148,7 @@ TEST_F(RemoteTierTest, ADownOrStalledRemoteIsAMissAndTheNodeCarriesOn) {
   remote->fail_with(std::nullopt);
   const cache::CacheCounters total =
       cache::StatsFiles(
-          cache::DiskStore(counted / "cache", cache::Access::read_only).stats_directory())
+          cache::DiskStore(counted / "cache", cache::Access::read_only).layout().stats_directory())
           .total();
   EXPECT_GE(total.remote_errors, 2u) << "the get and the lease";
   EXPECT_EQ(total.remote_timeouts, 0u);
@@ -206,7 +207,7 @@ TEST_F(RemoteTierTest, AnExpiredLeaseLetsAnotherNodeCompile) {
   // The wait polled the remote about a hundred times: still one lookup, one miss.
   const cache::CacheCounters total =
       cache::StatsFiles(
-          cache::DiskStore(config.cache_dir, cache::Access::read_only).stats_directory())
+          cache::DiskStore(config.cache_dir, cache::Access::read_only).layout().stats_directory())
           .total();
   EXPECT_EQ(total.remote_misses, 1u);
   EXPECT_EQ(total.remote_hits, 0u);

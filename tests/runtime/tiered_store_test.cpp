@@ -1,6 +1,7 @@
 // The tiered store on its own, over temporary directories and an in-process fake remote: the
 // order of the cascade, the promotion of a remote hit into the user tier, a bad entry in one tier
 // falling through to the next, the re-read under the lock, and a read-only tier never written.
+#include "kjit/cache/layout.hpp"
 #include "runtime/src/tiered_store.hpp"
 #include "tests/cache/support.hpp"
 #include "tests/runtime/fake_compiler.hpp"
@@ -112,12 +113,12 @@ TEST_F(TieredStoreTest, AsksPrebuiltThenUserThenRemote) {
   EXPECT_EQ(found->entry.code.front(), kPrebuilt);
   EXPECT_EQ(remote->gets(), 0) << "a local hit asks no remote";
 
-  fs::remove_all(config.prebuilt_dir / "v2");
+  fs::remove_all(cache::Layout(config.prebuilt_dir).version_directory());
   found = find(store, entry);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::user_cache);
   EXPECT_EQ(found->entry.code.front(), kUser);
-  EXPECT_EQ(found->path, user.entry_path(entry.header.key, kTarget));
+  EXPECT_EQ(found->path, user.layout().entry_path(entry.header.key, kTarget));
 
   ASSERT_EQ(user.remove(entry.header.key, kTarget), "");
   found = find(store, entry);
@@ -135,7 +136,7 @@ TEST_F(TieredStoreTest, ARemoteHitIsKeptInTheUserTier) {
   auto found = find(store, entry);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::remote);
-  EXPECT_EQ(found->path, user.entry_path(entry.header.key, kTarget));
+  EXPECT_EQ(found->path, user.layout().entry_path(entry.header.key, kTarget));
 
   cache::Lookup kept = user.read(entry.header.key, kTarget);
   ASSERT_EQ(kept.status, cache::Lookup::Status::hit);
@@ -152,8 +153,9 @@ TEST_F(TieredStoreTest, ABadEntryInOneTierFallsThroughToTheNext) {
   put_user(entry);
   put_remote(entry);
   corrupt(cache::DiskStore(config.prebuilt_dir, cache::Access::read_only)
+              .layout()
               .entry_path(entry.header.key, kTarget));
-  corrupt(user.entry_path(entry.header.key, kTarget));
+  corrupt(user.layout().entry_path(entry.header.key, kTarget));
   LogCapture log;
   TieredStore store(config);
 
@@ -202,7 +204,7 @@ TEST_F(TieredStoreTest, StandInsAreAskedAfterTheLocalTiersAndBeforeTheRemote) {
   EXPECT_EQ(found->entry.header.target, "gfx90a") << "the stand-ins in their order";
   EXPECT_EQ(remote->gets(), 0);
 
-  fs::remove_all(config.prebuilt_dir / "v2");
+  fs::remove_all(cache::Layout(config.prebuilt_dir).version_directory());
   found = find(store, entry, stand_ins);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::user_cache);
@@ -243,7 +245,7 @@ TEST_F(TieredStoreTest, AnEntryNewerThanTheDevicesRuntimeLoadsIsAMissWarnedOnce)
     ASSERT_TRUE(found);
     EXPECT_EQ(found->entry.header.target, "gfx12-generic") << newest;
   }
-  fs::remove(user.entry_path(processor.header.key, processor.header.target));
+  fs::remove(user.layout().entry_path(processor.header.key, processor.header.target));
   EXPECT_FALSE(store.find(sample_entry("absent").header.key, kTarget, stand_ins, 4))
       << "no stand-in a version 4 runtime loads";
 }
@@ -283,7 +285,7 @@ TEST_F(TieredStoreTest, ACompileIsPublishedToTheUserTierAndTheRemote) {
   ASSERT_FALSE(find(store, entry));
   TieredStore::Compiling compiling = store.begin_compile(entry.header.key, kTarget, true);
   ASSERT_FALSE(compiling.published);
-  EXPECT_EQ(store.publish(compiling, entry), user.entry_path(entry.header.key, kTarget));
+  EXPECT_EQ(store.publish(compiling, entry), user.layout().entry_path(entry.header.key, kTarget));
   EXPECT_EQ(user.read(entry.header.key, kTarget).status, cache::Lookup::Status::hit);
   EXPECT_EQ(remote->raw({cache::kEntryRecord, kTarget, entry.header.key}),
             cache::encode_entry(entry));
@@ -313,7 +315,7 @@ TEST_F(TieredStoreTest, UnderTheLockTheUserTierIsReadAgain) {
 }
 
 TEST_F(TieredStoreTest, UnderTheLockARejectedUserEntryIsRemoved) {
-  const fs::path planted = user.entry_path(entry.header.key, kTarget);
+  const fs::path planted = user.layout().entry_path(entry.header.key, kTarget);
   fs::create_directories(planted / "inside");
   LogCapture log;
   TieredStore store(config);
@@ -351,7 +353,7 @@ TEST_F(TieredStoreTest, CloseAddsTheStatisticsAndPrunes) {
     }
     store.close({.user_hits = 2, .compiles = 1}, 1);
   }
-  const cache::CacheCounters total = cache::StatsFiles(user.stats_directory()).total();
+  const cache::CacheCounters total = cache::StatsFiles(user.layout().stats_directory()).total();
   EXPECT_EQ(total.compiles, 1u);
   EXPECT_EQ(total.user_hits, 2u);
   EXPECT_EQ(user.read(entry.header.key, kTarget).status, cache::Lookup::Status::miss)

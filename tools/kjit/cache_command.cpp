@@ -212,7 +212,8 @@ int run_stats(bool as_json, std::ostream &out) {
     ++totals.entries;
     totals.bytes += entry.stored.bytes;
   }
-  const cache::CacheCounters counters = cache::StatsFiles(tiers.user->stats_directory()).total();
+  const cache::CacheCounters counters =
+      cache::StatsFiles(tiers.user->layout().stats_directory()).total();
 
   json prebuilt_path = json::array(); // the tiers searched before kjit's own
   for (const cache::DiskStore &store : tiers.prebuilt_path)
