@@ -3,6 +3,7 @@
 #include "cli_fixture.hpp"
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/layout.hpp"
+#include "kjit/cache/remote.hpp"
 #include "tests/support/redis_server.hpp"
 
 #include <cstdio>
@@ -336,6 +337,27 @@ TEST_F(CliCacheTest, ListsShowsAndCountsWhatWasCompiled) {
   compile(64); // a hit in a new process
   EXPECT_EQ(json_of("cache stats")["counters"]["user_hits"], 1);
   EXPECT_NE(kjit("cache ls").out.find("N=128"), std::string::npos) << "the table lists it";
+}
+
+// Scripts ask `cache stats --json` where a tier's files are instead of spelling "v2".
+TEST_F(CliCacheTest, StatsTellsScriptsWhereEachTiersFilesAre) {
+  compile(64);
+  const nlohmann::json layout = json_of("cache stats")["layout"];
+  const cache::Layout user(dir / "cache");
+  EXPECT_EQ(layout["version"], cache::Layout::version_name());
+  EXPECT_EQ(layout["remote_entry_prefix"], cache::storage_prefix(cache::kEntryRecord));
+  EXPECT_EQ(layout["user"]["root"], user.root().string());
+  EXPECT_EQ(layout["user"]["version_directory"], user.version_directory().string());
+  EXPECT_EQ(layout["user"]["tuning_directory"], user.tuning_directory().string());
+  EXPECT_EQ(layout["user"]["stats_directory"], user.stats_directory().string());
+  EXPECT_EQ(layout["user"]["compilers_directory"], user.compilers_directory().string());
+  EXPECT_TRUE(std::filesystem::is_directory(layout["user"]["version_directory"].get<std::string>() +
+                                            "/gfx90a"))
+      << "the entries' target directories are in the version directory";
+  EXPECT_TRUE(std::filesystem::is_directory(layout["user"]["stats_directory"].get<std::string>()));
+  EXPECT_EQ(
+      layout["prebuilt"]["version_directory"],
+      cache::Layout(layout["prebuilt"]["root"].get<std::string>()).version_directory().string());
 }
 
 TEST_F(CliCacheTest, ExplainNamesTheKeyEachTierAndTheParameterThatDiffers) {

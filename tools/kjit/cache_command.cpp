@@ -6,7 +6,9 @@
 
 #include "kjit/cache/archive.hpp"
 #include "kjit/cache/catalog.hpp"
+#include "kjit/cache/layout.hpp"
 #include "kjit/cache/private_file.hpp"
+#include "kjit/cache/remote.hpp"
 #include "kjit/cache/stats.hpp"
 #include "kjit/jit/kernel_resources.hpp"
 #include "kjit/kjit.hpp"
@@ -198,6 +200,15 @@ int run_ls(const CacheArgs &args, bool as_json, std::ostream &out) {
 
 // ---- stats ------------------------------------------------------------------------------------
 
+// Where a tier's files are (kjit/cache/layout.hpp), for scripts: they ask here, not spell "v2".
+json layout_json(const cache::Layout &layout) {
+  return {{"root", layout.root().string()},
+          {"version_directory", layout.version_directory().string()},
+          {"tuning_directory", layout.tuning_directory().string()},
+          {"stats_directory", layout.stats_directory().string()},
+          {"compilers_directory", layout.compilers_directory().string()}};
+}
+
 int run_stats(bool as_json, std::ostream &out) {
   const Tiers tiers;
   struct Totals {
@@ -228,6 +239,11 @@ int run_stats(bool as_json, std::ostream &out) {
     print_json(out, {{"cache_dir", tiers.config.cache_dir.string()},
                      {"prebuilt_dir", tiers.config.prebuilt_dir.string()},
                      {"prebuilt_path", prebuilt_path},
+                     {"layout",
+                      {{"version", cache::Layout::version_name()},
+                       {"remote_entry_prefix", cache::storage_prefix(cache::kEntryRecord)},
+                       {"user", layout_json(tiers.user->layout())},
+                       {"prebuilt", layout_json(cache::Layout(tiers.config.prebuilt_dir))}}},
                      {"tiers", rows},
                      {"counters", json::parse(cache::to_json_text(counters))}});
     return 0;
