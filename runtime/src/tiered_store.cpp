@@ -5,6 +5,7 @@
 #include "kjit/error.hpp"
 #include "kjit/jit/elf.hpp"
 #include "kjit/log.hpp"
+#include "kjit/runtime/remotes.hpp"
 
 #include <unistd.h>
 
@@ -13,7 +14,7 @@
 namespace kjit {
 
 TieredStore::TieredStore(const Config &config)
-    : local_(config), remote_(config.remote, config.fleet) {
+    : local_(config), remote_(open_remotes(config), config.fleet) {
   if (!local_.user)
     log().warn("no cache directory (HOME and KJIT_CACHE_DIR unset): variants stay in memory");
 }

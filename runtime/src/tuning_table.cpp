@@ -7,6 +7,7 @@
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
 #include "kjit/runtime/config.hpp"
+#include "kjit/runtime/remotes.hpp"
 #include "kjit/templates/library.hpp"
 #include "kjit/text.hpp"
 #include "remote_tier.hpp"
@@ -376,7 +377,7 @@ TuningTable::TuningTable(fs::path user_root, fs::path prebuilt_root,
       remote_(std::make_shared<RemoteTier>(std::move(remotes), fleet)), fleet_(fleet) {}
 
 TuningTable TuningTable::from_config(const Config &config) {
-  return TuningTable(config.cache_dir, config.prebuilt_dir, config.remote, config.fleet);
+  return TuningTable(config.cache_dir, config.prebuilt_dir, open_remotes(config), config.fleet);
 }
 
 fs::path TuningTable::user_directory() const { return user_; }

@@ -296,7 +296,7 @@ TEST_F(HeaderLibraryTest, AByteIdenticalCopyElsewhereServesAPrebuiltTier) {
 TEST_F(HeaderLibraryTest, TheRemoteIsNotUsedForAVariantWithIncludeDirectories) {
   auto remote = std::make_shared<testing::FakeRemote>();
   Config config = this->config();
-  config.remote = {{"fake://remote", false, remote, remote, remote}};
+  config.remote_urls = {testing::fake_remote_url(remote)};
   const Template tmpl = make();
   EXPECT_EQ(Runtime(config).compile(tmpl, {{"T", "float"}}, jit::Target::parse("gfx90a")).origin(),
             Origin::compiled);

@@ -36,7 +36,7 @@ protected:
   TieredStoreTest() {
     config.cache_dir = home / "cache";
     config.prebuilt_dir = home / "prebuilt";
-    config.remote = {{"fake://remote", false, remote, remote, remote}};
+    config.remote_urls = {testing::fake_remote_url(remote)};
     config.fleet = {.lease_ttl = std::chrono::milliseconds(300),
                     .wait = std::chrono::milliseconds(1000),
                     .poll = std::chrono::milliseconds(2)};
@@ -272,7 +272,7 @@ TEST_F(TieredStoreTest, ReadOnlyTiersAreNeverWritten) {
       << "a prebuilt hit is not copied";
 
   // A read-only remote is asked but never written.
-  config.remote.front().read_only = true;
+  config.remote_urls = {testing::fake_remote_url(remote, true)};
   TieredStore store(config);
   const cache::Entry compiled = sample_entry("compiled elsewhere");
   TieredStore::Compiling compiling = store.begin_compile(compiled.header.key, kTarget, true);

@@ -9,6 +9,7 @@
 #include "kjit/kjit.hpp"
 #include "kjit/log.hpp"
 #include "kjit/runtime/local_tiers.hpp"
+#include "kjit/runtime/remotes.hpp"
 
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -19,11 +20,11 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<cache::RemoteStorage> &configured_remotes(const Config &config) {
-  if (config.remote.empty())
+std::vector<cache::RemoteStorage> configured_remotes(const Config &config) {
+  if (config.remote_urls.empty())
     throw Error(Errc::bad_config,
                 "no remote cache: set KJIT_REMOTE_STORAGE (e.g. redis://host:6379; see README)");
-  return config.remote;
+  return open_remotes(config);
 }
 
 // The value of a remote operation; Error(cache_io) naming the remote and the fault when it failed.
@@ -185,8 +186,9 @@ int run_push(const Config &config, const RemoteCacheArgs &args, bool as_json) {
     throw Error(Errc::bad_config,
                 "no " + args.tier + " tier (" +
                     (args.tier == "user" ? config.cache_dir : config.prebuilt_dir).string() + ")");
+  const std::vector<cache::RemoteStorage> configured = configured_remotes(config);
   std::vector<const cache::RemoteStorage *> writable;
-  for (const cache::RemoteStorage &remote : configured_remotes(config))
+  for (const cache::RemoteStorage &remote : configured)
     if (!remote.read_only)
       writable.push_back(&remote);
   if (writable.empty())
@@ -267,7 +269,7 @@ cache::DiskStore pull_destination(const Config &config, const std::string &tier)
 
 int run_pull(const Config &config, const RemoteCacheArgs &args, bool as_json) {
   const cache::DiskStore destination = pull_destination(config, args.tier);
-  const std::vector<cache::RemoteStorage> &remotes = configured_remotes(config);
+  const std::vector<cache::RemoteStorage> remotes = configured_remotes(config);
   const std::string target = canonical_target(args.target);
 
   std::vector<cache::RecordKey> wanted;
