@@ -12,6 +12,7 @@ rounds=${2:-10}
 nodes=${3:-8}
 work=$(mktemp -d /tmp/kjit-fleet-bench-XXXXXX)
 source "$(dirname "$0")/lib/redis.bash"
+source "$(dirname "$0")/lib/layout.bash"
 start_redis "$work"
 remote="redis://127.0.0.1:$port"
 export KJIT_PREBUILT_DIR="$work/none"
@@ -38,7 +39,8 @@ for i in $(seq "$rounds"); do
   [ "$origin" = remote ] || { echo "round $i: expected a remote hit, got $origin" >&2; exit 1; }
   echo "$ms" >>"$work/remote_cold"
   # A node that knows the compiler (its memo) but not the variant.
-  mkdir -p "$work/m$i/v2" && cp -r "$work/c$i/v2/compilers" "$work/m$i/v2/"
+  memo=$(kjit_layout "$kjit" "$work/m$i" compilers_directory)
+  mkdir -p "$(dirname "$memo")" && cp -r "$(kjit_layout "$kjit" "$work/c$i" compilers_directory)" "$memo"
   read -r origin ms < <(compile $n "$work/m$i" "$remote")
   [ "$origin" = remote ] || { echo "round $i: expected a remote hit, got $origin" >&2; exit 1; }
   echo "$ms" >>"$work/remote_memo"

@@ -21,6 +21,7 @@ code_mib=${3:-32}
 [ ${#builds[@]} -gt 0 ] || { echo "usage: $0 BUILD... [-- VALUE_MIB COUNT CODE_MIB]" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/kjit-memory-bench-XXXXXX")
 source "$(dirname "$0")/lib/redis.bash"
+source "$(dirname "$0")/lib/layout.bash"
 start_redis "$work"
 export KJIT_PREBUILT_DIR="$work/none" KJIT_LOG_LEVEL=error
 
@@ -30,10 +31,11 @@ variant=(compile scale -p T=half -p N=64 --target sm_90)
 first=${builds[0]}
 key=$(KJIT_CACHE_DIR="$work/keys" "$first/tools/kjit" "${variant[@]}" --json |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])')
-name="kjit/entry/v2/sm_90/$key"
+name="$(kjit_remote_entry_prefix "${builds[-1]}/tools/kjit" "$work/keys")sm_90/$key"
 "${builds[-1]}/bench/kjit_make_cache" "$work/source" "$count" "$code_mib" >&2
-echo "cache: $(du -sh --apparent-size "$work/source/v2" | cut -f1) in $count entries," \
-  "the largest $(find "$work/source/v2" -name '*.kjit' -printf '%s\n' | sort -n | tail -1) bytes"
+entries=$(kjit_layout "${builds[-1]}/tools/kjit" "$work/source" version_directory)
+echo "cache: $(du -sh --apparent-size "$entries" | cut -f1) in $count entries," \
+  "the largest $(find "$entries" -name '*.kjit' -printf '%s\n' | sort -n | tail -1) bytes"
 
 for build in "${builds[@]}"; do
   kjit=$build/tools/kjit

@@ -15,6 +15,7 @@ rounds=${3:-3}
 kjit=$build/tools/kjit
 work=$(mktemp -d "${TMPDIR:-/tmp}/kjit-pull-bench-XXXXXX")
 source "$(dirname "$0")/lib/redis.bash"
+source "$(dirname "$0")/lib/layout.bash"
 start_redis "$work"
 export KJIT_REMOTE_STORAGE="redis://127.0.0.1:$port" KJIT_PREBUILT_DIR="$work/none"
 
@@ -22,7 +23,7 @@ export KJIT_REMOTE_STORAGE="redis://127.0.0.1:$port" KJIT_PREBUILT_DIR="$work/no
 stored=$(KJIT_CACHE_DIR="$work/source" "$kjit" cache push --json |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["remotes"][0]["stored"])')
 [ "$stored" = "$count" ] || { echo "pushed $stored entries, expected $count" >&2; exit 1; }
-bytes=$(du -sb --apparent-size "$work/source/v2" | cut -f1)
+bytes=$(du -sb --apparent-size "$(kjit_layout "$kjit" "$work/source" version_directory)" | cut -f1)
 redis-cli -p "$port" --scan --pattern 'kjit/entry/*' | sed 's/^/GET /' >"$work/gets"
 
 ms_since() { echo "($(date +%s%N) - $1) / 1000000" | bc -l; }

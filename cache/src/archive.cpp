@@ -135,7 +135,8 @@ void walk_archive(const DiskStore &store, const fs::path &path, std::string_view
       continue;
     }
     try {
-      store.entry_path(header.key, header.target); // refuses a target that cannot name a directory
+      store.layout().entry_path(header.key,
+                                header.target); // refuses a target that cannot name a directory
     } catch (const Error &refused) {
       bad_entry = which + ": " + refused.summary();
       continue;

@@ -36,11 +36,6 @@ constexpr std::int64_t settle_ns = 2 * second_ns;
 // behind the code's choices").
 constexpr std::size_t unlink_threads = 32;
 
-bool is_hex(std::string_view text) {
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
 struct DirCloser {
   void operator()(DIR *dir) const { ::closedir(dir); }
 };
@@ -92,7 +87,7 @@ template <typename Work> void in_parallel(std::size_t count, std::size_t threads
 
 std::size_t cores() { return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16); }
 
-// One "<versioned root>/<target dir>/<2 hex>" directory.
+// One shard directory, "<version directory>/<target dir>/<2 hex>" (layout.hpp).
 struct EntryDirectory {
   std::string path;
   std::string shard;  // its 2 hex digits
@@ -103,16 +98,16 @@ struct EntryDirectory {
 std::vector<EntryDirectory> entry_directories(const DiskStore &store,
                                               const std::string &only_target) {
   std::vector<EntryDirectory> found;
-  const std::string root = store.versioned_root().string();
+  const std::string root = store.layout().version_directory().string();
   list_directory(root, [&](std::string_view target_name, bool maybe_directory, int) {
     if (!maybe_directory || target_name.front() == '.')
       return;
-    const std::string target = target_of_directory(target_name);
+    const std::string target = Layout::target_of_directory(target_name);
     if (!only_target.empty() && target != only_target)
       return;
     const std::string target_path = root + '/' + std::string(target_name);
     list_directory(target_path, [&](std::string_view shard, bool shard_maybe_directory, int) {
-      if (shard_maybe_directory && shard.size() == 2 && is_hex(shard))
+      if (shard_maybe_directory && Layout::is_shard_name(shard))
         found.push_back({target_path + '/' + std::string(shard), std::string(shard), target});
     });
   });
@@ -134,14 +129,11 @@ template <typename OnEntry, typename OnTemp = std::nullptr_t, typename OnManifes
 void walk(const EntryDirectory &directory, OnEntry on_entry, OnTemp on_temp = nullptr,
           OnManifest on_manifest = nullptr) {
   list_directory(directory.path, [&](std::string_view name, bool, int directory_fd) {
-    const bool entry_name = name.size() == 64 + 5 && name.substr(0, 2) == directory.shard &&
-                            name.ends_with(".kjit") && is_hex(name.substr(0, 64));
+    const bool entry_name = Layout::is_entry_name(name, directory.shard);
     constexpr bool wants_temps = !std::is_same_v<OnTemp, std::nullptr_t>;
-    const bool temp_name = wants_temps && name.front() == '.' && name.find(".tmp.") != name.npos;
+    const bool temp_name = wants_temps && Layout::is_temp_name(name);
     constexpr bool wants_manifests = !std::is_same_v<OnManifest, std::nullptr_t>;
-    const bool manifest_name = wants_manifests && name.size() == 64 + 9 &&
-                               name.substr(0, 2) == directory.shard &&
-                               name.ends_with(".manifest") && is_hex(name.substr(0, 64));
+    const bool manifest_name = wants_manifests && Layout::is_manifest_name(name, directory.shard);
     if (!entry_name && !temp_name && !manifest_name)
       return;
     struct stat status {};
@@ -156,7 +148,7 @@ void walk(const EntryDirectory &directory, OnEntry on_entry, OnTemp on_temp = nu
       }
     StoredEntry stored{.path = std::move(path),
                        .target = directory.target,
-                       .key = *Key::from_hex(name.substr(0, 64)),
+                       .key = *Key::from_hex(Layout::entry_key_hex(name)),
                        .bytes = static_cast<std::uint64_t>(status.st_size),
                        .last_use_ns = unix_ns(status.st_mtim),
                        .inode = status.st_ino,
@@ -477,7 +469,7 @@ PruneResult prune(const DiskStore &store, std::optional<std::uint64_t> max_bytes
     return result;
   // Each victim is removed under its key's lock, so never while a writer compiles and publishes
   // it; a reader that has it open keeps reading what it opened.
-  const LockTrier locks(store.lock_path());
+  const LockTrier locks(store.layout().lock_path());
   std::vector<char> removed(victims, 0);
   in_parallel(victims, unlink_threads,
               [&](std::size_t i) { removed[i] = remove_unless_busy(entries[i], locks); });

@@ -1,5 +1,6 @@
 #include "kjit/cache/private_file.hpp"
 
+#include "kjit/cache/layout.hpp"
 #include "kjit/error.hpp"
 
 #include <atomic>
@@ -56,9 +57,9 @@ std::string untrusted_reason(const struct stat &status) {
   return {};
 }
 
-// A temp file name no other process or thread uses: the pid, a per-process random number (pids
-// repeat across containers sharing a cache) and a counter. The leading '.' keeps it out of
-// listings; ".tmp." marks it for cleanup after a crash.
+// A temp file name no other process or thread uses: the layout's temp prefix (which keeps it out of
+// listings and marks it for cleanup after a crash), then the pid, a per-process random number
+// (pids repeat across containers sharing a cache) and a counter.
 std::string unique_temp_name(std::string_view stem) {
   static const std::uint64_t process_nonce = [] {
     std::random_device random;
@@ -66,9 +67,7 @@ std::string unique_temp_name(std::string_view stem) {
   }();
   static std::atomic<std::uint64_t> counter{0};
   char nonce[17];
-  std::string name(1, '.'); // appended piece by piece: GCC 12 warns wrongly on "." + string
-  name += stem;
-  name += ".tmp.";
+  std::string name = Layout::temp_prefix(stem);
   name += std::to_string(::getpid());
   name += '.';
   name.append(nonce, std::to_chars(nonce, nonce + sizeof nonce, process_nonce, 16).ptr);

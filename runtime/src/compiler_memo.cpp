@@ -59,7 +59,7 @@ json identity_json(const jit::Compiler &compiler) {
 }
 
 std::filesystem::path tier_identity_file(const cache::DiskStore &tier, Vendor vendor) {
-  return tier.compilers_directory() / (std::string(to_string(vendor)) + ".json");
+  return tier.layout().compilers_directory() / (std::string(to_string(vendor)) + ".json");
 }
 
 } // namespace
@@ -79,7 +79,7 @@ std::optional<CompilerIdentity> read_tier_identity(const cache::DiskStore &tier,
   try {
     return identity_with_environment(content);
   } catch (const json::exception &error) { // a discarded (unparsable) value lands here too
-    log().warn("prebuilt compiler identity in {}: {}", tier.versioned_root().string(),
+    log().warn("prebuilt compiler identity in {}: {}", tier.layout().version_directory().string(),
                error.what());
     return std::nullopt;
   }

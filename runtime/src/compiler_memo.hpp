@@ -6,7 +6,7 @@
 // mtime (compiler_check).
 //
 // One file per vendor and per way of finding the library:
-//   <cache root>/v<N>/compilers/<vendor>-<16 hex>.json
+//   <the tier's compilers directory (kjit/cache/layout.hpp)>/<vendor>-<16 hex>.json
 // where the hex is a hash of what steers dlopen's search: the variables naming library
 // directories (LD_LIBRARY_PATH, CUDA_HOME, ROCM_PATH...), /etc/ld.so.cache, and the executable
 // (its RUNPATH), and the variables naming hiprtc's device library. It holds the identity, the
@@ -25,7 +25,7 @@ namespace kjit {
 
 class CompilerMemo {
 public:
-  // `directory`: <cache root>/v<N>/compilers; created 0700 on the first write.
+  // `directory`: the user tier's compilers directory; created 0700 on the first write.
   explicit CompilerMemo(std::filesystem::path directory);
 
   // The identity the memo holds for `vendor`, with the environment read now; nullopt when there

@@ -9,6 +9,7 @@
 #include "kjit/error.hpp"
 #include "kjit/runtime/device.hpp"
 #include "kjit/runtime/prebuild.hpp"
+#include "kjit/runtime/remotes.hpp"
 #include "kjit/text.hpp"
 #include "kjit/units.hpp"
 
@@ -16,6 +17,8 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <pwd.h>
 #include <string>
@@ -118,11 +121,12 @@ Config Config::from_environment() {
     config.prebuilt_dirs.emplace_back(std::move(dir));
   config.include_dirs = colon_separated(environment("KJIT_INCLUDE_PATH"));
   const std::string remote_urls = environment("KJIT_REMOTE_STORAGE");
-  std::optional<std::string> secret;
+  for (std::string_view url : words(remote_urls))
+    config.remote_urls.emplace_back(url);
   if (auto file = environment("KJIT_REMOTE_SECRET_FILE");
-      !file.empty() && !words(remote_urls).empty())
-    secret = cache::read_remote_secret(file);
-  config.remote = cache::open_remote_storages(remote_urls, secret);
+      !file.empty() && !config.remote_urls.empty())
+    config.remote_secret = cache::read_remote_secret(file);
+  open_remotes(config); // a bad URL is named where the variable is read; nothing connects yet
   if (auto ttl = environment("KJIT_REMOTE_LEASE_MS"); !ttl.empty()) {
     const auto parsed = parse_milliseconds(ttl, 10, 3'600'000);
     if (!parsed)
@@ -136,6 +140,29 @@ Config Config::from_environment() {
     config.fleet.wait = *parsed;
   }
   return config;
+}
+
+std::vector<cache::RemoteStorage> open_remotes(const Config &config) {
+  // One backend per remote and secret in a process, whichever Config names it: a connection
+  // reused by every Runtime and tuning table. Never destroyed: a backend outlives every thread
+  // that may still use it at exit, and the system closes its connection.
+  static std::mutex mutex;
+  static auto &opened = *new std::map<std::string, cache::RemoteStorage, std::less<>>;
+  std::vector<cache::RemoteStorage> remotes;
+  const std::lock_guard lock(mutex);
+  for (const std::string &url : config.remote_urls) {
+    std::string name = url + '\n' + config.remote_secret.value_or("");
+    auto found = opened.find(name);
+    if (found == opened.end()) {
+      std::vector<cache::RemoteStorage> one =
+          cache::open_remote_storages(url, config.remote_secret);
+      if (one.size() != 1)
+        throw Error(Errc::bad_config, "KJIT_REMOTE_STORAGE: '" + url + "' is not one URL");
+      found = opened.emplace(std::move(name), std::move(one.front())).first;
+    }
+    remotes.push_back(found->second);
+  }
+  return remotes;
 }
 
 BackendChoice parse_backend_choice(std::string_view text) {

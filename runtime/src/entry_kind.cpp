@@ -34,7 +34,7 @@ std::optional<Stored<cache::Entry>> EntryKind::read(Tier tier, const EntryKey &k
 
 std::filesystem::path EntryKind::write(Tier tier, const cache::Entry &entry) const {
   tier->write(entry);
-  return tier->entry_path(entry.header.key, entry.header.target);
+  return tier->layout().entry_path(entry.header.key, entry.header.target);
 }
 
 std::optional<cache::FileLock> EntryKind::lock(Tier tier, const EntryKey &key,

@@ -206,7 +206,8 @@ BatchResult build(const Batch &batch, const Compilers &compilers, const fs::path
         record_headers(store, bases[i], entry.header.target,
                        static_cast<std::uint32_t>(request.include_dirs.size()),
                        {entry.header.key, headers});
-      result.bytes += size_on_disk(store.entry_path(entry.header.key, entry.header.target));
+      result.bytes +=
+          size_on_disk(store.layout().entry_path(entry.header.key, entry.header.target));
       ++result.built;
     }
   };
@@ -236,15 +237,16 @@ void finish_tier(const Compilers &compilers, const std::vector<Vendor> &vendors,
   const cache::DiskStore store(root, cache::Access::read_only);
   for (Vendor vendor : vendors)
     write_tier_identity(store, compilers.of(vendor));
-  for (const fs::directory_entry &item : fs::recursive_directory_iterator(store.versioned_root())) {
+  for (const fs::directory_entry &item :
+       fs::recursive_directory_iterator(store.layout().version_directory())) {
     if (item.is_symlink())
       continue;
     const bool directory = item.is_directory();
-    if (!directory && item.path().filename() == cache::DiskStore::kLockFileName)
+    if (!directory && item.path().filename() == cache::Layout::kLockFileName)
       continue;
     ::chmod(item.path().c_str(), directory ? 0755 : 0644);
   }
-  ::chmod(store.versioned_root().c_str(), 0755);
+  ::chmod(store.layout().version_directory().c_str(), 0755);
 }
 
 } // namespace kjit::prebuild

@@ -5,6 +5,7 @@
 #include "kjit/error.hpp"
 #include "kjit/jit/elf.hpp"
 #include "kjit/log.hpp"
+#include "kjit/runtime/remotes.hpp"
 
 #include <unistd.h>
 
@@ -13,7 +14,7 @@
 namespace kjit {
 
 TieredStore::TieredStore(const Config &config)
-    : local_(config), remote_(config.remote, config.fleet), fleet_(config.fleet),
+    : local_(config), remote_(open_remotes(config), config.fleet), fleet_(config.fleet),
       store_({}, local_.prebuilt_tiers(), local_.user ? std::optional(&*local_.user) : std::nullopt,
              remote_, config.fleet) {
   if (!local_.user)
@@ -158,19 +159,19 @@ std::filesystem::path TieredStore::publish(const Compiling &compiling, const cac
 
 void TieredStore::add_statistics(const cache::CacheCounters &counters) const {
   if (const cache::DiskStore *store = user())
-    cache::StatsFiles(store->stats_directory()).add(counters);
+    cache::StatsFiles(store->layout().stats_directory()).add(counters);
 }
 
 void TieredStore::count(const cache::CacheCounters &counters) const {
   const cache::DiskStore *store = user();
-  if (store && ::access(store->versioned_root().c_str(), W_OK | X_OK) == 0) {
-    cache::StatsFiles(store->stats_directory()).add(counters);
+  if (store && ::access(store->layout().version_directory().c_str(), W_OK | X_OK) == 0) {
+    cache::StatsFiles(store->layout().stats_directory()).add(counters);
     return;
   }
   log().info("KJIT_MODE=prebuilt: this process's {} hits are not counted in kjit cache stats: no "
              "writable user tier at {}",
              counters.prebuilt_hits + counters.user_hits + counters.remote_hits,
-             store ? store->versioned_root().string() : std::string("(none)"));
+             store ? store->layout().version_directory().string() : std::string("(none)"));
 }
 
 void TieredStore::prune(std::uint64_t max_bytes) const {

@@ -2,10 +2,12 @@
 
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/cache/file_lock.hpp"
+#include "kjit/cache/layout.hpp"
 #include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
 #include "kjit/log.hpp"
 #include "kjit/runtime/config.hpp"
+#include "kjit/runtime/remotes.hpp"
 #include "kjit/templates/library.hpp"
 #include "kjit/text.hpp"
 #include "record_store.hpp"
@@ -111,20 +113,15 @@ TuningRecord record_of(const json &object) {
   return record;
 }
 
-// <root>/v<N>/tuning
+// The tier at `root`'s tuning directory (cache/layout.hpp); empty for no tier.
 fs::path tuning_directory(const fs::path &root) {
-  if (root.empty())
-    return {};
-  return cache::DiskStore(root, cache::Access::read_only).tuning_directory();
+  return root.empty() ? fs::path() : cache::Layout(root).tuning_directory();
 }
 
-// <tuning>/<target dir>/<key hex>.json. Throws Error(bad_target) for a target id that cannot name
-// a directory (the same rule as entries').
+// The record's file in a tuning directory. Throws Error(bad_target) for a target id that cannot
+// name a directory (the same rule as entries').
 fs::path record_path(const fs::path &directory, const TuningKey &key) {
-  const cache::Key hashed = key.key();
-  const fs::path entry =
-      cache::DiskStore(directory, cache::Access::read_only).entry_path(hashed, key.device.target);
-  return directory / entry.parent_path().parent_path().filename() / (hashed.hex() + ".json");
+  return directory / cache::Layout::tuning_record_name(key.key(), key.device.target);
 }
 
 // Warns once per file and process: a table read on every new shape must not repeat itself.
@@ -197,7 +194,7 @@ std::optional<cache::FileLock> TuningKind::lock(const Tier &directory, const Tun
                                                 FleetWait wait) const {
   if (const std::string problem = cache::make_private_directories(directory); !problem.empty())
     throw Error(Errc::cache_io, "cannot create " + directory.string() + ": " + problem);
-  return cache::FileLock::try_for(directory / cache::DiskStore::kLockFileName, key.key(), wait.wait,
+  return cache::FileLock::try_for(directory / cache::Layout::kLockFileName, key.key(), wait.wait,
                                   wait.poll);
 }
 
@@ -415,7 +412,7 @@ TuningTable::TuningTable(fs::path user_root, fs::path prebuilt_root,
           user_.empty() ? std::nullopt : std::optional(user_), *remote_, fleet)) {}
 
 TuningTable TuningTable::from_config(const Config &config) {
-  return TuningTable(config.cache_dir, config.prebuilt_dir, config.remote, config.fleet);
+  return TuningTable(config.cache_dir, config.prebuilt_dir, open_remotes(config), config.fleet);
 }
 
 fs::path TuningTable::user_directory() const { return user_; }

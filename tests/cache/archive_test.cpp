@@ -86,7 +86,8 @@ TEST_F(ArchiveTest, ARoundTripGivesTheSameEntriesByteForByte) {
   const ArchiveSummary imported = import_archive(destination, archive);
   EXPECT_EQ(imported.entries, 6u);
   EXPECT_EQ(imported.bytes, exported.bytes);
-  EXPECT_EQ(snapshot(destination.versioned_root()), snapshot(source.versioned_root()));
+  EXPECT_EQ(snapshot(destination.layout().version_directory()),
+            snapshot(source.layout().version_directory()));
   for (const StoredEntry &entry : scan(destination))
     EXPECT_EQ(destination.read(entry.key, entry.target).status, Lookup::Status::hit);
 
@@ -117,7 +118,8 @@ TEST_F(ArchiveTest, EntriesAreWrittenInPathOrder) {
     const std::uint64_t length = load(at, 8);
     const Decoded decoded = decode_entry(std::span(bytes).subspan(at + 8, length));
     ASSERT_TRUE(decoded.entry.has_value()) << decoded.problem;
-    paths.push_back(source.entry_path(decoded.entry->header.key, decoded.entry->header.target));
+    paths.push_back(
+        source.layout().entry_path(decoded.entry->header.key, decoded.entry->header.target));
     at += 8 + length;
   }
   ASSERT_EQ(paths.size(), 46u);
@@ -128,7 +130,7 @@ TEST_F(ArchiveTest, EntriesAreWrittenInPathOrder) {
 
 TEST_F(ArchiveTest, ExportLeavesOutAnEntryThatFailsVerification) {
   const Entry entry = sample_entry("one", "gfx1030", 3000);
-  const fs::path path = source.entry_path(entry.header.key, entry.header.target);
+  const fs::path path = source.layout().entry_path(entry.header.key, entry.header.target);
   std::vector<std::byte> bytes = read_bytes(path);
   bytes[bytes.size() / 2] ^= std::byte{1};
   write_bytes(path, bytes);

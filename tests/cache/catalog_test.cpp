@@ -61,7 +61,7 @@ protected:
                std::size_t code_size = 64) {
     const Entry entry = sample_entry(seed, target, code_size);
     store.write(entry);
-    return store.entry_path(entry.header.key, target);
+    return store.layout().entry_path(entry.header.key, target);
   }
   std::vector<std::string> problems() const {
     std::vector<std::string> found;
@@ -80,11 +80,12 @@ TEST(TargetDirectories, MapBackToTheirTargetIds) {
                          "sm_90a", "sm_100f"}) {
     testing::ScratchDir dir;
     const DiskStore store(dir.path(), Access::read_write);
-    const std::string directory = store.entry_path(sample_entry("x", id).header.key, id)
+    const std::string directory = store.layout()
+                                      .entry_path(sample_entry("x", id).header.key, id)
                                       .parent_path()
                                       .parent_path()
                                       .filename();
-    EXPECT_EQ(target_of_directory(directory), id) << directory;
+    EXPECT_EQ(Layout::target_of_directory(directory), id) << directory;
   }
 }
 
@@ -145,7 +146,7 @@ TEST_F(CatalogTest, VerifyPassesGoodEntriesAndNamesWhatIsWrongWithBadOnes) {
 
   // An entry for gfx90a placed in the gfx908 directory.
   const Entry other_target = sample_entry("elsewhere", "gfx90a");
-  fs::path wrong_place = store.entry_path(other_target.header.key, "gfx908");
+  fs::path wrong_place = store.layout().entry_path(other_target.header.key, "gfx908");
   fs::create_directories(wrong_place.parent_path());
   write_bytes(wrong_place, encode_entry(other_target));
 
@@ -225,7 +226,8 @@ TEST_F(CatalogTest, AnEntryTouchedPast2262IsRecentNotAncient) {
 
 TEST_F(CatalogTest, PruneLeavesAnEntryWhoseWriterHoldsItsKey) {
   const fs::path busy = put("busy"), idle = put("idle");
-  const FileLock writer(store.versioned_root() / "lock", sample_entry("busy").header.key);
+  const FileLock writer(store.layout().version_directory() / "lock",
+                        sample_entry("busy").header.key);
   const PruneResult result = prune(store, 0, std::nullopt);
   EXPECT_EQ(result.removed, 1u);
   EXPECT_EQ(result.kept, 1u);
@@ -250,7 +252,7 @@ protected:
     return manifest_path(base_seed);
   }
   fs::path manifest_path(const std::string &base_seed) const {
-    return store.entry_path(base_key(base_seed), testing::kTarget).replace_extension(".manifest");
+    return store.layout().manifest_path(base_key(base_seed), testing::kTarget);
   }
 };
 
@@ -298,11 +300,11 @@ TEST_F(ManifestCatalogTest, PruneLeavesAManifestWhoseEntryOrWriterIsBusy) {
   put("busy");
   const fs::path manifest = put_manifest("base", {"busy"});
   {
-    const FileLock writer(store.versioned_root() / "lock", sample_entry("busy").header.key);
+    const FileLock writer(store.layout().lock_path(), sample_entry("busy").header.key);
     EXPECT_EQ(prune(store, 0, std::nullopt).manifests_removed, 0u);
     EXPECT_TRUE(fs::exists(manifest)) << "its entry stays, so it does";
   }
-  const FileLock writer(store.versioned_root() / "lock", base_key("base"));
+  const FileLock writer(store.layout().lock_path(), base_key("base"));
   EXPECT_EQ(prune(store, 0, std::nullopt).manifests_removed, 0u);
   EXPECT_TRUE(fs::exists(manifest)) << "its writer may be adding a result";
 }

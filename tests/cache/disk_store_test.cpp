@@ -46,13 +46,13 @@ protected:
   // Writes `entry` and returns where it went.
   fs::path write_entry() {
     store.write(entry);
-    return store.entry_path(key, kTarget);
+    return store.layout().entry_path(key, kTarget);
   }
 
   // Creates the directories of the entry for (key, target) as the store would (0700, whatever
   // the umask) and returns the entry's path.
   fs::path make_entry_directory(const Key &entry_key, std::string_view target) {
-    fs::path path = store.entry_path(entry_key, target);
+    fs::path path = store.layout().entry_path(entry_key, target);
     fs::create_directories(path.parent_path());
     for (fs::path dir = path.parent_path(); dir != scratch.path(); dir = dir.parent_path())
       fs::permissions(dir, fs::perms::owner_all);
@@ -81,7 +81,7 @@ protected:
 
 TEST_F(DiskStoreTest, EntryPathIsTheDocumentedLayout) {
   std::string hex = key.hex();
-  EXPECT_EQ(store.entry_path(key, kTarget),
+  EXPECT_EQ(store.layout().entry_path(key, kTarget),
             root / "v2" / "gfx90a_sramecc+_xnack-" / hex.substr(0, 2) / (hex + ".kjit"));
 }
 
@@ -141,7 +141,7 @@ TEST_F(DiskStoreTest, FlippedByteIsRejected) {
 TEST_F(DiskStoreTest, EntryFileOfAnotherKeyIsRejected) {
   Entry other = sample_entry("other");
   store.write(other);
-  copy_to_entry_path(store.entry_path(other.header.key, kTarget), key, kTarget);
+  copy_to_entry_path(store.layout().entry_path(other.header.key, kTarget), key, kTarget);
   expect_rejected("entry holds key " + other.header.key.hex() + ", expected " + key.hex());
 }
 
@@ -273,7 +273,7 @@ TEST_F(DiskStoreTest, UnsafeTargetIdsAreRefused) {
            "", ".", "..", ".hidden", "gfx90a/..", "a/b", "gfx..90a", std::string("gfx90a\0x", 8)}) {
     SCOPED_TRACE(target);
     EXPECT_EQ(store.read(key, target).status, Status::rejected);
-    EXPECT_EQ(error_from([&] { store.entry_path(key, target); }).code(), Errc::bad_target);
+    EXPECT_EQ(error_from([&] { store.layout().entry_path(key, target); }).code(), Errc::bad_target);
     entry.header.target = target;
     EXPECT_EQ(error_from([&] { store.write(entry); }).code(), Errc::bad_target);
     store.remove(key, target);
@@ -289,12 +289,12 @@ TEST_F(DiskStoreTest, OnlyCanonicalTargetIdsNameADirectory) {
            "sm_", "sm_90b", "sm_90:xnack+", "gfx-generic", "gfx9-x-generic", "tuning_xnack+"}) {
     SCOPED_TRACE(target);
     EXPECT_EQ(store.read(key, target).status, Status::rejected);
-    EXPECT_EQ(error_from([&] { store.entry_path(key, target); }).code(), Errc::bad_target);
+    EXPECT_EQ(error_from([&] { store.layout().entry_path(key, target); }).code(), Errc::bad_target);
   }
   EXPECT_FALSE(fs::exists(root));
   for (const char *target : {"gfx90a", "gfx90a:sramecc+:xnack-", "gfx1030", "gfx9-4-generic",
                              "gfx10-3-generic:cumode+", "sm_90", "sm_90a", "sm_100f"})
-    EXPECT_NO_THROW(store.entry_path(key, target)) << target;
+    EXPECT_NO_THROW(store.layout().entry_path(key, target)) << target;
 }
 
 TEST_F(DiskStoreTest, WritesLeaveNoTempFiles) {
@@ -302,7 +302,7 @@ TEST_F(DiskStoreTest, WritesLeaveNoTempFiles) {
     for (const char *seed : {"a", "b", "c"})
       store.write(sample_entry(seed, kTarget, 100 * round));
   expect_only_entries();
-  EXPECT_TRUE(fs::exists(store.entry_path(sample_entry("c").header.key, kTarget)));
+  EXPECT_TRUE(fs::exists(store.layout().entry_path(sample_entry("c").header.key, kTarget)));
 }
 
 TEST_F(DiskStoreTest, ConcurrentWritersNeverExposeAPartialEntry) {

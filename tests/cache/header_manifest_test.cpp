@@ -167,7 +167,7 @@ TEST(DiskStoreManifest, IsWrittenBesideTheEntriesAndReadBackOrRefused) {
   store.write_manifest(manifest, "gfx90a");
   DiskStore::ManifestLookup found = store.read_manifest(base, "gfx90a");
   ASSERT_TRUE(found.manifest) << found.problem;
-  EXPECT_EQ(found.path.parent_path(), store.entry_path(base, "gfx90a").parent_path());
+  EXPECT_EQ(found.path.parent_path(), store.layout().entry_path(base, "gfx90a").parent_path());
   EXPECT_FALSE(store.read_manifest(base, "gfx1030").manifest);
   EXPECT_TRUE(store.read_manifest(base, "gfx1030").problem.empty()) << "no file: no problem";
 

@@ -1,6 +1,7 @@
 // The command line against input that is not what it expects and a system that refuses: files
 // named on the command line that are not regular files, imports that cannot be completed, and
 // the exit status of each class of failure (tools/kjit/exit_status.hpp, README.md).
+#include "kjit/cache/layout.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "kjit/templates/library.hpp"
 #include "tests/cli/cli_fixture.hpp"
@@ -152,7 +153,8 @@ TEST_F(CliFailures, CacheImportOntoAFullDiskNamesWhatWasNotImported) {
   const std::string archive = (dir / "warm.kjitar").string();
   ASSERT_EQ(kjit("cache export " + archive).status, 0);
   ASSERT_EQ(kjit("cache clear").status, 0);
-  fs::remove_all(dir / "cache" / "v2" / "tuning"); // `cache clear` keeps the tuning records
+  fs::remove_all(
+      cache::Layout(dir / "cache").tuning_directory()); // `cache clear` keeps the tuning records
   ASSERT_EQ(compile(64), first); // the first entry is there again; the second is not
 
   // Entries are larger than 1 KiB: the second cannot be written.
@@ -182,8 +184,8 @@ TEST_F(CliFailures, EachClassOfFailureHasItsOwnExitStatus) {
   EXPECT_EQ(kjit("compile scale -p T=half -p N=64 --target gfx9000x").status, 2);
 
   // A planted file that is not an entry: `cache verify` finds it.
-  const fs::path planted =
-      dir / "cache" / "v2" / "gfx90a" / "aa" / (std::string(64, 'a') + ".kjit");
+  const fs::path planted = cache::Layout(dir / "cache").version_directory() / "gfx90a" / "aa" /
+                           (std::string(64, 'a') + ".kjit");
   fs::create_directories(planted.parent_path());
   std::ofstream(planted) << "not an entry";
   const CliRun verify = kjit("cache verify");

@@ -2,6 +2,8 @@
 // bad input, and --json output that another process agrees with.
 #include "cli_fixture.hpp"
 #include "kjit/cache/entry.hpp"
+#include "kjit/cache/layout.hpp"
+#include "kjit/cache/remote.hpp"
 #include "tests/support/redis_server.hpp"
 
 #include <cstdio>
@@ -337,6 +339,27 @@ TEST_F(CliCacheTest, ListsShowsAndCountsWhatWasCompiled) {
   EXPECT_NE(kjit("cache ls").out.find("N=128"), std::string::npos) << "the table lists it";
 }
 
+// Scripts ask `cache stats --json` where a tier's files are instead of spelling "v2".
+TEST_F(CliCacheTest, StatsTellsScriptsWhereEachTiersFilesAre) {
+  compile(64);
+  const nlohmann::json layout = json_of("cache stats")["layout"];
+  const cache::Layout user(dir / "cache");
+  EXPECT_EQ(layout["version"], cache::Layout::version_name());
+  EXPECT_EQ(layout["remote_entry_prefix"], cache::storage_prefix(cache::kEntryRecord));
+  EXPECT_EQ(layout["user"]["root"], user.root().string());
+  EXPECT_EQ(layout["user"]["version_directory"], user.version_directory().string());
+  EXPECT_EQ(layout["user"]["tuning_directory"], user.tuning_directory().string());
+  EXPECT_EQ(layout["user"]["stats_directory"], user.stats_directory().string());
+  EXPECT_EQ(layout["user"]["compilers_directory"], user.compilers_directory().string());
+  EXPECT_TRUE(std::filesystem::is_directory(layout["user"]["version_directory"].get<std::string>() +
+                                            "/gfx90a"))
+      << "the entries' target directories are in the version directory";
+  EXPECT_TRUE(std::filesystem::is_directory(layout["user"]["stats_directory"].get<std::string>()));
+  EXPECT_EQ(
+      layout["prebuilt"]["version_directory"],
+      cache::Layout(layout["prebuilt"]["root"].get<std::string>()).version_directory().string());
+}
+
 TEST_F(CliCacheTest, ExplainNamesTheKeyEachTierAndTheParameterThatDiffers) {
   compile(64);
   const std::string explain = "cache explain scale -p T=half -p N=128 --target gfx90a";
@@ -381,8 +404,9 @@ TEST_F(CliCacheTest, ListsAndCountsBothTiers) {
   compile(128);
   // A prebuilt tier holding what the user tier holds for gfx90a.
   const std::filesystem::path prebuilt = dir / "prebuilt";
-  std::filesystem::create_directories(prebuilt / "v2");
-  std::filesystem::copy(dir / "cache" / "v2" / "gfx90a", prebuilt / "v2" / "gfx90a",
+  std::filesystem::create_directories(cache::Layout(prebuilt).version_directory());
+  std::filesystem::copy(cache::Layout(dir / "cache").version_directory() / "gfx90a",
+                        cache::Layout(prebuilt).version_directory() / "gfx90a",
                         std::filesystem::copy_options::recursive);
   const std::string both = "KJIT_PREBUILT_DIR='" + prebuilt.string() + "'";
   const CliRun listing = kjit("cache ls --json --sort target", both);

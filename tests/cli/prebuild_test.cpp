@@ -3,6 +3,7 @@
 // a variant that does not compile, and refuses bad input with one line. (How the variants are
 // batched and sharded: tests/runtime/prebuild_batches_test.cpp.)
 #include "cli_fixture.hpp"
+#include "kjit/cache/layout.hpp"
 #include "kjit/error.hpp"
 #include "kjit/runtime/prebuild.hpp"
 #include "kjit/runtime/tuning_table.hpp"
@@ -82,7 +83,9 @@ TEST_F(PrebuildCliTest, PrebuiltModeFindsTheEntriesWithoutLoadingACompilerAndARe
   EXPECT_EQ(summary["built"], summary["variants"]);
   EXPECT_GT(summary["bytes"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(entries(tier), summary["variants"].get<std::size_t>());
-  EXPECT_EQ(fs::status(tier / "v2").permissions() & fs::perms::others_read, fs::perms::others_read)
+  EXPECT_EQ(fs::status(cache::Layout(tier).version_directory()).permissions() &
+                fs::perms::others_read,
+            fs::perms::others_read)
       << "a prebuilt tier is readable by everyone";
 
   // A fresh process with an empty user tier (no compiler memo): LD_DEBUG lists every library the
@@ -196,9 +199,11 @@ TEST_F(PrebuildCliTest, AnEntryForAnotherTargetIsNeverLoaded) {
   const auto compiled = nlohmann::json::parse(jit.out);
   fs::remove(compiled["entry"].get<std::string>()); // only the planted one is left to find
   const std::string key = compiled["key"];
-  const fs::path planted = tier / "v2" / "gfx1030" / key.substr(0, 2) / (key + ".kjit");
+  const fs::path planted =
+      cache::Layout(tier).version_directory() / "gfx1030" / key.substr(0, 2) / (key + ".kjit");
   fs::create_directories(planted.parent_path());
-  for (const auto &item : fs::recursive_directory_iterator(tier / "v2" / "gfx90a"))
+  for (const auto &item :
+       fs::recursive_directory_iterator(cache::Layout(tier).version_directory() / "gfx90a"))
     if (item.path().extension() == ".kjit") {
       fs::copy_file(item.path(), planted, fs::copy_options::overwrite_existing);
       const CliRun refused = kjit(gfx1030, prebuilt_env(tier));
@@ -560,7 +565,8 @@ TEST_F(PrebuildCliTest, BadInputIsOneLineAndExitStatusTwo) {
   const CliRun level = kjit("prebuild --targets gfx90a" + out, "PREBUILD_KERNELS=9");
   EXPECT_EQ(level.status, 2);
   EXPECT_NE(level.err.find("PREBUILD_KERNELS '9' is not a level"), std::string::npos) << level.err;
-  EXPECT_FALSE(fs::exists(dir / "prebuilt" / "v2")) << "nothing was built";
+  EXPECT_FALSE(fs::exists(cache::Layout(dir / "prebuilt").version_directory()))
+      << "nothing was built";
 }
 
 } // namespace

@@ -19,16 +19,22 @@ PREBUILD_KERNELS=2 cmake --build "$work/build" >"$work/build.log" 2>&1 || {
   cat "$work/build.log"; echo "FAIL: the build failed"; exit 1; }
 cat "$work/build.log"
 tier=$work/build/mylib_kernels-prebuilt
+# version_directory ROOT: the tier at ROOT's version directory, as the CLI reports its layout.
+version_directory() {
+  KJIT_CACHE_DIR=$1 "$cli" cache stats --json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["layout"]["user"]["version_directory"])'
+}
+entries=$(version_directory "$tier")
 for target in gfx90a gfx908; do
-  count=$(find "$tier/v2/$target" -name '*.kjit' | wc -l)
+  count=$(find "$entries/$target" -name '*.kjit' | wc -l)
   [[ $count == 2 ]] || { echo "FAIL: $count entries for $target, expected 2"; exit 1; }
 done
-if [[ -d $tier/v2/gfx1201 ]]; then
+if [[ -d $entries/gfx1201 ]]; then
   echo "this hiprtc builds gfx1201"
 else
   grep -q "warning: skipping gfx1201" "$work/build.log" || { echo "FAIL: gfx1201 not named"; exit 1; }
 fi
 cmake --install "$work/build" --prefix "$work/prefix" >/dev/null
-installed=$(find "$work/prefix/share/mylib/prebuilt/v2" -name '*.kjit' | wc -l)
+installed=$(find "$(version_directory "$work/prefix/share/mylib/prebuilt")" -name '*.kjit' | wc -l)
 [[ $installed -ge 4 ]] || { echo "FAIL: $installed entries installed in share/mylib/prebuilt"; exit 1; }
 echo "kjit_prebuild: two targets, its own level, skipped targets named, installed under its prefix"

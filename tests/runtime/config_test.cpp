@@ -1,5 +1,6 @@
 #include "kjit/error.hpp"
 #include "kjit/runtime/config.hpp"
+#include "kjit/runtime/remotes.hpp"
 #include "tests/support/scoped_environment.hpp"
 
 #include <gtest/gtest.h>
@@ -103,15 +104,19 @@ TEST(Config, AHugeCacheSizeIsBadConfigNotAnEscapedException) {
 TEST(Config, ReadsTheRemotesAndRefusesABadOneOrAnOpenSecret) {
   ScopedEnvironment env;
   env.set("KJIT_REMOTE_STORAGE", nullptr);
-  EXPECT_TRUE(Config::from_environment().remote.empty());
+  EXPECT_TRUE(Config::from_environment().remote_urls.empty());
   env.set("KJIT_REMOTE_STORAGE", "redis://kjit:pw@127.0.0.1:1/3|read-only redis://127.0.0.1:2");
   env.set("KJIT_REMOTE_SECRET_FILE", nullptr);
   const Config config = Config::from_environment();
-  ASSERT_EQ(config.remote.size(), 2u);
-  EXPECT_EQ(config.remote[0].description, "redis://kjit:***@127.0.0.1:1/3");
-  EXPECT_TRUE(config.remote[0].read_only);
-  EXPECT_EQ(config.remote[0].leases, nullptr);
-  EXPECT_NE(config.remote[1].leases, nullptr);
+  EXPECT_EQ(config.remote_urls, (std::vector<std::string>{"redis://kjit:pw@127.0.0.1:1/3|read-only",
+                                                          "redis://127.0.0.1:2"}));
+  const std::vector<cache::RemoteStorage> remotes = open_remotes(config);
+  ASSERT_EQ(remotes.size(), 2u);
+  EXPECT_EQ(remotes[0].description, "redis://kjit:***@127.0.0.1:1/3");
+  EXPECT_TRUE(remotes[0].read_only);
+  EXPECT_EQ(remotes[0].leases, nullptr);
+  EXPECT_NE(remotes[1].leases, nullptr);
+  EXPECT_EQ(open_remotes(config)[1].backend, remotes[1].backend) << "one backend per process";
 
   env.set("KJIT_REMOTE_STORAGE", "memcached://h");
   try {

@@ -171,13 +171,14 @@ TEST_F(ExplainTest, TheRuntimesIncludeDirectoriesAreAmongTheKeysInputs) {
 TEST_F(ExplainTest, ARemoteIsAskedWithoutCountingAMiss) {
   auto remote = std::make_shared<testing::FakeRemote>();
   Config with_remote = config(compiler);
-  with_remote.remote = {{"fake://remote", false, remote, remote, remote}};
+  with_remote.remote_urls = {testing::fake_remote_url(remote)};
+  const std::string tier = "remote " + with_remote.remote_urls.front();
   Runtime rt(with_remote);
-  EXPECT_EQ(tier_named(rt.explain(scale, half_4096, gfx90a), "remote fake://remote").state,
+  EXPECT_EQ(tier_named(rt.explain(scale, half_4096, gfx90a), tier).state,
             TierLookup::State::missing);
   remote->fail_with(cache::RemoteFault{cache::RemoteFailure::timeout, "stalled"});
   const Explanation explained = rt.explain(scale, half_4096, gfx90a);
-  const TierLookup &down = tier_named(explained, "remote fake://remote");
+  const TierLookup &down = tier_named(explained, tier);
   EXPECT_EQ(down.state, TierLookup::State::unreachable);
   EXPECT_EQ(down.detail, "stalled");
 }

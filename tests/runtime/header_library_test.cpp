@@ -365,11 +365,7 @@ protected:
   Config config_of(const TempDir &machine) const {
     Config config = testing::private_config(machine);
     config.compilers = [this](Vendor) -> const jit::Compiler & { return compiler; };
-    cache::RemoteStorage remote =
-        cache::open_redis_remote(cache::parse_remote_storage(redis.url()).at(0));
-    static int made = 0; // warnings come once per process and remote description
-    remote.description = "redis #" + std::to_string(++made);
-    config.remote = {remote};
+    config.remote_urls = {redis.url()};
     return config;
   }
   Template on_a() const { return make(); }

@@ -32,7 +32,7 @@ protected:
   Config node(const TempDir &home) {
     Config config = testing::private_config(home);
     config.compilers = [this](Vendor) -> const jit::Compiler & { return compiler; };
-    config.remote = {{"fake://remote", false, remote, remote, remote}};
+    config.remote_urls = {testing::fake_remote_url(remote)};
     config.fleet = {.lease_ttl = std::chrono::milliseconds(300),
                     .wait = std::chrono::milliseconds(5000),
                     .poll = std::chrono::milliseconds(2)};
@@ -47,6 +47,29 @@ protected:
   TempDir first, second;
   const jit::Target gfx90a = jit::Target::parse("gfx90a");
 };
+
+// Config names remotes by URL: one its backend cannot take is refused when the Runtime is made,
+// and a signed one never hands an unsigned value to the Runtime.
+TEST_F(RemoteTierTest, TheRuntimeOpensItsConfigsRemoteURLs) {
+  Config config = node(first);
+  config.remote_urls = {"memcached://h"};
+  try {
+    Runtime rt(config);
+    FAIL() << "memcached:// was accepted";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_config);
+    EXPECT_NE(error.summary().find("unknown scheme"), std::string::npos) << error.summary();
+  }
+  {
+    Runtime rt(node(first));
+    rt.compile(scale, half_4096, gfx90a); // published unsigned
+  }
+  Config signed_node = node(second);
+  signed_node.remote_secret = "fleet secret";
+  Runtime rt(signed_node);
+  EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::compiled)
+      << "an unsigned value is a miss for a node with the fleet secret";
+}
 
 TEST_F(RemoteTierTest, ACompilePublishesAndAnotherNodeHitsTheRemoteThenItsDisk) {
   std::vector<std::byte> compiled;
@@ -72,11 +95,12 @@ TEST_F(RemoteTierTest, ACompilePublishesAndAnotherNodeHitsTheRemoteThenItsDisk) 
   Runtime rt(node(second));
   EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::user_cache);
   EXPECT_EQ(remote->gets(), gets) << "a disk hit asks no remote";
-  EXPECT_EQ(cache::StatsFiles(
-                cache::DiskStore(second / "cache", cache::Access::read_only).stats_directory())
-                .total()
-                .remote_hits,
-            1u);
+  EXPECT_EQ(
+      cache::StatsFiles(
+          cache::DiskStore(second / "cache", cache::Access::read_only).layout().stats_directory())
+          .total()
+          .remote_hits,
+      1u);
 }
 
 TEST_F(RemoteTierTest, ACompileNeverOverwritesAPublishedValue) {
@@ -147,7 +171,7 @@ TEST_F(RemoteTierTest, ADownOrStalledRemoteIsAMissAndTheNodeCarriesOn) {
   remote->fail_with(std::nullopt);
   const cache::CacheCounters total =
       cache::StatsFiles(
-          cache::DiskStore(counted / "cache", cache::Access::read_only).stats_directory())
+          cache::DiskStore(counted / "cache", cache::Access::read_only).layout().stats_directory())
           .total();
   EXPECT_GE(total.remote_errors, 2u) << "the get and the lease";
   EXPECT_EQ(total.remote_timeouts, 0u);
@@ -206,7 +230,7 @@ TEST_F(RemoteTierTest, AnExpiredLeaseLetsAnotherNodeCompile) {
   // The wait polled the remote about a hundred times: still one lookup, one miss.
   const cache::CacheCounters total =
       cache::StatsFiles(
-          cache::DiskStore(config.cache_dir, cache::Access::read_only).stats_directory())
+          cache::DiskStore(config.cache_dir, cache::Access::read_only).layout().stats_directory())
           .total();
   EXPECT_EQ(total.remote_misses, 1u);
   EXPECT_EQ(total.remote_hits, 0u);

@@ -4,6 +4,7 @@
 #include "cache/src/file_format.hpp"
 #include "kjit/cache/catalog.hpp"
 #include "kjit/cache/entry.hpp"
+#include "kjit/cache/layout.hpp"
 #include "kjit/cache/stats.hpp"
 #include "kjit/jit/compiler.hpp"
 #include "kjit/kjit.hpp"
@@ -222,7 +223,7 @@ TEST_F(RuntimeTest, ThePrebuiltTierServesFirstAndIsNeverWritten) {
   Runtime rt(reader);
   EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::prebuilt);
   EXPECT_EQ(rt.counters().prebuilt_hits, 1u);
-  EXPECT_FALSE(std::filesystem::exists(dir / "cache" / "v2"));
+  EXPECT_FALSE(std::filesystem::exists(cache::Layout(dir / "cache").version_directory()));
 }
 
 TEST_F(RuntimeTest, PrebuiltModeHitsAreCountedInAWritableUserTiersStatistics) {
@@ -230,7 +231,7 @@ TEST_F(RuntimeTest, PrebuiltModeHitsAreCountedInAWritableUserTiersStatistics) {
   filler.cache_dir = dir / "prebuilt";
   { Runtime(filler).compile(scale, half_4096, gfx90a); }
   const cache::DiskStore user(dir / "cache", cache::Access::read_write);
-  std::filesystem::create_directories(user.versioned_root()); // a user tier there is
+  std::filesystem::create_directories(user.layout().version_directory()); // a user tier there is
   Config reader = config();
   reader.prebuilt_dir = dir / "prebuilt";
   reader.mode = Mode::prebuilt;
@@ -238,7 +239,7 @@ TEST_F(RuntimeTest, PrebuiltModeHitsAreCountedInAWritableUserTiersStatistics) {
     Runtime rt(reader);
     EXPECT_EQ(rt.compile(scale, half_4096, gfx90a).origin(), Origin::prebuilt);
   }
-  EXPECT_EQ(cache::StatsFiles(user.stats_directory()).total().prebuilt_hits, 2u);
+  EXPECT_EQ(cache::StatsFiles(user.layout().stats_directory()).total().prebuilt_hits, 2u);
   const auto written = testing::tree(dir / "cache");
   EXPECT_TRUE(std::none_of(written.begin(), written.end(), [](const std::string &path) {
     return path.ends_with(".kjit");
@@ -299,7 +300,7 @@ TEST_F(RuntimeTest, ACompileErrorShowsTheLogWithTheTemplatesLineNumbers) {
     EXPECT_NE(error.detail().find("broken.hip:3:"), std::string::npos) << error.detail();
     EXPECT_NE(error.detail().find("undeclared_name"), std::string::npos) << error.detail();
   }
-  EXPECT_FALSE(std::filesystem::exists(dir / "cache" / "v2" / "gfx90a"))
+  EXPECT_FALSE(std::filesystem::exists(cache::Layout(dir / "cache").version_directory() / "gfx90a"))
       << "nothing is published for a failed compile";
 }
 
@@ -389,7 +390,7 @@ template <typename T> __global__ void tiled(T *x, Tile tile, float a) {
 
 // What a Runtime did is in the cache's statistics once it ends, for `kjit cache stats`.
 TEST_F(RuntimeTest, EachRuntimeLeavesItsCountsInTheCacheStatistics) {
-  const cache::StatsFiles stats(dir / "cache" / "v2" / "stats");
+  const cache::StatsFiles stats(cache::Layout(dir / "cache").stats_directory());
   { Runtime(config()).compile(scale, half_4096, gfx90a); }
   cache::CacheCounters after_compile = stats.total();
   EXPECT_EQ(after_compile.misses, 1u);

@@ -1,6 +1,7 @@
 // The tiered store on its own, over temporary directories and an in-process fake remote: the
 // order of the cascade, the promotion of a remote hit into the user tier, a bad entry in one tier
 // falling through to the next, the re-read under the lock, and a read-only tier never written.
+#include "kjit/cache/layout.hpp"
 #include "runtime/src/tiered_store.hpp"
 #include "tests/cache/support.hpp"
 #include "tests/runtime/fake_compiler.hpp"
@@ -36,7 +37,7 @@ protected:
   TieredStoreTest() {
     config.cache_dir = home / "cache";
     config.prebuilt_dir = home / "prebuilt";
-    config.remote = {{"fake://remote", false, remote, remote, remote}};
+    config.remote_urls = {testing::fake_remote_url(remote)};
     config.fleet = {.lease_ttl = std::chrono::milliseconds(300),
                     .wait = std::chrono::milliseconds(1000),
                     .poll = std::chrono::milliseconds(2)};
@@ -113,12 +114,12 @@ TEST_F(TieredStoreTest, AsksPrebuiltThenUserThenRemote) {
   EXPECT_EQ(found->record.code.front(), kPrebuilt);
   EXPECT_EQ(remote->gets(), 0) << "a local hit asks no remote";
 
-  fs::remove_all(config.prebuilt_dir / "v2");
+  fs::remove_all(cache::Layout(config.prebuilt_dir).version_directory());
   found = find(store, entry);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::user_cache);
   EXPECT_EQ(found->record.code.front(), kUser);
-  EXPECT_EQ(found->path, user.entry_path(entry.header.key, kTarget));
+  EXPECT_EQ(found->path, user.layout().entry_path(entry.header.key, kTarget));
 
   ASSERT_EQ(user.remove(entry.header.key, kTarget), "");
   found = find(store, entry);
@@ -136,7 +137,7 @@ TEST_F(TieredStoreTest, ARemoteHitIsKeptInTheUserTier) {
   auto found = find(store, entry);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::remote);
-  EXPECT_EQ(found->path, user.entry_path(entry.header.key, kTarget));
+  EXPECT_EQ(found->path, user.layout().entry_path(entry.header.key, kTarget));
 
   cache::Lookup kept = user.read(entry.header.key, kTarget);
   ASSERT_EQ(kept.status, cache::Lookup::Status::hit);
@@ -153,8 +154,9 @@ TEST_F(TieredStoreTest, ABadEntryInOneTierFallsThroughToTheNext) {
   put_user(entry);
   put_remote(entry);
   corrupt(cache::DiskStore(config.prebuilt_dir, cache::Access::read_only)
+              .layout()
               .entry_path(entry.header.key, kTarget));
-  corrupt(user.entry_path(entry.header.key, kTarget));
+  corrupt(user.layout().entry_path(entry.header.key, kTarget));
   LogCapture log;
   TieredStore store(config);
 
@@ -203,7 +205,7 @@ TEST_F(TieredStoreTest, StandInsAreAskedAfterTheLocalTiersAndBeforeTheRemote) {
   EXPECT_EQ(found->record.header.target, "gfx90a") << "the stand-ins in their order";
   EXPECT_EQ(remote->gets(), 0);
 
-  fs::remove_all(config.prebuilt_dir / "v2");
+  fs::remove_all(cache::Layout(config.prebuilt_dir).version_directory());
   found = find(store, entry, stand_ins);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->origin, Origin::user_cache);
@@ -244,7 +246,7 @@ TEST_F(TieredStoreTest, AnEntryNewerThanTheDevicesRuntimeLoadsIsAMissWarnedOnce)
     ASSERT_TRUE(found);
     EXPECT_EQ(found->record.header.target, "gfx12-generic") << newest;
   }
-  fs::remove(user.entry_path(processor.header.key, processor.header.target));
+  fs::remove(user.layout().entry_path(processor.header.key, processor.header.target));
   EXPECT_FALSE(store.find(sample_entry("absent").header.key, kTarget, stand_ins, 4))
       << "no stand-in a version 4 runtime loads";
 }
@@ -272,7 +274,7 @@ TEST_F(TieredStoreTest, ReadOnlyTiersAreNeverWritten) {
       << "a prebuilt hit is not copied";
 
   // A read-only remote is asked but never written.
-  config.remote.front().read_only = true;
+  config.remote_urls = {testing::fake_remote_url(remote, true)};
   TieredStore store(config);
   const cache::Entry compiled = sample_entry("compiled elsewhere");
   TieredStore::Compiling compiling = store.begin_compile(compiled.header.key, kTarget, true);
@@ -285,7 +287,7 @@ TEST_F(TieredStoreTest, ACompileIsPublishedToTheUserTierAndTheRemote) {
   ASSERT_FALSE(find(store, entry));
   TieredStore::Compiling compiling = store.begin_compile(entry.header.key, kTarget, true);
   ASSERT_FALSE(compiling.published);
-  EXPECT_EQ(store.publish(compiling, entry), user.entry_path(entry.header.key, kTarget));
+  EXPECT_EQ(store.publish(compiling, entry), user.layout().entry_path(entry.header.key, kTarget));
   EXPECT_EQ(user.read(entry.header.key, kTarget).status, cache::Lookup::Status::hit);
   EXPECT_EQ(remote->raw({cache::kEntryRecord, kTarget, entry.header.key}),
             cache::encode_entry(entry));
@@ -315,7 +317,7 @@ TEST_F(TieredStoreTest, UnderTheLockTheUserTierIsReadAgain) {
 }
 
 TEST_F(TieredStoreTest, UnderTheLockARejectedUserEntryIsRemoved) {
-  const fs::path planted = user.entry_path(entry.header.key, kTarget);
+  const fs::path planted = user.layout().entry_path(entry.header.key, kTarget);
   fs::create_directories(planted / "inside");
   LogCapture log;
   TieredStore store(config);
@@ -356,7 +358,7 @@ TEST_F(TieredStoreTest, StatisticsAndPruningAreSeparate) {
         << "adding statistics prunes nothing";
     store.prune(1);
   }
-  const cache::CacheCounters total = cache::StatsFiles(user.stats_directory()).total();
+  const cache::CacheCounters total = cache::StatsFiles(user.layout().stats_directory()).total();
   EXPECT_EQ(total.compiles, 1u);
   EXPECT_EQ(total.user_hits, 2u);
   EXPECT_EQ(user.read(entry.header.key, kTarget).status, cache::Lookup::Status::miss)
@@ -378,7 +380,7 @@ TEST_F(TieredStoreTest, ACompileWaitsForAHungLockHolderAtMostTheStatedTimeout) {
   EXPECT_TRUE(returned) << "waited for the lock holder past KJIT_REMOTE_WAIT_MS";
   EXPECT_FALSE(compiling.locked());
   EXPECT_FALSE(compiling.published);
-  EXPECT_EQ(store.publish(compiling, entry), user.entry_path(entry.header.key, kTarget))
+  EXPECT_EQ(store.publish(compiling, entry), user.layout().entry_path(entry.header.key, kTarget))
       << "published without the lock: the write is a rename";
 }
 

@@ -6,6 +6,7 @@
 #include "child.hpp"
 #include "fake_nvrtc.hpp"
 #include "kjit/cache/catalog.hpp"
+#include "kjit/cache/layout.hpp"
 #include "tests/cache/support.hpp"
 
 #include <chrono>
@@ -130,7 +131,7 @@ TEST(Crash, AProcessKilledWhileCompilingOrPublishingLeavesNoTornEntryAndNoHeldLo
     ASSERT_TRUE(outcome.killed() || outcome.succeeded()) << outcome.err;
 
     // The moment the process is gone, nobody holds the lock.
-    EXPECT_FALSE(lock_file_is_held(cache / "v2" / "lock"));
+    EXPECT_FALSE(lock_file_is_held(cache::Layout(cache).lock_path()));
     // Whatever is under an entry's name is a whole, valid entry.
     const std::vector<cache::StoredEntry> entries = cache::scan(store);
     for (const cache::StoredEntry &entry : entries)

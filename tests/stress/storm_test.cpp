@@ -2,6 +2,7 @@
 // same moment, with the real NVRTC. Exactly one compile among them all, a valid cubin for every
 // caller, no temp file left.
 #include "child.hpp"
+#include "kjit/cache/layout.hpp"
 #include "kjit/cache/stats.hpp"
 #include "kjit/error.hpp"
 #include "kjit/jit/compiler.hpp"
@@ -44,11 +45,12 @@ TEST(Storm, SixteenProcessesOfEightThreadsCompileOneMissingVariantOnce) {
   EXPECT_EQ(valid, std::uint64_t{processes * threads}) << "callers that got a valid cubin";
   EXPECT_EQ(codes.size(), 1u) << "every process got the same code object";
 
-  const cache::CacheCounters stats = cache::StatsFiles(cache / "v2" / "stats").total();
+  const cache::CacheCounters stats =
+      cache::StatsFiles(cache::Layout(cache).stats_directory()).total();
   EXPECT_EQ(stats.compiles, 1u) << "the cache statistics agree";
   EXPECT_EQ(stats.misses, 1u);
   EXPECT_TRUE(temp_files_under(cache).empty());
-  EXPECT_FALSE(lock_file_is_held(cache / "v2" / "lock"));
+  EXPECT_FALSE(lock_file_is_held(cache::Layout(cache).lock_path()));
 }
 
 } // namespace

@@ -3,12 +3,15 @@
 // a test injects, so that the tiered store's remote wiring is tested without a server. Leases
 // expire by the steady clock as a server's would.
 #include "kjit/cache/remote.hpp"
+#include "kjit/cache/remote_registry.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace kjit::testing {
@@ -171,5 +174,43 @@ private:
   std::atomic<int> gets_ = 0;
   std::atomic<int> puts_ = 0;
 };
+
+namespace detail {
+
+// The fakes fake_remote_url named, by URL without attributes.
+struct FakeRemotes {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<FakeRemote>, std::less<>> by_url;
+  int named = 0;
+};
+inline FakeRemotes &fake_remotes() {
+  static FakeRemotes fakes;
+  return fakes;
+}
+
+// The "fake" scheme's backend (cache::OpenRemote): the fake the URL names, read-only with the
+// "read-only" attribute.
+inline cache::RemoteStorage open_fake_remote(std::string_view url) {
+  const std::string_view name = url.substr(0, url.find('|'));
+  FakeRemotes &fakes = fake_remotes();
+  const std::lock_guard lock(fakes.mutex);
+  const std::shared_ptr<FakeRemote> &remote = fakes.by_url.at(std::string(name));
+  return {std::string(name), url.ends_with("|read-only"), remote, remote, remote};
+}
+
+} // namespace detail
+
+// A URL that opens `remote` in this process, "fake://<n>" ("|read-only" appended when asked): tests
+// configure remotes by URL (Config::remote_urls) as users do. Each call names the fake anew, so
+// no Config of an earlier test reaches it through kjit's per-process remotes.
+inline std::string fake_remote_url(const std::shared_ptr<FakeRemote> &remote,
+                                   bool read_only = false) {
+  cache::add_remote_scheme({"fake", detail::open_fake_remote});
+  detail::FakeRemotes &fakes = detail::fake_remotes();
+  const std::lock_guard lock(fakes.mutex);
+  std::string url = "fake://" + std::to_string(++fakes.named);
+  fakes.by_url[url] = remote;
+  return read_only ? url + "|read-only" : url;
+}
 
 } // namespace kjit::testing

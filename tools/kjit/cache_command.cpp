@@ -5,10 +5,13 @@
 #include "cache_reports.hpp"
 #include "exit_status.hpp"
 
+#include "kjit/cache/layout.hpp"
 #include "kjit/cache/private_file.hpp"
+#include "kjit/cache/remote.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/log.hpp"
 #include "kjit/runtime/local_tiers.hpp"
+#include "kjit/runtime/remotes.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "kjit/units.hpp"
 
@@ -62,11 +65,11 @@ std::vector<Listed> list_entries(const Tiers &tiers) {
 
 // ---- the remotes ------------------------------------------------------------------------------
 
-const std::vector<cache::RemoteStorage> &configured_remotes(const Config &config) {
-  if (config.remote.empty())
+std::vector<cache::RemoteStorage> configured_remotes(const Config &config) {
+  if (config.remote_urls.empty())
     throw Error(Errc::bad_config,
                 "no remote cache: set KJIT_REMOTE_STORAGE (e.g. redis://host:6379; see README)");
-  return config.remote;
+  return open_remotes(config);
 }
 
 // The value of a remote operation; Error(cache_io) naming the remote and the fault when it failed.
@@ -179,6 +182,13 @@ RemoteListing list_remote(const Config &config, const std::string &target, std::
 
 // ---- stats ------------------------------------------------------------------------------------
 
+// Where a tier's files are (kjit/cache/layout.hpp), for scripts: they ask here, not spell "v2".
+TierLayout tier_layout(const cache::Layout &layout) {
+  return {layout.root().string(), layout.version_directory().string(),
+          layout.tuning_directory().string(), layout.stats_directory().string(),
+          layout.compilers_directory().string()};
+}
+
 CacheStats gather_stats() {
   const Tiers tiers;
   const std::vector<Listed> entries = list_entries(tiers);
@@ -193,6 +203,10 @@ CacheStats gather_stats() {
   stats.cache_dir = tiers.config.cache_dir.string();
   stats.prebuilt_dir = tiers.config.prebuilt_dir.string();
   stats.prebuilt_present = tiers.prebuilt.has_value();
+  stats.layout_version = cache::Layout::version_name();
+  stats.remote_entry_prefix = cache::storage_prefix(cache::kEntryRecord);
+  stats.user_layout = tier_layout(tiers.user->layout());
+  stats.prebuilt_layout = tier_layout(cache::Layout(tiers.config.prebuilt_dir));
   for (const cache::DiskStore &store : tiers.prebuilt_path)
     stats.prebuilt_path.push_back(store.root().string());
   for (auto &[where, totals] : by_tier_target) {
@@ -200,7 +214,7 @@ CacheStats gather_stats() {
     totals.target = where.second;
     stats.tiers.push_back(std::move(totals));
   }
-  stats.counters = cache::StatsFiles(tiers.user->stats_directory()).total();
+  stats.counters = cache::StatsFiles(tiers.user->layout().stats_directory()).total();
   return stats;
 }
 
@@ -463,8 +477,9 @@ PushReport push(const Config &config, const CacheArgs &args) {
     throw Error(Errc::bad_config,
                 "no " + args.tier + " tier (" +
                     (args.tier == "user" ? config.cache_dir : config.prebuilt_dir).string() + ")");
+  const std::vector<cache::RemoteStorage> configured = configured_remotes(config);
   std::vector<const cache::RemoteStorage *> writable;
-  for (const cache::RemoteStorage &remote : configured_remotes(config))
+  for (const cache::RemoteStorage &remote : configured)
     if (!remote.read_only)
       writable.push_back(&remote);
   if (writable.empty())
@@ -523,7 +538,7 @@ cache::DiskStore pull_destination(const Config &config, const std::string &tier)
 
 PullReport pull(const Config &config, const CacheArgs &args) {
   const cache::DiskStore destination = pull_destination(config, args.tier);
-  const std::vector<cache::RemoteStorage> &remotes = configured_remotes(config);
+  const std::vector<cache::RemoteStorage> remotes = configured_remotes(config);
   const std::string target = canonical_target(args.target);
 
   std::vector<cache::RecordKey> wanted;

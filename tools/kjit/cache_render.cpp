@@ -175,6 +175,14 @@ void print_table(const RemoteListing &listing, std::ostream &out) {
 
 // ---- stats ------------------------------------------------------------------------------------
 
+json to_json(const TierLayout &layout) {
+  return {{"root", layout.root},
+          {"version_directory", layout.version_directory},
+          {"tuning_directory", layout.tuning_directory},
+          {"stats_directory", layout.stats_directory},
+          {"compilers_directory", layout.compilers_directory}};
+}
+
 json to_json(const CacheStats &stats) {
   json rows = json::array();
   for (const TierTotals &totals : stats.tiers)
@@ -185,6 +193,11 @@ json to_json(const CacheStats &stats) {
   return {{"cache_dir", stats.cache_dir},
           {"prebuilt_dir", stats.prebuilt_dir},
           {"prebuilt_path", stats.prebuilt_path},
+          {"layout",
+           {{"version", stats.layout_version},
+            {"remote_entry_prefix", stats.remote_entry_prefix},
+            {"user", to_json(stats.user_layout)},
+            {"prebuilt", to_json(stats.prebuilt_layout)}}},
           {"tiers", rows},
           {"counters", json::parse(cache::to_json_text(stats.counters))}};
 }

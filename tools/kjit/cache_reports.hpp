@@ -53,6 +53,15 @@ struct TierTotals {
   std::uint64_t bytes = 0;
 };
 
+// Where one tier's files are (kjit/cache/layout.hpp).
+struct TierLayout {
+  std::string root;
+  std::string version_directory;
+  std::string tuning_directory;
+  std::string stats_directory;
+  std::string compilers_directory;
+};
+
 struct CacheStats {
   std::string cache_dir;
   std::string prebuilt_dir;
@@ -60,6 +69,10 @@ struct CacheStats {
   std::vector<std::string> prebuilt_path; // the tiers searched before kjit's own
   std::vector<TierTotals> tiers;          // by tier, then target
   cache::CacheCounters counters;
+  std::string layout_version;      // the version directory's name
+  std::string remote_entry_prefix; // what a remote's entry records are named under
+  TierLayout user_layout;
+  TierLayout prebuilt_layout;
 };
 
 // ---- show -------------------------------------------------------------------------------------

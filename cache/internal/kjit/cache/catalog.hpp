@@ -28,7 +28,7 @@ struct StoredEntry {
   std::int64_t change_ns = 0; // ctime: any change to the file, a use included
 };
 
-// Every "<target>/<2 hex>/<64 hex>.kjit" under the store's versioned root, in no set order. Files
+// Every entry file (layout.hpp) under the store's version directory, in no set order. Files
 // whose names are not entry names (temp files, the lock, stats) are left out. Reads directories
 // and file status only. A missing root is an empty list; an unreadable directory throws
 // Error(cache_io) naming it.

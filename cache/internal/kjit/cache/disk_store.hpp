@@ -1,33 +1,17 @@
 #pragma once
-// One on-disk tier: the user cache (read-write) or the prebuilt tier (read-only).
-//
-//   <root>/v<N>/<target dir>/<first 2 hex of key>/<key hex>.kjit
-//   <root>/v<N>/<target dir>/<first 2 hex of key>/<base key hex>.manifest
-//                               (a variant with include directories: header_manifest.hpp)
-//   <root>/v<N>/lock            (the per-key OFD lock file, see file_lock.hpp)
-//   <root>/v<N>/stats/          (the user tier's statistics files, see stats.hpp)
-//   <root>/v<N>/compilers/      (the compiler identities keys were made with)
-//   <root>/v<N>/tuning/         (the tuning table's records and its own lock file, see
-//                                kjit/runtime/tuning_table.hpp)
-//
-// Only this class names these paths; everything else asks it.
-//
-// <target dir> is the canonical target id with ':' replaced by '_' ("gfx90a_sramecc+_xnack-").
-// Key text never becomes a path: only the validated target id and key hex do. A target id that is
-// not canonical in jit::Target's grammar ("sm_90a", "gfx90a:sramecc+:xnack-", features in name
-// order) is refused: entries come from archives and remotes, and a target such as "tuning",
-// "lock" or ".." would name kjit's own folders or leave the tier.
+// One on-disk tier: the user cache (read-write) or the prebuilt tier (read-only), its files where
+// its Layout (layout.hpp) puts them.
 //
 // Trust: an entry is loaded only when the file and the directory holding it are owned by this user
 // or root and are not writable by group or others; with the key and target checked against the
 // header, another user can neither plant an entry nor swap ours around. Directories kjit creates
 // are 0700; an existing root keeps the mode its owner chose (it is not checked: only the entry's
 // own directory decides), but write() refuses an entry directory that read() would not trust.
-// Temp files are named ".<key hex>.tmp.<pid>.<random>.<n>" in the entry's directory.
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/file_lock.hpp"
 #include "kjit/cache/header_manifest.hpp"
 #include "kjit/cache/key.hpp"
+#include "kjit/cache/layout.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -52,27 +36,14 @@ struct Lookup {
   std::int64_t last_use_ns = 0; // a hit's mtime: when it was written or last used
 };
 
-// The target id a target directory name stands for: the inverse of the ':' -> '_' mapping, where
-// a '_' was a ':' exactly when it introduces a feature (a part ending in '+' or '-'):
-// "gfx90a_sramecc+_xnack-" -> "gfx90a:sramecc+:xnack-", while "sm_90a" stays "sm_90a".
-std::string target_of_directory(std::string_view directory);
-
 class DiskStore {
 public:
   DiskStore(std::filesystem::path root, Access access);
 
-  const std::filesystem::path &root() const { return root_; }
-  // <root>/v<N>: where this entry format's files live.
-  const std::filesystem::path &versioned_root() const { return versioned_root_; }
+  const std::filesystem::path &root() const { return layout_.root(); }
+  // Where each of this tier's files is.
+  const Layout &layout() const { return layout_; }
   Access access() const { return access_; }
-  // The layout's other files (above).
-  std::filesystem::path lock_path() const { return versioned_root_ / kLockFileName; }
-  std::filesystem::path stats_directory() const { return versioned_root_ / "stats"; }
-  std::filesystem::path compilers_directory() const { return versioned_root_ / "compilers"; }
-  std::filesystem::path tuning_directory() const { return versioned_root_ / "tuning"; }
-  static constexpr std::string_view kLockFileName = "lock";
-  // Throws Error(bad_target) for a target id that cannot name a directory (above).
-  std::filesystem::path entry_path(const Key &key, std::string_view target) const;
 
   // Reads and verifies the entry: magic, version, checksum, the key and target in its header,
   // and that the file and its directory are trusted (above). No file is a miss; anything else
@@ -112,8 +83,8 @@ public:
   void write_manifest(const HeaderManifest &manifest, std::string_view target) const;
 
   // The lock that serialises compiling and publishing one key across processes and threads:
-  // <root>/v<N>/lock, its directories created 0700. Throws Error(cache_io) when they cannot be
-  // created or the lock taken, and for a read_only store (it publishes nothing).
+  // the layout's lock_path(), its directories created 0700. Throws Error(cache_io) when they cannot
+  // be created or the lock taken, and for a read_only store (it publishes nothing).
   FileLock lock(const Key &key) const;
   // The same lock once taken, trying every `poll` for at most `wait`; nullopt when another holder
   // keeps it that long (FileLock::try_for). Throws as lock() does.
@@ -124,8 +95,7 @@ private:
   // Throws lock()'s Error(cache_io) unless `key`'s lock file can be opened: a writable store whose
   // directories exist.
   void prepare_lock(const Key &key) const;
-  std::filesystem::path root_;
-  std::filesystem::path versioned_root_;
+  Layout layout_;
   Access access_;
 };
 

@@ -25,6 +25,11 @@ struct RemoteScheme {
 // Every scheme kjit knows, in the order messages list them.
 std::span<const RemoteScheme> remote_schemes();
 
+// Serves `scheme` in this process too, after the schemes above: a store a program brings itself
+// (the tests' in-process one, tests/support/fake_remote.hpp), configured by URL as any remote is.
+// Adding a scheme already served by the same `open` does nothing; by another, Error(bad_config).
+void add_remote_scheme(RemoteScheme scheme);
+
 // The remotes `urls` (KJIT_REMOTE_STORAGE's value: URLs separated by spaces or tabs) names, in
 // order, each opened by the backend of its scheme and, with a fleet `secret`, signed
 // (signed_remote.hpp). Error(bad_config) for a URL of no known scheme, naming the known ones.

@@ -1,8 +1,8 @@
 #pragma once
 // What the cache did, kept across processes as ccache keeps its statistics: small JSON files
-// under <root>/v<N>/stats/, one per shard so that concurrent processes rarely wait for each other,
-// each rewritten in place under an fcntl OFD lock. A process adds what it did when
-// its Runtime ends; memory hits are not counted (that path makes no shared writes).
+// in the user tier's stats directory (layout.hpp), one per shard so that concurrent processes
+// rarely wait for each other, each rewritten in place under an fcntl OFD lock. A process adds what
+// it did when its Runtime ends; memory hits are not counted (that path makes no shared writes).
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -32,7 +32,7 @@ std::string to_json_text(const CacheCounters &counters);
 
 class StatsFiles {
 public:
-  explicit StatsFiles(std::filesystem::path directory); // <root>/v<N>/stats
+  explicit StatsFiles(std::filesystem::path directory); // Layout::stats_directory()
 
   // Adds `counters` to this process's shard. A failure (unwritable directory) is logged at debug
   // level: statistics never fail a compile. Never throws.

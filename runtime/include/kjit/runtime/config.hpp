@@ -1,7 +1,6 @@
 #pragma once
 // Runtime configuration, read from the environment (docs/ARCHITECTURE.md, "Configuration") or set
 // in code.
-#include "kjit/cache/remote.hpp"
 #include "kjit/vendor.hpp"
 
 #include <chrono>
@@ -9,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace kjit {
@@ -56,8 +56,13 @@ struct Config {
   std::uint64_t cache_size_bytes = 0;
 
   // The remote tiers, asked in order after the local ones; a compile publishes to each writable
-  // one. Empty: none.
-  std::vector<cache::RemoteStorage> remote;
+  // one. Each is a URL as KJIT_REMOTE_STORAGE takes them ("redis://host:6379|read-only"), opened
+  // by the backend of its scheme when a Runtime is made: Error(bad_config) then for a URL of no
+  // known scheme or one its backend cannot take. Empty: none.
+  std::vector<std::string> remote_urls;
+  // The fleet secret every remote value is signed with and checked against
+  // (KJIT_REMOTE_SECRET_FILE's content). None: values are neither signed nor checked.
+  std::optional<std::string> remote_secret;
   FleetWait fleet;
   // Where compilers come from. Empty: the vendor libraries (hiprtc, NVRTC), loaded once per
   // process. Tests give their own; the compilers must outlive the Runtime.
@@ -70,9 +75,9 @@ struct Config {
   // KJIT_MODE (jit|prebuilt), KJIT_CACHE_DIR, KJIT_PREBUILT_DIR, KJIT_PREBUILT_PATH
   // (':'-separated prebuilt_dirs), KJIT_INCLUDE_PATH (':'-separated include_dirs), KJIT_REBUILD
   // (0|1),
-  // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G), KJIT_REMOTE_STORAGE and
-  // KJIT_REMOTE_SECRET_FILE (kjit/cache/redis_remote.hpp), KJIT_REMOTE_LEASE_MS and
-  // KJIT_REMOTE_WAIT_MS (FleetWait's lease_ttl and wait).
+  // KJIT_CACHE_SIZE (megabytes, or with a unit: 500M, 20G), KJIT_REMOTE_STORAGE (remote_urls,
+  // separated by spaces or tabs, each checked now) and KJIT_REMOTE_SECRET_FILE (remote_secret),
+  // KJIT_REMOTE_LEASE_MS and KJIT_REMOTE_WAIT_MS (FleetWait's lease_ttl and wait).
   // Throws Error(bad_config) naming the variable, its value and what it accepts.
   static Config from_environment();
 };

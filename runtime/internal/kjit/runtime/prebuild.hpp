@@ -18,10 +18,10 @@
 // grows into AITER's 551 s module). Entries carry created_unix = 0 and compile_ms = 0 (no clock)
 // and nothing path-dependent, so the same inputs give byte-identical files.
 //
-// The prebuilt tier also holds the compilers' identities (<root>/v<N>/compilers/<vendor>.json),
-// so that a process in KJIT_MODE=prebuilt computes keys without a compiler installed. One per
-// vendor: prebuilding into a tier with another compiler version leaves the older entries unused
-// (their keys name the older compiler); prebuild into a fresh directory then.
+// The prebuilt tier also holds the compilers' identities (<vendor>.json in its compilers
+// directory), so that a process in KJIT_MODE=prebuilt computes keys without a compiler installed.
+// One per vendor: prebuilding into a tier with another compiler version leaves the older entries
+// unused (their keys name the older compiler); prebuild into a fresh directory then.
 #include "kjit/jit/target.hpp"
 #include "kjit/runtime/runtime.hpp"
 #include "kjit/templates/template.hpp"

@@ -9,11 +9,10 @@
 // whose content does not match the key it is filed under (a planted, corrupt or hand-edited
 // file) is skipped with one warning.
 //
-// Each tier keeps its records as files beside its code entries:
-//   <root>/v<N>/tuning/<target dir>/<key hex>.json
-//   <root>/v<N>/tuning/lock            (the per-key OFD lock, as compiles use)
-// The user tier is read-write; a prebuilt tier may ship records (`kjit prebuild --tuned`) and is
-// read first, as for code. Files are trusted as entries are (kjit/cache/private_file.hpp).
+// Each tier keeps its records as files beside its code entries, in its tuning directory with a
+// per-key OFD lock of their own, where kjit/cache/layout.hpp places them. The user tier is
+// read-write; a prebuilt tier may ship records (`kjit prebuild --tuned`) and is read first, as for
+// code. Files are trusted as entries are (kjit/cache/private_file.hpp).
 //
 // Records are shared with a fleet through the remote tiers (KJIT_REMOTE_STORAGE) as compiled
 // entries are, through the same code: stored as "kjit/tuning/v<format>/<target>/<key hex>", signed
@@ -164,14 +163,14 @@ public:
   // before it and those not imported.
   std::size_t import_records(const std::vector<TuningRecord> &records) const;
 
-  // <root>/v<N>/tuning of the user tier.
+  // The user tier's tuning directory (kjit/cache/layout.hpp).
   std::filesystem::path user_directory() const;
 
 private:
   // The user tier's directory; throws Error(cache_io) when there is none.
   const std::filesystem::path &user_tier() const;
 
-  std::filesystem::path user_;     // <root>/v<N>/tuning, or empty
+  std::filesystem::path user_;     // the user tier's tuning directory, or empty
   std::filesystem::path prebuilt_; // likewise
   std::shared_ptr<RemoteTier> remote_;
   std::shared_ptr<RecordStore<TuningKind>> store_;
