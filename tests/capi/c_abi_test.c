@@ -267,8 +267,8 @@ int main(int argc, char **argv) {
       fclose(sets);
       CHECK(kjit_prebuild(target, NULL, files, 1, out_path, 2, "/nonexistent/kjit-worker", &json) ==
             KJIT_PROCESS_ERROR);
-      CHECK(strstr(kjit_last_error(),
-                   "cannot start a prebuild worker /nonexistent/kjit-worker: ") != NULL);
+      CHECK(strstr(kjit_last_error(), "cannot start a worker process /nonexistent/kjit-worker: ") !=
+            NULL);
       CHECK(strstr(kjit_last_error(), "--jobs 1") != NULL);
     }
   }
