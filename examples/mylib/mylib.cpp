@@ -20,7 +20,8 @@ const kjit::Template &axpby() {
       "mylib_axpby",
       kernels::source("axpby.hip"),
       {{"T", element_types()}, {"N", kjit::ParamSchema::integer(1, 1 << 24)}},
-      {.arguments = {"T*", "const T*", "float", "float"}}};
+      {.source_name = kernels::source_name("axpby.hip"), // "kernels/axpby.hip", as in kernels.json
+       .arguments = {"T*", "const T*", "float", "float"}}};
   return tmpl;
 }
 
@@ -30,7 +31,8 @@ const kjit::Template &rms_norm() {
       "mylib_rms_norm",
       kernels::source("norm.hip"),
       {{"T", element_types()}, {"HIDDEN", kjit::ParamSchema::integer(1, 1 << 16)}},
-      {.headers = kernels::headers("include"),
+      {.source_name = kernels::source_name("norm.hip"),
+       .headers = kernels::headers("include"),
        .compile_options = {"-DMYLIB_EPS=1e-6f"},
        .arguments = {"T*", "const T*", "int"}}};
   return tmpl;

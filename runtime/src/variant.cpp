@@ -39,7 +39,7 @@ VariantDescription describe_variant(const Instance &instance, const jit::Target 
   std::vector<std::string> options = tmpl.compile_options();
   options.push_back("-DKJIT_WARP_SIZE=" + std::to_string(target.warp_size()));
   VariantDescription variant{
-      .request = {.program_name = tmpl.name() + ".hip",
+      .request = {.program_name = tmpl.source_name(),
                   .source = tmpl.source(),
                   .pre_includes = {templates::prelude().name},
                   .headers = std::move(headers),
@@ -57,6 +57,13 @@ VariantDescription describe_variant(const Instance &instance, const jit::Target 
 
   auto &key = variant.key_inputs;
   key.add("template", tmpl.name());
+  // The program name is the source's #line name: __FILE__, assert() messages and line tables
+  // (-lineinfo, -g) carry it into the code (NVRTC 13 for sm_90 gives other bytes for another name
+  // when the source uses __FILE__ or with -lineinfo; hiprtc's clang writes it alike). The default
+  // one, "<template>.hip", is keyed by the template's name above, so keys of templates without a
+  // name of their own stay as they were.
+  if (tmpl.source_name() != tmpl.name() + ".hip")
+    key.add("source-name", tmpl.source_name());
   key.add("source", cache::sha256_hex(request.source));
   auto sorted_headers = request.headers;
   std::sort(sorted_headers.begin(), sorted_headers.end(),

@@ -5,6 +5,7 @@
 #include "kjit/text.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <regex>
 #include <xxhash.h>
@@ -202,6 +203,13 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
     options_.kernel = name_;
   if (!is_type_name(options_.kernel))
     bad_parameter(name_ + ": kernel name '" + options_.kernel + "' is not a C++ name");
+  if (options_.source_name.empty())
+    options_.source_name = name_ + ".hip";
+  // It becomes a #line directive's file name, which ends at the line's end.
+  if (std::any_of(options_.source_name.begin(), options_.source_name.end(),
+                  [](char c) { return std::iscntrl(static_cast<unsigned char>(c)); }))
+    bad_parameter(name_ + ": its source name has a control character (a line break or tab); it "
+                          "names a file");
 
   for (const std::string &target : options_.targets)
     if (!target_pattern(target))
@@ -210,7 +218,7 @@ Template::Template(std::string name, std::string source, std::vector<ParamDecl> 
                     "architecture and newer (sm_80+)");
 
   Fingerprinter fingerprint;
-  fingerprint.add(name_).add(source_).add(options_.kernel);
+  fingerprint.add(name_).add(source_).add(options_.kernel).add(options_.source_name);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const auto &[param_name, param] = params_[i];
     const std::string where = name_ + ": parameter '" + param_name + "'";

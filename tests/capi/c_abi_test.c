@@ -254,6 +254,23 @@ int main(int argc, char **argv) {
     CHECK(kjit_prebuild("not-a-target", NULL, files, 1, out_path, 0, NULL, &json) ==
           KJIT_BAD_TARGET);
     CHECK(json == NULL);
+
+    /* Two batches (two templates) for two jobs, whose worker command cannot start: the error
+     * names that command and says how to build without workers. */
+    sets = fopen(sets_path, "w");
+    CHECK(sets != NULL);
+    if (sets) {
+      fputs("{\"name\": \"c_abi\", \"level\": 3, \"variants\": ["
+            "{\"template\": \"scale\", \"params\": {\"T\": \"half\", \"N\": 512}},"
+            "{\"template\": \"axpy\", \"params\": {\"T\": \"half\", \"ITEMS\": 2}}]}\n",
+            sets);
+      fclose(sets);
+      CHECK(kjit_prebuild(target, NULL, files, 1, out_path, 2, "/nonexistent/kjit-worker", &json) ==
+            KJIT_PROCESS_ERROR);
+      CHECK(strstr(kjit_last_error(), "cannot start a worker process /nonexistent/kjit-worker: ") !=
+            NULL);
+      CHECK(strstr(kjit_last_error(), "--jobs 1") != NULL);
+    }
   }
 
   kjit_runtime_destroy(rt);

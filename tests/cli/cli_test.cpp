@@ -225,12 +225,17 @@ TEST_F(CliTest, ACompileErrorPrintsTheLogWithLineNumbers) {
   if (!hiprtc_available())
     GTEST_SKIP() << "hiprtc is not available";
   const auto source =
-      write_source("broken.hip", "template <int N>\n__global__ void broken(int *x) {\n"
-                                 "  x[0] = N + undeclared_name;\n}\n");
-  const CliRun run = kjit("compile --source " + source + " --kernel broken -p N=1 --target gfx90a");
+      write_source("mine.hip", "template <int N>\n__global__ void broken(int *x) {\n"
+                               "  x[0] = N + undeclared_name;\n}\n");
+  const std::string compile =
+      "compile --source " + source + " --kernel broken -p N=1 --target gfx90a";
+  const CliRun run = kjit(compile);
   EXPECT_EQ(run.status, 2);
-  EXPECT_NE(run.err.find("broken.hip:3:"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("mine.hip:3:"), std::string::npos) << "the file's name: " << run.err;
   EXPECT_NE(run.err.find("undeclared_name"), std::string::npos) << run.err;
+  const CliRun named = kjit(compile + " --source-name kernels/mine.hip");
+  EXPECT_EQ(named.status, 2);
+  EXPECT_NE(named.err.find("kernels/mine.hip:3:"), std::string::npos) << named.err;
 }
 
 TEST_F(CliTest, ListsTemplatesAndTargets) {

@@ -389,7 +389,7 @@ TEST_F(LibraryPrebuildTest, TheCommandLineReproducesASetsVariantAndRefusesWrongN
   expect_bad_input("compile nrm --sets " + set + " -p T=float --target gfx90a",
                    "mylib.json's templates: norm");
   expect_bad_input("compile scale -DX=1 -p T=half -p N=64 --target gfx90a",
-                   "--header, -D and --option go with --source");
+                   "--header, -D, --option and --source-name go with --source");
 }
 
 // examples/mylib as built: its templates' sources embedded by kjit_embed_sources() from the files
@@ -402,6 +402,9 @@ TEST_F(PrebuildCliTest, AnEmbeddingLibrarysJitCallsFindEveryVariantPrebuiltFromI
   ASSERT_EQ(headers.size(), 1u);
   EXPECT_EQ(headers[0].name, "mylib/math.h");
   EXPECT_THROW(mylib::kernels::source("missing.hip"), Error);
+  // Named as kernels.json names it, so that the compiler's log names the author's file.
+  EXPECT_EQ(mylib::kernels::source_name("norm.hip"), "kernels/norm.hip");
+  EXPECT_EQ(mylib::axpby().source_name(), "kernels/axpby.hip");
 
   const fs::path tier = dir / "prebuilt";
   const CliRun built = kjit(

@@ -63,6 +63,26 @@ TYPED_TEST(AnyCompilerTest, CompileErrorShowsTheLogAndTheNumberedSourceLine) {
       << error.detail();
 }
 
+// A library's source is named by its path (TemplateOptions::source_name): the log and the
+// excerpt name that file, folders and all, and the compiler takes a name with folders.
+TYPED_TEST(AnyCompilerTest, ASourceNamedByItsPathIsNamedSoInTheLog) {
+  const std::string program = "kernels/broken" + std::string(TypeParam::extension);
+  Error error = this->error_from([&] {
+    this->compiler().compile(this->request(program, broken_on_line_3, TypeParam::target));
+  });
+  EXPECT_EQ(error.code(), Errc::compile_error);
+  EXPECT_EQ(error.summary(),
+            program + ": compilation for " + std::string(TypeParam::target) + " failed (1 error)");
+  EXPECT_NE(error.detail().find(TypeParam::location(program, 3)), std::string::npos)
+      << error.detail();
+  EXPECT_NE(error.detail().find(program + ":3:\n"), std::string::npos) << error.detail();
+
+  std::string fixed = broken_on_line_3;
+  fixed.replace(fixed.find("undefined_variable"), std::string("undefined_variable").size(), "1");
+  EXPECT_TRUE(
+      read_elf(this->compiler().compile(this->request(program, fixed, TypeParam::target)).code));
+}
+
 TYPED_TEST(AnyCompilerTest, PreIncludesComeFirstAndKeepTheSourceLineNumbers) {
   std::vector<HeaderFile> headers{{"kjit/prelude.h", "#define KJIT_FLOAT float\n"}};
   std::string source = "// line 1\n"

@@ -304,6 +304,35 @@ TEST_F(RuntimeTest, ACompileErrorShowsTheLogWithTheTemplatesLineNumbers) {
       << "nothing is published for a failed compile";
 }
 
+// A library's template names its source by the author's path (TemplateOptions::source_name): the
+// compiler's own log lines and the excerpt name that file, on every compiler found.
+TEST_F(RuntimeTest, ACompileErrorNamesTheAuthorsSourceFile) {
+  const Template broken("mylib_broken",
+                        "template <int N>\n__global__ void mylib_broken(int *x) {\n"
+                        "  x[0] = N + undeclared_name;\n}\n",
+                        {{"N", ParamSchema::integer(0, 10)}},
+                        {.source_name = "kernels/broken.hip"});
+  Runtime rt(config());
+  for (const jit::Target &target : compiling_targets(rt)) {
+    try {
+      rt.compile(broken, {{"N", 1}}, target);
+      ADD_FAILURE() << "the broken template compiled for " << target.id();
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::compile_error);
+      EXPECT_EQ(error.summary().rfind("kernels/broken.hip: compilation for ", 0), 0u)
+          << error.summary();
+      // clang's "kernels/broken.hip:3:14: error", NVRTC's "kernels/broken.hip(3): error".
+      const bool amd = target.vendor() == Vendor::amd;
+      EXPECT_NE(error.detail().find(amd ? "kernels/broken.hip:3:" : "kernels/broken.hip(3): "),
+                std::string::npos)
+          << error.detail();
+      EXPECT_NE(error.detail().find("kernels/broken.hip:3:\n"), std::string::npos)
+          << "the excerpt: " << error.detail();
+      EXPECT_EQ(error.detail().find("mylib_broken.hip"), std::string::npos) << error.detail();
+    }
+  }
+}
+
 // A schema that does not fit the kernel, or a kernel name the source lacks, fails the compile
 // with one line in the template's terms, not the compilers' text about the name expression
 // (hiprtc's `__hiprtc_1` and `<overloaded function type>`, NVRTC's `__nv_name_map`).

@@ -18,13 +18,14 @@ struct Inputs {
   std::string target = "gfx90a:sramecc+:xnack-";
   std::string compiler_identity = "hiprtc 9.0, HIP 5.2.21153, comgr 2.4";
   std::vector<std::pair<std::string, std::string>> environment;
+  std::string source_name; // TemplateOptions::source_name
 };
 
 cache::Key key_of(const Inputs &in) {
   const Template tmpl(
       "scale", in.source,
       {{"T", ParamSchema::type({"float", "half"})}, {"N", ParamSchema::integer(1, 1 << 20)}},
-      {.headers = in.headers, .compile_options = in.options});
+      {.source_name = in.source_name, .headers = in.headers, .compile_options = in.options});
   const FakeCompiler compiler(in.compiler_identity, in.environment);
   return describe_variant(tmpl.bind(in.params), jit::Target::parse(in.target),
                           CompilerIdentity::of(compiler))
@@ -39,11 +40,14 @@ TEST(VariantKey, IsStableForTheSameInputs) {
   Inputs spelled;
   spelled.target = "gfx90a:xnack-:sramecc+";
   EXPECT_EQ(key_of(spelled), key_of({})) << "feature order is not an input";
+  Inputs named;
+  named.source_name = "scale.hip";
+  EXPECT_EQ(key_of(named), key_of({})) << "the default source name, spelled, is the same name";
 }
 
 TEST(VariantKey, ChangesWithEveryInput) {
   const cache::Key base = key_of({});
-  std::vector<std::pair<std::string, Inputs>> changed(9);
+  std::vector<std::pair<std::string, Inputs>> changed(10);
   changed[0].first = "source";
   changed[0].second.source += " ";
   changed[1].first = "header";
@@ -62,6 +66,8 @@ TEST(VariantKey, ChangesWithEveryInput) {
   changed[7].second.compiler_identity = "hiprtc 9.0, HIP 5.2.21154, comgr 2.4";
   changed[8].first = "environment";
   changed[8].second.environment = {{"HIPRTC_COMPILE_OPTIONS_APPEND", "-O0"}};
+  changed[9].first = "source name"; // __FILE__ and line tables carry it into the code
+  changed[9].second.source_name = "kernels/scale.hip";
   for (const auto &[what, inputs] : changed)
     EXPECT_NE(key_of(inputs), base) << "changing the " << what << " must change the key";
 }

@@ -136,11 +136,12 @@ class LibrarySetTest : public ::testing::Test {
 protected:
   void SetUp() override {
     std::filesystem::create_directories(dir / "include/mylib");
+    std::filesystem::create_directories(dir / "kernels");
     write("include/mylib/math.h",
           "#pragma once\ntemplate <typename T> T twice(T x) { return x + x; }\n");
     write("extra.h", "#define EXTRA 1\n");
-    write("k.hip", "#include \"mylib/math.h\"\n"
-                   "template <typename T, int HIDDEN> __global__ void k_kernel(T *x) {}\n");
+    write("kernels/k.hip", "#include \"mylib/math.h\"\n"
+                           "template <typename T, int HIDDEN> __global__ void k_kernel(T *x) {}\n");
   }
   void write(const std::string &name, const std::string &text) const {
     std::ofstream(dir / name) << text;
@@ -148,7 +149,7 @@ protected:
   // The set with `variants` and an optional extra member of the template item.
   std::string set(const std::string &variants, const std::string &template_extra = "") const {
     return R"({"name": "mylib", "level": 1,
-  "templates": [{"name": "k", "source": "k.hip", "kernel": "k_kernel",
+  "templates": [{"name": "k", "source": "kernels/k.hip", "kernel": "k_kernel",
                  "params": ["T", "HIDDEN"],
                  "headers": ["include", "extra.h"],
                  "compile_options": ["-DMYLIB_FAST=1"])" +
@@ -183,6 +184,7 @@ TEST_F(LibrarySetTest, ATemplateItemDeclaresHeadersOptionsKernelAndParameterOrde
   EXPECT_EQ(k.params()[0].name, "T");
   EXPECT_EQ(k.params()[1].name, "HIDDEN");
   EXPECT_EQ(k.kernel(), "k_kernel");
+  EXPECT_EQ(k.source_name(), "kernels/k.hip") << "the compiler's log names it as the set does";
   EXPECT_EQ(k.compile_options(), std::vector<std::string>{"-DMYLIB_FAST=1"});
   EXPECT_EQ(
       k.headers(),
@@ -225,12 +227,12 @@ TEST_F(LibrarySetTest, UnknownFieldsParametersAndTemplatesAreErrorsNamingFileAnd
 TEST_F(LibrarySetTest, ATemplateItemMustDeclareItsParametersAndHeadersMustExist) {
   const std::pair<std::string, std::string> cases[] = {
       {R"({"name": "x", "level": 1,
-  "templates": [{"name": "k", "source": "k.hip"}],
+  "templates": [{"name": "k", "source": "kernels/k.hip"}],
   "variants": [{"template": "k", "params": {"T": "half"}}]})",
        "my.json:2: template k needs \"params\""},
       {set(R"({"template": "k", "params": {"T": "half"}})"), "no variant gives parameter HIDDEN"},
       {R"({"name": "x", "level": 1,
-  "templates": [{"name": "k", "source": "k.hip", "params": ["T"],
+  "templates": [{"name": "k", "source": "kernels/k.hip", "params": ["T"],
                  "headers": ["include", "missing"]}],
   "variants": [{"template": "k", "params": {"T": "half"}}]})",
        "my.json:3: header missing: no such file or folder"},

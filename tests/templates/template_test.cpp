@@ -126,6 +126,16 @@ TEST(Template, RejectsMalformedSchemas) {
       },
       Errc::bad_parameter, "declared twice");
   expect_error([] { ParamSchema::one_of({}); }, Errc::bad_parameter, "at least one value");
+  // A source name is a #line directive's file name, which a line break would end.
+  expect_error([] { Template("t", "", {}, {.source_name = "kernels/t.hip\n#define X"}); },
+               Errc::bad_parameter, "t: its source name has a control character");
+}
+
+TEST(Template, NamesItsSourceAsItsAuthorDoes) {
+  EXPECT_EQ(Template("t", "", {}).source_name(), "t.hip");
+  EXPECT_EQ(Template("t", "", {}, {.source_name = "kernels/t.hip"}).source_name(), "kernels/t.hip");
+  EXPECT_NE(Template("t", "", {}, {.source_name = "kernels/t.hip"}).fingerprint(),
+            Template("t", "", {}).fingerprint());
 }
 
 TEST(Template, FingerprintFollowsEverythingThatDefinesIt) {

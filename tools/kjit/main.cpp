@@ -203,7 +203,8 @@ int run_templates(bool as_json, const std::string &sets_file) {
 struct CompileArgs {
   std::string template_name;
   std::string source_file;
-  std::string sets_file; // the template is the one this set file declares
+  std::string source_name; // --source: the name its log gives it (default: its file name)
+  std::string sets_file;   // the template is the one this set file declares
   std::string kernel;
   std::vector<std::string> params;
   std::string target;
@@ -233,8 +234,13 @@ Template template_from_file(const CompileArgs &args, const ParamValues &params) 
     decls.push_back({name, value.is_integer()
                                ? ParamSchema::integer(value.integer(), value.integer())
                                : ParamSchema::type({value.type()})});
-  TemplateOptions options{
-      .kernel = args.kernel, .include_dirs = args.include_dirs, .compile_options = args.options};
+  TemplateOptions options{.kernel = args.kernel,
+                          .source_name =
+                              args.source_name.empty()
+                                  ? std::filesystem::path(args.source_file).filename().string()
+                                  : args.source_name,
+                          .include_dirs = args.include_dirs,
+                          .compile_options = args.options};
   for (const std::string &spec : args.headers)
     options.headers.push_back(header_from(spec));
   for (const std::string &define : args.defines)
@@ -249,10 +255,12 @@ int run_compile(const CompileArgs &args, bool as_json) {
                 "name a library template (kjit compile scale ...) or give --source FILE, not both");
   if (!args.source_file.empty() && args.kernel.empty())
     throw Error(Errc::bad_usage, "--source needs --kernel NAME");
-  if (args.source_file.empty() && !(args.headers.empty() && args.include_dirs.empty() &&
-                                    args.defines.empty() && args.options.empty()))
-    throw Error(Errc::bad_usage, "--header, -D and --option go with --source, as -I does (a "
-                                 "template and a set file declare their own)");
+  if (args.source_file.empty() &&
+      !(args.headers.empty() && args.include_dirs.empty() && args.defines.empty() &&
+        args.options.empty() && args.source_name.empty()))
+    throw Error(Errc::bad_usage,
+                "--header, -D, --option and --source-name go with --source, as -I does (a "
+                "template and a set file declare their own)");
   if (args.target.empty())
     throw Error(Errc::bad_target, "--target is required (e.g. --target gfx90a or sm_90)");
 
@@ -330,6 +338,9 @@ int run(int argc, char **argv) {
   compile->add_option("-D", compile_args.defines, "--source: NAME[=VALUE], a macro definition");
   compile->add_option("--option", compile_args.options, "--source: a compile option");
   compile->add_option("--kernel", compile_args.kernel, "the kernel template in --source");
+  compile->add_option("--source-name", compile_args.source_name,
+                      "--source: the name the compiler's log gives it, keyed (default: its file "
+                      "name; a library's TemplateOptions::source_name to find its variant)");
   compile->add_option("-p,--param", compile_args.params, "NAME=VALUE, repeatable, in order");
   compile->add_option("--target", compile_args.target, "gfx90a, gfx90a:sramecc+:xnack-, sm_90...");
   for (auto *command : {targets, templates_cmd, compile})

@@ -153,6 +153,11 @@ struct TuningRules {
 
 struct TemplateOptions {
   std::string kernel = {}; // the __global__ function template; default: the template name
+  // The source's file as its author names it ("kernels/axpby.hip", relative to the library's
+  // project): the compiler's diagnostics name it ("kernels/axpby.hip:3:10: error: ..."). Default:
+  // "<name>.hip". Part of the key when given: it is the source's #line name, so __FILE__,
+  // assert() messages and line tables (-lineinfo, -g) carry it into the code object.
+  std::string source_name = {};
   std::vector<HeaderFile> headers = {};
   // Directories of a header library the source includes from (-I, searched in this order after
   // the HeaderFiles). Each must be a readable directory; kept as absolute paths. The key covers
@@ -205,6 +210,8 @@ public:
   const std::string &name() const { return name_; }
   const std::string &source() const { return source_; }
   const std::string &kernel() const { return options_.kernel; }
+  // TemplateOptions::source_name, or "<name>.hip" where none was given.
+  const std::string &source_name() const { return options_.source_name; }
   const std::vector<ParamDecl> &params() const { return params_; }
   const std::vector<HeaderFile> &headers() const { return options_.headers; }
   const std::vector<std::string> &include_dirs() const { return options_.include_dirs; }

@@ -23,7 +23,8 @@
 // prebuilt from the set has exactly the key the library's JIT call computes:
 //
 //   {"name": "rms_norm",                  the Template's name (part of the key)
-//    "source": "kernels/rms_norm.hip",    relative to the set file
+//    "source": "kernels/rms_norm.hip",    relative to the set file; the compiler's diagnostics
+//                                         name it so (TemplateOptions::source_name, keyed)
 //    "params": ["T", "HIDDEN"],           its template parameters, in the kernel's order
 //    "kernel": "rms_norm_kernel",         optional: the __global__ function template; default name
 //    "arguments": ["T*", "const T*", "int"],   optional: the kernel's argument types
