@@ -2,10 +2,10 @@
 // order of the cascade, the promotion of a remote hit into the user tier, a bad entry in one tier
 // falling through to the next, the re-read under the lock, and a read-only tier never written.
 #include "runtime/src/tiered_store.hpp"
-#include "tests/cache/support.hpp"
 #include "tests/runtime/fake_compiler.hpp"
 #include "tests/support/fake_remote.hpp"
 #include "tests/support/log_capture.hpp"
+#include "tests/support/sample_entries.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <fstream>
@@ -16,10 +16,10 @@ namespace kjit {
 namespace {
 
 namespace fs = std::filesystem;
-using cache::testing::kTarget;
-using cache::testing::sample_entry;
 using testing::FakeRemote;
+using testing::kTarget;
 using testing::LogCapture;
+using testing::sample_entry;
 using testing::TempDir;
 
 // Every file under `root` with its size and mtime: what a read-only tier must keep.
