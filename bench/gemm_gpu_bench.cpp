@@ -2,7 +2,10 @@
 // quantisation's bandwidth on the device, each memory-bound figure next to a device-to-device
 // copy of as many bytes measured in the same run (bench/python/gemm_torch.py times torch on the
 // same shapes). Prints one table; run through tools/gpu-check --run. With KJIT_BENCH_SKINNY_SWEEP
-// set it also times every linear_skinny variant on the Llama-3-8B projections at m = 1, 16, 64.
+// set it also times every linear_skinny variant on the Llama-3-8B projections at m = 1, 16, 64
+// (with --skinny-fp8: at 8192 x 8192, m = 1 and 8). With --skinny-fp8, KJIT_BENCH_SPLITK_SWEEP
+// and KJIT_BENCH_WGMMA_SWEEP add the fastest linear_splitk variant (m <= 32, bfloat16) and
+// gemm_wgmma SPLIT_K x STAGES variant to each linear row.
 //
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
@@ -310,11 +313,13 @@ struct Bench {
   // linear() as a user calls it at m tokens, against the candidates it chooses among on the same
   // rotated weights: linear_skinny's heuristic (m <= 64), linear_splitk's heuristic and, with
   // `sweep`, the fastest of its variants (SPLITS x WARPS x K_SLICE x ROW_BLOCKS at the
-  // heuristic's M_TILE), and gemm_wgmma's (m >= 64). One row, microseconds per call, and the
-  // weights' GB/s of linear() against a copy of as many bytes.
+  // heuristic's M_TILE), and gemm_wgmma's heuristic and, with `wgmma_sweep`, its fastest
+  // SPLIT_K x STAGES variant. One row, microseconds per call, and the weights' GB/s of linear()
+  // against a copy of as many bytes.
   // `ops` holds at least m rows of A and C (linear_operands for the largest m).
   template <Element T>
-  void linear_candidates_row(LinearOperands &ops, int m, int n, int k, bool sweep) {
+  void linear_candidates_row(LinearOperands &ops, int m, int n, int k, bool sweep,
+                             bool wgmma_sweep) {
     const std::size_t copies = ops.weights.size();
     std::size_t next = 0;
     const auto time = [&](const std::function<void(const T *)> &run) {
@@ -328,6 +333,22 @@ struct Bench {
                                             true);
       });
     };
+    // The candidates of `tmpl`, compiled together, timed in turn: the fastest, and its name,
+    // where one beats `best_us`.
+    const auto keep_fastest =
+        [&](const Template &tmpl, const std::vector<ParamValues> &candidates, double &best_us,
+            std::string &best,
+            const std::function<std::string(const ops::detail::ChosenVariant &)> &name) {
+          precompile(rt, {&tmpl, {}}, candidates, device.target());
+          for (const ParamValues &params : candidates) {
+            const ops::detail::ChosenVariant variant{&tmpl, params};
+            const double us = variant_us(variant);
+            if (us < best_us) {
+              best_us = us;
+              best = name(variant);
+            }
+          }
+        };
     const double linear_us =
         time([&](const T *w) { linear<T>(rt, ops.c.as<T>(), ops.a.as<T>(), w, m, n, k); });
     const double skinny_us =
@@ -341,41 +362,58 @@ struct Bench {
     std::string best = "heuristic";
     if (sweep) {
       std::vector<ParamValues> candidates;
-      for (int splits : {1, 2, 4, 8})
-        for (int warps : {4, 8})
-          for (int k_slice : {64, 128, 256})
-            for (int row_blocks : {1, 2}) {
-              ParamValues params = splitk.params;
-              params.set("SPLITS", splits);
-              params.set("WARPS", warps);
-              params.set("K_SLICE", k_slice);
-              params.set("ROW_BLOCKS", row_blocks);
-              if (splitk.tmpl->tuning().fits(splitk.tmpl->bind(params), "sm_90a").empty())
-                candidates.push_back(params);
-            }
-      precompile(rt, {splitk.tmpl, {}}, candidates, device.target());
-      for (const ParamValues &params : candidates) {
-        const ops::detail::ChosenVariant variant{splitk.tmpl, params};
-        const double us = variant_us(variant);
-        if (us < best_us) {
-          best_us = us;
-          char name[64];
-          std::snprintf(name, sizeof name, "S%d W%d KS%d RB%d", variant.integer("SPLITS"),
-                        variant.integer("WARPS"), variant.integer("K_SLICE"),
-                        variant.integer("ROW_BLOCKS"));
-          best = name;
-        }
-      }
+      const int heuristic_tile = splitk.integer("M_TILE");
+      for (int m_tile : {8, heuristic_tile})
+        for (int splits : {1, 2, 4, 8})
+          for (int warps : {4, 8})
+            for (int k_slice : {64, 128, 256})
+              for (int row_blocks : {1, 2}) {
+                if (m_tile < m || (m_tile == 8 && heuristic_tile == 8))
+                  continue; // 8-token tiles only where they hold every token, and once
+                ParamValues params = splitk.params;
+                params.set("M_TILE", m_tile);
+                params.set("SPLITS", splits);
+                params.set("WARPS", warps);
+                params.set("K_SLICE", k_slice);
+                params.set("ROW_BLOCKS", row_blocks);
+                if (splitk.tmpl->tuning().fits(splitk.tmpl->bind(params), "sm_90a").empty())
+                  candidates.push_back(params);
+              }
+      keep_fastest(*splitk.tmpl, candidates, best_us, best, [](const auto &variant) {
+        char name[64];
+        std::snprintf(name, sizeof name, "MT%d S%d W%d KS%d RB%d", variant.integer("M_TILE"),
+                      variant.integer("SPLITS"), variant.integer("WARPS"),
+                      variant.integer("K_SLICE"), variant.integer("ROW_BLOCKS"));
+        return std::string(name);
+      });
     }
-    const double wgmma_us = m >= 64
-                                ? variant_us(ops::detail::gemm_wgmma_variant<T>(
-                                      static_cast<int>(ops::detail::rows_bucket(m)), n, k, true))
-                                : 0;
+    // gemm_wgmma's heuristic variant, and the fastest of its SPLIT_K x STAGES variants.
+    const ops::detail::ChosenVariant wgmma = ops::detail::gemm_wgmma_variant<T>(
+        static_cast<int>(ops::detail::rows_bucket(m)), n, k, true);
+    const double wgmma_us = variant_us(wgmma);
+    double best_wgmma_us = wgmma_us;
+    std::string best_wgmma = "heuristic";
+    if (wgmma_sweep && wgmma.integer("BLOCK_N") == 128) {
+      std::vector<ParamValues> candidates;
+      for (int split_k : {1, 2, 4, 8})
+        for (int stages : {4, 5}) {
+          ParamValues params = wgmma.params;
+          params.set("SPLIT_K", split_k);
+          params.set("STAGES", stages);
+          params.set("EPILOGUE", split_k > 1 ? 0 : 1);
+          candidates.push_back(params);
+        }
+      keep_fastest(*wgmma.tmpl, candidates, best_wgmma_us, best_wgmma, [](const auto &variant) {
+        return "SPLIT_K " + std::to_string(variant.integer("SPLIT_K")) + " STAGES " +
+               std::to_string(variant.integer("STAGES"));
+      });
+    }
     const double copy = copy_ms(ops.weight_bytes / 2);
-    std::printf("| %s | %d x %d | %d | %.2f | %.2f | %.2f | %.2f (%s) | %.2f | %.0f | %.0f | %.2f "
-                "|\n",
+    std::printf("| %s | %d x %d | %d | %.2f | %.2f | %.2f | %.2f (%s) | %.2f (SPLIT_K %d) | %.2f "
+                "(%s) | %.0f | %.0f | %.2f |\n",
                 std::string(element_name<T>()).c_str(), k, n, m, linear_us, skinny_us, splitk_us,
-                best_us, best.c_str(), wgmma_us, ops.weight_bytes / linear_us * 1e-3,
+                best_us, best.c_str(), wgmma_us, wgmma.integer("SPLIT_K"), best_wgmma_us,
+                best_wgmma.c_str(), ops.weight_bytes / linear_us * 1e-3,
                 ops.weight_bytes / copy * 1e-6, copy * 1e3 / linear_us);
   }
 
@@ -536,19 +574,26 @@ int main(int argc, char **argv) {
                                                                  aligned, aligned, 8, 8);
     if (hopper && skinny_fp8) {
       std::printf("| type | K x N | m | linear() us | linear_skinny us | linear_splitk us | "
-                  "best linear_splitk us | gemm_wgmma us | linear() weights GB/s | copy GB/s | "
-                  "linear() of copy |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | "
-                  "--- | --- |\n");
+                  "best linear_splitk us | gemm_wgmma us | best gemm_wgmma us | linear() weights "
+                  "GB/s | copy GB/s | linear() of copy |\n| --- | --- | --- | --- | --- | --- | "
+                  "--- | --- | --- | --- | --- | --- |\n");
+      // The sweeps of linear_splitk's and gemm_wgmma's variants take minutes: only where asked.
+      const bool splitk_sweep = std::getenv("KJIT_BENCH_SPLITK_SWEEP") != nullptr;
+      const bool wgmma_sweep = std::getenv("KJIT_BENCH_WGMMA_SWEEP") != nullptr;
       const int shapes[][2] = {{4096, 4096}, {8192, 8192}, {14336, 4096}}; // K x N
       for (const auto &[k, n] : shapes) {
         auto bf16 = bench.linear_operands<BFloat16>(128, n, k);
         for (int m : {1, 2, 4, 8, 16, 32, 64, 128})
-          bench.linear_candidates_row<BFloat16>(bf16, m, n, k, /*sweep=*/true);
+          bench.linear_candidates_row<BFloat16>(bf16, m, n, k, splitk_sweep && m <= 32,
+                                                wgmma_sweep);
       }
+      if (std::getenv("KJIT_BENCH_SKINNY_SWEEP") != nullptr) // linear_skinny's variants
+        for (int m : {1, 8})
+          bench.skinny_sweep<BFloat16>(m, 8192, 8192);
       for (const auto &[k, n] : shapes) {
         auto fp16 = bench.linear_operands<Half>(128, n, k);
         for (int m : {1, 2, 4, 8, 16, 32, 64, 128})
-          bench.linear_candidates_row<Half>(fp16, m, n, k, /*sweep=*/false);
+          bench.linear_candidates_row<Half>(fp16, m, n, k, /*sweep=*/false, wgmma_sweep);
       }
       std::printf("\n| op | M x N x K | ms | rate | sweep |\n| --- | --- | --- | --- | --- |\n");
       // Operands for the largest: A 4096 x 16384, B 7168 x 16384, D 4096 x 7168.

@@ -9,16 +9,22 @@ kjit package) against torch on the same data, on one GPU, in one process:
   scaled_dot_product_attention backend torch offers (flash, efficient, cuDNN, math) on the same
   K/V gathered contiguous ([batch, kv_heads, ctx, 128], enable_gqa), each timed alone.
 - KV write: reshape_and_cache of 16k tokens (8 kv heads, head dim 128, bf16) to shuffled slots,
-  bytes read plus written over the time, against the same copy rate.
+  bytes read plus written over the time, against the same copy rate and against the same run's
+  copy of as many bytes.
+- With KJIT_ATTENTION_BEFORE=<attention_decode.hip>:<kv_cache.hip> of an earlier version, those
+  kernels too, compiled as templates of their own and launched as that version launched them: the
+  same run's "before" figures.
 
 Times: the best of 5 bursts of ~25 ms (ops_torch.seconds_per_call), CUDA events.
 
     PYTHONPATH=python:bench/python KJIT_C_LIBRARY=... python3 bench/python/paged_attention_torch.py
 
-The launch geometry mirrors the C++ wrapper's plan (ops/src/attention_decode.cpp, decode_plan):
-the benchmark times the kernels the wrapper launches for these shapes.
+The launch geometry mirrors the C++ wrapper's plan (ops/src/attention_decode.cpp, decode_variant
+and split_decode, with RESIDENT for the registers the wrapper reads from the kernel): the
+benchmark times the kernels the wrapper launches for these shapes.
 """
 import math
+import os
 import sys
 
 import torch
@@ -33,26 +39,52 @@ def cdiv(a, b):
     return -(-a // b)
 
 
-def decode_plan(sms, batch, q_heads, kv_heads, max_len, may_split=True):
-    """ops/src/attention_decode.cpp's decode_plan: (group, chunks, unroll, warps, loads, splits,
-    partition)."""
+RING_LIMIT = 48 * 1024
+# Blocks of the planned bf16 variant resident per multiprocessor, which the wrapper reads from
+# the kernel's registers (resident_blocks); Python has no register count, so the bench takes the
+# value from ptxas -v for sm_90a (KJIT_DECODE_RESIDENT overrides it).
+RESIDENT = int(os.environ.get("KJIT_DECODE_RESIDENT", "3"))
+
+
+def ring_bytes(v, warp, fp8):
+    return v["stages"] * 2 * v["unroll"] * v["loads"] * v["warps"] * warp * (8 if fp8 else 16)
+
+
+def decode_variant(warp, q_heads, kv_heads, fp8):
+    """ops/src/attention_decode.cpp's decode_variant."""
     ratio = q_heads // kv_heads
     chunks = cdiv(ratio, 8)
-    group = cdiv(ratio, chunks)
-    unroll, loads = 2, 2 if group <= 4 else 1
-    splits, partition = 1, max(max_len, 1)
-    blocks = batch * kv_heads * chunks
-    if may_split and blocks < 2 * sms and max_len >= 512:
-        wanted = cdiv(4 * sms, blocks)
-        s = min(wanted, max_len // 256)
-        partition = cdiv(cdiv(max_len, s), 64) * 64
-        splits = cdiv(max_len, partition)
-    return group, chunks, unroll, 4, loads, splits, partition
+    v = dict(group=cdiv(ratio, chunks), chunks=chunks, warps=4, unroll=2, stages=2)
+    v["loads"] = 2 if v["group"] <= 4 else 1
+    if ring_bytes(v, warp, fp8) > RING_LIMIT:
+        v["unroll"] = 1
+    while warp == 32 and v["stages"] < 4 and \
+            ring_bytes(v, warp, fp8) // v["stages"] * (v["stages"] + 1) <= RING_LIMIT:
+        v["stages"] += 1
+    return v
+
+
+def split_decode(sms, resident, blocks, max_len, may_split=True):
+    """ops/src/attention_decode.cpp's split_decode: (splits, partition)."""
+    slots = sms * resident
+    length = max(max_len, 1)
+
+    def cost(partition, splits):
+        waves = cdiv(blocks * splits, slots)
+        return waves * (partition + 64) * (1.05 if splits > 1 else 1)
+    best, plan = cost(length, 1), (1, length)
+    most = min(length // 256, 1024) if may_split else 1
+    for wanted in range(2, most + 1):
+        partition = cdiv(cdiv(length, wanted), 64) * 64
+        splits = cdiv(length, partition)
+        if splits > 1 and cost(partition, splits) < best:
+            best, plan = cost(partition, splits), (splits, partition)
+    return plan
 
 
 class Decode:
     def __init__(self, rt, batch, ctx, q_heads=32, kv_heads=8, head_dim=128, page=16, fp8=False,
-                 warps=None, unroll=None, loads=None):
+                 warps=None, unroll=None, loads=None, stages=None, splits=None):
         dev = "cuda"
         self.batch, self.ctx, self.q_heads, self.kv_heads = batch, ctx, q_heads, kv_heads
         self.head_dim, self.page, self.fp8 = head_dim, page, fp8
@@ -78,14 +110,21 @@ class Decode:
         self.out = torch.full_like(self.q, float("nan"))
         self.scale = 1.0 / math.sqrt(head_dim)
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        group, chunks, plan_unroll, plan_warps, plan_loads, self.splits, self.partition = \
-            decode_plan(sms, batch, q_heads, kv_heads, ctx)
-        warps, unroll, loads = warps or plan_warps, unroll or plan_unroll, loads or plan_loads
-        self.grid = (kv_heads * chunks, batch, self.splits)
-        self.block = warps * 32
+        v = decode_variant(32, q_heads, kv_heads, fp8)
+        v.update({k: x for k, x in (("warps", warps), ("unroll", unroll), ("loads", loads),
+                                    ("stages", stages)) if x})
+        blocks = batch * kv_heads * v["chunks"]
+        if splits:
+            self.partition = cdiv(cdiv(ctx, splits), 64) * 64
+            self.splits = cdiv(ctx, self.partition)
+        else:
+            self.splits, self.partition = split_decode(sms, RESIDENT, blocks, ctx)
+        self.grid = (kv_heads * v["chunks"], batch, self.splits)
+        self.block = v["warps"] * 32
         self.kernel = rt.kernel(kjit.Template.builtin("paged_attention_decode"), {
             "T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": head_dim, "PAGE": page,
-            "GROUP": group, "WARPS": warps, "UNROLL": unroll, "LOADS": loads})
+            "GROUP": v["group"], "WARPS": v["warps"], "UNROLL": v["unroll"],
+            "LOADS": v["loads"], "STAGES": v["stages"]})
         rows = batch * q_heads * self.splits
         self.partial_out = torch.empty(rows * head_dim, device=dev, dtype=torch.float32)
         self.partial_lse = torch.empty(rows, device=dev, dtype=torch.float32)
@@ -161,7 +200,8 @@ def copy_rate(torch_mod):
     return 2 * x.numel() / seconds_per_call(torch_mod, lambda: y.copy_(x))
 
 
-def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, rope=False):
+def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, rope=False,
+               before=None, per_block=2):
     dev = "cuda"
     num_blocks = cdiv(tokens, page) * 2
     slots = num_blocks * page
@@ -173,17 +213,88 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
     mapping = torch.randperm(slots, device=dev)[:tokens].to(torch.int64)
     positions = torch.randint(0, 4096, (tokens,), device=dev, dtype=torch.int64)
     cos_sin = torch.randn(4096, head_dim, device=dev, dtype=torch.bfloat16)
-    kernel = rt.kernel(kjit.Template.builtin("reshape_and_cache"), {
+    kernel = rt.kernel(before or kjit.Template.builtin("reshape_and_cache"), {
         "T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": head_dim, "ROPE": int(rope),
-        "ROTARY_DIM": head_dim if rope else 0, "VEC": 8})
+        "ROTARY_DIM": head_dim if rope else 0, "VEC": 8,
+        **({} if before else {"TOKENS": per_block})})
     row = kv_heads * head_dim
-    threads = min(256, cdiv(2 * row // 8, 32) * 32)
+    threads = min(256, cdiv(2 * row // 8, 32) * 32)  # a thread per 8 elements of a token
+    # The wrapper's launch: 2 tokens a block (kv_cache.hip's TOKENS); before it, one.
+    extra, grid = ((), tokens) if before else ((tokens,), cdiv(tokens, per_block))
 
     def call():
         kernel(key, value, k, v, mapping, positions, cos_sin, 4096, 1.0, 1.0, kv_heads, row, row,
-               slots, grid=tokens, block=threads)
+               slots, *extra, grid=grid, block=threads)
     moved = 2 * key.numel() * 2 + 2 * key.numel() * k.element_size() + mapping.numel() * 8
-    return moved / seconds_per_call(torch, call)
+    # The same run's copy of as many bytes (read plus write), the rate a write of this size can
+    # reach: the launch and the first and last waves weigh more than in a copy of 512 MiB.
+    x = torch.empty(moved // 2, dtype=torch.uint8, device=dev)
+    y = torch.empty_like(x)
+    same = moved / seconds_per_call(torch, lambda: y.copy_(x))
+    return moved / seconds_per_call(torch, call), same
+
+
+def before_kernels(path):
+    """The kernels of an earlier attention_decode.hip and kv_cache.hip (their paths joined by ':',
+    KJIT_ATTENTION_BEFORE), compiled as templates of their own: the same run's figures before a
+    change, launched as that version's wrappers launched them (one split per sequence at these
+    batches, WARPS 4, UNROLL 2, LOADS 2; 256 threads a token for the write)."""
+    decode_path, write_path = path.split(":")
+    common = {"T": ["half", "bfloat16"], "KV_FP8": [0, 1], "HEAD_DIM": [64, 128],
+              "PAGE": [16, 32], "GROUP": range(1, 9), "WARPS": [2, 4, 8], "UNROLL": [1, 2, 4],
+              "LOADS": [1, 2]}
+    decode = kjit.Template("paged_attention_decode_before", open(decode_path).read(),
+                           params=common, kernel="paged_attention_decode",
+                           arguments=["T*", "float*", "float*", "const T*", "const void*",
+                                      "const void*", "const int*", "const int*", "float", "float",
+                                      "int", "int", "int", "int", "int", "int"])
+    merge = kjit.Template("paged_attention_merge_before", open(decode_path).read(),
+                          params={"T": ["half", "bfloat16"], "HEAD_DIM": [64, 128]},
+                          kernel="paged_attention_merge",
+                          arguments=["T*", "const float*", "const float*", "int"])
+    write = kjit.Template("reshape_and_cache_before", open(write_path).read(),
+                          params={"T": ["half", "bfloat16"], "KV_FP8": [0, 1],
+                                  "HEAD_DIM": range(8, 1025), "ROPE": [0, 1, 2],
+                                  "ROTARY_DIM": range(0, 1025), "VEC": [1, 2, 4, 8]},
+                          kernel="reshape_and_cache",
+                          arguments=["const T*", "const T*", "void*", "void*", "const long long*",
+                                     "const long long*", "const T*", "int", "float", "float",
+                                     "int", "long long", "long long", "long long"])
+    return decode, merge, write
+
+
+def time_before(rt, path, copy):
+    decode, merge, write = before_kernels(path)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for batch, ctx in ((64, 4096), (1, 32768), (256, 1024)):
+        case = Decode(rt, batch, ctx)
+        blocks = batch * case.kv_heads
+        splits, partition = 1, ctx
+        if blocks < 2 * sms and ctx >= 512:  # the earlier decode_plan
+            partition = cdiv(cdiv(ctx, min(cdiv(4 * sms, blocks), ctx // 256)), 64) * 64
+            splits = cdiv(ctx, partition)
+        case.splits, case.partition, case.grid = splits, partition, (case.kv_heads, batch, splits)
+        case.block = 128
+        case.kernel = rt.kernel(decode, {"T": "bfloat16", "KV_FP8": 0, "HEAD_DIM": 128,
+                                         "PAGE": 16, "GROUP": 4, "WARPS": 4, "UNROLL": 2,
+                                         "LOADS": 2})
+        case.merge = rt.kernel(merge, {"T": "bfloat16", "HEAD_DIM": 128})
+        case.args = case.args[:-2] + (partition, ctx)
+        rows = batch * case.q_heads * splits
+        case.partial_out = torch.empty(rows * case.head_dim, device="cuda", dtype=torch.float32)
+        case.partial_lse = torch.empty(rows, device="cuda", dtype=torch.float32)
+        err, ok = reference_error(case)
+        t = seconds_per_call(torch, case)
+        print(f"before: decode batch {batch} ctx {ctx} (splits {splits}): fp32 check "
+              f"{'ok' if ok else 'FAILED'}; {t * 1e6:.1f} us, "
+              f"{100 * case.kv_bytes() / t / copy:.0f}% of copy", flush=True)
+        del case
+        torch.cuda.empty_cache()
+    for fp8, rope in ((False, False), (False, True), (True, False)):
+        rate, same = write_case(rt, fp8=fp8, rope=rope, before=write)
+        print(f"before: reshape_and_cache 16384 tokens {'fp8' if fp8 else 'bf16'}"
+              f"{' +rope' if rope else ''}: {rate / 1e9:.0f} GB/s = {100 * rate / copy:.0f}% of "
+              f"copy, {100 * rate / same:.0f}% of a copy of the same bytes", flush=True)
 
 
 def main():
@@ -216,22 +327,37 @@ def main():
         print(line, flush=True)
         del case
         torch.cuda.empty_cache()
-    # The tunables around the plan's choice (WARPS 4, UNROLL 2, LOADS 2), on the same shapes.
+    # The tunables around the plan's choice (WARPS 4, UNROLL 2, LOADS 2, STAGES 3), then the
+    # split count, on the same shapes.
     for batch, ctx in ((64, 4096), (1, 32768), (256, 1024)):
         row = f"sweep batch {batch} ctx {ctx}:"
-        for warps in (4, 8):
-            for unroll in (1, 2, 4):
-                for loads in (1, 2):
-                    case = Decode(rt, batch, ctx, warps=warps, unroll=unroll, loads=loads)
-                    rate = case.kv_bytes() / seconds_per_call(torch, case)
-                    row += f" W{warps}U{unroll}L{loads} {100 * rate / copy:.0f}%"
-                    del case
+        for unroll, loads, stages in ((2, 2, 2), (2, 2, 3), (1, 2, 4), (2, 1, 4), (4, 1, 3)):
+            case = Decode(rt, batch, ctx, unroll=unroll, loads=loads, stages=stages)
+            rate = case.kv_bytes() / seconds_per_call(torch, case)
+            row += f" U{unroll}L{loads}S{stages} {100 * rate / copy:.0f}%"
+            del case
+        for splits in (1, 2, 3, 4, 6, 8, 16, 32, 48, 64):
+            if ctx // splits < 64:
+                continue
+            case = Decode(rt, batch, ctx, splits=splits)
+            rate = case.kv_bytes() / seconds_per_call(torch, case)
+            row += f" splits{case.splits} {100 * rate / copy:.0f}%"
+            del case
         print(row, flush=True)
         torch.cuda.empty_cache()
     for fp8, rope in ((False, False), (False, True), (True, False)):
-        rate = write_case(rt, fp8=fp8, rope=rope)
+        rate, same = write_case(rt, fp8=fp8, rope=rope)
         print(f"reshape_and_cache 16384 tokens {'fp8' if fp8 else 'bf16'}"
-              f"{' +rope' if rope else ''}: {rate / 1e9:.0f} GB/s = {100 * rate / copy:.0f}% of copy")
+              f"{' +rope' if rope else ''}: {rate / 1e9:.0f} GB/s = {100 * rate / copy:.0f}% of "
+              f"copy, {100 * rate / same:.0f}% of a copy of the same bytes ({same / 1e9:.0f} GB/s)")
+    for fp8, rope in ((False, False), (False, True), (True, False)):
+        row = f"sweep reshape_and_cache {'fp8' if fp8 else 'bf16'}{' +rope' if rope else ''}:"
+        for per_block in (1, 2, 4, 8):
+            rate, same = write_case(rt, fp8=fp8, rope=rope, per_block=per_block)
+            row += f" TOKENS {per_block} {100 * rate / same:.0f}%"
+        print(row + " of a copy of the same bytes", flush=True)
+    if os.environ.get("KJIT_ATTENTION_BEFORE"):
+        time_before(rt, os.environ["KJIT_ATTENTION_BEFORE"], copy)
     return 1 if failed else 0
 
 

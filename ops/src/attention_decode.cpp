@@ -16,14 +16,16 @@ namespace {
 
 constexpr std::string_view op = "paged_attention_decode";
 
-// A batch of fewer blocks than split_below per multiprocessor leaves the memory system short of
-// loads in flight: it is split until it has about split_to (a wave of more than 2 costs the
-// merge's traffic and the blocks' start-up for little more bandwidth).
-constexpr int split_below = 2;
-constexpr int split_to = 4;
 // A split reads at least this many tokens: fewer and the merge's traffic and the blocks'
 // start-up stop being small beside the split's own reads.
 constexpr int min_partition = 256;
+// What a block costs beside its tokens (q, the ring's first copies, the final merge), in tokens,
+// and a split launch's merge (a second kernel, the partial results written and read) as a
+// fraction of the decode's time: the values that pick the fastest split count of the H200 sweeps
+// in BENCHMARKS.md ("Paged decode through a ring of asynchronous copies") at batch 64 x 4k (3
+// splits) and 256 x 1k (none).
+constexpr int block_overhead = 64;
+constexpr double merge_cost = 0.05;
 
 int capacity(const PagedKvCache &cache, const DecodeBatch &batch) {
   return batch.max_blocks * cache.page_size; // checked below INT_MAX
@@ -62,8 +64,7 @@ void check_shape(int q_heads, const PagedKvCache &cache, const DecodeBatch &batc
 
 namespace detail {
 
-DecodePlan decode_plan(int multiprocessors, int batch, int q_heads, int kv_heads, int head_dim,
-                       int max_len, bool may_split) {
+DecodePlan decode_variant(int warp_size, int q_heads, int kv_heads, bool fp8) {
   DecodePlan plan{};
   const int ratio = q_heads / kv_heads;
   plan.chunks = divide_up(ratio, 8);
@@ -71,35 +72,114 @@ DecodePlan decode_plan(int multiprocessors, int batch, int q_heads, int kv_heads
   // WARPS 4, UNROLL 2, LOADS 2: the fastest of the sweep in BENCHMARKS.md ("Paged decode
   // attention") at GQA 4 at every batch measured. A group past 4 heads keeps LOADS 1: q and the
   // output take 2 * GROUP * 8 * LOADS registers a thread.
-  plan.unroll = 2;
   plan.warps = 4;
+  plan.unroll = 2;
   plan.loads = plan.group <= 4 ? 2 : 1;
+  // As deep a ring as 48 KiB of static shared memory holds, up to 4 steps; a wave-64 target
+  // (whose copies are plain loads) takes the shallowest, with one token a step if need be.
+  plan.stages = 2;
+  if (decode_ring_bytes(plan, warp_size, fp8) > 48 * 1024)
+    plan.unroll = 1;
+  if (warp_size == 32)
+    while (plan.stages < 4 &&
+           decode_ring_bytes(plan, warp_size, fp8) / plan.stages * (plan.stages + 1) <= 48 * 1024)
+      ++plan.stages;
   plan.splits = 1;
-  plan.partition = std::max(max_len, 1);
-  const std::int64_t blocks = std::int64_t{batch} * kv_heads * plan.chunks;
-  const std::int64_t wanted = std::int64_t{split_to} * multiprocessors;
-  if (may_split && blocks < std::int64_t{split_below} * multiprocessors &&
-      max_len >= 2 * min_partition) {
-    const int splits = static_cast<int>(std::min<std::int64_t>(
-        divide_up(static_cast<int>(wanted), static_cast<int>(blocks)), max_len / min_partition));
-    // Partitions of whole 64-token steps (a multiple of every page size).
-    plan.partition = divide_up(divide_up(max_len, splits), 64) * 64;
-    plan.splits = divide_up(max_len, plan.partition);
-  }
-  if (plan.splits > 1)
-    plan.workspace_bytes = static_cast<std::size_t>(batch) * q_heads * plan.splits *
-                           (static_cast<std::size_t>(head_dim) + 1) * sizeof(float);
   return plan;
+}
+
+int decode_ring_bytes(const DecodePlan &plan, int warp_size, bool fp8) {
+  return plan.stages * 2 * plan.unroll * plan.loads * plan.warps * warp_size * (fp8 ? 8 : 16);
+}
+
+int resident_blocks(int registers, int threads, int shared_bytes) {
+  const int warps = divide_up(threads, 32);
+  // Registers go to warps in units of 256, from four quarters of 16384.
+  const int warp_registers = divide_up(std::max(registers, 1) * 32, 256) * 256;
+  const int by_registers = 16384 / warp_registers * 4 / warps;
+  const int by_shared = 228 * 1024 / (shared_bytes + 1024);
+  return std::max(1, std::min({by_registers, by_shared, 2048 / threads, 32}));
+}
+
+void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch, int q_heads,
+                  int kv_heads, int head_dim, int max_len, bool may_split) {
+  const std::int64_t blocks = std::int64_t{batch} * kv_heads * plan.chunks;
+  const std::int64_t slots = std::int64_t{std::max(multiprocessors, 1)} * std::max(resident, 1);
+  const int len = std::max(max_len, 1);
+  // The time of a choice: whole waves of blocks, each its partition plus its overhead.
+  const auto cost = [&](int partition, int splits) {
+    const std::int64_t waves = (blocks * splits + slots - 1) / slots;
+    return static_cast<double>(waves) * (partition + block_overhead) *
+           (splits > 1 ? 1 + merge_cost : 1);
+  };
+  plan.splits = 1;
+  plan.partition = len;
+  double best = cost(len, 1);
+  const int most = may_split ? std::min(len / min_partition, 1024) : 1;
+  for (int wanted = 2; wanted <= most; ++wanted) {
+    // Partitions of whole 64-token steps (a multiple of every page size and step).
+    const int partition = divide_up(divide_up(len, wanted), 64) * 64;
+    const int splits = divide_up(len, partition);
+    if (splits > 1 && cost(partition, splits) < best) {
+      best = cost(partition, splits);
+      plan.splits = splits;
+      plan.partition = partition;
+    }
+  }
+  plan.workspace_bytes = plan.splits > 1
+                             ? static_cast<std::size_t>(batch) * q_heads * plan.splits *
+                                   (static_cast<std::size_t>(head_dim) + 1) * sizeof(float)
+                             : 0;
 }
 
 } // namespace detail
 
+namespace {
+
+const Template &decode_template() {
+  static const Template &decode = templates::find("paged_attention_decode");
+  return decode;
+}
+
+// The plan for this call's shape, and the kernel it launches.
+struct DecodeLaunch {
+  detail::DecodePlan plan;
+  const Kernel *kernel;
+};
+
+DecodeLaunch plan_decode(Runtime &rt, std::string_view element, int q_heads,
+                         const PagedKvCache &cache, const DecodeBatch &batch, bool may_split) {
+  const Device &device = rt.default_device();
+  const bool fp8 = cache.format == KvCacheFormat::fp8_e4m3;
+  const int warp = device.target().warp_size();
+  detail::DecodePlan plan = detail::decode_variant(warp, q_heads, cache.kv_heads, fp8);
+  const auto variant = [&](std::string_view type) -> const Kernel & {
+    return rt.kernel(decode_template(), {{"T", type},
+                                         {"KV_FP8", fp8 ? 1 : 0},
+                                         {"HEAD_DIM", cache.head_dim},
+                                         {"PAGE", cache.page_size},
+                                         {"GROUP", plan.group},
+                                         {"WARPS", plan.warps},
+                                         {"UNROLL", plan.unroll},
+                                         {"LOADS", plan.loads},
+                                         {"STAGES", plan.stages}});
+  };
+  // The split count follows the registers of the bfloat16 variant whatever the element type, so
+  // that paged_attention_workspace_bytes, which knows no type, sizes every call's workspace.
+  const int resident = detail::resident_blocks(variant("bfloat16").registers(), plan.warps * warp,
+                                               detail::decode_ring_bytes(plan, warp, fp8));
+  const Kernel &kernel = variant(element);
+  detail::split_decode(plan, device.multiprocessors(), resident, batch.batch, q_heads,
+                       cache.kv_heads, cache.head_dim, max_len(cache, batch), may_split);
+  return {plan, &kernel};
+}
+
+} // namespace
+
 std::size_t paged_attention_workspace_bytes(Runtime &rt, int q_heads, const PagedKvCache &cache,
                                             const DecodeBatch &batch) {
   check_shape(q_heads, cache, batch);
-  return detail::decode_plan(rt.default_device().multiprocessors(), batch.batch, q_heads,
-                             cache.kv_heads, cache.head_dim, max_len(cache, batch), true)
-      .workspace_bytes;
+  return plan_decode(rt, "bfloat16", q_heads, cache, batch, true).plan.workspace_bytes;
 }
 
 void check_decode_tables(std::span<const std::int32_t> block_tables,
@@ -159,22 +239,16 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
     device.copy_to_host(lens.data(), batch.seq_lens, lens.size() * sizeof(std::int32_t));
     check_decode_tables(tables, lens, batch.max_blocks, cache.page_size, cache.num_blocks, len);
   }
-  const detail::DecodePlan plan =
-      detail::decode_plan(device.multiprocessors(), batch.batch, q_heads, cache.kv_heads,
-                          cache.head_dim, len, workspace.data != nullptr);
+  const DecodeLaunch launch =
+      plan_decode(rt, element_name<T>(), q_heads, cache, batch, workspace.data != nullptr);
+  const detail::DecodePlan &plan = launch.plan;
   detail::require(workspace.bytes >= plan.workspace_bytes, op, [&] {
     return "the workspace holds " + to_string(static_cast<std::int64_t>(workspace.bytes)) +
            " bytes, this shape needs " +
            to_string(static_cast<std::int64_t>(plan.workspace_bytes)) +
            " (paged_attention_workspace_bytes)";
   });
-
-  static const Template &decode = templates::find("paged_attention_decode");
-  const ParamValues params{{"T", element_name<T>()},     {"KV_FP8", fp8 ? 1 : 0},
-                           {"HEAD_DIM", cache.head_dim}, {"PAGE", cache.page_size},
-                           {"GROUP", plan.group},        {"WARPS", plan.warps},
-                           {"UNROLL", plan.unroll},      {"LOADS", plan.loads}};
-  const Kernel &kernel = rt.kernel(decode, params);
+  const Kernel &kernel = *launch.kernel;
   // Scores in the log2 domain; an fp8 byte read as a half is its value times 2^-8
   // (attention_decode.hip), so the cache's scale comes with 2^8.
   constexpr float log2e = 1.4426950408889634f;

@@ -164,7 +164,7 @@ struct SplitkLaunch { // linear_splitk: the same, and the blocks of a cluster th
   int rows_per_block, m_tile, splits, threads;
 };
 struct WgmmaLaunch { // gemm_wgmma: wgmma_threads threads, a persistent grid
-  int block_n, cluster_m, cluster_n;
+  int block_n, cluster_m, cluster_n, split_k;
   unsigned shared_bytes;
   int grid_limit; // blocks, a multiple of the cluster's
 };
@@ -185,12 +185,12 @@ detail::ChosenVariant with_winner(const detail::ChosenVariant &variant,
 }
 
 // The heuristic's variant for the key's shape, among the kernels that serve it: linear_skinny up
-// to linear_skinny_rows rows, linear_splitk up to linear_splitk_rows, gemm_wgmma beyond; where
+// to linear_skinny_rows rows, linear_splitk up to linear_splitk_rows(n), gemm_wgmma beyond; where
 // gemm_wgmma does not serve, linear_splitk (sm_90 and newer) or linear_skinny (sm_80) instead.
 template <Element T> detail::ChosenVariant heuristic_gemm_variant(const GemmPlanKey &key) {
   const int m = static_cast<int>(key.m_bucket);
   if (key.splitk_serves && m > detail::linear_skinny_rows &&
-      (m <= detail::linear_splitk_rows || !key.wgmma_serves))
+      (m <= detail::linear_splitk_rows(key.n) || !key.wgmma_serves))
     return detail::linear_splitk_variant<T>(m, key.n, key.k);
   if (key.skinny_serves && (m <= detail::linear_skinny_rows || !key.wgmma_serves))
     return detail::linear_skinny_variant<T>(m, key.n, key.k);
@@ -237,17 +237,20 @@ template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVa
                                   .threads = 32 * variant.integer("WARPS")}};
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
   const int cluster_m = variant.integer("CLUSTER_M"), cluster_n = variant.integer("CLUSTER_N");
-  // The stages, C's four 64 x 64 boxes for EPILOGUE 1, the slack to align them to 1024 bytes,
-  // and two mbarriers per stage.
-  const unsigned shared_bytes =
-      static_cast<unsigned>(stages * (wgmma_block_m + block_n) * wgmma_block_k * 2 +
-                            variant.integer("EPILOGUE") * 4 * 64 * 64 * 2 + 1024 + stages * 16);
+  const int split_k = variant.integer("SPLIT_K");
+  // The stages, C's four 64 x 64 boxes for EPILOGUE 1, SPLIT_K's float sums of a tile, the
+  // slack to align them to 1024 bytes, two mbarriers per stage and SPLIT_K's two.
+  const unsigned shared_bytes = static_cast<unsigned>(
+      stages * (wgmma_block_m + block_n) * wgmma_block_k * 2 +
+      variant.integer("EPILOGUE") * 4 * 64 * 64 * 2 +
+      (split_k > 1 ? wgmma_block_m * block_n * 4 + 16 : 0) + 1024 + stages * 16);
   return {&kernel, WgmmaLaunch{.block_n = block_n,
                                .cluster_m = cluster_m,
                                .cluster_n = cluster_n,
+                               .split_k = split_k,
                                .shared_bytes = shared_bytes,
                                .grid_limit = prepared_grid_limit(kernel, shared_bytes,
-                                                                 cluster_m * cluster_n)}};
+                                                                 cluster_m * cluster_n * split_k)}};
 }
 
 // This thread's plan for the shape, chosen and compiled on its first call. A record the table
@@ -308,11 +311,12 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
   const Device &device = plan.kernel->device();
   const auto row_bytes = [](int columns) { return static_cast<std::uint64_t>(columns) * 2; };
-  // A block of a cluster copies half of the tile the pair shares: A's rows along N, a K-major
-  // B's along M (an MN-major B's 64-column boxes are split by count).
+  // A's tile is copied in halves (of a block's own tile, or of the tile a pair along N shares);
+  // a block of a pair along M copies half of the K-major B's tile (an MN-major B's 64-column
+  // boxes are split by count).
   const TensorMap map_a =
       tensor_maps().get(device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k),
-                                 std::uint32_t(wgmma_block_m / wgmma.cluster_n), 64});
+                                 std::uint32_t(wgmma_block_m / 2), 64});
   const TensorMap map_b =
       b_kmajor
           ? tensor_maps().get(device, {element, b, std::uint64_t(n), std::uint64_t(k), row_bytes(k),
@@ -321,7 +325,7 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
                                        wgmma_block_k, 64});
   const TensorMap map_c = tensor_maps().get(
       device, {element, c, std::uint64_t(m), std::uint64_t(n), row_bytes(n), 64, 64});
-  const int cluster = wgmma.cluster_m * wgmma.cluster_n;
+  const int cluster = wgmma.cluster_m * wgmma.cluster_n * wgmma.split_k;
   const long long pairs =
       static_cast<long long>(detail::divide_up(m, wgmma_block_m * wgmma.cluster_m)) *
       detail::divide_up(n, wgmma.block_n * wgmma.cluster_n);
@@ -358,32 +362,36 @@ void launch_gemm_variant(Runtime &rt, const ChosenVariant &variant, T *c, const 
   launch_gemm_plan(found->second, c, a, b, m, n, k, b_kmajor, stream);
 }
 
-template <Element T> ChosenVariant linear_skinny_variant(int m, int /*n*/, int /*k*/) {
+template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int /*k*/) {
   // Every token of a block in one pass over W, 16 rows of W per block (the most blocks). A step's
   // loads all issue before its mma, so their registers grow with the tokens and the unrolling,
   // and the warps that fit on a multiprocessor fall: for 16 and more tokens, 8 warps a block
   // and shorter steps keep more blocks resident than 16 warps would (BENCHMARKS.md, "linear_skinny
-  // at m = 16").
+  // at m = 16"). Up to 8 tokens, 16 warps and 8 chunks a step, except where W has 8192 rows or
+  // more (512 blocks, about four a multiprocessor): there blocks of 8 warps and 4 chunks, two
+  // resident, one streaming while the other adds its warps' sums, ran 10% faster, and 10-25%
+  // slower on 4096 rows (BENCHMARKS.md, "linear at every m").
   const int m_tile = m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
+  const bool two_resident = m_tile > 8 || divide_up(n, 16) >= 512;
   static const Template &tmpl = templates::find("linear_skinny");
   return {&tmpl,
           {{"T", element_name<T>()},
            {"M_TILE", m_tile},
            {"ROW_BLOCKS", 1},
-           {"WARPS", m_tile == 8 ? 16 : 8},
-           {"UNROLL", m_tile == 8    ? 8
-                      : m_tile == 16 ? 4
-                                     : 2}}};
+           {"WARPS", two_resident ? 8 : 16},
+           {"UNROLL", m_tile == 8 && !two_resident ? 8
+                      : m_tile <= 16               ? 4
+                                                   : 2}}};
 }
 
 template <Element T> ChosenVariant linear_splitk_variant(int m, int n, int k) {
-  // Blocks of 4 warps with 16 rows of W each up to 16 tokens and 32 from there (the staged tokens
+  // Blocks of 4 warps with 32 rows of W each up to 64 tokens and 16 from there (the staged tokens
   // then serve twice the rows), slices of 128 of K up to 16 tokens and 64 from there, and the
-  // clusters split K until there are about 2048 warp-sized pieces of work, keeping two slices per
+  // clusters split K until there are about 2048 16-row pieces of work, keeping two slices per
   // block: near the fastest of a sweep on an H200 at 16 and 32 tokens (BENCHMARKS.md, "linear at
-  // 1 to 128 rows, and the FP8 GEMM").
+  // 1 to 128 rows, and the FP8 GEMM"; 32 rows at 16 tokens: "linear at every m").
   const int m_tile = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
-  const int row_blocks = m_tile == 32 || m_tile == 64 ? 2 : 1;
+  const int row_blocks = m_tile <= 64 ? 2 : 1;
   const int k_slice = m_tile <= 16 ? 128 : 64;
   const long long pieces = static_cast<long long>(divide_up(n, 16)) * divide_up(m, m_tile);
   int splits = 1;
@@ -420,12 +428,15 @@ bool linear_skinny_serves(const jit::Target &target, const void *c, const void *
          aligned16(a) && aligned16(w) && aligned16(c);
 }
 
-template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int /*k*/, bool b_kmajor) {
+template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool b_kmajor) {
   // 128 x 256 tiles unless they would leave most multiprocessors idle: then 128 x 128, twice
-  // the tiles.
-  const long long wide_tiles =
-      static_cast<long long>(divide_up(m, wgmma_block_m)) * divide_up(n, 256);
+  // the tiles. 80 or fewer of those (a few rows of A: the product streams B) leave most
+  // multiprocessors idle too: clusters of two blocks split K, each keeping at least 16 steps;
+  // more splits were slower at 64 and 128 rows on an H200 (BENCHMARKS.md, "linear at every m").
+  const long long tiles_m = divide_up(m, wgmma_block_m);
+  const long long wide_tiles = tiles_m * divide_up(n, 256), tiles = tiles_m * divide_up(n, 128);
   const int block_n = wide_tiles >= 128 ? 256 : 128;
+  const int split_k = block_n == 128 && tiles <= 80 && divide_up(k, wgmma_block_k) >= 32 ? 2 : 1;
   static const Template &tmpl = templates::find("gemm_wgmma");
   return {&tmpl,
           {{"T", element_name<T>()},
@@ -435,7 +446,8 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int /*k*/, b
            {"GROUP_M", 8},
            {"CLUSTER_M", 1},
            {"CLUSTER_N", 1},
-           {"EPILOGUE", 1}}};
+           {"EPILOGUE", split_k > 1 ? 0 : 1},
+           {"SPLIT_K", split_k}}};
 }
 
 template <Element T>

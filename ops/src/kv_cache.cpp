@@ -86,6 +86,9 @@ void reshape_and_cache(Runtime &rt, const T *key, const T *value, const PagedKvC
                     });
   }
   const int vec = elements_per_access(key, value, cache, key_stride, value_stride, rotation);
+  // A thread per item of vec elements of a token (256 at most), a block per 2 tokens (TOKENS:
+  // the fastest of 1, 2, 4 and 8 for bf16, fp8 and RoPE on the H200, BENCHMARKS.md).
+  constexpr int tokens_per_block = 2;
   static const Template &tmpl = templates::find("reshape_and_cache");
   const int rope = rotation == nullptr ? 0 : rotation->style == RotaryStyle::neox ? 1 : 2;
   const Kernel &kernel = rt.kernel(tmpl, {{"T", element_name<T>()},
@@ -93,13 +96,14 @@ void reshape_and_cache(Runtime &rt, const T *key, const T *value, const PagedKvC
                                           {"HEAD_DIM", cache.head_dim},
                                           {"ROPE", rope},
                                           {"ROTARY_DIM", rope != 0 ? rotation->rotary_dim : 0},
-                                          {"VEC", vec}});
+                                          {"VEC", vec},
+                                          {"TOKENS", tokens_per_block}});
   const int warp = rt.default_device().target().warp_size();
   const int items = static_cast<int>(2 * row / vec);
   const int threads = std::min(256, detail::divide_up(items, warp) * warp);
   const std::int64_t *positions = rotation != nullptr ? rotation->positions : nullptr;
   const T *cos_sin_cache = rotation != nullptr ? rotation->cos_sin_cache : nullptr;
-  kernel.launch({.grid = static_cast<unsigned>(tokens),
+  kernel.launch({.grid = static_cast<unsigned>(detail::divide_up(tokens, tokens_per_block)),
                  .block = static_cast<unsigned>(threads),
                  .stream = stream},
                 key, value, cache.k, cache.v, reinterpret_cast<const long long *>(slot_mapping),
@@ -107,7 +111,7 @@ void reshape_and_cache(Runtime &rt, const T *key, const T *value, const PagedKvC
                 rotation != nullptr ? rotation->max_position : 0, fp8 ? 1.0f / cache.k_scale : 1.0f,
                 fp8 ? 1.0f / cache.v_scale : 1.0f, cache.kv_heads,
                 static_cast<long long>(key_stride), static_cast<long long>(value_stride),
-                static_cast<long long>(cache.num_blocks) * cache.page_size);
+                static_cast<long long>(cache.num_blocks) * cache.page_size, tokens);
 }
 
 namespace reference {

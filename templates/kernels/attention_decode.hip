@@ -12,11 +12,19 @@
 // split), so that the kv head's K and V are read once for GROUP query heads (the host makes GROUP
 // the whole ratio up to 8). Each token's row of HEAD_DIM elements is read by TPT = HEAD_DIM /
 // (8 LOADS) threads, 8 elements (16 bytes, 8 for fp8) per load and LOADS loads each, so a warp
-// reads whole rows of several tokens per load; every thread issues UNROLL tokens' K and V loads
-// before it uses one. More LOADS: fewer shuffles and exp2s per byte, more registers. Scores are
-// kept in the log2 domain (q is pre-multiplied by scale * log2(e)), so the online softmax (running
-// max, sum and output, per thread group, rescaled once per UNROLL tokens) needs exp2 alone. Warps
-// merge their states in shared memory at the end.
+// reads whole rows of several tokens per load; a step is UNROLL tokens per thread. More LOADS:
+// fewer shuffles and exp2s per byte, more registers. Scores are kept in the log2 domain (q is
+// pre-multiplied by scale * log2(e)), so the online softmax (running max, sum and output, per
+// thread group, rescaled in a step where the max grows) needs exp2 alone. Warps merge their states
+// in shared memory at the end.
+//
+// The K and V bytes travel through a ring of STAGES steps in shared memory, filled by
+// asynchronous copies (cp.async on NVIDIA sm_80 and newer) STAGES - 1 steps ahead of the step
+// being computed, so that a block keeps (STAGES - 1) steps of loads in flight without holding
+// them in registers: a decode is a stream of the cache, bound by the bytes in flight per
+// multiprocessor. Each thread copies the slots it later reads itself, so the ring needs no
+// barrier, only the thread's own wait for its copies. Elsewhere (AMD) the copy is a plain load
+// and store, and the ring a staging buffer.
 //
 // Split-KV (flash-decoding): gridDim.z splits of `partition` tokens each. With one split the block
 // writes out; with several it writes its normalised partial output and its log2-sum-exp to the
@@ -61,10 +69,39 @@ template <int KV_FP8, typename C> __device__ inline void load_row(const C *p, fl
 template <typename T, int KV_FP8> struct CacheElement { typedef T type; };
 template <typename T> struct CacheElement<T, 1> { typedef unsigned char type; };
 
+// The asynchronous copy of one Vec (8 or 16 bytes) from global to shared memory, zeros when not
+// `valid` (the source is then not read), grouped by commit() and awaited by wait<N>() (all but the
+// N most recent groups have landed, and are visible to this thread).
+#if KJIT_CUDA && __CUDA_ARCH__ >= 800
+template <typename V> __device__ inline void copy_async(V *to, const V *from, bool valid) {
+  static_assert(sizeof(V) == 8 || sizeof(V) == 16, "cp.async moves 4, 8 or 16 bytes");
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(to));
+  const unsigned bytes = valid ? sizeof(V) : 0u; // the rest of the Vec is filled with zeros
+  if (sizeof(V) == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(address), "l"(from),
+                 "r"(bytes)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(address), "l"(from),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ inline void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ inline void wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+#else
+template <typename V> __device__ inline void copy_async(V *to, const V *from, bool valid) {
+  *to = valid ? *from : V{};
+}
+__device__ inline void commit() {}
+template <int N> __device__ inline void wait() {}
+#endif
+
 } // namespace kjit_paged
 
 template <typename T, int KV_FP8, int HEAD_DIM, int PAGE, int GROUP, int WARPS, int UNROLL,
-          int LOADS>
+          int LOADS, int STAGES>
 __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
     paged_attention_decode(T *KJIT_RESTRICT out, float *KJIT_RESTRICT partial_out,
                            float *KJIT_RESTRICT partial_lse, const T *KJIT_RESTRICT q,
@@ -74,10 +111,28 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
                            int num_blocks, int max_blocks, int partition, int len_limit) {
   using namespace kjit_paged;
   typedef typename CacheElement<T, KV_FP8>::type C;
+  typedef kjit::Vec<C, VEC> Chunk;     // one load: 16 bytes, 8 for fp8
   constexpr int DIMS = LOADS * VEC;    // elements of a row per thread, in LOADS loads
   constexpr int TPT = HEAD_DIM / DIMS; // threads per token row
   static_assert(HEAD_DIM % DIMS == 0 && KJIT_WARP_SIZE % TPT == 0, "HEAD_DIM: 64 or 128");
-  constexpr int LANES = WARPS * KJIT_WARP_SIZE / TPT; // tokens the block reads per step
+  static_assert(STAGES >= 2, "the ring needs a step in flight beside the one computed");
+  constexpr int THREADS = WARPS * KJIT_WARP_SIZE;
+  constexpr int LANES = THREADS / TPT;      // tokens the block reads per UNROLL slice of a step
+  constexpr int STEP = UNROLL * LANES;      // tokens per step
+  constexpr int SLOTS = 2 * UNROLL * LOADS; // a thread's Chunks per step: K, then V
+  // The ring, and after the loop the warps' states for the final merge, in one buffer.
+  struct Merge {
+    int any_bad;
+    float m[WARPS][GROUP], l[WARPS][GROUP], acc[WARPS][GROUP][HEAD_DIM];
+  };
+  constexpr int RING_BYTES = STAGES * SLOTS * THREADS * static_cast<int>(sizeof(Chunk));
+  constexpr int BYTES =
+      RING_BYTES > static_cast<int>(sizeof(Merge)) ? RING_BYTES : static_cast<int>(sizeof(Merge));
+  static_assert(BYTES <= 48 * 1024, "the ring must fit 48 KiB of static shared memory");
+  alignas(16) __shared__ unsigned char storage[BYTES];
+  // Slot (stage, s) of thread t: consecutive threads read consecutive Chunks (no bank conflict).
+  Chunk *ring = reinterpret_cast<Chunk *>(storage);
+  Merge &merge = *reinterpret_cast<Merge *>(storage);
   const C *k_cache = static_cast<const C *>(k_cache_bytes);
   const C *v_cache = static_cast<const C *>(v_cache_bytes);
 
@@ -89,14 +144,47 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   const int heads_here = ratio - chunk * GROUP < GROUP ? ratio - chunk * GROUP : GROUP;
   const int lane = threadIdx.x / TPT, sub = threadIdx.x % TPT;
 
-  __shared__ int any_bad;
-  if (threadIdx.x == 0)
-    any_bad = 0;
-  __syncthreads();
   const int len = seq_lens[seq];
   bool bad = len < 0 || len > len_limit;
   const int begin = split * partition;
   const int end = bad ? begin : len < begin + partition ? len : begin + partition;
+
+  const int *table = block_tables + static_cast<long long>(seq) * max_blocks;
+  const long long token_stride = static_cast<long long>(kv_heads) * HEAD_DIM;
+  const long long column = static_cast<long long>(kv_head) * HEAD_DIM + sub * VEC;
+  // Starts the copies of the step at `step` into ring stage `stage`; a token past `end` or on a
+  // bad page is zeros (its weight is 0, and 0 * NaN would be NaN).
+  const auto fetch = [&](int stage, int step) {
+    Chunk *slots = ring + stage * SLOTS * THREADS + threadIdx.x;
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int token = step + u * LANES + lane;
+      bool valid = token < end;
+      int page = 0;
+      if (valid) {
+        page = table[token / PAGE];
+        if (page < 0 || page >= num_blocks) {
+          bad = true;
+          valid = false;
+          page = 0;
+        }
+      }
+      const long long at =
+          (static_cast<long long>(page) * PAGE + token % PAGE) * token_stride + column;
+      const Chunk *k = reinterpret_cast<const Chunk *>(k_cache + at);
+      const Chunk *v = reinterpret_cast<const Chunk *>(v_cache + at);
+#pragma unroll
+      for (int c = 0; c < LOADS; ++c) {
+        copy_async(slots + (u * LOADS + c) * THREADS, k + c * TPT, valid);
+        copy_async(slots + ((UNROLL + u) * LOADS + c) * THREADS, v + c * TPT, valid);
+      }
+    }
+    commit();
+  };
+  // The first STAGES - 1 steps' copies go out before q is read.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s)
+    fetch(s, begin + s * STEP);
 
   // Chunk c of a thread holds elements (c * TPT + sub) * VEC ... + VEC of the row, so that each
   // load of the TPT threads of a token reads TPT * VEC contiguous elements.
@@ -105,14 +193,14 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   for (int j = 0; j < GROUP; ++j) {
 #pragma unroll
     for (int c = 0; c < LOADS; ++c) {
-      float chunk[VEC] = {};
+      float part[VEC] = {};
       if (j < heads_here) {
         const T *row = q + (static_cast<long long>(seq) * q_heads + first_head + j) * HEAD_DIM;
-        kjit::to_floats(kjit::load_vec<VEC>(row + (c * TPT + sub) * VEC), chunk);
+        kjit::to_floats(kjit::load_vec<VEC>(row + (c * TPT + sub) * VEC), part);
       }
 #pragma unroll
       for (int e = 0; e < VEC; ++e)
-        qf[j][c * VEC + e] = chunk[e] * q_scale_log2;
+        qf[j][c * VEC + e] = part[e] * q_scale_log2;
     }
   }
 
@@ -129,60 +217,24 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
       acc[j][e] = 0.0f;
   }
 
-  const int *table = block_tables + static_cast<long long>(seq) * max_blocks;
-  const long long token_stride = static_cast<long long>(kv_heads) * HEAD_DIM;
-  const long long column = static_cast<long long>(kv_head) * HEAD_DIM + sub * VEC;
-  // The K and V rows of UNROLL tokens of this thread's lane, loaded before any is used; a token
-  // past `end` or on a bad page is zeros (its weight is 0, and 0 * NaN would be NaN).
-  struct Stage {
-    kjit::Vec<C, VEC> k[UNROLL][LOADS], v[UNROLL][LOADS]; // 16 bytes each, 8 for fp8
-    bool valid[UNROLL];
-  };
-  const auto fetch = [&](Stage &stage, int step) {
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const int token = step + u * LANES + lane;
-      stage.valid[u] = token < end;
-      int page = 0;
-      if (stage.valid[u]) {
-        page = table[token / PAGE];
-        if (page < 0 || page >= num_blocks) {
-          bad = true;
-          stage.valid[u] = false;
-        }
-      }
-      const long long at =
-          (static_cast<long long>(page) * PAGE + token % PAGE) * token_stride + column;
-#pragma unroll
-      for (int c = 0; c < LOADS; ++c) {
-        if (stage.valid[u]) {
-          stage.k[u][c] = kjit::load_vec<VEC>(k_cache + at + c * TPT * VEC);
-          stage.v[u][c] = kjit::load_vec<VEC>(v_cache + at + c * TPT * VEC);
-        } else {
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) {
-            stage.k[u][c].at[e] = C();
-            stage.v[u][c].at[e] = C();
-          }
-        }
-      }
-    }
-  };
-  // Software-pipelined: the next step's loads are issued before this step's arithmetic, so that
-  // a thread always has loads in flight (two stages of registers).
-  Stage stage;
-  fetch(stage, begin);
-  for (int step = begin; step < end; step += UNROLL * LANES) {
-    Stage next;
-    fetch(next, step + UNROLL * LANES);
-    const Stage &cur = stage;
+  int stage = 0;
+  for (int step = begin; step < end; step += STEP) {
+    // This step's copies have landed once at most STAGES - 2 younger groups are pending. Then
+    // the copies STAGES - 1 steps ahead go into the stage the previous step read (this thread's
+    // own reads of it are done: they were issued before, and the asm's memory clobbers keep them
+    // there).
+    wait<STAGES - 2>();
+    fetch(stage == 0 ? STAGES - 1 : stage - 1, step + (STAGES - 1) * STEP);
+    const Chunk *slots = ring + stage * SLOTS * THREADS + threadIdx.x;
     float s[UNROLL][GROUP];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       float kf[DIMS];
 #pragma unroll
       for (int c = 0; c < LOADS; ++c)
-        load_row<KV_FP8>(cur.k[u][c].at, *reinterpret_cast<float(*)[VEC]>(kf + c * VEC));
+        load_row<KV_FP8>(slots[(u * LOADS + c) * THREADS].at,
+                         *reinterpret_cast<float(*)[VEC]>(kf + c * VEC));
+      const bool valid = step + u * LANES + lane < end;
 #pragma unroll
       for (int j = 0; j < GROUP; ++j) {
         float dot = 0.0f;
@@ -192,37 +244,45 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
 #pragma unroll
         for (int mask = TPT / 2; mask > 0; mask /= 2)
           dot += kjit::shuffle_xor(dot, mask);
-        s[u][j] = cur.valid[u] ? dot : -kjit_paged::infinity();
+        s[u][j] = valid ? dot : -kjit_paged::infinity();
       }
     }
-    float vf[UNROLL][DIMS];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-      for (int c = 0; c < LOADS; ++c)
-        load_row<KV_FP8>(cur.v[u][c].at, *reinterpret_cast<float(*)[VEC]>(vf[u] + c * VEC));
 #pragma unroll
     for (int j = 0; j < GROUP; ++j) {
       float top = m[j];
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
         top = fmaxf(top, s[u][j]);
-      const float alpha = kjit::fast_exp2(m[j] - top);
-      m[j] = top;
-      l[j] *= alpha;
-#pragma unroll
-      for (int e = 0; e < DIMS; ++e)
-        acc[j][e] *= alpha;
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const float p = kjit::fast_exp2(s[u][j] - top);
-        l[j] += p;
+      // The state is rescaled only when the running max grows, which after a sequence's first
+      // tokens is rare: most steps skip DIMS multiplications a head.
+      if (top > m[j]) {
+        const float alpha = kjit::fast_exp2(m[j] - top);
+        m[j] = top;
+        l[j] *= alpha;
 #pragma unroll
         for (int e = 0; e < DIMS; ++e)
-          acc[j][e] += p * vf[u][e];
+          acc[j][e] *= alpha;
+      }
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+        s[u][j] = kjit::fast_exp2(s[u][j] - top);
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      float vf[DIMS];
+#pragma unroll
+      for (int c = 0; c < LOADS; ++c)
+        load_row<KV_FP8>(slots[((UNROLL + u) * LOADS + c) * THREADS].at,
+                         *reinterpret_cast<float(*)[VEC]>(vf + c * VEC));
+#pragma unroll
+      for (int j = 0; j < GROUP; ++j) {
+        l[j] += s[u][j];
+#pragma unroll
+        for (int e = 0; e < DIMS; ++e)
+          acc[j][e] += s[u][j] * vf[e];
       }
     }
-    stage = next;
+    stage = stage == STAGES - 1 ? 0 : stage + 1;
   }
 
   // The token lanes of a warp that hold the same columns (equal `sub`) merge by shuffles.
@@ -242,40 +302,44 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
     }
   }
 
-  // Then the warps, through shared memory: warp w's first TPT lanes hold its state.
-  __shared__ float warp_m[WARPS][GROUP], warp_l[WARPS][GROUP];
-  __shared__ float warp_acc[WARPS][GROUP][HEAD_DIM];
+  // Then the warps, through shared memory once every thread's copies (the last, empty steps' too)
+  // have landed and every thread is past the ring: warp w's first TPT lanes hold its state.
+  wait<0>();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    merge.any_bad = 0;
   const int warp = threadIdx.x / KJIT_WARP_SIZE;
   if (threadIdx.x % KJIT_WARP_SIZE < TPT) {
 #pragma unroll
     for (int j = 0; j < GROUP; ++j) {
       if (sub == 0) {
-        warp_m[warp][j] = m[j];
-        warp_l[warp][j] = l[j];
+        merge.m[warp][j] = m[j];
+        merge.l[warp][j] = l[j];
       }
 #pragma unroll
       for (int c = 0; c < LOADS; ++c)
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
-          warp_acc[warp][j][(c * TPT + sub) * VEC + e] = acc[j][c * VEC + e];
+          merge.acc[warp][j][(c * TPT + sub) * VEC + e] = acc[j][c * VEC + e];
     }
   }
-  if (bad)
-    any_bad = 1;
   __syncthreads();
-  const bool failed = any_bad != 0;
+  if (bad)
+    merge.any_bad = 1;
+  __syncthreads();
+  const bool failed = merge.any_bad != 0;
   for (int i = threadIdx.x; i < heads_here * HEAD_DIM; i += blockDim.x) {
     const int j = i / HEAD_DIM, d = i % HEAD_DIM;
-    float top = warp_m[0][j];
+    float top = merge.m[0][j];
 #pragma unroll
     for (int w = 1; w < WARPS; ++w)
-      top = fmaxf(top, warp_m[w][j]);
+      top = fmaxf(top, merge.m[w][j]);
     float sum = 0.0f, value = 0.0f;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) {
-      const float weight = kjit::fast_exp2(warp_m[w][j] - top);
-      sum += warp_l[w][j] * weight;
-      value += warp_acc[w][j][d] * weight;
+      const float weight = kjit::fast_exp2(merge.m[w][j] - top);
+      sum += merge.l[w][j] * weight;
+      value += merge.acc[w][j][d] * weight;
     }
     const float result = failed       ? kjit_paged::not_a_number()
                          : sum > 0.0f ? value / sum * v_scale
@@ -296,7 +360,10 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
 
 // Combines the splits of each (sequence, q head) row: out = sum_s w_s partial_s / sum_s w_s with
 // w_s = 2^(lse_s - max lse). A split that saw no token (lse -inf) weighs 0; a NaN (a bad table)
-// makes the row NaN. One block of HEAD_DIM threads per row.
+// makes the row NaN. One block of HEAD_DIM threads per row: the max over the splits is a block
+// reduction, and each thread sums its column over the splits with 8 splits' loads in flight (a
+// merge that reads one split after another waits out a load's latency per split: at batch 1 and
+// 32k tokens it took longer than the decode's own reads of 64 splits).
 template <typename T, int HEAD_DIM>
 __global__ void __launch_bounds__(HEAD_DIM)
     paged_attention_merge(T *KJIT_RESTRICT out, const float *KJIT_RESTRICT partial_out,
@@ -305,20 +372,26 @@ __global__ void __launch_bounds__(HEAD_DIM)
   const int d = threadIdx.x;
   const float *lse = partial_lse + row * splits;
   float top = -kjit_paged::infinity();
-  bool failed = false;
-  for (int s = 0; s < splits; ++s) {
-    failed |= lse[s] != lse[s];
-    top = fmaxf(top, lse[s]);
+  float failed = 0.0f;
+  for (int s = d; s < splits; s += HEAD_DIM) {
+    const float x = lse[s];
+    if (x != x)
+      failed = 1.0f;
+    else
+      top = fmaxf(top, x);
   }
+  top = kjit::block_max(top);
+  failed = kjit::block_max(failed);
+  const float *column = partial_out + row * splits * HEAD_DIM + d;
   float sum = 0.0f, value = 0.0f;
+#pragma unroll 8
   for (int s = 0; s < splits; ++s) {
-    if (lse[s] == -kjit_paged::infinity())
-      continue;
-    const float weight = kjit::fast_exp2(lse[s] - top);
+    const float x = lse[s];
+    const float weight = x == -kjit_paged::infinity() ? 0.0f : kjit::fast_exp2(x - top);
     sum += weight;
-    value += weight * partial_out[(row * splits + s) * HEAD_DIM + d];
+    value += weight * column[static_cast<long long>(s) * HEAD_DIM];
   }
-  out[row * HEAD_DIM + d] = kjit::from_float<T>(failed       ? kjit_paged::not_a_number()
-                                                : sum > 0.0f ? value / sum
-                                                             : 0.0f);
+  out[row * HEAD_DIM + d] = kjit::from_float<T>(failed != 0.0f ? kjit_paged::not_a_number()
+                                                : sum > 0.0f   ? value / sum
+                                                               : 0.0f);
 }

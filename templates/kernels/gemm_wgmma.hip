@@ -29,6 +29,15 @@
 // EPILOGUE 1 stores C through shared memory: each consumer writes 64 x 64 boxes of its rows,
 // in the 128-byte swizzle (no bank conflicts), into one of two buffers, and the copy engine
 // stores the box while the next is written. EPILOGUE 0 stores pairs from registers.
+//
+// SPLIT_K > 1 (with clusters of one tile: CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0, BLOCK_N 128) is
+// for few rows of A, where the tiles are fewer than the multiprocessors and the kernel is bound
+// by reading B: the grid runs in clusters of SPLIT_K blocks that take the same tile, block r the
+// K steps r, r + SPLIT_K, ... Each consumer then writes its float sums into a reduction buffer
+// of its block's shared memory and announces them on every block's "ready" mbarrier; block r
+// adds up the r-th of SPLIT_K shares of the tile's sums over the cluster's buffers in rank order
+// (the same result on every run), stores them, and tells every block on its "done" mbarrier that
+// it has read their buffers, which the next tile may then overwrite.
 #if KJIT_HIP
 #error "kjit gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a); on AMD targets use gemm"
 #else
@@ -87,6 +96,38 @@ __device__ inline void barrier_arrive_in(unsigned long long *bar, unsigned rank)
                    shared_address(bar)),
                "r"(rank)
                : "memory");
+}
+
+// As barrier_arrive_in, but releasing at cluster scope this thread's earlier writes (and those
+// its warpgroup's barrier ordered before them) to the peer that waits with barrier_wait_cluster.
+__device__ inline void barrier_arrive_released_in(unsigned long long *bar, unsigned rank) {
+  asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+               "fence.acq_rel.cluster;\n"
+               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(
+                   shared_address(bar)),
+               "r"(rank)
+               : "memory");
+}
+// barrier_wait, acquiring at cluster scope what the arrivals released.
+__device__ inline void barrier_wait_cluster(unsigned long long *bar, unsigned parity) {
+  asm volatile("{\n.reg .pred done;\nWAIT_%=:\n"
+               "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+               "@!done bra WAIT_%=;\n}\n" ::"r"(shared_address(bar)),
+               "r"(parity)
+               : "memory");
+}
+// 16 bytes at `p`'s offset in the shared memory of the cluster's block `rank`.
+__device__ inline float4 load_from_block(const float4 *p, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"(shared_address(p)), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
 }
 
 // The box of `map` at (column, row) into `to`, completing on `bar`.
@@ -203,11 +244,11 @@ __device__ inline void place_tile(int t, int tiles_m, int tiles_n, int &tile_m, 
 // setmaxnreg redistributes, 40 to the producer and 232 to each consumer.
 // SHAPE_M, SHAPE_N and SHAPE_K other than 0 make that size a compile-time constant (the launch
 // passes the same value), so the tile counts, the K loop's trip count and the epilogue's bounds
-// fold; 0 takes the argument. The launch gives A's map boxes of 128 / CLUSTER_N rows and a
+// fold; 0 takes the argument. The launch gives A's map boxes of 64 rows (a tile's halves) and a
 // K-major B's of BLOCK_N / CLUSTER_M rows (the halves each block of a pair copies), and C's of
 // 64 x 64.
 template <typename T, int BLOCK_N, int STAGES, int B_KMAJOR, int GROUP_M, int CLUSTER_M,
-          int CLUSTER_N, int EPILOGUE, int SHAPE_M, int SHAPE_N, int SHAPE_K>
+          int CLUSTER_N, int EPILOGUE, int SPLIT_K, int SHAPE_M, int SHAPE_N, int SHAPE_K>
 __global__ void __launch_bounds__(384, 1)
     gemm_wgmma(T *KJIT_RESTRICT c, const __grid_constant__ kjit::TensorMap map_c,
                const __grid_constant__ kjit::TensorMap map_a,
@@ -218,7 +259,10 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(BLOCK_N == 128 || BLOCK_N == 256, "wgmma N of 128 or 256");
   constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
   static_assert(CLUSTER_M >= 1 && CLUSTER_N >= 1 && CLUSTER <= 2, "clusters of 1 or 2 blocks");
+  static_assert(SPLIT_K == 1 || (CLUSTER == 1 && EPILOGUE == 0 && BLOCK_N == 128),
+                "SPLIT_K > 1 takes clusters of one tile, EPILOGUE 0 and BLOCK_N 128");
   constexpr int A_BYTES = BM * BK * 2, B_BYTES = BLOCK_N * BK * 2, STAGE = A_BYTES + B_BYTES;
+  constexpr int SUMS_BYTES = SPLIT_K > 1 ? BM * BLOCK_N * 4 : 0; // the reduction buffer
   constexpr unsigned COLUMN_BLOCK = 64 * BK * 2; // an MN-major B tile's 64 columns
   constexpr int C_BOX = 64 * 64 * 2;             // EPILOGUE 1: one box of a consumer's rows
   // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then for
@@ -228,9 +272,11 @@ __global__ void __launch_bounds__(384, 1)
   unsigned char *stages = reinterpret_cast<unsigned char *>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
   unsigned char *c_boxes = stages + STAGES * STAGE;
+  float4 *sums = reinterpret_cast<float4 *>(c_boxes + (EPILOGUE ? 4 * C_BOX : 0));
   unsigned long long *full =
-      reinterpret_cast<unsigned long long *>(c_boxes + (EPILOGUE ? 4 * C_BOX : 0));
+      reinterpret_cast<unsigned long long *>(reinterpret_cast<unsigned char *>(sums) + SUMS_BYTES);
   unsigned long long *empty = full + STAGES;
+  unsigned long long *ready = empty + STAGES, *done = ready + 1; // SPLIT_K > 1
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -238,9 +284,13 @@ __global__ void __launch_bounds__(384, 1)
       barrier_init(&full[s], 1);
       barrier_init(&empty[s], 2 * CLUSTER); // one arrival per consumer of the cluster
     }
+    if (SPLIT_K > 1) {
+      barrier_init(ready, 2 * SPLIT_K);
+      barrier_init(done, 2 * SPLIT_K);
+    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  if (CLUSTER > 1)
+  if (CLUSTER * SPLIT_K > 1)
     cluster_sync();
   else
     __syncthreads();
@@ -248,12 +298,17 @@ __global__ void __launch_bounds__(384, 1)
   // A cluster takes pairs of tiles: super-tiles of CLUSTER_M x CLUSTER_N tiles in the grouped
   // order, its blocks one tile each. A pair's tile past the matrix is still computed (its peer
   // needs its half of the shared copies), on the zeros the copies fill, and not stored.
-  const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
+  const unsigned rank = CLUSTER * SPLIT_K > 1 ? cluster_rank() : 0;
   const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BLOCK_N - 1) / BLOCK_N;
   const int pairs_m = (tiles_m + CLUSTER_M - 1) / CLUSTER_M,
             pairs_n = (tiles_n + CLUSTER_N - 1) / CLUSTER_N;
-  const int pairs = pairs_m * pairs_n, k_blocks = (k + BK - 1) / BK;
-  const int first_pair = blockIdx.x / CLUSTER, pair_stride = gridDim.x / CLUSTER;
+  const int pairs = pairs_m * pairs_n;
+  // This block's K steps: all of them, or every SPLIT_K-th from its rank (perhaps none). Taken
+  // in turns rather than in ranges, the cluster's blocks read adjacent bytes of each row of B at
+  // once: SPLIT_K times longer runs of each row in flight (a little faster, BENCHMARKS.md).
+  const int k_blocks = (k + BK - 1) / BK, kb_begin = SPLIT_K > 1 ? static_cast<int>(rank) : 0;
+  const int first_pair = blockIdx.x / (CLUSTER * SPLIT_K),
+            pair_stride = gridDim.x / (CLUSTER * SPLIT_K);
   const auto place = [&](int t, int &tile_m, int &tile_n) {
     place_tile<GROUP_M>(t, pairs_m, pairs_n, tile_m, tile_n);
     tile_m = tile_m * CLUSTER_M + (CLUSTER_M > 1 ? rank : 0);
@@ -268,15 +323,23 @@ __global__ void __launch_bounds__(384, 1)
       for (int t = first_pair; t < pairs; t += pair_stride) {
         int tile_m, tile_n;
         place(t, tile_m, tile_n);
-        for (int kb = 0; kb < k_blocks; ++kb) {
+        for (int kb = kb_begin; kb < k_blocks; kb += SPLIT_K) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
-          barrier_expect_bytes(&full[s], STAGE); // this block's copies and the peer's
-          if (CLUSTER_N > 1) // the pair's rows of A are the same: half each, to both
+          if (CLUSTER_N > 1) { // the pair's rows of A are the same: half each, to both
+            barrier_expect_bytes(&full[s], STAGE); // this block's copies and the peer's
             multicast_box(a_stage + rank * (A_BYTES / 2), &map_a, &full[s], kb * BK,
                           tile_m * BM + rank * (BM / 2), BOTH);
-          else
+          } else {
+            // A's tile in halves of 64 rows, the second only where it holds a row of A: the copy
+            // engine fills rows past the matrix slowly (a few rows of A took 1.5 times as long
+            // as 128), and the consumer of those rows stores nothing.
+            const bool second_half = tile_m * BM + BM / 2 < m;
+            barrier_expect_bytes(&full[s], second_half ? STAGE : STAGE - A_BYTES / 2);
             copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
+            if (second_half)
+              copy_box(a_stage + A_BYTES / 2, &map_a, &full[s], kb * BK, tile_m * BM + BM / 2);
+          }
           if (B_KMAJOR) {
             if (CLUSTER_M > 1) // the pair's columns of B are the same: half each, to both
               multicast_box(b_stage + rank * (B_BYTES / 2), &map_b, &full[s], kb * BK,
@@ -326,7 +389,11 @@ __global__ void __launch_bounds__(384, 1)
       int tile_m, tile_n;
       place(t, tile_m, tile_n);
       int previous = -1;
-      for (int kb = 0; kb < k_blocks; ++kb) {
+      if (kb_begin >= k_blocks) // a split with no K: its sums are zeros
+#pragma unroll
+        for (int i = 0; i < BLOCK_N / 2; ++i)
+          acc[i] = 0;
+      for (int kb = kb_begin; kb < k_blocks; kb += SPLIT_K) {
         barrier_wait(&full[s], phase);
         const unsigned char *a_stage = stages + s * STAGE + rows * 128;
         const unsigned char *b_stage = stages + s * STAGE + A_BYTES;
@@ -337,7 +404,7 @@ __global__ void __launch_bounds__(384, 1)
           const unsigned long long b = B_KMAJOR
                                            ? descriptor(b_stage + kk * 32, 16, 1024)
                                            : descriptor(b_stage + kk * 16 * 128, COLUMN_BLOCK, 1024);
-          Wgmma<T, BLOCK_N, B_KMAJOR ? 0 : 1>::run(acc, a, b, kb > 0 || kk > 0);
+          Wgmma<T, BLOCK_N, B_KMAJOR ? 0 : 1>::run(acc, a, b, kb > kb_begin || kk > 0);
         }
         wgmma_commit();
         wgmma_wait<1>(); // the previous stage's batch is done: release it
@@ -355,7 +422,55 @@ __global__ void __launch_bounds__(384, 1)
       // Register 4j + 2h + e of m64nNk16's accumulators holds row 16 * warp + lane / 4 + 8h,
       // column 8j + 2 (lane % 4) + e.
       const int first_row = tile_m * BM + rows;
-      if (EPILOGUE) {
+      if (SPLIT_K > 1) {
+        // Float4 q of a thread's sums (j = q) at sums[(consumer * Q + q) * 128 + thread]: the
+        // same place in every block of the cluster, a warp's 16-byte stores side by side.
+        constexpr int Q = BLOCK_N / 8;
+        const int tiles_done = (t - first_pair) / pair_stride;
+        if (tiles_done > 0 && thread == 0) // the peers have read the previous tile's sums
+          barrier_wait_cluster(done, (tiles_done - 1) & 1);
+        warpgroup_sync(consumer);
+#pragma unroll
+        for (int q = 0; q < Q; ++q)
+          sums[(consumer * Q + q) * 128 + thread] =
+              make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
+        warpgroup_sync(consumer);
+        if (thread == 0)
+          for (unsigned block = 0; block < SPLIT_K; ++block)
+            barrier_arrive_released_in(ready, block);
+        barrier_wait_cluster(ready, tiles_done & 1);
+        // This block's share: float4s [rank * Q / SPLIT_K, (rank + 1) * Q / SPLIT_K) of each
+        // thread of both consumers, this consumer's rows.
+        const int row0 = first_row + warp * 16 + lane / 4;
+#pragma unroll
+        for (int i = 0; i < Q / SPLIT_K; ++i) {
+          const int q = static_cast<int>(rank) * (Q / SPLIT_K) + i;
+          float4 total = make_float4(0, 0, 0, 0);
+#pragma unroll
+          for (unsigned block = 0; block < SPLIT_K; ++block) {
+            const float4 part = load_from_block(sums + (consumer * Q + q) * 128 + thread, block);
+            total.x += part.x;
+            total.y += part.y;
+            total.z += part.z;
+            total.w += part.w;
+          }
+          const int column = tile_n * BLOCK_N + 8 * q + 2 * (lane % 4);
+          if (column < n) {
+            if (row0 < m)
+              *reinterpret_cast<typename kjit::Pairs<T>::type *>(
+                  c + static_cast<long long>(row0) * n + column) =
+                  kjit::Pairs<T>::pack(total.x, total.y);
+            if (row0 + 8 < m)
+              *reinterpret_cast<typename kjit::Pairs<T>::type *>(
+                  c + static_cast<long long>(row0 + 8) * n + column) =
+                  kjit::Pairs<T>::pack(total.z, total.w);
+          }
+        }
+        warpgroup_sync(consumer); // every thread has read the peers' sums
+        if (thread == 0)
+          for (unsigned block = 0; block < SPLIT_K; ++block)
+            barrier_arrive_released_in(done, block);
+      } else if (EPILOGUE) {
         // Box b holds columns 64b..64b+63: j from 8b; row r's 16-byte chunk q lies at chunk
         // q ^ (r % 8) of its 128 bytes, as the copy engine's 128-byte swizzle reads it.
 #pragma unroll
@@ -407,8 +522,8 @@ __global__ void __launch_bounds__(384, 1)
     if (EPILOGUE && thread == 0)
       stores_read<0>(); // the boxes' shared memory lives until the copy engine has read it
   }
-  if (CLUSTER > 1)
-    cluster_sync(); // no block leaves while its peer may still copy into it or arrive on it
+  if (CLUSTER * SPLIT_K > 1)
+    cluster_sync(); // no block leaves while a peer may still copy into it, arrive on it or read it
 }
 
 #endif

@@ -15,7 +15,11 @@
 // to nearest even and saturated to +-448, converted in integer arithmetic (hiprtc has no fp8
 // type).
 //
-// One block per token; each thread moves VEC elements (VEC pairs of a rotation) at a time.
+// One block per TOKENS tokens (`tokens` in all); each thread moves an item of VEC elements (VEC
+// pairs of a rotation) of each of them at a time: it loads the item of every token before it
+// stores any, so that a thread keeps TOKENS loads in flight (a write of the cache is a copy,
+// bound by the bytes in flight: one token a block, one load a thread, reached 87% of a copy of
+// the same bytes).
 
 namespace kjit_kv_cache {
 
@@ -37,6 +41,20 @@ __device__ inline unsigned char to_e4m3(float x) {
   return static_cast<unsigned char>(sign | code);
 }
 
+// Two floats as e4m3 bytes, `a` in the low byte: on sm_89 and newer in one instruction (rounding
+// to nearest even and saturating to +-448 as to_e4m3 does; a NaN keeps to_e4m3's sign), elsewhere
+// through to_e4m3.
+__device__ inline unsigned short to_e4m3_pair(float a, float b) {
+#if KJIT_CUDA && __CUDA_ARCH__ >= 890
+  if (a == a && b == b) {
+    unsigned short pair;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(b), "f"(a));
+    return pair;
+  }
+#endif
+  return static_cast<unsigned short>(to_e4m3(a) | (to_e4m3(b) << 8));
+}
+
 template <typename T, int KV_FP8> struct CacheElement { typedef T type; };
 template <typename T> struct CacheElement<T, 1> { typedef unsigned char type; };
 
@@ -46,9 +64,16 @@ __device__ inline void store(typename CacheElement<T, KV_FP8>::type *to, const f
                              float inverse_scale) {
   if (KV_FP8) {
     kjit::Vec<unsigned char, VEC> bytes;
+    if (VEC == 1) {
+      bytes.at[0] = to_e4m3(f[0] * inverse_scale);
+    } else {
 #pragma unroll
-    for (int e = 0; e < VEC; ++e)
-      bytes.at[e] = to_e4m3(f[e] * inverse_scale);
+      for (int e = 0; e + 1 < VEC; e += 2) {
+        const unsigned short pair = to_e4m3_pair(f[e] * inverse_scale, f[e + 1] * inverse_scale);
+        bytes.at[e] = static_cast<unsigned char>(pair & 0xffu);
+        bytes.at[e + 1] = static_cast<unsigned char>(pair >> 8);
+      }
+    }
     kjit::store_vec(reinterpret_cast<unsigned char *>(to), bytes);
   } else {
     kjit::Vec<T, VEC> v;
@@ -57,19 +82,15 @@ __device__ inline void store(typename CacheElement<T, KV_FP8>::type *to, const f
   }
 }
 
-template <typename T, int VEC> __device__ inline void load(const T *from, float (&f)[VEC]) {
-  kjit::to_floats(kjit::load_vec<VEC>(from), f);
-}
-
 } // namespace kjit_kv_cache
 
-template <typename T, int KV_FP8, int HEAD_DIM, int ROPE, int ROTARY_DIM, int VEC>
+template <typename T, int KV_FP8, int HEAD_DIM, int ROPE, int ROTARY_DIM, int VEC, int TOKENS>
 __global__ void
 reshape_and_cache(const T *KJIT_RESTRICT key, const T *KJIT_RESTRICT value, void *k_cache_bytes,
                   void *v_cache_bytes, const long long *KJIT_RESTRICT slot_mapping,
                   const long long *KJIT_RESTRICT positions, const T *KJIT_RESTRICT cos_sin_cache,
                   int max_position, float k_inverse_scale, float v_inverse_scale, int kv_heads,
-                  long long key_stride, long long value_stride, long long slots) {
+                  long long key_stride, long long value_stride, long long slots, int tokens) {
   using namespace kjit_kv_cache;
   typedef typename CacheElement<T, KV_FP8>::type C;
   constexpr int ROTATED = ROPE != 0 ? ROTARY_DIM : 0;
@@ -79,78 +100,121 @@ reshape_and_cache(const T *KJIT_RESTRICT key, const T *KJIT_RESTRICT value, void
   constexpr int PAIR_ITEMS = ROTATED / 2 / VEC; // a key head's packs of VEC pairs
   constexpr int KEY_ITEMS = PAIR_ITEMS + (HEAD_DIM - ROTATED) / VEC;
   constexpr int VALUE_ITEMS = HEAD_DIM / VEC;
-  const long long token = blockIdx.x;
-  const long long slot = slot_mapping[token];
-  if (slot < 0 || slot >= slots)
-    return;
-  C *k_cache = static_cast<C *>(k_cache_bytes) + slot * kv_heads * HEAD_DIM;
-  C *v_cache = static_cast<C *>(v_cache_bytes) + slot * kv_heads * HEAD_DIM;
-  const T *key_row = key + token * key_stride;
-  const T *value_row = value + token * value_stride;
-  bool rotate = false;
-  const T *cos = cos_sin_cache;
-  if (ROPE != 0) {
-    const long long position = positions[token];
-    rotate = position >= 0 && position < max_position;
-    cos = cos_sin_cache + (rotate ? position : 0) * ROTARY_DIM;
+  const long long first_token = static_cast<long long>(blockIdx.x) * TOKENS;
+  // Each token's slot (-1: no token, or nothing to write) and rotation. The items are loaded for
+  // every token of the block, before the slots have arrived.
+  const int live = tokens - first_token < TOKENS ? static_cast<int>(tokens - first_token) : TOKENS;
+  long long slot[TOKENS];
+  bool rotate[TOKENS];
+  const T *cos[TOKENS];
+#pragma unroll
+  for (int t = 0; t < TOKENS; ++t) {
+    const long long token = first_token + t;
+    slot[t] = t < live ? slot_mapping[token] : -1;
+    if (slot[t] >= slots)
+      slot[t] = -1;
+    rotate[t] = false;
+    cos[t] = cos_sin_cache;
+    if (ROPE != 0 && t < live) {
+      const long long position = positions[token];
+      rotate[t] = position >= 0 && position < max_position;
+      cos[t] = cos_sin_cache + (rotate[t] ? position : 0) * ROTARY_DIM;
+    }
   }
   const int key_items = kv_heads * KEY_ITEMS;
   const int items = key_items + kv_heads * VALUE_ITEMS;
   for (int item = threadIdx.x; item < items; item += blockDim.x) {
-    if (item >= key_items) {
-      const int at = (item - key_items) * VEC; // heads are contiguous: [kv_heads * HEAD_DIM]
-      float f[VEC];
-      load(value_row + at, f);
-      store<T, KV_FP8>(v_cache + at, f, v_inverse_scale);
-      continue;
-    }
+    // The item's place in the row of kv heads: VEC elements at at[0] and, for a rotated pack, VEC
+    // more at at[1] (-1: none); the same for every token.
+    const bool is_value = item >= key_items;
     const int head = item / KEY_ITEMS, index = item % KEY_ITEMS;
-    const T *from = key_row + head * HEAD_DIM;
-    C *to = k_cache + head * HEAD_DIM;
-    if (index >= PAIR_ITEMS) {
-      const int at = ROTATED + (index - PAIR_ITEMS) * VEC;
-      float f[VEC];
-      load(from + at, f);
-      store<T, KV_FP8>(to + at, f, k_inverse_scale);
-      continue;
-    }
-    // VEC pairs from `first`: x and y as rotary.hip pairs them.
-    const int first = index * VEC;
-    float x[VEC], y[VEC];
-    if (ROPE == 1) {
-      load(from + first, x);
-      load(from + ROTATED / 2 + first, y);
+    const int first = index * VEC; // a rotated pack's first pair
+    int at[2] = {-1, -1};
+    if (is_value)
+      at[0] = (item - key_items) * VEC; // heads are contiguous: [kv_heads * HEAD_DIM]
+    else if (index >= PAIR_ITEMS)
+      at[0] = head * HEAD_DIM + ROTATED + (index - PAIR_ITEMS) * VEC;
+    else if (ROPE == 1) {
+      at[0] = head * HEAD_DIM + first;
+      at[1] = head * HEAD_DIM + ROTATED / 2 + first;
     } else {
-      float both[2 * VEC];
-      load(from + 2 * first, both);
+      // GPT-J's pairs interleaved again: the first VEC elements, then the next VEC.
+      at[0] = head * HEAD_DIM + 2 * first;
+      at[1] = at[0] + VEC;
+    }
+    // The items as loaded (raw, so that a plain copy holds 16 bytes of registers per token, not
+    // 8 floats): the VEC elements for at[0] and at[1]; for a rotated pack, x and y (NeoX) or the
+    // 2 VEC interleaved elements (GPT-J), and the cosines and sines.
+    kjit::Vec<T, VEC> raw[TOKENS][2], angle[TOKENS][2];
+    const bool rotated = !is_value && index < PAIR_ITEMS;
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        x[e] = both[2 * e];
-        y[e] = both[2 * e + 1];
+    for (int t = 0; t < TOKENS; ++t) {
+      if (t >= live)
+        continue;
+      const long long token = first_token + t;
+      if (!rotated) {
+        raw[t][0] = kjit::load_vec<VEC>(
+            (is_value ? value + token * value_stride : key + token * key_stride) + at[0]);
+        continue;
+      }
+      const T *from = key + token * key_stride + head * HEAD_DIM;
+      raw[t][0] = kjit::load_vec<VEC>(from + (ROPE == 1 ? first : 2 * first));
+      raw[t][1] = kjit::load_vec<VEC>(from + (ROPE == 1 ? ROTATED / 2 + first : 2 * first + VEC));
+      if (rotate[t]) {
+        angle[t][0] = kjit::load_vec<VEC>(cos[t] + first);
+        angle[t][1] = kjit::load_vec<VEC>(cos[t] + ROTATED / 2 + first);
       }
     }
-    if (rotate) {
-      float c[VEC], sn[VEC];
-      load(cos + first, c);
-      load(cos + ROTATED / 2 + first, sn);
+    const float inverse_scale = is_value ? v_inverse_scale : k_inverse_scale;
+#pragma unroll
+    for (int t = 0; t < TOKENS; ++t) {
+      if (slot[t] < 0)
+        continue;
+      C *row = static_cast<C *>(is_value ? v_cache_bytes : k_cache_bytes) +
+               slot[t] * kv_heads * HEAD_DIM;
+      if (!rotated) {
+        if (KV_FP8) {
+          float f[VEC];
+          kjit::to_floats(raw[t][0], f);
+          store<T, KV_FP8>(row + at[0], f, inverse_scale);
+        } else {
+          kjit::store_vec(reinterpret_cast<T *>(row) + at[0], raw[t][0]);
+        }
+        continue;
+      }
+      // VEC pairs from `first`: x and y as rotary.hip pairs them.
+      float a[VEC], b[VEC], x[VEC], y[VEC];
+      kjit::to_floats(raw[t][0], a);
+      kjit::to_floats(raw[t][1], b);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
-        const float a = x[e], b = y[e];
-        x[e] = a * c[e] - b * sn[e];
-        y[e] = b * c[e] + a * sn[e];
+        x[e] = ROPE == 1 ? a[e] : 2 * e < VEC ? a[2 * e] : b[2 * e - VEC];
+        y[e] = ROPE == 1 ? b[e] : 2 * e + 1 < VEC ? a[2 * e + 1] : b[2 * e + 1 - VEC];
       }
-    }
-    if (ROPE == 1) {
-      store<T, KV_FP8>(to + first, x, k_inverse_scale);
-      store<T, KV_FP8>(to + ROTATED / 2 + first, y, k_inverse_scale);
-    } else {
-      float both[2 * VEC];
+      if (rotate[t]) {
+        float c[VEC], sn[VEC];
+        kjit::to_floats(angle[t][0], c);
+        kjit::to_floats(angle[t][1], sn);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+          const float p = x[e], q = y[e];
+          x[e] = p * c[e] - q * sn[e];
+          y[e] = q * c[e] + p * sn[e];
+        }
+      }
+      // Back in the loaded order: x then y (NeoX), or interleaved again (GPT-J).
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
-        both[2 * e] = x[e];
-        both[2 * e + 1] = y[e];
+        if (ROPE == 1) {
+          a[e] = x[e];
+          b[e] = y[e];
+        } else {
+          (2 * e < VEC ? a[2 * e] : b[2 * e - VEC]) = x[e];
+          (2 * e + 1 < VEC ? a[2 * e + 1] : b[2 * e + 1 - VEC]) = y[e];
+        }
       }
-      store<T, KV_FP8>(to + 2 * first, both, k_inverse_scale);
+      store<T, KV_FP8>(row + at[0], a, inverse_scale);
+      store<T, KV_FP8>(row + at[1], b, inverse_scale);
     }
   }
 }

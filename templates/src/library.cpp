@@ -213,7 +213,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   all.emplace_back(
       "linear_splitk", std::string(embedded::gemm_mma_hip),
       std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
-                             {"M_TILE", ParamSchema::one_of({16, 32, 64, 128}, 64).tunable()},
+                             {"M_TILE", ParamSchema::one_of({8, 16, 32, 64, 128}, 64).tunable()},
                              {"ROW_BLOCKS", ParamSchema::one_of({1, 2}, 1).tunable()},
                              {"WARPS", ParamSchema::one_of({4, 8}, 4).tunable()},
                              {"K_SLICE", ParamSchema::one_of({64, 128, 256}, 128).tunable()},
@@ -228,11 +228,15 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   // 2). EPILOGUE 1 stores C through shared memory and the copy engine, 0 from registers.
   // SHAPE_M/N/K: a size fixed at compile time (0: the run-time argument).
   // gemm_wgmma's clusters are of one or two blocks: a tuner's search space over CLUSTER_M and
-  // CLUSTER_N drops the pair of 2s before compiling it.
+  // CLUSTER_N drops the pair of 2s before compiling it, and SPLIT_K's clusters take one tile.
   TuningRules wgmma_rules;
   wgmma_rules.fits = [](const Instance &instance, std::string_view) -> std::string {
     if (integer_value(instance, "CLUSTER_M") * integer_value(instance, "CLUSTER_N") > 2)
       return "CLUSTER_M and CLUSTER_N make clusters of more than two blocks";
+    if (integer_value(instance, "SPLIT_K") > 1 &&
+        (integer_value(instance, "CLUSTER_M") * integer_value(instance, "CLUSTER_N") > 1 ||
+         integer_value(instance, "EPILOGUE") != 0 || integer_value(instance, "BLOCK_N") != 128))
+      return "SPLIT_K > 1 takes CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0 and BLOCK_N 128";
     return "";
   };
   all.emplace_back(
@@ -245,6 +249,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
                              {"CLUSTER_N", ParamSchema::one_of({1, 2}, 1).tunable()},
                              {"EPILOGUE", ParamSchema::one_of({0, 1}, 1).tunable()},
+                             {"SPLIT_K", ParamSchema::one_of({1, 2, 4, 8}, 1).tunable()},
                              {"SHAPE_M", ParamSchema::integer(0, 1 << 30, 0)},
                              {"SHAPE_N", ParamSchema::integer(0, 1 << 30, 0)},
                              {"SHAPE_K", ParamSchema::integer(0, 1 << 30, 0)}},
@@ -375,6 +380,22 @@ void add_attention_decode(std::vector<Template> &all) {
   decode_rules.threads = [](const Instance &instance) {
     return integer_value(instance, "WARPS") * 64; // the most a wave-64 target launches
   };
+  // The ring of K and V steps in static shared memory (attention_decode.hip): STAGES steps of
+  // UNROLL * LOADS Chunks of K and of V per thread, a Chunk 16 bytes (8 for fp8).
+  const auto ring_bytes = [](const Instance &instance, std::int64_t warp) {
+    return integer_value(instance, "STAGES") * 2 * integer_value(instance, "UNROLL") *
+           integer_value(instance, "LOADS") * integer_value(instance, "WARPS") * warp *
+           (integer_value(instance, "KV_FP8") != 0 ? 8 : 16);
+  };
+  decode_rules.shared_bytes = [ring_bytes](const Instance &instance) {
+    return ring_bytes(instance, 64);
+  };
+  decode_rules.fits = [ring_bytes](const Instance &instance, std::string_view target) {
+    const std::int64_t bytes = ring_bytes(instance, target.starts_with("sm_") ? 32 : 64);
+    return bytes > 48 * 1024 ? "the ring of K and V steps takes " + std::to_string(bytes) +
+                                   " bytes, past 48 KiB of static shared memory"
+                             : std::string();
+  };
   all.emplace_back(
       "paged_attention_decode", std::string(embedded::attention_decode_hip),
       std::vector<ParamDecl>{{"T", element()},
@@ -384,7 +405,8 @@ void add_attention_decode(std::vector<Template> &all) {
                              {"GROUP", ParamSchema::integer(1, 8, 4)},
                              {"WARPS", ParamSchema::one_of({2, 4, 8}, 4).tunable()},
                              {"UNROLL", ParamSchema::one_of({1, 2, 4}, 2).tunable()},
-                             {"LOADS", ParamSchema::one_of({1, 2}, 1).tunable()}},
+                             {"LOADS", ParamSchema::one_of({1, 2}, 1).tunable()},
+                             {"STAGES", ParamSchema::one_of({2, 3, 4}, 3).tunable()}},
       TemplateOptions{.arguments = {"T*", "float*", "float*", "const T*", "const void*",
                                     "const void*", "const int*", "const int*", "float", "float",
                                     "int", "int", "int", "int", "int", "int"},
@@ -399,10 +421,11 @@ void add_attention_decode(std::vector<Template> &all) {
                              {"HEAD_DIM", ParamSchema::integer(8, 1024, 128)},
                              {"ROPE", ParamSchema::one_of({0, 1, 2}, 0)},
                              {"ROTARY_DIM", ParamSchema::integer(0, 1024, 0)},
-                             {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 8)}},
+                             {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 8)},
+                             {"TOKENS", ParamSchema::one_of({1, 2, 4, 8}, 2).tunable()}},
       TemplateOptions{.arguments = {"const T*", "const T*", "void*", "void*", "const long long*",
                                     "const long long*", "const T*", "int", "float", "float", "int",
-                                    "long long", "long long", "long long"}});
+                                    "long long", "long long", "long long", "int"}});
 }
 
 // D = (A x scale_a) @ (B x scale_b)^T on Hopper from e4m3 A [M, K] and B [N, K] to bfloat16 D

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <gtest/gtest.h>
+#include <memory>
 #include <regex>
 #include <string>
 
@@ -32,6 +33,15 @@ inline ::testing::AssertionResult holds_its_kernel(const CodeObject &object,
     return ::testing::AssertionFailure()
            << object.expression() << ": no symbol " << object.lowered_name();
   return ::testing::AssertionSuccess();
+}
+
+// NVRTC where it is installed, else null (the calling test skips).
+inline std::unique_ptr<jit::Compiler> nvrtc_or_null() {
+  try {
+    return jit::load_compiler(Vendor::nvidia);
+  } catch (const Error &) {
+    return nullptr;
+  }
 }
 
 // A compiler that hands every request to `inner` with ptxas's -v report asked for, and keeps the

@@ -36,8 +36,9 @@ constexpr float log2e = 1.4426950408889634f;
 
 // Two sequences of 37 tokens and 1 over shuffled pages (entries past a sequence hold -7), GQA 4,
 // in 1 split and in 2 of 32 tokens (the second split of the short sequence sees no token).
-template <int KV_FP8, int LOADS> void check_decode() {
-  SCOPED_TRACE(std::string(KV_FP8 ? "fp8" : "half") + ", LOADS " + std::to_string(LOADS));
+template <int KV_FP8, int LOADS, int STAGES> void check_decode() {
+  SCOPED_TRACE(std::string(KV_FP8 ? "fp8" : "half") + ", LOADS " + std::to_string(LOADS) +
+               ", STAGES " + std::to_string(STAGES));
   std::mt19937 rng(9);
   const std::vector<std::int32_t> tables = {3, 0, 4, 1, -7, -7}, lens = {37, 1};
   const int num_blocks = 5, max_blocks = 3, capacity = max_blocks * page;
@@ -77,10 +78,11 @@ template <int KV_FP8, int LOADS> void check_decode() {
     std::vector<float> partial_out(2 * heads * splits * head_dim, NAN),
         partial_lse(2 * heads * splits, NAN);
     ::kjit::emulation::launch({kv_heads, 2, static_cast<unsigned>(splits)}, {warps * 64}, [&] {
-      paged_attention_decode<__half, KV_FP8, head_dim, page, heads / kv_heads, warps, unroll,
-                             LOADS>(out.data(), partial_out.data(), partial_lse.data(), dq.data(),
-                                    k_cache, v_cache, tables.data(), lens.data(), q_scale, v_factor,
-                                    heads, kv_heads, num_blocks, max_blocks, partition, capacity);
+      paged_attention_decode<__half, KV_FP8, head_dim, page, heads / kv_heads, warps, unroll, LOADS,
+                             STAGES>(out.data(), partial_out.data(), partial_lse.data(), dq.data(),
+                                     k_cache, v_cache, tables.data(), lens.data(), q_scale,
+                                     v_factor, heads, kv_heads, num_blocks, max_blocks, partition,
+                                     capacity);
     });
     if (splits > 1)
       ::kjit::emulation::launch({2 * heads}, {head_dim}, [&] {
@@ -94,15 +96,17 @@ template <int KV_FP8, int LOADS> void check_decode() {
 }
 
 TEST(EmulatedPagedAttentionWave64, DecodeMatchesTheReferenceWithAndWithoutSplits) {
-  check_decode<0, 1>();
-  check_decode<1, 1>();
-  check_decode<0, 2>();
-  check_decode<1, 2>();
+  check_decode<0, 1, 2>();
+  check_decode<1, 1, 3>();
+  check_decode<0, 2, 3>();
+  check_decode<1, 2, 2>();
 }
 
-// Five tokens (one padding, one past the cache) into 2 pages of 16, RoPE NeoX over the whole head.
-template <int KV_FP8> void check_write() {
-  SCOPED_TRACE(KV_FP8 ? "fp8" : "half");
+// Five tokens (one padding, one past the cache) into 2 pages of 16, RoPE (NeoX with 8 pairs an
+// item, GPT-J with 4) over the whole head, by blocks of 4 tokens (kv_cache.hip's TOKENS; the
+// second holds one) and 8 threads, each of which takes several items.
+template <int KV_FP8, int ROPE> void check_write() {
+  SCOPED_TRACE(std::string(KV_FP8 ? "fp8" : "half") + (ROPE == 1 ? ", NeoX" : ", GPT-J"));
   std::mt19937 rng(4);
   const int tokens = 5, slots = 2 * page, row = kv_heads * head_dim, max_position = 8;
   const auto key = random_elements<Half>(tokens * row, rng, -2, 2);
@@ -114,18 +118,18 @@ template <int KV_FP8> void check_write() {
   std::vector<unsigned char> k(slots * row * element, 0xFF), v(k);
   Buffer<Half> dkey(key), dvalue(value), dcos(cos_sin);
   const double k_scale = 0.02, v_scale = 0.05;
-  ::kjit::emulation::launch({tokens}, {128}, [&] {
-    reshape_and_cache<__half, KV_FP8, head_dim, 1, head_dim, 8>(
+  ::kjit::emulation::launch({(tokens + 3) / 4}, {8}, [&] {
+    reshape_and_cache<__half, KV_FP8, head_dim, ROPE, head_dim, ROPE == 1 ? 8 : 4, 4>(
         dkey.data(), dvalue.data(), k.data(), v.data(),
         reinterpret_cast<const long long *>(slot_mapping.data()),
         reinterpret_cast<const long long *>(positions.data()), dcos.data(), max_position,
         KV_FP8 ? static_cast<float>(1 / k_scale) : 1.0f,
-        KV_FP8 ? static_cast<float>(1 / v_scale) : 1.0f, kv_heads, row, row, slots);
+        KV_FP8 ? static_cast<float>(1 / v_scale) : 1.0f, kv_heads, row, row, slots, tokens);
   });
   std::vector<double> expected_k(slots * row, NAN), expected_v(expected_k);
-  reference::reshape_and_cache<Half>(key, value, slot_mapping, kv_heads, head_dim, expected_k,
-                                     expected_v, positions, cos_sin, head_dim,
-                                     ::kjit::ops::RotaryStyle::neox);
+  reference::reshape_and_cache<Half>(
+      key, value, slot_mapping, kv_heads, head_dim, expected_k, expected_v, positions, cos_sin,
+      head_dim, ROPE == 1 ? ::kjit::ops::RotaryStyle::neox : ::kjit::ops::RotaryStyle::gptj);
   for (int which = 0; which < 2; ++which) {
     const auto &got = which == 0 ? k : v;
     const auto &want = which == 0 ? expected_k : expected_v;
@@ -150,8 +154,10 @@ template <int KV_FP8> void check_write() {
 }
 
 TEST(EmulatedPagedAttentionWave64, ReshapeAndCacheMatchesTheReference) {
-  check_write<0>();
-  check_write<1>();
+  check_write<0, 1>();
+  check_write<1, 1>();
+  check_write<0, 2>();
+  check_write<1, 2>();
 }
 
 // The integer e4m3 rounding against encode_e4m3 on every float the write can meet: each

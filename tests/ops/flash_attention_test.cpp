@@ -24,19 +24,11 @@ AttentionShape small_shape(int batch, int total_q, int total_k, int q_heads, int
           .scale = 0.5f};
 }
 
-std::unique_ptr<jit::Compiler> nvrtc_or_null() {
-  try {
-    return jit::load_compiler(Vendor::nvidia);
-  } catch (const Error &) {
-    return nullptr;
-  }
-}
-
 // Every variant the wrapper launches on sm_90a (both types, head dims, masks) and, for bfloat16,
 // every combination of the tunables that the template's tuning rule lets a tuner try (those
 // other than PERSISTENT with its default, 1; 0 with the others' defaults).
 TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
-  const std::unique_ptr<jit::Compiler> nvrtc = nvrtc_or_null();
+  const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
   if (!nvrtc)
     GTEST_SKIP() << "NVRTC is not available";
   const Template &tmpl = templates::find("flash_attention");
@@ -73,7 +65,7 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
 
 // flash_attention_mma, every variant, for sm_80 (the oldest it serves) and sm_90a.
 TEST(FlashAttentionCompile, MmaSyncKernelHasNoSpills) {
-  const std::unique_ptr<jit::Compiler> nvrtc = nvrtc_or_null();
+  const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
   if (!nvrtc)
     GTEST_SKIP() << "NVRTC is not available";
   const Template &tmpl = templates::find("flash_attention_mma");

@@ -318,19 +318,25 @@ TYPED_TEST(GemmGpuTest, ShapeSpecialisedWgmmaMatchesTheReference) {
 }
 
 // gemm_wgmma in clusters of two blocks along M and along N (B's or A's tiles multicast to the
-// pair) and with either epilogue, at both tile widths, for gemm() and linear(), against one
-// fp64 reference per shape. The shapes are multiples of no tile size and have odd tile counts,
-// so that a pair's second tile lies past the matrix, and a K shorter than one step.
-TYPED_TEST(GemmGpuTest, ClusteredWgmmaAndBothEpiloguesMatchTheReference) {
+// pair) and with either epilogue, at both tile widths, and with K split over clusters of 2, 4
+// and 8 blocks (BLOCK_N 128), for gemm() and linear(), against one fp64 reference per shape. The
+// shapes are multiples of no tile size and have odd tile counts, so that a pair's second tile
+// lies past the matrix, and a K shorter than one step; for the splits also a single row, K not
+// a multiple of a step, splits that get no step of K, and more tiles than the device runs
+// clusters at once (a cluster's next tile waits until its peers have read the last one's sums).
+TYPED_TEST(GemmGpuTest, ClusteredSplitKWgmmaAndBothEpiloguesMatchTheReference) {
   using T = TypeParam;
   if (!serves_wgmma<T>(this->device()))
     GTEST_SKIP() << "gemm_wgmma serves half and bfloat16 on sm_90a; this is " << element_name<T>()
                  << " on " << this->device().target().id();
   struct Layout {
-    int cluster_m, cluster_n, epilogue;
+    int cluster_m, cluster_n, epilogue, split_k;
   };
-  const Layout layouts[] = {{1, 1, 0}, {1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {2, 1, 0}, {1, 2, 0}};
-  const GemmShape shapes[] = {{72, 136, 40}, {200, 264, 136}, {1100, 2056, 1032}};
+  const Layout layouts[] = {{1, 1, 0, 1}, {1, 1, 1, 1}, {2, 1, 1, 1}, {1, 2, 1, 1}, {2, 1, 0, 1},
+                            {1, 2, 0, 1}, {1, 1, 0, 2}, {1, 1, 0, 4}, {1, 1, 0, 8}};
+  const GemmShape shapes[] = {{72, 136, 40},    {200, 264, 136},  {1100, 2056, 1032},
+                              {1, 264, 1000},   {77, 136, 4104},  {200, 520, 200},
+                              {300, 2056, 256}, {129, 4104, 1032}};
   std::mt19937 rng(1717);
   for (bool b_kmajor : {false, true})
     for (const GemmShape &s : shapes) {
@@ -347,16 +353,20 @@ TYPED_TEST(GemmGpuTest, ClusteredWgmmaAndBothEpiloguesMatchTheReference) {
       const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
       for (int block_n : {128, 256})
         for (const Layout &layout : layouts) {
+          if (layout.split_k > 1 && block_n != 128)
+            continue;
           SCOPED_TRACE(::testing::Message()
                        << (b_kmajor ? "linear " : "gemm ") << s.m << " x " << s.n << " x " << s.k
                        << ", BLOCK_N " << block_n << ", cluster " << layout.cluster_m << " x "
-                       << layout.cluster_n << ", epilogue " << layout.epilogue);
+                       << layout.cluster_n << ", epilogue " << layout.epilogue << ", SPLIT_K "
+                       << layout.split_k);
           detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(s.m, s.n, s.k, b_kmajor);
           variant.params.set("BLOCK_N", block_n);
           variant.params.set("STAGES", block_n == 256 ? 4 : 5);
           variant.params.set("CLUSTER_M", layout.cluster_m);
           variant.params.set("CLUSTER_N", layout.cluster_n);
           variant.params.set("EPILOGUE", layout.epilogue);
+          variant.params.set("SPLIT_K", layout.split_k);
           DeviceBuffer c = this->template poisoned<T>(c_count);
           detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
                                          b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);

@@ -1,8 +1,11 @@
 #include "kjit/ops/gemm.hpp"
+#include "ops/src/variants.hpp"
 #include "tests/ops/compile_support.hpp"
 
 #include <gtest/gtest.h>
 #include <memory>
+#include <string>
+#include <tuple>
 
 namespace kjit::ops {
 namespace {
@@ -45,8 +48,9 @@ TEST_F(OpsCompileTest, LinearSkinnyCompilesForSm80AndSm90AtEveryTokenTile) {
   EXPECT_TRUE(refused_before_compiling("linear_skinny", "gfx90a", "sm_80 and newer"));
 }
 
-// Every cluster shape with the shared-memory epilogue, and the register epilogue without
-// clusters, through ptxas's report (compile_testing::wgmma_compiles_cleanly).
+// Every cluster shape with the shared-memory epilogue, the register epilogue without clusters,
+// and K split over clusters of 2, 4 and 8 blocks (BLOCK_N 128), through ptxas's report
+// (compile_testing::wgmma_compiles_cleanly).
 TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   std::unique_ptr<jit::Compiler> nvrtc;
   try {
@@ -56,20 +60,88 @@ TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   }
   const Template &tmpl = templates::find("gemm_wgmma");
   struct Layout {
-    int cluster_m, cluster_n, epilogue;
+    int cluster_m, cluster_n, epilogue, split_k;
   };
   for (const char *type : {"half", "bfloat16"})
     for (int block_n : {128, 256})
       for (int b_kmajor : {0, 1})
-        for (const Layout layout : {Layout{1, 1, 0}, {1, 1, 1}, {2, 1, 1}, {1, 2, 1}})
-          EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
-              *nvrtc, tmpl.bind({{"T", type},
-                                 {"BLOCK_N", block_n},
-                                 {"STAGES", block_n == 256 ? 4 : 5},
-                                 {"B_KMAJOR", b_kmajor},
-                                 {"CLUSTER_M", layout.cluster_m},
-                                 {"CLUSTER_N", layout.cluster_n},
-                                 {"EPILOGUE", layout.epilogue}})));
+        for (const Layout layout : {Layout{1, 1, 0, 1},
+                                    {1, 1, 1, 1},
+                                    {2, 1, 1, 1},
+                                    {1, 2, 1, 1},
+                                    {1, 1, 0, 2},
+                                    {1, 1, 0, 4},
+                                    {1, 1, 0, 8}})
+          if (layout.split_k == 1 || block_n == 128)
+            EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
+                *nvrtc, tmpl.bind({{"T", type},
+                                   {"BLOCK_N", block_n},
+                                   {"STAGES", block_n == 256 ? 4 : 5},
+                                   {"B_KMAJOR", b_kmajor},
+                                   {"CLUSTER_M", layout.cluster_m},
+                                   {"CLUSTER_N", layout.cluster_n},
+                                   {"EPILOGUE", layout.epilogue},
+                                   {"SPLIT_K", layout.split_k}})));
+}
+
+// SPLIT_K's clusters take one tile, its sums the register epilogue and 128-column tiles: the
+// rules refuse the other layouts before anything is compiled.
+TEST(GemmWgmmaRules, SplitKTakesNoOtherClusterNorTheBoxEpilogueNor256Columns) {
+  const Template &wgmma = templates::find("gemm_wgmma");
+  const auto fits = [&](int split_k, int cluster_m, int epilogue, int block_n) {
+    return wgmma.tuning().fits(wgmma.bind({{"T", "bfloat16"},
+                                           {"SPLIT_K", split_k},
+                                           {"CLUSTER_M", cluster_m},
+                                           {"EPILOGUE", epilogue},
+                                           {"BLOCK_N", block_n}}),
+                               "sm_90a");
+  };
+  const std::string refusal =
+      "SPLIT_K > 1 takes CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0 and BLOCK_N 128";
+  for (int split_k : {2, 4, 8}) {
+    EXPECT_EQ(fits(split_k, 1, 0, 128), "") << split_k;
+    EXPECT_EQ(fits(split_k, 2, 0, 128), refusal) << split_k;
+    EXPECT_EQ(fits(split_k, 1, 1, 128), refusal) << split_k;
+    EXPECT_EQ(fits(split_k, 1, 0, 256), refusal) << split_k;
+  }
+  EXPECT_EQ(fits(1, 2, 1, 256), "");
+  EXPECT_TRUE(wgmma.param("SPLIT_K")->param.is_tunable());
+}
+
+// The variants linear() takes per m on sm_90a where no tuning record says otherwise: the
+// fastest of each kernel's sweep on an H200 (BENCHMARKS.md, "linear at every m").
+TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
+  for (int m : {1, 2, 4, 8}) {
+    // 8192 rows of W: two blocks of 8 warps a multiprocessor, not one of 16.
+    const detail::ChosenVariant many = detail::linear_skinny_variant<BFloat16>(m, 8192, 8192);
+    EXPECT_EQ(many.integer("M_TILE"), 8) << m;
+    EXPECT_EQ(many.integer("WARPS"), 8) << m;
+    EXPECT_EQ(many.integer("UNROLL"), 4) << m;
+    // 4096 rows: 16 warps of 8 chunks a step.
+    const detail::ChosenVariant few = detail::linear_skinny_variant<BFloat16>(m, 4096, 14336);
+    EXPECT_EQ(few.integer("WARPS"), 16) << m;
+    EXPECT_EQ(few.integer("UNROLL"), 8) << m;
+  }
+  // linear_splitk up to 32 tokens, on 8192 rows of W or more up to 16 (gemm_wgmma beyond).
+  EXPECT_EQ(detail::linear_splitk_rows(4096), 32);
+  EXPECT_EQ(detail::linear_splitk_rows(8192), 16);
+  // 16 tokens: 32 rows of W per warp.
+  const detail::ChosenVariant splitk = detail::linear_splitk_variant<BFloat16>(16, 8192, 8192);
+  EXPECT_EQ(splitk.integer("ROW_BLOCKS"), 2);
+  EXPECT_EQ(splitk.integer("SPLITS"), 4);
+  // 64 and 128 rows of a weight of 4096 or 8192 rows: 32 or 64 tiles, K split in two.
+  for (const auto [m, n, k] :
+       {std::tuple{64, 8192, 8192}, {128, 8192, 8192}, {128, 4096, 14336}, {64, 4096, 4096}}) {
+    const detail::ChosenVariant wgmma = detail::gemm_wgmma_variant<Half>(m, n, k, true);
+    EXPECT_EQ(wgmma.integer("BLOCK_N"), 128) << m << " x " << n << " x " << k;
+    EXPECT_EQ(wgmma.integer("SPLIT_K"), 2) << m << " x " << n << " x " << k;
+    EXPECT_EQ(wgmma.integer("EPILOGUE"), 0) << m << " x " << n << " x " << k;
+  }
+  // Enough tiles, or too short a K (fewer than 32 steps of 64): no split.
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(4096, 4096, 4096, false).integer("SPLIT_K"), 1);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(1024, 8192, 8192, true).integer("SPLIT_K"), 1);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 8192, 1984, true).integer("SPLIT_K"), 1);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 8192, 2048, true).integer("SPLIT_K"), 2);
 }
 
 TEST(GemmTensorCores, HalfAndBFloat16OnNvidiaSm80AndNewerAndOnAmdGfx942AndGfx950) {

@@ -329,5 +329,40 @@ TYPED_TEST(PagedAttentionGpuTest, ReshapeAndCacheWritesTheReferencesValuesAndNot
   }
 }
 
+// The fp8 write's rounding on the device (one instruction on sm_89 and newer) is encode_e4m3's,
+// byte for byte, over every e4m3 value, the midpoints between neighbours (ties to even), values
+// past 448 and both signs, with scale 1 (each probe exact in bfloat16).
+class PagedAttentionFp8GpuTest : public OpsGpuTest {};
+TEST_F(PagedAttentionFp8GpuTest, TheWriteRoundsAsEncodeE4m3) {
+  std::vector<BFloat16> probes;
+  for (int bits = 0; bits < 128; ++bits) {
+    const double x = decode_e4m3(static_cast<std::uint8_t>(bits));
+    if (std::isnan(x))
+      continue;
+    const double next = decode_e4m3(static_cast<std::uint8_t>(bits + 1));
+    for (const double probe : {x, std::isnan(next) ? x * 1.5 : (x + next) / 2})
+      for (const double sign : {1.0, -1.0})
+        probes.push_back(from_double<BFloat16>(sign * probe));
+  }
+  const int head_dim = 128, page = 16;
+  const int tokens = static_cast<int>((probes.size() + head_dim - 1) / head_dim);
+  probes.resize(static_cast<std::size_t>(tokens) * head_dim, from_double<BFloat16>(1000.0));
+  const Device &device = this->device();
+  DeviceBuffer key = to_device(device, probes);
+  std::vector<std::int64_t> slot_mapping(tokens);
+  std::iota(slot_mapping.begin(), slot_mapping.end(), 0);
+  DeviceBuffer slots = to_device(device, slot_mapping);
+  DeviceBuffer k = poisoned_bytes(device, probes.size()), v = poisoned_bytes(device, probes.size());
+  PagedKvCache cache{k.as<void>(), v.as<void>(), (tokens + page - 1) / page, page, 1, head_dim};
+  cache.format = KvCacheFormat::fp8_e4m3;
+  reshape_and_cache<BFloat16>(runtime(), key.as<BFloat16>(), key.as<BFloat16>(), cache,
+                              slots.as<std::int64_t>(), tokens, head_dim, head_dim, nullptr);
+  const auto got = bytes_from_device(device, k, probes.size());
+  int wrong = 0;
+  for (std::size_t i = 0; i < probes.size(); ++i)
+    wrong += got[i] != encode_e4m3(to_double(probes[i]));
+  EXPECT_EQ(wrong, 0);
+}
+
 } // namespace
 } // namespace kjit::ops

@@ -21,8 +21,8 @@ TEST_F(OpsCompileTest, PagedDecodeVariantsCompileForAmdAndNvidia) {
         EXPECT_TRUE(compiles("paged_attention_decode", {{"T", type}, {"KV_FP8", fp8}}, target));
     EXPECT_TRUE(compiles("paged_attention_decode",
                          {{"HEAD_DIM", 64}, {"PAGE", 32}, {"GROUP", 8}, {"UNROLL", 2}}, target));
-    EXPECT_TRUE(
-        compiles("paged_attention_decode", {{"GROUP", 1}, {"WARPS", 8}, {"LOADS", 2}}, target));
+    EXPECT_TRUE(compiles("paged_attention_decode",
+                         {{"GROUP", 1}, {"WARPS", 2}, {"LOADS", 2}, {"STAGES", 2}}, target));
     EXPECT_TRUE(compiles("paged_attention_merge", {{"HEAD_DIM", 64}}, target));
     EXPECT_TRUE(compiles("reshape_and_cache", {{"T", "half"}}, target));
     EXPECT_TRUE(compiles("reshape_and_cache",
@@ -30,6 +30,53 @@ TEST_F(OpsCompileTest, PagedDecodeVariantsCompileForAmdAndNvidia) {
     EXPECT_TRUE(compiles("reshape_and_cache",
                          {{"HEAD_DIM", 80}, {"ROPE", 2}, {"ROTARY_DIM", 34}, {"VEC", 1}}, target));
   }
+}
+
+TEST_F(OpsCompileTest, PagedDecodeRefusesARingPastStaticSharedMemory) {
+  // 4 stages of 2 tokens' 2 loads of K and V for 256 threads: 64 KiB.
+  EXPECT_TRUE(
+      refuses_to_compile("paged_attention_decode",
+                         {{"WARPS", 8}, {"UNROLL", 2}, {"LOADS", 2}, {"STAGES", 4}, {"GROUP", 1}},
+                         "sm_90", "the ring must fit 48 KiB of static shared memory"));
+}
+
+// The variants decode_variant picks for NVIDIA, compiled for sm_90a: no spills, no stack frame
+// (the ring's copies and the accumulators stay in registers).
+TEST(PagedDecodeCompile, TheWrappersVariantsHaveNoSpillsOnSm90a) {
+  const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
+  if (!nvrtc)
+    GTEST_SKIP() << "NVRTC is not available";
+  const Template &tmpl = templates::find("paged_attention_decode");
+  for (const int ratio : {1, 4, 8, 12})
+    for (const int fp8 : {0, 1})
+      for (const int head_dim : {64, 128}) {
+        const detail::DecodePlan plan = detail::decode_variant(32, ratio * 2, 2, fp8 != 0);
+        EXPECT_TRUE(
+            compile_testing::wgmma_compiles_cleanly(*nvrtc, tmpl.bind({{"T", "bfloat16"},
+                                                                       {"KV_FP8", fp8},
+                                                                       {"HEAD_DIM", head_dim},
+                                                                       {"GROUP", plan.group},
+                                                                       {"WARPS", plan.warps},
+                                                                       {"UNROLL", plan.unroll},
+                                                                       {"LOADS", plan.loads},
+                                                                       {"STAGES", plan.stages}})));
+      }
+}
+
+// The write keeps every token's item in registers (kv_cache.hip's TOKENS): none may spill.
+TEST(KvCacheCompile, TheWritesVariantsHaveNoSpillsOnSm90a) {
+  const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
+  if (!nvrtc)
+    GTEST_SKIP() << "NVRTC is not available";
+  const Template &tmpl = templates::find("reshape_and_cache");
+  for (const int fp8 : {0, 1})
+    for (const int rope : {0, 1, 2})
+      EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
+          *nvrtc, tmpl.bind({{"T", "bfloat16"},
+                             {"KV_FP8", fp8},
+                             {"ROPE", rope},
+                             {"ROTARY_DIM", rope != 0 ? 128 : 0},
+                             {"VEC", rope == 2 ? 4 : 8}})));
 }
 
 TEST_F(OpsCompileTest, KvCacheTemplateRefusesARotationWiderThanTheHead) {
@@ -140,37 +187,76 @@ TEST(PagedDecodeTables, TheHostCheckNamesTheFirstBadEntry) {
   EXPECT_EQ(refusal({0, 0, 0, 0}, {1, 20}, 16), prefix + "seq_lens[1] is 20, outside [0, 16]");
 }
 
-TEST(PagedDecodePlan, SplitsOnlyWhereTheBatchLeavesTheGpuShortOfBlocks) {
-  // Batch 64, 32 q heads over 8 kv heads on 132 multiprocessors: 512 blocks, no split.
-  const detail::DecodePlan big = detail::decode_plan(132, 64, 32, 8, 128, 4096, true);
-  EXPECT_EQ(big.splits, 1);
-  EXPECT_EQ(big.group, 4);
-  EXPECT_EQ(big.chunks, 1);
-  EXPECT_EQ(big.workspace_bytes, 0u);
-  EXPECT_EQ(big.loads, 2);
-  // Batch 1 at 32k: 8 blocks; split until about 4 blocks per multiprocessor (partitions are
-  // whole 64-token steps, so a little fewer).
-  const detail::DecodePlan one = detail::decode_plan(132, 1, 32, 8, 128, 32768, true);
-  EXPECT_GE(one.splits * 8, 3 * 132);
+TEST(PagedDecodePlan, TheVariantFillsTheRingItsTargetHolds) {
+  // GQA 4 on NVIDIA: 2 loads of 16 bytes a row per thread, 2 tokens a step, 3 steps of 16 KiB.
+  const detail::DecodePlan gqa4 = detail::decode_variant(32, 32, 8, false);
+  EXPECT_EQ(gqa4.group, 4);
+  EXPECT_EQ(gqa4.chunks, 1);
+  EXPECT_EQ(gqa4.loads, 2);
+  EXPECT_EQ(gqa4.unroll, 2);
+  EXPECT_EQ(gqa4.stages, 3);
+  EXPECT_EQ(detail::decode_ring_bytes(gqa4, 32, false), 48 * 1024);
+  // fp8 halves the bytes: 4 stages.
+  EXPECT_EQ(detail::decode_variant(32, 32, 8, true).stages, 4);
+  // A wave of 64 (plain loads, no asynchrony): the shallowest ring, one token a step.
+  const detail::DecodePlan amd = detail::decode_variant(64, 32, 8, false);
+  EXPECT_EQ(amd.stages, 2);
+  EXPECT_EQ(amd.unroll, 1);
+  EXPECT_LE(detail::decode_ring_bytes(amd, 64, false), 48 * 1024);
+  // GQA ratios past 8 are cut into equal chunks of at most 8 heads; MQA too.
+  const detail::DecodePlan twelve = detail::decode_variant(32, 96, 8, false);
+  EXPECT_EQ(twelve.chunks, 2);
+  EXPECT_EQ(twelve.group, 6);
+  const detail::DecodePlan mqa = detail::decode_variant(32, 32, 1, false);
+  EXPECT_EQ(mqa.chunks, 4);
+  EXPECT_EQ(mqa.group, 8);
+  EXPECT_EQ(mqa.loads, 1);
+  EXPECT_EQ(mqa.stages, 4);
+}
+
+TEST(PagedDecodePlan, ResidentBlocksAreLimitedByRegistersSharedMemoryAndThreads) {
+  EXPECT_EQ(detail::resident_blocks(168, 128, 48 * 1024), 3); // 21 warps' worth of registers
+  EXPECT_EQ(detail::resident_blocks(64, 128, 48 * 1024), 4);  // 228 KiB / 49 KiB
+  EXPECT_EQ(detail::resident_blocks(32, 128, 0), 16);         // 2048 threads
+  EXPECT_EQ(detail::resident_blocks(255, 1024, 0), 1);        // never less than one
+}
+
+detail::DecodePlan split(int resident, int batch, int max_len, bool may_split = true) {
+  detail::DecodePlan plan = detail::decode_variant(32, 32, 8, false);
+  detail::split_decode(plan, 132, resident, batch, 32, 8, 128, max_len, may_split);
+  return plan;
+}
+
+TEST(PagedDecodePlan, SplitsSoThatTheBlocksRunInWholeWaves) {
+  // Batch 1 at 32k: 8 blocks; split until they fill the 396 places of 132 x 3 once (partitions
+  // are whole 64-token steps, so a little fewer).
+  const detail::DecodePlan one = split(3, 1, 32768);
+  EXPECT_GE(one.splits * 8, 360);
+  EXPECT_LE(one.splits * 8, 396);
   EXPECT_GE(std::int64_t{one.splits} * one.partition, 32768);
   EXPECT_LT(std::int64_t{one.splits - 1} * one.partition, 32768) << "no split is empty";
   EXPECT_EQ(one.partition % 64, 0);
   EXPECT_EQ(one.workspace_bytes, std::size_t{32} * one.splits * (128 + 1) * 4);
-  // 2 blocks per multiprocessor or more: no split.
-  EXPECT_EQ(detail::decode_plan(132, 33, 8, 8, 128, 32768, true).splits, 1);
-  EXPECT_GT(detail::decode_plan(132, 32, 8, 8, 128, 32768, true).splits, 1);
+  // A batch whose blocks fill the places exactly once (99 x 8 = 2 x 396): no split.
+  const detail::DecodePlan whole = split(2, 99, 4096);
+  EXPECT_EQ(whole.splits, 1);
+  EXPECT_EQ(whole.partition, 4096);
+  EXPECT_EQ(whole.workspace_bytes, 0u);
+  // Batch 64 at 4k: 512 blocks would leave the second of two waves 29% full; splits cut the
+  // waste to under 10% (of whole waves against the blocks' share of the places): 3 splits, the
+  // fastest on the H200.
+  const detail::DecodePlan b64 = split(3, 64, 4096);
+  EXPECT_EQ(b64.splits, 3);
+  const std::int64_t blocks = std::int64_t{512} * b64.splits;
+  const std::int64_t waves = (blocks + 395) / 396;
+  EXPECT_GT(static_cast<double>(blocks) / (waves * 396), 0.9);
+  // Batch 256 at 1k: 2048 blocks in 5.2 waves; halving them into 10.3 waves saves less than the
+  // merge and the blocks' start-up cost (the H200's sweep: no split 92%, 2 splits 74-87%).
+  EXPECT_EQ(split(3, 256, 1024).splits, 1);
   // Without a workspace, one split whatever the shape.
-  EXPECT_EQ(detail::decode_plan(132, 1, 32, 8, 128, 32768, false).splits, 1);
+  EXPECT_EQ(split(3, 1, 32768, false).splits, 1);
   // Short sequences are not split below 256 tokens a split.
-  EXPECT_EQ(detail::decode_plan(132, 1, 8, 8, 128, 300, true).splits, 1);
-  // GQA ratios past 8 are cut into equal chunks of at most 8 heads; MQA too.
-  const detail::DecodePlan twelve = detail::decode_plan(132, 64, 96, 8, 128, 1024, true);
-  EXPECT_EQ(twelve.chunks, 2);
-  EXPECT_EQ(twelve.group, 6);
-  const detail::DecodePlan mqa = detail::decode_plan(132, 64, 32, 1, 128, 1024, true);
-  EXPECT_EQ(mqa.chunks, 4);
-  EXPECT_EQ(mqa.group, 8);
-  EXPECT_EQ(mqa.loads, 1);
+  EXPECT_EQ(split(3, 1, 300).splits, 1);
 }
 
 // Two q heads sharing one kv head of head_dim 2, pages of 2 tokens, scale 1. The sequence's

@@ -1,46 +1,38 @@
+// `kjit cache`: its options, and what each of its commands computes (cache_reports.hpp), from the
+// local tiers or, for ls --remote, verify --remote, push and pull, the remotes.
 #include "cache_command.hpp"
 
+#include "cache_reports.hpp"
 #include "exit_status.hpp"
-#include "json_output.hpp"
-#include "table.hpp"
 
-#include "kjit/cache/archive.hpp"
-#include "kjit/cache/catalog.hpp"
 #include "kjit/cache/private_file.hpp"
-#include "kjit/cache/stats.hpp"
-#include "kjit/jit/kernel_resources.hpp"
 #include "kjit/kjit.hpp"
+#include "kjit/log.hpp"
 #include "kjit/runtime/local_tiers.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "kjit/units.hpp"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <fcntl.h>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <spawn.h>
 #include <sys/wait.h>
-#include <thread>
 #include <tuple>
 #include <unistd.h>
-#include <variant>
 
 extern char **environ;
 
 namespace kjit::cli {
 namespace {
 
-using nlohmann::json;
-namespace fs = std::filesystem;
+// ---- the local tiers --------------------------------------------------------------------------
 
 // The local tiers as the environment configures them (KJIT_CACHE_DIR, KJIT_PREBUILT_DIR), built as
 // a Runtime builds them; unlike a Runtime, the commands need a user tier.
@@ -68,70 +60,68 @@ std::vector<Listed> list_entries(const Tiers &tiers) {
   return all;
 }
 
-// The entries of both tiers with their header summaries (only `target`'s when not empty).
-struct ListedInTier {
-  cache::ListedEntry listed;
-  std::string tier;
+// ---- the remotes ------------------------------------------------------------------------------
+
+const std::vector<cache::RemoteStorage> &configured_remotes(const Config &config) {
+  if (config.remote.empty())
+    throw Error(Errc::bad_config,
+                "no remote cache: set KJIT_REMOTE_STORAGE (e.g. redis://host:6379; see README)");
+  return config.remote;
+}
+
+// The value of a remote operation; Error(cache_io) naming the remote and the fault when it failed.
+template <typename T>
+T value_of(cache::RemoteResult<T> result, const cache::RemoteStorage &remote,
+           std::string_view doing) {
+  if (!result.ok())
+    throw Error(Errc::cache_io, "remote cache " + remote.description + ", " + std::string(doing) +
+                                    ": " + result.fault().message + " (" +
+                                    std::string(to_string(result.fault().failure)) + ")");
+  return std::move(result.value());
+}
+
+// Walks `remote`'s entry records (SCAN), only `target`'s when it is not empty.
+void walk(const cache::RemoteStorage &remote, const std::string &target,
+          const std::function<void(const cache::RecordKey &)> &visit) {
+  if (!remote.listing)
+    throw Error(Errc::bad_usage, "remote cache " + remote.description + " cannot list its records");
+  value_of(remote.listing->scan(cache::kEntryRecord,
+                                [&](const cache::RecordKey &record) {
+                                  if (target.empty() || record.target == target)
+                                    visit(record);
+                                }),
+           remote, "listing its records");
+}
+
+// A remote value checked as untrusted input: "" when it is a valid entry for `record`, else why
+// not. nullopt when the record is gone (removed since it was listed).
+struct Checked {
+  std::optional<cache::Entry> entry;
+  std::string problem;
 };
-
-std::vector<ListedInTier> list_summaries(const Tiers &tiers, const std::string &target) {
-  std::vector<ListedInTier> all;
-  for (auto [store, tier] : tiers.present())
-    for (cache::ListedEntry &listed : cache::list(*store, target))
-      all.push_back({std::move(listed), std::string(tier)});
-  return all;
+std::optional<Checked> check(const cache::RemoteStorage &remote, const cache::RecordKey &record) {
+  auto got = remote.backend->get(record);
+  if (!got.ok() && got.fault().failure == cache::RemoteFailure::refused)
+    return Checked{std::nullopt, got.fault().message};
+  std::optional<std::vector<std::byte>> value =
+      value_of(std::move(got), remote, "reading " + cache::storage_name(record));
+  if (!value)
+    return std::nullopt;
+  cache::Decoded decoded = cache::decode_record_entry(*value, record);
+  return Checked{std::move(decoded.entry), std::move(decoded.problem)};
 }
 
-// "T=half N=4096", in the template's order.
-std::string parameters_of(const std::vector<cache::EntryParameter> &parameters) {
-  std::string out;
-  for (const cache::EntryParameter &parameter : parameters)
-    out += (out.empty() ? "" : " ") + parameter.name + "=" + parameter.value_text();
-  return out;
+// The canonical id of a --target, "" when none is given.
+std::string canonical_target(const std::string &text) {
+  return text.empty() ? "" : jit::Target::parse(text).id();
 }
-
-// "42s ago", "5m ago", "3h ago", "12d ago".
-std::string age(std::int64_t then_ns) {
-  std::int64_t elapsed_ns = 0; // a saturated time before 1678 would overflow the difference
-  if (__builtin_sub_overflow(cache::unix_now_ns(), then_ns, &elapsed_ns))
-    elapsed_ns = std::numeric_limits<std::int64_t>::max();
-  const std::int64_t seconds = std::max<std::int64_t>(0, elapsed_ns / 1000000000);
-  char text[32];
-  if (seconds < 120)
-    std::snprintf(text, sizeof text, "%" PRId64 "s ago", seconds);
-  else if (seconds < 7200)
-    std::snprintf(text, sizeof text, "%" PRId64 "m ago", seconds / 60);
-  else if (seconds < 2 * std::int64_t{86400})
-    std::snprintf(text, sizeof text, "%" PRId64 "h ago", seconds / 3600);
-  else
-    std::snprintf(text, sizeof text, "%" PRId64 "d ago", seconds / 86400);
-  return text;
-}
-
-// "2026-11-22T15:04:05Z"; a time whose year an int cannot hold (a crafted header) as its number.
-std::string iso_time_of_seconds(std::int64_t unix_seconds) {
-  const std::time_t seconds = static_cast<std::time_t>(unix_seconds);
-  std::tm utc{};
-  if (::gmtime_r(&seconds, &utc) == nullptr)
-    return std::to_string(unix_seconds) + " s after the epoch";
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
-std::string iso_time(std::int64_t unix_ns) { return iso_time_of_seconds(unix_ns / 1000000000); }
 
 // ---- ls ---------------------------------------------------------------------------------------
 
-int run_ls(const CacheArgs &args, bool as_json, std::ostream &out) {
-  const Tiers tiers;
-  const std::vector<ListedInTier> entries = list_summaries(tiers, args.target);
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < entries.size(); ++i)
-    if (args.template_name.empty() ||
-        (entries[i].listed.summary &&
-         entries[i].listed.summary->template_name == args.template_name))
-      order.push_back(i);
+// How --sort orders entries: whether entry `a` comes before `b`.
+using EntryOrder = std::function<bool(std::size_t a, std::size_t b)>;
+
+EntryOrder sort_order(const std::string &sort, const std::vector<TierEntry> &entries) {
   static const std::string unknown_template;
   auto template_of = [&](std::size_t i) -> const std::string & {
     return entries[i].listed.summary ? entries[i].listed.summary->template_name : unknown_template;
@@ -139,128 +129,79 @@ int run_ls(const CacheArgs &args, bool as_json, std::ostream &out) {
   auto stored = [&](std::size_t i) -> const cache::StoredEntry & {
     return entries[i].listed.stored;
   };
-  std::function<bool(std::size_t, std::size_t)> before;
-  if (args.sort == "recent")
-    before = [&](std::size_t a, std::size_t b) {
-      return stored(a).last_use_ns > stored(b).last_use_ns;
-    };
-  else if (args.sort == "size")
-    before = [&](std::size_t a, std::size_t b) { return stored(a).bytes > stored(b).bytes; };
-  else if (args.sort == "template")
-    before = [&](std::size_t a, std::size_t b) {
+  if (sort == "recent")
+    return
+        [=](std::size_t a, std::size_t b) { return stored(a).last_use_ns > stored(b).last_use_ns; };
+  if (sort == "size")
+    return [=](std::size_t a, std::size_t b) { return stored(a).bytes > stored(b).bytes; };
+  if (sort == "template")
+    return [=](std::size_t a, std::size_t b) {
       return std::forward_as_tuple(template_of(a), stored(a).target) <
              std::forward_as_tuple(template_of(b), stored(b).target);
     };
-  else if (args.sort == "target")
-    before = [&](std::size_t a, std::size_t b) {
+  if (sort == "target")
+    return [=](std::size_t a, std::size_t b) {
       return std::forward_as_tuple(stored(a).target, template_of(a)) <
              std::forward_as_tuple(stored(b).target, template_of(b));
     };
-  else
-    throw Error(Errc::bad_usage,
-                "--sort " + args.sort + ": expected recent, size, template or target");
-  std::stable_sort(order.begin(), order.end(), before);
+  throw Error(Errc::bad_usage, "--sort " + sort + ": expected recent, size, template or target");
+}
 
-  if (as_json) {
-    json rows = json::array();
-    for (std::size_t i : order) {
-      const cache::ListedEntry &listed = entries[i].listed;
-      json row = {{"key", listed.stored.key.hex()},
-                  {"tier", entries[i].tier},
-                  {"target", listed.stored.target},
-                  {"bytes", listed.stored.bytes},
-                  {"last_use", iso_time(listed.stored.last_use_ns)},
-                  {"path", listed.stored.path}};
-      if (listed.summary) {
-        row["template"] = listed.summary->template_name;
-        row["parameters"] = parameters_of(listed.summary->parameters);
-        row["kernels"] = listed.summary->kernels;
-      } else {
-        row["problem"] = listed.problem;
-      }
-      rows.push_back(std::move(row));
-    }
-    print_json(out, rows);
-    return 0;
+// The entries of both tiers with their header summaries (only --target's, --template's).
+LocalListing list_local(const CacheArgs &args) {
+  const Tiers tiers;
+  LocalListing listing;
+  for (auto [store, tier] : tiers.present())
+    for (cache::ListedEntry &listed : cache::list(*store, args.target))
+      listing.entries.push_back({std::move(listed), std::string(tier)});
+  for (std::size_t i = 0; i < listing.entries.size(); ++i)
+    if (const auto &summary = listing.entries[i].listed.summary;
+        args.template_name.empty() || (summary && summary->template_name == args.template_name))
+      listing.order.push_back(i);
+  std::stable_sort(listing.order.begin(), listing.order.end(),
+                   sort_order(args.sort, listing.entries));
+  return listing;
+}
+
+RemoteListing list_remote(const Config &config, const std::string &target, std::size_t limit) {
+  RemoteListing listing;
+  listing.limit = limit;
+  for (const cache::RemoteStorage &remote : configured_remotes(config)) {
+    RemoteListing::Remote &listed = listing.remotes.emplace_back();
+    listed.description = remote.description;
+    walk(remote, target, [&](const cache::RecordKey &record) {
+      if (listed.entries++ < limit)
+        listed.shown.push_back(record);
+    });
   }
-  Table table({"key", "template", "parameters", "target", "size", "last use", "tier"});
-  for (std::size_t i : order) {
-    const cache::ListedEntry &listed = entries[i].listed;
-    table.add(
-        {listed.stored.key.hex().substr(0, 12),
-         listed.summary ? listed.summary->template_name : "(unreadable: " + listed.problem + ")",
-         listed.summary ? parameters_of(listed.summary->parameters) : "", listed.stored.target,
-         human_bytes(listed.stored.bytes), age(listed.stored.last_use_ns), entries[i].tier});
-  }
-  table.print(out);
-  return 0;
+  return listing;
 }
 
 // ---- stats ------------------------------------------------------------------------------------
 
-int run_stats(bool as_json, std::ostream &out) {
+CacheStats gather_stats() {
   const Tiers tiers;
-  struct Totals {
-    std::size_t entries = 0;
-    std::uint64_t bytes = 0;
-  };
   const std::vector<Listed> entries = list_entries(tiers);
   // Keyed by views into `entries`: no strings are built per entry.
-  std::map<std::pair<std::string_view, std::string_view>, Totals> by_tier_target;
+  std::map<std::pair<std::string_view, std::string_view>, TierTotals> by_tier_target;
   for (const Listed &entry : entries) {
-    Totals &totals = by_tier_target[{entry.tier, entry.stored.target}];
+    TierTotals &totals = by_tier_target[{entry.tier, entry.stored.target}];
     ++totals.entries;
     totals.bytes += entry.stored.bytes;
   }
-  const cache::CacheCounters counters = cache::StatsFiles(tiers.user->stats_directory()).total();
-
-  json prebuilt_path = json::array(); // the tiers searched before kjit's own
+  CacheStats stats;
+  stats.cache_dir = tiers.config.cache_dir.string();
+  stats.prebuilt_dir = tiers.config.prebuilt_dir.string();
+  stats.prebuilt_present = tiers.prebuilt.has_value();
   for (const cache::DiskStore &store : tiers.prebuilt_path)
-    prebuilt_path.push_back(store.root().string());
-  if (as_json) {
-    json rows = json::array();
-    for (const auto &[where, totals] : by_tier_target)
-      rows.push_back({{"tier", where.first},
-                      {"target", where.second},
-                      {"entries", totals.entries},
-                      {"bytes", totals.bytes}});
-    print_json(out, {{"cache_dir", tiers.config.cache_dir.string()},
-                     {"prebuilt_dir", tiers.config.prebuilt_dir.string()},
-                     {"prebuilt_path", prebuilt_path},
-                     {"tiers", rows},
-                     {"counters", json::parse(cache::to_json_text(counters))}});
-    return 0;
+    stats.prebuilt_path.push_back(store.root().string());
+  for (auto &[where, totals] : by_tier_target) {
+    totals.tier = where.first;
+    totals.target = where.second;
+    stats.tiers.push_back(std::move(totals));
   }
-  out << "user tier     " << tiers.config.cache_dir.string() << '\n'
-      << "prebuilt tier " << tiers.config.prebuilt_dir.string()
-      << (tiers.prebuilt ? "" : " (absent)") << '\n';
-  for (const cache::DiskStore &store : tiers.prebuilt_path)
-    out << "searched first " << store.root().string() << '\n';
-  out << '\n';
-  Table table({"tier", "target", "entries", "size"});
-  Totals all;
-  for (const auto &[where, totals] : by_tier_target) {
-    table.add({std::string(where.first), std::string(where.second), std::to_string(totals.entries),
-               human_bytes(totals.bytes)});
-    all.entries += totals.entries;
-    all.bytes += totals.bytes;
-  }
-  table.add({"all", "", std::to_string(all.entries), human_bytes(all.bytes)});
-  table.print(out);
-  const std::uint64_t hits = counters.user_hits + counters.prebuilt_hits + counters.remote_hits;
-  const std::uint64_t lookups = hits + counters.misses;
-  std::printf(
-      "\nhits            %" PRIu64 " (user %" PRIu64 ", prebuilt %" PRIu64 ", remote %" PRIu64
-      ")%s\n"
-      "misses          %" PRIu64 "\n"
-      "remote          %" PRIu64 " misses, %" PRIu64 " errors, %" PRIu64 " timeouts\n"
-      "compiles        %" PRIu64 ", %.1f s in the compiler\n"
-      "time saved      %.1f s of compiling, by hits\n",
-      hits, counters.user_hits, counters.prebuilt_hits, counters.remote_hits,
-      lookups == 0 ? "" : (", " + std::to_string(100 * hits / lookups) + "% of lookups").c_str(),
-      counters.misses, counters.remote_misses, counters.remote_errors, counters.remote_timeouts,
-      counters.compiles, counters.compile_ms / 1000, counters.saved_ms / 1000);
-  return 0;
+  stats.counters = cache::StatsFiles(tiers.user->stats_directory()).total();
+  return stats;
 }
 
 // ---- show -------------------------------------------------------------------------------------
@@ -290,6 +231,22 @@ const Listed &find_by_prefix(const std::vector<Listed> &entries, const std::stri
                 candidates);
   }
   return *found.front();
+}
+
+ShownEntry show_entry(const std::string &key_prefix) {
+  const Tiers tiers;
+  const std::vector<Listed> entries = list_entries(tiers);
+  const Listed &chosen = find_by_prefix(entries, key_prefix);
+  ShownEntry shown;
+  shown.stored = chosen.stored;
+  shown.tier = chosen.tier;
+  shown.problem = cache::verify(*chosen.store, chosen.stored);
+  shown.entry = chosen.store->read(chosen.stored.key, chosen.stored.target).entry;
+  shown.header = shown.entry ? shown.entry->header
+                             : cache::read_header(chosen.stored.path, shown.header_problem);
+  if (shown.entry)
+    shown.resources = jit::read_kernel_resources(shown.entry->code);
+  return shown;
 }
 
 // The disassembler for `target`'s code objects, or "" with `looked_for` naming what was tried.
@@ -380,126 +337,19 @@ int disassemble(const cache::Entry &entry) {
   return 0;
 }
 
-// What the code object records about each kernel, by symbol; a field the code object does not
-// record (spills in a cubin, AGPRs on RDNA) is null.
-json resources_json(const std::vector<jit::KernelResources> &kernels) {
-  auto optional = [](const auto &value) { return value ? json(*value) : json(nullptr); };
-  json out = json::object();
-  for (const jit::KernelResources &kernel : kernels)
-    out[kernel.symbol] = {{"registers", kernel.registers},
-                          {"agprs", optional(kernel.agprs)},
-                          {"sgprs", optional(kernel.sgprs)},
-                          {"shared_bytes", kernel.shared_bytes},
-                          {"scratch_bytes", kernel.scratch_bytes},
-                          {"spills", optional(kernel.spills)},
-                          {"wavefront_size", optional(kernel.wavefront_size)},
-                          {"max_workgroup_size", optional(kernel.max_workgroup_size)}};
-  return out;
-}
+// ---- verify -----------------------------------------------------------------------------------
 
-void print_resources(const std::vector<jit::KernelResources> &kernels, std::ostream &out) {
-  auto optional = [](const auto &value) { return value ? std::to_string(*value) : "-"; };
-  Table table({"kernel", "registers", "agprs", "sgprs", "shared", "scratch", "spills", "wave"});
-  for (const jit::KernelResources &kernel : kernels)
-    table.add({kernel.symbol, std::to_string(kernel.registers), optional(kernel.agprs),
-               optional(kernel.sgprs), std::to_string(kernel.shared_bytes),
-               std::to_string(kernel.scratch_bytes), optional(kernel.spills),
-               optional(kernel.wavefront_size)});
-  table.print(out);
-}
-
-int run_show(const CacheArgs &args, bool as_json, std::ostream &out) {
+VerifyReport verify_local(bool fix) {
   const Tiers tiers;
   const std::vector<Listed> entries = list_entries(tiers);
-  const Listed &chosen = find_by_prefix(entries, args.key_prefix);
-  const std::string problem = cache::verify(*chosen.store, chosen.stored);
-  cache::Lookup lookup = chosen.store->read(chosen.stored.key, chosen.stored.target);
-  std::string header_problem;
-  const std::optional<cache::EntryHeader> header =
-      lookup.entry ? lookup.entry->header : cache::read_header(chosen.stored.path, header_problem);
-
-  if (as_json) {
-    json shown = {{"key", chosen.stored.key.hex()},
-                  {"tier", chosen.tier},
-                  {"path", chosen.stored.path},
-                  {"bytes", chosen.stored.bytes},
-                  {"last_use", iso_time(chosen.stored.last_use_ns)},
-                  {"valid", problem.empty()}};
-    if (!problem.empty())
-      shown["problem"] = problem;
-    if (header) {
-      shown["template"] = header->template_name;
-      shown["parameters"] = json::object();
-      for (const cache::EntryParameter &parameter : header->parameters)
-        std::visit([&](const auto &value) { shown["parameters"][parameter.name] = value; },
-                   parameter.value);
-      shown["target"] = header->target;
-      shown["compiler"] = header->compiler;
-      shown["created"] = iso_time_of_seconds(header->created_unix);
-      shown["compile_ms"] = header->compile_ms;
-      shown["kernels"] = header->kernels;
-      shown["key_inputs"] = header->key_inputs;
-    }
-    if (lookup.entry) {
-      shown["code_bytes"] = lookup.entry->code.size();
-      if (const auto resources = jit::read_kernel_resources(lookup.entry->code))
-        shown["resources"] = resources_json(*resources);
-    }
-    print_json(out, shown);
-  } else {
-    out << "key        " << chosen.stored.key.hex() << '\n'
-        << "tier       " << chosen.tier << '\n'
-        << "path       " << chosen.stored.path << '\n'
-        << "size       " << human_bytes(chosen.stored.bytes) << '\n'
-        << "last use   " << iso_time(chosen.stored.last_use_ns) << " ("
-        << age(chosen.stored.last_use_ns) << ")\n"
-        << "valid      " << (problem.empty() ? "yes" : "no: " + problem) << '\n';
-    if (header) {
-      out << "template   " << header->template_name << '\n'
-          << "parameters " << parameters_of(header->parameters) << '\n'
-          << "target     " << header->target << '\n'
-          << "compiler   " << header->compiler << '\n'
-          << "created    " << iso_time_of_seconds(header->created_unix) << '\n'
-          << "compile    " << header->compile_ms << " ms\n";
-      if (lookup.entry)
-        out << "code       " << lookup.entry->code.size() << " bytes\n";
-      out << "kernels\n";
-      for (const auto &[expression, lowered] : header->kernels)
-        out << "  " << expression << "  ->  " << lowered << '\n';
-      if (lookup.entry)
-        if (const auto resources = jit::read_kernel_resources(lookup.entry->code)) {
-          out << "resources (shared and scratch in bytes)\n";
-          print_resources(*resources, out);
-        }
-      out << "key inputs\n";
-      for (const auto &[name, value] : header->key_inputs)
-        out << "  " << name << " = " << value << '\n';
-    } else {
-      out << "header     unreadable: " << header_problem << '\n';
-    }
-  }
-  if (args.disassemble) {
-    if (!lookup.entry)
-      throw Error(Errc::cache_io, "cannot disassemble an invalid entry: " + problem);
-    return disassemble(*lookup.entry);
-  }
-  return problem.empty() ? 0 : exit_check_failed;
-}
-
-// ---- verify, prune, clear
-// ------------------------------------------------------------------------
-
-int run_verify(const CacheArgs &args, bool as_json, std::ostream &out) {
-  const Tiers tiers;
-  const std::vector<Listed> entries = list_entries(tiers);
-  json bad = json::array();
-  Table table({"key", "tier", "problem", "action"});
+  VerifyReport report;
+  report.checked = entries.size();
   for (const Listed &entry : entries) {
-    const std::string problem = cache::verify(*entry.store, entry.stored);
+    std::string problem = cache::verify(*entry.store, entry.stored);
     if (problem.empty())
       continue;
     std::string action = "none";
-    if (args.fix) {
+    if (fix) {
       if (entry.store->access() == cache::Access::read_only)
         action = "kept (read-only tier)";
       else if (std::string refused = entry.store->remove(entry.stored.key, entry.stored.target);
@@ -508,36 +358,42 @@ int run_verify(const CacheArgs &args, bool as_json, std::ostream &out) {
       else
         action = "kept: " + refused;
     }
-    bad.push_back({{"key", entry.stored.key.hex()},
-                   {"tier", entry.tier},
-                   {"path", entry.stored.path},
-                   {"problem", problem},
-                   {"action", action}});
-    table.add({entry.stored.key.hex().substr(0, 12), entry.tier, problem, action});
+    report.bad.push_back({entry.stored.key.hex(), entry.stored.target, entry.tier,
+                          entry.stored.path, std::move(problem), std::move(action)});
   }
-  if (as_json)
-    print_json(out, {{"checked", entries.size()}, {"bad", bad}});
-  else {
-    if (!bad.empty())
-      table.print(out);
-    out << entries.size() << " entries checked, " << bad.size() << " bad\n";
-  }
-  return bad.empty() ? 0 : exit_check_failed;
+  return report;
 }
 
-int print_pruned(const cache::PruneResult &result, bool as_json, std::ostream &out) {
-  if (as_json)
-    print_json(out, {{"removed", result.removed},
-                     {"removed_bytes", result.removed_bytes},
-                     {"kept", result.kept},
-                     {"kept_bytes", result.kept_bytes}});
-  else
-    out << "removed " << result.removed << " entries (" << human_bytes(result.removed_bytes)
-        << "), kept " << result.kept << " (" << human_bytes(result.kept_bytes) << ")\n";
-  return 0;
+VerifyReport verify_remote(const Config &config, bool fix) {
+  VerifyReport report;
+  report.remote = true;
+  for (const cache::RemoteStorage &remote : configured_remotes(config)) {
+    std::vector<cache::RecordKey> records; // listed first: the walk holds the connection
+    walk(remote, "", [&](const cache::RecordKey &record) { records.push_back(record); });
+    for (const cache::RecordKey &record : records) {
+      std::optional<Checked> found = check(remote, record);
+      if (!found)
+        continue;
+      ++report.checked;
+      if (found->entry)
+        continue;
+      std::string action = "none";
+      if (fix)
+        action = remote.read_only ? "kept (read-only remote)"
+                 : value_of(remote.backend->remove(record), remote, "removing a bad value")
+                     ? "removed"
+                     : "already gone";
+      report.bad.push_back({record.key.hex(), record.target, remote.description,
+                            cache::storage_name(record), std::move(found->problem),
+                            std::move(action)});
+    }
+  }
+  return report;
 }
 
-int run_prune(const CacheArgs &args, bool as_json, std::ostream &out) {
+// ---- prune ------------------------------------------------------------------------------------
+
+cache::PruneResult prune(const CacheArgs &args) {
   if (args.max_size.empty() && args.older_than.empty())
     throw Error(Errc::bad_usage, "prune needs --max-size SIZE and/or --older-than AGE");
   std::optional<std::uint64_t> max_bytes;
@@ -559,45 +415,181 @@ int run_prune(const CacheArgs &args, bool as_json, std::ostream &out) {
     unused_since_ns = cutoff;
   }
   const Tiers tiers;
-  return print_pruned(cache::prune(*tiers.user, max_bytes, unused_since_ns), as_json, out);
+  return cache::prune(*tiers.user, max_bytes, unused_since_ns);
 }
 
-int print_archive(const std::string &done, const std::string &archive,
-                  const cache::ArchiveSummary &summary, const char *skipped_as, bool as_json,
-                  std::ostream &out) {
-  if (as_json)
-    print_json(out, {{"archive", archive},
-                     {"entries", summary.entries},
-                     {"bytes", summary.bytes},
-                     {"skipped", summary.skipped},
-                     {"tuning_records", summary.records}});
+// ---- push, pull -------------------------------------------------------------------------------
+
+// The records KEY... --target name; nullopt when no key is given (every record, or only
+// --target's).
+std::optional<std::vector<cache::RecordKey>> named_records(const CacheArgs &args,
+                                                           const std::string &target) {
+  if (args.keys.empty())
+    return std::nullopt;
+  if (target.empty())
+    throw Error(Errc::bad_usage, "KEY... needs --target, the target the keys were built for");
+  std::vector<cache::RecordKey> records;
+  for (const std::string &text : args.keys) {
+    const std::optional<cache::Key> key = cache::Key::from_hex(text);
+    if (!key)
+      throw Error(Errc::bad_usage, "'" + text + "' is not a key (64 lowercase hex digits)");
+    records.push_back({cache::kEntryRecord, target, *key});
+  }
+  return records;
+}
+
+void check_tier_name(const std::string &tier) {
+  if (tier != "user" && tier != "prebuilt")
+    throw Error(Errc::bad_usage, "--tier " + tier + ": expected user or prebuilt");
+}
+
+PushReport push(const Config &config, const CacheArgs &args) {
+  check_tier_name(args.tier);
+  const LocalTiers tiers(config);
+  const cache::DiskStore *store = args.tier == "user"
+                                      ? (tiers.user ? &*tiers.user : nullptr)
+                                      : (tiers.prebuilt ? &*tiers.prebuilt : nullptr);
+  if (!store)
+    throw Error(Errc::bad_config,
+                "no " + args.tier + " tier (" +
+                    (args.tier == "user" ? config.cache_dir : config.prebuilt_dir).string() + ")");
+  std::vector<const cache::RemoteStorage *> writable;
+  for (const cache::RemoteStorage &remote : configured_remotes(config))
+    if (!remote.read_only)
+      writable.push_back(&remote);
+  if (writable.empty())
+    throw Error(Errc::bad_usage,
+                "every remote of KJIT_REMOTE_STORAGE is read-only: nowhere to push");
+  const std::string target = canonical_target(args.target);
+  std::vector<cache::RecordKey> records;
+  if (auto named = named_records(args, target))
+    records = std::move(*named);
   else
-    out << done << " " << summary.entries << " entries (" << human_bytes(summary.bytes) << ") and "
-        << summary.records << " tuning records " << (done == "exported" ? "to " : "from ")
-        << archive << "; " << summary.skipped << " " << skipped_as << '\n';
-  return 0;
+    for (const cache::StoredEntry &stored : cache::scan(*store))
+      if (target.empty() || stored.target == target)
+        records.push_back({cache::kEntryRecord, stored.target, stored.key});
+
+  PushReport report;
+  report.tier = args.tier;
+  for (const cache::RemoteStorage *remote : writable)
+    report.remotes.push_back({remote->description});
+  for (const cache::RecordKey &record : records) {
+    cache::Lookup found = store->read(record.key, record.target);
+    if (found.status == cache::Lookup::Status::miss) {
+      report.missing.push_back(record);
+      continue;
+    }
+    if (found.status != cache::Lookup::Status::hit) {
+      ++report.invalid;
+      continue;
+    }
+    const std::vector<std::byte> bytes = cache::encode_entry(*found.entry);
+    if (!cache::decode_record_entry(bytes, record).entry) { // what no remote reader would take
+      ++report.invalid;
+      continue;
+    }
+    ++report.entries;
+    for (std::size_t i = 0; i < writable.size(); ++i)
+      ++(value_of(writable[i]->backend->put(record, bytes, cache::PutMode::only_if_absent),
+                  *writable[i],
+                  "publishing " + cache::storage_name(record)) == cache::PutOutcome::stored
+             ? report.remotes[i].stored
+             : report.remotes[i].already_present);
+  }
+  return report;
 }
 
-int run_clear(bool as_json, std::ostream &out) {
-  const Tiers tiers;
-  return print_pruned(cache::prune(*tiers.user, 0, std::nullopt), as_json, out);
+// Where pull writes: the user tier, or the prebuilt tier (KJIT_PREBUILT_DIR), which a build
+// machine fills as `kjit prebuild --out` does, created when it does not exist yet.
+cache::DiskStore pull_destination(const Config &config, const std::string &tier) {
+  check_tier_name(tier);
+  const std::filesystem::path &root = tier == "user" ? config.cache_dir : config.prebuilt_dir;
+  if (root.empty())
+    throw Error(Errc::bad_config, tier == "user"
+                                      ? "no cache directory: set KJIT_CACHE_DIR (HOME is not set)"
+                                      : "no prebuilt directory: set KJIT_PREBUILT_DIR");
+  return cache::DiskStore(root, cache::Access::read_write);
 }
+
+PullReport pull(const Config &config, const CacheArgs &args) {
+  const cache::DiskStore destination = pull_destination(config, args.tier);
+  const std::vector<cache::RemoteStorage> &remotes = configured_remotes(config);
+  const std::string target = canonical_target(args.target);
+
+  std::vector<cache::RecordKey> wanted;
+  if (auto named = named_records(args, target))
+    wanted = std::move(*named);
+  else {
+    std::set<std::string> seen;
+    for (const cache::RemoteStorage &remote : remotes)
+      walk(remote, target, [&](const cache::RecordKey &record) {
+        if (seen.insert(cache::storage_name(record)).second)
+          wanted.push_back(record);
+      });
+  }
+
+  PullReport report;
+  report.tier = args.tier;
+  report.destination = destination.root().string();
+  for (const cache::RecordKey &record : wanted) {
+    if (destination.read(record.key, record.target).status == cache::Lookup::Status::hit) {
+      ++report.already_present;
+      continue;
+    }
+    std::string problem;
+    bool kept = false;
+    for (const cache::RemoteStorage &remote : remotes) {
+      std::optional<Checked> found = check(remote, record);
+      if (!found)
+        continue;
+      if (!found->entry) {
+        problem = remote.description + ": " + found->problem;
+        continue;
+      }
+      destination.write(*found->entry);
+      kept = true;
+      break;
+    }
+    if (kept)
+      ++report.pulled;
+    else if (!problem.empty())
+      report.rejected.push_back({record, std::move(problem)});
+    else
+      report.missing.push_back(record);
+  }
+  return report;
+}
+
+// ---- the commands -----------------------------------------------------------------------------
+
+bool uses_remotes(const std::string &command, const CacheArgs &args) {
+  return command == "push" || command == "pull" ||
+         ((command == "ls" || command == "verify") && args.remote);
+}
+
+// Exit status 0 when `clean`, else 1 (the command found a problem).
+int found_problems(bool clean) { return clean ? exit_success : exit_check_failed; }
 
 } // namespace
 
 CLI::App *add_cache_command(CLI::App &app, CacheArgs &args, bool &as_json) {
   CLI::App *cache = app.add_subcommand("cache", "inspect and manage the cache");
   cache->require_subcommand(1);
+  constexpr const char *remote_flag =
+      "the remotes of KJIT_REMOTE_STORAGE instead of the local tiers";
   CLI::App *ls = cache->add_subcommand("ls", "list entries of both tiers");
   ls->add_option("--target", args.target, "only entries for this target id");
   ls->add_option("--template", args.template_name, "only entries of this template");
   ls->add_option("--sort", args.sort, "recent (default), size, template or target");
+  ls->add_flag("--remote", args.remote, remote_flag);
+  ls->add_option("--limit", args.limit, "with --remote: list at most this many (all are counted)");
   cache->add_subcommand("stats", "entries and bytes per tier and target; hits, misses, compiles");
   CLI::App *show = cache->add_subcommand("show", "one entry: header, key inputs, kernels");
   show->add_option("key", args.key_prefix, "the key or a unique prefix of it")->required();
   show->add_flag("--disassemble", args.disassemble, "disassemble the code object");
   CLI::App *verify = cache->add_subcommand("verify", "check every entry; exit 1 if any is bad");
   verify->add_flag("--fix", args.fix, "remove the bad entries (user tier)");
+  verify->add_flag("--remote", args.remote, remote_flag);
   CLI::App *prune = cache->add_subcommand("prune", "remove least recently used entries");
   prune->add_option("--max-size", args.max_size, "keep at most this much: 500M, 2G...");
   prune->add_option("--older-than", args.older_than, "remove entries unused for: 12h, 7d...");
@@ -622,6 +614,18 @@ CLI::App *add_cache_command(CLI::App &app, CacheArgs &args, bool &as_json) {
   explain->add_option("--target", args.explain.target, "gfx90a, gfx90a:sramecc+:xnack-, sm_90...");
   explain->add_option("--sets", args.explain.sets_file,
                       "a set file: the template as it declares it");
+  CLI::App *push = cache->add_subcommand(
+      "push", "publish the valid local entries (those keys, else all) to every writable remote, "
+              "never overwriting");
+  CLI::App *pull = cache->add_subcommand(
+      "pull", "copy remote entries (those keys, else all) into a local tier, each verified as a "
+              "remote hit is");
+  for (CLI::App *command : {push, pull}) {
+    command->add_option("keys", args.keys, "keys (64 hex digits); none: every entry");
+    command->add_option("--target", args.target,
+                        "the target the keys were built for; without keys, only its entries");
+    command->add_option("--tier", args.tier, "the local tier: user (default) or prebuilt");
+  }
   for (CLI::App *command : cache->get_subcommands({}))
     command->add_flag("--json", as_json, "print one JSON document instead of a table");
   cache->add_flag("--json", as_json, "print one JSON document instead of a table");
@@ -634,33 +638,75 @@ int run_cache(const CLI::App &cache, const CacheArgs &args, bool as_json) {
 
 int run_cache_command(const std::string &command, const CacheArgs &args, bool as_json,
                       std::ostream &out) {
-  if (command == "ls")
-    return run_ls(args, as_json, out);
-  if (command == "stats")
-    return run_stats(as_json, out);
-  if (command == "show")
-    return run_show(args, as_json, out);
-  if (command == "verify")
-    return run_verify(args, as_json, out);
+  if (uses_remotes(command, args)) {
+    // These commands report every fault themselves (as the error, or a row of their output): at
+    // the default level, the backend's once-per-process warnings would only say it twice.
+    if (log().level() == spdlog::level::warn)
+      log().set_level(spdlog::level::err);
+    const Config config = Config::from_environment();
+    if (command == "ls") {
+      render(list_remote(config, canonical_target(args.target), args.limit), as_json, out);
+      return exit_success;
+    }
+    if (command == "verify") {
+      const VerifyReport report = verify_remote(config, args.fix);
+      render(report, as_json, out);
+      return found_problems(report.bad.empty());
+    }
+    if (command == "push") {
+      const PushReport report = push(config, args);
+      render(report, as_json, out);
+      return found_problems(report.missing.empty());
+    }
+    const PullReport report = pull(config, args);
+    render(report, as_json, out);
+    return found_problems(report.rejected.empty() && report.missing.empty());
+  }
+  if (command == "ls") {
+    render(list_local(args), as_json, out);
+    return exit_success;
+  }
+  if (command == "stats") {
+    render(gather_stats(), as_json, out);
+    return exit_success;
+  }
+  if (command == "show") {
+    const ShownEntry shown = show_entry(args.key_prefix);
+    render(shown, as_json, out);
+    if (args.disassemble) {
+      if (!shown.entry)
+        throw Error(Errc::cache_io, "cannot disassemble an invalid entry: " + shown.problem);
+      return disassemble(*shown.entry);
+    }
+    return found_problems(shown.problem.empty());
+  }
+  if (command == "verify") {
+    const VerifyReport report = verify_local(args.fix);
+    render(report, as_json, out);
+    return found_problems(report.bad.empty());
+  }
   if (command == "explain")
-    return run_explain(args.explain, as_json);
-  if (command == "prune")
-    return run_prune(args, as_json, out);
-  if (command == "export") {
-    const Tiers tiers;
-    return print_archive("exported", args.archive, export_cache_archive(*tiers.user, args.archive),
-                         "invalid, left out", as_json, out);
+    return run_explain(args.explain, as_json, out);
+  if (command == "prune") {
+    render(prune(args), as_json, out);
+    return exit_success;
   }
-  if (command == "import") {
-    const Tiers tiers;
-    return print_archive("imported", args.archive, import_cache_archive(*tiers.user, args.archive),
-                         "already present", as_json, out);
+  if (command == "clear") {
+    render(cache::prune(*Tiers().user, 0, std::nullopt), as_json, out);
+    return exit_success;
   }
-  if (command == "clear")
-    return run_clear(as_json, out);
+  if (command == "export" || command == "import") {
+    const Tiers tiers;
+    const bool exported = command == "export";
+    render(ArchiveReport{exported, args.archive,
+                         exported ? export_cache_archive(*tiers.user, args.archive)
+                                  : import_cache_archive(*tiers.user, args.archive)},
+           as_json, out);
+    return exit_success;
+  }
   throw Error(Errc::bad_usage, "kjit cache " + command +
-                                   ": no such command (ls, stats, show, verify, prune, clear, "
-                                   "export, import)");
+                                   ": no such command (ls, stats, show, verify, explain, prune, "
+                                   "clear, export, import, push, pull)");
 }
 
 } // namespace kjit::cli

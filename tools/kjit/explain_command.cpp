@@ -6,8 +6,8 @@
 
 #include "kjit/kjit.hpp"
 
-#include <iostream>
 #include <optional>
+#include <ostream>
 
 namespace kjit::cli {
 namespace {
@@ -56,11 +56,11 @@ json explanation_json(const Explanation &explained) {
           {"nearest", nearest}};
 }
 
-void print_explanation(const Explanation &explained, const ParamValues &params) {
-  std::cout << explained.template_name << " (" << params.to_string() << ") for " << explained.target
-            << '\n'
-            << "key      " << explained.key.hex() << '\n'
-            << "verdict  " << explained.reason() << "\n\n";
+void print_explanation(const Explanation &explained, const ParamValues &params, std::ostream &out) {
+  out << explained.template_name << " (" << params.to_string() << ") for " << explained.target
+      << '\n'
+      << "key      " << explained.key.hex() << '\n'
+      << "verdict  " << explained.reason() << "\n\n";
   Table tiers({"tier", "state", "entry"});
   for (const TierLookup &tier : explained.tiers) {
     if (in_this_process(tier))
@@ -72,21 +72,20 @@ void print_explanation(const Explanation &explained, const ParamValues &params) 
       entry += (entry.empty() ? "" : ": ") + tier.detail;
     tiers.add({tier.tier, std::string(to_string(tier.state)), entry});
   }
-  tiers.print(std::cout);
+  tiers.print(out);
   if (explained.nearest.empty())
     return;
-  std::cout << "\nnearest entries of " << explained.template_name << " for " << explained.target
-            << '\n';
+  out << "\nnearest entries of " << explained.template_name << " for " << explained.target << '\n';
   for (const NearEntry &near : explained.nearest) {
-    std::cout << "  " << near.key.hex().substr(0, 12) << " (" << near.tier << ") differs in\n";
+    out << "  " << near.key.hex().substr(0, 12) << " (" << near.tier << ") differs in\n";
     for (const cache::KeyDifference &difference : near.differences)
-      std::cout << "    " << describe(difference) << '\n';
+      out << "    " << describe(difference) << '\n';
   }
 }
 
 } // namespace
 
-int run_explain(const ExplainArgs &args, bool as_json) {
+int run_explain(const ExplainArgs &args, bool as_json, std::ostream &out) {
   if (args.target.empty())
     throw Error(Errc::bad_target, "--target is required (e.g. --target gfx90a or sm_90)");
   const ParamValues params = parse_params(args.params);
@@ -98,9 +97,9 @@ int run_explain(const ExplainArgs &args, bool as_json) {
   Runtime runtime;
   const Explanation explained = runtime.explain(tmpl, params, jit::Target::parse(args.target));
   if (as_json)
-    print_json(explanation_json(explained));
+    print_json(out, explanation_json(explained));
   else
-    print_explanation(explained, params);
+    print_explanation(explained, params, out);
   return 0;
 }
 

@@ -5,7 +5,6 @@
 #include "exit_status.hpp"
 #include "json_output.hpp"
 #include "prebuild_command.hpp"
-#include "remote_command.hpp"
 #include "table.hpp"
 #include "template_args.hpp"
 #include "tune_command.hpp"
@@ -47,97 +46,155 @@ std::vector<std::string> wrap(const std::vector<std::string> &items, std::size_t
   return lines;
 }
 
-// The table fits 100 columns: the release, and the targets wrapped. `verbose` adds the full
-// identity (sonames and build ids) on a line of its own under each compiler.
-int run_targets(bool as_json, bool verbose) {
-  constexpr std::size_t targets_width = 64;
-  json compilers = json::array();
-  Table table({"compiler", "release", "targets"});
+// What `kjit targets` found of one vendor's compiler.
+struct CompilerFound {
+  Vendor vendor;
+  std::string unavailable; // why it could not be loaded; "" when it was
+  std::string name;
+  std::string release;
+  std::string identity; // sonames and build ids
+  std::vector<jit::TargetSupport> targets;
+};
+
+std::vector<CompilerFound> find_compilers() {
+  std::vector<CompilerFound> found;
   for (Vendor vendor : {Vendor::amd, Vendor::nvidia}) {
     try {
       auto compiler = jit::load_compiler(vendor);
-      std::vector<std::string> names;
-      json targets = json::array();
-      for (const auto &support : compiler->supported_targets()) {
-        std::string name = support.arch;
-        for (const auto &feature : support.features)
-          name += ":" + feature + "±";
-        names.push_back(name);
-        targets.push_back({{"arch", support.arch}, {"features", support.features}});
-      }
-      const std::string release = compiler->release();
-      compilers.push_back({{"vendor", to_string(vendor)},
-                           {"compiler", compiler->name()},
-                           {"available", true},
-                           {"release", release},
-                           {"version", compiler->identity()},
-                           {"targets", targets}});
-      const std::vector<std::string> lines = wrap(names, targets_width);
-      for (std::size_t i = 0; i < lines.size(); ++i)
-        table.add({i == 0 ? std::string(compiler->name()) : "", i == 0 ? release : "", lines[i]});
-      if (verbose)
-        table.add({"", "identity", compiler->identity()});
+      found.push_back({vendor, "", std::string(compiler->name()), compiler->release(),
+                       compiler->identity(), compiler->supported_targets()});
     } catch (const Error &error) {
-      compilers.push_back(
-          {{"vendor", to_string(vendor)}, {"available", false}, {"reason", error.summary()}});
-      table.add({std::string(to_string(vendor)), "unavailable", error.summary()});
+      found.push_back({vendor, error.summary(), "", "", "", {}});
     }
   }
+  return found;
+}
+
+json to_json(const std::vector<CompilerFound> &compilers) {
+  json listing = json::array();
+  for (const CompilerFound &compiler : compilers) {
+    if (!compiler.unavailable.empty()) {
+      listing.push_back({{"vendor", to_string(compiler.vendor)},
+                         {"available", false},
+                         {"reason", compiler.unavailable}});
+      continue;
+    }
+    json targets = json::array();
+    for (const jit::TargetSupport &support : compiler.targets)
+      targets.push_back({{"arch", support.arch}, {"features", support.features}});
+    listing.push_back({{"vendor", to_string(compiler.vendor)},
+                       {"compiler", compiler.name},
+                       {"available", true},
+                       {"release", compiler.release},
+                       {"version", compiler.identity},
+                       {"targets", targets}});
+  }
+  return {{"compilers", listing}};
+}
+
+// The table fits 100 columns: the release, and the targets wrapped. `verbose` adds the full
+// identity (sonames and build ids) on a line of its own under each compiler.
+void print_table(const std::vector<CompilerFound> &compilers, bool verbose, std::ostream &out) {
+  constexpr std::size_t targets_width = 64;
+  Table table({"compiler", "release", "targets"});
+  for (const CompilerFound &compiler : compilers) {
+    if (!compiler.unavailable.empty()) {
+      table.add({std::string(to_string(compiler.vendor)), "unavailable", compiler.unavailable});
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const jit::TargetSupport &support : compiler.targets) {
+      std::string name = support.arch;
+      for (const auto &feature : support.features)
+        name += ":" + feature + "±";
+      names.push_back(name);
+    }
+    const std::vector<std::string> lines = wrap(names, targets_width);
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      table.add({i == 0 ? compiler.name : "", i == 0 ? compiler.release : "", lines[i]});
+    if (verbose)
+      table.add({"", "identity", compiler.identity});
+  }
+  table.print(out);
+}
+
+int run_targets(bool as_json, bool verbose) {
+  const std::vector<CompilerFound> compilers = find_compilers();
   if (as_json)
-    print_json({{"compilers", compilers}});
+    print_json(to_json(compilers));
   else
-    table.print(std::cout);
+    print_table(compilers, verbose, std::cout);
   return 0;
 }
 
 // ---- kjit templates -------------------------------------------------------------------------
 
-// The built-in templates, or with `sets_file` the templates that set file declares.
-int run_templates(bool as_json, const std::string &sets_file) {
-  std::optional<templates::VariantSet> set;
+// The built-in templates, or with `sets_file` the templates that set file declares (`set` holds
+// them).
+std::vector<const Template *> list_templates(const std::string &sets_file,
+                                             std::optional<templates::VariantSet> &set) {
   std::vector<const Template *> listed;
   if (!sets_file.empty()) {
     set.emplace(templates::VariantSet::read_file(sets_file));
-    listed = set->templates();
-  } else {
-    for (const Template &tmpl : templates::builtin())
-      listed.push_back(&tmpl);
+    return set->templates();
   }
+  for (const Template &tmpl : templates::builtin())
+    listed.push_back(&tmpl);
+  return listed;
+}
+
+json param_json(const std::string &name, const ParamSchema &param) {
+  json item = {{"name", name},
+               {"kind", param.kind() == ParamSchema::Kind::type ? "type" : "integer"},
+               {"accepts", param.describe()}};
+  if (param.kind() == ParamSchema::Kind::type)
+    item["allowed"] = param.allowed_types();
+  else if (!param.allowed_integers().empty())
+    item["allowed"] = param.allowed_integers();
+  else
+    item["range"] = {param.min(), param.max()};
+  if (param.fallback())
+    item["default"] = param.fallback()->is_integer() ? json(param.fallback()->integer())
+                                                     : json(param.fallback()->to_string());
+  return item;
+}
+
+json to_json(const std::vector<const Template *> &listed) {
   json listing = json::array();
-  Table table({"template", "targets", "parameter", "accepts", "default"});
-  for (const Template *each : listed) {
-    const Template &tmpl = *each;
-    // What it builds for (Template::targets); "any" where it is written for every target.
-    const std::string targets = join(tmpl.targets(), ",");
+  for (const Template *tmpl : listed) {
     json params = json::array();
-    for (const auto &[name, param] : tmpl.params()) {
-      const std::string fallback = param.fallback() ? param.fallback()->to_string() : "";
-      json item = {{"name", name},
-                   {"kind", param.kind() == ParamSchema::Kind::type ? "type" : "integer"},
-                   {"accepts", param.describe()}};
-      if (param.kind() == ParamSchema::Kind::type)
-        item["allowed"] = param.allowed_types();
-      else if (!param.allowed_integers().empty())
-        item["allowed"] = param.allowed_integers();
-      else
-        item["range"] = {param.min(), param.max()};
-      if (param.fallback())
-        item["default"] =
-            param.fallback()->is_integer() ? json(param.fallback()->integer()) : json(fallback);
-      params.push_back(item);
-      const bool first = params.size() == 1;
-      table.add({first ? tmpl.name() : "", first ? (targets.empty() ? "any" : targets) : "", name,
-                 param.describe(), fallback});
-    }
-    listing.push_back({{"name", tmpl.name()},
-                       {"kernel", tmpl.kernel()},
-                       {"targets", tmpl.targets()},
+    for (const auto &[name, param] : tmpl->params())
+      params.push_back(param_json(name, param));
+    listing.push_back({{"name", tmpl->name()},
+                       {"kernel", tmpl->kernel()},
+                       {"targets", tmpl->targets()},
                        {"params", params}});
   }
+  return {{"templates", listing}};
+}
+
+void print_table(const std::vector<const Template *> &listed, std::ostream &out) {
+  Table table({"template", "targets", "parameter", "accepts", "default"});
+  for (const Template *tmpl : listed) {
+    // What it builds for (Template::targets); "any" where it is written for every target.
+    const std::string targets = join(tmpl->targets(), ",");
+    bool first = true;
+    for (const auto &[name, param] : tmpl->params()) {
+      table.add({first ? tmpl->name() : "", first ? (targets.empty() ? "any" : targets) : "", name,
+                 param.describe(), param.fallback() ? param.fallback()->to_string() : ""});
+      first = false;
+    }
+  }
+  table.print(out);
+}
+
+int run_templates(bool as_json, const std::string &sets_file) {
+  std::optional<templates::VariantSet> set;
+  const std::vector<const Template *> listed = list_templates(sets_file, set);
   if (as_json)
-    print_json({{"templates", listing}});
+    print_json(to_json(listed));
   else
-    table.print(std::cout);
+    print_table(listed, std::cout);
   return 0;
 }
 
@@ -279,8 +336,6 @@ int run(int argc, char **argv) {
     command->add_flag("--json", as_json, "print one JSON document instead of a table");
   CacheArgs cache_args;
   CLI::App *cache = add_cache_command(app, cache_args, as_json);
-  RemoteCacheArgs remote_args;
-  add_remote_cache_commands(*cache, remote_args, as_json);
   PrebuildArgs prebuild_args;
   auto [prebuild, prebuild_worker] = add_prebuild_command(app, prebuild_args, as_json);
   TuneArgs tune_args;
@@ -319,9 +374,7 @@ int run(int argc, char **argv) {
   if (*templates_cmd)
     return run_templates(as_json, templates_sets);
   if (*cache)
-    return is_remote_cache_command(*cache, remote_args)
-               ? run_remote_cache(*cache, remote_args, as_json)
-               : run_cache(*cache, cache_args, as_json);
+    return run_cache(*cache, cache_args, as_json);
   if (*prebuild)
     return run_prebuild(prebuild_args, as_json, std::cout);
   if (*prebuild_worker)

@@ -6,35 +6,28 @@
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/prebuild.hpp"
 #include "kjit/runtime/tuning_table.hpp"
+#include "kjit/runtime/worker_pool.hpp"
 #include "kjit/templates/sets.hpp"
+#include "kjit/text.hpp"
 #include "kjit/units.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <fcntl.h>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <poll.h>
 #include <sched.h>
 #include <set>
-#include <spawn.h>
 #include <sstream>
 #include <sys/auxv.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
-
-extern char **environ;
 
 namespace kjit::cli {
 namespace {
@@ -396,15 +389,6 @@ void run_here(const Plan &plan, const prebuild::Compilers &compilers,
     done(index, build_or_report(plan, compilers, index));
 }
 
-// One worker process: `kjit __prebuild-worker <the same plan>`, fed batch numbers on stdin.
-struct Worker {
-  pid_t pid = -1;
-  int to = -1;   // its stdin
-  int from = -1; // its stdout
-  std::optional<std::size_t> batch;
-  std::string buffer;
-};
-
 // This program's own file, which workers run: /proc/self/exe where /proc is mounted, else the path
 // it was started by (AT_EXECFN; a chroot often lacks /proc).
 std::string own_executable() {
@@ -416,129 +400,34 @@ std::string own_executable() {
   return started_as != nullptr ? started_as : "/proc/self/exe";
 }
 
-[[noreturn]] void cannot_start_worker(const std::string &executable, int error) {
-  throw Error(Errc::process_error, "cannot start a prebuild worker " + executable + ": " +
-                                       std::strerror(error) +
-                                       " (--jobs 1 builds in this process instead)");
-}
-
-Worker spawn_worker(const std::string &executable, const std::vector<std::string> &argv) {
-  int in_pipe[2], out_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0)
-    cannot_start_worker(executable, errno);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  std::vector<char *> raw;
-  for (const std::string &arg : argv)
-    raw.push_back(const_cast<char *>(arg.c_str()));
-  raw.push_back(nullptr);
-  Worker worker;
-  const int failed =
-      posix_spawn(&worker.pid, executable.c_str(), &actions, nullptr, raw.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(in_pipe[0]);
-  ::close(out_pipe[1]);
-  if (failed != 0)
-    cannot_start_worker(executable, failed);
-  worker.to = in_pipe[1];
-  worker.from = out_pipe[0];
-  return worker;
-}
-
-std::string exit_text(int status) {
-  if (WIFSIGNALED(status))
-    return "signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
-  return "exit status " + std::to_string(WEXITSTATUS(status));
-}
-
-// Worker processes: each loads the compiler once and builds batch after batch. Processes, not
-// threads: hiprtc 5.2 crashes or returns other code when threads compile at once, and whether
-// NVRTC compiles in parallel within one process is not established (bench/rtc_threads.cpp;
-// BENCHMARKS.md, "Evidence behind the code's choices"); processes do, for both, at one compiler
-// load a worker.
-// A worker that dies fails its batch, and another takes its place.
-void run_in_processes(const Plan &plan, const std::string &executable,
-                      const std::vector<std::string> &worker_argv,
+// Worker processes (kjit/runtime/worker_pool.hpp), each `kjit __prebuild-worker <the same plan>`:
+// each loads the compiler once and builds batch after batch. A worker that dies fails its batch.
+void run_in_processes(const Plan &plan, const WorkerCommand &command,
                       const std::vector<std::size_t> &pending, int jobs, const BatchDone &done) {
-  // A deque: spawning a replacement must not move the workers that `owners` points to.
-  std::deque<Worker> workers;
-  std::size_t next = 0;
-  // A worker that died leaves a pipe whose write would kill this process: the write fails
-  // instead, and the worker's end of file reports its batch.
-  ::signal(SIGPIPE, SIG_IGN);
-  auto feed = [&](Worker &worker) {
-    worker.batch.reset();
-    if (next == pending.size()) {
-      ::close(worker.to);
-      worker.to = -1;
-      return;
-    }
-    worker.batch = pending[next++];
-    const std::string line = std::to_string(*worker.batch) + '\n';
-    [[maybe_unused]] const ssize_t written = ::write(worker.to, line.data(), line.size());
+  WorkerEvents events;
+  events.answered = [&](std::size_t index, const std::string &line) {
+    const json answer = json::parse(line, nullptr, false);
+    if (answer.is_discarded())
+      return false;
+    done(index, result_of(answer));
+    return true;
   };
-  for (int j = 0; j < jobs; ++j) {
-    workers.push_back(spawn_worker(executable, worker_argv));
-    feed(workers.back());
-  }
-  for (;;) {
-    std::vector<pollfd> polled;
-    std::vector<Worker *> owners;
-    for (Worker &worker : workers)
-      if (worker.from >= 0) {
-        polled.push_back({worker.from, POLLIN, 0});
-        owners.push_back(&worker);
-      }
-    if (polled.empty())
-      break;
-    if (::poll(polled.data(), polled.size(), -1) < 0 && errno != EINTR)
-      throw Error(Errc::process_error, std::string("poll: ") + std::strerror(errno));
-    for (std::size_t p = 0; p < polled.size(); ++p) {
-      if (polled[p].revents == 0)
-        continue;
-      Worker &worker = *owners[p];
-      char chunk[4096];
-      const ssize_t n = ::read(worker.from, chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n > 0) {
-        worker.buffer.append(chunk, static_cast<std::size_t>(n));
-        for (std::size_t end; (end = worker.buffer.find('\n')) != std::string::npos;) {
-          const json line = json::parse(worker.buffer.substr(0, end), nullptr, false);
-          worker.buffer.erase(0, end + 1);
-          if (worker.batch && !line.is_discarded()) {
-            done(*worker.batch, result_of(line));
-            feed(worker);
-          }
-        }
-        continue;
-      }
-      // End of file: the worker is done, or died.
-      ::close(worker.from);
-      worker.from = -1;
-      if (worker.to >= 0)
-        ::close(worker.to);
-      worker.to = -1;
-      int status = 0;
-      ::waitpid(worker.pid, &status, 0);
-      if (worker.batch) {
-        prebuild::BatchResult failed;
-        failed.failures = all_failed(plan.batches[*worker.batch],
-                                     "the worker compiling it ended with " + exit_text(status));
-        done(*worker.batch, failed);
-        worker.batch.reset();
-        if (next < pending.size()) {
-          workers.push_back(spawn_worker(executable, worker_argv));
-          feed(workers.back());
-        }
-      }
-    }
+  events.lost = [&](std::size_t index, const std::string &how) {
+    prebuild::BatchResult failed;
+    failed.failures = all_failed(plan.batches[index], "the worker compiling it ended with " + how);
+    done(index, failed);
+  };
+  try {
+    run_worker_pool(command, pending, jobs, events);
+  } catch (const Error &error) {
+    if (error.code() != Errc::process_error)
+      throw;
+    throw Error(error.code(),
+                "prebuild: " + error.summary() + " (--jobs 1 builds in this process instead)");
   }
 }
 
-std::vector<std::string> worker_argv(const Plan &plan, const PrebuildArgs &args) {
+WorkerCommand worker_command(const Plan &plan, const PrebuildArgs &args) {
   std::string targets;
   for (const jit::Target &target : plan.targets)
     targets += (targets.empty() ? "" : ";") + target.id();
@@ -553,7 +442,121 @@ std::vector<std::string> worker_argv(const Plan &plan, const PrebuildArgs &args)
     argv.insert(argv.end(), {"--sets", fs::absolute(file).string()});
   if (!args.tuned.empty())
     argv.insert(argv.end(), {"--tuned", fs::absolute(args.tuned).string()});
-  return argv;
+  return {args.worker.empty() ? own_executable() : args.worker, std::move(argv)};
+}
+
+// ---- what one prebuild did ---------------------------------------------------------------------
+
+struct PrebuildReport {
+  std::string skipped; // why nothing was planned (PREBUILD_KERNELS=0); nothing else is set then
+  std::string out;
+  std::vector<std::string> targets;
+  int level = 0;
+  std::size_t variants = 0;
+  std::size_t batches = 0;
+  std::size_t to_build = 0;    // the variants that were not up to date
+  int jobs = 0;                // 0 when every batch was up to date
+  prebuild::BatchResult total; // its failures sorted
+  double seconds = 0;
+};
+
+// Plans, builds what is not up to date into the tier and finishes it. `quiet`: no progress bar.
+PrebuildReport prebuild_tier(const PrebuildArgs &args, bool quiet) {
+  if (args.level.empty() && args.sets.empty() && args.tuned.empty() &&
+      prebuild::environment_defaults().level == "0") {
+    PrebuildReport nothing;
+    nothing.skipped = "PREBUILD_KERNELS=0: nothing to prebuild (JIT only)";
+    return nothing;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const Plan plan = make_plan(args);
+  const int requested_jobs = job_count(args);
+  check_writable(plan.out);
+  const prebuild::Compilers compilers(plan.targets);
+
+  std::vector<std::size_t> pending; // handed out in this order
+  for (std::size_t i : prebuild::longest_first(plan.batches))
+    if (!prebuild::up_to_date(plan.batches[i], compilers, plan.out))
+      pending.push_back(i);
+  PrebuildReport report;
+  report.out = plan.out.string();
+  report.level = plan.level;
+  report.variants = plan.variants;
+  report.batches = plan.batches.size();
+  std::vector<Vendor> vendors;
+  for (const jit::Target &target : plan.targets) {
+    report.targets.push_back(target.id());
+    if (std::find(vendors.begin(), vendors.end(), target.vendor()) == vendors.end())
+      vendors.push_back(target.vendor());
+  }
+
+  for (std::size_t i : pending)
+    report.to_build += plan.batches[i].variants.size();
+  const int jobs = std::max(1, std::min<int>(requested_jobs, static_cast<int>(pending.size())));
+  Progress progress(report.to_build, quiet);
+  prebuild::BatchResult &total = report.total;
+  std::mutex total_mutex;
+  const BatchDone done = [&](std::size_t index, prebuild::BatchResult result) {
+    progress.batch_done(plan.batches[index], result);
+    std::lock_guard lock(total_mutex);
+    total.built += result.built;
+    total.bytes += result.bytes;
+    total.compile_ms += result.compile_ms;
+    for (prebuild::Failure &failure : result.failures)
+      total.failures.push_back(std::move(failure));
+  };
+  if (!pending.empty()) {
+    report.jobs = jobs;
+    if (jobs > 1)
+      run_in_processes(plan, worker_command(plan, args), pending, jobs, done);
+    else
+      run_here(plan, compilers, pending, done);
+  }
+  if (!pending.empty() || !plan.tuned_records.empty()) {
+    // The records travel with their variants: a process reading this tier launches the winners
+    // without tuning or compiling.
+    TuningTable(plan.out).import_records(plan.tuned_records);
+    prebuild::finish_tier(compilers, vendors, plan.out);
+  }
+  std::sort(total.failures.begin(), total.failures.end());
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return report;
+}
+
+json to_json(const PrebuildReport &report) {
+  if (!report.skipped.empty())
+    return {{"variants", 0}, {"built", 0}, {"failed", json::array()}, {"skipped", report.skipped}};
+  json failed = json::array(), failures = json::array();
+  for (const prebuild::Failure &failure : report.total.failures) {
+    failed.push_back(failure.what);
+    failures.push_back(failure_json(failure));
+  }
+  return {{"out", report.out},           {"targets", join(report.targets, ", ")},
+          {"level", report.level},       {"variants", report.variants},
+          {"batches", report.batches},   {"up_to_date", report.variants - report.to_build},
+          {"built", report.total.built}, {"failed", failed},
+          {"failures", failures},        {"bytes", report.total.bytes},
+          {"jobs", report.jobs},         {"seconds", report.seconds}};
+}
+
+void print_summary(const PrebuildReport &report, std::ostream &out) {
+  const std::string targets = join(report.targets, ", ");
+  if (!report.skipped.empty()) {
+    out << report.skipped << '\n';
+  } else if (report.targets.empty()) {
+    out << "nothing to prebuild: the installed compilers support none of the targets\n";
+  } else if (report.jobs == 0) {
+    out << "nothing to do: all " << report.variants << " variants for " << targets
+        << " are up to date in " << report.out << '\n';
+  } else {
+    char time[32];
+    std::snprintf(time, sizeof time, "%.1f s", report.seconds);
+    out << "prebuilt " << report.total.built << " of " << report.to_build << " variants for "
+        << targets << " in " << time << " with " << report.jobs << " jobs (" << report.batches
+        << " programs; " << report.variants - report.to_build
+        << " up to date): " << human_bytes(report.total.bytes) << " in " << report.out << '\n';
+  }
 }
 
 } // namespace
@@ -593,102 +596,16 @@ std::pair<CLI::App *, CLI::App *> add_prebuild_command(CLI::App &app, PrebuildAr
 }
 
 int run_prebuild(const PrebuildArgs &args, bool as_json, std::ostream &out) {
-  if (args.level.empty() && args.sets.empty() && args.tuned.empty() &&
-      prebuild::environment_defaults().level == "0") {
-    constexpr const char *skipped = "PREBUILD_KERNELS=0: nothing to prebuild (JIT only)";
-    if (as_json)
-      print_json(out,
-                 {{"variants", 0}, {"built", 0}, {"failed", json::array()}, {"skipped", skipped}});
-    else
-      out << skipped << '\n';
+  const PrebuildReport report = prebuild_tier(args, /*quiet=*/as_json);
+  if (as_json)
+    print_json(out, to_json(report));
+  else
+    print_summary(report, out);
+  if (report.total.failures.empty())
     return 0;
-  }
-  const auto started = std::chrono::steady_clock::now();
-  const Plan plan = make_plan(args);
-  const int requested_jobs = job_count(args);
-  check_writable(plan.out);
-  const prebuild::Compilers compilers(plan.targets);
-
-  std::vector<std::size_t> pending; // handed out in this order
-  for (std::size_t i : prebuild::longest_first(plan.batches))
-    if (!prebuild::up_to_date(plan.batches[i], compilers, plan.out))
-      pending.push_back(i);
-  std::vector<Vendor> vendors;
-  std::string target_list;
-  for (const jit::Target &target : plan.targets) {
-    target_list += (target_list.empty() ? "" : ", ") + target.id();
-    if (std::find(vendors.begin(), vendors.end(), target.vendor()) == vendors.end())
-      vendors.push_back(target.vendor());
-  }
-
-  std::size_t to_build = 0;
-  for (std::size_t i : pending)
-    to_build += plan.batches[i].variants.size();
-  const int jobs = std::max(1, std::min<int>(requested_jobs, static_cast<int>(pending.size())));
-  Progress progress(to_build, as_json);
-  prebuild::BatchResult total;
-  std::mutex total_mutex;
-  const BatchDone done = [&](std::size_t index, prebuild::BatchResult result) {
-    progress.batch_done(plan.batches[index], result);
-    std::lock_guard lock(total_mutex);
-    total.built += result.built;
-    total.bytes += result.bytes;
-    total.compile_ms += result.compile_ms;
-    for (prebuild::Failure &failure : result.failures)
-      total.failures.push_back(std::move(failure));
-  };
-  if (!pending.empty()) {
-    if (jobs > 1)
-      run_in_processes(plan, args.worker.empty() ? own_executable() : args.worker,
-                       worker_argv(plan, args), pending, jobs, done);
-    else
-      run_here(plan, compilers, pending, done);
-  }
-  if (!pending.empty() || !plan.tuned_records.empty()) {
-    // The records travel with their variants: a process reading this tier launches the winners
-    // without tuning or compiling.
-    TuningTable(plan.out).import_records(plan.tuned_records);
-    prebuild::finish_tier(compilers, vendors, plan.out);
-  }
-  std::sort(total.failures.begin(), total.failures.end());
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-
-  if (as_json) {
-    json failed = json::array(), failures = json::array();
-    for (const prebuild::Failure &failure : total.failures) {
-      failed.push_back(failure.what);
-      failures.push_back(failure_json(failure));
-    }
-    print_json(out, {{"out", plan.out.string()},
-                {"targets", target_list},
-                {"level", plan.level},
-                {"variants", plan.variants},
-                {"batches", plan.batches.size()},
-                {"up_to_date", plan.variants - to_build},
-                {"built", total.built},
-                {"failed", failed},
-                {"failures", failures},
-                {"bytes", total.bytes},
-                {"jobs", pending.empty() ? 0 : jobs},
-                {"seconds", seconds}});
-  } else if (plan.targets.empty()) {
-    out << "nothing to prebuild: the installed compilers support none of the targets\n";
-  } else if (pending.empty()) {
-    out << "nothing to do: all " << plan.variants << " variants for " << target_list
-        << " are up to date in " << plan.out.string() << '\n';
-  } else {
-    char time[32];
-    std::snprintf(time, sizeof time, "%.1f s", seconds);
-    out << "prebuilt " << total.built << " of " << to_build << " variants for " << target_list
-        << " in " << time << " with " << jobs << " jobs (" << plan.batches.size() << " programs; "
-        << plan.variants - to_build << " up to date): " << human_bytes(total.bytes) << " in "
-        << plan.out.string() << '\n';
-  }
-  if (total.failures.empty())
-    return 0;
-  std::cerr << "kjit: " << total.failures.size() << " of " << to_build << " variants not built:\n";
-  report_failures(total.failures, args.verbose);
+  std::cerr << "kjit: " << report.total.failures.size() << " of " << report.to_build
+            << " variants not built:\n";
+  report_failures(report.total.failures, args.verbose);
   return exit_check_failed;
 }
 

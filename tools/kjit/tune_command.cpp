@@ -146,6 +146,52 @@ std::vector<TuningRecord> matching(const TuningTable &table, const std::string &
   return found;
 }
 
+// `tune ls` as a table (its JSON is the table's export format, tuning_records_json).
+void print_table(const std::vector<TuningRecord> &records, std::ostream &out) {
+  Table listing({"key", "template", "problem", "extents", "target", "units", "winner", "us"});
+  for (const TuningRecord &record : records) {
+    char time[32];
+    std::snprintf(time, sizeof time, "%.2f", record.winner.time_us);
+    listing.add({record.key.key().hex().substr(0, 12), record.key.template_name,
+                 record.key.problem.to_string(), record.key.extents.to_string(),
+                 record.key.device.target, std::to_string(record.key.device.compute_units),
+                 record.winner.params.to_string(), time});
+  }
+  listing.print(out);
+}
+
+// What `tune export` wrote or `tune import` added.
+struct TableTransfer {
+  bool exported = false; // else imported
+  std::size_t records = 0;
+  std::string file;
+};
+
+TableTransfer export_table(const TuningTable &table, const TuneArgs &args) {
+  const std::vector<TuningRecord> records = table.list();
+  std::ofstream out(args.file, std::ios::binary | std::ios::trunc);
+  out << (args.csv ? tuning_csv(records) : tuning_records_json(records));
+  out.close(); // what is still buffered is written here: a full disk fails here, not later
+  if (!out)
+    throw Error(Errc::cache_io, "cannot write " + args.file + ": " + std::strerror(errno));
+  return {true, records.size(), args.file};
+}
+
+TableTransfer import_table(const TuningTable &table, const TuneArgs &args) {
+  const std::size_t count = table.import_records(
+      parse_tuning_records(read_input_file(args.file, "tuning table"), args.file));
+  return {false, count, args.file};
+}
+
+json to_json(const TableTransfer &done) {
+  return {{done.exported ? "exported" : "imported", done.records}, {"file", done.file}};
+}
+
+void print_table(const TableTransfer &done, std::ostream &out) {
+  out << (done.exported ? "exported " : "imported ") << done.records << " tuning records "
+      << (done.exported ? "to " : "from ") << done.file << '\n';
+}
+
 } // namespace
 
 // --space NAME=V1,V2 as a search space: integers where they parse whole, type names otherwise.
@@ -209,20 +255,10 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
   const TuningTable table = TuningTable::from_config(Config::from_environment());
   if (tune.got_subcommand("ls")) {
     const std::vector<TuningRecord> records = table.list();
-    if (as_json) {
+    if (as_json)
       std::cout << tuning_records_json(records);
-      return 0;
-    }
-    Table listing({"key", "template", "problem", "extents", "target", "units", "winner", "us"});
-    for (const TuningRecord &record : records) {
-      char time[32];
-      std::snprintf(time, sizeof time, "%.2f", record.winner.time_us);
-      listing.add({record.key.key().hex().substr(0, 12), record.key.template_name,
-                   record.key.problem.to_string(), record.key.extents.to_string(),
-                   record.key.device.target, std::to_string(record.key.device.compute_units),
-                   record.winner.params.to_string(), time});
-    }
-    listing.print(std::cout);
+    else
+      print_table(records, std::cout);
     return 0;
   }
   if (tune.got_subcommand("show")) {
@@ -234,26 +270,13 @@ int run_tune(const CLI::App &tune, const TuneArgs &args, bool as_json) {
     std::cout << found.front().to_json(); // JSON either way: a record is a document
     return 0;
   }
-  if (tune.got_subcommand("export")) {
-    const std::vector<TuningRecord> records = table.list();
-    std::ofstream out(args.file, std::ios::binary | std::ios::trunc);
-    out << (args.csv ? tuning_csv(records) : tuning_records_json(records));
-    out.close(); // what is still buffered is written here: a full disk fails here, not later
-    if (!out)
-      throw Error(Errc::cache_io, "cannot write " + args.file + ": " + std::strerror(errno));
+  if (tune.got_subcommand("export") || tune.got_subcommand("import")) {
+    const TableTransfer done =
+        tune.got_subcommand("export") ? export_table(table, args) : import_table(table, args);
     if (as_json)
-      print_json({{"exported", records.size()}, {"file", args.file}});
+      print_json(to_json(done));
     else
-      std::cout << "exported " << records.size() << " tuning records to " << args.file << '\n';
-    return 0;
-  }
-  if (tune.got_subcommand("import")) {
-    const std::size_t count = table.import_records(
-        parse_tuning_records(read_input_file(args.file, "tuning table"), args.file));
-    if (as_json)
-      print_json({{"imported", count}, {"file", args.file}});
-    else
-      std::cout << "imported " << count << " tuning records from " << args.file << '\n';
+      print_table(done, std::cout);
     return 0;
   }
   if (!args.sets.empty() && !args.op.empty())

@@ -71,7 +71,9 @@ struct DecodeWorkspace {
 };
 
 // The workspace bytes paged_attention_decode uses for this shape on the Runtime's device (0 when
-// it does not split). Throws what paged_attention_decode's checks throw.
+// it does not split), for either element type. The split count follows the registers of the
+// kernel, so this compiles it (or finds it in the cache) as the call does. Throws what
+// paged_attention_decode's checks throw.
 std::size_t paged_attention_workspace_bytes(Runtime &rt, int q_heads, const PagedKvCache &cache,
                                             const DecodeBatch &batch);
 

@@ -3,7 +3,7 @@
 // the exit status of each class of failure (tools/kjit/exit_status.hpp, README.md).
 #include "kjit/runtime/tuning_table.hpp"
 #include "kjit/templates/library.hpp"
-#include "tests/runtime/cli_fixture.hpp"
+#include "tests/cli/cli_fixture.hpp"
 #include "tests/runtime/tuning_records.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,0 +1,13 @@
+#!/bin/bash
+# paged decode / KV write: GPU tests, then the torch bench (with the before kernels), on the device.
+D=.dev-attn
+B=$D/bundle
+set -o pipefail
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total,driver_version --format=csv | tee $OUT/device.txt
+export LD_LIBRARY_PATH=$B/lib:$LD_LIBRARY_PATH
+timeout 240 $B/bin/kjit_ops_gpu_tests --gtest_filter="${GTEST:-PagedAttention*}" 2>&1 | tee $OUT/gtest.log | grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED)|Failure|error|Expected|Which|got" | head -60
+echo "gtest rc=$?"
+export PYTHONPATH=$B/python:bench/python KJIT_C_LIBRARY=$B/lib/libkjit_c.so PYTHONUNBUFFERED=1
+export KJIT_ATTENTION_BEFORE=$D/attention_decode_main.hip:$D/kv_cache_main.hip
+timeout ${BENCH_TIMEOUT:-300} python3 -W ignore $D/paged_attention_torch.py 2>&1 | tee $OUT/bench.log
+echo "bench rc=$?"
