@@ -4,8 +4,8 @@
 // process loads NVRTC, one compiles, the others wait on the lock and read the entry). Counters:
 // compiles summed over the processes (1 is right) and failures (processes that did not give every
 // thread a valid cubin: 0 is right).
-#include "tests/cache/support.hpp"
 #include "tests/stress/child.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -16,7 +16,7 @@ void BM_Storm(benchmark::State &state) {
   const int threads = static_cast<int>(state.range(1));
   std::uint64_t compiles = 0, failures = 0;
   for (auto _ : state) {
-    kjit::cache::testing::ScratchDir scratch;
+    kjit::testing::TempDir scratch;
     const kjit::testing::Storm storm =
         kjit::testing::run_storm(processes, threads,
                                  {"--cache", (scratch.path() / "cache").string(), "--target",

@@ -66,7 +66,7 @@ struct BadHeader : std::runtime_error {
 
 // Headers are read with RapidJSON rather than nlohmann::json, which writes them: every disk hit
 // and every row of `kjit cache ls` parses one, and nlohmann's ordered DOM was most of a listing's
-// time (BENCHMARKS.md, "Evidence moved from code comments"). The iterative parser keeps a
+// time (BENCHMARKS.md, "Evidence behind the code's choices"). The iterative parser keeps a
 // hostile header's nesting off the stack, and encoding validation refuses what is not UTF-8.
 using Document = rapidjson::Document;
 using Value = rapidjson::Value;

@@ -41,7 +41,8 @@ constexpr const char *kRenewScript = "if redis.call('get', KEYS[1]) == ARGV[1] t
 
 // 32 hex digits, unique per acquisition: drawn from a per-thread engine seeded once from the
 // system's entropy. A std::random_device per token was most of what a lookup paid before it met
-// the open circuit breaker of a dead remote (BENCHMARKS.md, "Evidence moved from code comments").
+// the open circuit breaker of a dead remote (BENCHMARKS.md, "Evidence behind the code's
+// choices").
 std::string new_token() {
   thread_local std::mt19937_64 engine = [] {
     std::random_device entropy;

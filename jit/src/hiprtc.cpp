@@ -383,7 +383,7 @@ CompileResult HiprtcCompiler::compile(const CompileRequest &request) const {
   std::lock_guard lock(hiprtc_calls);
   // A target whose device library this hiprtc lacks fails every program alike, each after a
   // whole compile, so the first failure is the answer for the process (BENCHMARKS.md, "Evidence
-  // moved from code comments").
+  // behind the code's choices").
   if (auto known = lacking_device_library_.find(request.target.id());
       known != lacking_device_library_.end())
     throw known->second;

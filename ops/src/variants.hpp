@@ -1,8 +1,8 @@
 #pragma once
 // The variant (a built-in template and its parameter values) each operator asks the runtime for:
 // pure functions of the shapes, the pointers' alignment and the target's warp size. The wrappers
-// compile and launch exactly what these return, and tests/ops/sets_test.cpp checks that the
-// prebuilt sets (templates/sets/*.json) hold what they return for the shapes the sets promise.
+// compile and launch exactly what these return, and tests/ops/variants_in_sets_test.cpp checks
+// that the prebuilt sets (templates/sets/*.json) hold it for the shapes the sets promise.
 #include "kjit/ops/element.hpp"
 #include "kjit/ops/gemm.hpp"
 #include "kjit/ops/rotary.hpp"

@@ -4,20 +4,23 @@
 #include "kjit/cache/archive.hpp"
 #include "kjit/cache/catalog.hpp"
 #include "kjit/error.hpp"
-#include "support.hpp"
+#include "tests/support/file_format.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/sample_entries.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
 #include <gtest/gtest.h>
 #include <map>
-#include <xxhash.h>
+#include <span>
 
 namespace kjit::cache {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::read_bytes;
+using testing::read_file_bytes;
 using testing::sample_entry;
-using testing::write_bytes;
+using testing::write_file_bytes;
 
 // Every file under `root` with its bytes, relative to it: what "unchanged" means.
 std::map<std::string, std::vector<std::byte>> snapshot(const fs::path &root) {
@@ -25,7 +28,7 @@ std::map<std::string, std::vector<std::byte>> snapshot(const fs::path &root) {
   if (fs::exists(root))
     for (const auto &item : fs::recursive_directory_iterator(root))
       files[fs::relative(item.path(), root).string()] =
-          item.is_regular_file() ? read_bytes(item.path()) : std::vector<std::byte>{};
+          item.is_regular_file() ? read_file_bytes(item.path()) : std::vector<std::byte>{};
   return files;
 }
 
@@ -33,9 +36,8 @@ std::map<std::string, std::vector<std::byte>> snapshot(const fs::path &root) {
 // format documents, written independently of export_archive.
 std::vector<std::byte> assemble(const std::vector<std::vector<std::byte>> &entries) {
   std::vector<std::byte> out;
-  auto put = [&out](std::uint64_t value, int bytes) {
-    for (int i = 0; i < bytes; ++i)
-      out.push_back(static_cast<std::byte>(value >> (8 * i)));
+  const auto put = [&out](std::uint64_t value, std::size_t bytes) {
+    kjit::testing::append_le(out, value, bytes);
   };
   for (char c : std::string("KJITARC", 8))
     out.push_back(static_cast<std::byte>(c));
@@ -45,9 +47,7 @@ std::vector<std::byte> assemble(const std::vector<std::vector<std::byte>> &entri
     put(entry.size(), 8);
     out.insert(out.end(), entry.begin(), entry.end());
   }
-  const XXH128_hash_t hash = XXH3_128bits(out.data(), out.size());
-  put(hash.high64, 8);
-  put(hash.low64, 8);
+  kjit::testing::append_checksum(out);
   return out;
 }
 
@@ -61,7 +61,7 @@ protected:
   // Imports `bytes` as an archive into the destination; expects Error(bad_archive) whose message
   // holds `fragment`, and nothing written.
   void expect_refused(const std::vector<std::byte> &bytes, const std::string &fragment) {
-    write_bytes(archive, bytes);
+    write_file_bytes(archive, bytes);
     const auto before = snapshot(dir.path() / "destination");
     try {
       import_archive(destination, archive);
@@ -73,7 +73,7 @@ protected:
     EXPECT_EQ(snapshot(dir.path() / "destination"), before) << fragment;
   }
 
-  testing::ScratchDir dir;
+  testing::TempDir dir;
   DiskStore source{dir.path() / "source", Access::read_write};
   DiskStore destination{dir.path() / "destination", Access::read_write};
   fs::path archive = dir.path() / "warm.kjitar";
@@ -104,7 +104,7 @@ TEST_F(ArchiveTest, EntriesAreWrittenInPathOrder) {
   for (int seed = 0; seed < 40; ++seed)
     source.write(sample_entry("many " + std::to_string(seed), "gfx1030", 100));
   export_archive(source, archive);
-  const std::vector<std::byte> bytes = read_bytes(archive);
+  const std::vector<std::byte> bytes = read_file_bytes(archive);
   auto load = [&bytes](std::size_t at, int size) {
     std::uint64_t value = 0;
     for (int i = 0; i < size; ++i)
@@ -131,9 +131,9 @@ TEST_F(ArchiveTest, EntriesAreWrittenInPathOrder) {
 TEST_F(ArchiveTest, ExportLeavesOutAnEntryThatFailsVerification) {
   const Entry entry = sample_entry("one", "gfx1030", 3000);
   const fs::path path = source.layout().entry_path(entry.header.key, entry.header.target);
-  std::vector<std::byte> bytes = read_bytes(path);
+  std::vector<std::byte> bytes = read_file_bytes(path);
   bytes[bytes.size() / 2] ^= std::byte{1};
-  write_bytes(path, bytes);
+  write_file_bytes(path, bytes);
   const ArchiveSummary exported = export_archive(source, archive);
   EXPECT_EQ(exported.entries, 5u);
   EXPECT_EQ(exported.skipped, 1u);
@@ -150,7 +150,7 @@ TEST_F(ArchiveTest, CarriesRecordsOpaquelyAndRefusesACutRecordSection) {
   // import_archive leaves records to their owner: it writes the entries only.
   EXPECT_EQ(import_archive(destination, archive).entries, 6u);
 
-  const std::vector<std::byte> good = read_bytes(archive);
+  const std::vector<std::byte> good = read_file_bytes(archive);
   // Three bytes fewer: the last 16 are taken as the checksum, and the second record loses three.
   expect_refused(std::vector<std::byte>(good.begin(), good.end() - 3),
                  "truncated: record 2 of 2 is cut short");
@@ -158,7 +158,7 @@ TEST_F(ArchiveTest, CarriesRecordsOpaquelyAndRefusesACutRecordSection) {
 
 TEST_F(ArchiveTest, CutAlteredAndForeignArchivesAreRefusedWhole) {
   export_archive(source, archive);
-  const std::vector<std::byte> good = read_bytes(archive);
+  const std::vector<std::byte> good = read_file_bytes(archive);
   for (std::size_t cut = 0; cut < good.size(); cut += std::max<std::size_t>(1, good.size() / 97))
     expect_refused(std::vector<std::byte>(good.begin(), good.begin() + cut),
                    cut < 8 ? "bad magic" : "truncated");
@@ -203,12 +203,12 @@ TEST_F(ArchiveTest, AnEntryThatIsNotWhatItClaimsIsRefusedWhole) {
 // in between still has every entry checked again, and writes none that fails.
 TEST_F(ArchiveTest, AnArchiveReplacedAfterItWasCheckedWritesOnlyEntriesThatPassTheChecks) {
   const std::vector<std::byte> good_entry = encode_entry(sample_entry("good"));
-  write_bytes(archive, assemble({good_entry, encode_entry(sample_entry("second"))}));
+  write_file_bytes(archive, assemble({good_entry, encode_entry(sample_entry("second"))}));
   const ArchiveContent content = read_archive(destination, archive);
   EXPECT_EQ(content.entries, 2u);
   std::vector<std::byte> damaged = encode_entry(sample_entry("damaged"));
   damaged[damaged.size() / 2] ^= std::byte{1};
-  write_bytes(archive, assemble({good_entry, damaged}));
+  write_file_bytes(archive, assemble({good_entry, damaged}));
   try {
     import_entries(destination, content);
     ADD_FAILURE() << "imported a damaged entry";

@@ -5,13 +5,16 @@
 #include "kjit/cache/file_lock.hpp"
 #include "kjit/cache/private_file.hpp"
 #include "kjit/error.hpp"
-#include "support.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/sample_entries.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
 #include <fcntl.h>
 #include <functional>
 #include <gtest/gtest.h>
 #include <limits>
+#include <span>
 #include <sys/stat.h>
 #include <thread>
 
@@ -19,9 +22,9 @@ namespace kjit::cache {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::read_bytes;
+using testing::read_file_bytes;
 using testing::sample_entry;
-using testing::write_bytes;
+using testing::write_file_bytes;
 
 constexpr std::int64_t second_ns = 1000000000;
 
@@ -71,14 +74,14 @@ protected:
     return found;
   }
 
-  testing::ScratchDir dir;
+  testing::TempDir dir;
   DiskStore store{dir.path(), Access::read_write};
 };
 
 TEST(TargetDirectories, MapBackToTheirTargetIds) {
   for (const char *id : {"gfx90a", "gfx90a:sramecc+:xnack-", "gfx1030", "gfx908:xnack+", "sm_90",
                          "sm_90a", "sm_100f"}) {
-    testing::ScratchDir dir;
+    testing::TempDir dir;
     const DiskStore store(dir.path(), Access::read_write);
     const std::string directory = store.layout()
                                       .entry_path(sample_entry("x", id).header.key, id)
@@ -93,8 +96,8 @@ TEST_F(CatalogTest, ScanFindsEveryEntryWithItsTargetKeyAndSizeAndNothingElse) {
   const fs::path a = put("a", "gfx90a:sramecc+:xnack-", 100);
   const fs::path b = put("b", "sm_90", 3000);
   // Things that live in the tree but are not entries.
-  write_bytes(a.parent_path() / ".tmp-partial.tmp.1.2.3", read_bytes(a));
-  write_bytes(a.parent_path() / "notes.txt", read_bytes(a));
+  write_file_bytes(a.parent_path() / ".tmp-partial.tmp.1.2.3", read_file_bytes(a));
+  write_file_bytes(a.parent_path() / "notes.txt", read_file_bytes(a));
   store.lock(sample_entry("a").header.key); // creates <root>/v2/lock
   std::vector<StoredEntry> found = scan(store);
   std::sort(found.begin(), found.end(),
@@ -112,16 +115,16 @@ TEST_F(CatalogTest, ScanFindsEveryEntryWithItsTargetKeyAndSizeAndNothingElse) {
 
 TEST_F(CatalogTest, ReadHeaderNeedsNeitherTheCodeNorTheChecksum) {
   const fs::path path = put("a", testing::kTarget, 20000);
-  std::vector<std::byte> bytes = read_bytes(path);
+  std::vector<std::byte> bytes = read_file_bytes(path);
   bytes.resize(bytes.size() - 10000); // the code cut short: not an entry, but its header reads
-  write_bytes(path, bytes);
+  write_file_bytes(path, bytes);
   std::string problem;
   const std::optional<EntryHeader> header = read_header(path, problem);
   ASSERT_TRUE(header.has_value()) << problem;
   EXPECT_EQ(*header, sample_entry("a", testing::kTarget, 20000).header);
   EXPECT_NE(verify(store, scan(store).front()).find("truncated"), std::string::npos);
 
-  write_bytes(path, std::vector<std::byte>(10, std::byte{'x'}));
+  write_file_bytes(path, std::vector<std::byte>(10, std::byte{'x'}));
   EXPECT_FALSE(read_header(path, problem).has_value());
   EXPECT_EQ(problem, "bad magic");
 }
@@ -131,13 +134,13 @@ TEST_F(CatalogTest, VerifyPassesGoodEntriesAndNamesWhatIsWrongWithBadOnes) {
   EXPECT_TRUE(problems().empty());
 
   const fs::path flipped = put("flipped");
-  std::vector<std::byte> bytes = read_bytes(flipped);
+  std::vector<std::byte> bytes = read_file_bytes(flipped);
   bytes[bytes.size() / 2] ^= std::byte{0x40};
-  write_bytes(flipped, bytes);
+  write_file_bytes(flipped, bytes);
 
   // A valid entry copied under another key's name.
   const fs::path moved = put("moved");
-  write_bytes(moved, read_bytes(put("good")));
+  write_file_bytes(moved, read_file_bytes(put("good")));
 
   // A valid file whose header claims a key its key inputs do not hash to.
   Entry forged = sample_entry("forged");
@@ -148,7 +151,7 @@ TEST_F(CatalogTest, VerifyPassesGoodEntriesAndNamesWhatIsWrongWithBadOnes) {
   const Entry other_target = sample_entry("elsewhere", "gfx90a");
   fs::path wrong_place = store.layout().entry_path(other_target.header.key, "gfx908");
   fs::create_directories(wrong_place.parent_path());
-  write_bytes(wrong_place, encode_entry(other_target));
+  write_file_bytes(wrong_place, encode_entry(other_target));
 
   std::vector<std::string> found = problems();
   std::sort(found.begin(), found.end());
@@ -189,8 +192,8 @@ TEST_F(CatalogTest, PruneByAgeAndLeavesAWriterInProgressAlone) {
   set_mtime(old_entry, 1700000000);
   const fs::path stale_temp = old_entry.parent_path() / ".abc.tmp.1.2.3";
   const fs::path fresh_temp = new_entry.parent_path() / ".def.tmp.4.5.6";
-  write_bytes(stale_temp, read_bytes(old_entry));
-  write_bytes(fresh_temp, read_bytes(new_entry));
+  write_file_bytes(stale_temp, read_file_bytes(old_entry));
+  write_file_bytes(fresh_temp, read_file_bytes(new_entry));
   set_mtime(stale_temp, 1700000000);
 
   const PruneResult result = prune(store, std::nullopt, mtime_of(new_entry) - 3600 * second_ns);
@@ -312,9 +315,9 @@ TEST_F(ManifestCatalogTest, PruneLeavesAManifestWhoseEntryOrWriterIsBusy) {
 TEST_F(ManifestCatalogTest, VerifyChecksManifestsAndNamesWhatIsWrong) {
   const fs::path good = put_manifest("good", {"a"});
   const fs::path damaged = put_manifest("damaged", {"a"});
-  std::vector<std::byte> bytes = read_bytes(damaged);
+  std::vector<std::byte> bytes = read_file_bytes(damaged);
   bytes[bytes.size() / 2] ^= std::byte{0x20};
-  write_bytes(damaged, bytes);
+  write_file_bytes(damaged, bytes);
   const std::vector<StoredEntry> manifests = scan_manifests(store);
   ASSERT_EQ(manifests.size(), 2u);
   for (const StoredEntry &manifest : manifests) {
@@ -347,7 +350,7 @@ protected:
     return entry.parent_path() / kSummaryFileName;
   }
   static std::vector<SummaryRow> rows_in(const fs::path &summaries) {
-    return decode_summaries(read_bytes(summaries)).value_or(std::vector<SummaryRow>{});
+    return decode_summaries(read_file_bytes(summaries)).value_or(std::vector<SummaryRow>{});
   }
 };
 
@@ -413,7 +416,7 @@ TEST_F(ListTest, ASummaryIsUsedOnlyWhileItsEntryFileIsUnchanged) {
   std::vector<SummaryRow> rows = rows_in(summaries_of(path));
   ASSERT_EQ(rows.size(), 1u);
   rows[0].summary.template_name = "from the summaries file";
-  write_bytes(summaries_of(path), encode_summaries(rows));
+  write_file_bytes(summaries_of(path), encode_summaries(rows));
   EXPECT_EQ(listed(store)[0].summary->template_name, "from the summaries file");
 
   // Any change to the file, even one that keeps its size and bytes, is a new version: the header
@@ -426,12 +429,12 @@ TEST_F(ListTest, ASummaryIsUsedOnlyWhileItsEntryFileIsUnchanged) {
   // Replaced by another file: a different header in the same place.
   Entry renamed = written;
   renamed.header.template_name = "scale2";
-  write_bytes(path, encode_entry(renamed));
+  write_file_bytes(path, encode_entry(renamed));
   EXPECT_EQ(listed(store)[0].summary->template_name, "scale2");
 
   // Damaged in place: the listing says what the header says now.
   const std::vector<std::byte> damaged(fs::file_size(path), std::byte{'x'});
-  change_visibly(path, [&] { write_bytes(path, damaged); });
+  change_visibly(path, [&] { write_file_bytes(path, damaged); });
   found = listed(store);
   EXPECT_FALSE(found[0].summary.has_value());
   EXPECT_EQ(found[0].problem, "bad magic");
@@ -441,13 +444,13 @@ TEST_F(ListTest, ASummaryIsUsedOnlyWhileItsEntryFileIsUnchanged) {
 TEST_F(ListTest, ADamagedSummariesFileIsIgnoredAndRewritten) {
   const fs::path path = put("a");
   listed(store);
-  std::vector<std::byte> bytes = read_bytes(summaries_of(path));
+  std::vector<std::byte> bytes = read_file_bytes(summaries_of(path));
   bytes[20] ^= std::byte{1};
-  write_bytes(summaries_of(path), bytes);
+  write_file_bytes(summaries_of(path), bytes);
   EXPECT_FALSE(decode_summaries(bytes).has_value());
   EXPECT_EQ(listed(store)[0].summary->template_name, "scale");
   EXPECT_EQ(rows_in(summaries_of(path)).size(), 1u);
-  bytes = read_bytes(summaries_of(path));
+  bytes = read_file_bytes(summaries_of(path));
   for (std::size_t size = 0; size < bytes.size(); ++size)
     EXPECT_FALSE(decode_summaries(std::span(bytes).first(size)).has_value()) << size;
 }

@@ -1,5 +1,6 @@
-#include "support.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/sample_entries.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/error.hpp"
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 using testing::kTarget;
 using testing::sample_code;
 using testing::sample_entry;
-using testing::ScratchDir;
+using testing::TempDir;
 using Status = Lookup::Status;
 using kjit::testing::mode_of;
 using kjit::testing::tree;
@@ -37,7 +38,7 @@ template <class Write> Error error_from(Write &&write) {
 
 class DiskStoreTest : public ::testing::Test {
 protected:
-  ScratchDir scratch;
+  TempDir scratch;
   fs::path root = scratch.path() / "cache";
   DiskStore store{root, Access::read_write};
   Entry entry = sample_entry("disk");
@@ -132,9 +133,9 @@ TEST_F(DiskStoreTest, AnExistingRootKeepsItsMode) {
 
 TEST_F(DiskStoreTest, FlippedByteIsRejected) {
   fs::path path = write_entry();
-  std::vector<std::byte> bytes = testing::read_bytes(path);
+  std::vector<std::byte> bytes = testing::read_file_bytes(path);
   bytes[bytes.size() / 2] ^= std::byte{0x20};
-  testing::write_bytes(path, bytes);
+  testing::write_file_bytes(path, bytes);
   expect_rejected("checksum mismatch");
 }
 
@@ -193,7 +194,7 @@ TEST_F(DiskStoreTest, FileOwnedByAnotherUserIsRejected) {
 
 TEST_F(DiskStoreTest, WriteUnderAFileThrowsAndLeavesNothing) {
   // ENOTDIR holds for root too, unlike a directory without write permission.
-  testing::write_bytes(scratch.path() / "afile", {});
+  testing::write_file_bytes(scratch.path() / "afile", {});
   DiskStore blocked(scratch.path() / "afile" / "sub", Access::read_write);
   Error error = error_from([&] { blocked.write(entry); });
   EXPECT_EQ(error.code(), Errc::cache_io);
@@ -251,7 +252,7 @@ TEST_F(DiskStoreTest, RemoveDeletesTheEntry) {
 TEST_F(DiskStoreTest, RemoveTakesAwayADirectoryPlantedUnderTheEntryName) {
   const fs::path path = make_entry_directory(key, kTarget);
   fs::create_directories(path / "inside");
-  testing::write_bytes(path / "inside" / "file", sample_code(10));
+  testing::write_file_bytes(path / "inside" / "file", sample_code(10));
   fs::create_symlink(scratch.path(), path / "link"); // removed itself, not what it points to
   store.remove(key, kTarget);
   EXPECT_FALSE(fs::exists(fs::symlink_status(path)));

@@ -1,14 +1,15 @@
-#include "support.hpp"
+#include "tests/support/sample_entries.hpp"
 
 #include "kjit/error.hpp"
+#include "tests/support/file_format.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <xxhash.h>
 
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
 
 namespace kjit::cache {
 namespace {
@@ -16,13 +17,11 @@ namespace {
 using testing::sample_entry;
 using Json = nlohmann::ordered_json; // keeps the order on disk, so dump() gives it back
 
+using kjit::testing::append_checksum;
+using kjit::testing::append_le;
+
 // The layout of entry.hpp written out independently of entry.cpp, so that tests can build entries
 // with a valid checksum around any header and lengths.
-void append_le(std::vector<std::byte> &out, std::uint64_t value, std::size_t size) {
-  for (std::size_t i = 0; i < size; ++i)
-    out.push_back(static_cast<std::byte>(value >> (8 * i)));
-}
-
 std::vector<std::byte> prelude(std::uint32_t version, std::uint64_t header_length,
                                std::uint64_t code_length) {
   std::vector<std::byte> out;
@@ -32,12 +31,6 @@ std::vector<std::byte> prelude(std::uint32_t version, std::uint64_t header_lengt
   append_le(out, header_length, 4);
   append_le(out, code_length, 8);
   return out;
-}
-
-void append_checksum(std::vector<std::byte> &out) {
-  XXH128_hash_t hash = XXH3_128bits(out.data(), out.size());
-  append_le(out, hash.high64, 8);
-  append_le(out, hash.low64, 8);
 }
 
 std::vector<std::byte> assemble(const std::string &header, std::span<const std::byte> code,

@@ -1,4 +1,4 @@
-#include "support.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include "kjit/cache/file_lock.hpp"
 #include "kjit/error.hpp"
@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <optional>
+#include <stdexcept>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -18,7 +19,7 @@ namespace kjit::cache {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::ScratchDir;
+using testing::TempDir;
 
 // How long a blocked lock must stay blocked to count as excluded, and how long a free one may take.
 constexpr auto kBlockedFor = 300ms;
@@ -109,7 +110,7 @@ struct LockHolderProcess {
 
 class FileLockTest : public ::testing::Test {
 protected:
-  ScratchDir scratch;
+  TempDir scratch;
   std::filesystem::path lock_file = scratch.path() / "lock";
   Key key = key_of({{"lock", "one"}});
   Key other_key = key_of({{"lock", "two"}});

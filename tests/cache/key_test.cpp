@@ -1,4 +1,4 @@
-#include "support.hpp"
+#include "tests/support/sample_entries.hpp"
 
 #include <gtest/gtest.h>
 

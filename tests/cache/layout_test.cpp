@@ -1,4 +1,5 @@
-#include "support.hpp"
+#include "tests/support/sample_entries.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include "kjit/cache/disk_store.hpp"
 #include "kjit/cache/entry.hpp"
@@ -56,7 +57,7 @@ TEST(Layout, RefusesATargetThatCannotNameADirectory) {
 // The names a listing accepts are exactly those the writers make: an entry DiskStore wrote is an
 // entry name in its shard, and a temp file name starts with the temp prefix.
 TEST(Layout, KnowsTheNamesItsWritersMake) {
-  testing::ScratchDir dir;
+  testing::TempDir dir;
   const DiskStore store(dir.path(), Access::read_write);
   const Entry entry = sample_entry("named");
   store.write(entry);

@@ -1,8 +1,9 @@
 // Statistics kept across processes: what concurrent processes add is summed, nothing is lost,
 // and a damaged shard costs only its own counts.
 #include "kjit/cache/stats.hpp"
-#include "support.hpp"
+#include "tests/support/temp_dir.hpp"
 
+#include <fstream>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,7 +24,7 @@ CacheCounters one_compile_and_one_hit() {
 }
 
 TEST(StatsFiles, ConcurrentProcessesLoseNoCounts) {
-  testing::ScratchDir dir;
+  testing::TempDir dir;
   const StatsFiles stats(dir.path() / "stats");
   constexpr int processes = 8, adds = 50;
   std::vector<pid_t> children;
@@ -51,7 +52,7 @@ TEST(StatsFiles, ConcurrentProcessesLoseNoCounts) {
 }
 
 TEST(StatsFiles, ADamagedShardCountsAsZeroAndClearZeroesAll) {
-  testing::ScratchDir dir;
+  testing::TempDir dir;
   const StatsFiles stats(dir.path() / "stats");
   stats.add(one_compile_and_one_hit());
   // Another process's shard (this one writes shard pid % 16).
@@ -63,7 +64,7 @@ TEST(StatsFiles, ADamagedShardCountsAsZeroAndClearZeroesAll) {
 }
 
 TEST(StatsFiles, AnUnwritableDirectoryIsNotAnError) {
-  testing::ScratchDir dir;
+  testing::TempDir dir;
   std::ofstream(dir.path() / "stats") << "a file where the directory should be";
   const StatsFiles stats(dir.path() / "stats");
   EXPECT_NO_THROW(stats.add(one_compile_and_one_hit()));

@@ -1,9 +1,9 @@
 #pragma once
 // For the operators' CPU tests: compiles a built-in template's variant for a target through a
 // Runtime with a private cache, and checks the code object the way a loader would see it.
+#include "kjit/jit/compiler.hpp"
 #include "kjit/jit/elf.hpp"
 #include "kjit/kjit.hpp"
-#include "runtime/src/variant.hpp"
 #include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -44,33 +44,71 @@ inline std::unique_ptr<jit::Compiler> nvrtc_or_null() {
   }
 }
 
+// A compiler that hands every request to `inner` with ptxas's -v report asked for, and keeps the
+// last log: what ptxas says of a variant a Runtime compiles as it compiles any other.
+class PtxasReporting : public jit::Compiler {
+public:
+  explicit PtxasReporting(const jit::Compiler &inner) : inner_(inner) {}
+  Vendor vendor() const override { return inner_.vendor(); }
+  std::string_view name() const override { return inner_.name(); }
+  const std::string &identity() const override { return inner_.identity(); }
+  std::vector<std::pair<std::string, std::string>> environment() const override {
+    return inner_.environment();
+  }
+  const std::vector<jit::TargetSupport> &supported_targets() const override {
+    return inner_.supported_targets();
+  }
+  jit::CompileResult compile(const jit::CompileRequest &request) const override {
+    jit::CompileRequest verbose = request;
+    verbose.options.push_back("--ptxas-options=-v");
+    jit::CompileResult result = inner_.compile(verbose);
+    last_log_ = result.log;
+    return result;
+  }
+  const std::string &last_log() const { return last_log_; }
+
+private:
+  const jit::Compiler &inner_;
+  mutable std::string last_log_;
+};
+
+// ptxas's -v report for `instance` compiled for `target` by `nvrtc` through a Runtime with a cache
+// of its own (so that it compiles), as kjit compiles every variant.
+inline std::string ptxas_report(const jit::Compiler &nvrtc, const Instance &instance,
+                                const jit::Target &target) {
+  const PtxasReporting reporting(nvrtc);
+  const kjit::testing::TempDir dir;
+  Config config = kjit::testing::private_config(dir);
+  config.compilers = [&reporting](Vendor) -> const jit::Compiler & { return reporting; };
+  Runtime(config).compile(instance.source_template(), instance.values(), target);
+  return reporting.last_log();
+}
+
 // Passes when ptxas, compiling `instance` for `target` (sm_90a unless said) through `nvrtc` as
 // kjit does plus --ptxas-options=-v, reports no serialised wgmma (warning C7510, or C7512 where
 // registers run short: the kernel then runs far slower), no ignored setmaxnreg (C7508), no spills
 // and no stack frame: what it reports in its log only, without failing.
 inline ::testing::AssertionResult
-wgmma_compiles_cleanly(jit::Compiler &nvrtc, const Instance &instance,
+wgmma_compiles_cleanly(const jit::Compiler &nvrtc, const Instance &instance,
                        const jit::Target &target = jit::Target::parse("sm_90a")) {
-  VariantDescription variant = describe_variant(instance, target, CompilerIdentity::of(nvrtc));
-  variant.request.options.push_back("--ptxas-options=-v");
-  const jit::CompileResult result = nvrtc.compile(variant.request);
+  const std::string log = ptxas_report(nvrtc, instance, target);
   const auto failure = [&](const char *what) {
     return ::testing::AssertionFailure()
            << what << ": " << instance.expression(Vendor::nvidia) << " for " << target.id() << "\n"
-           << result.log;
+           << log;
   };
-  if (result.log.find("C7510") != std::string::npos ||
-      result.log.find("wgmma.mma_async instructions are serialized") != std::string::npos)
+  if (log.find("C7510") != std::string::npos ||
+      log.find("wgmma.mma_async instructions are serialized") != std::string::npos)
     return failure("wgmma serialised");
-  if (result.log.find("C7508") != std::string::npos)
+  if (log.find("C7508") != std::string::npos)
     return failure("setmaxnreg ignored");
   static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
   std::smatch found;
-  if (!std::regex_search(result.log, found, spills))
+  if (!std::regex_search(log, found, spills))
     return failure("no ptxas -v report");
   if (found[1].str() != "0" || found[2].str() != "0")
     return failure("spills");
-  if (result.log.find("0 bytes stack frame") == std::string::npos)
+  if (log.find("0 bytes stack frame") == std::string::npos)
     return failure("a stack frame");
   return ::testing::AssertionSuccess();
 }

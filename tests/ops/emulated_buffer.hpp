@@ -12,7 +12,7 @@ template <::kjit::ops::Element T> class Buffer {
 public:
   using K = typename KernelType<T>::type;
   explicit Buffer(const std::vector<T> &values) : data_(values.size() + guard) {
-    std::memset(data_.data(), 0xFF, data_.size() * sizeof(K));
+    std::memset(data_.data(), ::kjit::testing::poison_byte, data_.size() * sizeof(K));
     std::memcpy(data_.data(), values.data(), values.size() * sizeof(T));
   }
   static Buffer poisoned(std::size_t count) { return Buffer(std::vector<T>(), count); }
@@ -26,13 +26,13 @@ public:
   bool guard_intact(std::size_t count) const {
     const auto *bytes = reinterpret_cast<const unsigned char *>(data_.data());
     return std::all_of(bytes + count * sizeof(K), bytes + data_.size() * sizeof(K),
-                       [](unsigned char b) { return b == 0xFF; });
+                       [](unsigned char b) { return b == ::kjit::testing::poison_byte; });
   }
 
 private:
   static constexpr std::size_t guard = 64;
   Buffer(const std::vector<T> &, std::size_t count) : data_(count + guard) {
-    std::memset(data_.data(), 0xFF, data_.size() * sizeof(K));
+    std::memset(data_.data(), ::kjit::testing::poison_byte, data_.size() * sizeof(K));
   }
   std::vector<K> data_;
 };

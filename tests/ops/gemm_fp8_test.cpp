@@ -4,7 +4,6 @@
 #include "kjit/ops/gemm_fp8.hpp"
 #include "kjit/ops/quant.hpp"
 #include "ops/src/variants.hpp"
-#include "runtime/src/variant.hpp"
 #include "tests/ops/compile_support.hpp"
 
 #include <gtest/gtest.h>
@@ -25,11 +24,8 @@ std::optional<std::string> ptxas_report(const std::string &name, const ParamValu
   } catch (const Error &) {
     return std::nullopt;
   }
-  const Instance instance = templates::find(name).bind(params);
-  VariantDescription variant =
-      describe_variant(instance, jit::Target::parse("sm_90a"), CompilerIdentity::of(*nvrtc));
-  variant.request.options.push_back("--ptxas-options=-v");
-  return nvrtc->compile(variant.request).log;
+  return compile_testing::ptxas_report(*nvrtc, templates::find(name).bind(params),
+                                       jit::Target::parse("sm_90a"));
 }
 
 // ptxas warns without failing when it serialises wgmma (C7510) or ignores setmaxnreg (C7508),

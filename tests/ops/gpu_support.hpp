@@ -5,6 +5,7 @@
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
 #include "kjit/runtime/kernel.hpp"
+#include "tests/support/poison.hpp"
 #include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -40,10 +41,7 @@ protected:
   }
   // `count` elements of poison, on the device.
   template <Element T> DeviceBuffer poisoned(std::size_t count) {
-    std::vector<unsigned char> poison(count * sizeof(T), 0xFF);
-    DeviceBuffer buffer = device().allocate(poison.size());
-    buffer.write(poison.data(), poison.size());
-    return buffer;
+    return upload(kjit::testing::poisoned<T>(count));
   }
   // Waits for the device, then reads `count` elements back.
   template <Element T> std::vector<T> download(const DeviceBuffer &buffer, std::size_t count) {

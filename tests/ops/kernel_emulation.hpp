@@ -9,6 +9,7 @@
 // Include this, then, inside an anonymous namespace (so that two files emulating different warp
 // sizes do not share instantiations), the prelude and the kernel sources.
 #include "kjit/ops/element.hpp"
+#include "tests/support/poison.hpp" // emulated_buffer.hpp's guard band
 
 #include <algorithm>
 #include <atomic>

@@ -20,7 +20,7 @@ template <typename X> DeviceBuffer to_device(const Device &device, const std::ve
   return buffer;
 }
 DeviceBuffer poisoned_bytes(const Device &device, std::size_t bytes) {
-  return to_device(device, std::vector<unsigned char>(bytes, 0xFF));
+  return to_device(device, kjit::testing::poisoned<unsigned char>(bytes));
 }
 std::vector<unsigned char> bytes_from_device(const Device &device, const DeviceBuffer &buffer,
                                              std::size_t bytes) {
@@ -306,7 +306,8 @@ TYPED_TEST(PagedAttentionGpuTest, ReshapeAndCacheWritesTheReferencesValuesAndNot
       for (std::size_t i = 0; i < expected.size() && wrong < 5; ++i) {
         const unsigned char *bytes = got.data() + i * element;
         if (std::isnan(expected[i])) {
-          wrong += std::any_of(bytes, bytes + element, [](unsigned char b) { return b != 0xFF; });
+          wrong += std::any_of(bytes, bytes + element,
+                               [](unsigned char b) { return b != kjit::testing::poison_byte; });
           continue;
         }
         double value = 0, tolerance = 0;

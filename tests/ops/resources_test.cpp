@@ -1,9 +1,9 @@
 // What the code object says about every built-in template's variants in the shapes the wrappers
-// launch (the level-1 "core" set, which tests/ops/sets_test.cpp checks against the wrappers): on
-// each AMD target kjit serves, no spills, no scratch, and the wavefront size the kernel was built
-// for is the KJIT_WARP_SIZE kjit compiled it with. A target the loaded hiprtc cannot compile for
-// (ROCm 5.2 lacks gfx942, gfx950, gfx1100 and gfx1201) skips with the reason; `tools/test --rocm`
-// runs this test against the newer releases.
+// launch (the level-1 "core" set, which tests/ops/variants_in_sets_test.cpp checks against the
+// wrappers): on each AMD target kjit serves, no spills, no scratch, and the wavefront size the
+// kernel was built for is the KJIT_WARP_SIZE kjit compiled it with. A target the loaded hiprtc
+// cannot compile for (ROCm 5.2 lacks gfx942, gfx950, gfx1100 and gfx1201) skips with the reason;
+// `tools/test --rocm` runs this test against the newer releases.
 #include "kjit/jit/compiler.hpp"
 #include "kjit/jit/kernel_resources.hpp"
 #include "kjit/kjit.hpp"

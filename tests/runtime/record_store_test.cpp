@@ -5,7 +5,7 @@
 #include "kjit/runtime/tuning_table.hpp"
 #include "runtime/src/entry_kind.hpp"
 #include "runtime/src/record_store.hpp"
-#include "tests/cache/support.hpp"
+#include "tests/support/sample_entries.hpp"
 #include "tests/runtime/tuning_records.hpp"
 #include "tests/support/fake_remote.hpp"
 #include "tests/support/temp_dir.hpp"

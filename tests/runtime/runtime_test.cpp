@@ -1,13 +1,13 @@
 // The first-call path end to end with the real compilers: compile, publish, hit in memory, hit
 // on disk in a fresh Runtime, single flight, bad entries rewritten, unusable cache directories,
 // the prebuilt tier and mode.
-#include "cache/src/file_format.hpp"
 #include "kjit/cache/catalog.hpp"
 #include "kjit/cache/entry.hpp"
 #include "kjit/cache/layout.hpp"
 #include "kjit/cache/stats.hpp"
 #include "kjit/jit/compiler.hpp"
 #include "kjit/kjit.hpp"
+#include "tests/support/file_format.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/log_capture.hpp"
 #include "tests/support/private_config.hpp"
@@ -155,26 +155,24 @@ TEST_F(RuntimeTest, ATruncatedEntryIsAMissAndTheEntryIsRewritten) {
 // this kjit looks, as a copied or imported cache would put it: a miss with one warning, rewritten.
 TEST_F(RuntimeTest, AnEntryOfTheFirstFormatIsAMissAndTheEntryIsRewritten) {
   expect_rewritten_after([](std::vector<std::byte> &bytes) {
-    namespace format = cache::format;
-    const std::size_t header_size = format::load_le<std::uint32_t>(bytes.data() + 12);
-    const std::size_t code_size = format::load_le<std::uint64_t>(bytes.data() + 16);
+    using kjit::testing::append_le, kjit::testing::load_le;
+    const std::size_t header_size = load_le(bytes.data() + 12, 4);
+    const std::size_t code_size = load_le(bytes.data() + 16, 8);
     const auto *header_text = reinterpret_cast<const char *>(bytes.data() + 24);
     nlohmann::ordered_json header =
         nlohmann::ordered_json::parse(header_text, header_text + header_size);
     ASSERT_TRUE(header.contains("parameters"));
     header.erase("parameters");
     const std::string old_header = header.dump();
-    std::vector<std::byte> old(24);
-    std::copy(bytes.begin(), bytes.begin() + 8, old.begin()); // the magic
-    format::store_le<std::uint32_t>(old.data() + 8, 1);
-    format::store_le<std::uint32_t>(old.data() + 12, static_cast<std::uint32_t>(old_header.size()));
-    format::store_le<std::uint64_t>(old.data() + 16, code_size);
+    std::vector<std::byte> old(bytes.begin(), bytes.begin() + 8); // the magic
+    append_le(old, 1, 4);
+    append_le(old, old_header.size(), 4);
+    append_le(old, code_size, 8);
     for (char c : old_header)
       old.push_back(static_cast<std::byte>(c));
     old.insert(old.end(), bytes.begin() + 24 + header_size,
                bytes.begin() + 24 + header_size + code_size);
-    const format::Checksum checksum = format::checksum_of(old);
-    old.insert(old.end(), checksum.begin(), checksum.end());
+    kjit::testing::append_checksum(old);
     bytes = std::move(old);
   });
 }

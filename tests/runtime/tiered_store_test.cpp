@@ -3,10 +3,10 @@
 // falling through to the next, the re-read under the lock, and a read-only tier never written.
 #include "kjit/cache/layout.hpp"
 #include "runtime/src/tiered_store.hpp"
-#include "tests/cache/support.hpp"
 #include "tests/runtime/fake_compiler.hpp"
 #include "tests/support/fake_remote.hpp"
 #include "tests/support/log_capture.hpp"
+#include "tests/support/sample_entries.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <fstream>
@@ -18,10 +18,10 @@ namespace kjit {
 namespace {
 
 namespace fs = std::filesystem;
-using cache::testing::kTarget;
-using cache::testing::sample_entry;
 using testing::FakeRemote;
+using testing::kTarget;
 using testing::LogCapture;
+using testing::sample_entry;
 using testing::TempDir;
 
 // Every file under `root` with its size and mtime: what a read-only tier must keep.

@@ -5,8 +5,9 @@
 #include "kjit/cache/entry.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/templates/library.hpp"
-#include "tests/cache/support.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/log_capture.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <functional>
 #include <gtest/gtest.h>
@@ -15,8 +16,6 @@ namespace kjit::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using cache::testing::read_bytes;
-using cache::testing::write_bytes;
 
 struct Damage {
   const char *name;
@@ -28,9 +27,9 @@ struct Damage {
 void PrintTo(const Damage &damage, std::ostream *out) { *out << damage.name; }
 
 void rewrite(const fs::path &path, const std::function<void(std::vector<std::byte> &)> &edit) {
-  std::vector<std::byte> bytes = read_bytes(path);
+  std::vector<std::byte> bytes = read_file_bytes(path);
   edit(bytes);
-  write_bytes(path, bytes);
+  write_file_bytes(path, bytes);
 }
 
 const Damage damages[] = {
@@ -48,16 +47,16 @@ const Damage damages[] = {
      }},
     {"wrong target", "entry is for sm_80, expected sm_90",
      [](const fs::path &path, const fs::path &) {
-       cache::Entry entry = *cache::decode_entry(read_bytes(path)).entry;
+       cache::Entry entry = *cache::decode_entry(read_file_bytes(path)).entry;
        entry.header.target = "sm_80"; // a whole, checksummed entry: only the target is wrong
-       write_bytes(path, cache::encode_entry(entry));
+       write_file_bytes(path, cache::encode_entry(entry));
      }},
     {"future format version", "format version 9, this kjit reads 2",
      [](const fs::path &path, const fs::path &) {
        rewrite(path, [](auto &bytes) { bytes[8] = std::byte{9}; });
      }},
     {"empty file", "truncated: 0 bytes",
-     [](const fs::path &path, const fs::path &) { write_bytes(path, {}); }},
+     [](const fs::path &path, const fs::path &) { write_file_bytes(path, {}); }},
     {"directory", "not a regular file",
      [](const fs::path &path, const fs::path &other) {
        fs::remove(path);
@@ -86,7 +85,7 @@ protected:
   }
   ChildOutcome verify() { return run_kjit({"cache", "verify"}, cache, scratch.path()); }
 
-  cache::testing::ScratchDir scratch;
+  testing::TempDir scratch;
   fs::path cache = scratch.path() / "cache";
   jit::Target sm_90 = jit::Target::parse("sm_90");
 };
@@ -112,7 +111,7 @@ TEST_P(Corruption, IsAMissWithOneWarningIsRewrittenAndVerifyFindsIt) {
     EXPECT_EQ(captured.warnings(), 1) << captured.text();
     EXPECT_NE(captured.text().find(entry.string()), std::string::npos) << captured.text();
   }
-  EXPECT_TRUE(cache::decode_entry(read_bytes(entry)).entry.has_value()) << "rewritten";
+  EXPECT_TRUE(cache::decode_entry(read_file_bytes(entry)).entry.has_value()) << "rewritten";
   Runtime fresh(config());
   EXPECT_EQ(compile(fresh, 64).origin(), Origin::user_cache);
   const ChildOutcome after = verify();

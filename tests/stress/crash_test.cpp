@@ -7,7 +7,7 @@
 #include "fake_nvrtc.hpp"
 #include "kjit/cache/catalog.hpp"
 #include "kjit/cache/layout.hpp"
-#include "tests/cache/support.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -16,6 +16,7 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <unistd.h>
 
@@ -89,7 +90,7 @@ Spans measure_spans(const std::vector<std::string> &arguments, const Environment
 TEST(Crash, AProcessKilledWhileCompilingOrPublishingLeavesNoTornEntryAndNoHeldLock) {
   constexpr int trials = 100;
   constexpr unsigned seed = 20261123; // the kill points are drawn from it
-  cache::testing::ScratchDir scratch;
+  testing::TempDir scratch;
   const Environment environment = {
       {"LD_LIBRARY_PATH", KJIT_FAKE_NVRTC_DIR},
       {fake_nvrtc::compile_us_variable, "2000"},

@@ -15,8 +15,8 @@
 #include "fake_nvrtc.hpp"
 #include "kjit/error.hpp"
 #include "kjit/jit/compiler.hpp"
-#include "tests/cache/support.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <csignal>
 #include <fcntl.h>
@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <poll.h>
 #include <set>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace kjit::testing {
@@ -201,7 +202,7 @@ protected:
     return {compiles, remote_hits};
   }
 
-  cache::testing::ScratchDir scratch;
+  testing::TempDir scratch;
   RedisServer redis;
 };
 

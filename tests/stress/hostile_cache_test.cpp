@@ -8,9 +8,9 @@
 #include "kjit/cache/layout.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/templates/library.hpp"
-#include "tests/cache/support.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/log_capture.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <fstream>
 #include <functional>
@@ -59,7 +59,7 @@ protected:
     return {};
   }
 
-  cache::testing::ScratchDir scratch;
+  testing::TempDir scratch;
   fs::path cache = scratch.path() / "cache";
 };
 

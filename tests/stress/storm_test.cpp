@@ -6,7 +6,7 @@
 #include "kjit/cache/stats.hpp"
 #include "kjit/error.hpp"
 #include "kjit/jit/compiler.hpp"
-#include "tests/cache/support.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <set>
@@ -23,7 +23,7 @@ TEST(Storm, SixteenProcessesOfEightThreadsCompileOneMissingVariantOnce) {
     GTEST_SKIP() << "NVRTC is not available: " << error.summary();
   }
   constexpr int processes = 16, threads = 8;
-  cache::testing::ScratchDir scratch;
+  testing::TempDir scratch;
   const fs::path cache = scratch.path() / "cache";
   const Storm storm =
       run_storm(processes, threads,

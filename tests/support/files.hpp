@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <sys/stat.h>
@@ -27,8 +28,7 @@ inline std::vector<std::byte> bytes_of(std::string_view text) {
   return {first, first + text.size()};
 }
 
-inline void write_file_bytes(const std::filesystem::path &path,
-                             const std::vector<std::byte> &bytes) {
+inline void write_file_bytes(const std::filesystem::path &path, std::span<const std::byte> bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char *>(bytes.data()),
             static_cast<std::streamsize>(bytes.size()));

@@ -77,9 +77,9 @@ public:
   };
   Counters counters() const;
 
-  // The variant of `tmpl` for `params` on `target`: from memory, the prebuilt tier, the user
-  // tier, or compiled and stored. The reference stays valid for the Runtime's life. Safe to call
-  // from many threads; concurrent requests for one missing variant compile it once.
+  // The variant of `tmpl` for `params` on `target`: from memory, the prebuilt tiers, the user
+  // tier, the remote tiers, or compiled and stored. The reference stays valid for the Runtime's
+  // life. Safe to call from many threads; concurrent requests for one missing variant compile once.
   //
   // Throws Error: bad_parameter, unsupported_target, bad_option, compile_error (with the log),
   // compiler_unavailable, not_prebuilt (KJIT_MODE=prebuilt). An unusable cache directory is not

@@ -50,7 +50,7 @@
 //
 // To add variants to a level, add an item to that level's file, or a new file with that "level"
 // in templates/sets/ (every *.json there is embedded). For kjit::ops, list exactly what the
-// wrappers pick (ops/src/variants.hpp); tests/ops/sets_test.cpp checks each level against them.
+// wrappers pick (ops/src/variants.hpp); tests/ops/variants_in_sets_test.cpp checks each level.
 #include "kjit/templates/template.hpp"
 
 #include <algorithm>

@@ -7,6 +7,7 @@
 #include "kjit/runtime/kernel.hpp"
 #include "kjit/templates/library.hpp"
 #include "runtime/src/device_driver.hpp"
+#include "tests/support/poison.hpp"
 #include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -82,16 +83,8 @@ struct HalfElement {
   }
 };
 
-template <typename T> std::vector<T> poisoned(std::size_t count) {
-  std::vector<T> values(count);
-  std::memset(values.data(), 0xFF, count * sizeof(T));
-  return values;
-}
-
-template <typename T> bool is_poison(const T &value) {
-  const auto *bytes = reinterpret_cast<const unsigned char *>(&value);
-  return std::all_of(bytes, bytes + sizeof(T), [](unsigned char b) { return b == 0xFF; });
-}
+using kjit::testing::is_poison;
+using kjit::testing::poisoned;
 
 struct Loaded {
   Module module;
