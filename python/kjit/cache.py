@@ -15,7 +15,8 @@ def ls(target=None, template=None):
 
 
 def verify():
-    """{"checked": N, "bad": [...]}: every entry checked (checksum, format, key, target)."""
+    """{"checked": N, "bad": [...], "manifests_checked": M}: every entry checked (checksum,
+    format, key, target), and every header manifest."""
     return document("cache_verify")
 
 

@@ -5,9 +5,9 @@
 #include "kjit/runtime/tuning_table.hpp"
 #include "runtime/src/entry_kind.hpp"
 #include "runtime/src/record_store.hpp"
-#include "tests/support/sample_entries.hpp"
 #include "tests/runtime/tuning_records.hpp"
 #include "tests/support/fake_remote.hpp"
+#include "tests/support/sample_entries.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <chrono>
@@ -25,7 +25,7 @@ using testing::TempDir;
 // The record of one key, marked by a number so that a hit says which tier it came from.
 struct Entries {
   using Kind = EntryKind;
-  const cache::Entry entry = cache::testing::sample_entry("one");
+  const cache::Entry entry = testing::sample_entry("one");
   std::vector<cache::DiskStore> stores;
 
   explicit Entries(const fs::path &home) {

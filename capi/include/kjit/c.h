@@ -268,7 +268,8 @@ void kjit_free(char *text);
 int kjit_cache_stats(char **json);
 /* The entries of both tiers; only those for `target`, and of `template_name`, where given. */
 int kjit_cache_ls(const char *target, const char *template_name, char **json);
-/* Checks every entry: {"checked": N, "bad": [...]}. Bad entries are no failure of the call. */
+/* Checks every entry and header manifest: {"checked": N, "bad": [...], "manifests_checked": M}.
+   Bad entries are no failure of the call. */
 int kjit_cache_verify(char **json);
 /* Removes least recently used entries of the user tier: down to `max_size` ("2G") and those
  * unused for `older_than` ("7d"). */
