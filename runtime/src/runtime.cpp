@@ -51,7 +51,7 @@ public:
       : config_(checked(std::move(config))), tiers_(config_), compilers_(config_.compilers),
         identities_(compilers_, config_.mode, tiers_.prebuilt(),
                     tiers_.user() ? tiers_.user()->layout().compilers_directory()
-                                   : std::filesystem::path(),
+                                  : std::filesystem::path(),
                     tier_list(config_)) {}
 
   // Leaves what this Runtime did in the cache's statistics and keeps the user tier within
