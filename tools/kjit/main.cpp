@@ -249,7 +249,22 @@ Template template_from_file(const CompileArgs &args, const ParamValues &params) 
                   std::move(options));
 }
 
-int run_compile(const CompileArgs &args, bool as_json) {
+// What `kjit compile` found or made.
+struct CompileResult {
+  std::string key;
+  std::string origin;
+  bool cached = false; // found in a tier, not compiled by this call
+  std::string template_name;
+  std::string kernel;
+  std::string lowered_name;
+  std::string target;
+  double compile_ms = 0;
+  double elapsed_ms = 0;
+  std::size_t code_bytes = 0;
+  std::string entry; // empty: kept in memory only
+};
+
+CompileResult compile_variant(const CompileArgs &args) {
   if (args.source_file.empty() == args.template_name.empty())
     throw Error(Errc::bad_usage,
                 "name a library template (kjit compile scale ...) or give --source FILE, not both");
@@ -282,30 +297,49 @@ int run_compile(const CompileArgs &args, bool as_json) {
   const double elapsed_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   const bool cached = object.origin() != Origin::compiled;
-  const double compile_ms = cached ? 0.0 : object.compile_ms();
+  return {.key = object.key().hex(),
+          .origin = std::string(to_string(object.origin())),
+          .cached = cached,
+          .template_name = tmpl.name(),
+          .kernel = object.expression(),
+          .lowered_name = object.lowered_name(),
+          .target = target.id(),
+          .compile_ms = cached ? 0.0 : object.compile_ms(),
+          .elapsed_ms = elapsed_ms,
+          .code_bytes = object.code().size(),
+          .entry = object.entry_path().string()};
+}
 
-  if (as_json) {
-    print_json({{"key", object.key().hex()},
-                {"cached", cached},
-                {"origin", to_string(object.origin())},
-                {"template", tmpl.name()},
-                {"kernel", object.expression()},
-                {"lowered_name", object.lowered_name()},
-                {"target", target.id()},
-                {"compile_ms", compile_ms},
-                {"elapsed_ms", elapsed_ms},
-                {"code_bytes", object.code().size()},
-                {"entry", object.entry_path().string()}});
-    return 0;
-  }
-  std::cout << object.expression() << " for " << target.id() << ": "
-            << (cached ? "cache hit (" + std::string(to_string(object.origin())) + ")"
-                       : "compiled in " + std::to_string(static_cast<long>(compile_ms)) + " ms")
-            << ", " << object.code().size() << " bytes\n"
-            << "  key   " << object.key().hex() << '\n'
-            << "  entry "
-            << (object.entry_path().empty() ? "(memory only)" : object.entry_path().string())
-            << '\n';
+json to_json(const CompileResult &result) {
+  return {{"key", result.key},
+          {"cached", result.cached},
+          {"origin", result.origin},
+          {"template", result.template_name},
+          {"kernel", result.kernel},
+          {"lowered_name", result.lowered_name},
+          {"target", result.target},
+          {"compile_ms", result.compile_ms},
+          {"elapsed_ms", result.elapsed_ms},
+          {"code_bytes", result.code_bytes},
+          {"entry", result.entry}};
+}
+
+void print_table(const CompileResult &result, std::ostream &out) {
+  out << result.kernel << " for " << result.target << ": "
+      << (result.cached
+              ? "cache hit (" + result.origin + ")"
+              : "compiled in " + std::to_string(static_cast<long>(result.compile_ms)) + " ms")
+      << ", " << result.code_bytes << " bytes\n"
+      << "  key   " << result.key << '\n'
+      << "  entry " << (result.entry.empty() ? "(memory only)" : result.entry) << '\n';
+}
+
+int run_compile(const CompileArgs &args, bool as_json) {
+  const CompileResult result = compile_variant(args);
+  if (as_json)
+    print_json(to_json(result));
+  else
+    print_table(result, std::cout);
   return 0;
 }
 
