@@ -72,9 +72,14 @@ json record_summary(const TuningRecord &record) {
   return json::parse(tuning_records_json({record})).at("records").at(0);
 }
 
-} // namespace
+// What `kjit tune OP` did for one shape.
+struct TunedShape {
+  ops::OperatorShape shape;
+  ops::OperatorTuning outcome;
+};
 
-int tune_shapes(const TuneArgs &args, bool as_json, std::ostream &out) {
+// Each shape's record: the table's, or tuned on the Runtime's GPU now.
+std::vector<TunedShape> tune_each(const TuneArgs &args, bool quiet) {
   const auto &known = ops::tunable_operators();
   if (std::find(known.begin(), known.end(), args.op) == known.end())
     throw Error(Errc::bad_parameter, "cannot tune '" + args.op +
@@ -89,10 +94,8 @@ int tune_shapes(const TuneArgs &args, bool as_json, std::ostream &out) {
   Runtime rt;
   require_device(rt);
   const TuningTable table = TuningTable::from_config(rt.config());
-  const ProgressBar bar(as_json);
-  json results = json::array();
-  Table listing(
-      {"shape", "winner", "time (us)", "heuristic", "time (us)", "tuned", "seconds", "dropped"});
+  const ProgressBar bar(quiet);
+  std::vector<TunedShape> tuned;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const ops::OperatorShape &shape = shapes[i];
     const std::string what = shape.op + " " + shape.type + " " + std::to_string(shape.rows) + "x" +
@@ -100,39 +103,67 @@ int tune_shapes(const TuneArgs &args, bool as_json, std::ostream &out) {
                              std::to_string(shapes.size()) + ")";
     TuneOptions options = checked;
     options.progress = [&](std::size_t done, std::size_t total) { bar.show(what, done, total); };
-    const ops::OperatorTuning outcome = ops::tune_operator(rt, table, shape, options);
+    tuned.push_back({shape, ops::tune_operator(rt, table, shape, options)});
     bar.finish();
+  }
+  return tuned;
+}
+
+// How long the tuning took; 0 when the table had the record.
+double seconds_of(const ops::OperatorTuning &outcome) {
+  return outcome.result ? outcome.result->seconds : 0.0;
+}
+
+std::size_t dropped_count(const ops::OperatorTuning &outcome) {
+  return outcome.result ? outcome.result->dropped.size() : 0;
+}
+
+json to_json(const std::vector<TunedShape> &tuned) {
+  json results = json::array();
+  for (const auto &[shape, outcome] : tuned) {
     json dropped = json::array();
-    double seconds = 0;
-    if (outcome.result) {
-      seconds = outcome.result->seconds;
+    if (outcome.result)
       for (const auto &[params, why] : outcome.result->dropped)
         dropped.push_back({{"params", params.to_string()}, {"reason", why}});
-    }
     json item = record_summary(outcome.record);
     item["tuned_now"] = outcome.tuned;
-    item["seconds"] = seconds;
+    item["seconds"] = seconds_of(outcome);
     item["dropped"] = dropped;
     item["rows"] = shape.rows;
     item["heuristic"] = {{"params", outcome.heuristic.params.to_string()},
                          {"time_us", outcome.heuristic.time_us}};
     results.push_back(item);
-    char time[32];
-    std::snprintf(time, sizeof time, "%.2f", outcome.record.winner.time_us);
-    char spent[32];
-    std::snprintf(spent, sizeof spent, "%.1f", seconds);
-    char heuristic_time[32];
-    std::snprintf(heuristic_time, sizeof heuristic_time, "%.2f", outcome.heuristic.time_us);
+  }
+  return {{"results", results}};
+}
+
+std::string fixed(double value, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+void print_table(const std::vector<TunedShape> &tuned, std::ostream &out) {
+  Table listing(
+      {"shape", "winner", "time (us)", "heuristic", "time (us)", "tuned", "seconds", "dropped"});
+  for (const auto &[shape, outcome] : tuned)
     listing.add({shape.op + " " + shape.type + " " + std::to_string(shape.rows) + "x" +
                      std::to_string(shape.length),
-                 outcome.record.winner.params.to_string(), time,
-                 outcome.heuristic.params.to_string(), heuristic_time,
-                 outcome.tuned ? "now" : "table", spent, std::to_string(dropped.size())});
-  }
+                 outcome.record.winner.params.to_string(), fixed(outcome.record.winner.time_us, 2),
+                 outcome.heuristic.params.to_string(), fixed(outcome.heuristic.time_us, 2),
+                 outcome.tuned ? "now" : "table", fixed(seconds_of(outcome), 1),
+                 std::to_string(dropped_count(outcome))});
+  listing.print(out);
+}
+
+} // namespace
+
+int tune_shapes(const TuneArgs &args, bool as_json, std::ostream &out) {
+  const std::vector<TunedShape> tuned = tune_each(args, /*quiet=*/as_json);
   if (as_json)
-    print_json(out, {{"results", results}});
+    print_json(out, to_json(tuned));
   else
-    listing.print(out);
+    print_table(tuned, out);
   return 0;
 }
 
