@@ -1,5 +1,7 @@
 #include "child.hpp"
 
+#include "kjit/cache/layout.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -209,7 +211,7 @@ std::vector<fs::path> temp_files_under(const fs::path &root) {
   std::error_code error;
   for (auto it = fs::recursive_directory_iterator(root, error);
        it != fs::recursive_directory_iterator(); it.increment(error))
-    if (it->path().filename().string().find(".tmp.") != std::string::npos)
+    if (cache::Layout::is_temp_name(it->path().filename().string()))
       found.push_back(it->path());
   return found;
 }
