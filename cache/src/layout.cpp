@@ -22,6 +22,12 @@ bool is_hex(std::string_view text) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+// "<key hex><extension>" in the shard of its first two hex digits.
+bool is_keyed_name(std::string_view name, std::string_view shard, std::string_view extension) {
+  return name.size() == kKeyHexSize + extension.size() && name.substr(0, 2) == shard &&
+         name.ends_with(extension) && is_hex(name.substr(0, kKeyHexSize));
+}
+
 // Whether `target` is a canonical target id, as jit::Target writes it ("sm_90a",
 // "gfx90a:sramecc+:xnack-"). Entries come from archives, remotes and planted files, and their
 // target becomes a directory: a name such as "tuning", "lock" or ".." would reach kjit's own
@@ -98,16 +104,6 @@ std::string Layout::invalid_target_problem(std::string_view target) {
 }
 
 bool Layout::is_shard_name(std::string_view name) { return name.size() == 2 && is_hex(name); }
-
-namespace {
-
-// "<key hex><extension>" in the shard of its first two hex digits.
-bool is_keyed_name(std::string_view name, std::string_view shard, std::string_view extension) {
-  return name.size() == kKeyHexSize + extension.size() && name.substr(0, 2) == shard &&
-         name.ends_with(extension) && is_hex(name.substr(0, kKeyHexSize));
-}
-
-} // namespace
 
 bool Layout::is_entry_name(std::string_view name, std::string_view shard) {
   return is_keyed_name(name, shard, kEntryExtension);
