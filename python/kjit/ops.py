@@ -109,12 +109,15 @@ def _launch(op, key, tensors, function, *args, **item):
 
 def _refuse_cold(op, tensors, item):
     """kjit.BadUsage while a CUDA graph is being captured, naming the warm-up item that runs
-    `op` on `tensors`' shapes (with `item`'s other entries) ahead: a variant not yet run in this
-    process would compile or load code in the capture."""
+    `op` on `tensors`' shapes (with `item`'s other entries; "dtypes" where the tensors' types
+    differ) ahead: a variant not yet run in this process would compile or load code in the
+    capture. Made only for a variant not yet run, so its parts cost the warm calls nothing."""
     shapes = [list(t.shape) for t in tensors]
-    dtype = str(tensors[0].dtype).replace("torch.", "")
-    _core.refuse_during_capture(f"kjit.ops.{op} at shapes {shapes} ({dtype})",
-                                repr({"op": op, "dtype": dtype, "shapes": shapes, **item}))
+    dtypes = _dtype_names(*tensors)
+    if len(set(dtypes)) > 1:
+        item = {"dtypes": dtypes, **item}
+    _core.refuse_during_capture(f"kjit.ops.{op} at shapes {shapes} ({dtypes[0]})",
+                                repr({"op": op, "dtype": dtypes[0], "shapes": shapes, **item}))
 
 
 def _aligned(*pointers):
@@ -293,8 +296,7 @@ def _flash_attention(out, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, cau
     key = (op, dtype, q.shape, k.shape, batch, max_seqlen_q, causal, _aligned(pq, pk, pv, po))
     _launch(op, key, (q, k, v, cu_seqlens_q, cu_seqlens_k), op, _DTYPES[dtype], po, pq, pk, pv,
             pcq, pck, batch, total_q, total_k, max_seqlen_q, q_heads, kv_heads, head_dim,
-            int(causal), scale, dtypes=_dtype_names(q, k, v, cu_seqlens_q, cu_seqlens_k),
-            scalars=[max_seqlen_q, causal, scale])
+            int(causal), scale, scalars=[max_seqlen_q, causal, scale])
 
 
 # ---- mixture of experts (kjit/ops/moe.hpp) --------------------------------------------------
@@ -329,7 +331,6 @@ def _moe_topk(weights, ids, logits, top_k, bias, scoring, groups, top_groups, re
     tensors = (logits,) if bias is None else (logits, bias)
     _launch(op, key, tensors, op, _DTYPES[logits.dtype], pw, pi, pl, pb, tokens, experts, top_k,
             scoring, groups, top_groups, int(renormalize), scale,
-            dtypes=_dtype_names(*tensors),
             scalars=[top_k, scoring, groups, top_groups, renormalize, scale])
 
 
@@ -371,8 +372,7 @@ def _fused_moe(out, x, weights, ids, w13, w2):
     pworkspace = -(-workspace.data_ptr() // _WORKSPACE_ALIGNMENT) * _WORKSPACE_ALIGNMENT
     key = (op, dtype, x.shape, w13.shape, top_k, _aligned(px, pw13, pw2, po))
     _launch(op, key, (x, weights, ids, w13, w2), op, _DTYPES[dtype], po, px, pweights, pids,
-            tokens, top_k, pw13, pw2, experts, hidden, inter, pworkspace, size,
-            dtypes=_dtype_names(x, weights, ids, w13, w2))
+            tokens, top_k, pw13, pw2, experts, hidden, inter, pworkspace, size)
 
 
 # ---- paged attention and the KV-cache write (kjit/ops/paged_attention.hpp) -----------------
@@ -388,12 +388,11 @@ def _paged_cache(op, names, k_cache, v_cache, dtype, last):
     of `dtype` or fp8 and whose last dimensions are `last` (the inputs'), once checked, and their
     kjit_kv_format."""
     k_name, v_name = names
-    _check(op, k_name, k_cache, dtypes={dtype: 0, **_FP8_DTYPES})
+    pk = _check(op, k_name, k_cache, dtypes={dtype: 0, **_FP8_DTYPES})
     _require_dims(op, k_name, k_cache, "[num_blocks, page_size, kv_heads, head_dim]")
-    if tuple(k_cache.shape[-len(last):]) != tuple(last):
+    if k_cache.shape[-len(last):] != last:
         raise BadArgument(f"kjit.ops.{op}: {k_name} has shape {tuple(k_cache.shape)}, its last "
                           f"dimensions must be {tuple(last)} as the inputs'")
-    pk = k_cache.data_ptr()
     pv = _check(op, v_name, v_cache, k_cache.dtype, k_cache.shape)
     return pk, pv, _KV_MODEL if k_cache.dtype == dtype else _KV_FP8
 
@@ -410,14 +409,15 @@ def _paged_attention_decode(out, q, k_cache, v_cache, block_tables, seq_lens, sc
     pk, pv, kv_format = _paged_cache(op, ("k_cache", "v_cache"), k_cache, v_cache, dtype,
                                      (head_dim,))
     num_blocks, page_size, kv_heads = k_cache.shape[:3]
-    _check(op, "block_tables", block_tables, torch.int32)
+    pt = _check(op, "block_tables", block_tables, torch.int32)
     _require_dims(op, "block_tables", block_tables, "[batch, max_blocks]")
     max_blocks = block_tables.shape[1]
-    pt = _check(op, "block_tables", block_tables, torch.int32, (batch, max_blocks))
+    if block_tables.shape[0] != batch:
+        _refuse(op, "block_tables", block_tables, torch.int32, (batch, max_blocks), None)
     ps = _check(op, "seq_lens", seq_lens, torch.int32, (batch,))
     po = _check(op, "out", out, dtype, q.shape)
     tensors = (q, k_cache, v_cache, block_tables, seq_lens)
-    item = {"dtypes": _dtype_names(*tensors), "scalars": [scale, max_seq_len, k_scale, v_scale]}
+    item = {"scalars": [scale, max_seq_len, k_scale, v_scale]}
     sizes = (q_heads, num_blocks, page_size, kv_heads, head_dim, kv_format, batch, max_blocks,
              max_seq_len)
     size = _decode_workspace.get(sizes)
@@ -485,7 +485,7 @@ def _reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale
     _launch(op, key_, tensors, op, _DTYPES[dtype], pkey, pvalue, pk, pv, num_blocks, page_size,
             kv_heads, head_dim, kv_format, k_scale, v_scale, ps, tokens, key_stride, value_stride,
             pp, pc, max_position, rotary_dim, 0 if is_neox else 1,
-            dtypes=_dtype_names(*tensors), scalars=[k_scale, v_scale, is_neox],
+            scalars=[k_scale, v_scale, is_neox],
             strides=[key_stride, value_stride],
             offsets=[(pkey & 15) // size, (pvalue & 15) // size])
 
@@ -511,10 +511,13 @@ def _gemm_fp8(out, a, b, scale_a, scale_b):
     if b.dim() != 2 or b.shape[0] != k:
         raise BadArgument(f"kjit.ops.{op}: b has shape {tuple(b.shape)}, expected ({k}, n)")
     n = b.shape[1]
-    if not b.t().is_contiguous():
+    if b.get_device() != _gpu() or b.dtype != a.dtype:
+        _refuse(op, "b", b, a.dtype, None, None)
+    # Column-major, read by its strides (a dimension of one has any stride).
+    if (k > 1 and b.stride(0) != 1) or (n > 1 and b.stride(1) != k):
         raise BadArgument(f"kjit.ops.{op}: b is not column-major: pass weight.t() of a contiguous "
                           "weight [n, k], as torch._scaled_mm takes it")
-    pb = _check(op, "b", b.t(), a.dtype)
+    pb = b.data_ptr()
     psa = _check(op, "scale_a", scale_a, torch.float32)
     psb = _check(op, "scale_b", scale_b, torch.float32)
     po = _check(op, "out", out, torch.bfloat16, (m, n))
@@ -528,7 +531,7 @@ def _gemm_fp8(out, a, b, scale_a, scale_b):
     function = "gemm_fp8_scaled" if scaled else "gemm_fp8_blockscale"
     key = (op, a.dtype, a.shape, n, shape_a, shape_b, _aligned(pa, pb, po))
     _launch(op, key, (a, b, scale_a, scale_b), function, po, pa, psa, *shape_a, pb, psb,
-            *shape_b, m, n, k, dtypes=_dtype_names(a, b, scale_a, scale_b))
+            *shape_b, m, n, k)
 
 
 # ---- the operators: (schema of the inputs, the outputs' shapes, the implementation) ---------
