@@ -55,7 +55,7 @@ def decode_ways():
     v = v_cache[tables.long()].reshape(batch, context, kv_heads, head_dim).transpose(1, 2)
     k, v = k.contiguous(), v.contiguous()
     q4 = q.view(batch, q_heads, 1, head_dim)
-    args = (q, k_cache, v_cache, tables, lens, scale, 0, 1.0, 1.0)
+    args = (q, k_cache, v_cache, tables, lens, scale, 0, 1.0, 1.0, False)
     return {
         "kjit.ops.paged_attention_decode(out=)": lambda: ops.paged_attention_decode(
             q, k_cache, v_cache, tables, lens, out=out),

@@ -401,7 +401,7 @@ _decode_workspace = {}  # the sizes kjit_paged_attention_workspace_bytes takes: 
 
 
 def _paged_attention_decode(out, q, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
-                            k_scale, v_scale):
+                            k_scale, v_scale, validate):
     op = "paged_attention_decode"
     pq = _check(op, "q", q, dtypes=_HALF_DTYPES)
     _require_dims(op, "q", q, "[batch, q_heads, head_dim]")
@@ -417,7 +417,7 @@ def _paged_attention_decode(out, q, k_cache, v_cache, block_tables, seq_lens, sc
     ps = _check(op, "seq_lens", seq_lens, torch.int32, (batch,))
     po = _check(op, "out", out, dtype, q.shape)
     tensors = (q, k_cache, v_cache, block_tables, seq_lens)
-    item = {"scalars": [scale, max_seq_len, k_scale, v_scale]}
+    item = {"scalars": [scale, max_seq_len, k_scale, v_scale, validate]}
     sizes = (q_heads, num_blocks, page_size, kv_heads, head_dim, kv_format, batch, max_blocks,
              max_seq_len)
     size = _decode_workspace.get(sizes)
@@ -432,7 +432,7 @@ def _paged_attention_decode(out, q, k_cache, v_cache, block_tables, seq_lens, sc
     key = (op, dtype, sizes, _aligned(pq, pk, pv, po))
     _launch(op, key, tensors, op, _DTYPES[dtype], po, pq, q_heads, pk, pv, num_blocks, page_size,
             kv_heads, head_dim, kv_format, k_scale, v_scale, pt, ps, batch, max_blocks,
-            max_seq_len, 0, scale, workspace.data_ptr() if size else 0, size, **item)
+            max_seq_len, int(validate), scale, workspace.data_ptr() if size else 0, size, **item)
 
 
 def _rows_of(op, name, t, dtype, shape):
@@ -596,7 +596,7 @@ _OPS = {
                   _fused_moe),
     "paged_attention_decode": ("Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_tables, "
                                "Tensor seq_lens, float scale, int max_seq_len, float k_scale, "
-                               "float v_scale", _same, _paged_attention_decode),
+                               "float v_scale, bool validate", _same, _paged_attention_decode),
     "gemm_fp8": ("Tensor a, Tensor b, Tensor scale_a, Tensor scale_b", _fp8_gemm_out, _gemm_fp8),
 }
 # The operators returning more than one tensor, and how many (the others return one).
@@ -812,21 +812,23 @@ def fused_moe(x, weights, ids, w13, w2, out=None):
 
 
 def paged_attention_decode(q, k_cache, v_cache, block_tables, seq_lens, scale=None, max_seq_len=0,
-                           k_scale=1.0, v_scale=1.0, out=None):
+                           k_scale=1.0, v_scale=1.0, validate=False, out=None):
     """Decode attention over vLLM's and FlashInfer's paged NHD cache: q [batch, q_heads,
     head_dim]; k_cache and v_cache [num_blocks, page_size, kv_heads, head_dim] of q's dtype, or
     fp8 e4m3fn (torch.float8_e4m3fn, or uint8 holding the bytes) whose values are each times
     k_scale (v_scale); block_tables int32 [batch, max_blocks], seq_lens int32 [batch]; scale
     1 / sqrt(head_dim) unless given; max_seq_len the longest sequence (0: the tables' capacity).
     float16 and bfloat16, head_dim 64 or 128, page_size 16 or 32, any GQA ratio. A table entry
-    past the cache or a length past the table gives that sequence NaN: kjit/ops/paged_attention.hpp.
-    The split-KV workspace is allocated here from torch's allocator."""
+    past the cache or a length past the table gives that sequence NaN
+    (kjit/ops/paged_attention.hpp); with validate=True it is kjit.BadArgument naming the entry
+    instead (the tables are copied to the host first: it waits for the GPU, and cannot run in a
+    CUDA-graph capture). The split-KV workspace is allocated here from torch's allocator."""
     if scale is None:
         known = isinstance(q, torch.Tensor) and q.dim() and q.shape[-1] > 0  # else refused below
         scale = q.shape[-1] ** -0.5 if known else 1.0
     return _call("paged_attention_decode", (q, k_cache, v_cache, block_tables, seq_lens,
                                             float(scale), int(max_seq_len), float(k_scale),
-                                            float(v_scale)), out)
+                                            float(v_scale), bool(validate)), out)
 
 
 def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale=1.0, v_scale=1.0,

@@ -387,6 +387,38 @@ def test_paged_attention_decode_against_torch(dtype, kv, lengths, q_heads, kv_he
     assert_within(again, expected, largest * 2 ** -12 + eps * expected.abs())
 
 
+def test_paged_attention_decode_bad_tables_give_nan_or_the_error_naming_them():
+    """A table entry past the cache and a length past the table: NaN for those sequences alone,
+    never a read outside the cache; with validate=True, kjit.BadArgument naming the entry."""
+    torch.manual_seed(0)
+    lengths, page, q_heads, kv_heads, head_dim = [40, 40, 40], 16, 8, 2, 128
+    tables, num_blocks = paged_tables(lengths, page)
+    good_page = int(tables[1, 2])
+    tables[1, 2] = num_blocks + 5  # sequence 1: its third page is past the cache
+    shape = (num_blocks, page, kv_heads, head_dim)
+    k_cache, v_cache = randn(*shape, dtype=torch.bfloat16), randn(*shape, dtype=torch.bfloat16)
+    q = randn(3, q_heads, head_dim, dtype=torch.bfloat16)
+    capacity = tables.shape[1] * page
+    lens = torch.tensor([40, 40, capacity + 1], dtype=torch.int32, device=DEVICE)  # 2: too long
+    out = ops.paged_attention_decode(q, k_cache, v_cache, tables, lens)
+    torch.cuda.synchronize()
+    assert out[1:].isnan().all()
+    expected = reference_decode(q[:1], k_cache.double(), v_cache.double(), tables[:1], [40],
+                                head_dim ** -0.5)
+    eps = torch.finfo(torch.bfloat16).eps
+    assert_within(out[:1], expected, 2 ** -12 + eps * expected.abs())
+    # The first bad entry in the sequences' order is named.
+    with pytest.raises(kjit.BadArgument,
+                       match=rf"block_tables\[1\]\[2\] is {num_blocks + 5}, past the cache"):
+        ops.paged_attention_decode(q, k_cache, v_cache, tables, lens, validate=True)
+    tables[1, 2] = good_page
+    with pytest.raises(kjit.BadArgument, match=rf"seq_lens\[2\] is {capacity + 1}, outside"):
+        ops.paged_attention_decode(q, k_cache, v_cache, tables, lens, validate=True)
+    lens[2] = 40
+    validated = ops.paged_attention_decode(q, k_cache, v_cache, tables, lens, validate=True)
+    assert not validated.isnan().any()
+
+
 def rotate(x, positions, cos_sin_cache, is_neox):
     """float64 RoPE of x [tokens, heads, head_dim] as vLLM's rotary_embedding: the first
     rotary_dim elements of each head, in halves (neox) or in pairs (gptj)."""

@@ -227,6 +227,7 @@ def test_paged_attention_cache_write_and_fp8_gemm_reach_the_c_operator(ops):
                                            v_scale=0.25),
         lambda: ops.paged_attention_decode(*decode_inputs(q_heads=8, kv_heads=1, page=32,
                                                           head_dim=128)),
+        lambda: ops.paged_attention_decode(*decode_inputs(), validate=True),
         lambda: ops.reshape_and_cache(key, value, k_cache, v_cache, slots),
         lambda: ops.reshape_and_cache(key, value, fp8(2, 16, 2, 64), fp8(2, 16, 2, 64), slots,
                                       k_scale=0.5, v_scale=2.0),
@@ -354,7 +355,7 @@ def test_the_new_operators_make_their_outputs_from_shapes_alone(ops):
     make_decode = ops._OPS["paged_attention_decode"][1]
     (out,) = make_decode(meta(5, 8, 128), meta(9, 16, 2, 128, dtype=torch.uint8),
                          meta(9, 16, 2, 128, dtype=torch.uint8), meta(5, 3, dtype=torch.int32),
-                         meta(5, dtype=torch.int32), 0.1, 0, 1.0, 1.0)
+                         meta(5, dtype=torch.int32), 0.1, 0, 1.0, 1.0, False)
     assert out.shape == (5, 8, 128) and out.dtype == torch.bfloat16
     make_gemm = ops._OPS["gemm_fp8"][1]
     (out,) = make_gemm(meta(7, 256, dtype=torch.uint8), meta(24, 256, dtype=torch.uint8).t(),
@@ -375,7 +376,7 @@ def test_the_fakes_of_the_new_operators_give_shapes_without_the_library(ops, mon
     with FakeTensorMode() as mode:
         q, k_cache, v_cache, tables, lens = (mode.from_tensor(x) for x in decode_inputs())
         out = torch.ops.kjit.paged_attention_decode(q, k_cache, v_cache, tables, lens, 0.125, 0,
-                                                    1.0, 1.0)
+                                                    1.0, 1.0, False)
         assert out.shape == q.shape and out.dtype == q.dtype
         key, value, k_cache, v_cache, slots = (mode.from_tensor(x) for x in cache_inputs())
         torch.ops.kjit.reshape_and_cache(key, value, k_cache, v_cache, slots, 1.0, 1.0, None, None,
