@@ -7,9 +7,10 @@
 // - a device-to-device copy of the weights the tokens touch (the decode goal: fused_moe reading
 //   them at >= 70% of the copy's rate).
 // bench/python/moe_torch.py times a torch loop over the experts on the same shapes. With
-// --breakdown it times fused_moe against moe_align and its two grouped GEMMs alone (4096 tokens,
-// bfloat16); --sweep adds the grouped GEMM's variants: GROUP_M and STAGES at the heuristic's
-// BLOCK_N, and the other BLOCK_N.
+// --breakdown it times fused_moe against each of its launches alone, and the separate gather
+// pass the gate-up GEMM's loads replaced (1 and 4096 tokens, bfloat16); --sweep adds the grouped
+// GEMM's variants at 4096 tokens: GROUP_M and STAGES at the heuristic's BLOCK_N, and the other
+// BLOCK_N.
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -91,8 +92,11 @@ struct Bench {
     return ids_device;
   }
 
-  // The grouped GEMM's variants on the layer's two projections at `tokens` tokens (`variants`),
-  // after fused_moe against its two grouped GEMMs alone (the heuristic's variants, back to back).
+  // fused_moe at `tokens` tokens against each of its launches timed alone (the same routing,
+  // alignment and variants): moe_align, the gate-up GEMM gathering the tokens' rows, the down
+  // GEMM, moe_combine; and the gather the gate-up GEMM replaced (a moe_gather pass, then the
+  // GEMM reading its sorted rows by TMA). With `variants`, the grouped GEMM's variants on the
+  // two projections: GROUP_M and STAGES at the heuristic's BLOCK_N, and the other BLOCK_N.
   template <Element T> void sweep(const Layer &layer, int tokens, bool variants) {
     const int pairs = tokens * layer.top_k;
     std::set<int> touched;
@@ -102,15 +106,26 @@ struct Bench {
                  positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8);
     const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
                                  totals.as<int>()};
-    const double align_ms = median_ms_per_launch(device, 20, [&] {
+    const int launches = tokens >= 256 ? 5 : 20;
+    const auto row = [&](const char *what, double ms, double flops) {
+      std::printf("| %s | %s | %d | | | | %.3f | %s |\n", layer.name, what, tokens, ms,
+                  flops > 0 ? std::to_string(static_cast<int>(flops / ms * 1e-9)).c_str() : "");
+      std::fflush(stdout);
+    };
+    const double align_ms = median_ms_per_launch(device, launches, [&] {
       moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
     });
-    std::printf("| %s | moe_align | %d | | | | %.3f | |\n", layer.name, tokens, align_ms);
+    row("moe_align", align_ms, 0);
+    const double gate_up_flops = 4.0 * pairs * layer.inter * layer.hidden;
+    const double down_flops = 2.0 * pairs * layer.inter * layer.hidden;
     {
       DeviceBuffer w13 =
           filled<T>(std::size_t(layer.experts) * 2 * layer.inter * layer.hidden, 0.02);
       DeviceBuffer w2 = filled<T>(std::size_t(layer.experts) * layer.hidden * layer.inter, 0.02);
-      DeviceBuffer x = filled<T>(rows * layer.hidden, 1.0), h = filled<T>(rows * layer.inter, 1.0);
+      DeviceBuffer x = filled<T>(std::size_t(tokens) * layer.hidden, 1.0);
+      DeviceBuffer x_sorted = device.allocate(rows * layer.hidden * sizeof(T));
+      DeviceBuffer h = filled<T>(rows * layer.inter, 1.0);
+      DeviceBuffer y = device.allocate(rows * layer.hidden * sizeof(T));
       DeviceBuffer out = device.allocate(std::size_t(tokens) * layer.hidden * sizeof(T));
       const std::vector<float> routing_weights(pairs, 1.0f / layer.top_k);
       DeviceBuffer weights = device.allocate(pairs * sizeof(float));
@@ -119,35 +134,67 @@ struct Bench {
                               layer.inter};
       const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, layer.top_k, moe);
       DeviceBuffer workspace = device.allocate(bytes);
-      const double fused_ms = median_ms_per_launch(device, 5, [&] {
+      const double fused_ms = median_ms_per_launch(device, launches, [&] {
         fused_moe<T>(rt, out.as<T>(), x.as<const T>(), weights.as<const float>(),
                      ids.as<const int>(), tokens, layer.top_k, moe, workspace.data(), bytes);
       });
-      const auto gate_up = ops::detail::grouped_gemm_variant<T>(rt, true, pairs, layer.experts,
-                                                                layer.inter, layer.hidden);
-      const auto down = ops::detail::grouped_gemm_variant<T>(rt, false, pairs, layer.experts,
+      row("fused_moe", fused_ms, gate_up_flops + down_flops);
+      moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
+      const auto gather_up = ops::detail::grouped_gemm_variant<T>(
+          rt, true, true, pairs, layer.experts, layer.inter, layer.hidden);
+      const auto sorted_up = ops::detail::grouped_gemm_variant<T>(
+          rt, true, false, pairs, layer.experts, layer.inter, layer.hidden);
+      const auto down = ops::detail::grouped_gemm_variant<T>(rt, false, false, pairs, layer.experts,
                                                              layer.hidden, layer.inter);
-      const double gemms_ms = median_ms_per_launch(device, 5, [&] {
-        ops::detail::grouped_gemm<T>(rt, gate_up, h.as<T>(), x.as<const T>(), w13.as<const T>(),
-                                     rows, alignment, layer.experts, layer.inter, layer.hidden,
-                                     nullptr);
-        ops::detail::grouped_gemm<T>(rt, down, x.as<T>(), h.as<const T>(), w2.as<const T>(), rows,
-                                     alignment, layer.experts, layer.hidden, layer.inter, nullptr);
-      });
-      std::printf("| %s | fused_moe | %d | | | | %.3f | |\n| %s | gate-up + down | %d | | | | "
-                  "%.3f | |\n",
-                  layer.name, tokens, fused_ms, layer.name, tokens, gemms_ms);
-      std::fflush(stdout);
+      const auto time_gemm = [&](const ops::detail::ChosenVariant &variant, T *c, const T *a,
+                                 const T *w, int n, int k) {
+        return median_ms_per_launch(device, launches, [&] {
+          ops::detail::grouped_gemm<T>(rt, variant, c, a, w, rows, alignment, layer.experts, n, k,
+                                       layer.top_k, nullptr);
+        });
+      };
+      row("gate-up, gathering",
+          time_gemm(gather_up, h.as<T>(), x.as<const T>(), w13.as<const T>(), layer.inter,
+                    layer.hidden),
+          gate_up_flops);
+      row("down",
+          time_gemm(down, y.as<T>(), h.as<const T>(), w2.as<const T>(), layer.hidden, layer.inter),
+          down_flops);
+      const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", 8}};
+      const Kernel &combine = rt.kernel(templates::find("moe_combine"), vector_params);
+      row("moe_combine",
+          median_ms_per_launch(device, launches,
+                               [&] {
+                                 combine.launch(
+                                     {.grid = static_cast<unsigned>(tokens), .block = 128},
+                                     out.as<T>(), y.as<const T>(), weights.as<const float>(),
+                                     positions.as<const int>(), layer.top_k, layer.hidden);
+                               }),
+          0);
+      const Kernel &gather = rt.kernel(templates::find("moe_gather"), vector_params);
+      row("moe_gather (replaced)",
+          median_ms_per_launch(device, launches,
+                               [&] {
+                                 gather.launch({.grid = static_cast<unsigned>(rows), .block = 128},
+                                               x_sorted.as<T>(), x.as<const T>(),
+                                               sorted.as<const int>(), totals.as<const int>(),
+                                               layer.top_k, layer.hidden, 128);
+                               }),
+          0);
+      row("gate-up from sorted rows (replaced)",
+          time_gemm(sorted_up, h.as<T>(), x_sorted.as<const T>(), w13.as<const T>(), layer.inter,
+                    layer.hidden),
+          gate_up_flops);
     }
     if (!variants)
       return;
     for (const bool gated : {true, false}) {
       const int n = gated ? layer.inter : layer.hidden, k = gated ? layer.hidden : layer.inter;
       DeviceBuffer w = filled<T>(std::size_t(layer.experts) * n * (gated ? 2 : 1) * k, 0.02);
-      DeviceBuffer a = filled<T>(rows * k, 1.0);
+      DeviceBuffer a = filled<T>((gated ? std::size_t(tokens) : rows) * k, 1.0);
       DeviceBuffer c = device.allocate(rows * n * sizeof(T));
       const ops::detail::ChosenVariant heuristic =
-          ops::detail::grouped_gemm_variant<T>(rt, gated, pairs, layer.experts, n, k);
+          ops::detail::grouped_gemm_variant<T>(rt, gated, gated, pairs, layer.experts, n, k);
       const int block_n = heuristic.integer("BLOCK_N");
       const int other_n = gated ? (block_n == 128 ? 64 : 128) : (block_n == 256 ? 128 : 256);
       struct Choice {
@@ -165,7 +212,7 @@ struct Bench {
         variant.params.set("GROUP_M", choice.group_m);
         const double ms = median_ms_per_launch(device, 5, [&] {
           ops::detail::grouped_gemm<T>(rt, variant, c.as<T>(), a.as<const T>(), w.as<const T>(),
-                                       rows, alignment, layer.experts, n, k, nullptr);
+                                       rows, alignment, layer.experts, n, k, layer.top_k, nullptr);
         });
         const double flops = 2.0 * pairs * n * (gated ? 2 : 1) * k;
         std::printf("| %s | %s | %d | %d | %d | %d | %.3f | %.0f |\n", layer.name,
@@ -230,10 +277,11 @@ int main(int argc, char **argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
   if (argc > 1 && !sweep) { // tools/gpu-check asks every bench program for --help
-    std::printf("usage: %s [--sweep | --breakdown]\n  prints fused_moe's table against kjit's "
-                "dense GEMM and a copy; --breakdown fused_moe against its two grouped GEMMs at "
-                "4096 tokens, --sweep that and the grouped GEMM's variants\n",
-                argv[0]);
+    std::printf(
+        "usage: %s [--sweep | --breakdown]\n  prints fused_moe's table against kjit's "
+        "dense GEMM and a copy; --breakdown fused_moe against each of its launches alone at "
+        "1 and 4096 tokens, --sweep that and the grouped GEMM's variants\n",
+        argv[0]);
     return 0;
   }
   try {
@@ -250,7 +298,8 @@ int main(int argc, char **argv) {
       std::printf("| layer | GEMM | tokens | BLOCK_N | STAGES | GROUP_M | ms | TFLOP/s |\n"
                   "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
       for (const Layer &layer : layers)
-        bench.sweep<BFloat16>(layer, 4096, mode == "--sweep");
+        for (int tokens : {1, 4096})
+          bench.sweep<BFloat16>(layer, tokens, mode == "--sweep" && tokens == 4096);
       return 0;
     }
     std::printf("| layer | tokens | type | experts touched | ms | TFLOP/s | dense ms | dense "

@@ -65,8 +65,8 @@ private:
 // What fused_moe keeps in its workspace.
 template <Element T> struct Workspace {
   MoeAlignment alignment;
-  T *x_sorted; // the tokens' rows sorted by expert; later each pair's expert output
   T *hidden;   // silu(gate) * up, [rows, inter]
+  T *y_sorted; // each pair's expert output, [rows, hidden]
   std::size_t bytes;
 };
 
@@ -80,8 +80,8 @@ Workspace<T> carve(void *base, int tokens, int top_k, const MoeWeights<T> &layer
   w.alignment.block_experts = carve.take<int>(rows / moe_block_m);
   w.alignment.pair_positions = carve.take<int>(pairs);
   w.alignment.totals = carve.take<int>(2);
-  w.x_sorted = carve.take<T>(rows * layer.hidden);
   w.hidden = carve.take<T>(rows * layer.inter);
+  w.y_sorted = carve.take<T>(rows * layer.hidden);
   w.bytes = carve.used();
   return w;
 }
@@ -100,7 +100,8 @@ namespace detail {
 // most multiprocessors idle. Stages: for a wgmma of 256 columns 3 where K is long (4096 and
 // more), else 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100).
 template <Element T>
-ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int experts, int n, int k) {
+ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
+                                   int n, int k) {
   static const Template &tmpl = templates::find("moe_gemm_wgmma");
   const long long blocks = detail::divide_up(pairs, moe_block_m) + std::min(experts, pairs);
   const int multiprocessors = rt.default_device().multiprocessors();
@@ -112,7 +113,8 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int exper
                                  {"BLOCK_N", block_n},
                                  {"STAGES", wgmma_n == 256 ? (k >= 4096 ? 3 : 4) : 6},
                                  {"GATED", gated ? 1 : 0},
-                                 {"GROUP_M", 8}}};
+                                 {"GROUP_M", 8},
+                                 {"GATHER", gather ? 1 : 0}}};
   const ParamValues extents = {
       {"experts", experts}, {"k", k}, {"m", detail::rows_bucket(pairs)}, {"n", n}};
   const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
@@ -130,16 +132,19 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
       stages * (moe_block_m + block_n * (gated ? 2 : 1)) * 64 * 2 + 1024 + stages * 16);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.allow_shared_bytes(shared_bytes);
-  return {&kernel, block_n, gated, shared_bytes};
+  return {&kernel, block_n, gated, variant.integer("GATHER") == 1, shared_bytes};
 }
 
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
-                    const MoeAlignment &alignment, int experts, int n, int k, Stream stream) {
+                    const MoeAlignment &alignment, int experts, int n, int k, int top_k,
+                    Stream stream) {
   const TensorMapElement element =
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
   const Device &device = plan.kernel->device();
-  const TensorMap map_a = map_of(device, element, a, rows, k, moe_block_m);
+  // A gathering variant reads the token rows a [tokens, k] itself; its map_a is unused.
+  const TensorMap map_a =
+      plan.gather ? TensorMap{} : map_of(device, element, a, rows, k, moe_block_m);
   const TensorMap map_w = map_of(
       device, element, w, std::uint64_t(experts) * n * (plan.gated ? 2 : 1), k, plan.block_n);
   // Persistent: at most one block per multiprocessor, no more than the tiles can use.
@@ -149,14 +154,16 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
       std::max<long long>(1, std::min<long long>(tiles, device.multiprocessors())));
   plan.kernel->launch(
       {.grid = blocks, .block = moe_threads, .shared_bytes = plan.shared_bytes, .stream = stream},
-      c, map_a, map_w, alignment.block_experts, alignment.totals, n, k);
+      c, map_a, map_w, alignment.block_experts, alignment.totals, n, k, a, alignment.sorted_pairs,
+      top_k);
 }
 
 template <Element T>
 void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
                   std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
-                  Stream stream) {
-  launch_grouped(make_grouped_plan(rt, variant), c, a, w, rows, alignment, experts, n, k, stream);
+                  int top_k, Stream stream) {
+  launch_grouped(make_grouped_plan(rt, variant), c, a, w, rows, alignment, experts, n, k, top_k,
+                 stream);
 }
 
 } // namespace detail
@@ -173,7 +180,7 @@ void launch_align(const Kernel &kernel, const MoeAlignment &out, const int *ids,
 // two): chosen and compiled on the shape's first call, then found again by one lookup (the
 // tuning table and the Runtime are asked once), as the other operators keep their plans.
 struct MoePlan {
-  const Kernel *align, *gather, *combine;
+  const Kernel *align, *combine;
   detail::GroupedPlan gate_up, down;
 };
 using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int>;
@@ -188,17 +195,17 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
   if (found != plans.end()) [[likely]]
     return found->second;
   static const Template &align = templates::find("moe_align");
-  static const Template &gather = templates::find("moe_gather");
   static const Template &combine = templates::find("moe_combine");
   const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
   const int m = static_cast<int>(bucket);
-  const MoePlan plan{
-      &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
-      &rt.kernel(gather, vector_params), &rt.kernel(combine, vector_params),
-      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, true, m, layer.experts,
-                                                                    layer.inter, layer.hidden)),
-      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, false, m, layer.experts,
-                                                                    layer.hidden, layer.inter))};
+  const MoePlan plan{&rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
+                     &rt.kernel(combine, vector_params),
+                     detail::make_grouped_plan(
+                         rt, detail::grouped_gemm_variant<T>(rt, true, true, m, layer.experts,
+                                                             layer.inter, layer.hidden)),
+                     detail::make_grouped_plan(
+                         rt, detail::grouped_gemm_variant<T>(rt, false, false, m, layer.experts,
+                                                             layer.hidden, layer.inter))};
   return plans.emplace(key, plan).first->second;
 }
 
@@ -310,21 +317,18 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   const int pairs = tokens * top_k;
   const Workspace<T> w = carve<T>(workspace, tokens, top_k, layer);
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
-  const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
+  const int vec = detail::vector_width(sizeof(T), layer.hidden, {out, w.y_sorted});
   const MoePlan &plan = moe_plan<T>(rt, layer, pairs, vec);
   launch_align(*plan.align, w.alignment, ids, pairs, stream);
+  // The gate-up GEMM gathers the tokens' rows of x itself (GATHER 1).
+  detail::launch_grouped<T>(plan.gate_up, w.hidden, x, layer.w13, rows, w.alignment, layer.experts,
+                            layer.inter, layer.hidden, top_k, stream);
+  detail::launch_grouped<T>(plan.down, w.y_sorted, w.hidden, layer.w2, rows, w.alignment,
+                            layer.experts, layer.hidden, layer.inter, top_k, stream);
   constexpr int row_threads = 128;
-  plan.gather->launch({.grid = static_cast<unsigned>(rows), .block = row_threads, .stream = stream},
-                      w.x_sorted, x, w.alignment.sorted_pairs, w.alignment.totals, top_k,
-                      layer.hidden, moe_block_m);
-  detail::launch_grouped<T>(plan.gate_up, w.hidden, w.x_sorted, layer.w13, rows, w.alignment,
-                            layer.experts, layer.inter, layer.hidden, stream);
-  T *y_sorted = w.x_sorted; // the gathered rows are read by now
-  detail::launch_grouped<T>(plan.down, y_sorted, w.hidden, layer.w2, rows, w.alignment,
-                            layer.experts, layer.hidden, layer.inter, stream);
   plan.combine->launch(
       {.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
-      y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
+      w.y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
 }
 
 namespace reference {
@@ -491,14 +495,14 @@ KJIT_INSTANTIATE_ROUTING(float)
 KJIT_INSTANTIATE_ROUTING(Half)
 KJIT_INSTANTIATE_ROUTING(BFloat16)
 #define KJIT_INSTANTIATE_GROUPED(T)                                                                \
-  template detail::ChosenVariant detail::grouped_gemm_variant<T>(Runtime &, bool, int, int, int,   \
-                                                                 int);                             \
+  template detail::ChosenVariant detail::grouped_gemm_variant<T>(Runtime &, bool, bool, int, int,  \
+                                                                 int, int);                        \
   template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
-                                          std::size_t, const MoeAlignment &, int, int, int,        \
+                                          std::size_t, const MoeAlignment &, int, int, int, int,   \
                                           Stream);                                                 \
   template void detail::grouped_gemm<T>(Runtime &, const detail::ChosenVariant &, T *, const T *,  \
                                         const T *, std::size_t, const MoeAlignment &, int, int,    \
-                                        int, Stream);
+                                        int, int, Stream);
 KJIT_INSTANTIATE_GROUPED(Half)
 KJIT_INSTANTIATE_GROUPED(BFloat16)
 #undef KJIT_INSTANTIATE_GROUPED
