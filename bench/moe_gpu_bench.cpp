@@ -7,10 +7,11 @@
 // - a device-to-device copy of the weights the tokens touch (the decode goal: fused_moe reading
 //   them at >= 70% of the copy's rate).
 // bench/python/moe_torch.py times a torch loop over the experts on the same shapes. With
-// --breakdown it times fused_moe against each of its launches alone, and the separate gather
-// pass the gate-up GEMM's loads replaced (1 and 4096 tokens, bfloat16); --sweep adds the grouped
-// GEMM's variants at 4096 tokens: GROUP_M and STAGES at the heuristic's BLOCK_N, and the other
-// BLOCK_N.
+// --breakdown it times fused_moe against each of its launches alone, both ways of gathering the
+// tokens' rows (a moe_gather pass, or the gate-up GEMM's own loads), and the gate-up GEMM on
+// sorted rows of different contents (1, 256 and 4096 tokens, bfloat16); --sweep adds the
+// gate-up GEMM's variants at 4096 tokens on the tokens' sorted rows (GROUP_M 1, 4, 8 and 16, and
+// the other of 3 and 4 STAGES) and the down GEMM's GROUP_M on the gated rows.
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -36,19 +37,22 @@ using namespace kjit::ops;
 
 using kjit::bench::median_ms_per_launch;
 
-// 16-bit values in [-scale, scale) from a hash of the index: weights of gigabytes without the
-// host's time.
+// 16-bit values in [-scale, scale) from a hash (splitmix64's mixing) of the index and a seed:
+// weights of gigabytes without the host's time. Each buffer takes its own seed, so that no two
+// hold the same sequence (the fill before gave a token row the values of a weight row).
 const Template fill_template("fill_hashed", R"(
-template <typename T> __global__ void fill_hashed(T *to, long long n, float scale) {
+template <typename T> __global__ void fill_hashed(T *to, long long n, float scale, int seed) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
-    unsigned long long h = (i + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+    unsigned long long h = (i + seed * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 29;
     to[i] = kjit::from_float<T>((float(h >> 40) / float(1 << 23) - 1.0f) * scale);
   }
 })",
                              {{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")}},
-                             TemplateOptions{.arguments = {"T*", "long long", "float"}});
+                             TemplateOptions{.arguments = {"T*", "long long", "float", "int"}});
 
 struct Layer {
   const char *name;
@@ -59,11 +63,16 @@ struct Bench {
   Runtime rt;
   const Device &device = rt.default_device();
 
-  template <Element T> DeviceBuffer filled(std::size_t count, double scale) {
-    DeviceBuffer buffer = device.allocate(count * sizeof(T));
+  int seeds = 0; // the fills so far: each takes the next seed
+
+  template <Element T> void fill(DeviceBuffer &buffer, std::size_t count, double scale) {
     rt.kernel(fill_template, {{"T", element_name<T>()}})
         .launch({.grid = 4096, .block = 256}, buffer.as<T>(), static_cast<long long>(count),
-                static_cast<float>(scale));
+                static_cast<float>(scale), ++seeds);
+  }
+  template <Element T> DeviceBuffer filled(std::size_t count, double scale) {
+    DeviceBuffer buffer = device.allocate(count * sizeof(T));
+    fill<T>(buffer, count, scale);
     return buffer;
   }
 
@@ -93,10 +102,10 @@ struct Bench {
   }
 
   // fused_moe at `tokens` tokens against each of its launches timed alone (the same routing,
-  // alignment and variants): moe_align, the gate-up GEMM gathering the tokens' rows, the down
-  // GEMM, moe_combine; and the gather the gate-up GEMM replaced (a moe_gather pass, then the
-  // GEMM reading its sorted rows by TMA). With `variants`, the grouped GEMM's variants on the
-  // two projections: GROUP_M and STAGES at the heuristic's BLOCK_N, and the other BLOCK_N.
+  // alignment and heuristic variants): moe_align, the gate-up GEMM gathering the tokens' rows
+  // in its loads, the down GEMM, moe_combine, a moe_gather pass and the gate-up GEMM reading
+  // sorted rows by TMA (fused_moe runs one of the two ways, by the count of pairs). With
+  // `variants`, the GEMMs' tile orders (and the gate-up's stages) on the sorted rows.
   template <Element T> void sweep(const Layer &layer, int tokens, bool variants) {
     const int pairs = tokens * layer.top_k;
     std::set<int> touched;
@@ -153,7 +162,7 @@ struct Bench {
                                        layer.top_k, nullptr);
         });
       };
-      row("gate-up, gathering",
+      row("gate-up, gathering in its loads (GATHER 1)",
           time_gemm(gather_up, h.as<T>(), x.as<const T>(), w13.as<const T>(), layer.inter,
                     layer.hidden),
           gate_up_flops);
@@ -172,55 +181,98 @@ struct Bench {
                                }),
           0);
       const Kernel &gather = rt.kernel(templates::find("moe_gather"), vector_params);
-      row("moe_gather (replaced)",
-          median_ms_per_launch(device, launches,
-                               [&] {
-                                 gather.launch({.grid = static_cast<unsigned>(rows), .block = 128},
-                                               x_sorted.as<T>(), x.as<const T>(),
-                                               sorted.as<const int>(), totals.as<const int>(),
-                                               layer.top_k, layer.hidden, 128);
-                               }),
-          0);
-      row("gate-up from sorted rows (replaced)",
-          time_gemm(sorted_up, h.as<T>(), x_sorted.as<const T>(), w13.as<const T>(), layer.inter,
-                    layer.hidden),
-          gate_up_flops);
-    }
-    if (!variants)
-      return;
-    for (const bool gated : {true, false}) {
-      const int n = gated ? layer.inter : layer.hidden, k = gated ? layer.hidden : layer.inter;
-      DeviceBuffer w = filled<T>(std::size_t(layer.experts) * n * (gated ? 2 : 1) * k, 0.02);
-      DeviceBuffer a = filled<T>((gated ? std::size_t(tokens) : rows) * k, 1.0);
-      DeviceBuffer c = device.allocate(rows * n * sizeof(T));
-      const ops::detail::ChosenVariant heuristic =
-          ops::detail::grouped_gemm_variant<T>(rt, gated, gated, pairs, layer.experts, n, k);
-      const int block_n = heuristic.integer("BLOCK_N");
-      const int other_n = gated ? (block_n == 128 ? 64 : 128) : (block_n == 256 ? 128 : 256);
-      struct Choice {
-        int block_n, stages, group_m;
+      const auto gather_rows = [&](const DeviceBuffer &from, int per_token) {
+        gather.launch({.grid = static_cast<unsigned>(rows), .block = 128}, x_sorted.as<T>(),
+                      from.as<const T>(), sorted.as<const int>(), totals.as<const int>(), per_token,
+                      layer.hidden, 128);
       };
-      std::vector<Choice> choices;
-      for (int stages : {3, 4})
-        for (int group_m : {2, 8, 16})
-          choices.push_back({block_n, stages, group_m});
-      choices.push_back({other_n, 4, 8});
-      for (const Choice &choice : choices) {
-        ops::detail::ChosenVariant variant = heuristic;
-        variant.params.set("BLOCK_N", choice.block_n);
-        variant.params.set("STAGES", choice.stages);
-        variant.params.set("GROUP_M", choice.group_m);
-        const double ms = median_ms_per_launch(device, 5, [&] {
-          ops::detail::grouped_gemm<T>(rt, variant, c.as<T>(), a.as<const T>(), w.as<const T>(),
-                                       rows, alignment, layer.experts, n, k, layer.top_k, nullptr);
-        });
-        const double flops = 2.0 * pairs * n * (gated ? 2 : 1) * k;
-        std::printf("| %s | %s | %d | %d | %d | %d | %.3f | %.0f |\n", layer.name,
-                    gated ? "gate-up" : "down", tokens, choice.block_n, choice.stages,
-                    choice.group_m, ms, flops / ms * 1e-9);
+      row("moe_gather pass",
+          median_ms_per_launch(device, launches, [&] { gather_rows(x, layer.top_k); }), 0);
+      // The GEMM on sorted rows of different contents (the same addresses and tiles), to tell
+      // what makes it slower on the tokens' rows than on a fill: rows filled afresh (padding
+      // too), before and after; the tokens' rows (each token top_k times, zero padding); a row
+      // of its own per pair (gathered from [pairs, hidden] with top_k 1, zero padding).
+      const auto time_sorted = [&](const char *what) {
+        row(what,
+            time_gemm(sorted_up, h.as<T>(), x_sorted.as<const T>(), w13.as<const T>(), layer.inter,
+                      layer.hidden),
+            gate_up_flops);
+      };
+      fill<T>(x_sorted, rows * layer.hidden, 1.0);
+      time_sorted("gate-up, sorted rows filled afresh");
+      gather_rows(x, layer.top_k);
+      time_sorted("gate-up, sorted rows: the tokens' (moe_gather's)");
+      DeviceBuffer x_pairs = filled<T>(std::size_t(pairs) * layer.hidden, 1.0);
+      gather_rows(x_pairs, 1);
+      time_sorted("gate-up, sorted rows: one per pair");
+      fill<T>(x_sorted, rows * layer.hidden, 1.0);
+      time_sorted("gate-up, sorted rows filled afresh again");
+      if (!variants)
+        return;
+      // The gate-up GEMM's tile order and stages on the tokens' sorted rows (the heuristic's
+      // GROUP_M, and the other of 3 and 4 stages at it, last).
+      gather_rows(x, layer.top_k);
+      const int stages = sorted_up.integer("STAGES");
+      for (const auto &[group_m, stage_count] :
+           {std::pair{1, stages},
+            {4, stages},
+            {8, stages},
+            {16, stages},
+            {static_cast<int>(sorted_up.integer("GROUP_M")), 7 - stages}}) {
+        ops::detail::ChosenVariant variant = sorted_up;
+        variant.params.set("GROUP_M", group_m);
+        variant.params.set("STAGES", stage_count);
+        const double ms = time_gemm(variant, h.as<T>(), x_sorted.as<const T>(), w13.as<const T>(),
+                                    layer.inter, layer.hidden);
+        std::printf("| %s | gate-up, the tokens' sorted rows | %d | %d | %d | %d | %.3f | %.0f |\n",
+                    layer.name, tokens, static_cast<int>(sorted_up.integer("BLOCK_N")), stage_count,
+                    group_m, ms, gate_up_flops / ms * 1e-9);
+        std::fflush(stdout);
+      }
+      // The down GEMM's tile order on the gated rows the gate-up GEMM left in h (zero padding).
+      for (const int group_m : {1, 4, 8, 16}) {
+        ops::detail::ChosenVariant variant = down;
+        variant.params.set("GROUP_M", group_m);
+        const double ms = time_gemm(variant, y.as<T>(), h.as<const T>(), w2.as<const T>(),
+                                    layer.hidden, layer.inter);
+        std::printf("| %s | down, the gated rows | %d | %d | %d | %d | %.3f | %.0f |\n", layer.name,
+                    tokens, static_cast<int>(down.integer("BLOCK_N")),
+                    static_cast<int>(down.integer("STAGES")), group_m, ms, down_flops / ms * 1e-9);
         std::fflush(stdout);
       }
     }
+  }
+
+  // fused_moe and the dense GEMMs once each at 4096 tokens, for a profiler (--profile).
+  template <Element T> void profile(const Layer &layer) {
+    constexpr int tokens = 4096;
+    const int pairs = tokens * layer.top_k;
+    std::set<int> touched;
+    DeviceBuffer ids = routed(layer, tokens, touched);
+    DeviceBuffer w13 = filled<T>(std::size_t(layer.experts) * 2 * layer.inter * layer.hidden,
+                                 1.0 / std::sqrt(layer.hidden));
+    DeviceBuffer w2 = filled<T>(std::size_t(layer.experts) * layer.hidden * layer.inter,
+                                1.0 / std::sqrt(layer.inter));
+    const MoeWeights<T> moe{w13.as<const T>(), w2.as<const T>(), layer.experts, layer.hidden,
+                            layer.inter};
+    const std::vector<float> routing_weights(pairs, 1.0f / layer.top_k);
+    DeviceBuffer weights = device.allocate(pairs * sizeof(float));
+    weights.write(routing_weights.data(), routing_weights.size() * sizeof(float));
+    DeviceBuffer x = filled<T>(std::size_t(tokens) * layer.hidden, 1.0);
+    DeviceBuffer out = device.allocate(std::size_t(tokens) * layer.hidden * sizeof(T));
+    const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, layer.top_k, moe);
+    DeviceBuffer workspace = device.allocate(bytes);
+    fused_moe<T>(rt, out.as<T>(), x.as<const T>(), weights.as<const float>(), ids.as<const int>(),
+                 tokens, layer.top_k, moe, workspace.data(), bytes);
+    DeviceBuffer a = filled<T>(std::size_t(pairs) * layer.hidden, 1.0);
+    DeviceBuffer gate_up = device.allocate(std::size_t(pairs) * 2 * layer.inter * sizeof(T));
+    DeviceBuffer gated = filled<T>(std::size_t(pairs) * layer.inter, 1.0);
+    DeviceBuffer down = device.allocate(std::size_t(pairs) * layer.hidden * sizeof(T));
+    linear<T>(rt, gate_up.as<T>(), a.as<const T>(), w13.as<const T>(), pairs, 2 * layer.inter,
+              layer.hidden);
+    linear<T>(rt, down.as<T>(), gated.as<const T>(), w2.as<const T>(), pairs, layer.hidden,
+              layer.inter);
+    device.synchronize();
   }
 
   template <Element T> void rows(const Layer &layer) {
@@ -276,11 +328,12 @@ struct Bench {
 int main(int argc, char **argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
-  if (argc > 1 && !sweep) { // tools/gpu-check asks every bench program for --help
+  if (argc > 1 && !sweep && mode != "--profile") { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--sweep | --breakdown]\n  prints fused_moe's table against kjit's "
-        "dense GEMM and a copy; --breakdown fused_moe against each of its launches alone at "
-        "1 and 4096 tokens, --sweep that and the grouped GEMM's variants\n",
+        "usage: %s [--sweep | --breakdown | --profile]\n  prints fused_moe's table against "
+        "kjit's dense GEMM and a copy; --breakdown fused_moe against each of its launches alone "
+        "at 1, 256 and 4096 tokens, --sweep that and the grouped GEMM's variants, --profile "
+        "fused_moe and the dense GEMMs once each at 4096 tokens (for ncu)\n",
         argv[0]);
     return 0;
   }
@@ -294,11 +347,16 @@ int main(int argc, char **argv) {
     }
     const Layer layers[] = {{"Mixtral-like E8 top2 4096/14336", 8, 2, 4096, 14336},
                             {"fine-grained E64 top6 2048/1408", 64, 6, 2048, 1408}};
+    if (mode == "--profile") {
+      for (const Layer &layer : layers)
+        bench.profile<BFloat16>(layer);
+      return 0;
+    }
     if (sweep) {
       std::printf("| layer | GEMM | tokens | BLOCK_N | STAGES | GROUP_M | ms | TFLOP/s |\n"
                   "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
       for (const Layer &layer : layers)
-        for (int tokens : {1, 4096})
+        for (int tokens : {1, 256, 4096})
           bench.sweep<BFloat16>(layer, tokens, mode == "--sweep" && tokens == 4096);
       return 0;
     }

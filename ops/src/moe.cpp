@@ -23,6 +23,11 @@ namespace {
 // The grouped GEMM's tile of rows (moe_gemm_wgmma's BM) and its threads.
 constexpr int moe_block_m = 128, moe_threads = 384;
 constexpr int max_topk_experts = 512, max_align_experts = 256, max_top_k = 32, max_groups = 64;
+// Up to this many pairs the gate-up GEMM gathers the tokens' rows in its loads (GATHER 1): one
+// launch fewer, the same GEMM time. At 4096 tokens its cp.async copies made the GEMM 26-35%
+// slower than a moe_gather pass and TMA reads of the sorted rows (BENCHMARKS.md, "fused_moe:
+// the gather, decode and prefill").
+constexpr int max_gathering_pairs = 2048;
 
 std::string str(std::int64_t value) { return std::to_string(value); }
 
@@ -65,8 +70,8 @@ private:
 // What fused_moe keeps in its workspace.
 template <Element T> struct Workspace {
   MoeAlignment alignment;
+  T *x_sorted; // the tokens' rows sorted by expert (many pairs); later each pair's expert output
   T *hidden;   // silu(gate) * up, [rows, inter]
-  T *y_sorted; // each pair's expert output, [rows, hidden]
   std::size_t bytes;
 };
 
@@ -80,8 +85,8 @@ Workspace<T> carve(void *base, int tokens, int top_k, const MoeWeights<T> &layer
   w.alignment.block_experts = carve.take<int>(rows / moe_block_m);
   w.alignment.pair_positions = carve.take<int>(pairs);
   w.alignment.totals = carve.take<int>(2);
+  w.x_sorted = carve.take<T>(rows * layer.hidden);
   w.hidden = carve.take<T>(rows * layer.inter);
-  w.y_sorted = carve.take<T>(rows * layer.hidden);
   w.bytes = carve.used();
   return w;
 }
@@ -92,18 +97,37 @@ TensorMap map_of(const Device &device, TensorMapElement element, const void *bas
                                     std::uint64_t(columns) * 2, std::uint32_t(box_rows), 64});
 }
 
+// The gate-up projection's GROUP_M where the experts have two tiles of rows or more each: the
+// smallest power of two above the mean tiles per expert, up to 16, so that a group of tile rows
+// holds an expert's run rather than splitting it (on the tokens' rows at 4096 tokens, 16 against
+// 8 took the Mixtral-like gate-up from 4.35 to 3.19 ms, 4 the fine-grained one from 0.69 to 0.63:
+// BENCHMARKS.md, "fused_moe: the gather, decode and prefill"). Else 8, as before.
+int gate_up_group_m(int pairs, int experts) {
+  const double tiles = static_cast<double>(pairs) / experts / moe_block_m;
+  if (tiles < 2)
+    return 8;
+  int group_m = 4;
+  while (group_m <= tiles && group_m < 16)
+    group_m *= 2;
+  return group_m;
+}
+
 } // namespace
 
 namespace detail {
 
 // The heuristic: 128 output columns per tile (256 for the down projection) unless that leaves
-// most multiprocessors idle. Stages: for a wgmma of 256 columns 3 where K is long (4096 and
-// more), else 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100).
+// most multiprocessors idle, judged at the pairs' power-of-two bucket (fused_moe's plans are
+// kept per bucket). Stages: for a wgmma of 256 columns 3 where K is long (4096 and more), else
+// 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100). GROUP_M:
+// gate_up_group_m for the gate-up projection, 8 for the down one.
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k) {
   static const Template &tmpl = templates::find("moe_gemm_wgmma");
-  const long long blocks = detail::divide_up(pairs, moe_block_m) + std::min(experts, pairs);
+  const std::int64_t bucket = detail::rows_bucket(pairs);
+  const long long blocks =
+      detail::divide_up(bucket, moe_block_m) + std::min<std::int64_t>(experts, bucket);
   const int multiprocessors = rt.default_device().multiprocessors();
   const int wide = gated ? 128 : 256;
   const int block_n = blocks * detail::divide_up(n, wide) >= multiprocessors ? wide : wide / 2;
@@ -113,10 +137,9 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
                                  {"BLOCK_N", block_n},
                                  {"STAGES", wgmma_n == 256 ? (k >= 4096 ? 3 : 4) : 6},
                                  {"GATED", gated ? 1 : 0},
-                                 {"GROUP_M", 8},
+                                 {"GROUP_M", gated ? gate_up_group_m(pairs, experts) : 8},
                                  {"GATHER", gather ? 1 : 0}}};
-  const ParamValues extents = {
-      {"experts", experts}, {"k", k}, {"m", detail::rows_bucket(pairs)}, {"n", n}};
+  const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
   const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
   if (const auto winner = detail::tuned_winner(rt, tmpl, problem, extents))
     for (const char *name : {"BLOCK_N", "STAGES", "GROUP_M"})
@@ -176,36 +199,41 @@ void launch_align(const Kernel &kernel, const MoeAlignment &out, const int *ids,
                 out.pair_positions, out.totals, ids, pairs);
 }
 
-// What fused_moe launches for one layer shape and count of pairs (rounded up to a power of
-// two): chosen and compiled on the shape's first call, then found again by one lookup (the
-// tuning table and the Runtime are asked once), as the other operators keep their plans.
+// What fused_moe launches for one layer shape, count of pairs (rounded up to a power of two)
+// and gate-up GROUP_M: chosen and compiled on the shape's first call, then found again by one
+// lookup (the tuning table and the Runtime are asked once), as the other operators keep their
+// plans.
 struct MoePlan {
-  const Kernel *align, *combine;
+  const Kernel *align, *gather, *combine; // gather: null where the gate-up GEMM gathers
   detail::GroupedPlan gate_up, down;
 };
-using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int>;
+using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int, int>;
 
 template <Element T>
 const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int vec) {
   thread_local std::map<MoePlanKey, MoePlan> plans;
   const std::int64_t bucket = detail::rows_bucket(pairs);
-  const MoePlanKey key{
-      rt.id(), detail::element_code<T>(), layer.experts, layer.hidden, layer.inter, bucket, vec};
+  const MoePlanKey key{rt.id(),       detail::element_code<T>(),
+                       layer.experts, layer.hidden,
+                       layer.inter,   bucket,
+                       vec,           gate_up_group_m(pairs, layer.experts)};
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;
   static const Template &align = templates::find("moe_align");
+  static const Template &gather = templates::find("moe_gather");
   static const Template &combine = templates::find("moe_combine");
   const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
-  const int m = static_cast<int>(bucket);
-  const MoePlan plan{&rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
-                     &rt.kernel(combine, vector_params),
-                     detail::make_grouped_plan(
-                         rt, detail::grouped_gemm_variant<T>(rt, true, true, m, layer.experts,
-                                                             layer.inter, layer.hidden)),
-                     detail::make_grouped_plan(
-                         rt, detail::grouped_gemm_variant<T>(rt, false, false, m, layer.experts,
-                                                             layer.hidden, layer.inter))};
+  const bool gathering = bucket <= max_gathering_pairs;
+  const MoePlan plan{
+      &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
+      gathering ? nullptr : &rt.kernel(gather, vector_params), &rt.kernel(combine, vector_params),
+      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, true, gathering, pairs,
+                                                                    layer.experts, layer.inter,
+                                                                    layer.hidden)),
+      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, false, false, pairs,
+                                                                    layer.experts, layer.hidden,
+                                                                    layer.inter))};
   return plans.emplace(key, plan).first->second;
 }
 
@@ -317,18 +345,23 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   const int pairs = tokens * top_k;
   const Workspace<T> w = carve<T>(workspace, tokens, top_k, layer);
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
-  const int vec = detail::vector_width(sizeof(T), layer.hidden, {out, w.y_sorted});
+  const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
   const MoePlan &plan = moe_plan<T>(rt, layer, pairs, vec);
   launch_align(*plan.align, w.alignment, ids, pairs, stream);
-  // The gate-up GEMM gathers the tokens' rows of x itself (GATHER 1).
-  detail::launch_grouped<T>(plan.gate_up, w.hidden, x, layer.w13, rows, w.alignment, layer.experts,
-                            layer.inter, layer.hidden, top_k, stream);
-  detail::launch_grouped<T>(plan.down, w.y_sorted, w.hidden, layer.w2, rows, w.alignment,
-                            layer.experts, layer.hidden, layer.inter, top_k, stream);
   constexpr int row_threads = 128;
+  if (plan.gather != nullptr) // else the gate-up GEMM gathers the rows of x in its loads
+    plan.gather->launch(
+        {.grid = static_cast<unsigned>(rows), .block = row_threads, .stream = stream}, w.x_sorted,
+        x, w.alignment.sorted_pairs, w.alignment.totals, top_k, layer.hidden, moe_block_m);
+  detail::launch_grouped<T>(plan.gate_up, w.hidden, plan.gather != nullptr ? w.x_sorted : x,
+                            layer.w13, rows, w.alignment, layer.experts, layer.inter, layer.hidden,
+                            top_k, stream);
+  T *y_sorted = w.x_sorted; // the gathered rows are read by now
+  detail::launch_grouped<T>(plan.down, y_sorted, w.hidden, layer.w2, rows, w.alignment,
+                            layer.experts, layer.hidden, layer.inter, top_k, stream);
   plan.combine->launch(
       {.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
-      w.y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
+      y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
 }
 
 namespace reference {
