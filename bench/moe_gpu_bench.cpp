@@ -243,79 +243,97 @@ struct Bench {
     }
   }
 
-  // fused_moe and the dense GEMMs once each at 4096 tokens, for a profiler (--profile).
-  template <Element T> void profile(const Layer &layer) {
-    constexpr int tokens = 4096;
-    const int pairs = tokens * layer.top_k;
-    std::set<int> touched;
-    DeviceBuffer ids = routed(layer, tokens, touched);
+  // A layer's experts, weights scaled as nn.Linear initialises them.
+  template <Element T> struct Experts {
+    DeviceBuffer w13, w2;
+    MoeWeights<T> view;
+  };
+  template <Element T> Experts<T> experts(const Layer &layer) {
     DeviceBuffer w13 = filled<T>(std::size_t(layer.experts) * 2 * layer.inter * layer.hidden,
                                  1.0 / std::sqrt(layer.hidden));
     DeviceBuffer w2 = filled<T>(std::size_t(layer.experts) * layer.hidden * layer.inter,
                                 1.0 / std::sqrt(layer.inter));
-    const MoeWeights<T> moe{w13.as<const T>(), w2.as<const T>(), layer.experts, layer.hidden,
-                            layer.inter};
-    const std::vector<float> routing_weights(pairs, 1.0f / layer.top_k);
-    DeviceBuffer weights = device.allocate(pairs * sizeof(float));
-    weights.write(routing_weights.data(), routing_weights.size() * sizeof(float));
-    DeviceBuffer x = filled<T>(std::size_t(tokens) * layer.hidden, 1.0);
-    DeviceBuffer out = device.allocate(std::size_t(tokens) * layer.hidden * sizeof(T));
-    const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, layer.top_k, moe);
-    DeviceBuffer workspace = device.allocate(bytes);
-    fused_moe<T>(rt, out.as<T>(), x.as<const T>(), weights.as<const float>(), ids.as<const int>(),
-                 tokens, layer.top_k, moe, workspace.data(), bytes);
-    DeviceBuffer a = filled<T>(std::size_t(pairs) * layer.hidden, 1.0);
-    DeviceBuffer gate_up = device.allocate(std::size_t(pairs) * 2 * layer.inter * sizeof(T));
-    DeviceBuffer gated = filled<T>(std::size_t(pairs) * layer.inter, 1.0);
-    DeviceBuffer down = device.allocate(std::size_t(pairs) * layer.hidden * sizeof(T));
-    linear<T>(rt, gate_up.as<T>(), a.as<const T>(), w13.as<const T>(), pairs, 2 * layer.inter,
-              layer.hidden);
-    linear<T>(rt, down.as<T>(), gated.as<const T>(), w2.as<const T>(), pairs, layer.hidden,
-              layer.inter);
+    const MoeWeights<T> view{w13.as<const T>(), w2.as<const T>(), layer.experts, layer.hidden,
+                             layer.inter};
+    return {std::move(w13), std::move(w2), view};
+  }
+
+  // Each pair's routing weight, 1 / top_k.
+  DeviceBuffer equal_weights(int pairs, int top_k) {
+    const std::vector<float> weights(pairs, 1.0f / top_k);
+    DeviceBuffer buffer = device.allocate(weights.size() * sizeof(float));
+    buffer.write(weights.data(), weights.size() * sizeof(float));
+    return buffer;
+  }
+
+  // fused_moe's call at `tokens` tokens, its buffers made and kept.
+  template <Element T> struct Fused {
+    Bench &bench;
+    const Layer &layer;
+    const Experts<T> &weights;
+    int tokens;
+    std::set<int> touched;
+    DeviceBuffer ids, routing, x, out, workspace;
+    Fused(Bench &b, const Layer &l, const Experts<T> &w, int t)
+        : bench(b), layer(l), weights(w), tokens(t), ids(b.routed(l, t, touched)),
+          routing(b.equal_weights(t * l.top_k, l.top_k)),
+          x(b.filled<T>(std::size_t(t) * l.hidden, 1.0)),
+          out(b.device.allocate(std::size_t(t) * l.hidden * sizeof(T))),
+          workspace(b.device.allocate(fused_moe_workspace_bytes<T>(t, l.top_k, w.view))) {}
+    void run() {
+      fused_moe<T>(bench.rt, out.as<T>(), x.as<const T>(), routing.as<const float>(),
+                   ids.as<const int>(), tokens, layer.top_k, weights.view, workspace.data(),
+                   workspace.size());
+    }
+  };
+
+  // The dense GEMMs of the same FLOPs as `pairs` pairs: one expert's weights over every pair's
+  // row, [2 inter, hidden] then [hidden, inter].
+  template <Element T> struct Dense {
+    Bench &bench;
+    const Layer &layer;
+    const Experts<T> &weights;
+    int pairs;
+    DeviceBuffer a, gate_up, gated, down;
+    Dense(Bench &b, const Layer &l, const Experts<T> &w, int p)
+        : bench(b), layer(l), weights(w), pairs(p), a(b.filled<T>(std::size_t(p) * l.hidden, 1.0)),
+          gate_up(b.device.allocate(std::size_t(p) * 2 * l.inter * sizeof(T))),
+          gated(b.filled<T>(std::size_t(p) * l.inter, 1.0)),
+          down(b.device.allocate(std::size_t(p) * l.hidden * sizeof(T))) {}
+    void run() {
+      linear<T>(bench.rt, gate_up.as<T>(), a.as<const T>(), weights.w13.template as<const T>(),
+                pairs, 2 * layer.inter, layer.hidden);
+      linear<T>(bench.rt, down.as<T>(), gated.as<const T>(), weights.w2.template as<const T>(),
+                pairs, layer.hidden, layer.inter);
+    }
+  };
+
+  // fused_moe and the dense GEMMs once each at 4096 tokens, for a profiler (--profile).
+  template <Element T> void profile(const Layer &layer) {
+    const Experts<T> weights = experts<T>(layer);
+    Fused<T> fused(*this, layer, weights, 4096);
+    fused.run();
+    Dense<T> dense(*this, layer, weights, 4096 * layer.top_k);
+    dense.run();
     device.synchronize();
   }
 
   template <Element T> void rows(const Layer &layer) {
-    DeviceBuffer w13 = filled<T>(std::size_t(layer.experts) * 2 * layer.inter * layer.hidden,
-                                 1.0 / std::sqrt(layer.hidden));
-    DeviceBuffer w2 = filled<T>(std::size_t(layer.experts) * layer.hidden * layer.inter,
-                                1.0 / std::sqrt(layer.inter));
-    const MoeWeights<T> weights{w13.as<const T>(), w2.as<const T>(), layer.experts, layer.hidden,
-                                layer.inter};
+    const Experts<T> weights = experts<T>(layer);
     for (int tokens : {1, 16, 256, 4096}) {
       const int pairs = tokens * layer.top_k;
-      std::set<int> touched;
-      DeviceBuffer ids_device = routed(layer, tokens, touched);
-      const std::vector<float> routing_weights(pairs, 1.0f / layer.top_k);
-      DeviceBuffer weights_device = device.allocate(routing_weights.size() * sizeof(float));
-      weights_device.write(routing_weights.data(), routing_weights.size() * sizeof(float));
-      DeviceBuffer x = filled<T>(std::size_t(tokens) * layer.hidden, 1.0);
-      DeviceBuffer out = device.allocate(std::size_t(tokens) * layer.hidden * sizeof(T));
-      const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, layer.top_k, weights);
-      DeviceBuffer workspace = device.allocate(bytes);
+      Fused<T> fused(*this, layer, weights, tokens);
       const int launches = tokens >= 256 ? 5 : 20;
-      const double moe_ms = median_ms_per_launch(device, launches, [&] {
-        fused_moe<T>(rt, out.as<T>(), x.as<const T>(), weights_device.as<const float>(),
-                     ids_device.as<const int>(), tokens, layer.top_k, weights, workspace.data(),
-                     bytes);
-      });
-      // The dense GEMMs of the same FLOPs: one expert's weights over every pair's row.
-      DeviceBuffer a = filled<T>(std::size_t(pairs) * layer.hidden, 1.0);
-      DeviceBuffer gate_up = device.allocate(std::size_t(pairs) * 2 * layer.inter * sizeof(T));
-      DeviceBuffer gated = filled<T>(std::size_t(pairs) * layer.inter, 1.0);
-      DeviceBuffer down = device.allocate(std::size_t(pairs) * layer.hidden * sizeof(T));
-      const double dense_ms = median_ms_per_launch(device, launches, [&] {
-        linear<T>(rt, gate_up.as<T>(), a.as<const T>(), w13.as<const T>(), pairs, 2 * layer.inter,
-                  layer.hidden);
-        linear<T>(rt, down.as<T>(), gated.as<const T>(), w2.as<const T>(), pairs, layer.hidden,
-                  layer.inter);
-      });
+      const double moe_ms = median_ms_per_launch(device, launches, [&] { fused.run(); });
+      Dense<T> dense(*this, layer, weights, pairs);
+      const double dense_ms = median_ms_per_launch(device, launches, [&] { dense.run(); });
       const double flops = 6.0 * pairs * layer.hidden * layer.inter;
-      const double weight_bytes = 3.0 * touched.size() * layer.hidden * layer.inter * sizeof(T);
+      const double weight_bytes =
+          3.0 * fused.touched.size() * layer.hidden * layer.inter * sizeof(T);
       const double copy = copy_ms(static_cast<std::size_t>(weight_bytes / 2));
       std::printf(
           "| %s | %d | %s | %zu | %.3f | %.0f | %.3f | %.0f | %.2f | %.0f | %.0f | %.2f |\n",
-          layer.name, tokens, std::string(element_name<T>()).c_str(), touched.size(), moe_ms,
+          layer.name, tokens, std::string(element_name<T>()).c_str(), fused.touched.size(), moe_ms,
           flops / moe_ms * 1e-9, dense_ms, flops / dense_ms * 1e-9, dense_ms / moe_ms,
           weight_bytes / moe_ms * 1e-6, weight_bytes / copy * 1e-6, copy / moe_ms);
       std::fflush(stdout);
