@@ -24,7 +24,7 @@ namespace {
 constexpr int moe_block_m = 128, moe_threads = 384;
 constexpr int max_topk_experts = 512, max_align_experts = 256, max_top_k = 32, max_groups = 64;
 // Up to this many pairs the gate-up GEMM gathers the tokens' rows in its loads (GATHER 1): one
-// launch fewer, the same GEMM time. At 4096 tokens its cp.async copies made the GEMM 26-35%
+// launch fewer, no slower a GEMM. With many more (4096 tokens) its cp.async copies made the GEMM
 // slower than a moe_gather pass and TMA reads of the sorted rows (BENCHMARKS.md, "fused_moe:
 // the gather, decode and prefill").
 constexpr int max_gathering_pairs = 2048;
@@ -97,12 +97,12 @@ TensorMap map_of(const Device &device, TensorMapElement element, const void *bas
                                     std::uint64_t(columns) * 2, std::uint32_t(box_rows), 64});
 }
 
-// The gate-up projection's GROUP_M where the experts have two tiles of rows or more each: the
-// smallest power of two above the mean tiles per expert, up to 16, so that a group of tile rows
-// holds an expert's run rather than splitting it (on the tokens' rows at 4096 tokens, 16 against
-// 8 took the Mixtral-like gate-up from 4.35 to 3.19 ms, 4 the fine-grained one from 0.69 to 0.63:
-// BENCHMARKS.md, "fused_moe: the gather, decode and prefill"). Else 8, as before.
-int gate_up_group_m(int pairs, int experts) {
+// The grouped GEMMs' GROUP_M where the experts have two tiles of rows or more each: the smallest
+// power of two above the mean tiles per expert, up to 16, so that a group of tile rows holds an
+// expert's run rather than splitting it, and the blocks sweeping an expert's weights share them
+// in L2 (BENCHMARKS.md, "fused_moe: the gather, decode and prefill": the sweep of GROUP_M on the
+// tokens' rows). Else 8, as before.
+int group_m_for(int pairs, int experts) {
   const double tiles = static_cast<double>(pairs) / experts / moe_block_m;
   if (tiles < 2)
     return 8;
@@ -120,7 +120,7 @@ namespace detail {
 // most multiprocessors idle, judged at the pairs' power-of-two bucket (fused_moe's plans are
 // kept per bucket). Stages: for a wgmma of 256 columns 3 where K is long (4096 and more), else
 // 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100). GROUP_M:
-// gate_up_group_m for the gate-up projection, 8 for the down one.
+// group_m_for.
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k) {
@@ -137,7 +137,7 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
                                  {"BLOCK_N", block_n},
                                  {"STAGES", wgmma_n == 256 ? (k >= 4096 ? 3 : 4) : 6},
                                  {"GATED", gated ? 1 : 0},
-                                 {"GROUP_M", gated ? gate_up_group_m(pairs, experts) : 8},
+                                 {"GROUP_M", group_m_for(pairs, experts)},
                                  {"GATHER", gather ? 1 : 0}}};
   const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
   const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
@@ -200,7 +200,7 @@ void launch_align(const Kernel &kernel, const MoeAlignment &out, const int *ids,
 }
 
 // What fused_moe launches for one layer shape, count of pairs (rounded up to a power of two)
-// and gate-up GROUP_M: chosen and compiled on the shape's first call, then found again by one
+// and GROUP_M: chosen and compiled on the shape's first call, then found again by one
 // lookup (the tuning table and the Runtime are asked once), as the other operators keep their
 // plans.
 struct MoePlan {
@@ -213,10 +213,9 @@ template <Element T>
 const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int vec) {
   thread_local std::map<MoePlanKey, MoePlan> plans;
   const std::int64_t bucket = detail::rows_bucket(pairs);
-  const MoePlanKey key{rt.id(),       detail::element_code<T>(),
-                       layer.experts, layer.hidden,
-                       layer.inter,   bucket,
-                       vec,           gate_up_group_m(pairs, layer.experts)};
+  const MoePlanKey key{
+      rt.id(), detail::element_code<T>(),        layer.experts, layer.hidden, layer.inter, bucket,
+      vec,     group_m_for(pairs, layer.experts)};
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;
