@@ -84,7 +84,7 @@ def split_decode(sms, resident, blocks, max_len, may_split=True):
 
 class Decode:
     def __init__(self, rt, batch, ctx, q_heads=32, kv_heads=8, head_dim=128, page=16, fp8=False,
-                 warps=None, unroll=None, loads=None, stages=None, splits=None):
+                 warps=None, unroll=None, loads=None, stages=None, splits=None, fused=True):
         dev = "cuda"
         self.batch, self.ctx, self.q_heads, self.kv_heads = batch, ctx, q_heads, kv_heads
         self.head_dim, self.page, self.fp8 = head_dim, page, fp8
@@ -128,20 +128,34 @@ class Decode:
         rows = batch * q_heads * self.splits
         self.partial_out = torch.empty(rows * head_dim, device=dev, dtype=torch.float32)
         self.partial_lse = torch.empty(rows, device=dev, dtype=torch.float32)
+        # The wrapper's merge: the last split of each block merges (counters zeroed before each
+        # launch, as the wrapper's fill does). Without `fused`: the merge kernel after the decode.
+        self.counters = torch.zeros(batch * kv_heads * v["chunks"], device=dev, dtype=torch.int32)
+        self.fused, self.old_signature = fused, False
         self.merge = rt.kernel(kjit.Template.builtin("paged_attention_merge"),
                                {"T": "bfloat16", "HEAD_DIM": head_dim})
-        factor = 256.0 if fp8 else 1.0
-        self.args = (self.scale * LOG2E * self.k_scale * factor, self.v_scale * factor,
+        self.args = (self.scale * LOG2E * self.k_scale, self.v_scale,
                      q_heads, kv_heads, self.num_blocks, self.max_blocks, self.partition, ctx)
 
+    def decode(self):
+        """The decode kernel alone (with several splits and no merge, the partial results)."""
+        split = self.splits > 1
+        head = (self.out, self.partial_out if split else 0, self.partial_lse if split else 0)
+        if not self.old_signature:
+            head += (self.counters if split and self.fused else 0,)
+        self.kernel(*head, self.q, self.k, self.v, self.tables, self.lens, *self.args,
+                    grid=self.grid, block=self.block)
+
+    def merge_kernel(self):
+        self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
+                   grid=self.batch * self.q_heads, block=self.head_dim)
+
     def __call__(self):
-        p_out = self.partial_out if self.splits > 1 else 0
-        p_lse = self.partial_lse if self.splits > 1 else 0
-        self.kernel(self.out, p_out, p_lse, self.q, self.k, self.v, self.tables, self.lens,
-                    *self.args, grid=self.grid, block=self.block)
-        if self.splits > 1:
-            self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
-                       grid=self.batch * self.q_heads, block=self.head_dim)
+        if self.splits > 1 and self.fused:
+            self.counters.zero_()
+        self.decode()
+        if self.splits > 1 and not self.fused:
+            self.merge_kernel()
 
     def gathered(self, dtype):
         """K and V of every sequence contiguous: [batch, kv_heads, ctx, head_dim]."""
@@ -215,16 +229,12 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
     cos_sin = torch.randn(4096, head_dim, device=dev, dtype=torch.bfloat16)
     kernel = rt.kernel(before or kjit.Template.builtin("reshape_and_cache"), {
         "T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": head_dim, "ROPE": int(rope),
-        "ROTARY_DIM": head_dim if rope else 0, "VEC": 8,
-        **({} if before else {"TOKENS": per_block})})
+        "ROTARY_DIM": head_dim if rope else 0, "VEC": 8, "TOKENS": per_block})
     row = kv_heads * head_dim
     threads = min(256, cdiv(2 * row // 8, 32) * 32)  # a thread per 8 elements of a token
-    # The wrapper's launch: 2 tokens a block (kv_cache.hip's TOKENS); before it, one.
-    extra, grid = ((), tokens) if before else ((tokens,), cdiv(tokens, per_block))
-
     def call():
         kernel(key, value, k, v, mapping, positions, cos_sin, 4096, 1.0, 1.0, kv_heads, row, row,
-               slots, *extra, grid=grid, block=threads)
+               slots, tokens, grid=cdiv(tokens, per_block), block=threads)
     moved = 2 * key.numel() * 2 + 2 * key.numel() * k.element_size() + mapping.numel() * 8
     # The same run's copy of as many bytes (read plus write), the rate a write of this size can
     # reach: the launch and the first and last waves weigh more than in a copy of 512 MiB.
@@ -237,12 +247,12 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
 def before_kernels(path):
     """The kernels of an earlier attention_decode.hip and kv_cache.hip (their paths joined by ':',
     KJIT_ATTENTION_BEFORE), compiled as templates of their own: the same run's figures before a
-    change, launched as that version's wrappers launched them (one split per sequence at these
-    batches, WARPS 4, UNROLL 2, LOADS 2; 256 threads a token for the write)."""
+    change, launched as that version's wrappers launched them (main at 4a1c0e1: the decode's
+    splits merged by a second kernel, the fp8 bytes read as halves times 2^-8)."""
     decode_path, write_path = path.split(":")
     common = {"T": ["half", "bfloat16"], "KV_FP8": [0, 1], "HEAD_DIM": [64, 128],
               "PAGE": [16, 32], "GROUP": range(1, 9), "WARPS": [2, 4, 8], "UNROLL": [1, 2, 4],
-              "LOADS": [1, 2]}
+              "LOADS": [1, 2], "STAGES": [2, 3, 4]}
     decode = kjit.Template("paged_attention_decode_before", open(decode_path).read(),
                            params=common, kernel="paged_attention_decode",
                            arguments=["T*", "float*", "float*", "const T*", "const void*",
@@ -255,38 +265,40 @@ def before_kernels(path):
     write = kjit.Template("reshape_and_cache_before", open(write_path).read(),
                           params={"T": ["half", "bfloat16"], "KV_FP8": [0, 1],
                                   "HEAD_DIM": range(8, 1025), "ROPE": [0, 1, 2],
-                                  "ROTARY_DIM": range(0, 1025), "VEC": [1, 2, 4, 8]},
+                                  "ROTARY_DIM": range(0, 1025), "VEC": [1, 2, 4, 8],
+                                  "TOKENS": [1, 2, 4, 8]},
                           kernel="reshape_and_cache",
                           arguments=["const T*", "const T*", "void*", "void*", "const long long*",
                                      "const long long*", "const T*", "int", "float", "float",
-                                     "int", "long long", "long long", "long long"])
+                                     "int", "long long", "long long", "long long", "int"])
     return decode, merge, write
 
 
 def time_before(rt, path, copy):
     decode, merge, write = before_kernels(path)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for batch, ctx in ((64, 4096), (1, 32768), (256, 1024)):
-        case = Decode(rt, batch, ctx)
-        blocks = batch * case.kv_heads
-        splits, partition = 1, ctx
-        if blocks < 2 * sms and ctx >= 512:  # the earlier decode_plan
-            partition = cdiv(cdiv(ctx, min(cdiv(4 * sms, blocks), ctx // 256)), 64) * 64
-            splits = cdiv(ctx, partition)
-        case.splits, case.partition, case.grid = splits, partition, (case.kv_heads, batch, splits)
-        case.block = 128
-        case.kernel = rt.kernel(decode, {"T": "bfloat16", "KV_FP8": 0, "HEAD_DIM": 128,
+    for batch, ctx, fp8 in ((64, 4096, False), (1, 32768, False), (256, 1024, False),
+                            (64, 4096, True)):
+        case = Decode(rt, batch, ctx, fp8=fp8)
+        v = decode_variant(32, case.q_heads, case.kv_heads, fp8)
+        splits, partition = split_decode(sms, 3, batch * case.kv_heads, ctx)  # main's plan
+        case.splits, case.partition = splits, partition
+        case.grid = (case.kv_heads, batch, splits)
+        case.kernel = rt.kernel(decode, {"T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": 128,
                                          "PAGE": 16, "GROUP": 4, "WARPS": 4, "UNROLL": 2,
-                                         "LOADS": 2})
+                                         "LOADS": v["loads"], "STAGES": v["stages"]})
         case.merge = rt.kernel(merge, {"T": "bfloat16", "HEAD_DIM": 128})
-        case.args = case.args[:-2] + (partition, ctx)
+        case.fused, case.old_signature = False, True
+        factor = 256.0 if fp8 else 1.0  # main read an fp8 byte as its value times 2^-8
+        case.args = (case.args[0] * factor, case.args[1] * factor) + case.args[2:-2] + \
+            (partition, ctx)
         rows = batch * case.q_heads * splits
         case.partial_out = torch.empty(rows * case.head_dim, device="cuda", dtype=torch.float32)
         case.partial_lse = torch.empty(rows, device="cuda", dtype=torch.float32)
         err, ok = reference_error(case)
         t = seconds_per_call(torch, case)
-        print(f"before: decode batch {batch} ctx {ctx} (splits {splits}): fp32 check "
-              f"{'ok' if ok else 'FAILED'}; {t * 1e6:.1f} us, "
+        print(f"before: decode batch {batch} ctx {ctx} {'fp8' if fp8 else 'bf16'} (splits "
+              f"{splits}): fp32 check {'ok' if ok else 'FAILED'}; {t * 1e6:.1f} us, "
               f"{100 * case.kv_bytes() / t / copy:.0f}% of copy", flush=True)
         del case
         torch.cuda.empty_cache()
@@ -345,6 +357,48 @@ def main():
             del case
         print(row, flush=True)
         torch.cuda.empty_cache()
+    # Where a split decode's time goes: the decode kernel alone, the counters' zeroing alone, the
+    # merge kernel alone, then the decode with its merge fused (the last split merges, after the
+    # zeroing) and with the merge kernel after it, over split counts.
+    for batch, ctx in ((1, 32768), (64, 4096)):
+        for splits in (16, 24, 32, 40, 47, 64, 66, 99, 132):
+            if splits > 8 and batch > 1 and splits not in (16, 32):
+                continue
+            case = Decode(rt, batch, ctx, splits=splits)
+            if splits == 32 or (batch == 1 and splits == 66):
+                err, ok = reference_error(case)
+                failed |= not ok
+                case.fused = False
+                err2, ok2 = reference_error(case)
+                failed |= not ok2
+                case.fused = True
+                print(f"check batch {batch} ctx {ctx} splits {case.splits}: fused "
+                      f"{'ok' if ok else 'FAILED'} ({err:.2e}), merge kernel "
+                      f"{'ok' if ok2 else 'FAILED'} ({err2:.2e})", flush=True)
+            us = {}
+            us["decode"] = seconds_per_call(torch, case.decode)
+            us["zero"] = seconds_per_call(torch, case.counters.zero_)
+            us["merge"] = seconds_per_call(torch, case.merge_kernel)
+            us["fused"] = seconds_per_call(torch, case)
+            case.fused = False
+            case.decode()  # the partial results without a counter: the merge kernel's input
+            us["two kernels"] = seconds_per_call(torch, case)
+            print(f"breakdown batch {batch} ctx {ctx} splits {case.splits}: " + ", ".join(
+                f"{k} {t * 1e6:.1f} us" + (f" ({100 * case.kv_bytes() / t / copy:.0f}%)"
+                                           if k in ("decode", "fused", "two kernels") else "")
+                for k, t in us.items()), flush=True)
+            del case
+        torch.cuda.empty_cache()
+    row = "sweep fp8 batch 64 ctx 4096:"
+    for unroll, loads, stages in ((2, 2, 4), (2, 1, 4), (4, 1, 4), (4, 2, 2), (4, 2, 3), (1, 2, 4)):
+        try:
+            case = Decode(rt, 64, 4096, fp8=True, unroll=unroll, loads=loads, stages=stages)
+            rate = case.kv_bytes() / seconds_per_call(torch, case)
+            row += f" U{unroll}L{loads}S{stages} {100 * rate / copy:.0f}%"
+            del case
+        except Exception as error:  # a variant past the ring's 48 KiB
+            row += f" U{unroll}L{loads}S{stages} refused ({str(error).splitlines()[0][:60]})"
+    print(row, flush=True)
     for fp8, rope in ((False, False), (False, True), (True, False)):
         rate, same = write_case(rt, fp8=fp8, rope=rope)
         print(f"reshape_and_cache 16384 tokens {'fp8' if fp8 else 'bf16'}"

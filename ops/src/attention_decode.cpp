@@ -101,6 +101,15 @@ int resident_blocks(int registers, int threads, int shared_bytes) {
   return std::max(1, std::min({by_registers, by_shared, 2048 / threads, 32}));
 }
 
+std::size_t decode_partials_bytes(const DecodePlan &plan, int batch, int q_heads, int head_dim) {
+  return static_cast<std::size_t>(batch) * q_heads * plan.splits *
+         (static_cast<std::size_t>(head_dim) + 1) * sizeof(float);
+}
+
+std::size_t decode_counters(const DecodePlan &plan, int batch, int kv_heads) {
+  return static_cast<std::size_t>(batch) * kv_heads * plan.chunks;
+}
+
 void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch, int q_heads,
                   int kv_heads, int head_dim, int max_len, bool may_split) {
   const std::int64_t blocks = std::int64_t{batch} * kv_heads * plan.chunks;
@@ -126,10 +135,9 @@ void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch
       plan.partition = partition;
     }
   }
-  plan.workspace_bytes = plan.splits > 1
-                             ? static_cast<std::size_t>(batch) * q_heads * plan.splits *
-                                   (static_cast<std::size_t>(head_dim) + 1) * sizeof(float)
-                             : 0;
+  plan.workspace_bytes = plan.splits > 1 ? decode_partials_bytes(plan, batch, q_heads, head_dim) +
+                                               decode_counters(plan, batch, kv_heads) * sizeof(int)
+                                         : 0;
 }
 
 } // namespace detail
@@ -249,32 +257,32 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
            " (paged_attention_workspace_bytes)";
   });
   const Kernel &kernel = *launch.kernel;
-  // Scores in the log2 domain; an fp8 byte read as a half is its value times 2^-8
-  // (attention_decode.hip), so the cache's scale comes with 2^8.
+  // Scores in the log2 domain; an fp8 cache's scales apply to the scores and the output.
   constexpr float log2e = 1.4426950408889634f;
-  const float k_factor = fp8 ? cache.k_scale * 256.0f : 1.0f;
-  const float v_factor = fp8 ? cache.v_scale * 256.0f : 1.0f;
+  const float k_factor = fp8 ? cache.k_scale : 1.0f;
+  const float v_factor = fp8 ? cache.v_scale : 1.0f;
+  // The workspace: partial outputs, their log2-sum-exps, and a counter per block of the grid's
+  // first two dimensions, which the last of its splits to finish takes as its turn to merge them.
   float *partial_out = static_cast<float *>(workspace.data);
-  float *partial_lse = plan.splits > 1 ? partial_out + static_cast<std::size_t>(batch.batch) *
-                                                           q_heads * plan.splits * cache.head_dim
-                                       : nullptr;
+  float *partial_lse = nullptr;
+  int *counters = nullptr;
+  if (plan.splits > 1) {
+    partial_lse = partial_out +
+                  static_cast<std::size_t>(batch.batch) * q_heads * plan.splits * cache.head_dim;
+    counters = reinterpret_cast<int *>(
+        static_cast<unsigned char *>(workspace.data) +
+        detail::decode_partials_bytes(plan, batch.batch, q_heads, cache.head_dim));
+    device.fill(counters, 0,
+                detail::decode_counters(plan, batch.batch, cache.kv_heads) * sizeof(int), stream);
+  }
   const Dim3 grid(static_cast<unsigned>(cache.kv_heads * plan.chunks),
                   static_cast<unsigned>(batch.batch), static_cast<unsigned>(plan.splits));
   const int warp = device.target().warp_size();
   kernel.launch({.grid = grid, .block = static_cast<unsigned>(plan.warps * warp), .stream = stream},
-                out, partial_out, partial_lse, q, static_cast<const void *>(cache.k),
+                out, partial_out, partial_lse, counters, q, static_cast<const void *>(cache.k),
                 static_cast<const void *>(cache.v), batch.block_tables, batch.seq_lens,
                 scale * log2e * k_factor, v_factor, q_heads, cache.kv_heads, cache.num_blocks,
                 batch.max_blocks, plan.partition, len);
-  if (plan.splits == 1)
-    return;
-  static const Template &merge = templates::find("paged_attention_merge");
-  rt.kernel(merge, {{"T", element_name<T>()}, {"HEAD_DIM", cache.head_dim}})
-      .launch({.grid = static_cast<unsigned>(batch.batch * q_heads),
-               .block = static_cast<unsigned>(cache.head_dim),
-               .stream = stream},
-              out, static_cast<const float *>(partial_out), static_cast<const float *>(partial_lse),
-              plan.splits);
 }
 
 namespace reference {

@@ -6,7 +6,7 @@
 //   out[seq, h] = sum_t softmax_t(scale * q[seq, h] . k[t, h / ratio]) v[t, h / ratio]
 //
 // with ratio = q_heads / kv_heads (GQA; MQA is kv_heads 1). KV_FP8 1 reads e4m3fn bytes, each
-// multiplied by its tensor's scale (folded into the arguments below by the host).
+// multiplied by its tensor's scale (folded into q_scale_log2 and v_scale by the host).
 //
 // Kernel paged_attention_decode: one block per (kv head, group of GROUP of its q heads, sequence,
 // split), so that the kv head's K and V are read once for GROUP query heads (the host makes GROUP
@@ -43,24 +43,23 @@ constexpr int VEC = 8; // elements of a row per thread and load
 __device__ inline float infinity() { return __int_as_float(0x7f800000); }
 __device__ inline float not_a_number() { return __int_as_float(0x7fc00000); }
 
-// 8 elements of a K or V row as floats. fp8 e4m3fn without an fp8 type (hiprtc has none): a
-// byte moved to the top of a half's bit pattern (sign, then exponent and mantissa shifted one
-// place right) is a half of the e4m3 value times 2^-8 (exponent bias 15 against 7), subnormals
-// included, so the conversion is exact; the host folds the 2^8 into the scales.
+// 8 elements of a K or V row as floats. fp8 e4m3fn without an fp8 type (hiprtc has none) and in
+// integer instructions alone (a conversion instruction per element would cost as much as the
+// element's GROUP multiply-adds): a byte's sign moved to the float's sign bit and its exponent and
+// mantissa to the bottom of the float's exponent and the top of its mantissa make a float of the
+// e4m3 value times 2^-120 exactly, subnormals included (as float subnormals, which the kernel's
+// multiply-adds keep: no flush to zero). FP8_UNIT undoes the 2^-120 on the scores and the output.
+constexpr float FP8_UNIT = 0x1p120f;
 template <int KV_FP8, typename C> __device__ inline void load_row(const C *p, float (&f)[VEC]) {
   if (KV_FP8) {
     const kjit::Vec<unsigned, 2> bytes = kjit::load_vec<2>(reinterpret_cast<const unsigned *>(p));
-    kjit::Vec<half, VEC> halves;
-    unsigned *words = reinterpret_cast<unsigned *>(halves.at);
 #pragma unroll
-    for (int w = 0; w < 2; ++w) {
-      const unsigned x = bytes.at[w];
-      const unsigned lo = ((x & 0xffu) << 8) | ((x & 0xff00u) << 16);
-      const unsigned hi = ((x & 0xff0000u) >> 8) | (x & 0xff000000u);
-      words[2 * w] = (lo & 0x80008000u) | ((lo & 0x7f007f00u) >> 1);
-      words[2 * w + 1] = (hi & 0x80008000u) | ((hi & 0x7f007f00u) >> 1);
+    for (int i = 0; i < VEC; ++i) {
+      // Byte i at the top, then an arithmetic shift: the sign fills bits 31..27 and the byte's
+      // other 7 bits land at 26..20; the mask keeps the sign and those 7.
+      const int top = static_cast<int>(bytes.at[i / 4] << (24 - 8 * (i % 4)));
+      f[i] = __int_as_float((top >> 4) & static_cast<int>(0x87f00000u));
     }
-    kjit::to_floats(halves, f);
   } else {
     kjit::to_floats(kjit::load_vec<VEC>(p), f);
   }
@@ -98,13 +97,92 @@ __device__ inline void commit() {}
 template <int N> __device__ inline void wait() {}
 #endif
 
+// Loads of what other blocks of this kernel wrote (after a fence): from L2, past this
+// multiprocessor's L1 on NVIDIA.
+__device__ inline float load_shared_result(const float *p) {
+#if KJIT_CUDA
+  float x;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(x) : "l"(p));
+  return x;
+#else
+  return *p;
+#endif
+}
+__device__ inline kjit::Vec<float, 4> load_shared_result4(const float *p) {
+  kjit::Vec<float, 4> v;
+#if KJIT_CUDA
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.at[0]), "=f"(v.at[1]), "=f"(v.at[2]), "=f"(v.at[3])
+               : "l"(p));
+#else
+  v = kjit::load_vec<4>(p);
+#endif
+  return v;
+}
+
+// One warp combines the `splits` partial results of a (sequence, q head) row into `out`:
+// out = sum_s w_s partial_s / sum_s w_s with w_s = 2^(lse_s - max lse). A split that saw no token
+// (lse -inf) weighs 0; a NaN (a bad table) makes the row NaN. The lanes find the max over the
+// splits together, then each lane sums 4 columns over the splits, 16 splits' loads in flight.
+template <int HEAD_DIM, typename T>
+__device__ inline void combine_splits(T *out, const float *partial, const float *lse, int splits,
+                                      int lane) {
+  float top = -infinity(), failed = 0.0f;
+  for (int s = lane; s < splits; s += KJIT_WARP_SIZE) {
+    const float x = load_shared_result(lse + s);
+    if (x != x)
+      failed = 1.0f;
+    else
+      top = fmaxf(top, x);
+  }
+#pragma unroll
+  for (int mask = KJIT_WARP_SIZE / 2; mask > 0; mask /= 2) {
+    top = fmaxf(top, kjit::shuffle_xor(top, mask));
+    failed = fmaxf(failed, kjit::shuffle_xor(failed, mask));
+  }
+  if (lane >= HEAD_DIM / 4)
+    return;
+  float sum = 0.0f, value[4] = {};
+#pragma unroll 16
+  for (int s = 0; s < splits; ++s) {
+    const float x = load_shared_result(lse + s);
+    const kjit::Vec<float, 4> part = load_shared_result4(partial + s * HEAD_DIM + lane * 4);
+    const float weight = x == -infinity() ? 0.0f : kjit::fast_exp2(x - top);
+    sum += weight;
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      value[e] += weight * part.at[e];
+  }
+  float result[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    result[e] = failed != 0.0f ? not_a_number() : sum > 0.0f ? value[e] / sum : 0.0f;
+  kjit::Vec<T, 4> typed;
+  kjit::from_floats(result, typed);
+  kjit::store_vec(out + lane * 4, typed);
+}
+
 } // namespace kjit_paged
+
+// Blocks of the kernel a multiprocessor is to hold at once on NVIDIA (__launch_bounds__' minimum,
+// which caps ptxas' registers at 64K / (blocks x threads)): 12 warps for a group of up to 4 heads
+// (168 registers at 4 warps, what the loop takes and what ptxas chose before the split merge's
+// tail, without which it takes 214), 8 for larger groups, whose state takes more. On AMD the
+// bound's second argument means waves per execution unit: none is given there.
+#if KJIT_CUDA
+#define KJIT_DECODE_BOUNDS(WARPS, GROUP)                                                           \
+  __launch_bounds__(WARPS *KJIT_WARP_SIZE,                                                         \
+                    (GROUP <= 4 ? 12 : 8) / WARPS > 1 ? (GROUP <= 4 ? 12 : 8) / WARPS : 1)
+#else
+#define KJIT_DECODE_BOUNDS(WARPS, GROUP) __launch_bounds__(WARPS *KJIT_WARP_SIZE)
+#endif
 
 template <typename T, int KV_FP8, int HEAD_DIM, int PAGE, int GROUP, int WARPS, int UNROLL,
           int LOADS, int STAGES>
-__global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
+__global__ void KJIT_DECODE_BOUNDS(WARPS, GROUP)
     paged_attention_decode(T *KJIT_RESTRICT out, float *KJIT_RESTRICT partial_out,
-                           float *KJIT_RESTRICT partial_lse, const T *KJIT_RESTRICT q,
+                           float *KJIT_RESTRICT partial_lse, int *KJIT_RESTRICT counters,
+                           const T *KJIT_RESTRICT q,
                            const void *k_cache_bytes, const void *v_cache_bytes,
                            const int *KJIT_RESTRICT block_tables, const int *KJIT_RESTRICT seq_lens,
                            float q_scale_log2, float v_scale, int q_heads, int kv_heads,
@@ -122,7 +200,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   constexpr int SLOTS = 2 * UNROLL * LOADS; // a thread's Chunks per step: K, then V
   // The ring, and after the loop the warps' states for the final merge, in one buffer.
   struct Merge {
-    int any_bad;
+    int any_bad, last;
     float m[WARPS][GROUP], l[WARPS][GROUP], acc[WARPS][GROUP][HEAD_DIM];
   };
   constexpr int RING_BYTES = STAGES * SLOTS * THREADS * static_cast<int>(sizeof(Chunk));
@@ -148,6 +226,9 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   bool bad = len < 0 || len > len_limit;
   const int begin = split * partition;
   const int end = bad ? begin : len < begin + partition ? len : begin + partition;
+  // The tokens whose pages may be read before the length has arrived: the table holds len_limit
+  // tokens' entries (the host checks it), so the first steps' table loads go out beside seq_lens'.
+  const int reach = len_limit < begin + partition ? len_limit : begin + partition;
 
   const int *table = block_tables + static_cast<long long>(seq) * max_blocks;
   const long long token_stride = static_cast<long long>(kv_heads) * HEAD_DIM;
@@ -159,15 +240,12 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int token = step + u * LANES + lane;
+      int page = token < reach ? table[token / PAGE] : 0;
       bool valid = token < end;
-      int page = 0;
-      if (valid) {
-        page = table[token / PAGE];
-        if (page < 0 || page >= num_blocks) {
-          bad = true;
-          valid = false;
-          page = 0;
-        }
+      if (page < 0 || page >= num_blocks) {
+        bad = bad || valid; // an entry past the sequence is never read, whatever it holds
+        valid = false;
+        page = 0;
       }
       const long long at =
           (static_cast<long long>(page) * PAGE + token % PAGE) * token_stride + column;
@@ -244,7 +322,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
 #pragma unroll
         for (int mask = TPT / 2; mask > 0; mask /= 2)
           dot += kjit::shuffle_xor(dot, mask);
-        s[u][j] = valid ? dot : -kjit_paged::infinity();
+        s[u][j] = valid ? (KV_FP8 ? dot * FP8_UNIT : dot) : -kjit_paged::infinity();
       }
     }
 #pragma unroll
@@ -342,7 +420,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
       value += merge.acc[w][j][d] * weight;
     }
     const float result = failed       ? kjit_paged::not_a_number()
-                         : sum > 0.0f ? value / sum * v_scale
+                         : sum > 0.0f ? (KV_FP8 ? value * FP8_UNIT : value) / sum * v_scale
                                       : 0.0f;
     const long long row = static_cast<long long>(seq) * q_heads + first_head + j;
     if (splits == 1) {
@@ -355,6 +433,27 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
                           : sum > 0.0f ? top + log2f(sum)
                                        : -kjit_paged::infinity();
     }
+  }
+  if (splits == 1 || counters == nullptr)
+    return;
+  // The last of a (sequence, block of heads)'s splits to finish merges them all, so that no second
+  // kernel waits for the last split: every thread's partial results are made visible to the other
+  // blocks before the block counts itself in, and the last one sees them all once it has counted
+  // (the host zeroes the counters before the launch).
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    merge.last = atomicAdd(counters + static_cast<long long>(seq) * gridDim.x + blockIdx.x, 1) ==
+                 splits - 1;
+  __syncthreads();
+  if (!merge.last)
+    return;
+  __threadfence();
+  for (int j = warp; j < heads_here; j += WARPS) {
+    const long long row = static_cast<long long>(seq) * q_heads + first_head + j;
+    combine_splits<HEAD_DIM>(out + row * HEAD_DIM, partial_out + row * splits * HEAD_DIM,
+                             partial_lse + row * splits, splits,
+                             static_cast<int>(threadIdx.x % KJIT_WARP_SIZE));
   }
 }
 

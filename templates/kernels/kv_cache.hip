@@ -160,10 +160,10 @@ reshape_and_cache(const T *KJIT_RESTRICT key, const T *KJIT_RESTRICT value, void
       const T *from = key + token * key_stride + head * HEAD_DIM;
       raw[t][0] = kjit::load_vec<VEC>(from + (ROPE == 1 ? first : 2 * first));
       raw[t][1] = kjit::load_vec<VEC>(from + (ROPE == 1 ? ROTATED / 2 + first : 2 * first + VEC));
-      if (rotate[t]) {
-        angle[t][0] = kjit::load_vec<VEC>(cos[t] + first);
-        angle[t][1] = kjit::load_vec<VEC>(cos[t] + ROTATED / 2 + first);
-      }
+      // Loaded whether or not the token rotates (an unrotated one reads row 0), so that no load
+      // waits for the positions before it goes out: the next token's loads follow at once.
+      angle[t][0] = kjit::load_vec<VEC>(cos[t] + first);
+      angle[t][1] = kjit::load_vec<VEC>(cos[t] + ROTATED / 2 + first);
     }
     const float inverse_scale = is_value ? v_inverse_scale : k_inverse_scale;
 #pragma unroll
