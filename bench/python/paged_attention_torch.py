@@ -231,7 +231,8 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
         "T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": head_dim, "ROPE": int(rope),
         "ROTARY_DIM": head_dim if rope else 0, "VEC": 8, "TOKENS": per_block})
     row = kv_heads * head_dim
-    threads = min(256, cdiv(2 * row // 8, 32) * 32)  # a thread per 8 elements of a token
+    # A thread per 16 elements of a token (two pieces of 8); before, per 8.
+    threads = min(256, cdiv((2 if before else 1) * row // 8, 32) * 32)
     def call():
         kernel(key, value, k, v, mapping, positions, cos_sin, 4096, 1.0, 1.0, kv_heads, row, row,
                slots, tokens, grid=cdiv(tokens, per_block), block=threads)

@@ -182,11 +182,11 @@ template <typename T, int KV_FP8, int HEAD_DIM, int PAGE, int GROUP, int WARPS, 
 __global__ void KJIT_DECODE_BOUNDS(WARPS, GROUP)
     paged_attention_decode(T *KJIT_RESTRICT out, float *KJIT_RESTRICT partial_out,
                            float *KJIT_RESTRICT partial_lse, int *KJIT_RESTRICT counters,
-                           const T *KJIT_RESTRICT q,
-                           const void *k_cache_bytes, const void *v_cache_bytes,
-                           const int *KJIT_RESTRICT block_tables, const int *KJIT_RESTRICT seq_lens,
-                           float q_scale_log2, float v_scale, int q_heads, int kv_heads,
-                           int num_blocks, int max_blocks, int partition, int len_limit) {
+                           const T *KJIT_RESTRICT q, const void *k_cache_bytes,
+                           const void *v_cache_bytes, const int *KJIT_RESTRICT block_tables,
+                           const int *KJIT_RESTRICT seq_lens, float q_scale_log2, float v_scale,
+                           int q_heads, int kv_heads, int num_blocks, int max_blocks, int partition,
+                           int len_limit) {
   using namespace kjit_paged;
   typedef typename CacheElement<T, KV_FP8>::type C;
   typedef kjit::Vec<C, VEC> Chunk;     // one load: 16 bytes, 8 for fp8
@@ -443,8 +443,8 @@ __global__ void KJIT_DECODE_BOUNDS(WARPS, GROUP)
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0)
-    merge.last = atomicAdd(counters + static_cast<long long>(seq) * gridDim.x + blockIdx.x, 1) ==
-                 splits - 1;
+    merge.last =
+        atomicAdd(counters + static_cast<long long>(seq) * gridDim.x + blockIdx.x, 1) == splits - 1;
   __syncthreads();
   if (!merge.last)
     return;
