@@ -64,14 +64,17 @@ def decode_variant(warp, q_heads, kv_heads, fp8):
     return v
 
 
-def split_decode(sms, resident, blocks, max_len, may_split=True):
-    """ops/src/attention_decode.cpp's split_decode: (splits, partition)."""
+def split_decode(sms, resident, blocks, max_len, may_split=True, split_cost=32):
+    """ops/src/attention_decode.cpp's split_decode: (splits, partition). split_cost 0: main's
+    (4d1f0e2) model."""
     slots = sms * resident
     length = max(max_len, 1)
 
     def cost(partition, splits):
         waves = cdiv(blocks * splits, slots)
-        return waves * (partition + 64) * (1.05 if splits > 1 else 1)
+        if splits == 1:
+            return waves * (partition + 64)
+        return waves * (partition + 64) * 1.05 + splits * split_cost
     best, plan = cost(length, 1), (1, length)
     most = min(length // 256, 1024) if may_split else 1
     for wanted in range(2, most + 1):
@@ -84,7 +87,7 @@ def split_decode(sms, resident, blocks, max_len, may_split=True):
 
 class Decode:
     def __init__(self, rt, batch, ctx, q_heads=32, kv_heads=8, head_dim=128, page=16, fp8=False,
-                 warps=None, unroll=None, loads=None, stages=None, splits=None, fused=True):
+                 warps=None, unroll=None, loads=None, stages=None, splits=None):
         dev = "cuda"
         self.batch, self.ctx, self.q_heads, self.kv_heads = batch, ctx, q_heads, kv_heads
         self.head_dim, self.page, self.fp8 = head_dim, page, fp8
@@ -128,33 +131,31 @@ class Decode:
         rows = batch * q_heads * self.splits
         self.partial_out = torch.empty(rows * head_dim, device=dev, dtype=torch.float32)
         self.partial_lse = torch.empty(rows, device=dev, dtype=torch.float32)
-        # The wrapper's merge: the last split of each block merges (counters zeroed before each
-        # launch, as the wrapper's fill does). Without `fused`: the merge kernel after the decode.
-        self.counters = torch.zeros(batch * kv_heads * v["chunks"], device=dev, dtype=torch.int32)
-        self.fused, self.old_signature = fused, False
+        self.old_signature = False  # main's merge kernel: a block of head_dim threads per row
         self.merge = rt.kernel(kjit.Template.builtin("paged_attention_merge"),
                                {"T": "bfloat16", "HEAD_DIM": head_dim})
         self.args = (self.scale * LOG2E * self.k_scale, self.v_scale,
                      q_heads, kv_heads, self.num_blocks, self.max_blocks, self.partition, ctx)
 
     def decode(self):
-        """The decode kernel alone (with several splits and no merge, the partial results)."""
+        """The decode kernel alone (with several splits, the partial results)."""
         split = self.splits > 1
-        head = (self.out, self.partial_out if split else 0, self.partial_lse if split else 0)
-        if not self.old_signature:
-            head += (self.counters if split and self.fused else 0,)
-        self.kernel(*head, self.q, self.k, self.v, self.tables, self.lens, *self.args,
+        self.kernel(self.out, self.partial_out if split else 0, self.partial_lse if split else 0,
+                    self.q, self.k, self.v, self.tables, self.lens, *self.args,
                     grid=self.grid, block=self.block)
 
     def merge_kernel(self):
-        self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
-                   grid=self.batch * self.q_heads, block=self.head_dim)
+        rows = self.batch * self.q_heads
+        if self.old_signature:
+            self.merge(self.out, self.partial_out, self.partial_lse, self.splits, grid=rows,
+                       block=self.head_dim)
+        else:  # a warp per row, 4 rows a block
+            self.merge(self.out, self.partial_out, self.partial_lse, rows, self.splits,
+                       grid=cdiv(rows, 4), block=128)
 
     def __call__(self):
-        if self.splits > 1 and self.fused:
-            self.counters.zero_()
         self.decode()
-        if self.splits > 1 and not self.fused:
+        if self.splits > 1:
             self.merge_kernel()
 
     def gathered(self, dtype):
@@ -282,14 +283,14 @@ def time_before(rt, path, copy):
                             (64, 4096, True)):
         case = Decode(rt, batch, ctx, fp8=fp8)
         v = decode_variant(32, case.q_heads, case.kv_heads, fp8)
-        splits, partition = split_decode(sms, 3, batch * case.kv_heads, ctx)  # main's plan
+        splits, partition = split_decode(sms, 3, batch * case.kv_heads, ctx, split_cost=0)  # main's
         case.splits, case.partition = splits, partition
         case.grid = (case.kv_heads, batch, splits)
         case.kernel = rt.kernel(decode, {"T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": 128,
                                          "PAGE": 16, "GROUP": 4, "WARPS": 4, "UNROLL": 2,
                                          "LOADS": v["loads"], "STAGES": v["stages"]})
         case.merge = rt.kernel(merge, {"T": "bfloat16", "HEAD_DIM": 128})
-        case.fused, case.old_signature = False, True
+        case.old_signature = True
         factor = 256.0 if fp8 else 1.0  # main read an fp8 byte as its value times 2^-8
         case.args = (case.args[0] * factor, case.args[1] * factor) + case.args[2:-2] + \
             (partition, ctx)
@@ -358,35 +359,31 @@ def main():
             del case
         print(row, flush=True)
         torch.cuda.empty_cache()
-    # Where a split decode's time goes: the decode kernel alone, the counters' zeroing alone, the
-    # merge kernel alone, then the decode with its merge fused (the last split merges, after the
-    # zeroing) and with the merge kernel after it, over split counts.
-    for batch, ctx in ((1, 32768), (64, 4096)):
-        for splits in (16, 24, 32, 40, 47, 64, 66, 99, 132):
-            if splits > 8 and batch > 1 and splits not in (16, 32):
-                continue
+    # Where a split decode's time goes: the decode kernel alone, the merge kernel alone (and
+    # main's merge kernel on the same partial results), then both, over split counts.
+    old_merge = before_kernels(os.environ["KJIT_ATTENTION_BEFORE"])[1] \
+        if os.environ.get("KJIT_ATTENTION_BEFORE") else None
+    for batch, ctx, counts in ((1, 32768, (16, 24, 28, 32, 36, 40, 47, 64)),
+                               (64, 4096, (2, 3, 4))):
+        for splits in counts:
             case = Decode(rt, batch, ctx, splits=splits)
-            if splits == 32 or (batch == 1 and splits == 66):
+            if splits in (3, 32):
                 err, ok = reference_error(case)
                 failed |= not ok
-                case.fused = False
-                err2, ok2 = reference_error(case)
-                failed |= not ok2
-                case.fused = True
-                print(f"check batch {batch} ctx {ctx} splits {case.splits}: fused "
-                      f"{'ok' if ok else 'FAILED'} ({err:.2e}), merge kernel "
-                      f"{'ok' if ok2 else 'FAILED'} ({err2:.2e})", flush=True)
-            us = {}
-            us["decode"] = seconds_per_call(torch, case.decode)
-            us["zero"] = seconds_per_call(torch, case.counters.zero_)
-            us["merge"] = seconds_per_call(torch, case.merge_kernel)
-            us["fused"] = seconds_per_call(torch, case)
-            case.fused = False
-            case.decode()  # the partial results without a counter: the merge kernel's input
-            us["two kernels"] = seconds_per_call(torch, case)
+                print(f"check batch {batch} ctx {ctx} splits {case.splits}: "
+                      f"{'ok' if ok else 'FAILED'} ({err:.2e})", flush=True)
+            us = {"decode": seconds_per_call(torch, case.decode),
+                  "merge": seconds_per_call(torch, case.merge_kernel)}
+            if old_merge is not None:
+                mine = case.merge
+                case.merge, case.old_signature = rt.kernel(
+                    old_merge, {"T": "bfloat16", "HEAD_DIM": 128}), True
+                us["main's merge"] = seconds_per_call(torch, case.merge_kernel)
+                case.merge, case.old_signature = mine, False
+            us["both"] = seconds_per_call(torch, case)
             print(f"breakdown batch {batch} ctx {ctx} splits {case.splits}: " + ", ".join(
                 f"{k} {t * 1e6:.1f} us" + (f" ({100 * case.kv_bytes() / t / copy:.0f}%)"
-                                           if k in ("decode", "fused", "two kernels") else "")
+                                           if k in ("decode", "both") else "")
                 for k, t in us.items()), flush=True)
             del case
         torch.cuda.empty_cache()

@@ -20,12 +20,14 @@ constexpr std::string_view op = "paged_attention_decode";
 // start-up stop being small beside the split's own reads.
 constexpr int min_partition = 256;
 // What a block costs beside its tokens (q, the ring's first copies, the final merge), in tokens,
-// and a split launch's merge (a second kernel, the partial results written and read) as a
-// fraction of the decode's time: the values that pick the fastest split count of the H200 sweeps
-// in BENCHMARKS.md ("Paged decode through a ring of asynchronous copies") at batch 64 x 4k (3
-// splits) and 256 x 1k (none).
+// a split launch's merge (a second kernel, the partial results written and read) as a fraction of
+// the decode's time, and each split's share of the merge's reads and of the blocks' start-up, in
+// tokens: the values that pick the fastest split count of the H200 sweeps in BENCHMARKS.md at
+// batch 64 x 4k (3 splits), 256 x 1k (none) and 1 x 32k (32: two blocks a multiprocessor in one
+// wave read as fast as three, and the merge has fewer splits to read).
 constexpr int block_overhead = 64;
 constexpr double merge_cost = 0.05;
+constexpr int split_cost = 32;
 
 int capacity(const PagedKvCache &cache, const DecodeBatch &batch) {
   return batch.max_blocks * cache.page_size; // checked below INT_MAX
@@ -101,15 +103,6 @@ int resident_blocks(int registers, int threads, int shared_bytes) {
   return std::max(1, std::min({by_registers, by_shared, 2048 / threads, 32}));
 }
 
-std::size_t decode_partials_bytes(const DecodePlan &plan, int batch, int q_heads, int head_dim) {
-  return static_cast<std::size_t>(batch) * q_heads * plan.splits *
-         (static_cast<std::size_t>(head_dim) + 1) * sizeof(float);
-}
-
-std::size_t decode_counters(const DecodePlan &plan, int batch, int kv_heads) {
-  return static_cast<std::size_t>(batch) * kv_heads * plan.chunks;
-}
-
 void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch, int q_heads,
                   int kv_heads, int head_dim, int max_len, bool may_split) {
   const std::int64_t blocks = std::int64_t{batch} * kv_heads * plan.chunks;
@@ -118,8 +111,10 @@ void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch
   // The time of a choice: whole waves of blocks, each its partition plus its overhead.
   const auto cost = [&](int partition, int splits) {
     const std::int64_t waves = (blocks * splits + slots - 1) / slots;
-    return static_cast<double>(waves) * (partition + block_overhead) *
-           (splits > 1 ? 1 + merge_cost : 1);
+    return splits == 1
+               ? static_cast<double>(waves) * (partition + block_overhead)
+               : static_cast<double>(waves) * (partition + block_overhead) * (1 + merge_cost) +
+                     static_cast<double>(splits) * split_cost;
   };
   plan.splits = 1;
   plan.partition = len;
@@ -135,9 +130,10 @@ void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch
       plan.partition = partition;
     }
   }
-  plan.workspace_bytes = plan.splits > 1 ? decode_partials_bytes(plan, batch, q_heads, head_dim) +
-                                               decode_counters(plan, batch, kv_heads) * sizeof(int)
-                                         : 0;
+  plan.workspace_bytes = plan.splits > 1
+                             ? static_cast<std::size_t>(batch) * q_heads * plan.splits *
+                                   (static_cast<std::size_t>(head_dim) + 1) * sizeof(float)
+                             : 0;
 }
 
 } // namespace detail
@@ -261,28 +257,30 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
   constexpr float log2e = 1.4426950408889634f;
   const float k_factor = fp8 ? cache.k_scale : 1.0f;
   const float v_factor = fp8 ? cache.v_scale : 1.0f;
-  // The workspace: partial outputs, their log2-sum-exps, and a counter per block of the grid's
-  // first two dimensions, which the last of its splits to finish takes as its turn to merge them.
   float *partial_out = static_cast<float *>(workspace.data);
-  float *partial_lse = nullptr;
-  int *counters = nullptr;
-  if (plan.splits > 1) {
-    partial_lse = partial_out +
-                  static_cast<std::size_t>(batch.batch) * q_heads * plan.splits * cache.head_dim;
-    counters = reinterpret_cast<int *>(
-        static_cast<unsigned char *>(workspace.data) +
-        detail::decode_partials_bytes(plan, batch.batch, q_heads, cache.head_dim));
-    device.fill(counters, 0,
-                detail::decode_counters(plan, batch.batch, cache.kv_heads) * sizeof(int), stream);
-  }
+  float *partial_lse = plan.splits > 1 ? partial_out + static_cast<std::size_t>(batch.batch) *
+                                                           q_heads * plan.splits * cache.head_dim
+                                       : nullptr;
   const Dim3 grid(static_cast<unsigned>(cache.kv_heads * plan.chunks),
                   static_cast<unsigned>(batch.batch), static_cast<unsigned>(plan.splits));
   const int warp = device.target().warp_size();
   kernel.launch({.grid = grid, .block = static_cast<unsigned>(plan.warps * warp), .stream = stream},
-                out, partial_out, partial_lse, counters, q, static_cast<const void *>(cache.k),
+                out, partial_out, partial_lse, q, static_cast<const void *>(cache.k),
                 static_cast<const void *>(cache.v), batch.block_tables, batch.seq_lens,
                 scale * log2e * k_factor, v_factor, q_heads, cache.kv_heads, cache.num_blocks,
                 batch.max_blocks, plan.partition, len);
+  if (plan.splits == 1)
+    return;
+  // A warp per (sequence, q head) row, 4 rows a block (attention_decode.hip's MERGE_ROWS).
+  constexpr int merge_rows = 4;
+  const int rows = batch.batch * q_heads;
+  static const Template &merge = templates::find("paged_attention_merge");
+  rt.kernel(merge, {{"T", element_name<T>()}, {"HEAD_DIM", cache.head_dim}})
+      .launch({.grid = static_cast<unsigned>(detail::divide_up(rows, merge_rows)),
+               .block = static_cast<unsigned>(merge_rows * warp),
+               .stream = stream},
+              out, static_cast<const float *>(partial_out), static_cast<const float *>(partial_lse),
+              rows, plan.splits);
 }
 
 namespace reference {

@@ -14,7 +14,7 @@ struct DecodePlan {
   int stages;    // steps of K and V in the shared-memory ring (STAGES)
   int splits;    // blocks along the sequence (flash-decoding); 1: out written directly
   int partition; // tokens per split
-  std::size_t workspace_bytes; // partial outputs, log-sum-exps, counters; 0 for one split
+  std::size_t workspace_bytes; // partial outputs and log-sum-exps; 0 for one split
 };
 
 // The kernel's parameters for a GQA ratio on a target of `warp_size` lanes; one split.
@@ -27,11 +27,6 @@ int decode_ring_bytes(const DecodePlan &plan, int warp_size, bool fp8);
 // that one multiprocessor holds at once (65536 registers, 228 KiB of shared memory with 1 KiB
 // reserved per block, 2048 threads, 32 blocks: Hopper's and Ampere's limits).
 int resident_blocks(int registers, int threads, int shared_bytes);
-
-// The workspace of a split plan: its partial outputs and log2-sum-exps (bytes), then its counters
-// (ints, one per block of a split: batch x kv_heads x chunks).
-std::size_t decode_partials_bytes(const DecodePlan &plan, int batch, int q_heads, int head_dim);
-std::size_t decode_counters(const DecodePlan &plan, int batch, int kv_heads);
 
 // Splits the sequences (plan.splits, plan.partition, plan.workspace_bytes) so that the blocks,
 // `resident` at once on each of `multiprocessors`, run in whole waves of equal blocks. `max_len`:

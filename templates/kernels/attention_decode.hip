@@ -97,28 +97,7 @@ __device__ inline void commit() {}
 template <int N> __device__ inline void wait() {}
 #endif
 
-// Loads of what other blocks of this kernel wrote (after a fence): from L2, past this
-// multiprocessor's L1 on NVIDIA.
-__device__ inline float load_shared_result(const float *p) {
-#if KJIT_CUDA
-  float x;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(x) : "l"(p));
-  return x;
-#else
-  return *p;
-#endif
-}
-__device__ inline kjit::Vec<float, 4> load_shared_result4(const float *p) {
-  kjit::Vec<float, 4> v;
-#if KJIT_CUDA
-  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.at[0]), "=f"(v.at[1]), "=f"(v.at[2]), "=f"(v.at[3])
-               : "l"(p));
-#else
-  v = kjit::load_vec<4>(p);
-#endif
-  return v;
-}
+constexpr int MERGE_ROWS = 4; // rows of paged_attention_merge's block, a warp each
 
 // One warp combines the `splits` partial results of a (sequence, q head) row into `out`:
 // out = sum_s w_s partial_s / sum_s w_s with w_s = 2^(lse_s - max lse). A split that saw no token
@@ -129,7 +108,7 @@ __device__ inline void combine_splits(T *out, const float *partial, const float 
                                       int lane) {
   float top = -infinity(), failed = 0.0f;
   for (int s = lane; s < splits; s += KJIT_WARP_SIZE) {
-    const float x = load_shared_result(lse + s);
+    const float x = lse[s];
     if (x != x)
       failed = 1.0f;
     else
@@ -145,8 +124,8 @@ __device__ inline void combine_splits(T *out, const float *partial, const float 
   float sum = 0.0f, value[4] = {};
 #pragma unroll 16
   for (int s = 0; s < splits; ++s) {
-    const float x = load_shared_result(lse + s);
-    const kjit::Vec<float, 4> part = load_shared_result4(partial + s * HEAD_DIM + lane * 4);
+    const float x = lse[s];
+    const kjit::Vec<float, 4> part = kjit::load_vec<4>(partial + s * HEAD_DIM + lane * 4);
     const float weight = x == -infinity() ? 0.0f : kjit::fast_exp2(x - top);
     sum += weight;
 #pragma unroll
@@ -164,29 +143,15 @@ __device__ inline void combine_splits(T *out, const float *partial, const float 
 
 } // namespace kjit_paged
 
-// Blocks of the kernel a multiprocessor is to hold at once on NVIDIA (__launch_bounds__' minimum,
-// which caps ptxas' registers at 64K / (blocks x threads)): 12 warps for a group of up to 4 heads
-// (168 registers at 4 warps, what the loop takes and what ptxas chose before the split merge's
-// tail, without which it takes 214), 8 for larger groups, whose state takes more. On AMD the
-// bound's second argument means waves per execution unit: none is given there.
-#if KJIT_CUDA
-#define KJIT_DECODE_BOUNDS(WARPS, GROUP)                                                           \
-  __launch_bounds__(WARPS *KJIT_WARP_SIZE,                                                         \
-                    (GROUP <= 4 ? 12 : 8) / WARPS > 1 ? (GROUP <= 4 ? 12 : 8) / WARPS : 1)
-#else
-#define KJIT_DECODE_BOUNDS(WARPS, GROUP) __launch_bounds__(WARPS *KJIT_WARP_SIZE)
-#endif
-
 template <typename T, int KV_FP8, int HEAD_DIM, int PAGE, int GROUP, int WARPS, int UNROLL,
           int LOADS, int STAGES>
-__global__ void KJIT_DECODE_BOUNDS(WARPS, GROUP)
+__global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
     paged_attention_decode(T *KJIT_RESTRICT out, float *KJIT_RESTRICT partial_out,
-                           float *KJIT_RESTRICT partial_lse, int *KJIT_RESTRICT counters,
-                           const T *KJIT_RESTRICT q, const void *k_cache_bytes,
-                           const void *v_cache_bytes, const int *KJIT_RESTRICT block_tables,
-                           const int *KJIT_RESTRICT seq_lens, float q_scale_log2, float v_scale,
-                           int q_heads, int kv_heads, int num_blocks, int max_blocks, int partition,
-                           int len_limit) {
+                           float *KJIT_RESTRICT partial_lse, const T *KJIT_RESTRICT q,
+                           const void *k_cache_bytes, const void *v_cache_bytes,
+                           const int *KJIT_RESTRICT block_tables, const int *KJIT_RESTRICT seq_lens,
+                           float q_scale_log2, float v_scale, int q_heads, int kv_heads,
+                           int num_blocks, int max_blocks, int partition, int len_limit) {
   using namespace kjit_paged;
   typedef typename CacheElement<T, KV_FP8>::type C;
   typedef kjit::Vec<C, VEC> Chunk;     // one load: 16 bytes, 8 for fp8
@@ -200,7 +165,7 @@ __global__ void KJIT_DECODE_BOUNDS(WARPS, GROUP)
   constexpr int SLOTS = 2 * UNROLL * LOADS; // a thread's Chunks per step: K, then V
   // The ring, and after the loop the warps' states for the final merge, in one buffer.
   struct Merge {
-    int any_bad, last;
+    int any_bad;
     float m[WARPS][GROUP], l[WARPS][GROUP], acc[WARPS][GROUP][HEAD_DIM];
   };
   constexpr int RING_BYTES = STAGES * SLOTS * THREADS * static_cast<int>(sizeof(Chunk));
@@ -434,63 +399,20 @@ __global__ void KJIT_DECODE_BOUNDS(WARPS, GROUP)
                                        : -kjit_paged::infinity();
     }
   }
-  if (splits == 1 || counters == nullptr)
-    return;
-  // The last of a (sequence, block of heads)'s splits to finish merges them all, so that no second
-  // kernel waits for the last split: every thread's partial results are made visible to the other
-  // blocks before the block counts itself in, and the last one sees them all once it has counted
-  // (the host zeroes the counters before the launch).
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    merge.last =
-        atomicAdd(counters + static_cast<long long>(seq) * gridDim.x + blockIdx.x, 1) == splits - 1;
-  __syncthreads();
-  if (!merge.last)
-    return;
-  __threadfence();
-  for (int j = warp; j < heads_here; j += WARPS) {
-    const long long row = static_cast<long long>(seq) * q_heads + first_head + j;
-    combine_splits<HEAD_DIM>(out + row * HEAD_DIM, partial_out + row * splits * HEAD_DIM,
-                             partial_lse + row * splits, splits,
-                             static_cast<int>(threadIdx.x % KJIT_WARP_SIZE));
-  }
 }
 
-// Combines the splits of each (sequence, q head) row: out = sum_s w_s partial_s / sum_s w_s with
-// w_s = 2^(lse_s - max lse). A split that saw no token (lse -inf) weighs 0; a NaN (a bad table)
-// makes the row NaN. One block of HEAD_DIM threads per row: the max over the splits is a block
-// reduction, and each thread sums its column over the splits with 8 splits' loads in flight (a
-// merge that reads one split after another waits out a load's latency per split: at batch 1 and
-// 32k tokens it took longer than the decode's own reads of 64 splits).
+// Combines the splits of each (sequence, q head) row (combine_splits), a warp per row and 4 rows
+// a block, so that every row's loads, 16 splits' at a time per lane, are in flight at once (the
+// merge is latency-bound: at batch 1 a few dozen rows of a few kilobytes each).
 template <typename T, int HEAD_DIM>
-__global__ void __launch_bounds__(HEAD_DIM)
+__global__ void __launch_bounds__(kjit_paged::MERGE_ROWS *KJIT_WARP_SIZE)
     paged_attention_merge(T *KJIT_RESTRICT out, const float *KJIT_RESTRICT partial_out,
-                          const float *KJIT_RESTRICT partial_lse, int splits) {
-  const long long row = blockIdx.x;
-  const int d = threadIdx.x;
-  const float *lse = partial_lse + row * splits;
-  float top = -kjit_paged::infinity();
-  float failed = 0.0f;
-  for (int s = d; s < splits; s += HEAD_DIM) {
-    const float x = lse[s];
-    if (x != x)
-      failed = 1.0f;
-    else
-      top = fmaxf(top, x);
-  }
-  top = kjit::block_max(top);
-  failed = kjit::block_max(failed);
-  const float *column = partial_out + row * splits * HEAD_DIM + d;
-  float sum = 0.0f, value = 0.0f;
-#pragma unroll 8
-  for (int s = 0; s < splits; ++s) {
-    const float x = lse[s];
-    const float weight = x == -kjit_paged::infinity() ? 0.0f : kjit::fast_exp2(x - top);
-    sum += weight;
-    value += weight * column[static_cast<long long>(s) * HEAD_DIM];
-  }
-  out[row * HEAD_DIM + d] = kjit::from_float<T>(failed != 0.0f ? kjit_paged::not_a_number()
-                                                : sum > 0.0f   ? value / sum
-                                                               : 0.0f);
+                          const float *KJIT_RESTRICT partial_lse, int rows, int splits) {
+  const long long row =
+      static_cast<long long>(blockIdx.x) * kjit_paged::MERGE_ROWS + threadIdx.x / KJIT_WARP_SIZE;
+  if (row >= rows)
+    return;
+  kjit_paged::combine_splits<HEAD_DIM>(out + row * HEAD_DIM, partial_out + row * splits * HEAD_DIM,
+                                       partial_lse + row * splits, splits,
+                                       static_cast<int>(threadIdx.x % KJIT_WARP_SIZE));
 }

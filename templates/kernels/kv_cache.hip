@@ -16,8 +16,8 @@
 // type).
 //
 // One block per TOKENS tokens (`tokens` in all); each thread moves an item of two VEC-element
-// pieces (VEC pairs of a rotation: x and y; elsewhere two neighbouring pieces) of each of them at
-// a time, so that every thread moves as many bytes, rotated or not, and keeps 2 TOKENS loads in
+// pieces (VEC pairs of a rotation: x and y; elsewhere two pieces half a row apart) of each of them
+// at a time, so that every thread moves as many bytes, rotated or not, and keeps 2 TOKENS loads in
 // flight: it loads the item of every token before it stores any. A write of the cache is a copy,
 // bound by the bytes in flight per multiprocessor: those of a rotated item's thread bound the
 // registers of all.
@@ -130,16 +130,23 @@ reshape_and_cache(const T *KJIT_RESTRICT key, const T *KJIT_RESTRICT value, void
     const int head = item / KEY_ITEMS, index = item % KEY_ITEMS;
     const int first = index * VEC; // a rotated pack's first pair
     const bool rotated = !is_value && index < PAIR_ITEMS;
+    // An unrotated item's pieces lie half the span it walks apart (the row of kv heads, or a head's
+    // part past the rotation), so that a warp's loads and stores of either piece are contiguous.
+    const int half_row = kv_heads * HEAD_DIM / 2;
     int at[2];
-    if (is_value)
-      at[0] = (item - key_items) * 2 * VEC; // heads are contiguous: [kv_heads * HEAD_DIM]
-    else if (!rotated)
-      at[0] = head * HEAD_DIM + ROTATED + (index - PAIR_ITEMS) * 2 * VEC;
-    else if (ROPE == 1)
+    if (is_value || ROTATED == 0) {
+      at[0] = (is_value ? item - key_items : item) * VEC; // heads are contiguous
+      at[1] = at[0] + half_row;
+    } else if (!rotated) {
+      at[0] = head * HEAD_DIM + ROTATED + (index - PAIR_ITEMS) * VEC;
+      at[1] = at[0] + (HEAD_DIM - ROTATED) / 2;
+    } else if (ROPE == 1) {
       at[0] = head * HEAD_DIM + first;
-    else
+      at[1] = at[0] + ROTATED / 2;
+    } else {
       at[0] = head * HEAD_DIM + 2 * first; // GPT-J's pairs interleaved: VEC elements, VEC more
-    at[1] = rotated && ROPE == 1 ? head * HEAD_DIM + ROTATED / 2 + first : at[0] + VEC;
+      at[1] = at[0] + VEC;
+    }
     // The pieces as loaded (raw, so that a plain copy holds 16 bytes of registers per piece, not 8
     // floats), and for a rotated pack the cosines and sines: loaded whether or not the token
     // rotates (an unrotated one reads row 0), so that no load waits for the positions before it
