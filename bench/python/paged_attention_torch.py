@@ -131,7 +131,7 @@ class Decode:
         rows = batch * q_heads * self.splits
         self.partial_out = torch.empty(rows * head_dim, device=dev, dtype=torch.float32)
         self.partial_lse = torch.empty(rows, device=dev, dtype=torch.float32)
-        self.old_signature = False  # main's merge kernel: a block of head_dim threads per row
+        self.old_signature = False  # main's kernels (before): the merge's block of head_dim
         self.merge = rt.kernel(kjit.Template.builtin("paged_attention_merge"),
                                {"T": "bfloat16", "HEAD_DIM": head_dim})
         self.args = (self.scale * LOG2E * self.k_scale, self.v_scale,
@@ -145,13 +145,10 @@ class Decode:
                     grid=self.grid, block=self.block)
 
     def merge_kernel(self):
-        rows = self.batch * self.q_heads
-        if self.old_signature:
-            self.merge(self.out, self.partial_out, self.partial_lse, self.splits, grid=rows,
-                       block=self.head_dim)
-        else:  # a warp per row, 4 rows a block
-            self.merge(self.out, self.partial_out, self.partial_lse, rows, self.splits,
-                       grid=cdiv(rows, 4), block=128)
+        # A block a row: main's of head_dim threads, now of 256.
+        self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
+                   grid=self.batch * self.q_heads,
+                   block=self.head_dim if self.old_signature else 256)
 
     def __call__(self):
         self.decode()

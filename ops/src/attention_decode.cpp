@@ -271,16 +271,15 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
                 batch.max_blocks, plan.partition, len);
   if (plan.splits == 1)
     return;
-  // A warp per (sequence, q head) row, 4 rows a block (attention_decode.hip's MERGE_ROWS).
-  constexpr int merge_rows = 4;
-  const int rows = batch.batch * q_heads;
+  // A block per (sequence, q head) row (attention_decode.hip's MERGE_THREADS).
+  constexpr int merge_threads = 256;
   static const Template &merge = templates::find("paged_attention_merge");
   rt.kernel(merge, {{"T", element_name<T>()}, {"HEAD_DIM", cache.head_dim}})
-      .launch({.grid = static_cast<unsigned>(detail::divide_up(rows, merge_rows)),
-               .block = static_cast<unsigned>(merge_rows * warp),
+      .launch({.grid = static_cast<unsigned>(batch.batch * q_heads),
+               .block = static_cast<unsigned>(merge_threads),
                .stream = stream},
               out, static_cast<const float *>(partial_out), static_cast<const float *>(partial_lse),
-              rows, plan.splits);
+              plan.splits);
 }
 
 namespace reference {

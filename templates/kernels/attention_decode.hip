@@ -97,49 +97,7 @@ __device__ inline void commit() {}
 template <int N> __device__ inline void wait() {}
 #endif
 
-constexpr int MERGE_ROWS = 4; // rows of paged_attention_merge's block, a warp each
-
-// One warp combines the `splits` partial results of a (sequence, q head) row into `out`:
-// out = sum_s w_s partial_s / sum_s w_s with w_s = 2^(lse_s - max lse). A split that saw no token
-// (lse -inf) weighs 0; a NaN (a bad table) makes the row NaN. The lanes find the max over the
-// splits together, then each lane sums 4 columns over the splits, 16 splits' loads in flight.
-template <int HEAD_DIM, typename T>
-__device__ inline void combine_splits(T *out, const float *partial, const float *lse, int splits,
-                                      int lane) {
-  float top = -infinity(), failed = 0.0f;
-  for (int s = lane; s < splits; s += KJIT_WARP_SIZE) {
-    const float x = lse[s];
-    if (x != x)
-      failed = 1.0f;
-    else
-      top = fmaxf(top, x);
-  }
-#pragma unroll
-  for (int mask = KJIT_WARP_SIZE / 2; mask > 0; mask /= 2) {
-    top = fmaxf(top, kjit::shuffle_xor(top, mask));
-    failed = fmaxf(failed, kjit::shuffle_xor(failed, mask));
-  }
-  if (lane >= HEAD_DIM / 4)
-    return;
-  float sum = 0.0f, value[4] = {};
-#pragma unroll 16
-  for (int s = 0; s < splits; ++s) {
-    const float x = lse[s];
-    const kjit::Vec<float, 4> part = kjit::load_vec<4>(partial + s * HEAD_DIM + lane * 4);
-    const float weight = x == -infinity() ? 0.0f : kjit::fast_exp2(x - top);
-    sum += weight;
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      value[e] += weight * part.at[e];
-  }
-  float result[4];
-#pragma unroll
-  for (int e = 0; e < 4; ++e)
-    result[e] = failed != 0.0f ? not_a_number() : sum > 0.0f ? value[e] / sum : 0.0f;
-  kjit::Vec<T, 4> typed;
-  kjit::from_floats(result, typed);
-  kjit::store_vec(out + lane * 4, typed);
-}
+constexpr int MERGE_THREADS = 256; // paged_attention_merge's block
 
 } // namespace kjit_paged
 
@@ -401,18 +359,77 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   }
 }
 
-// Combines the splits of each (sequence, q head) row (combine_splits), a warp per row and 4 rows
-// a block, so that every row's loads, 16 splits' at a time per lane, are in flight at once (the
-// merge is latency-bound: at batch 1 a few dozen rows of a few kilobytes each).
+// Combines the splits of each (sequence, q head) row, a block per row: out = sum_s w_s partial_s /
+// sum_s w_s with w_s = 2^(lse_s - max lse). A split that saw no token (lse -inf) weighs 0; a NaN
+// (a bad table) makes the row NaN. The merge is latency-bound (at batch 1, a few dozen rows of a
+// few kilobytes each), so its loads go out at once: the block's threads are HEAD_DIM / 4 columns
+// of 4 floats times GROUPS groups of splits, and each thread loads its first AHEAD splits' values
+// before the block reduces the max over the log2-sum-exps; the groups' sums then meet in shared
+// memory. (A block of HEAD_DIM threads, each summing its column over every split with 8 splits'
+// loads in flight, took 4.4 us for 32 splits at batch 1; a warp per row, 7.)
 template <typename T, int HEAD_DIM>
-__global__ void __launch_bounds__(kjit_paged::MERGE_ROWS *KJIT_WARP_SIZE)
+__global__ void __launch_bounds__(kjit_paged::MERGE_THREADS)
     paged_attention_merge(T *KJIT_RESTRICT out, const float *KJIT_RESTRICT partial_out,
-                          const float *KJIT_RESTRICT partial_lse, int rows, int splits) {
-  const long long row =
-      static_cast<long long>(blockIdx.x) * kjit_paged::MERGE_ROWS + threadIdx.x / KJIT_WARP_SIZE;
-  if (row >= rows)
-    return;
-  kjit_paged::combine_splits<HEAD_DIM>(out + row * HEAD_DIM, partial_out + row * splits * HEAD_DIM,
-                                       partial_lse + row * splits, splits,
-                                       static_cast<int>(threadIdx.x % KJIT_WARP_SIZE));
+                          const float *KJIT_RESTRICT partial_lse, int splits) {
+  using namespace kjit_paged;
+  constexpr int COLUMNS = HEAD_DIM / 4;
+  constexpr int GROUPS = MERGE_THREADS / COLUMNS;
+  constexpr int AHEAD = 8;
+  const long long row = blockIdx.x;
+  const int column = threadIdx.x % COLUMNS, group = threadIdx.x / COLUMNS;
+  const float *lse = partial_lse + row * splits;
+  const float *part = partial_out + row * splits * HEAD_DIM + column * 4;
+  kjit::Vec<float, 4> early[AHEAD];
+  float early_lse[AHEAD];
+#pragma unroll
+  for (int k = 0; k < AHEAD; ++k) {
+    const int s = group + k * GROUPS;
+    if (s < splits) {
+      early[k] = kjit::load_vec<4>(part + static_cast<long long>(s) * HEAD_DIM);
+      early_lse[k] = lse[s];
+    }
+  }
+  float top = -infinity(), failed = 0.0f;
+  for (int s = threadIdx.x; s < splits; s += MERGE_THREADS) {
+    const float x = lse[s];
+    if (x != x)
+      failed = 1.0f;
+    else
+      top = fmaxf(top, x);
+  }
+  top = kjit::block_max(top);
+  failed = kjit::block_max(failed);
+  float sum = 0.0f, value[4] = {};
+  const auto add = [&](float x, const kjit::Vec<float, 4> &p) {
+    const float weight = x == -infinity() ? 0.0f : kjit::fast_exp2(x - top);
+    sum += weight;
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      value[e] += weight * p.at[e];
+  };
+#pragma unroll
+  for (int k = 0; k < AHEAD; ++k)
+    if (group + k * GROUPS < splits)
+      add(early_lse[k], early[k]);
+  for (int s = group + AHEAD * GROUPS; s < splits; s += GROUPS)
+    add(lse[s], kjit::load_vec<4>(part + static_cast<long long>(s) * HEAD_DIM));
+  __shared__ float values[GROUPS][HEAD_DIM], sums[GROUPS];
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    values[group][column * 4 + e] = value[e];
+  if (column == 0)
+    sums[group] = sum;
+  __syncthreads();
+  if (threadIdx.x < HEAD_DIM) {
+    const int d = threadIdx.x;
+    float total = 0.0f, result = 0.0f;
+#pragma unroll
+    for (int g = 0; g < GROUPS; ++g) {
+      total += sums[g];
+      result += values[g][d];
+    }
+    out[row * HEAD_DIM + d] = kjit::from_float<T>(failed != 0.0f ? not_a_number()
+                                                  : total > 0.0f ? result / total
+                                                                 : 0.0f);
+  }
 }

@@ -411,10 +411,9 @@ void add_attention_decode(std::vector<Template> &all) {
                                     "const void*", "const int*", "const int*", "float", "float",
                                     "int", "int", "int", "int", "int", "int"},
                       .tuning = decode_rules});
-  all.emplace_back(
-      "paged_attention_merge", std::string(embedded::attention_decode_hip),
-      std::vector<ParamDecl>{{"T", element()}, {"HEAD_DIM", head_dim()}},
-      TemplateOptions{.arguments = {"T*", "const float*", "const float*", "int", "int"}});
+  all.emplace_back("paged_attention_merge", std::string(embedded::attention_decode_hip),
+                   std::vector<ParamDecl>{{"T", element()}, {"HEAD_DIM", head_dim()}},
+                   TemplateOptions{.arguments = {"T*", "const float*", "const float*", "int"}});
   all.emplace_back(
       "reshape_and_cache", std::string(embedded::kv_cache_hip),
       std::vector<ParamDecl>{{"T", element()},

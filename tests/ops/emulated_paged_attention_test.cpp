@@ -83,11 +83,10 @@ template <int KV_FP8, int LOADS, int STAGES> void check_decode() {
                                      v_factor, heads, kv_heads, num_blocks, max_blocks, partition,
                                      capacity);
     });
-    // A warp a row, 4 rows a block.
     if (splits > 1)
-      ::kjit::emulation::launch({2 * heads / 4}, {4 * 64}, [&] {
+      ::kjit::emulation::launch({2 * heads}, {256}, [&] {
         paged_attention_merge<__half, head_dim>(out.data(), partial_out.data(), partial_lse.data(),
-                                                2 * heads, splits);
+                                                splits);
       });
     const double largest = KV_FP8 ? 448 * v_scale : 1.0;
     EXPECT_TRUE(all_close(out.values(q.size()), expected, largest * 0x1p-12, epsilon<Half>()));
