@@ -103,6 +103,15 @@ int resident_blocks(int registers, int threads, int shared_bytes) {
   return std::max(1, std::min({by_registers, by_shared, 2048 / threads, 32}));
 }
 
+int merge_threads(int splits, int head_dim, int warp_size) {
+  // attention_decode.hip's MERGE_THREADS; a group of splits is head_dim / 4 threads.
+  constexpr int most_threads = 256;
+  const int columns = head_dim / 4;
+  const int whole = std::max(1, warp_size / columns); // groups that make whole warps
+  const int groups = std::min(most_threads / columns, divide_up(splits, whole) * whole);
+  return groups * columns;
+}
+
 void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch, int q_heads,
                   int kv_heads, int head_dim, int max_len, bool may_split) {
   const std::int64_t blocks = std::int64_t{batch} * kv_heads * plan.chunks;
@@ -271,15 +280,14 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
                 batch.max_blocks, plan.partition, len);
   if (plan.splits == 1)
     return;
-  // A block per (sequence, q head) row (attention_decode.hip's MERGE_THREADS).
-  constexpr int merge_threads = 256;
   static const Template &merge = templates::find("paged_attention_merge");
   rt.kernel(merge, {{"T", element_name<T>()}, {"HEAD_DIM", cache.head_dim}})
-      .launch({.grid = static_cast<unsigned>(batch.batch * q_heads),
-               .block = static_cast<unsigned>(merge_threads),
-               .stream = stream},
-              out, static_cast<const float *>(partial_out), static_cast<const float *>(partial_lse),
-              plan.splits);
+      .launch(
+          {.grid = static_cast<unsigned>(batch.batch * q_heads),
+           .block = static_cast<unsigned>(detail::merge_threads(plan.splits, cache.head_dim, warp)),
+           .stream = stream},
+          out, static_cast<const float *>(partial_out), static_cast<const float *>(partial_lse),
+          plan.splits);
 }
 
 namespace reference {

@@ -97,7 +97,7 @@ __device__ inline void commit() {}
 template <int N> __device__ inline void wait() {}
 #endif
 
-constexpr int MERGE_THREADS = 256; // paged_attention_merge's block
+constexpr int MERGE_THREADS = 256; // paged_attention_merge's largest block
 
 } // namespace kjit_paged
 
@@ -363,19 +363,22 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
 // sum_s w_s with w_s = 2^(lse_s - max lse). A split that saw no token (lse -inf) weighs 0; a NaN
 // (a bad table) makes the row NaN. The merge is latency-bound (at batch 1, a few dozen rows of a
 // few kilobytes each), so its loads go out at once: the block's threads are HEAD_DIM / 4 columns
-// of 4 floats times GROUPS groups of splits, and each thread loads its first AHEAD splits' values
+// of 4 floats times blockDim.x / (HEAD_DIM / 4) groups of splits (the host gives as many groups
+// as splits, up to MERGE_THREADS threads), and each thread loads its first AHEAD splits' values
 // before the block reduces the max over the log2-sum-exps; the groups' sums then meet in shared
 // memory. (A block of HEAD_DIM threads, each summing its column over every split with 8 splits'
-// loads in flight, took 4.4 us for 32 splits at batch 1; a warp per row, 7.)
+// loads in flight, took 4.6 us for 32 splits at batch 1 on the H200, this 3.7; but with 256
+// threads for 3 splits, 9.8 us at batch 64 against 4.7.)
 template <typename T, int HEAD_DIM>
 __global__ void __launch_bounds__(kjit_paged::MERGE_THREADS)
     paged_attention_merge(T *KJIT_RESTRICT out, const float *KJIT_RESTRICT partial_out,
                           const float *KJIT_RESTRICT partial_lse, int splits) {
   using namespace kjit_paged;
   constexpr int COLUMNS = HEAD_DIM / 4;
-  constexpr int GROUPS = MERGE_THREADS / COLUMNS;
+  constexpr int MOST_GROUPS = MERGE_THREADS / COLUMNS;
   constexpr int AHEAD = 8;
   const long long row = blockIdx.x;
+  const int groups = static_cast<int>(blockDim.x) / COLUMNS;
   const int column = threadIdx.x % COLUMNS, group = threadIdx.x / COLUMNS;
   const float *lse = partial_lse + row * splits;
   const float *part = partial_out + row * splits * HEAD_DIM + column * 4;
@@ -383,14 +386,14 @@ __global__ void __launch_bounds__(kjit_paged::MERGE_THREADS)
   float early_lse[AHEAD];
 #pragma unroll
   for (int k = 0; k < AHEAD; ++k) {
-    const int s = group + k * GROUPS;
+    const int s = group + k * groups;
     if (s < splits) {
       early[k] = kjit::load_vec<4>(part + static_cast<long long>(s) * HEAD_DIM);
       early_lse[k] = lse[s];
     }
   }
   float top = -infinity(), failed = 0.0f;
-  for (int s = threadIdx.x; s < splits; s += MERGE_THREADS) {
+  for (int s = threadIdx.x; s < splits; s += blockDim.x) {
     const float x = lse[s];
     if (x != x)
       failed = 1.0f;
@@ -409,11 +412,11 @@ __global__ void __launch_bounds__(kjit_paged::MERGE_THREADS)
   };
 #pragma unroll
   for (int k = 0; k < AHEAD; ++k)
-    if (group + k * GROUPS < splits)
+    if (group + k * groups < splits)
       add(early_lse[k], early[k]);
-  for (int s = group + AHEAD * GROUPS; s < splits; s += GROUPS)
+  for (int s = group + AHEAD * groups; s < splits; s += groups)
     add(lse[s], kjit::load_vec<4>(part + static_cast<long long>(s) * HEAD_DIM));
-  __shared__ float values[GROUPS][HEAD_DIM], sums[GROUPS];
+  __shared__ float values[MOST_GROUPS][HEAD_DIM], sums[MOST_GROUPS];
 #pragma unroll
   for (int e = 0; e < 4; ++e)
     values[group][column * 4 + e] = value[e];
@@ -423,8 +426,7 @@ __global__ void __launch_bounds__(kjit_paged::MERGE_THREADS)
   if (threadIdx.x < HEAD_DIM) {
     const int d = threadIdx.x;
     float total = 0.0f, result = 0.0f;
-#pragma unroll
-    for (int g = 0; g < GROUPS; ++g) {
+    for (int g = 0; g < groups; ++g) {
       total += sums[g];
       result += values[g][d];
     }

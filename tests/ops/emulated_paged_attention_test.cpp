@@ -84,7 +84,7 @@ template <int KV_FP8, int LOADS, int STAGES> void check_decode() {
                                      capacity);
     });
     if (splits > 1)
-      ::kjit::emulation::launch({2 * heads}, {256}, [&] {
+      ::kjit::emulation::launch({2 * heads}, {64}, [&] { // detail::merge_threads(2, 64, 64)
         paged_attention_merge<__half, head_dim>(out.data(), partial_out.data(), partial_lse.data(),
                                                 splits);
       });

@@ -258,6 +258,15 @@ TEST(PagedDecodePlan, SplitsSoThatTheBlocksRunInWholeWaves) {
   EXPECT_EQ(split(3, 1, 300).splits, 1);
 }
 
+TEST(PagedDecodePlan, TheMergeHasAGroupOfThreadsPerSplitInWholeWarps) {
+  EXPECT_EQ(detail::merge_threads(3, 128, 32), 96);   // 3 groups of 32 columns
+  EXPECT_EQ(detail::merge_threads(32, 128, 32), 256); // at most 8 groups
+  EXPECT_EQ(detail::merge_threads(3, 128, 64), 128);  // wave 64: groups in pairs
+  EXPECT_EQ(detail::merge_threads(3, 64, 32), 64);    // 16 columns: groups in pairs
+  EXPECT_EQ(detail::merge_threads(3, 64, 64), 64);    // wave 64: groups in fours
+  EXPECT_EQ(detail::merge_threads(100, 64, 64), 256); // at most 16 groups of 16
+}
+
 // Two q heads sharing one kv head of head_dim 2, pages of 2 tokens, scale 1. The sequence's
 // tokens 0 and 1 lie on page 1, token 2 on page 0. With q = (1, 0) and keys (ln w_t, 0) the
 // softmax weights are w_t / sum w: w = (1, 3, 4) gives (1/8, 3/8, 1/2).
