@@ -423,8 +423,8 @@ __global__ void __launch_bounds__(kjit_paged::MERGE_THREADS)
   if (column == 0)
     sums[group] = sum;
   __syncthreads();
-  if (threadIdx.x < HEAD_DIM) {
-    const int d = threadIdx.x;
+  // The block may be narrower than a row (3 groups of 32 columns: 96 threads for 128 elements).
+  for (int d = threadIdx.x; d < HEAD_DIM; d += blockDim.x) {
     float total = 0.0f, result = 0.0f;
     for (int g = 0; g < groups; ++g) {
       total += sums[g];

@@ -125,7 +125,8 @@ TYPED_TEST(PagedAttentionGpuTest, DecodeMatchesTheReference) {
       {4, 4, 128, 16, {1, 17, 16, 33, 100, 0}, false, false}, // GQA 1, one split
       {32, 8, 128, 16, {1, 250, 4093, 15}},                   // GQA 4, split-KV
       {32, 8, 128, 16, {1, 250, 4093, 15}, false, false},     // the same without splits
-      {32, 8, 128, 16, {20011, 3}},           // tens of splits, merged by the last to finish
+      {32, 8, 128, 16, {800, 37}},            // 3 splits: a merge block narrower than a row
+      {32, 8, 128, 16, {20011, 3}},           // tens of splits
       {32, 8, 128, 16, {9001}, true},         // fp8, the same
       {64, 8, 64, 32, {31, 32, 33, 1000}},    // GQA 8, head_dim 64, page 32
       {12, 1, 128, 32, {77, 1, 2049}},        // MQA, 12 heads: 2 groups of 6
