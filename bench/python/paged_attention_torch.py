@@ -11,9 +11,11 @@ kjit package) against torch on the same data, on one GPU, in one process:
 - KV write: reshape_and_cache of 16k tokens (8 kv heads, head dim 128, bf16) to shuffled slots,
   bytes read plus written over the time, against the same copy rate and against the same run's
   copy of as many bytes.
+- A split decode's breakdown: the decode kernel alone, the merge kernel alone (and, with
+  KJIT_ATTENTION_BEFORE, main's merge on the same partial results), both.
 - With KJIT_ATTENTION_BEFORE=<attention_decode.hip>:<kv_cache.hip> of an earlier version, those
   kernels too, compiled as templates of their own and launched as that version launched them: the
-  same run's "before" figures.
+  same run's "before" figures. KJIT_BENCH_QUICK=1 leaves out the sweeps of the tunables.
 
 Times: the best of 5 bursts of ~25 ms (ops_torch.seconds_per_call), CUDA events.
 
@@ -85,6 +87,14 @@ def split_decode(sms, resident, blocks, max_len, may_split=True, split_cost=32):
     return plan
 
 
+def merge_threads(splits, head_dim, warp=32):
+    """ops/src/attention_decode.cpp's merge_threads: head_dim / 4 threads per group of splits, a
+    group per split up to 256 threads, in whole warps."""
+    columns = head_dim // 4
+    whole = max(1, warp // columns)
+    return min(256 // columns, cdiv(splits, whole) * whole) * columns
+
+
 class Decode:
     def __init__(self, rt, batch, ctx, q_heads=32, kv_heads=8, head_dim=128, page=16, fp8=False,
                  warps=None, unroll=None, loads=None, stages=None, splits=None):
@@ -145,12 +155,11 @@ class Decode:
                     grid=self.grid, block=self.block)
 
     def merge_kernel(self):
-        # A block a row: main's of head_dim threads, now head_dim / 4 threads per split up to
-        # 256 (detail::merge_threads).
+        # A block a row: main's of head_dim threads.
         self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
                    grid=self.batch * self.q_heads,
                    block=self.head_dim if self.old_signature else
-                   min(256, self.splits * self.head_dim // 4))
+                   merge_threads(self.splits, self.head_dim))
 
     def __call__(self):
         self.decode()
@@ -248,8 +257,8 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
 def before_kernels(path):
     """The kernels of an earlier attention_decode.hip and kv_cache.hip (their paths joined by ':',
     KJIT_ATTENTION_BEFORE), compiled as templates of their own: the same run's figures before a
-    change, launched as that version's wrappers launched them (main at 4a1c0e1: the decode's
-    splits merged by a second kernel, the fp8 bytes read as halves times 2^-8)."""
+    change, launched as that version's wrappers launched them (main at d5f75d0: 47 splits at
+    batch 1, a merge block of head_dim threads per row, fp8 bytes read as halves times 2^-8)."""
     decode_path, write_path = path.split(":")
     common = {"T": ["half", "bfloat16"], "KV_FP8": [0, 1], "HEAD_DIM": [64, 128],
               "PAGE": [16, 32], "GROUP": range(1, 9), "WARPS": [2, 4, 8], "UNROLL": [1, 2, 4],
