@@ -70,40 +70,70 @@ void require_hopper(std::string_view op, const jit::Target &target) {
                                               " is not sm_90a (wgmma on fp8 and TMA: H100, H200)");
 }
 
-// The heuristic's variant: the widest tiles that still make about a tile per multiprocessor of
-// an H100 (132), as many stages as fit.
+// Stages of (128 + block_n) x 128 bytes that fit in 227 KiB with the alignment's slack and the
+// barriers, at most the template's 7.
+int fitting_stages(int block_n) {
+  return std::min(7, (227 * 1024 - 1024 - 7 * 16) / ((block_m + block_n) * block_k));
+}
+
+// The heuristic's variant. Per-tensor and row-wise: the widest tiles that still make about a
+// tile per multiprocessor of an H100 (132). Block scales, whose promoted sums cap the width at
+// 160: the width whose tiles take the least time in whole waves of 132 (waves x width; the
+// wider on a tie), e.g. 160 for 7168 columns (45 tiles a row of tiles, 1440 tiles in 11 waves
+// at m = 4096, against 128's 1792 in 14). Clusters of two blocks share B's columns where M has
+// tiles enough for the pairs.
 detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
-  const auto tiles = [&](int block_n) {
-    return static_cast<long long>(detail::divide_up(m, block_m)) * detail::divide_up(n, block_n);
-  };
-  const int widest = scaling == Scaling::block ? 128 : 256;
-  int block_n = widest;
-  while (block_n > 64 && tiles(block_n) < 132)
-    block_n /= 2;
-  const int stages = block_n == 256 ? 4 : block_n == 128 ? 5 : 6;
+  const long long tiles_m = detail::divide_up(m, block_m);
+  const auto tiles = [&](int width) { return tiles_m * detail::divide_up(n, width); };
+  int block_n = 0;
+  if (scaling == Scaling::block) {
+    long long best_cost = 0;
+    for (const int width : {64, 96, 112, 128, 144, 160}) {
+      const long long cost = (tiles(width) + 131) / 132 * width;
+      if (block_n == 0 || cost <= best_cost) {
+        block_n = width;
+        best_cost = cost;
+      }
+    }
+  } else {
+    block_n = 256;
+    while (block_n > 64 && tiles(block_n) < 132)
+      block_n /= 2;
+  }
   static const Template &tmpl = templates::find("gemm_fp8");
   return {&tmpl,
           {{"BLOCK_N", block_n},
-           {"STAGES", stages},
+           {"STAGES", fitting_stages(block_n)},
            {"SCALING", static_cast<int>(scaling)},
-           {"GROUP_M", 8}}};
+           {"GROUP_M", 8},
+           {"CLUSTER_M", tiles_m >= 4 ? 2 : 1}}};
 }
 
 struct Fp8Plan {
   const Kernel *kernel;
-  int block_n;
+  int block_n, cluster_m;
   unsigned shared_bytes;
-  int grid_limit; // one block per multiprocessor
+  int grid_limit; // blocks that run at once (one per multiprocessor), a multiple of cluster_m
 };
 
 Fp8Plan make_fp8_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
+  const int cluster_m = variant.integer("CLUSTER_M");
   // The stages, the slack to align them to 1024 bytes, and two mbarriers per stage.
   const auto shared_bytes =
       static_cast<unsigned>(stages * (block_m + block_n) * block_k + 1024 + stages * 16);
   kernel.allow_shared_bytes(shared_bytes);
-  return {&kernel, block_n, shared_bytes, kernel.device().multiprocessors()};
+  // Clusters are placed whole within a GPC: the driver counts the pairs that fit at once.
+  const int grid_limit =
+      cluster_m > 1
+          ? cluster_m * kernel.max_active_clusters(Dim3(threads), Dim3(cluster_m), shared_bytes)
+          : kernel.device().multiprocessors();
+  detail::require(grid_limit > 0, "gemm_fp8", [&] {
+    return kernel.name() + " fits no cluster of " + std::to_string(cluster_m) + " blocks with " +
+           std::to_string(shared_bytes) + " shared bytes each";
+  });
+  return {&kernel, block_n, cluster_m, shared_bytes, grid_limit};
 }
 
 // This thread's plan for the shape: the tuning table's winner (problem {SCALING}, extents m
@@ -157,15 +187,17 @@ void launch_fp8(const Fp8Plan &plan, BFloat16 *d, const std::uint8_t *a, const f
   const auto rows = [](int count) { return static_cast<std::uint64_t>(count); };
   const TensorMap map_a = detail::cached_tensor_map(
       device, {TensorMapElement::uint8, a, rows(m), rows(k), rows(k), block_m, block_k});
-  const TensorMap map_b =
-      detail::cached_tensor_map(device, {TensorMapElement::uint8, b, rows(n), rows(k), rows(k),
-                                         static_cast<std::uint32_t>(plan.block_n), block_k});
-  const long long tiles =
-      static_cast<long long>(detail::divide_up(m, block_m)) * detail::divide_up(n, plan.block_n);
-  plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(tiles, plan.grid_limit)),
+  // B's box: the columns each block of a cluster copies into both.
+  const TensorMap map_b = detail::cached_tensor_map(
+      device, {TensorMapElement::uint8, b, rows(n), rows(k), rows(k),
+               static_cast<std::uint32_t>(plan.block_n / plan.cluster_m), block_k});
+  const long long blocks = static_cast<long long>(detail::divide_up(m, block_m * plan.cluster_m)) *
+                           plan.cluster_m * detail::divide_up(n, plan.block_n);
+  plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(blocks, plan.grid_limit)),
                        .block = threads,
                        .shared_bytes = plan.shared_bytes,
-                       .stream = stream},
+                       .stream = stream,
+                       .cluster = Dim3(static_cast<unsigned>(plan.cluster_m))},
                       reinterpret_cast<void *>(d), scale_a, scale_b, map_a, map_b, m, n, k);
 }
 

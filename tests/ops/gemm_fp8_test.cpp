@@ -42,17 +42,32 @@ void expect_clean_report(const std::string &log) {
 
 TEST(GemmFp8Compile, EveryScalingAndTileWidthCompilesCleanForSm90a) {
   struct Shape {
-    int scaling, block_n, stages;
+    int scaling, block_n, stages, cluster_m;
   };
-  for (const Shape shape :
-       {Shape{2, 128, 5}, {2, 64, 6}, {1, 256, 4}, {1, 128, 5}, {0, 256, 4}, {0, 64, 6}}) {
-    const std::optional<std::string> log = ptxas_report(
-        "gemm_fp8",
-        {{"SCALING", shape.scaling}, {"BLOCK_N", shape.block_n}, {"STAGES", shape.stages}});
+  // Every width block scales take (two blocks of B's scales a tile from 96 up, the widest
+  // promoted sums at 192), with and without clusters, and the other forms' extremes.
+  for (const Shape shape : {Shape{2, 64, 7, 1},
+                            {2, 96, 7, 2},
+                            {2, 112, 7, 1},
+                            {2, 128, 5, 2},
+                            {2, 144, 6, 2},
+                            {2, 160, 6, 1},
+                            {2, 160, 6, 2},
+                            {2, 192, 5, 2},
+                            {1, 256, 4, 2},
+                            {1, 160, 6, 1},
+                            {0, 256, 4, 1},
+                            {0, 64, 6, 2}}) {
+    const std::optional<std::string> log =
+        ptxas_report("gemm_fp8", {{"SCALING", shape.scaling},
+                                  {"BLOCK_N", shape.block_n},
+                                  {"STAGES", shape.stages},
+                                  {"CLUSTER_M", shape.cluster_m}});
     if (!log)
       GTEST_SKIP() << "NVRTC is not available";
     SCOPED_TRACE("SCALING " + std::to_string(shape.scaling) + " BLOCK_N " +
-                 std::to_string(shape.block_n) + "\n" + *log);
+                 std::to_string(shape.block_n) + " CLUSTER_M " + std::to_string(shape.cluster_m) +
+                 "\n" + *log);
     expect_clean_report(*log);
   }
 }
