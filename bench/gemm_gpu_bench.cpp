@@ -27,6 +27,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -475,35 +476,44 @@ struct Bench {
     const auto name = [](const ops::detail::ChosenVariant &variant) {
       return "BN" + std::to_string(variant.integer("BLOCK_N")) + " S" +
              std::to_string(variant.integer("STAGES")) + " C" +
-             std::to_string(variant.integer("CLUSTER_M"));
+             std::to_string(variant.integer("CLUSTER_M")) + " P" +
+             std::to_string(variant.integer("PINGPONG")) + " O" +
+             std::to_string(variant.integer("OVERLAP"));
     };
     std::string best = "-";
     double best_ms = ms;
     if (sweep) {
       std::vector<ParamValues> candidates;
       for (int block_n : {64, 96, 112, 128, 144, 160, 192, 256})
-        for (int cluster_m : {1, 2}) {
-          int fitting = 0; // the deepest STAGES that fits, and the one below it
-          for (int stages = 3; stages <= 7; ++stages) {
+        for (int cluster_m : {1, 2})
+          for (int promotion = 0; promotion < 4; ++promotion) { // PINGPONG, OVERLAP
+            const int pingpong = promotion % 2, overlap = promotion / 2;
+            if (!block && (pingpong != heuristic.integer("PINGPONG") ||
+                           overlap != heuristic.integer("OVERLAP")))
+              continue; // only the promotion takes turns or overlaps
             ParamValues params = heuristic.params;
             params.set("BLOCK_N", block_n);
-            params.set("STAGES", stages);
             params.set("CLUSTER_M", cluster_m);
-            if (heuristic.tmpl->tuning().fits(heuristic.tmpl->bind(params), "sm_90a").empty())
-              fitting = stages;
+            params.set("PINGPONG", pingpong);
+            params.set("OVERLAP", overlap);
+            int fitting = 0; // the deepest STAGES that fits, and the one below it
+            for (int stages = 3; stages <= 7; ++stages) {
+              params.set("STAGES", stages);
+              if (heuristic.tmpl->tuning().fits(heuristic.tmpl->bind(params), "sm_90a").empty())
+                fitting = stages;
+            }
+            for (int stages = std::max(3, fitting - 1); fitting > 0 && stages <= fitting;
+                 ++stages) {
+              params.set("STAGES", stages);
+              candidates.push_back(params);
+            }
           }
-          for (int stages = std::max(3, fitting - 1); fitting > 0 && stages <= fitting; ++stages) {
-            ParamValues params = heuristic.params;
-            params.set("BLOCK_N", block_n);
-            params.set("STAGES", stages);
-            params.set("CLUSTER_M", cluster_m);
-            candidates.push_back(params);
-          }
-        }
       precompile(rt, {heuristic.tmpl, {}}, candidates, device.target());
       for (const ParamValues &params : candidates) {
         const ops::detail::ChosenVariant variant{heuristic.tmpl, params};
-        const double variant_ms = median_ms_per_launch(device, launches, [&] {
+        // At least 20 launches a batch: launch_gemm_fp8_variant finds its plan by the variant's
+        // text, built on every launch (about 0.3 ms, 15% of a batch of two 0.7 ms launches).
+        const double variant_ms = median_ms_per_launch(device, std::max(launches, 20), [&] {
           ops::detail::launch_gemm_fp8_variant(rt, variant, d.as<BFloat16>(), a.as<std::uint8_t>(),
                                                sa.as<float>(), b.as<std::uint8_t>(), sb.as<float>(),
                                                m, n, k);
@@ -523,16 +533,60 @@ struct Bench {
                 flop / best_ms * 1e-9);
   }
 
+  // The block-scaled promotions at 4096 x 7168 x 16384 in interleaved rounds, each timed as
+  // fp8_row times the operator (batches of two launches), beside the per-tensor operator: the
+  // sweeps' long runs heat the device (their figures fall about 15% below the same variant's
+  // timed first), so a comparison of promotions takes them in turns.
+  void fp8_rounds(Fp8Operands &ops) {
+    const int m = 4096, n = 7168, k = 16384;
+    const double flop = 2.0 * m * n * static_cast<double>(k);
+    const ops::detail::ChosenVariant heuristic = ops::detail::gemm_fp8_variant(true, false, m, n);
+    struct Candidate {
+      std::string label;
+      ops::detail::ChosenVariant variant;
+    };
+    std::vector<Candidate> candidates;
+    for (const auto &[label, block_n, stages, pingpong, overlap] :
+         {std::tuple{"block scales BN128 S5 C1 P0 O0 (main's variant)", 128, 5, 0, 0},
+          {"block scales BN128 S6 C1 P0 O0", 128, 6, 0, 0},
+          {"block scales BN128 S6 C1 P1 O0", 128, 6, 1, 0},
+          {"block scales BN128 S6 C1 P0 O1", 128, 6, 0, 1},
+          {"block scales BN128 S6 C1 P1 O1", 128, 6, 1, 1},
+          {"block scales BN160 S6 C1 P1 O0", 160, 6, 1, 0}}) {
+      ops::detail::ChosenVariant variant = heuristic;
+      variant.params.set("BLOCK_N", block_n);
+      variant.params.set("STAGES", stages);
+      variant.params.set("CLUSTER_M", 1);
+      variant.params.set("PINGPONG", pingpong);
+      variant.params.set("OVERLAP", overlap);
+      candidates.push_back({label, variant});
+    }
+    // The per-tensor operator's variant, through the same launch (scales of ones either way).
+    candidates.push_back(
+        {"per tensor (the operator's variant)", ops::detail::gemm_fp8_variant(false, false, m, n)});
+    for (int round = 1; round <= 3; ++round)
+      for (const Candidate &candidate : candidates) {
+        const double ms = median_ms_per_launch(device, 2, [&] {
+          ops::detail::launch_gemm_fp8_variant(
+              rt, candidate.variant, ops.d.as<BFloat16>(), ops.a.as<std::uint8_t>(),
+              ops.scale_a.as<float>(), ops.b.as<std::uint8_t>(), ops.scale_b.as<float>(), m, n, k);
+        });
+        std::printf("| gemm_fp8 round %d %s | %d x %d x %d | %.4f | %.1f TFLOP/s | |\n", round,
+                    candidate.label.c_str(), m, n, k, ms, flop / ms * 1e-9);
+      }
+  }
+
   // --fp8: gemm_fp8 on DeepGEMM's shapes, each form; the sweeps of the block-scaled variants
-  // (and at the largest shape of the per-tensor ones, whose kernel is the block-scaled one
-  // without the promotion) with every variant printed.
+  // (and at m = 4096 of the per-tensor ones, whose kernel is the block-scaled one without the
+  // promotion) with every variant printed.
   void fp8_rows(Fp8Operands &ops, bool print_variants) {
     const int nk[][2] = {{7168, 16384}, {4096, 7168}, {2112, 7168}};
     for (const auto &[n, k] : nk)
       for (int m : {4096, 128, 64}) {
         const bool largest = m == 4096 && n == 7168;
         fp8_row(ops, m, n, k, /*block=*/true, false, print_variants || largest, print_variants);
-        fp8_row(ops, m, n, k, /*block=*/false, /*row_wise=*/false, largest, print_variants);
+        fp8_row(ops, m, n, k, /*block=*/false, /*row_wise=*/false,
+                largest || (print_variants && m == 4096), print_variants);
         fp8_row(ops, m, n, k, /*block=*/false, /*row_wise=*/true, false);
       }
   }
@@ -637,6 +691,8 @@ int main(int argc, char **argv) {
       // Operands for the largest: A 4096 x 16384, B 7168 x 16384, D 4096 x 7168.
       auto fp8 = bench.fp8_operands(std::size_t{4096} * 16384, std::size_t{7168} * 16384,
                                     std::size_t{4096} * 7168, std::size_t{4096} * 128);
+      if (fp8_only)
+        bench.fp8_rounds(fp8);
       bench.fp8_rows(fp8, fp8_only);
       return 0;
     }

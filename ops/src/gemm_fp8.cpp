@@ -76,37 +76,34 @@ int fitting_stages(int block_n) {
   return std::min(7, (227 * 1024 - 1024 - 7 * 16) / ((block_m + block_n) * block_k));
 }
 
-// The heuristic's variant. Per-tensor and row-wise: the widest tiles that still make about a
-// tile per multiprocessor of an H100 (132). Block scales, whose promoted sums cap the width at
-// 160: the width whose tiles take the least time in whole waves of 132 (waves x width; the
-// wider on a tie), e.g. 160 for 7168 columns (45 tiles a row of tiles, 1440 tiles in 11 waves
-// at m = 4096, against 128's 1792 in 14). Clusters of two blocks share B's columns where M has
-// tiles enough for the pairs.
+// The heuristic's variant (BENCHMARKS.md, fp8b helper, has the sweeps behind it). Per tensor and
+// row-wise: the widest tiles that still make about a tile per multiprocessor of an H100 (132),
+// as many stages as fit. Block scales: 128 columns (64 where M is one row of tiles: twice the
+// tiles), six stages, the consumers taking turns. The widths between (96-160) suit the waves of
+// some shapes, but their promotion picks between two scale blocks per column group, which cost
+// more than the waves saved in every shape measured. Clusters of two blocks share B's columns
+// for the per-tensor and row-wise forms from 4 row tiles; block scales ran slower with them.
 detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
-  const long long tiles_m = detail::divide_up(m, block_m);
-  const auto tiles = [&](int width) { return tiles_m * detail::divide_up(n, width); };
-  int block_n = 0;
+  const int tiles_m = detail::divide_up(m, block_m);
+  int block_n = 0, stages = 0, cluster_m = 1;
   if (scaling == Scaling::block) {
-    long long best_cost = 0;
-    for (const int width : {64, 96, 112, 128, 144, 160}) {
-      const long long cost = (tiles(width) + 131) / 132 * width;
-      if (block_n == 0 || cost <= best_cost) {
-        block_n = width;
-        best_cost = cost;
-      }
-    }
+    block_n = tiles_m == 1 ? 64 : 128;
+    stages = 6;
   } else {
     block_n = 256;
-    while (block_n > 64 && tiles(block_n) < 132)
+    while (block_n > 64 && static_cast<long long>(tiles_m) * detail::divide_up(n, block_n) < 132)
       block_n /= 2;
+    stages = fitting_stages(block_n);
+    cluster_m = tiles_m >= 4 ? 2 : 1;
   }
   static const Template &tmpl = templates::find("gemm_fp8");
   return {&tmpl,
           {{"BLOCK_N", block_n},
-           {"STAGES", fitting_stages(block_n)},
+           {"STAGES", stages},
            {"SCALING", static_cast<int>(scaling)},
            {"GROUP_M", 8},
-           {"CLUSTER_M", tiles_m >= 4 ? 2 : 1}}};
+           {"CLUSTER_M", cluster_m},
+           {"PINGPONG", 1}}};
 }
 
 struct Fp8Plan {

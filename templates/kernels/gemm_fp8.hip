@@ -110,6 +110,15 @@ __device__ inline void stage_product(float (&d)[BLOCK_N / 2], const unsigned cha
                             accumulate || kk > 0);
 }
 
+// Named barriers 1 and 2 between the two consumers (256 threads): one waits for its turn, the
+// other hands it over without waiting.
+__device__ inline void named_barrier_sync(int id) {
+  asm volatile("bar.sync %0, 256;" ::"r"(id) : "memory");
+}
+__device__ inline void named_barrier_arrive(int id) {
+  asm volatile("bar.arrive %0, 256;" ::"r"(id) : "memory");
+}
+
 // The 128-column blocks of B's scales that the 8-column groups of a BLOCK_N-wide tile meet: at
 // most two when the tile's first column, a multiple of gcd(BLOCK_N, 128), leaves room for it.
 __device__ constexpr int gcd(int a, int b) { return b == 0 ? a : gcd(b, a % b); }
@@ -120,7 +129,8 @@ template <int BLOCK_N> __device__ constexpr bool within_two_scale_blocks() {
 } // namespace kjit_gemm_fp8
 
 // One block per multiprocessor: 40 registers to the producer, 232 to each consumer.
-template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M, int CLUSTER_M>
+template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M, int CLUSTER_M, int PINGPONG,
+          int OVERLAP>
 __global__ void __launch_bounds__(384, 1)
     gemm_fp8(bfloat16 *KJIT_RESTRICT d, const float *KJIT_RESTRICT scale_a,
              const float *KJIT_RESTRICT scale_b, const __grid_constant__ kjit::TensorMap map_a,
@@ -130,10 +140,12 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
                 "wgmma N a multiple of 16 (halves of whole swizzle atoms) from 64 to 256");
   static_assert(SCALING >= 0 && SCALING <= 2, "SCALING 0 (tensor), 1 (rows) or 2 (blocks)");
-  static_assert(SCALING != 2 || (BLOCK_N <= 192 && within_two_scale_blocks<BLOCK_N>()),
+  static_assert(SCALING != 2 || (BLOCK_N <= 160 && within_two_scale_blocks<BLOCK_N>()),
                 "block scales: a tile's columns meet at most two blocks of B's scales, and the "
                 "promoted sums need BLOCK_N registers a thread");
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks along M");
+  static_assert(!OVERLAP || SCALING != 2 || BLOCK_N <= 128,
+                "OVERLAP keeps two k-blocks' sums beside the promoted ones: BLOCK_N of at most 128");
   constexpr int A_BYTES = BM * BK, B_BYTES = BLOCK_N * BK, STAGE = A_BYTES + B_BYTES;
   // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
   // barriers. The launch asks for the alignment's slack (gemm_fp8.cpp).
@@ -212,6 +224,7 @@ __global__ void __launch_bounds__(384, 1)
     float acc[BLOCK_N / 2];
     int s = 0;
     unsigned phase = 0;
+    bool first_turn = true; // PINGPONG: consumer 0's first batch waits for no turn
     for (int t = first_pair; t < pairs; t += pair_stride) {
       int tile_m, tile_n;
       place(t, tile_m, tile_n);
@@ -231,35 +244,106 @@ __global__ void __launch_bounds__(384, 1)
         const float *scales_b0 = scale_b + static_cast<long long>(min(first / BK, n_blocks - 1)) * k_blocks;
         const float *scales_b1 =
             scale_b + static_cast<long long>(min(first / BK + 1, n_blocks - 1)) * k_blocks;
-        float part[BLOCK_N / 2];
+        // This k-block's scales of the thread's two rows and of the tile's two column blocks,
+        // loaded one k-block ahead: global latency under the copies' traffic outlasts a stage.
+        struct Scales {
+          float lo, hi, b0, b1;
+        };
+        const auto load_scales = [&](int kb) {
+          kb = min(kb, k_blocks - 1);
+          const float b0 = __ldg(scales_b0 + kb);
+          return Scales{__ldg(scales_lo + kb), __ldg(scales_hi + kb), b0,
+                        BK % BLOCK_N == 0 ? b0 : __ldg(scales_b1 + kb)};
+        };
+        Scales next = load_scales(0);
 #pragma unroll
         for (int i = 0; i < BLOCK_N / 2; ++i)
           acc[i] = 0.0f;
-        for (int kb = 0; kb < k_blocks; ++kb) {
-          // The scales' loads are in flight while the stage's copies land.
-          const float b0 = __ldg(scales_b0 + kb);
-          const float b1 = BK % BLOCK_N == 0 ? b0 : __ldg(scales_b1 + kb);
-          const float a_lo = __ldg(scales_lo + kb), a_hi = __ldg(scales_hi + kb);
+        // The next stage's four k32 steps into `into`, summed from zero.
+        const auto issue = [&](float (&into)[BLOCK_N / 2]) {
           barrier_wait(&full[s], phase);
           const unsigned char *a_stage = stages + s * STAGE;
+          // PINGPONG: the consumers issue their batches in turns, consumer 0's k-block kb,
+          // consumer 1's, consumer 0's kb + 1..., so that each one's promotion runs while the
+          // other's batch keeps the tensor cores busy; issued at once they finish at once and
+          // promote at once, the tensor cores idle meanwhile (BENCHMARKS.md, fp8b helper).
+          if (PINGPONG && (consumer == 1 || !first_turn))
+            named_barrier_sync(consumer == 0 ? 1 : 2);
+          first_turn = false;
           wgmma_fence();
-          stage_product<BLOCK_N>(part, a_stage + rows * 128, a_stage + A_BYTES, false);
+          stage_product<BLOCK_N>(into, a_stage + rows * 128, a_stage + A_BYTES, false);
           wgmma_commit();
-          wgmma_wait<0>();
-          release(s);
-          const float lo0 = a_lo * b0, hi0 = a_hi * b0, lo1 = a_lo * b1, hi1 = a_hi * b1;
+          if (PINGPONG)
+            named_barrier_arrive(consumer == 0 ? 2 : 1); // the other consumer's turn
+        };
+        // acc += a k-block's sums `from` times their scales.
+        const auto promote = [&](const float (&from)[BLOCK_N / 2], const Scales &scales) {
+          const float lo0 = scales.lo * scales.b0, hi0 = scales.hi * scales.b0;
+          const float lo1 = scales.lo * scales.b1, hi1 = scales.hi * scales.b1;
 #pragma unroll
           for (int j = 0; j < BLOCK_N / 8; ++j) {
             const bool former_block = BK % BLOCK_N == 0 || j < former;
             const float lo = former_block ? lo0 : lo1, hi = former_block ? hi0 : hi1;
-            acc[4 * j] += lo * part[4 * j];
-            acc[4 * j + 1] += lo * part[4 * j + 1];
-            acc[4 * j + 2] += hi * part[4 * j + 2];
-            acc[4 * j + 3] += hi * part[4 * j + 3];
+            acc[4 * j] += lo * from[4 * j];
+            acc[4 * j + 1] += lo * from[4 * j + 1];
+            acc[4 * j + 2] += hi * from[4 * j + 2];
+            acc[4 * j + 3] += hi * from[4 * j + 3];
           }
+        };
+        const auto advance = [&] {
           if (++s == STAGES) {
             s = 0;
             phase ^= 1;
+          }
+        };
+        float part[BLOCK_N / 2];
+        if (!OVERLAP) {
+          for (int kb = 0; kb < k_blocks; ++kb) {
+            const Scales now = next;
+            next = load_scales(kb + 1);
+            issue(part);
+            wgmma_wait<0>();
+            release(s);
+            promote(part, now);
+            advance();
+          }
+        } else {
+          // OVERLAP: k-block kb's sums are promoted while kb + 1's batch runs, in two sets of
+          // registers, `part` for even kb and `other` for odd. The first batch is issued apart
+          // and the pairs after it unconditionally, so that ptxas sees each set read only once
+          // its batch is retired (else it serialises the wgmma).
+          float other[BLOCK_N / 2];
+          Scales held_scales = next; // the scales of the batch not yet promoted, and its stage
+          next = load_scales(1);
+          issue(part);
+          int held = s;
+          advance();
+          const auto step = [&](float (&into)[BLOCK_N / 2], const float (&previous)[BLOCK_N / 2],
+                                int kb) {
+            const Scales now = next;
+            next = load_scales(kb + 1);
+            issue(into);
+            wgmma_wait<1>();
+            release(held);
+            promote(previous, held_scales);
+            held = s;
+            held_scales = now;
+            advance();
+          };
+          int kb = 1;
+          for (; kb + 1 < k_blocks; kb += 2) {
+            step(other, part, kb);
+            step(part, other, kb + 1);
+          }
+          if (kb < k_blocks) {
+            step(other, part, kb);
+            wgmma_wait<0>();
+            release(held);
+            promote(other, held_scales);
+          } else {
+            wgmma_wait<0>();
+            release(held);
+            promote(part, held_scales);
           }
         }
       } else {
@@ -311,6 +395,8 @@ __global__ void __launch_bounds__(384, 1)
         }
       }
     }
+    if (PINGPONG && SCALING == 2 && consumer == 0 && !first_turn)
+      named_barrier_sync(1); // consumer 1's last turn handed back: no arrival left pending
   }
   if (CLUSTER_M > 1)
     cluster_sync(); // no block leaves while its peer may still copy into it or arrive on it
