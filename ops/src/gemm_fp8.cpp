@@ -79,7 +79,8 @@ int fitting_stages(int block_n) {
 // The heuristic's variant (BENCHMARKS.md, fp8b helper, has the sweeps behind it). Per tensor and
 // row-wise: the widest tiles that still make about a tile per multiprocessor of an H100 (132),
 // as many stages as fit. Block scales: 128 columns (64 where M is one row of tiles: twice the
-// tiles), six stages, the consumers taking turns. The widths between (96-160) suit the waves of
+// tiles), six stages, each k-block's sums promoted while the next one's batch runs (OVERLAP;
+// taking turns, PINGPONG, adds nothing on top of it). The widths between (96-160) suit the waves of
 // some shapes, but their promotion picks between two scale blocks per column group, which cost
 // more than the waves saved in every shape measured. Clusters of two blocks share B's columns
 // for the per-tensor and row-wise forms from 4 row tiles; block scales ran slower with them.
@@ -103,7 +104,8 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
            {"SCALING", static_cast<int>(scaling)},
            {"GROUP_M", 8},
            {"CLUSTER_M", cluster_m},
-           {"PINGPONG", 1}}};
+           {"PINGPONG", 0},
+           {"OVERLAP", scaling == Scaling::block ? 1 : 0}}};
 }
 
 struct Fp8Plan {
