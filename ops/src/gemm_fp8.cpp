@@ -78,16 +78,18 @@ int fitting_stages(int block_n) {
 
 // The heuristic's variant (BENCHMARKS.md, fp8b helper, has the sweeps behind it). Per tensor and
 // row-wise: the widest tiles that still make about a tile per multiprocessor of an H100 (132),
-// as many stages as fit. Block scales: 128 columns (64 where M is one row of tiles: twice the
-// tiles), six stages, each k-block's sums promoted while the next one's batch runs (OVERLAP;
-// taking turns, PINGPONG, adds nothing on top of it). The widths between (96-160) suit the waves of
-// some shapes, but their promotion picks between two scale blocks per column group, which cost
-// more than the waves saved in every shape measured. Clusters of two blocks share B's columns
-// for the per-tensor and row-wise forms from 4 row tiles; block scales ran slower with them.
+// as many stages as fit. Block scales: six stages, each k-block's sums promoted while the next
+// one's batch runs (OVERLAP); 128 columns, or 64 where M is one row of tiles (twice the tiles),
+// there with the consumers taking turns (PINGPONG, 5-10% faster at m = 64 and 128, nothing on
+// top of OVERLAP from 4096 rows). The widths between (96-160) suit the waves of some shapes, but
+// their promotion picks between two scale blocks per column group, which cost more than the
+// waves saved in every shape measured. Clusters of two blocks share B's columns from 4 row
+// tiles, every form.
 detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
   const int tiles_m = detail::divide_up(m, block_m);
-  int block_n = 0, stages = 0, cluster_m = 1;
-  if (scaling == Scaling::block) {
+  int block_n = 0, stages = 0;
+  const bool block = scaling == Scaling::block;
+  if (block) {
     block_n = tiles_m == 1 ? 64 : 128;
     stages = 6;
   } else {
@@ -95,7 +97,6 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
     while (block_n > 64 && static_cast<long long>(tiles_m) * detail::divide_up(n, block_n) < 132)
       block_n /= 2;
     stages = fitting_stages(block_n);
-    cluster_m = tiles_m >= 4 ? 2 : 1;
   }
   static const Template &tmpl = templates::find("gemm_fp8");
   return {&tmpl,
@@ -103,9 +104,9 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
            {"STAGES", stages},
            {"SCALING", static_cast<int>(scaling)},
            {"GROUP_M", 8},
-           {"CLUSTER_M", cluster_m},
-           {"PINGPONG", 0},
-           {"OVERLAP", scaling == Scaling::block ? 1 : 0}}};
+           {"CLUSTER_M", tiles_m >= 4 ? 2 : 1},
+           {"PINGPONG", block && tiles_m == 1 ? 1 : 0},
+           {"OVERLAP", block ? 1 : 0}}};
 }
 
 struct Fp8Plan {

@@ -80,6 +80,18 @@ TEST(GemmFp8Compile, EveryScalingAndTileWidthCompilesCleanForSm90a) {
   }
 }
 
+// Every variant the heuristic picks is one the template's rules take (no OVERLAP beside wide
+// tiles, stages that fit), whatever the form and shape.
+TEST(GemmFp8Variant, TheHeuristicsVariantsFitTheTemplatesRules) {
+  for (const auto &[block, row_wise] : {std::pair{true, false}, {false, false}, {false, true}})
+    for (const int m : {1, 64, 128, 129, 512, 4096, 65536})
+      for (const int n : {8, 136, 2112, 4096, 7168}) {
+        const detail::ChosenVariant variant = detail::gemm_fp8_variant(block, row_wise, m, n);
+        EXPECT_EQ(variant.tmpl->tuning().fits(variant.tmpl->bind(variant.params), "sm_90a"), "")
+            << m << " x " << n << " block " << block;
+      }
+}
+
 TEST(LinearSplitkCompile, TheHeuristicsVariantsCompileWithoutSpillsForSm90a) {
   for (int m : {17, 32, 64, 128}) {
     const detail::ChosenVariant variant = detail::linear_splitk_variant<BFloat16>(m, 4096, 4096);
