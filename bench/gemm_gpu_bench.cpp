@@ -511,9 +511,7 @@ struct Bench {
       precompile(rt, {heuristic.tmpl, {}}, candidates, device.target());
       for (const ParamValues &params : candidates) {
         const ops::detail::ChosenVariant variant{heuristic.tmpl, params};
-        // At least 20 launches a batch: launch_gemm_fp8_variant finds its plan by the variant's
-        // text, built on every launch (about 0.3 ms, 15% of a batch of two 0.7 ms launches).
-        const double variant_ms = median_ms_per_launch(device, std::max(launches, 20), [&] {
+        const double variant_ms = median_ms_per_launch(device, launches, [&] {
           ops::detail::launch_gemm_fp8_variant(rt, variant, d.as<BFloat16>(), a.as<std::uint8_t>(),
                                                sa.as<float>(), b.as<std::uint8_t>(), sb.as<float>(),
                                                m, n, k);

@@ -80,11 +80,11 @@ int fitting_stages(int block_n) {
 // row-wise: the widest tiles that still make about a tile per multiprocessor of an H100 (132),
 // as many stages as fit. Block scales: six stages, each k-block's sums promoted while the next
 // one's batch runs (OVERLAP); 128 columns, or 64 where M is one row of tiles (twice the tiles),
-// there with the consumers taking turns (PINGPONG, 5-10% faster at m = 64 and 128, nothing on
-// top of OVERLAP from 4096 rows). The widths between (96-160) suit the waves of some shapes, but
-// their promotion picks between two scale blocks per column group, which cost more than the
-// waves saved in every shape measured. Clusters of two blocks share B's columns from 4 row
-// tiles, every form.
+// there with the consumers taking turns (PINGPONG: up to 10% faster at m = 64 and 128, 2%
+// slower at some; nothing on top of OVERLAP from 4096 rows). The widths between (96-160) suit the
+// waves of some shapes, but their promotion picks between two scale blocks per column group, which
+// cost more than the waves saved in every shape measured. Clusters of two blocks share B's columns
+// from 4 row tiles, every form.
 detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
   const int tiles_m = detail::divide_up(m, block_m);
   int block_n = 0, stages = 0;

@@ -144,8 +144,9 @@ __global__ void __launch_bounds__(384, 1)
                 "block scales: a tile's columns meet at most two blocks of B's scales, and the "
                 "promoted sums need BLOCK_N registers a thread");
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks along M");
-  static_assert(!OVERLAP || SCALING != 2 || BLOCK_N <= 128,
-                "OVERLAP keeps two k-blocks' sums beside the promoted ones: BLOCK_N of at most 128");
+  static_assert(
+      !OVERLAP || SCALING != 2 || BLOCK_N <= 128,
+      "OVERLAP keeps two k-blocks' sums beside the promoted ones: BLOCK_N of at most 128");
   constexpr int A_BYTES = BM * BK, B_BYTES = BLOCK_N * BK, STAGE = A_BYTES + B_BYTES;
   // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
   // barriers. The launch asks for the alignment's slack (gemm_fp8.cpp).
@@ -192,7 +193,8 @@ __global__ void __launch_bounds__(384, 1)
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
-          barrier_expect_bytes(&full[s], STAGE); // with a cluster: this block's copies and the peer's
+          // With a cluster the stage's bytes are this block's copies and the peer's.
+          barrier_expect_bytes(&full[s], STAGE);
           copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
           if (CLUSTER_M > 1)
             multicast_box(b_stage + rank * (B_BYTES / 2), &map_b, &full[s], kb * BK,
@@ -241,7 +243,8 @@ __global__ void __launch_bounds__(384, 1)
         // past the matrix's last block reads the last block.
         const int first = tile_n * BLOCK_N, n_blocks = (n + BK - 1) / BK;
         const int former = (BK - first % BK) / 8;
-        const float *scales_b0 = scale_b + static_cast<long long>(min(first / BK, n_blocks - 1)) * k_blocks;
+        const float *scales_b0 =
+            scale_b + static_cast<long long>(min(first / BK, n_blocks - 1)) * k_blocks;
         const float *scales_b1 =
             scale_b + static_cast<long long>(min(first / BK + 1, n_blocks - 1)) * k_blocks;
         // This k-block's scales of the thread's two rows and of the tile's two column blocks,
@@ -260,7 +263,7 @@ __global__ void __launch_bounds__(384, 1)
         for (int i = 0; i < BLOCK_N / 2; ++i)
           acc[i] = 0.0f;
         // The next stage's four k32 steps into `into`, summed from zero.
-        const auto issue = [&](float (&into)[BLOCK_N / 2]) {
+        const auto issue = [&](float(&into)[BLOCK_N / 2]) {
           barrier_wait(&full[s], phase);
           const unsigned char *a_stage = stages + s * STAGE;
           // PINGPONG: the consumers issue their batches in turns, consumer 0's k-block kb,
@@ -277,7 +280,7 @@ __global__ void __launch_bounds__(384, 1)
             named_barrier_arrive(consumer == 0 ? 2 : 1); // the other consumer's turn
         };
         // acc += a k-block's sums `from` times their scales.
-        const auto promote = [&](const float (&from)[BLOCK_N / 2], const Scales &scales) {
+        const auto promote = [&](const float(&from)[BLOCK_N / 2], const Scales &scales) {
           const float lo0 = scales.lo * scales.b0, hi0 = scales.hi * scales.b0;
           const float lo1 = scales.lo * scales.b1, hi1 = scales.hi * scales.b1;
 #pragma unroll
@@ -318,7 +321,7 @@ __global__ void __launch_bounds__(384, 1)
           issue(part);
           int held = s;
           advance();
-          const auto step = [&](float (&into)[BLOCK_N / 2], const float (&previous)[BLOCK_N / 2],
+          const auto step = [&](float(&into)[BLOCK_N / 2], const float(&previous)[BLOCK_N / 2],
                                 int kb) {
             const Scales now = next;
             next = load_scales(kb + 1);
