@@ -444,8 +444,11 @@ void add_fp8_gemm(std::vector<Template> &all) {
   };
   rules.shared_bytes = shared_bytes;
   rules.fits = [shared_bytes](const Instance &instance, std::string_view) -> std::string {
-    if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "BLOCK_N") > 128)
-      return "block scales take BLOCK_N of at most 128 (one block of B's scales per tile)";
+    if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "BLOCK_N") > 160)
+      return "block scales take BLOCK_N of at most 160 (the promoted sums' registers)";
+    if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "OVERLAP") == 1 &&
+        integer_value(instance, "BLOCK_N") > 128)
+      return "OVERLAP keeps two k-blocks' sums: BLOCK_N of at most 128";
     if (shared_bytes(instance) > 227 * 1024)
       return "the stages need more than 227 KiB of shared memory";
     return "";
@@ -453,10 +456,14 @@ void add_fp8_gemm(std::vector<Template> &all) {
   rules.threads = [](const Instance &) -> std::int64_t { return 384; };
   all.emplace_back(
       "gemm_fp8", std::string(embedded::gemm_fp8_hip),
-      std::vector<ParamDecl>{{"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128).tunable()},
-                             {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 5).tunable()},
-                             {"SCALING", ParamSchema::one_of({0, 1, 2}, 2)},
-                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()}},
+      std::vector<ParamDecl>{
+          {"BLOCK_N", ParamSchema::one_of({64, 96, 112, 128, 144, 160, 192, 256}, 128).tunable()},
+          {"STAGES", ParamSchema::one_of({3, 4, 5, 6, 7}, 5).tunable()},
+          {"SCALING", ParamSchema::one_of({0, 1, 2}, 2)},
+          {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
+          {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
+          {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
+          {"OVERLAP", ParamSchema::one_of({0, 1}, 1).tunable()}},
       TemplateOptions{.headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)}},
                       .arguments = {"bfloat16*", "const float*", "const float*",
                                     "const kjit::TensorMap", "const kjit::TensorMap", "int", "int",
