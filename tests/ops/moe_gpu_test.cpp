@@ -287,16 +287,27 @@ protected:
   }
 
   Fp8Layer make_fp8_layer(int experts, int hidden, int inter) {
-    Fp8Layer layer{experts, hidden, inter, {}, {}, {}, {}, {}, {}, {}, {}};
-    quantized(experts, 2 * inter, hidden, 11, layer.w13, layer.w13_scales);
-    quantized(experts, hidden, inter, 12, layer.w2, layer.w2_scales);
-    layer.w13_device = upload_bytes(layer.w13.data(), layer.w13.size());
-    layer.w2_device = upload_bytes(layer.w2.data(), layer.w2.size());
-    layer.w13_scales_device =
-        upload_bytes(layer.w13_scales.data(), layer.w13_scales.size() * sizeof(float));
-    layer.w2_scales_device =
-        upload_bytes(layer.w2_scales.data(), layer.w2_scales.size() * sizeof(float));
-    return layer;
+    std::vector<std::uint8_t> w13, w2;
+    std::vector<float> w13_scales, w2_scales;
+    quantized(experts, 2 * inter, hidden, 11, w13, w13_scales);
+    quantized(experts, hidden, inter, 12, w2, w2_scales);
+    DeviceBuffer w13_device = upload_bytes(w13.data(), w13.size());
+    DeviceBuffer w2_device = upload_bytes(w2.data(), w2.size());
+    DeviceBuffer w13_scales_device =
+        upload_bytes(w13_scales.data(), w13_scales.size() * sizeof(float));
+    DeviceBuffer w2_scales_device =
+        upload_bytes(w2_scales.data(), w2_scales.size() * sizeof(float));
+    return Fp8Layer{experts,
+                    hidden,
+                    inter,
+                    std::move(w13),
+                    std::move(w2),
+                    std::move(w13_scales),
+                    std::move(w2_scales),
+                    std::move(w13_device),
+                    std::move(w2_device),
+                    std::move(w13_scales_device),
+                    std::move(w2_scales_device)};
   }
 
   void check_fp8_layer(const Fp8Layer &layer, int tokens, int top_k, const std::vector<int> &ids,
