@@ -532,6 +532,10 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
                              str(scales.rows) + ", " + str(scales.columns) + "], must be [" +
                              str(layer.experts) + ", " + str(rows) + ", " + str(columns) + "]";
                     });
+  for (const auto &[scales, name] :
+       {std::pair{layer.w13_scales, "w13_scales"}, {layer.w2_scales, "w2_scales"}})
+    detail::require(detail::aligned(scales.data, alignof(float)), op,
+                    [&] { return std::string(name) + " is not 4-byte aligned"; });
   check_layer_memory(rt, {out, x, layer.w13, layer.w2, workspace}, tokens,
                      static_cast<std::size_t>(layer.hidden) * sizeof(T), workspace_bytes,
                      [&] { return fused_moe_workspace_bytes<T>(tokens, top_k, layer); });

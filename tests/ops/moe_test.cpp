@@ -274,6 +274,9 @@ TEST_F(MoeArguments, FusedMoeFp8RefusesScalesOfAnotherShapeUnscaledSizesAndMisal
   bad.w13 = at<std::uint8_t>(0x20008);
   expect_bad_argument(call(bad), "kjit::ops::fused_moe: w13 is not 16-byte aligned");
   bad = layer;
+  bad.w13_scales.data = at<float>(0x60002);
+  expect_bad_argument(call(bad), "kjit::ops::fused_moe: w13_scales is not 4-byte aligned");
+  bad = layer;
   bad.w2_scales.data = nullptr;
   expect_bad_argument(call(bad), "kjit::ops::fused_moe: w2_scales is null");
   expect_bad_argument(

@@ -117,8 +117,9 @@ std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeightsFp8
 // and multiplied by the e4m3 weights on the tensor cores, each 128 of K summed apart and added to
 // float sums times both scales (DeepGEMM's promotion). x, out: T, half or bfloat16. Throws as
 // fused_moe does, and for hidden or inter not a positive multiple of 128 (the scale block), scales
-// of another shape, or e4m3 weights not 16-byte aligned. An id outside [0, experts) routes its
-// pair nowhere, as in fused_moe (the device cannot throw; moe_align counts it).
+// of another shape or not 4-byte aligned, or e4m3 weights not 16-byte aligned. An id outside
+// [0, experts) routes its pair nowhere, as in fused_moe (the device cannot throw; moe_align
+// counts it).
 template <Element T>
 void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
                int top_k, const MoeWeightsFp8 &layer, void *workspace, std::size_t workspace_bytes,
