@@ -69,6 +69,17 @@ private:
   std::size_t used_ = 0;
 };
 
+// The alignment's arrays (moe_align's output) for `pairs` pairs in `rows` sorted rows, first in
+// both fused_moe forms' workspaces.
+MoeAlignment carve_alignment(Carve &carve, int pairs, std::size_t rows) {
+  MoeAlignment alignment;
+  alignment.sorted_pairs = carve.take<int>(rows);
+  alignment.block_experts = carve.take<int>(rows / moe_block_m);
+  alignment.pair_positions = carve.take<int>(pairs);
+  alignment.totals = carve.take<int>(2);
+  return alignment;
+}
+
 // What fused_moe keeps in its workspace.
 template <Element T> struct Workspace {
   MoeAlignment alignment;
@@ -83,10 +94,7 @@ Workspace<T> carve(void *base, int tokens, int top_k, const MoeWeights<T> &layer
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   Carve carve(base);
   Workspace<T> w;
-  w.alignment.sorted_pairs = carve.take<int>(rows);
-  w.alignment.block_experts = carve.take<int>(rows / moe_block_m);
-  w.alignment.pair_positions = carve.take<int>(pairs);
-  w.alignment.totals = carve.take<int>(2);
+  w.alignment = carve_alignment(carve, pairs, rows);
   w.x_sorted = carve.take<T>(rows * layer.hidden);
   w.hidden = carve.take<T>(rows * layer.inter);
   w.bytes = carve.used();
@@ -300,10 +308,7 @@ WorkspaceFp8<T> carve_fp8(void *base, int tokens, int top_k, const MoeWeightsFp8
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   Carve carve(base);
   WorkspaceFp8<T> w;
-  w.alignment.sorted_pairs = carve.take<int>(rows);
-  w.alignment.block_experts = carve.take<int>(rows / moe_block_m);
-  w.alignment.pair_positions = carve.take<int>(pairs);
-  w.alignment.totals = carve.take<int>(2);
+  w.alignment = carve_alignment(carve, pairs, rows);
   w.x_q = carve.take<std::uint8_t>(rows * layer.hidden);
   w.hidden_q = carve.take<std::uint8_t>(rows * layer.inter);
   w.x_scales = carve.take<float>(rows * (layer.hidden / 128));
