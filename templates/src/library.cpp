@@ -24,6 +24,8 @@ extern const std::string_view gemm_mfma_hip;
 extern const std::string_view gemm_staging_h;
 extern const std::string_view moe_routing_hip;
 extern const std::string_view moe_wgmma_hip;
+extern const std::string_view moe_wgmma_fp8_hip;
+extern const std::string_view hopper_fp8_h;
 extern const std::string_view flash_attention_hip;
 extern const std::string_view hopper_h;
 extern const std::string_view mma_sync_h;
@@ -313,6 +315,31 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                                     "const int*", "const int*", "int", "int", "const T*",
                                     "const int*", "int"},
                       .tuning = moe_rules,
+                      .targets = {"sm_90a"}});
+  // fused_moe with e4m3 weights and 128 x 128 block scales (moe_wgmma_fp8.hip): the activations'
+  // 1 x 128 quantisation, then the grouped e4m3 GEMM with a wgmma of 128 columns (64 gate and 64
+  // up when GATED).
+  const std::string fp8(embedded::moe_wgmma_fp8_hip);
+  const std::vector<HeaderFile> fp8_headers = {
+      {"kjit/hopper.h", std::string(embedded::hopper_h)},
+      {"kjit/hopper_fp8.h", std::string(embedded::hopper_fp8_h)}};
+  all.emplace_back(
+      "moe_quantize_fp8", fp8,
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")}},
+      TemplateOptions{.headers = fp8_headers,
+                      .arguments = {"unsigned char*", "float*", "const T*", "const int*",
+                                    "const int*", "int", "int"},
+                      .targets = {"sm_90a"}});
+  all.emplace_back(
+      "moe_gemm_fp8", fp8,
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 6).tunable()},
+                             {"GATED", ParamSchema::one_of({0, 1}, 1)},
+                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()}},
+      TemplateOptions{.headers = fp8_headers,
+                      .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
+                                    "const float*", "const float*", "const int*", "const int*",
+                                    "int", "int"},
                       .targets = {"sm_90a"}});
 }
 
