@@ -9,7 +9,7 @@ Each of the N / 2 f32 accumulator registers is one asm operand, the reason it is
                                               from four registers of packed pairs
                                               (KJIT_WGMMA_RS_N*); the N values moe_wgmma (128,
                                               256) and flash_attention (64, 128) use
-    tools/generate/wgmma_wrappers.py --fp8    templates/kernels/gemm_fp8.hip: m64nNk32, e4m3
+    tools/generate/wgmma_wrappers.py --fp8    templates/prelude/kjit/hopper_fp8.h: m64nNk32, e4m3
                                               inputs (K-major both: fp8 has no transposed operands)
     tools/generate/wgmma_wrappers.py --gemm   templates/kernels/gemm_wgmma.hip's own block
                                               (KJIT_WGMMA_N128/N256), until it includes hopper.h
