@@ -66,6 +66,9 @@ constexpr int linear_splitk_rows(int n) { return n >= 8192 ? 16 : 32; }
 // linear_splitk (A staged in shared memory, K split over a cluster's blocks) serves at most this
 // many rows of A, on sm_90 and newer; a tuning record may choose it up to there.
 constexpr int linear_splitk_max_m = 128;
+// gemm_wgmma_variant for a K-major B (linear()) computes C's transpose (SWAP_AB) up to this many
+// rows of A: they fit one wgmma N (BLOCK_N 16 to 128).
+constexpr int swap_ab_max_m = 128;
 template <Element T> ChosenVariant linear_splitk_variant(int m, int n, int k);
 template <Element T>
 bool linear_splitk_serves(const jit::Target &target, const void *c, const void *a, const void *w,
