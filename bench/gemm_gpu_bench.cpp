@@ -423,41 +423,43 @@ struct Bench {
   }
 
   // linear()'s gemm_wgmma variants around `heuristic` (a transposed one, SWAP_AB, at m <= 128):
-  // its tile with K split 1 to 8 ways at 4, 6 and 8 stages, pairs of tiles sharing the
-  // activations' copies (CLUSTER_M 2), and the untransposed 128-column tiles with K split 1 to 4
-  // ways; those that fit the rules and 227 KiB of shared memory.
+  // every narrower tile of the activations (several tiles of them reading each tile of W), K in
+  // one piece or split in two, at the deepest ring that fits 227 KiB of shared memory and at 8
+  // stages; and the untransposed 128-column tiles with K split in two (before SWAP_AB).
   static std::vector<ParamValues>
   wgmma_sweep_candidates(const ops::detail::ChosenVariant &heuristic) {
     std::vector<ParamValues> candidates;
     const Template &tmpl = *heuristic.tmpl;
-    const auto add = [&](ParamValues params) {
-      if (tmpl.tuning().fits(tmpl.bind(params), "sm_90a").empty() &&
-          tmpl.tuning().shared_bytes(tmpl.bind(params)) <= 227 * 1024 && params != heuristic.params)
-        candidates.push_back(std::move(params));
+    const auto fits = [&](const ParamValues &params) {
+      return tmpl.tuning().fits(tmpl.bind(params), "sm_90a").empty() &&
+             tmpl.tuning().shared_bytes(tmpl.bind(params)) <= 227 * 1024;
     };
-    for (int split_k : {1, 2, 4, 8})
-      for (int stages : {4, 6, 8}) {
+    for (int block_n : {16, 32, 64, 128})
+      for (int split_k : {1, 2}) {
+        if (block_n > heuristic.integer("BLOCK_N"))
+          continue;
         ParamValues params = heuristic.params;
+        params.set("BLOCK_N", block_n);
         params.set("SPLIT_K", split_k);
-        params.set("STAGES", stages);
-        add(params);
+        for (int stages : {12, 10, 8, 6, 5, 4}) {
+          params.set("STAGES", stages);
+          if (fits(params))
+            break;
+        }
+        const std::int64_t deepest = params.get("STAGES").integer();
+        if (params != heuristic.params)
+          candidates.push_back(params);
+        params.set("STAGES", 8);
+        if (deepest > 8 && params != heuristic.params)
+          candidates.push_back(params);
       }
-    for (int stages : {4, 8}) {
-      ParamValues params = heuristic.params;
-      params.set("SPLIT_K", 1);
-      params.set("CLUSTER_M", 2);
-      params.set("STAGES", stages);
-      add(params);
-    }
-    for (int split_k : {1, 2, 4}) {
-      ParamValues params = heuristic.params;
-      params.set("SWAP_AB", 0);
-      params.set("BLOCK_N", 128);
-      params.set("EPILOGUE", 0);
-      params.set("SPLIT_K", split_k);
-      params.set("STAGES", 5);
-      add(params);
-    }
+    ParamValues untransposed = heuristic.params;
+    untransposed.set("SWAP_AB", 0);
+    untransposed.set("BLOCK_N", 128);
+    untransposed.set("EPILOGUE", 0);
+    untransposed.set("SPLIT_K", 2);
+    untransposed.set("STAGES", 5);
+    candidates.push_back(untransposed);
     return candidates;
   }
 

@@ -188,12 +188,11 @@ detail::ChosenVariant with_winner(const detail::ChosenVariant &variant,
 }
 
 // The heuristic's variant for the key's shape, among the kernels that serve it: linear_skinny up
-// to linear_skinny_rows rows, linear_splitk up to linear_splitk_rows(n), gemm_wgmma beyond; where
-// gemm_wgmma does not serve, linear_splitk (sm_90 and newer) or linear_skinny (sm_80) instead.
+// to linear_skinny_rows rows, gemm_wgmma beyond; where gemm_wgmma does not serve, linear_splitk
+// (sm_90 and newer) or linear_skinny (sm_80) instead.
 template <Element T> detail::ChosenVariant heuristic_gemm_variant(const GemmPlanKey &key) {
   const int m = static_cast<int>(key.m_bucket);
-  if (key.splitk_serves && m > detail::linear_skinny_rows &&
-      (m <= detail::linear_splitk_rows(key.n) || !key.wgmma_serves))
+  if (key.splitk_serves && m > detail::linear_skinny_rows && !key.wgmma_serves)
     return detail::linear_splitk_variant<T>(m, key.n, key.k);
   if (key.skinny_serves && (m <= detail::linear_skinny_rows || !key.wgmma_serves))
     return detail::linear_skinny_variant<T>(m, key.n, key.k);
@@ -350,11 +349,7 @@ namespace detail {
 template <Element T>
 void launch_gemm_variant(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *b,
                          int m, int n, int k, bool b_kmajor, Stream stream) {
-  // The kernel's sizes: SWAP_AB's m and n are exchanged (its A is W).
-  const Value *swap = variant.params.find("SWAP_AB");
-  const bool swapped = swap != nullptr && swap->integer() == 1;
-  for (const auto &[name, size] :
-       {std::pair{"SHAPE_M", swapped ? n : m}, {"SHAPE_N", swapped ? m : n}, {"SHAPE_K", k}}) {
+  for (const auto &[name, size] : {std::pair{"SHAPE_M", m}, {"SHAPE_N", n}, {"SHAPE_K", k}}) {
     const Value *compiled = variant.params.find(name);
     const std::int64_t fixed = compiled != nullptr ? compiled->integer() : 0;
     require(fixed == 0 || fixed == size, op, [&] {
@@ -441,14 +436,14 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
   static const Template &tmpl = templates::find("gemm_wgmma");
   if (b_kmajor && m <= swap_ab_max_m) {
     // linear() at few rows: SWAP_AB, 128 rows of W a tile and every row of A in the narrowest
-    // wgmma N that holds them; K split until the tiles' clusters fill about the 132
-    // multiprocessors of an H100 or H200, each split keeping 16 or more steps; then as many
-    // stages as shared memory holds (the activations' share of a stage is small).
+    // wgmma N that holds them, as many stages as shared memory holds (the activations' share of
+    // a stage is small): deeper rings streamed W faster at every row count, 4 -> 8 stages
+    // 1.2-1.4x. K split in two only where the tiles are a quarter of the 132 multiprocessors of
+    // an H100 or fewer and each half keeps 64 or more steps: splits of 4 and 8 were 1.5-2.3x
+    // slower, and 2 only gained on 14336 x 4096 (BENCHMARKS.md, "linear at 16 to 128 rows").
     const int block_n = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
     const long long tiles = divide_up(n, wgmma_block_m), steps = divide_up(k, wgmma_block_k);
-    int split_k = 1;
-    while (split_k < 8 && tiles * split_k * 2 <= 132 && steps / (split_k * 2) >= 16)
-      split_k *= 2;
+    const int split_k = tiles * 4 <= 132 && steps >= 2 * 64 ? 2 : 1;
     ChosenVariant variant{&tmpl,
                           {{"T", element_name<T>()},
                            {"BLOCK_N", block_n},
@@ -460,7 +455,7 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
                            {"EPILOGUE", 0},
                            {"SPLIT_K", split_k},
                            {"SWAP_AB", 1}}};
-    for (int stages : {8, 6, 5, 4}) {
+    for (int stages : {12, 10, 8, 6, 5, 4}) {
       variant.params.set("STAGES", stages);
       if (tmpl.tuning().shared_bytes(tmpl.bind(variant.params)) <= sm90_shared_bytes)
         break;

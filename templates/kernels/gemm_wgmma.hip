@@ -270,7 +270,9 @@ __global__ void __launch_bounds__(384, 1)
                const __grid_constant__ kjit::TensorMap map_a,
                const __grid_constant__ kjit::TensorMap map_b, int m_arg, int n_arg, int k_arg) {
   using namespace kjit_gemm_wgmma;
-  const int m = SHAPE_M > 0 ? SHAPE_M : m_arg, n = SHAPE_N > 0 ? SHAPE_N : n_arg,
+  // SHAPE_M and SHAPE_N are C's sizes: SWAP_AB's kernel m and n are C's n and m.
+  constexpr int FIXED_M = SWAP_AB ? SHAPE_N : SHAPE_M, FIXED_N = SWAP_AB ? SHAPE_M : SHAPE_N;
+  const int m = FIXED_M > 0 ? FIXED_M : m_arg, n = FIXED_N > 0 ? FIXED_N : n_arg,
             k = SHAPE_K > 0 ? SHAPE_K : k_arg;
   // Stores the sums of (row, column) and (row, column + 1) of the product. As they are, a pair
   // in C's row: n is even (the tensor map's rows are 16-byte multiples), so a pair starting

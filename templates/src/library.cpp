@@ -261,7 +261,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
       std::vector<ParamDecl>{
           {"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
           {"BLOCK_N", ParamSchema::one_of({16, 32, 64, 128, 256}, 256).tunable()},
-          {"STAGES", ParamSchema::one_of({3, 4, 5, 6, 8}, 4).tunable()},
+          {"STAGES", ParamSchema::one_of({3, 4, 5, 6, 8, 10, 12}, 4).tunable()},
           {"B_KMAJOR", ParamSchema::one_of({0, 1}, 0)},
           {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
           {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},

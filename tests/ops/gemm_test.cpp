@@ -170,7 +170,8 @@ TEST(GemmWgmmaRules, NarrowTilesAndSwapAbTakeTheRegisterEpilogueAndAKMajorB) {
 }
 
 // The variants linear() takes per m on sm_90a where no tuning record says otherwise: the
-// fastest of each kernel's sweep on an H200 (BENCHMARKS.md, "linear at every m").
+// fastest of each kernel's sweep on an H200 (BENCHMARKS.md, "linear at every m") and, for
+// gemm_wgmma at 16 to 128 rows, on an H100 ("linear at 16 to 128 rows: SWAP_AB").
 TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
   for (int m : {1, 2, 4, 8}) {
     // 8192 rows of W: two blocks of 8 warps a multiprocessor, not one of 16.
@@ -183,22 +184,19 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
     EXPECT_EQ(few.integer("WARPS"), 16) << m;
     EXPECT_EQ(few.integer("UNROLL"), 8) << m;
   }
-  // linear_splitk up to 32 tokens, on 8192 rows of W or more up to 16 (gemm_wgmma beyond).
-  EXPECT_EQ(detail::linear_splitk_rows(4096), 32);
-  EXPECT_EQ(detail::linear_splitk_rows(8192), 16);
   // 16 tokens: 32 rows of W per warp.
   const detail::ChosenVariant splitk = detail::linear_splitk_variant<BFloat16>(16, 8192, 8192);
   EXPECT_EQ(splitk.integer("ROW_BLOCKS"), 2);
   EXPECT_EQ(splitk.integer("SPLITS"), 4);
   // W's rows as wgmma's 64-row side (SWAP_AB) up to 128 rows of A, in the narrowest tile that
-  // holds them; 128 rows of W a tile, 32 or 64 tiles on 4096 or 8192 rows, K split in 4 or 2 to
-  // make about 128 blocks; as many stages as shared memory holds.
-  for (const auto &[m, n, k, block_n, split_k, stages] : {std::tuple{16, 4096, 14336, 16, 4, 8},
-                                                          {20, 8192, 8192, 32, 2, 8},
-                                                          {64, 8192, 8192, 64, 2, 8},
-                                                          {64, 4096, 4096, 64, 4, 8},
-                                                          {128, 8192, 8192, 128, 2, 5},
-                                                          {128, 4096, 14336, 128, 4, 5}}) {
+  // holds them; 128 rows of W a tile; K split in two only for 32 tiles (4096 rows) and 128 or
+  // more steps of K; as many stages as shared memory holds.
+  for (const auto &[m, n, k, block_n, split_k, stages] : {std::tuple{16, 4096, 14336, 16, 2, 12},
+                                                          {20, 8192, 8192, 32, 1, 10},
+                                                          {64, 8192, 8192, 64, 1, 8},
+                                                          {64, 4096, 4096, 64, 1, 8},
+                                                          {128, 8192, 8192, 128, 1, 6},
+                                                          {128, 4096, 14336, 128, 2, 5}}) {
     const detail::ChosenVariant wgmma = detail::gemm_wgmma_variant<Half>(m, n, k, true);
     EXPECT_EQ(wgmma.integer("SWAP_AB"), 1) << m << " x " << n << " x " << k;
     EXPECT_EQ(wgmma.integer("BLOCK_N"), block_n) << m << " x " << n << " x " << k;
@@ -211,8 +209,10 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
   // Enough tiles, or too short a K (fewer than 32 steps of 64): no split.
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(4096, 4096, 4096, false).integer("SPLIT_K"), 1);
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(1024, 8192, 8192, true).integer("SPLIT_K"), 1);
-  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 8192, 1984, true).integer("SPLIT_K"), 1);
-  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 8192, 2048, true).integer("SPLIT_K"), 2);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(256, 4096, 1984, true).integer("SPLIT_K"), 1);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(256, 4096, 2048, true).integer("SPLIT_K"), 2);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 4096, 8128, true).integer("SPLIT_K"), 1);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 4096, 8192, true).integer("SPLIT_K"), 2);
 }
 
 TEST(GemmTensorCores, HalfAndBFloat16OnNvidiaSm80AndNewerAndOnAmdGfx942AndGfx950) {
