@@ -435,13 +435,15 @@ bool linear_skinny_serves(const jit::Target &target, const void *c, const void *
 template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool b_kmajor) {
   static const Template &tmpl = templates::find("gemm_wgmma");
   if (b_kmajor && m <= swap_ab_max_m) {
-    // linear() at few rows: SWAP_AB, 128 rows of W a tile and every row of A in the narrowest
-    // wgmma N that holds them, as many stages as shared memory holds (the activations' share of
-    // a stage is small): deeper rings streamed W faster at every row count, 4 -> 8 stages
-    // 1.2-1.4x. K split in two only where the tiles are a quarter of the 132 multiprocessors of
-    // an H100 or fewer and each half keeps 64 or more steps: splits of 4 and 8 were 1.5-2.3x
-    // slower, and 2 only gained on 14336 x 4096 (BENCHMARKS.md, "linear at 16 to 128 rows").
-    const int block_n = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
+    // linear() at few rows: SWAP_AB, 128 rows of W a tile, the rows of A in tiles of 16, 32 or
+    // 64 (from 65 rows two or more tiles of A read each tile of W, the second time from L2: 64
+    // outran 128 by 1.05-1.8x at 128 rows on an H200), the deepest ring up to 8 stages that
+    // shared memory holds (4 -> 8 stages streamed W 1.2-1.4x faster; 10 and 12 gained nothing).
+    // K is split in two only where W's tiles are a quarter of the 132 multiprocessors of an H100
+    // or H200 or fewer and each half keeps 64 or more steps: splits of 4 and 8 were 1.5-2.3x
+    // slower, and 2 was faster on 14336 x 4096 only on both cards (BENCHMARKS.md, "linear at 16
+    // to 128 rows: SWAP_AB").
+    const int block_n = m <= 16 ? 16 : m <= 32 ? 32 : 64;
     const long long tiles = divide_up(n, wgmma_block_m), steps = divide_up(k, wgmma_block_k);
     const int split_k = tiles * 4 <= 132 && steps >= 2 * 64 ? 2 : 1;
     ChosenVariant variant{&tmpl,
@@ -455,7 +457,7 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
                            {"EPILOGUE", 0},
                            {"SPLIT_K", split_k},
                            {"SWAP_AB", 1}}};
-    for (int stages : {12, 10, 8, 6, 5, 4}) {
+    for (int stages : {8, 6, 5, 4}) {
       variant.params.set("STAGES", stages);
       if (tmpl.tuning().shared_bytes(tmpl.bind(variant.params)) <= sm90_shared_bytes)
         break;

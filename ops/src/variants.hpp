@@ -65,7 +65,7 @@ constexpr int linear_skinny_rows = 8;
 // many rows of A, on sm_90 and newer; a tuning record may choose it up to there.
 constexpr int linear_splitk_max_m = 128;
 // gemm_wgmma_variant for a K-major B (linear()) computes C's transpose (SWAP_AB) up to this many
-// rows of A: they fit one wgmma N (BLOCK_N 16 to 128).
+// rows of A (BLOCK_N 16 to 64, beyond 64 rows two tiles of them).
 constexpr int swap_ab_max_m = 128;
 template <Element T> ChosenVariant linear_splitk_variant(int m, int n, int k);
 template <Element T>

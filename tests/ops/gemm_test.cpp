@@ -188,15 +188,15 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
   const detail::ChosenVariant splitk = detail::linear_splitk_variant<BFloat16>(16, 8192, 8192);
   EXPECT_EQ(splitk.integer("ROW_BLOCKS"), 2);
   EXPECT_EQ(splitk.integer("SPLITS"), 4);
-  // W's rows as wgmma's 64-row side (SWAP_AB) up to 128 rows of A, in the narrowest tile that
-  // holds them; 128 rows of W a tile; K split in two only for 32 tiles (4096 rows) and 128 or
-  // more steps of K; as many stages as shared memory holds.
-  for (const auto &[m, n, k, block_n, split_k, stages] : {std::tuple{16, 4096, 14336, 16, 2, 12},
-                                                          {20, 8192, 8192, 32, 1, 10},
+  // W's rows as wgmma's 64-row side (SWAP_AB) up to 128 rows of A, in tiles of 16, 32 or 64 of
+  // them; 128 rows of W a tile; K split in two only for 32 tiles (4096 rows) and 128 or more
+  // steps of K; the deepest ring up to 8 stages that shared memory holds.
+  for (const auto &[m, n, k, block_n, split_k, stages] : {std::tuple{16, 4096, 14336, 16, 2, 8},
+                                                          {20, 8192, 8192, 32, 1, 8},
                                                           {64, 8192, 8192, 64, 1, 8},
                                                           {64, 4096, 4096, 64, 1, 8},
-                                                          {128, 8192, 8192, 128, 1, 6},
-                                                          {128, 4096, 14336, 128, 2, 5}}) {
+                                                          {128, 8192, 8192, 64, 1, 8},
+                                                          {128, 4096, 14336, 64, 2, 8}}) {
     const detail::ChosenVariant wgmma = detail::gemm_wgmma_variant<Half>(m, n, k, true);
     EXPECT_EQ(wgmma.integer("SWAP_AB"), 1) << m << " x " << n << " x " << k;
     EXPECT_EQ(wgmma.integer("BLOCK_N"), block_n) << m << " x " << n << " x " << k;
