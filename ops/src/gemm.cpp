@@ -188,11 +188,12 @@ detail::ChosenVariant with_winner(const detail::ChosenVariant &variant,
 }
 
 // The heuristic's variant for the key's shape, among the kernels that serve it: linear_skinny up
-// to linear_skinny_rows rows, gemm_wgmma beyond; where gemm_wgmma does not serve, linear_splitk
-// (sm_90 and newer) or linear_skinny (sm_80) instead.
+// to linear_skinny_rows rows, linear_splitk up to linear_splitk_rows(n), gemm_wgmma beyond; where
+// gemm_wgmma does not serve, linear_splitk (sm_90 and newer) or linear_skinny (sm_80) instead.
 template <Element T> detail::ChosenVariant heuristic_gemm_variant(const GemmPlanKey &key) {
   const int m = static_cast<int>(key.m_bucket);
-  if (key.splitk_serves && m > detail::linear_skinny_rows && !key.wgmma_serves)
+  if (key.splitk_serves && m > detail::linear_skinny_rows &&
+      (m <= detail::linear_splitk_rows(key.n) || !key.wgmma_serves))
     return detail::linear_splitk_variant<T>(m, key.n, key.k);
   if (key.skinny_serves && (m <= detail::linear_skinny_rows || !key.wgmma_serves))
     return detail::linear_skinny_variant<T>(m, key.n, key.k);

@@ -57,10 +57,13 @@ bool gemm_wgmma_serves(const jit::Target &target, const void *c, const void *a, 
 // linear() for at most this many rows of A: the weight-streaming kernel, linear_skinny.
 constexpr int linear_skinny_max_m = 64;
 template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int k);
-// linear()'s heuristic on sm_90a: linear_skinny up to linear_skinny_rows rows, gemm_wgmma beyond
-// (transposed, SWAP_AB, up to swap_ab_max_m rows): from 16 rows it outran linear_splitk on all
-// three of BENCHMARKS.md's weights on an H100 ("linear at 16 to 128 rows: SWAP_AB").
+// linear()'s heuristic on sm_90a: linear_skinny up to linear_skinny_rows rows, linear_splitk up
+// to linear_splitk_rows(n), gemm_wgmma beyond (transposed, SWAP_AB, up to swap_ab_max_m rows).
+// At 16 rows linear_splitk was 10% faster on 4096 rows of W on an H200 (within 2% elsewhere and
+// on an H100), SWAP_AB 6-10% faster from 8192 rows; from 32 rows SWAP_AB everywhere
+// (BENCHMARKS.md, "linear at 16 to 128 rows: SWAP_AB").
 constexpr int linear_skinny_rows = 8;
+constexpr int linear_splitk_rows(int n) { return n < 8192 ? 16 : linear_skinny_rows; }
 // linear_splitk (A staged in shared memory, K split over a cluster's blocks) serves at most this
 // many rows of A, on sm_90 and newer; a tuning record may choose it up to there.
 constexpr int linear_splitk_max_m = 128;

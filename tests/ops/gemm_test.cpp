@@ -184,6 +184,9 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
     EXPECT_EQ(few.integer("WARPS"), 16) << m;
     EXPECT_EQ(few.integer("UNROLL"), 8) << m;
   }
+  // linear_splitk up to 16 tokens on fewer than 8192 rows of W (gemm_wgmma beyond).
+  EXPECT_EQ(detail::linear_splitk_rows(4096), 16);
+  EXPECT_EQ(detail::linear_splitk_rows(8192), 8);
   // 16 tokens: 32 rows of W per warp.
   const detail::ChosenVariant splitk = detail::linear_splitk_variant<BFloat16>(16, 8192, 8192);
   EXPECT_EQ(splitk.integer("ROW_BLOCKS"), 2);
