@@ -49,7 +49,10 @@ TEST_F(OpsCompileTest, LinearSkinnyCompilesForSm80AndSm90AtEveryTokenTile) {
 }
 
 // Every cluster shape with the shared-memory epilogue, the register epilogue without clusters,
-// and K split over clusters of 2, 4 and 8 blocks (BLOCK_N 128), through ptxas's report
+// and K split over clusters of 2, 4 and 8 blocks (BLOCK_N 128); and linear()'s transposed
+// variants at few rows (SWAP_AB: W as wgmma's A, BLOCK_N 16 to 64 rows of the activations) as
+// the heuristic makes them for 16 to 128 rows of 4096 and 8192 rows of W, and with more splits
+// than a thread has float4s of sums (BLOCK_N 16, SPLIT_K 8); through ptxas's report
 // (compile_testing::wgmma_compiles_cleanly).
 TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   std::unique_ptr<jit::Compiler> nvrtc;
@@ -82,19 +85,6 @@ TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
                                    {"CLUSTER_N", layout.cluster_n},
                                    {"EPILOGUE", layout.epilogue},
                                    {"SPLIT_K", layout.split_k}})));
-}
-
-// linear()'s transposed variants at few rows (SWAP_AB: W as wgmma's A, BLOCK_N 16 to 128 rows of
-// the activations), as the heuristic makes them for 16 to 128 rows of 4096 and 8192 rows of W,
-// and with more splits than a thread has float4s of sums (BLOCK_N 16, SPLIT_K 8): ptxas clean.
-TEST(GemmWgmmaCompile, TransposedNarrowTilesCompileCleanly) {
-  std::unique_ptr<jit::Compiler> nvrtc;
-  try {
-    nvrtc = jit::load_compiler(Vendor::nvidia);
-  } catch (const Error &error) {
-    GTEST_SKIP() << "NVRTC is not available: " << error.summary();
-  }
-  const Template &tmpl = templates::find("gemm_wgmma");
   for (const auto &[m, n, k] : {std::tuple{16, 4096, 14336},
                                 {32, 8192, 8192},
                                 {64, 4096, 4096},
@@ -109,17 +99,22 @@ TEST(GemmWgmmaCompile, TransposedNarrowTilesCompileCleanly) {
   EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, tmpl.bind(eight_splits)));
 }
 
+// Why gemm_wgmma's rules refuse `params` on sm_90a, or "".
+std::string gemm_wgmma_refusal(const ParamValues &params) {
+  const Template &wgmma = templates::find("gemm_wgmma");
+  return wgmma.tuning().fits(wgmma.bind(params), "sm_90a");
+}
+
 // SPLIT_K's clusters take one tile, its sums the register epilogue and tiles of 128 columns or
 // fewer: the rules refuse the other layouts before anything is compiled.
 TEST(GemmWgmmaRules, SplitKTakesNoOtherClusterNorTheBoxEpilogueNor256Columns) {
   const Template &wgmma = templates::find("gemm_wgmma");
-  const auto fits = [&](int split_k, int cluster_m, int epilogue, int block_n) {
-    return wgmma.tuning().fits(wgmma.bind({{"T", "bfloat16"},
-                                           {"SPLIT_K", split_k},
-                                           {"CLUSTER_M", cluster_m},
-                                           {"EPILOGUE", epilogue},
-                                           {"BLOCK_N", block_n}}),
-                               "sm_90a");
+  const auto fits = [](int split_k, int cluster_m, int epilogue, int block_n) {
+    return gemm_wgmma_refusal({{"T", "bfloat16"},
+                               {"SPLIT_K", split_k},
+                               {"CLUSTER_M", cluster_m},
+                               {"EPILOGUE", epilogue},
+                               {"BLOCK_N", block_n}});
   };
   const std::string refusal =
       "SPLIT_K > 1 takes CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0 and BLOCK_N 128 or less";
@@ -138,13 +133,12 @@ TEST(GemmWgmmaRules, SplitKTakesNoOtherClusterNorTheBoxEpilogueNor256Columns) {
 // block's shared memory holds the stages, the split's sums and the barriers.
 TEST(GemmWgmmaRules, NarrowTilesAndSwapAbTakeTheRegisterEpilogueAndAKMajorB) {
   const Template &wgmma = templates::find("gemm_wgmma");
-  const auto fits = [&](int block_n, int swap_ab, int epilogue, int b_kmajor) {
-    return wgmma.tuning().fits(wgmma.bind({{"T", "half"},
-                                           {"BLOCK_N", block_n},
-                                           {"SWAP_AB", swap_ab},
-                                           {"EPILOGUE", epilogue},
-                                           {"B_KMAJOR", b_kmajor}}),
-                               "sm_90a");
+  const auto fits = [](int block_n, int swap_ab, int epilogue, int b_kmajor) {
+    return gemm_wgmma_refusal({{"T", "half"},
+                               {"BLOCK_N", block_n},
+                               {"SWAP_AB", swap_ab},
+                               {"EPILOGUE", epilogue},
+                               {"B_KMAJOR", b_kmajor}});
   };
   const std::string refusal = "BLOCK_N below 64 and SWAP_AB take EPILOGUE 0 and B_KMAJOR 1";
   for (int block_n : {16, 32}) {
