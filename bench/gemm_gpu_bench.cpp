@@ -5,8 +5,9 @@
 // set it also times every linear_skinny variant on the Llama-3-8B projections at m = 1, 16, 64
 // (with --skinny-fp8: at 8192 x 8192, m = 1 and 8). With --skinny-fp8, KJIT_BENCH_SPLITK_SWEEP
 // and KJIT_BENCH_WGMMA_SWEEP add the fastest linear_splitk variant (m <= 32, bfloat16) and
-// gemm_wgmma SPLIT_K x STAGES variant to each linear row. --fp8 times only gemm_fp8, each of
-// its variants on DeepGEMM's shapes.
+// gemm_wgmma variant (m >= 16: K splits, stages, clusters, with and without SWAP_AB, each also on
+// a line of its own) to each linear row. --fp8 times only gemm_fp8, each of its variants on
+// DeepGEMM's shapes.
 //
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
@@ -389,26 +390,30 @@ struct Bench {
         return std::string(name);
       });
     }
-    // gemm_wgmma's heuristic variant, and the fastest of its SPLIT_K x STAGES variants.
+    // gemm_wgmma's heuristic variant, and the fastest of its variants (wgmma_sweep_candidates),
+    // each also on a line of its own.
     const ops::detail::ChosenVariant wgmma = ops::detail::gemm_wgmma_variant<T>(
         static_cast<int>(ops::detail::rows_bucket(m)), n, k, true);
     const double wgmma_us = variant_us(wgmma);
     double best_wgmma_us = wgmma_us;
     std::string best_wgmma = "heuristic";
-    if (wgmma_sweep && wgmma.integer("BLOCK_N") == 128) {
-      std::vector<ParamValues> candidates;
-      for (int split_k : {1, 2, 4, 8})
-        for (int stages : {4, 5}) {
-          ParamValues params = wgmma.params;
-          params.set("SPLIT_K", split_k);
-          params.set("STAGES", stages);
-          params.set("EPILOGUE", split_k > 1 ? 0 : 1);
-          candidates.push_back(params);
+    if (wgmma_sweep && m >= 16) {
+      const std::vector<ParamValues> candidates = wgmma_sweep_candidates(wgmma);
+      precompile(rt, {wgmma.tmpl, {}}, candidates, device.target());
+      for (const ParamValues &params : candidates) {
+        const ops::detail::ChosenVariant variant{wgmma.tmpl, params};
+        char name[64];
+        std::snprintf(name, sizeof name, "SW%d BN%d SK%d ST%d CM%d", variant.integer("SWAP_AB"),
+                      variant.integer("BLOCK_N"), variant.integer("SPLIT_K"),
+                      variant.integer("STAGES"), variant.integer("CLUSTER_M"));
+        const double us = variant_us(variant);
+        std::printf("| wgmma variant | %s | %d x %d | %d | %s | %.2f |\n",
+                    std::string(element_name<T>()).c_str(), k, n, m, name, us);
+        if (us < best_wgmma_us) {
+          best_wgmma_us = us;
+          best_wgmma = name;
         }
-      keep_fastest(*wgmma.tmpl, candidates, best_wgmma_us, best_wgmma, [](const auto &variant) {
-        return "SPLIT_K " + std::to_string(variant.integer("SPLIT_K")) + " STAGES " +
-               std::to_string(variant.integer("STAGES"));
-      });
+      }
     }
     const double copy = copy_ms(ops.weight_bytes / 2);
     std::printf("| %s | %d x %d | %d | %.2f | %.2f | %.2f | %.2f (%s) | %.2f (SPLIT_K %d) | %.2f "
@@ -417,6 +422,47 @@ struct Bench {
                 best_us, best.c_str(), wgmma_us, wgmma.integer("SPLIT_K"), best_wgmma_us,
                 best_wgmma.c_str(), ops.weight_bytes / linear_us * 1e-3,
                 ops.weight_bytes / copy * 1e-6, copy * 1e3 / linear_us);
+  }
+
+  // linear()'s gemm_wgmma variants around `heuristic` (a transposed one, SWAP_AB, at m <= 128):
+  // every narrower tile of the activations (several tiles of them reading each tile of W), K in
+  // one piece or split in two, at the deepest ring that fits 227 KiB of shared memory and at 8
+  // stages; and the untransposed 128-column tiles with K split in two (before SWAP_AB).
+  static std::vector<ParamValues>
+  wgmma_sweep_candidates(const ops::detail::ChosenVariant &heuristic) {
+    std::vector<ParamValues> candidates;
+    const Template &tmpl = *heuristic.tmpl;
+    const auto fits = [&](const ParamValues &params) {
+      return tmpl.tuning().fits(tmpl.bind(params), "sm_90a").empty() &&
+             tmpl.tuning().shared_bytes(tmpl.bind(params)) <= 227 * 1024;
+    };
+    for (int block_n : {16, 32, 64, 128})
+      for (int split_k : {1, 2}) {
+        if (block_n > heuristic.integer("BLOCK_N"))
+          continue;
+        ParamValues params = heuristic.params;
+        params.set("BLOCK_N", block_n);
+        params.set("SPLIT_K", split_k);
+        for (int stages : {12, 10, 8, 6, 5, 4}) {
+          params.set("STAGES", stages);
+          if (fits(params))
+            break;
+        }
+        const std::int64_t deepest = params.get("STAGES").integer();
+        if (params != heuristic.params)
+          candidates.push_back(params);
+        params.set("STAGES", 8);
+        if (deepest > 8 && params != heuristic.params)
+          candidates.push_back(params);
+      }
+    ParamValues untransposed = heuristic.params;
+    untransposed.set("SWAP_AB", 0);
+    untransposed.set("BLOCK_N", 128);
+    untransposed.set("EPILOGUE", 0);
+    untransposed.set("SPLIT_K", 2);
+    untransposed.set("STAGES", 5);
+    candidates.push_back(untransposed);
+    return candidates;
   }
 
   // Random e4m3 values (every byte but the two NaNs) and unit scales on the device, enough for

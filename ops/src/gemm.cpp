@@ -71,6 +71,8 @@ void gemm_on_tensor_cores(Runtime &rt, T *c, const T *a, const T *b, int m, int 
 // gemm_wgmma's fixed tile geometry (see the template): 128 rows of C per tile, K in steps of
 // 64 (one 128-byte swizzle row), three warpgroups.
 constexpr int wgmma_block_m = 128, wgmma_block_k = 64, wgmma_threads = 384;
+// The most shared memory a block may ask for on sm_90 (227 KiB).
+constexpr std::int64_t sm90_shared_bytes = 227 * 1024;
 
 bool aligned16(const void *pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
 
@@ -165,6 +167,7 @@ struct SplitkLaunch { // linear_splitk: the same, and the blocks of a cluster th
 };
 struct WgmmaLaunch { // gemm_wgmma: wgmma_threads threads, a persistent grid
   int block_n, cluster_m, cluster_n, split_k;
+  bool swap_ab; // W as the kernel's A, the activations as its B: C's transpose
   unsigned shared_bytes;
   int grid_limit; // blocks, a multiple of the cluster's
 };
@@ -235,19 +238,16 @@ template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVa
                                   .m_tile = variant.integer("M_TILE"),
                                   .splits = variant.integer("SPLITS"),
                                   .threads = 32 * variant.integer("WARPS")}};
-  const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
+  const int block_n = variant.integer("BLOCK_N");
   const int cluster_m = variant.integer("CLUSTER_M"), cluster_n = variant.integer("CLUSTER_N");
   const int split_k = variant.integer("SPLIT_K");
-  // The stages, C's four 64 x 64 boxes for EPILOGUE 1, SPLIT_K's float sums of a tile, the
-  // slack to align them to 1024 bytes, two mbarriers per stage and SPLIT_K's two.
-  const unsigned shared_bytes = static_cast<unsigned>(
-      stages * (wgmma_block_m + block_n) * wgmma_block_k * 2 +
-      variant.integer("EPILOGUE") * 4 * 64 * 64 * 2 +
-      (split_k > 1 ? wgmma_block_m * block_n * 4 + 16 : 0) + 1024 + stages * 16);
+  const auto shared_bytes = static_cast<unsigned>(
+      variant.tmpl->tuning().shared_bytes(variant.tmpl->bind(variant.params)));
   return {&kernel, WgmmaLaunch{.block_n = block_n,
                                .cluster_m = cluster_m,
                                .cluster_n = cluster_n,
                                .split_k = split_k,
+                               .swap_ab = variant.integer("SWAP_AB") == 1,
                                .shared_bytes = shared_bytes,
                                .grid_limit = prepared_grid_limit(kernel, shared_bytes,
                                                                  cluster_m * cluster_n * split_k)}};
@@ -311,6 +311,13 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
   const Device &device = plan.kernel->device();
   const auto row_bytes = [](int columns) { return static_cast<std::uint64_t>(columns) * 2; };
+  const TensorMap map_c = tensor_maps().get(
+      device, {element, c, std::uint64_t(m), std::uint64_t(n), row_bytes(n), 64, 64});
+  if (wgmma.swap_ab) { // C^T = W A^T: W is the kernel's A, the activations its K-major B
+    detail::require(b_kmajor, op, "SWAP_AB takes a K-major B (linear()'s W)");
+    std::swap(a, b);
+    std::swap(m, n);
+  }
   // A's tile is copied in halves (of a block's own tile, or of the tile a pair along N shares);
   // a block of a pair along M copies half of the K-major B's tile (an MN-major B's 64-column
   // boxes are split by count).
@@ -323,8 +330,6 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
                                        std::uint32_t(wgmma.block_n / wgmma.cluster_m), 64})
           : tensor_maps().get(device, {element, b, std::uint64_t(k), std::uint64_t(n), row_bytes(n),
                                        wgmma_block_k, 64});
-  const TensorMap map_c = tensor_maps().get(
-      device, {element, c, std::uint64_t(m), std::uint64_t(n), row_bytes(n), 64, 64});
   const int cluster = wgmma.cluster_m * wgmma.cluster_n * wgmma.split_k;
   const long long pairs =
       static_cast<long long>(detail::divide_up(m, wgmma_block_m * wgmma.cluster_m)) *
@@ -429,6 +434,37 @@ bool linear_skinny_serves(const jit::Target &target, const void *c, const void *
 }
 
 template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool b_kmajor) {
+  static const Template &tmpl = templates::find("gemm_wgmma");
+  if (b_kmajor && m <= swap_ab_max_m) {
+    // linear() at few rows: SWAP_AB, 128 rows of W a tile, the rows of A in tiles of 16, 32 or
+    // 64 (from 65 rows two or more tiles of A read each tile of W, the second time from L2: 64
+    // outran 128 by 1.05-1.8x at 128 rows on an H200), the deepest ring up to 8 stages that
+    // shared memory holds (4 -> 8 stages streamed W 1.2-1.4x faster; 10 and 12 gained nothing).
+    // K is split in two only where W's tiles are a quarter of the 132 multiprocessors of an H100
+    // or H200 or fewer and each half keeps 64 or more steps: splits of 4 and 8 were 1.5-2.3x
+    // slower, and 2 was faster on 14336 x 4096 only on both cards (BENCHMARKS.md, "linear at 16
+    // to 128 rows: SWAP_AB").
+    const int block_n = m <= 16 ? 16 : m <= 32 ? 32 : 64;
+    const long long tiles = divide_up(n, wgmma_block_m), steps = divide_up(k, wgmma_block_k);
+    const int split_k = tiles * 4 <= 132 && steps >= 2 * 64 ? 2 : 1;
+    ChosenVariant variant{&tmpl,
+                          {{"T", element_name<T>()},
+                           {"BLOCK_N", block_n},
+                           {"STAGES", 8},
+                           {"B_KMAJOR", 1},
+                           {"GROUP_M", 8},
+                           {"CLUSTER_M", 1},
+                           {"CLUSTER_N", 1},
+                           {"EPILOGUE", 0},
+                           {"SPLIT_K", split_k},
+                           {"SWAP_AB", 1}}};
+    for (int stages : {8, 6, 5, 4}) {
+      variant.params.set("STAGES", stages);
+      if (tmpl.tuning().shared_bytes(tmpl.bind(variant.params)) <= sm90_shared_bytes)
+        break;
+    }
+    return variant;
+  }
   // 128 x 256 tiles unless they would leave most multiprocessors idle: then 128 x 128, twice
   // the tiles. 80 or fewer of those (a few rows of A: the product streams B) leave most
   // multiprocessors idle too: clusters of two blocks split K, each keeping at least 16 steps;
@@ -437,7 +473,6 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
   const long long wide_tiles = tiles_m * divide_up(n, 256), tiles = tiles_m * divide_up(n, 128);
   const int block_n = wide_tiles >= 128 ? 256 : 128;
   const int split_k = block_n == 128 && tiles <= 80 && divide_up(k, wgmma_block_k) >= 32 ? 2 : 1;
-  static const Template &tmpl = templates::find("gemm_wgmma");
   return {&tmpl,
           {{"T", element_name<T>()},
            {"BLOCK_N", block_n},
@@ -447,7 +482,8 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
            {"CLUSTER_M", 1},
            {"CLUSTER_N", 1},
            {"EPILOGUE", split_k > 1 ? 0 : 1},
-           {"SPLIT_K", split_k}}};
+           {"SPLIT_K", split_k},
+           {"SWAP_AB", 0}}};
 }
 
 template <Element T>

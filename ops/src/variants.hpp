@@ -58,14 +58,18 @@ bool gemm_wgmma_serves(const jit::Target &target, const void *c, const void *a, 
 constexpr int linear_skinny_max_m = 64;
 template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int k);
 // linear()'s heuristic on sm_90a: linear_skinny up to linear_skinny_rows rows, linear_splitk up
-// to linear_splitk_rows(n), gemm_wgmma beyond (the fastest of each range on an H200,
-// BENCHMARKS.md). From 8192 rows of W, gemm_wgmma's split K outran linear_splitk at 32 rows of A
-// (43 against 47.6 us at 8192 x 8192), not at 16 nor on 4096 rows ("linear at every m").
+// to linear_splitk_rows(n), gemm_wgmma beyond (transposed, SWAP_AB, up to swap_ab_max_m rows).
+// At 16 rows linear_splitk was 10% faster on 4096 rows of W on an H200 (within 2% elsewhere and
+// on an H100), SWAP_AB 6-10% faster from 8192 rows; from 32 rows SWAP_AB everywhere
+// (BENCHMARKS.md, "linear at 16 to 128 rows: SWAP_AB").
 constexpr int linear_skinny_rows = 8;
-constexpr int linear_splitk_rows(int n) { return n >= 8192 ? 16 : 32; }
+constexpr int linear_splitk_rows(int n) { return n < 8192 ? 16 : linear_skinny_rows; }
 // linear_splitk (A staged in shared memory, K split over a cluster's blocks) serves at most this
 // many rows of A, on sm_90 and newer; a tuning record may choose it up to there.
 constexpr int linear_splitk_max_m = 128;
+// gemm_wgmma_variant for a K-major B (linear()) computes C's transpose (SWAP_AB) up to this many
+// rows of A (BLOCK_N 16 to 64, beyond 64 rows two tiles of them).
+constexpr int swap_ab_max_m = 128;
 template <Element T> ChosenVariant linear_splitk_variant(int m, int n, int k);
 template <Element T>
 bool linear_splitk_serves(const jit::Target &target, const void *c, const void *a, const void *w,

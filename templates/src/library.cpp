@@ -231,30 +231,49 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   // SHAPE_M/N/K: a size fixed at compile time (0: the run-time argument).
   // gemm_wgmma's clusters are of one or two blocks: a tuner's search space over CLUSTER_M and
   // CLUSTER_N drops the pair of 2s before compiling it, and SPLIT_K's clusters take one tile.
+  // Tiles narrower than 64 columns and SWAP_AB's transposed C store from registers.
   TuningRules wgmma_rules;
   wgmma_rules.fits = [](const Instance &instance, std::string_view) -> std::string {
+    const std::int64_t block_n = integer_value(instance, "BLOCK_N");
+    const bool register_epilogue = integer_value(instance, "EPILOGUE") == 0;
     if (integer_value(instance, "CLUSTER_M") * integer_value(instance, "CLUSTER_N") > 2)
       return "CLUSTER_M and CLUSTER_N make clusters of more than two blocks";
     if (integer_value(instance, "SPLIT_K") > 1 &&
         (integer_value(instance, "CLUSTER_M") * integer_value(instance, "CLUSTER_N") > 1 ||
-         integer_value(instance, "EPILOGUE") != 0 || integer_value(instance, "BLOCK_N") != 128))
-      return "SPLIT_K > 1 takes CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0 and BLOCK_N 128";
+         !register_epilogue || block_n > 128))
+      return "SPLIT_K > 1 takes CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0 and BLOCK_N 128 or less";
+    if ((block_n < 64 || integer_value(instance, "SWAP_AB") == 1) &&
+        (!register_epilogue || integer_value(instance, "B_KMAJOR") == 0))
+      return "BLOCK_N below 64 and SWAP_AB take EPILOGUE 0 and B_KMAJOR 1";
     return "";
+  };
+  // The stages (128 rows of A and BLOCK_N of B, 64 of K, 2 bytes each), C's four 64 x 64 boxes
+  // for EPILOGUE 1, SPLIT_K's float sums of a tile and their two mbarriers, the slack to align
+  // the stages to 1024 bytes, and two mbarriers per stage.
+  wgmma_rules.shared_bytes = [](const Instance &instance) -> std::int64_t {
+    const std::int64_t block_n = integer_value(instance, "BLOCK_N"),
+                       stages = integer_value(instance, "STAGES");
+    return stages * (128 + block_n) * 64 * 2 +
+           integer_value(instance, "EPILOGUE") * 4 * 64 * 64 * 2 +
+           (integer_value(instance, "SPLIT_K") > 1 ? 128 * block_n * 4 + 16 : 0) + 1024 +
+           stages * 16;
   };
   all.emplace_back(
       "gemm_wgmma", std::string(embedded::gemm_wgmma_hip),
-      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
-                             {"BLOCK_N", ParamSchema::one_of({128, 256}, 256).tunable()},
-                             {"STAGES", ParamSchema::one_of({3, 4, 5}, 4).tunable()},
-                             {"B_KMAJOR", ParamSchema::one_of({0, 1}, 0)},
-                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
-                             {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
-                             {"CLUSTER_N", ParamSchema::one_of({1, 2}, 1).tunable()},
-                             {"EPILOGUE", ParamSchema::one_of({0, 1}, 1).tunable()},
-                             {"SPLIT_K", ParamSchema::one_of({1, 2, 4, 8}, 1).tunable()},
-                             {"SHAPE_M", ParamSchema::integer(0, 1 << 30, 0)},
-                             {"SHAPE_N", ParamSchema::integer(0, 1 << 30, 0)},
-                             {"SHAPE_K", ParamSchema::integer(0, 1 << 30, 0)}},
+      std::vector<ParamDecl>{
+          {"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+          {"BLOCK_N", ParamSchema::one_of({16, 32, 64, 128, 256}, 256).tunable()},
+          {"STAGES", ParamSchema::one_of({3, 4, 5, 6, 8, 10, 12}, 4).tunable()},
+          {"B_KMAJOR", ParamSchema::one_of({0, 1}, 0)},
+          {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
+          {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
+          {"CLUSTER_N", ParamSchema::one_of({1, 2}, 1).tunable()},
+          {"EPILOGUE", ParamSchema::one_of({0, 1}, 1).tunable()},
+          {"SPLIT_K", ParamSchema::one_of({1, 2, 4, 8}, 1).tunable()},
+          {"SWAP_AB", ParamSchema::one_of({0, 1}, 0).tunable()},
+          {"SHAPE_M", ParamSchema::integer(0, 1 << 30, 0)},
+          {"SHAPE_N", ParamSchema::integer(0, 1 << 30, 0)},
+          {"SHAPE_K", ParamSchema::integer(0, 1 << 30, 0)}},
       TemplateOptions{.arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const kjit::TensorMap", "int", "int", "int"},
                       .tuning = wgmma_rules,

@@ -225,7 +225,12 @@ TYPED_TEST(GemmGpuTest, ATuningRecordForTheShapeChoosesWhatRuns) {
        264,
        136,
        &wgmma,
-       {{"BLOCK_N", 128}, {"STAGES", 3}, {"GROUP_M", 1}, {"B_KMAJOR", 1}}},
+       {{"BLOCK_N", 128},
+        {"STAGES", 3},
+        {"GROUP_M", 1},
+        {"B_KMAJOR", 1},
+        {"SWAP_AB", 0},
+        {"EPILOGUE", 1}}},
       {false,
        200,
        264,
@@ -367,6 +372,7 @@ TYPED_TEST(GemmGpuTest, ClusteredSplitKWgmmaAndBothEpiloguesMatchTheReference) {
           variant.params.set("CLUSTER_N", layout.cluster_n);
           variant.params.set("EPILOGUE", layout.epilogue);
           variant.params.set("SPLIT_K", layout.split_k);
+          variant.params.set("SWAP_AB", 0); // TransposedWgmma... covers linear()'s SWAP_AB 1
           DeviceBuffer c = this->template poisoned<T>(c_count);
           detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
                                          b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
@@ -374,6 +380,58 @@ TYPED_TEST(GemmGpuTest, ClusteredSplitKWgmmaAndBothEpiloguesMatchTheReference) {
           EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
         }
     }
+}
+
+// linear()'s transposed gemm_wgmma (SWAP_AB: W as wgmma's A, the activations as its N side) at
+// 1 to 128 rows: the heuristic's variant, every K split (BLOCK_N 16 with 8 splits: fewer float4s
+// of sums a thread than splits), a wider tile than the rows need, and clusters of two tiles of W
+// sharing the activations' copies, against the fp64 reference with a poisoned C. Rows of A that
+// are odd (a pair's second element past C), past a tile, a single row; rows of W past a tile;
+// K not a multiple of a step, and splits with no K.
+TYPED_TEST(GemmGpuTest, TransposedWgmmaMatchesTheReferenceOnRaggedShapes) {
+  using T = TypeParam;
+  if (!serves_wgmma<T>(this->device()))
+    GTEST_SKIP() << "gemm_wgmma serves half and bfloat16 on sm_90a; this is " << element_name<T>()
+                 << " on " << this->device().target().id();
+  struct Layout {
+    int block_n, cluster_m, split_k; // 0: the heuristic's
+  };
+  const Layout layouts[] = {{0, 1, 0}, {0, 1, 1},   {0, 1, 2}, {0, 1, 4},
+                            {0, 1, 8}, {128, 1, 2}, {0, 2, 1}};
+  const GemmShape shapes[] = {{1, 264, 1000},   {13, 136, 4104},  {16, 4104, 1032},
+                              {29, 520, 200},   {64, 2056, 256},  {77, 136, 72},
+                              {100, 264, 1000}, {128, 4104, 1032}};
+  std::mt19937 rng(2828);
+  for (const GemmShape &s : shapes) {
+    const auto a = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.m) * s.k, rng, -1, 1);
+    const auto w = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.n) * s.k, rng, -1, 1);
+    DeviceBuffer a_on_device = this->upload(a), w_on_device = this->upload(w);
+    const auto exact = reference::linear<T>(a, w, s.m, s.n, s.k);
+    const auto magnitudes = reference::linear<T>(magnitudes_of(a), magnitudes_of(w), s.m, s.n, s.k);
+    const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
+    for (const Layout &layout : layouts) {
+      detail::ChosenVariant variant = detail::gemm_wgmma_variant<T>(s.m, s.n, s.k, true);
+      ASSERT_EQ(variant.integer("SWAP_AB"), 1);
+      if (layout.block_n > 0)
+        variant.params.set("BLOCK_N", layout.block_n);
+      if (layout.split_k > 0)
+        variant.params.set("SPLIT_K", layout.split_k);
+      variant.params.set("CLUSTER_M", layout.cluster_m);
+      if (layout.cluster_m > 1)
+        variant.params.set("SPLIT_K", 1);
+      if (layout.block_n > 0 || layout.split_k > 0 || layout.cluster_m > 1)
+        variant.params.set("STAGES", 4); // fits every layout's shared memory
+      SCOPED_TRACE(::testing::Message()
+                   << s.m << " x " << s.n << " x " << s.k << ", BLOCK_N "
+                   << variant.integer("BLOCK_N") << ", SPLIT_K " << variant.integer("SPLIT_K")
+                   << ", CLUSTER_M " << layout.cluster_m);
+      DeviceBuffer c = this->template poisoned<T>(c_count);
+      detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
+                                     w_on_device.as<T>(), s.m, s.n, s.k, true);
+      const auto got = this->template download<T>(c, c_count);
+      EXPECT_TRUE(within_accumulation_error(got, exact, magnitudes, s.k));
+    }
+  }
 }
 
 // On a large ragged shape, every cluster and epilogue layout writes bit for bit what the

@@ -49,7 +49,10 @@ TEST_F(OpsCompileTest, LinearSkinnyCompilesForSm80AndSm90AtEveryTokenTile) {
 }
 
 // Every cluster shape with the shared-memory epilogue, the register epilogue without clusters,
-// and K split over clusters of 2, 4 and 8 blocks (BLOCK_N 128), through ptxas's report
+// and K split over clusters of 2, 4 and 8 blocks (BLOCK_N 128); and linear()'s transposed
+// variants at few rows (SWAP_AB: W as wgmma's A, BLOCK_N 16 to 64 rows of the activations) as
+// the heuristic makes them for 16 to 128 rows of 4096 and 8192 rows of W, and with more splits
+// than a thread has float4s of sums (BLOCK_N 16, SPLIT_K 8); through ptxas's report
 // (compile_testing::wgmma_compiles_cleanly).
 TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   std::unique_ptr<jit::Compiler> nvrtc;
@@ -82,24 +85,42 @@ TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
                                    {"CLUSTER_N", layout.cluster_n},
                                    {"EPILOGUE", layout.epilogue},
                                    {"SPLIT_K", layout.split_k}})));
+  for (const auto &[m, n, k] : {std::tuple{16, 4096, 14336},
+                                {32, 8192, 8192},
+                                {64, 4096, 4096},
+                                {128, 8192, 8192},
+                                {128, 4096, 14336}}) {
+    const detail::ChosenVariant variant = detail::gemm_wgmma_variant<BFloat16>(m, n, k, true);
+    EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, tmpl.bind(variant.params)));
+  }
+  const detail::ChosenVariant narrow = detail::gemm_wgmma_variant<Half>(9, 4096, 14336, true);
+  ParamValues eight_splits = narrow.params;
+  eight_splits.set("SPLIT_K", 8);
+  EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, tmpl.bind(eight_splits)));
 }
 
-// SPLIT_K's clusters take one tile, its sums the register epilogue and 128-column tiles: the
-// rules refuse the other layouts before anything is compiled.
+// Why gemm_wgmma's rules refuse `params` on sm_90a, or "".
+std::string gemm_wgmma_refusal(const ParamValues &params) {
+  const Template &wgmma = templates::find("gemm_wgmma");
+  return wgmma.tuning().fits(wgmma.bind(params), "sm_90a");
+}
+
+// SPLIT_K's clusters take one tile, its sums the register epilogue and tiles of 128 columns or
+// fewer: the rules refuse the other layouts before anything is compiled.
 TEST(GemmWgmmaRules, SplitKTakesNoOtherClusterNorTheBoxEpilogueNor256Columns) {
   const Template &wgmma = templates::find("gemm_wgmma");
-  const auto fits = [&](int split_k, int cluster_m, int epilogue, int block_n) {
-    return wgmma.tuning().fits(wgmma.bind({{"T", "bfloat16"},
-                                           {"SPLIT_K", split_k},
-                                           {"CLUSTER_M", cluster_m},
-                                           {"EPILOGUE", epilogue},
-                                           {"BLOCK_N", block_n}}),
-                               "sm_90a");
+  const auto fits = [](int split_k, int cluster_m, int epilogue, int block_n) {
+    return gemm_wgmma_refusal({{"T", "bfloat16"},
+                               {"SPLIT_K", split_k},
+                               {"CLUSTER_M", cluster_m},
+                               {"EPILOGUE", epilogue},
+                               {"BLOCK_N", block_n}});
   };
   const std::string refusal =
-      "SPLIT_K > 1 takes CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0 and BLOCK_N 128";
+      "SPLIT_K > 1 takes CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0 and BLOCK_N 128 or less";
   for (int split_k : {2, 4, 8}) {
     EXPECT_EQ(fits(split_k, 1, 0, 128), "") << split_k;
+    EXPECT_EQ(fits(split_k, 1, 0, 64), "") << split_k;
     EXPECT_EQ(fits(split_k, 2, 0, 128), refusal) << split_k;
     EXPECT_EQ(fits(split_k, 1, 1, 128), refusal) << split_k;
     EXPECT_EQ(fits(split_k, 1, 0, 256), refusal) << split_k;
@@ -108,8 +129,43 @@ TEST(GemmWgmmaRules, SplitKTakesNoOtherClusterNorTheBoxEpilogueNor256Columns) {
   EXPECT_TRUE(wgmma.param("SPLIT_K")->param.is_tunable());
 }
 
+// Tiles narrower than 64 columns and SWAP_AB store C from registers and read a K-major B; a
+// block's shared memory holds the stages, the split's sums and the barriers.
+TEST(GemmWgmmaRules, NarrowTilesAndSwapAbTakeTheRegisterEpilogueAndAKMajorB) {
+  const Template &wgmma = templates::find("gemm_wgmma");
+  const auto fits = [](int block_n, int swap_ab, int epilogue, int b_kmajor) {
+    return gemm_wgmma_refusal({{"T", "half"},
+                               {"BLOCK_N", block_n},
+                               {"SWAP_AB", swap_ab},
+                               {"EPILOGUE", epilogue},
+                               {"B_KMAJOR", b_kmajor}});
+  };
+  const std::string refusal = "BLOCK_N below 64 and SWAP_AB take EPILOGUE 0 and B_KMAJOR 1";
+  for (int block_n : {16, 32}) {
+    EXPECT_EQ(fits(block_n, 0, 0, 1), "") << block_n;
+    EXPECT_EQ(fits(block_n, 1, 0, 1), "") << block_n;
+    EXPECT_EQ(fits(block_n, 0, 1, 1), refusal) << block_n;
+    EXPECT_EQ(fits(block_n, 0, 0, 0), refusal) << block_n;
+  }
+  EXPECT_EQ(fits(64, 0, 1, 0), "");
+  EXPECT_EQ(fits(128, 1, 0, 1), "");
+  EXPECT_EQ(fits(128, 1, 1, 1), refusal);
+  EXPECT_EQ(fits(128, 1, 0, 0), refusal);
+  EXPECT_TRUE(wgmma.param("SWAP_AB")->param.is_tunable());
+  // 5 stages of 128 + 64 rows of 64, the sums of 128 x 64 floats and their barriers, the
+  // alignment's slack, a full and an empty barrier per stage.
+  EXPECT_EQ(wgmma.tuning().shared_bytes(wgmma.bind({{"T", "half"},
+                                                    {"BLOCK_N", 64},
+                                                    {"STAGES", 5},
+                                                    {"EPILOGUE", 0},
+                                                    {"B_KMAJOR", 1},
+                                                    {"SPLIT_K", 2}})),
+            5 * 192 * 128 + 128 * 64 * 4 + 16 + 1024 + 5 * 16);
+}
+
 // The variants linear() takes per m on sm_90a where no tuning record says otherwise: the
-// fastest of each kernel's sweep on an H200 (BENCHMARKS.md, "linear at every m").
+// fastest of each kernel's sweep on an H200 (BENCHMARKS.md, "linear at every m") and, for
+// gemm_wgmma at 16 to 128 rows, on an H100 ("linear at 16 to 128 rows: SWAP_AB").
 TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
   for (int m : {1, 2, 4, 8}) {
     // 8192 rows of W: two blocks of 8 warps a multiprocessor, not one of 16.
@@ -122,26 +178,38 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
     EXPECT_EQ(few.integer("WARPS"), 16) << m;
     EXPECT_EQ(few.integer("UNROLL"), 8) << m;
   }
-  // linear_splitk up to 32 tokens, on 8192 rows of W or more up to 16 (gemm_wgmma beyond).
-  EXPECT_EQ(detail::linear_splitk_rows(4096), 32);
-  EXPECT_EQ(detail::linear_splitk_rows(8192), 16);
+  // linear_splitk up to 16 tokens on fewer than 8192 rows of W (gemm_wgmma beyond).
+  EXPECT_EQ(detail::linear_splitk_rows(4096), 16);
+  EXPECT_EQ(detail::linear_splitk_rows(8192), 8);
   // 16 tokens: 32 rows of W per warp.
   const detail::ChosenVariant splitk = detail::linear_splitk_variant<BFloat16>(16, 8192, 8192);
   EXPECT_EQ(splitk.integer("ROW_BLOCKS"), 2);
   EXPECT_EQ(splitk.integer("SPLITS"), 4);
-  // 64 and 128 rows of a weight of 4096 or 8192 rows: 32 or 64 tiles, K split in two.
-  for (const auto [m, n, k] :
-       {std::tuple{64, 8192, 8192}, {128, 8192, 8192}, {128, 4096, 14336}, {64, 4096, 4096}}) {
+  // W's rows as wgmma's 64-row side (SWAP_AB) up to 128 rows of A, in tiles of 16, 32 or 64 of
+  // them; 128 rows of W a tile; K split in two only for 32 tiles (4096 rows) and 128 or more
+  // steps of K; the deepest ring up to 8 stages that shared memory holds.
+  for (const auto &[m, n, k, block_n, split_k, stages] : {std::tuple{16, 4096, 14336, 16, 2, 8},
+                                                          {20, 8192, 8192, 32, 1, 8},
+                                                          {64, 8192, 8192, 64, 1, 8},
+                                                          {64, 4096, 4096, 64, 1, 8},
+                                                          {128, 8192, 8192, 64, 1, 8},
+                                                          {128, 4096, 14336, 64, 2, 8}}) {
     const detail::ChosenVariant wgmma = detail::gemm_wgmma_variant<Half>(m, n, k, true);
-    EXPECT_EQ(wgmma.integer("BLOCK_N"), 128) << m << " x " << n << " x " << k;
-    EXPECT_EQ(wgmma.integer("SPLIT_K"), 2) << m << " x " << n << " x " << k;
+    EXPECT_EQ(wgmma.integer("SWAP_AB"), 1) << m << " x " << n << " x " << k;
+    EXPECT_EQ(wgmma.integer("BLOCK_N"), block_n) << m << " x " << n << " x " << k;
+    EXPECT_EQ(wgmma.integer("SPLIT_K"), split_k) << m << " x " << n << " x " << k;
+    EXPECT_EQ(wgmma.integer("STAGES"), stages) << m << " x " << n << " x " << k;
     EXPECT_EQ(wgmma.integer("EPILOGUE"), 0) << m << " x " << n << " x " << k;
   }
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(129, 8192, 8192, true).integer("SWAP_AB"), 0);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(64, 8192, 8192, false).integer("SWAP_AB"), 0);
   // Enough tiles, or too short a K (fewer than 32 steps of 64): no split.
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(4096, 4096, 4096, false).integer("SPLIT_K"), 1);
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(1024, 8192, 8192, true).integer("SPLIT_K"), 1);
-  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 8192, 1984, true).integer("SPLIT_K"), 1);
-  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 8192, 2048, true).integer("SPLIT_K"), 2);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(256, 4096, 1984, true).integer("SPLIT_K"), 1);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(256, 4096, 2048, true).integer("SPLIT_K"), 2);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 4096, 8128, true).integer("SPLIT_K"), 1);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 4096, 8192, true).integer("SPLIT_K"), 2);
 }
 
 TEST(GemmTensorCores, HalfAndBFloat16OnNvidiaSm80AndNewerAndOnAmdGfx942AndGfx950) {

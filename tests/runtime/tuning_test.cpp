@@ -462,14 +462,18 @@ TEST(Tuner, RelativeDifferenceTreatsNaNAsDisagreement) {
 }
 
 // gemm_wgmma's search space holds its cluster shapes (1 x 1, 2 x 1, 1 x 2) and both epilogues,
-// with every value of its other tunables but SPLIT_K (whose own rules gemm_test checks); the
-// rules drop 2 x 2 before anything is compiled.
+// with every value of its other tunables but SPLIT_K, SWAP_AB and the narrow BLOCK_Ns (whose own
+// rules gemm_test checks); the rules drop 2 x 2 before anything is compiled.
 TEST(BuiltinRules, GemmWgmmaSearchesClustersOfOneOrTwoBlocksAndBothEpilogues) {
   const Template &wgmma = templates::find("gemm_wgmma");
-  const Candidates candidates = tuning_candidates(
-      {&wgmma, {{"T", "bfloat16"}}},
-      {{"CLUSTER_M", {1, 2}}, {"CLUSTER_N", {1, 2}}, {"EPILOGUE", {0, 1}}, {"SPLIT_K", {1}}},
-      "sm_90a");
+  const Candidates candidates = tuning_candidates({&wgmma, {{"T", "bfloat16"}}},
+                                                  {{"CLUSTER_M", {1, 2}},
+                                                   {"CLUSTER_N", {1, 2}},
+                                                   {"EPILOGUE", {0, 1}},
+                                                   {"SPLIT_K", {1}},
+                                                   {"BLOCK_N", {128, 256}},
+                                                   {"SWAP_AB", {0}}},
+                                                  "sm_90a");
   ASSERT_FALSE(candidates.refused.empty());
   EXPECT_EQ(candidates.accepted.size(), 3 * candidates.refused.size());
   for (const auto &[params, why] : candidates.refused) {

@@ -12,7 +12,7 @@ Each of the N / 2 f32 accumulator registers is one asm operand, the reason it is
     tools/generate/wgmma_wrappers.py --fp8    templates/prelude/kjit/hopper_fp8.h: m64nNk32, e4m3
                                               inputs (K-major both: fp8 has no transposed operands)
     tools/generate/wgmma_wrappers.py --gemm   templates/kernels/gemm_wgmma.hip's own block
-                                              (KJIT_WGMMA_N128/N256), until it includes hopper.h
+                                              (KJIT_WGMMA_N16..N256), until it includes hopper.h
 """
 import sys
 
@@ -69,7 +69,7 @@ if "--fp8" in sys.argv[1:]:
     for n in FP8_N:
         fp8_wrapper(n)
 elif "--gemm" in sys.argv[1:]:
-    for n in (128, 256):
+    for n in (16, 32, 64, 128, 256):
         gemm_wrapper(n)
 else:
     for n in SHARED_A:

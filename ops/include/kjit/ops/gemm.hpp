@@ -47,7 +47,8 @@ void gemm(Runtime &rt, T *c, const T *a, const T *b, int m, int n, int k, Stream
 // C = A @ W^T with W [n, k] row-major, as torch.nn.Linear holds its weight (x @ W^T); A [m, k]
 // and C [m, n] as in gemm(). Half and bfloat16, n and k multiples of 8, 16-byte aligned matrices:
 // on sm_90a linear_skinny (streams W once) up to 8 rows, linear_splitk (the tokens staged in
-// shared memory, K split over a cluster) from 9 to 32, gemm_wgmma reading W K-major beyond; on
+// shared memory, K split over a cluster) from 9 to 16 where W has fewer than 8192 rows,
+// gemm_wgmma reading W K-major beyond (up to 128 rows computing C's transpose); on
 // sm_80 and newer without gemm_wgmma, linear_skinny up to 64 rows (and linear_splitk up to 128 on
 // sm_90 and newer). Throws Error(bad_argument) where none serves. Where the tuning table holds
 // records for the shape (linear_skinny's, linear_splitk's, gemm_wgmma's), the fastest winner
