@@ -153,17 +153,19 @@ template <int N> __device__ inline void scale_rows(float (&o)[N], const float (&
     o[i] *= alpha[i / 2 % 2];
 }
 
-// out = O / the row's sum (0 for a row that saw no key), stored in pairs from registers: only
-// rows of the sequence, and of the matrix whatever cu_seqlens_q holds.
+// out = O / the row's sum (0 for a row that saw no key; NaN where `poisoned`: a paged sequence
+// whose length or pages the kernel refused), stored in pairs from registers: only rows of the
+// sequence, and of the matrix whatever cu_seqlens_q holds.
 template <typename T, int HEAD_DIM, int BLOCK_N>
 __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
                                   const OnlineSoftmax<BLOCK_N> &softmax, int row0, int q_length,
-                                  int q_start, int total_q, int q_heads, int head, int lane) {
+                                  int q_start, int total_q, int q_heads, int head, int lane,
+                                  bool poisoned = false) {
   float scale[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float total = row_sum(softmax.sum[h]);
-    scale[h] = total > 0.f ? 1.f / total : 0.f;
+    scale[h] = poisoned ? __int_as_float(0x7fffffff) : total > 0.f ? 1.f / total : 0.f;
   }
   const long long row_elements = static_cast<long long>(q_heads) * HEAD_DIM;
 #pragma unroll
@@ -189,17 +191,31 @@ __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
 // in the order of a grid whose x is the tile, from the last (under CAUSAL the last rows see the
 // most keys, and start first), then the head, then the sequence: consecutive items share k and
 // v, in L2. PERSISTENT 0 launches a block per item; 1 a block per multiprocessor that takes
-// items blockIdx.x, + gridDim.x, ...: its producer then loads the next item's q and first tiles
-// while the consumers finish the last products and store the outputs of the one before.
+// items in rounds of gridDim.x: its producer then loads the next item's q and first tiles while
+// the consumers finish the last products and store the outputs of the one before. Under CAUSAL,
+// whose items cost 1 to row_tiles key tiles, PERSISTENT orders them heaviest first (the tile of
+// rows, from the last, outermost) and deals each round in the opposite direction to the one
+// before (block b takes the b-th item of even rounds and the b-th from the end of odd ones), so
+// that the blocks' totals even out as in a longest-first schedule.
+//
+// PAGED reads k and v from a paged cache (chunked prefill): map_k and map_v are tensor maps of
+// the caches as [num_blocks * page_size, kv_heads * HEAD_DIM] matrices in boxes of page_size
+// rows, cu_seqlens_k holds each sequence's key count ([batch], not offsets), and its key j is
+// row j % page_size of page block_tables[sequence * max_blocks + j / page_size] (page_size 16 or
+// 32, dividing BLOCK_N; total_k = num_blocks * page_size). A key count outside [0, max_blocks *
+// page_size] or a page outside [0, num_blocks) is refused on the device: no row of the cache is
+// read for it (the copy engine fills the page's box with zeros) and the sequence's outputs are
+// NaN. Unpaged, block_tables is null and max_blocks and page_size 0.
 template <typename T, int HEAD_DIM, int CAUSAL, int CONSUMERS, int BLOCK_N, int STAGES,
-          int PINGPONG, int PERSISTENT>
+          int PINGPONG, int PERSISTENT, int PAGED>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     flash_attention(T *KJIT_RESTRICT out, const __grid_constant__ kjit::TensorMap map_q,
                     const __grid_constant__ kjit::TensorMap map_k,
                     const __grid_constant__ kjit::TensorMap map_v,
                     const int *KJIT_RESTRICT cu_seqlens_q, const int *KJIT_RESTRICT cu_seqlens_k,
                     int total_q, int total_k, int q_heads, int group, int row_tiles, int batch,
-                    float scale_log2) {
+                    float scale_log2, const int *KJIT_RESTRICT block_tables, int max_blocks,
+                    int page_size) {
   using namespace kjit_flash_attention;
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
   static_assert(BLOCK_N == 64 || BLOCK_N == 128, "key tiles of 64 or 128");
@@ -210,26 +226,48 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr int KV_BOX = BLOCK_N * 128, KV_BYTES = BOXES * KV_BOX;
   constexpr int CONSUMER_REGISTERS = CONSUMERS == 2 ? 232 : 152;
 
-  // Item t's rows, head, sequence and extent; `tiles` k and v tiles (0: its rows see no key).
+  static_assert(!PAGED || PAGED == 1, "PAGED 0 or 1");
+  constexpr bool LONGEST_FIRST = CAUSAL && PERSISTENT;
+
+  // Item t's rows, head, sequence and extent; `tiles` k and v tiles (0: its rows see no key);
+  // `refused`: PAGED, a key count the kernel refuses.
   struct Item {
-    int first, head, q_start, q_length, k_start, k_length, offset, tiles;
+    int first, head, sequence, q_start, q_length, k_start, k_length, offset, tiles;
+    bool refused;
   };
   const auto item = [&](long long t) {
     Item it;
-    it.first = (row_tiles - 1 - static_cast<int>(t % row_tiles)) * BLOCK_M;
-    it.head = static_cast<int>(t / row_tiles % q_heads);
-    const int sequence = static_cast<int>(t / row_tiles / q_heads);
-    it.q_start = cu_seqlens_q[sequence];
-    it.q_length = cu_seqlens_q[sequence + 1] - it.q_start;
-    it.k_start = cu_seqlens_k[sequence];
-    it.k_length = key_count(it.k_start, cu_seqlens_k[sequence + 1], total_k);
+    const long long heads_batch = static_cast<long long>(q_heads) * batch;
+    const int tile =
+        LONGEST_FIRST ? static_cast<int>(t / heads_batch) : static_cast<int>(t % row_tiles);
+    const long long rest = LONGEST_FIRST ? t % heads_batch : t / row_tiles;
+    it.first = (row_tiles - 1 - tile) * BLOCK_M;
+    it.head = static_cast<int>(rest % q_heads);
+    it.sequence = static_cast<int>(rest / q_heads);
+    it.q_start = cu_seqlens_q[it.sequence];
+    it.q_length = cu_seqlens_q[it.sequence + 1] - it.q_start;
+    it.refused = false;
+    if (PAGED) {
+      const int keys = cu_seqlens_k[it.sequence];
+      it.refused = keys < 0 || keys > max_blocks * page_size;
+      it.k_start = 0;
+      it.k_length = it.refused ? 0 : keys;
+    } else {
+      it.k_start = cu_seqlens_k[it.sequence];
+      it.k_length = key_count(it.k_start, cu_seqlens_k[it.sequence + 1], total_k);
+    }
     it.offset = it.k_length - it.q_length; // CAUSAL: row i sees keys j <= i + offset
     const int k_end = CAUSAL ? min(it.k_length, it.first + BLOCK_M + it.offset) : it.k_length;
     it.tiles = k_end > 0 ? (k_end + BLOCK_N - 1) / BLOCK_N : 0;
     return it;
   };
   const long long items = static_cast<long long>(row_tiles) * q_heads * batch;
-  const long long stride = PERSISTENT ? gridDim.x : items;
+  const long long blocks = PERSISTENT ? gridDim.x : items;
+  // The item this block takes in `round` (items or more: none).
+  const auto nth = [&](long long round) {
+    const bool backwards = LONGEST_FIRST && round % 2 == 1;
+    return round * blocks + (backwards ? blocks - 1 - blockIdx.x : blockIdx.x);
+  };
 
   // Dynamic shared memory, 1024-byte aligned (the swizzle's period; the launch asks for the
   // slack): q, STAGES k tiles, STAGES v tiles, then the barriers.
@@ -242,6 +280,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   unsigned long long *q_empty = q_full + 1;
   unsigned long long *k_full = q_empty + 1, *k_empty = k_full + STAGES;
   unsigned long long *v_full = k_empty + STAGES, *v_empty = v_full + STAGES;
+  // PAGED: whether stage s's k tile named a page outside the cache, written by the producer
+  // before it arrives on k_full[s] (whose wait makes it visible) and read before k_empty[s].
+  __shared__ int bad_page[PAGED ? STAGES : 1];
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -265,11 +306,53 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     if (thread == 0) {
       int s = 0;
       unsigned phase = 0, q_phase = 0;
-      for (long long t = blockIdx.x; t < items; t += stride) {
+      for (long long round = 0; round * blocks < items; ++round) {
+        const long long t = nth(round);
+        if (t >= items)
+          continue;
         const Item it = item(t);
         if (it.first >= it.q_length || it.tiles == 0)
           continue;
         const int kv_column = it.head / group * HEAD_DIM;
+        // Tile j's rows of the k and v matrices: one box from row k_start + j * BLOCK_N, or
+        // (PAGED) BLOCK_N / page_size pages' boxes, row total_k (past the cache: zeros) for
+        // keys past the sequence and refused pages.
+        constexpr int MOST_PAGES = BLOCK_N / 16;
+        int page_rows[MOST_PAGES];
+        const auto find_pages = [&](int j) {
+          int bad = 0;
+#pragma unroll
+          for (int p = 0; p < (PAGED ? MOST_PAGES : 0); ++p) {
+            const int key = j * BLOCK_N + p * page_size;
+            page_rows[p] = total_k;
+            if (p * page_size < BLOCK_N && key < it.k_length) {
+              const int page =
+                  block_tables[static_cast<long long>(it.sequence) * max_blocks + key / page_size];
+              if (page >= 0 && page < total_k / page_size)
+                page_rows[p] = page * page_size;
+              else
+                bad = 1;
+            }
+          }
+          return bad;
+        };
+        const auto copy_tile = [&](unsigned char *tile, const kjit::TensorMap *map,
+                                   unsigned long long *bar, int j) {
+#pragma unroll
+          for (int b = 0; b < BOXES; ++b) {
+            if (!PAGED) {
+              copy_box(tile + b * KV_BOX, map, bar, kv_column + b * 64, it.k_start + j * BLOCK_N);
+              continue;
+            }
+            // Pages at 2048- or 4096-byte steps: the 128-byte swizzle (period 1024) lays their
+            // rows out as one box of BLOCK_N rows would.
+#pragma unroll
+            for (int p = 0; p < MOST_PAGES; ++p)
+              if (p * page_size < BLOCK_N)
+                copy_box(tile + b * KV_BOX + p * page_size * 128, map, bar, kv_column + b * 64,
+                         page_rows[p]);
+          }
+        };
         barrier_wait(q_empty, q_phase ^ 1); // the consumers' last scores of the item before
         barrier_expect_bytes(q_full, Q_BYTES);
 #pragma unroll
@@ -278,19 +361,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
                    it.q_start + it.first);
         q_phase ^= 1;
         for (int j = 0; j < it.tiles; ++j) {
-          const int row = it.k_start + j * BLOCK_N;
+          const int bad = PAGED ? find_pages(j) : 0; // the table's reads before the wait
           barrier_wait(&k_empty[s], phase ^ 1);
+          if (PAGED)
+            bad_page[s] = bad;
           barrier_expect_bytes(&k_full[s], KV_BYTES);
-#pragma unroll
-          for (int b = 0; b < BOXES; ++b)
-            copy_box(k_stages + s * KV_BYTES + b * KV_BOX, &map_k, &k_full[s], kv_column + b * 64,
-                     row);
+          copy_tile(k_stages + s * KV_BYTES, &map_k, &k_full[s], j);
           barrier_wait(&v_empty[s], phase ^ 1);
           barrier_expect_bytes(&v_full[s], KV_BYTES);
-#pragma unroll
-          for (int b = 0; b < BOXES; ++b)
-            copy_box(v_stages + s * KV_BYTES + b * KV_BOX, &map_v, &v_full[s], kv_column + b * 64,
-                     row);
+          copy_tile(v_stages + s * KV_BYTES, &map_v, &v_full[s], j);
           if (++s == STAGES) {
             s = 0;
             phase ^= 1;
@@ -346,10 +425,19 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
     int stage = 0;
     unsigned phase = 0, q_phase = 0;
-    for (long long t = blockIdx.x; t < items; t += stride) {
+    for (long long round = 0; round * blocks < items; ++round) {
+      const long long t = nth(round);
+      if (t >= items)
+        continue;
       const Item it = item(t);
       if (it.first >= it.q_length)
         continue;
+      bool poisoned = it.refused;
+      // PAGED: stage `at`'s k tile named a refused page (read before k_empty[at] is released).
+      const auto check_pages = [&](int at) {
+        if (PAGED)
+          poisoned |= bad_page[at] != 0;
+      };
       const int row0 = it.first + consumer * 64 + warp * 16 + lane / 4; // and row0 + 8
       const auto mask = [&](int j) {
         mask_scores<BLOCK_N, CAUSAL>(s, j * BLOCK_N, it.k_length, it.first + consumer * 64, row0,
@@ -366,6 +454,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         if (consumer == 1)
           your_turn();
         barrier_wait(&k_full[stage], phase);
+        check_pages(stage);
         my_turn();
         issue_scores(stage);
         your_turn();
@@ -384,6 +473,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             phase ^= 1;
           }
           barrier_wait(&k_full[stage], phase);
+          check_pages(stage);
           barrier_wait(&v_full[previous], previous_phase);
           my_turn();
           issue_scores(stage);
@@ -413,7 +503,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         }
       }
       store_rows<T, HEAD_DIM, BLOCK_N>(out, o, softmax, row0, it.q_length, it.q_start, total_q,
-                                       q_heads, it.head, lane);
+                                       q_heads, it.head, lane, poisoned);
     }
   }
 }
