@@ -205,7 +205,9 @@ __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
 // 32, dividing BLOCK_N; total_k = num_blocks * page_size). A key count outside [0, max_blocks *
 // page_size] or a page outside [0, num_blocks) is refused on the device: no row of the cache is
 // read for it (the copy engine fills the page's box with zeros) and the sequence's outputs are
-// NaN. Unpaged, block_tables is null and max_blocks and page_size 0.
+// NaN. The slots of a sequence's last page past its keys are zeroed in shared memory before
+// their zero probabilities meet them, so that nothing the cache holds there (a NaN) reaches the
+// output. Unpaged, block_tables is null and max_blocks and page_size 0.
 template <typename T, int HEAD_DIM, int CAUSAL, int CONSUMERS, int BLOCK_N, int STAGES,
           int PINGPONG, int PERSISTENT, int PAGED>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
@@ -423,6 +425,22 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         asm volatile("bar.arrive %0, 256;" ::"r"(2 - consumer) : "memory");
     };
 
+    // PAGED: the rows of an item's last v tile past its `valid` keys hold what the last page's
+    // other slots hold, which may be anything (a NaN there would reach out through its zero
+    // probability): both consumers write zeros over them, made visible to wgmma (the async proxy)
+    // before either issues its products. Unpaged, those rows are the matrix's (as documented).
+    const auto clear_rows_past = [&](int stage, int valid) {
+      if (!PAGED || valid >= BLOCK_N)
+        return;
+      unsigned char *v_tile = v_stages + stage * KV_BYTES;
+      const int chunks = (BLOCK_N - valid) * 8; // 16-byte chunks of one box's rows
+      for (int i = consumer * 128 + thread; i < chunks * BOXES; i += 128 * CONSUMERS)
+        *reinterpret_cast<uint4 *>(v_tile + i / chunks * KV_BOX + (valid + i % chunks / 8) * 128 +
+                                   i % 8 * 16) = make_uint4(0, 0, 0, 0);
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      asm volatile("bar.sync 3, %0;" ::"n"(128 * CONSUMERS) : "memory");
+    };
+
     int stage = 0;
     unsigned phase = 0, q_phase = 0;
     for (long long round = 0; round * blocks < items; ++round) {
@@ -491,6 +509,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           to_probabilities<T, BLOCK_N>(s, p);
         }
         barrier_wait(&v_full[stage], phase);
+        clear_rows_past(stage, it.k_length - (it.tiles - 1) * BLOCK_N);
         my_turn();
         issue_output(stage);
         if (consumer == 0)
