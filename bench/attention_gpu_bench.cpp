@@ -2,7 +2,8 @@
 // 16k tokens in all as sequences of 1k, 4k and 16k, 16 heads of dim 128, bf16, causal and not,
 // plus GQA 32/8 rows; each row for the wrapper's variant, its tunables' alternatives (the other
 // PERSISTENT, key tiles of 64) and flash_attention_paged on the same k and v seen as a paged cache
-// of 16- and 32-token pages in shuffled tables (chunked prefill's form, every key new).
+// of 16- and 32-token pages in shuffled tables (chunked prefill's form, every key new), with its
+// PAGED and the other (pages copied by TMA or by the producer's threads).
 // bench/python/attention_torch.py times torch's scaled_dot_product_attention backends on the same
 // shapes; run both in one session to compare.
 //
@@ -124,6 +125,16 @@ int main() {
             flash_attention_paged<BFloat16>(rt, out_data, q_data, row.q_heads, cache, paged, causal,
                                             shape.scale);
           });
+          // The other way to copy pages: TMA's boxes (PAGED 1) or the producer's rows (2).
+          ops::detail::ChosenVariant other =
+              ops::detail::flash_attention_paged_variant<BFloat16>(shape);
+          other.params.set("PAGED", 3 - other.integer("PAGED"));
+          runs.emplace_back(
+              "paged " + std::to_string(page) + " PAGED=" + std::to_string(other.integer("PAGED")),
+              [&, cache, paged, other] {
+                ops::detail::launch_flash_attention_paged<BFloat16>(
+                    rt, other, out_data, q_data, row.q_heads, cache, paged, causal, shape.scale);
+              });
         }
         for (const auto &[name, run] : runs) {
           run();

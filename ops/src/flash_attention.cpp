@@ -90,6 +90,7 @@ void check_arguments(T *out, const T *q, const T *k, const T *v, const int *cu_s
 struct PageArguments {
   const int *block_tables = nullptr;
   int max_blocks = 0, page_size = 0;
+  const void *k_cache = nullptr, *v_cache = nullptr;
 };
 
 template <Element T> TensorMapElement tensor_map_element() {
@@ -126,7 +127,8 @@ void launch_wgmma(const AttentionPlan &plan, T *out, const TensorMap &map_q, con
                       out, map_q, map_k, map_v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
                       shape.total_k, shape.q_heads, shape.q_heads / shape.kv_heads, row_tiles,
                       shape.batch, shape.scale * 1.4426950408889634f, pages.block_tables,
-                      pages.max_blocks, pages.page_size);
+                      pages.max_blocks, pages.page_size, static_cast<const T *>(pages.k_cache),
+                      static_cast<const T *>(pages.v_cache));
 }
 
 template <Element T>
@@ -265,15 +267,13 @@ void check_paged_arguments(T *out, const T *q, const PagedKvCache &cache,
                     [&] { return std::string(name) + " is not 16-byte aligned"; });
 }
 
-} // namespace
-
+// Checks a paged prefill's arguments (with `validate`, its tables too) and launches `plan`, a
+// PAGED variant's.
 template <Element T>
-void flash_attention_paged(Runtime &rt, T *out, const T *q, int q_heads, const PagedKvCache &cache,
-                           const PagedPrefillBatch &batch, bool causal, float scale,
-                           Stream stream) {
-  const AttentionShape shape = paged_shape(q_heads, cache, batch, causal, scale);
-  check_paged_arguments(out, q, cache, batch, shape);
-  const Device &device = rt.default_device();
+void launch_paged(const AttentionPlan &plan, T *out, const T *q, int q_heads,
+                  const PagedKvCache &cache, const PagedPrefillBatch &batch,
+                  const AttentionShape &shape, Stream stream) {
+  const Device &device = plan.kernel->device();
   if (batch.validate) {
     std::vector<std::int32_t> tables(static_cast<std::size_t>(batch.batch) * batch.max_blocks);
     std::vector<std::int32_t> lens(batch.batch);
@@ -282,26 +282,63 @@ void flash_attention_paged(Runtime &rt, T *out, const T *q, int q_heads, const P
     device.copy_to_host(lens.data(), batch.k_lens, lens.size() * sizeof(std::int32_t));
     check_decode_tables(tables, lens, batch.max_blocks, cache.page_size, cache.num_blocks);
   }
-  // The wgmma kernel's variant with PAGED 1 (on other targets Runtime::kernel refuses it, naming
-  // sm_90a); its plan per thread, by Runtime, type, head dim and mask.
+  const auto *k = static_cast<const T *>(cache.k), *v = static_cast<const T *>(cache.v);
+  // The caches as [num_blocks * page_size, kv_heads * head_dim] matrices in boxes of a page.
+  launch_wgmma(plan, out, head_map(device, q, shape.total_q, q_heads, shape.head_dim, plan.block_m),
+               head_map(device, k, shape.total_k, cache.kv_heads, shape.head_dim, cache.page_size),
+               head_map(device, v, shape.total_k, cache.kv_heads, shape.head_dim, cache.page_size),
+               batch.cu_seqlens_q, batch.k_lens, shape,
+               {batch.block_tables, batch.max_blocks, cache.page_size, k, v}, stream);
+}
+
+} // namespace
+
+namespace detail {
+
+template <Element T> ChosenVariant flash_attention_paged_variant(const AttentionShape &shape) {
+  // The wgmma kernel's (on other targets Runtime::kernel refuses it, naming sm_90a), its keys
+  // copied by the producer's threads (PAGED 2): TMA's boxes of a page were the slower
+  // (BENCHMARKS.md).
+  ChosenVariant variant = flash_attention_variant<T>(jit::Target::parse("sm_90a"), shape);
+  variant.params.set("PAGED", 2);
+  return variant;
+}
+
+template <Element T>
+void launch_flash_attention_paged(Runtime &rt, const ChosenVariant &variant, T *out, const T *q,
+                                  int q_heads, const PagedKvCache &cache,
+                                  const PagedPrefillBatch &batch, bool causal, float scale,
+                                  Stream stream) {
+  const AttentionShape shape = paged_shape(q_heads, cache, batch, causal, scale);
+  check_paged_arguments(out, q, cache, batch, shape);
+  require(variant.tmpl->name() == "flash_attention" && variant.integer("PAGED") != 0 &&
+              variant.integer("HEAD_DIM") == shape.head_dim &&
+              variant.integer("CAUSAL") == (causal ? 1 : 0),
+          paged_op, "the variant is not a PAGED flash_attention of the call's HEAD_DIM and CAUSAL");
+  thread_local std::map<std::pair<std::uint64_t, std::string>, AttentionPlan> plans;
+  const std::pair key{rt.id(), variant.tmpl->bind(variant.params).expression(Vendor::nvidia)};
+  auto found = plans.find(key);
+  if (found == plans.end())
+    found = plans.emplace(key, make_plan(rt, variant)).first;
+  launch_paged(found->second, out, q, q_heads, cache, batch, shape, stream);
+}
+
+} // namespace detail
+
+template <Element T>
+void flash_attention_paged(Runtime &rt, T *out, const T *q, int q_heads, const PagedKvCache &cache,
+                           const PagedPrefillBatch &batch, bool causal, float scale,
+                           Stream stream) {
+  const AttentionShape shape = paged_shape(q_heads, cache, batch, causal, scale);
+  check_paged_arguments(out, q, cache, batch, shape);
+  // The plan per thread, by Runtime, type, head dim and mask.
   thread_local std::map<std::tuple<std::uint64_t, int, int, bool>, AttentionPlan> plans;
   const std::tuple key{rt.id(), detail::element_code<T>(), shape.head_dim, shape.causal};
   auto found = plans.find(key);
-  if (found == plans.end()) [[unlikely]] {
-    detail::ChosenVariant variant =
-        detail::flash_attention_variant<T>(jit::Target::parse("sm_90a"), shape);
-    variant.params.set("PAGED", 1);
-    found = plans.emplace(key, make_plan(rt, variant)).first;
-  }
-  const AttentionPlan &plan = found->second;
-  // The caches as [num_blocks * page_size, kv_heads * head_dim] matrices in boxes of a page.
-  launch_wgmma(plan, out, head_map(device, q, shape.total_q, q_heads, shape.head_dim, plan.block_m),
-               head_map(device, static_cast<const T *>(cache.k), shape.total_k, cache.kv_heads,
-                        shape.head_dim, cache.page_size),
-               head_map(device, static_cast<const T *>(cache.v), shape.total_k, cache.kv_heads,
-                        shape.head_dim, cache.page_size),
-               batch.cu_seqlens_q, batch.k_lens, shape,
-               {batch.block_tables, batch.max_blocks, cache.page_size}, stream);
+  if (found == plans.end()) [[unlikely]]
+    found =
+        plans.emplace(key, make_plan(rt, detail::flash_attention_paged_variant<T>(shape))).first;
+  launch_paged(found->second, out, q, q_heads, cache, batch, shape, stream);
 }
 
 namespace reference {
@@ -429,6 +466,10 @@ flash_attention_paged(std::span<const T> q, std::span<const T> k_cache, std::spa
       std::span<const int>, const AttentionShape &);                                               \
   template void flash_attention_paged<T>(Runtime &, T *, const T *, int, const PagedKvCache &,     \
                                          const PagedPrefillBatch &, bool, float, Stream);          \
+  template detail::ChosenVariant detail::flash_attention_paged_variant<T>(const AttentionShape &); \
+  template void detail::launch_flash_attention_paged<T>(                                           \
+      Runtime &, const detail::ChosenVariant &, T *, const T *, int, const PagedKvCache &,         \
+      const PagedPrefillBatch &, bool, float, Stream);                                             \
   template std::vector<double> reference::flash_attention_paged<T>(                                \
       std::span<const T>, std::span<const T>, std::span<const T>, std::span<const int>,            \
       std::span<const int>, std::span<const int>, int, int, int, int, bool, float);

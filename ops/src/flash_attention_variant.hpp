@@ -20,4 +20,15 @@ void launch_flash_attention(Runtime &rt, const ChosenVariant &variant, T *out, c
                             const int *cu_seqlens_k, const AttentionShape &shape,
                             Stream stream = nullptr);
 
+// flash_attention_paged's variant for the shape (flash_attention with PAGED 1 or 2), and a launch
+// of any PAGED variant as flash_attention_paged would, after the same checks. Throws
+// Error(bad_argument) where the variant is not a PAGED flash_attention of the call's HEAD_DIM
+// and CAUSAL.
+template <Element T> ChosenVariant flash_attention_paged_variant(const AttentionShape &shape);
+template <Element T>
+void launch_flash_attention_paged(Runtime &rt, const ChosenVariant &variant, T *out, const T *q,
+                                  int q_heads, const PagedKvCache &cache,
+                                  const PagedPrefillBatch &batch, bool causal, float scale,
+                                  Stream stream = nullptr);
+
 } // namespace kjit::ops::detail

@@ -261,9 +261,10 @@ protected:
                    << this->device().target().id();
   }
 
-  // Runs flash_attention_paged on `c` (filled) into a poisoned output, with `lengths` as k_lens
-  // (c.k_lengths unless given), and returns the output.
-  std::vector<T> run(const PagedCase<T> &c, const std::vector<int> *lengths = nullptr,
+  // Runs flash_attention_paged (paged 0) or its variant with PAGED `paged` on `c` (filled) into
+  // a poisoned output, with `lengths` as k_lens (c.k_lengths unless given), and returns the
+  // output.
+  std::vector<T> run(int paged, const PagedCase<T> &c, const std::vector<int> *lengths = nullptr,
                      bool validate = false) {
     DeviceBuffer q = this->upload(c.q), k = this->upload(c.k_cache), v = this->upload(c.v_cache);
     DeviceBuffer cu_q = this->upload_offsets(c.cu_q), tables = this->upload_offsets(c.tables),
@@ -285,9 +286,18 @@ protected:
                                   .max_seqlen_q =
                                       *std::max_element(c.q_lengths.begin(), c.q_lengths.end()),
                                   .validate = validate};
-    flash_attention_paged<T>(this->runtime(), static_cast<T *>(out.data()),
-                             static_cast<const T *>(q.data()), c.q_heads, cache, batch, c.causal,
-                             c.scale());
+    if (paged == 0) {
+      flash_attention_paged<T>(this->runtime(), static_cast<T *>(out.data()),
+                               static_cast<const T *>(q.data()), c.q_heads, cache, batch, c.causal,
+                               c.scale());
+    } else {
+      detail::ChosenVariant variant =
+          detail::flash_attention_paged_variant<T>({.head_dim = c.head_dim, .causal = c.causal});
+      variant.params.set("PAGED", paged);
+      detail::launch_flash_attention_paged<T>(
+          this->runtime(), variant, static_cast<T *>(out.data()), static_cast<const T *>(q.data()),
+          c.q_heads, cache, batch, c.causal, c.scale());
+    }
     return this->template download<T>(out, count);
   }
 };
@@ -295,7 +305,8 @@ TYPED_TEST_SUITE(FlashAttentionPagedGpuTest, AttentionTypes);
 
 // Chunked prefill: the new rows are the last of each sequence's keys (lengths 1, not multiples of
 // the page, longer than a tile, and a full prefill); GQA 1, 4 and 8; pages of 16 and 32 in
-// shuffled tables; both head dims; causal at ragged boundaries. Within the bounds of
+// shuffled tables; both head dims; causal at ragged boundaries; flash_attention_paged() and both
+// PAGED variants (TMA's page boxes, the producer's row copies). Within the bounds of
 // expect_matches_reference.
 TYPED_TEST(FlashAttentionPagedGpuTest, MatchesTheReferenceOnShuffledPages) {
   using T = TypeParam;
@@ -315,7 +326,11 @@ TYPED_TEST(FlashAttentionPagedGpuTest, MatchesTheReferenceOnShuffledPages) {
       SCOPED_TRACE("GQA " + std::to_string(q_heads) + "/" + std::to_string(kv_heads) +
                    ", head_dim " + std::to_string(head_dim) + ", page " +
                    std::to_string(page_size) + (causal ? ", causal" : ""));
-      EXPECT_TRUE(gpu_testing::all_close(this->run(c), c.expected(), epsilon<T>(), epsilon<T>()));
+      const std::vector<double> expected = c.expected();
+      for (int paged : {0, 1, 2})
+        EXPECT_TRUE(
+            gpu_testing::all_close(this->run(paged, c), expected, epsilon<T>(), epsilon<T>()))
+            << "PAGED " << paged << " (0: flash_attention_paged())";
     }
 }
 
@@ -335,17 +350,20 @@ TYPED_TEST(FlashAttentionPagedGpuTest, RefusedTablesPoisonTheirSequenceOrThrowWi
   const std::vector<double> expected = c.expected();
   c.tables[2 * c.max_blocks + 1] = c.num_blocks; // sequence 2's second page: past the cache
   const std::vector<int> lengths = {40, c.max_blocks * 16 + 1, 40}; // sequence 1: past capacity
-  const std::vector<T> got = this->run(c, &lengths);
-  const std::size_t per_sequence = std::size_t(20) * 4 * 64;
-  EXPECT_TRUE(gpu_testing::all_close(std::span<const T>(got.data(), per_sequence),
-                                     std::span<const double>(expected.data(), per_sequence),
-                                     epsilon<T>(), epsilon<T>()));
-  std::size_t finite = 0;
-  for (std::size_t i = per_sequence; i < got.size(); ++i)
-    finite += std::isfinite(to_double(got[i]));
-  EXPECT_EQ(finite, 0u) << "elements of refused sequences that are not NaN";
+  for (int paged : {1, 2}) {
+    SCOPED_TRACE("PAGED " + std::to_string(paged));
+    const std::vector<T> got = this->run(paged, c, &lengths);
+    const std::size_t per_sequence = std::size_t(20) * 4 * 64;
+    EXPECT_TRUE(gpu_testing::all_close(std::span<const T>(got.data(), per_sequence),
+                                       std::span<const double>(expected.data(), per_sequence),
+                                       epsilon<T>(), epsilon<T>()));
+    std::size_t finite = 0;
+    for (std::size_t i = per_sequence; i < got.size(); ++i)
+      finite += std::isfinite(to_double(got[i]));
+    EXPECT_EQ(finite, 0u) << "elements of refused sequences that are not NaN";
+  }
   try {
-    this->run(c, &lengths, true);
+    this->run(0, c, &lengths, true);
     ADD_FAILURE() << "validate let a length past the tables' capacity through";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::bad_argument);
@@ -354,7 +372,7 @@ TYPED_TEST(FlashAttentionPagedGpuTest, RefusedTablesPoisonTheirSequenceOrThrowWi
                                    std::to_string(c.max_blocks * 16) + "]");
   }
   try {
-    this->run(c, nullptr, true);
+    this->run(0, c, nullptr, true);
     ADD_FAILURE() << "validate let a page past the cache through";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::bad_argument);

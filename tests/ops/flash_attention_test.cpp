@@ -64,8 +64,9 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   EXPECT_GT(compiled, 8);
 }
 
-// PAGED 1 (k and v pages copied by TMA, block tables read by the producer within its 40
-// registers): the wrapper's tunables, both PERSISTENT, and key tiles of 64 (two or four pages).
+// PAGED 1 and 2 (k and v pages copied by TMA, or rows by the producer's threads, block tables
+// read within the producer's 40 registers): the wrapper's tunables, both PERSISTENT, and key
+// tiles of 64 (two or four pages).
 TEST(FlashAttentionCompile, PagedVariantsCompileCleanly) {
   const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
   if (!nvrtc)
@@ -75,19 +76,21 @@ TEST(FlashAttentionCompile, PagedVariantsCompileCleanly) {
     for (int head_dim : {64, 128})
       for (int causal : {0, 1})
         for (int persistent : {0, 1})
-          for (int block_n : {64, 128}) {
-            if (block_n == 64 && (persistent == 0 || type != std::string("bfloat16")))
-              continue;
-            EXPECT_TRUE(
-                compile_testing::wgmma_compiles_cleanly(*nvrtc,
-                                                        tmpl.bind({{"T", type},
-                                                                   {"HEAD_DIM", head_dim},
-                                                                   {"CAUSAL", causal},
-                                                                   {"BLOCK_N", block_n},
-                                                                   {"PERSISTENT", persistent},
-                                                                   {"PAGED", 1}}),
-                                                        jit::Target::parse("sm_90a")));
-          }
+          for (int block_n : {64, 128})
+            for (int paged : {1, 2}) {
+              if (block_n == 64 && (persistent == 0 || type != std::string("bfloat16")))
+                continue;
+              EXPECT_TRUE(
+                  compile_testing::wgmma_compiles_cleanly(*nvrtc,
+                                                          tmpl.bind({{"T", type},
+                                                                     {"HEAD_DIM", head_dim},
+                                                                     {"CAUSAL", causal},
+                                                                     {"BLOCK_N", block_n},
+                                                                     {"PERSISTENT", persistent},
+                                                                     {"PAGED", paged}}),
+                                                          jit::Target::parse("sm_90a")))
+                  << "PAGED " << paged;
+            }
 }
 
 // flash_attention_mma, every variant, for sm_80 (the oldest it serves) and sm_90a.
