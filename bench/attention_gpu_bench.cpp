@@ -127,7 +127,7 @@ int main() {
           });
           // The other way to copy pages: TMA's boxes (PAGED 1) or the producer's rows (2).
           ops::detail::ChosenVariant other =
-              ops::detail::flash_attention_paged_variant<BFloat16>(shape);
+              ops::detail::flash_attention_paged_variant<BFloat16>(shape, page);
           other.params.set("PAGED", 3 - other.integer("PAGED"));
           runs.emplace_back(
               "paged " + std::to_string(page) + " PAGED=" + std::to_string(other.integer("PAGED")),

@@ -41,6 +41,14 @@ void check_shape(const AttentionShape &shape) {
   });
 }
 
+// Whether flash_attention() takes PERSISTENT 1 (a block per multiprocessor walks the items):
+// without a mask, and under CAUSAL for sequences up to 4k rows, where the kernel's walk (pairing
+// costly tiles with cheap ones) gave 1.04-1.08x a block per tile at 1k and 4k, against 0.75x at
+// 16k, where the hardware's scheduler balances the tiles better (H200, BENCHMARKS.md).
+bool persistent_walk(const AttentionShape &shape) {
+  return !shape.causal || shape.max_seqlen_q <= 4096;
+}
+
 // What a variant launches with: its kernel, whether it takes tensor maps (flash_attention) or
 // pointers (flash_attention_mma), the rows of q a block takes, the keys of a tile, threads and
 // dynamic shared bytes.
@@ -169,9 +177,7 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
              {"BLOCK_N", 64}}};
   }
   // Two consumer warpgroups of 64 rows taking turns, key tiles of 128 and two stages:
-  // FlashAttention-3's 128 x 128 tiles for head dim 128. A block per multiprocessor without a
-  // mask; under CAUSAL a block per tile of rows, whose costs differ, which the hardware's block
-  // scheduler balances and a static walk of the items does not (BENCHMARKS.md).
+  // FlashAttention-3's 128 x 128 tiles for head dim 128, PERSISTENT as persistent_walk says.
   static const Template &tmpl = templates::find("flash_attention");
   return {&tmpl,
           {{"T", element_name<T>()},
@@ -181,7 +187,7 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
            {"BLOCK_N", 128},
            {"STAGES", 2},
            {"PINGPONG", 1},
-           {"PERSISTENT", shape.causal ? 0 : 1},
+           {"PERSISTENT", persistent_walk(shape) ? 1 : 0},
            {"PAGED", 0}}};
 }
 
@@ -209,10 +215,11 @@ void flash_attention(Runtime &rt, T *out, const T *q, const T *k, const T *v,
                      const int *cu_seqlens_q, const int *cu_seqlens_k, const AttentionShape &shape,
                      Stream stream) {
   check_arguments(out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape);
-  // The plan per thread, by Runtime (its id), type, head dim and mask: a warm call builds no
-  // parameter list.
-  thread_local std::map<std::tuple<std::uint64_t, int, int, bool>, AttentionPlan> plans;
-  const std::tuple key{rt.id(), detail::element_code<T>(), shape.head_dim, shape.causal};
+  // The plan per thread, by Runtime (its id), type, head dim, mask and walk: a warm call builds
+  // no parameter list.
+  thread_local std::map<std::tuple<std::uint64_t, int, int, bool, bool>, AttentionPlan> plans;
+  const std::tuple key{rt.id(), detail::element_code<T>(), shape.head_dim, shape.causal,
+                       persistent_walk(shape)};
   auto found = plans.find(key);
   if (found == plans.end()) [[unlikely]]
     found = plans
@@ -295,12 +302,13 @@ void launch_paged(const AttentionPlan &plan, T *out, const T *q, int q_heads,
 
 namespace detail {
 
-template <Element T> ChosenVariant flash_attention_paged_variant(const AttentionShape &shape) {
-  // The wgmma kernel's (on other targets Runtime::kernel refuses it, naming sm_90a), its keys
-  // copied by the producer's threads (PAGED 2): TMA's boxes of a page were the slower
-  // (BENCHMARKS.md).
+template <Element T>
+ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int page_size) {
+  // The wgmma kernel's (on other targets Runtime::kernel refuses it, naming sm_90a). Pages of 32
+  // copied as TMA boxes (PAGED 1: 1.33-1.36x the producer's row copies), of 16 by the producer's
+  // threads (PAGED 2: 1.02-1.09x TMA's twice as many boxes; H200, BENCHMARKS.md).
   ChosenVariant variant = flash_attention_variant<T>(jit::Target::parse("sm_90a"), shape);
-  variant.params.set("PAGED", 2);
+  variant.params.set("PAGED", page_size >= 32 ? 1 : 2);
   return variant;
 }
 
@@ -331,13 +339,16 @@ void flash_attention_paged(Runtime &rt, T *out, const T *q, int q_heads, const P
                            Stream stream) {
   const AttentionShape shape = paged_shape(q_heads, cache, batch, causal, scale);
   check_paged_arguments(out, q, cache, batch, shape);
-  // The plan per thread, by Runtime, type, head dim and mask.
-  thread_local std::map<std::tuple<std::uint64_t, int, int, bool>, AttentionPlan> plans;
-  const std::tuple key{rt.id(), detail::element_code<T>(), shape.head_dim, shape.causal};
+  // The plan per thread, by Runtime, type, head dim, mask, walk and page size.
+  thread_local std::map<std::tuple<std::uint64_t, int, int, bool, bool, int>, AttentionPlan> plans;
+  const std::tuple key{rt.id(),      detail::element_code<T>(), shape.head_dim,
+                       shape.causal, persistent_walk(shape),    cache.page_size};
   auto found = plans.find(key);
   if (found == plans.end()) [[unlikely]]
-    found =
-        plans.emplace(key, make_plan(rt, detail::flash_attention_paged_variant<T>(shape))).first;
+    found = plans
+                .emplace(key, make_plan(rt, detail::flash_attention_paged_variant<T>(
+                                                shape, cache.page_size)))
+                .first;
   launch_paged(found->second, out, q, q_heads, cache, batch, shape, stream);
 }
 
@@ -466,7 +477,8 @@ flash_attention_paged(std::span<const T> q, std::span<const T> k_cache, std::spa
       std::span<const int>, const AttentionShape &);                                               \
   template void flash_attention_paged<T>(Runtime &, T *, const T *, int, const PagedKvCache &,     \
                                          const PagedPrefillBatch &, bool, float, Stream);          \
-  template detail::ChosenVariant detail::flash_attention_paged_variant<T>(const AttentionShape &); \
+  template detail::ChosenVariant detail::flash_attention_paged_variant<T>(const AttentionShape &,  \
+                                                                          int);                    \
   template void detail::launch_flash_attention_paged<T>(                                           \
       Runtime &, const detail::ChosenVariant &, T *, const T *, int, const PagedKvCache &,         \
       const PagedPrefillBatch &, bool, float, Stream);                                             \

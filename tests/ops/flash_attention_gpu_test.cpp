@@ -291,8 +291,8 @@ protected:
                                static_cast<const T *>(q.data()), c.q_heads, cache, batch, c.causal,
                                c.scale());
     } else {
-      detail::ChosenVariant variant =
-          detail::flash_attention_paged_variant<T>({.head_dim = c.head_dim, .causal = c.causal});
+      detail::ChosenVariant variant = detail::flash_attention_paged_variant<T>(
+          {.head_dim = c.head_dim, .causal = c.causal}, c.page_size);
       variant.params.set("PAGED", paged);
       detail::launch_flash_attention_paged<T>(
           this->runtime(), variant, static_cast<T *>(out.data()), static_cast<const T *>(q.data()),

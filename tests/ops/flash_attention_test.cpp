@@ -151,6 +151,25 @@ TEST(FlashAttentionVariant, WgmmaOnSm90aAndMmaSyncElsewhere) {
         << target;
 }
 
+// The measured choices (BENCHMARKS.md): a persistent walk without a mask and, under one, for
+// sequences up to 4k rows; pages of 32 as TMA boxes, of 16 copied by the producer's threads.
+TEST(FlashAttentionVariant, PersistentWalkAndPageCopiesFollowTheMeasurements) {
+  const auto persistent = [](bool causal, int max_seqlen_q) {
+    AttentionShape shape = small_shape(1, 16384, 16384, 16, 16, causal);
+    shape.max_seqlen_q = max_seqlen_q;
+    return detail::flash_attention_variant<BFloat16>(jit::Target::parse("sm_90a"), shape)
+        .integer("PERSISTENT");
+  };
+  EXPECT_EQ(persistent(false, 16384), 1);
+  EXPECT_EQ(persistent(true, 1024), 1);
+  EXPECT_EQ(persistent(true, 4096), 1);
+  EXPECT_EQ(persistent(true, 4097), 0);
+  const AttentionShape shape = small_shape(1, 1, 1, 1, 1, true);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 16).integer("PAGED"), 2);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("PAGED"), 1);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).tmpl->name(), "flash_attention");
+}
+
 TEST(FlashAttentionReference, OneQueryAveragesTheValuesByItsSoftmaxWeights) {
   // Head dim 64: q = e0, keys e0 and 2 e0, scale 0.5: scores 0.5 and 1.
   AttentionShape shape = small_shape(1, 1, 2, 1, 1, false);
