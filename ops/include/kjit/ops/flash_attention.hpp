@@ -75,7 +75,8 @@ struct PagedPrefillBatch {
 // being row j % page_size of page block_tables[b][j / page_size]. Causal masks align to the bottom
 // right as flash_attention's do (the last row sees every key). On sm_90a, Half and BFloat16,
 // head_dim 64 or 128, page_size 16 or 32, GQA of any ratio: the flash_attention template with
-// PAGED 1 (its pages copied by TMA). The tables stay on the device: a k_lens entry outside [0,
+// PAGED 1 for pages of 32 (copied as TMA boxes) and PAGED 2 for pages of 16 (a key's row per
+// producer thread, cp.async). The tables stay on the device: a k_lens entry outside [0,
 // max_blocks * page_size] or a page outside [0, num_blocks) among a sequence's first k_lens pages
 // is refused by the kernel, which reads nothing outside the cache for it and writes NaN into
 // every element of that sequence's output (`validate` turns it into Error(bad_argument) first).
