@@ -1,7 +1,9 @@
 // kjit_attention_gpu_bench: flash_attention's TFLOP/s on FlashAttention-3's prefill protocol:
 // 16k tokens in all as sequences of 1k, 4k and 16k, 16 heads of dim 128, bf16, causal and not,
-// plus GQA 32/8 rows; each row for the wrapper's variant, its tunables' alternatives (a block per
-// tile, turns off, three stages) and the mma.sync kernel that serves sm_80 and newer.
+// plus GQA 32/8 rows; each row for the wrapper's variant, its tunables' alternatives (the other
+// PERSISTENT, key tiles of 64) and flash_attention_paged on the same k and v seen as a paged cache
+// of 16- and 32-token pages in shuffled tables (chunked prefill's form, every key new), with its
+// PAGED and the other (pages copied by TMA or by the producer's threads).
 // bench/python/attention_torch.py times torch's scaled_dot_product_attention backends on the same
 // shapes; run both in one session to compare.
 //
@@ -16,6 +18,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <numeric>
 #include <random>
 #include <string>
 #include <utility>
@@ -71,27 +75,68 @@ int main() {
                                    .head_dim = head_dim,
                                    .causal = causal,
                                    .scale = static_cast<float>(1 / std::sqrt(head_dim))};
-        // The wrapper's variant, its tunables' alternatives, and the mma.sync kernel of sm_80.
+        auto *out_data = static_cast<BFloat16 *>(out.data());
+        const auto *q_data = static_cast<const BFloat16 *>(q.data());
+        const auto *cu_data = static_cast<const int *>(cu_device.data());
+        // The wrapper's variant and its tunables' alternatives.
         const ops::detail::ChosenVariant chosen =
             ops::detail::flash_attention_variant<BFloat16>(device.target(), shape);
+        const int other_persistent = 1 - chosen.integer("PERSISTENT");
         std::vector<std::pair<std::string, ops::detail::ChosenVariant>> variants = {
             {"default", chosen},
-            {"PERSISTENT=0", chosen},
-            {"PINGPONG=0", chosen},
-            {"STAGES=3", chosen}};
-        variants[1].second.params.set("PERSISTENT", 0);
-        variants[2].second.params.set("PINGPONG", 0);
-        variants[3].second.params.set("STAGES", 3);
-        variants.emplace_back("mma.sync", ops::detail::flash_attention_variant<BFloat16>(
-                                              jit::Target::parse("sm_80"), shape));
-        for (const auto &[name, variant] : variants) {
-          const auto run = [&] {
+            {"PERSISTENT=" + std::to_string(other_persistent), chosen},
+            {"BLOCK_N=64", chosen}};
+        variants[1].second.params.set("PERSISTENT", other_persistent);
+        variants[2].second.params.set("BLOCK_N", 64);
+        std::vector<std::pair<std::string, std::function<void()>>> runs;
+        for (const auto &entry : variants)
+          runs.emplace_back(entry.first, [&, variant = entry.second] {
             ops::detail::launch_flash_attention<BFloat16>(
-                rt, variant, static_cast<BFloat16 *>(out.data()),
-                static_cast<const BFloat16 *>(q.data()), static_cast<const BFloat16 *>(k.data()),
-                static_cast<const BFloat16 *>(v.data()), static_cast<const int *>(cu_device.data()),
-                static_cast<const int *>(cu_device.data()), shape);
-          };
+                rt, variant, out_data, q_data, static_cast<const BFloat16 *>(k.data()),
+                static_cast<const BFloat16 *>(v.data()), cu_data, cu_data, shape);
+          });
+        // The same k and v as a paged cache ([tokens / page, page, kv_heads, 128]), each sequence's
+        // pages in a shuffled order (the values a key meets differ, the work does not).
+        std::vector<DeviceBuffer> table_buffers;
+        const std::vector<int> lengths(batch, row.seqlen);
+        DeviceBuffer lengths_device = device.allocate(lengths.size() * sizeof(int));
+        lengths_device.write(lengths.data(), lengths.size() * sizeof(int));
+        for (int page : {16, 32}) {
+          std::vector<int> pages(tokens / page);
+          std::iota(pages.begin(), pages.end(), 0);
+          std::shuffle(pages.begin(), pages.end(), rng);
+          table_buffers.push_back(device.allocate(pages.size() * sizeof(int)));
+          table_buffers.back().write(pages.data(), pages.size() * sizeof(int));
+          const PagedKvCache cache{.k = k.data(),
+                                   .v = v.data(),
+                                   .num_blocks = tokens / page,
+                                   .page_size = page,
+                                   .kv_heads = row.kv_heads,
+                                   .head_dim = head_dim};
+          const PagedPrefillBatch paged{.cu_seqlens_q = cu_data,
+                                        .k_lens = static_cast<const int *>(lengths_device.data()),
+                                        .block_tables =
+                                            static_cast<const int *>(table_buffers.back().data()),
+                                        .batch = batch,
+                                        .max_blocks = row.seqlen / page,
+                                        .total_q = tokens,
+                                        .max_seqlen_q = row.seqlen};
+          runs.emplace_back("paged " + std::to_string(page), [&, cache, paged] {
+            flash_attention_paged<BFloat16>(rt, out_data, q_data, row.q_heads, cache, paged, causal,
+                                            shape.scale);
+          });
+          // The other way to copy pages: TMA's boxes (PAGED 1) or the producer's rows (2).
+          ops::detail::ChosenVariant other =
+              ops::detail::flash_attention_paged_variant<BFloat16>(shape, page);
+          other.params.set("PAGED", 3 - other.integer("PAGED"));
+          runs.emplace_back(
+              "paged " + std::to_string(page) + " PAGED=" + std::to_string(other.integer("PAGED")),
+              [&, cache, paged, other] {
+                ops::detail::launch_flash_attention_paged<BFloat16>(
+                    rt, other, out_data, q_data, row.q_heads, cache, paged, causal, shape.scale);
+              });
+        }
+        for (const auto &[name, run] : runs) {
           run();
           device.synchronize();
           const double flops =

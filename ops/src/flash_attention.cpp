@@ -41,6 +41,14 @@ void check_shape(const AttentionShape &shape) {
   });
 }
 
+// Whether flash_attention() takes PERSISTENT 1 (a block per multiprocessor walks the items):
+// without a mask, and under CAUSAL for sequences up to 4k rows, where the kernel's walk (pairing
+// costly tiles with cheap ones) gave 1.04-1.08x a block per tile at 1k and 4k, against 0.75x at
+// 16k, where the hardware's scheduler balances the tiles better (H200, BENCHMARKS.md).
+bool persistent_walk(const AttentionShape &shape) {
+  return !shape.causal || shape.max_seqlen_q <= 4096;
+}
+
 // What a variant launches with: its kernel, whether it takes tensor maps (flash_attention) or
 // pointers (flash_attention_mma), the rows of q a block takes, the keys of a tile, threads and
 // dynamic shared bytes.
@@ -86,48 +94,72 @@ void check_arguments(T *out, const T *q, const T *k, const T *v, const int *cu_s
                     [&] { return std::string(name) + " is not 16-byte aligned"; });
 }
 
+// The kernel's paged arguments: none for contiguous k and v.
+struct PageArguments {
+  const int *block_tables = nullptr;
+  int max_blocks = 0, page_size = 0;
+  const void *k_cache = nullptr, *v_cache = nullptr;
+};
+
+template <Element T> TensorMapElement tensor_map_element() {
+  return std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
+}
+
+// [rows, heads * head_dim] matrices read in boxes of box_rows x 64 columns: head h's tile starts at
+// column h * head_dim.
+template <Element T>
+TensorMap head_map(const Device &device, const T *base, std::int64_t rows, int heads, int head_dim,
+                   int box_rows) {
+  const auto columns = static_cast<std::uint64_t>(heads) * head_dim;
+  return encode_tensor_map(device,
+                           {tensor_map_element<T>(), base, static_cast<std::uint64_t>(rows),
+                            columns, columns * 2, static_cast<std::uint32_t>(box_rows), 64});
+}
+
+// Launches the wgmma kernel (a tensor-map plan) over its items: a tile of rows of one head of one
+// sequence each.
+template <Element T>
+void launch_wgmma(const AttentionPlan &plan, T *out, const TensorMap &map_q, const TensorMap &map_k,
+                  const TensorMap &map_v, const int *cu_seqlens_q, const int *cu_seqlens_k,
+                  const AttentionShape &shape, const PageArguments &pages, Stream stream) {
+  const int row_tiles = detail::divide_up(shape.max_seqlen_q, plan.block_m);
+  const long long items = static_cast<long long>(row_tiles) * shape.q_heads * shape.batch;
+  detail::require(items <= INT_MAX, op, [&] {
+    return std::to_string(items) + " tiles of rows (max_seqlen_q / " +
+           std::to_string(plan.block_m) + " x q_heads x batch) exceed " + std::to_string(INT_MAX);
+  });
+  plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(items, plan.grid_limit)),
+                       .block = plan.threads,
+                       .shared_bytes = plan.shared_bytes,
+                       .stream = stream},
+                      out, map_q, map_k, map_v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
+                      shape.total_k, shape.q_heads, shape.q_heads / shape.kv_heads, row_tiles,
+                      shape.batch, shape.scale * 1.4426950408889634f, pages.block_tables,
+                      pages.max_blocks, pages.page_size, static_cast<const T *>(pages.k_cache),
+                      static_cast<const T *>(pages.v_cache));
+}
+
 template <Element T>
 void launch_plan(const AttentionPlan &plan, T *out, const T *q, const T *k, const T *v,
                  const int *cu_seqlens_q, const int *cu_seqlens_k, const AttentionShape &shape,
                  Stream stream) {
-  const int row_tiles = detail::divide_up(shape.max_seqlen_q, plan.block_m);
-  const int group = shape.q_heads / shape.kv_heads;
-  const float scale_log2 = shape.scale * 1.4426950408889634f;
   if (!plan.tensor_maps) {
+    const int row_tiles = detail::divide_up(shape.max_seqlen_q, plan.block_m);
     plan.kernel->launch(
         {.grid = Dim3(static_cast<unsigned>(row_tiles), static_cast<unsigned>(shape.q_heads),
                       static_cast<unsigned>(shape.batch)),
          .block = plan.threads,
          .stream = stream},
         out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape.total_q, shape.total_k, shape.q_heads,
-        group, scale_log2);
+        shape.q_heads / shape.kv_heads, shape.scale * 1.4426950408889634f);
     return;
   }
-  // Items: a tile of rows of one head of one sequence each.
-  const long long items = static_cast<long long>(row_tiles) * shape.q_heads * shape.batch;
-  detail::require(items <= INT_MAX, op, [&] {
-    return std::to_string(items) + " tiles of rows (max_seqlen_q / " +
-           std::to_string(plan.block_m) + " x q_heads x batch) exceed " + std::to_string(INT_MAX);
-  });
   const Device &device = plan.kernel->device();
-  const TensorMapElement element =
-      std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
-  // [tokens, heads * head_dim] matrices read in boxes of 64 columns: head h's tile starts at
-  // column h * head_dim.
-  const auto map = [&](const T *base, int tokens, int heads, int box_rows) {
-    const auto columns = static_cast<std::uint64_t>(heads) * shape.head_dim;
-    return encode_tensor_map(device, {element, base, static_cast<std::uint64_t>(tokens), columns,
-                                      columns * 2, static_cast<std::uint32_t>(box_rows), 64});
-  };
-  const TensorMap map_q = map(q, shape.total_q, shape.q_heads, plan.block_m);
-  const TensorMap map_k = map(k, shape.total_k, shape.kv_heads, plan.block_n);
-  const TensorMap map_v = map(v, shape.total_k, shape.kv_heads, plan.block_n);
-  plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(items, plan.grid_limit)),
-                       .block = plan.threads,
-                       .shared_bytes = plan.shared_bytes,
-                       .stream = stream},
-                      out, map_q, map_k, map_v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
-                      shape.total_k, shape.q_heads, group, row_tiles, shape.batch, scale_log2);
+  launch_wgmma(plan, out,
+               head_map(device, q, shape.total_q, shape.q_heads, shape.head_dim, plan.block_m),
+               head_map(device, k, shape.total_k, shape.kv_heads, shape.head_dim, plan.block_n),
+               head_map(device, v, shape.total_k, shape.kv_heads, shape.head_dim, plan.block_n),
+               cu_seqlens_q, cu_seqlens_k, shape, {}, stream);
 }
 
 } // namespace
@@ -145,9 +177,7 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
              {"BLOCK_N", 64}}};
   }
   // Two consumer warpgroups of 64 rows taking turns, key tiles of 128 and two stages:
-  // FlashAttention-3's 128 x 128 tiles for head dim 128. A block per multiprocessor without a
-  // mask; under CAUSAL a block per tile of rows, whose costs differ, which the hardware's block
-  // scheduler balances and a static walk of the items does not (BENCHMARKS.md).
+  // FlashAttention-3's 128 x 128 tiles for head dim 128, PERSISTENT as persistent_walk says.
   static const Template &tmpl = templates::find("flash_attention");
   return {&tmpl,
           {{"T", element_name<T>()},
@@ -157,7 +187,8 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
            {"BLOCK_N", 128},
            {"STAGES", 2},
            {"PINGPONG", 1},
-           {"PERSISTENT", shape.causal ? 0 : 1}}};
+           {"PERSISTENT", persistent_walk(shape) ? 1 : 0},
+           {"PAGED", 0}}};
 }
 
 template <Element T>
@@ -184,10 +215,11 @@ void flash_attention(Runtime &rt, T *out, const T *q, const T *k, const T *v,
                      const int *cu_seqlens_q, const int *cu_seqlens_k, const AttentionShape &shape,
                      Stream stream) {
   check_arguments(out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape);
-  // The plan per thread, by Runtime (its id), type, head dim and mask: a warm call builds no
-  // parameter list.
-  thread_local std::map<std::tuple<std::uint64_t, int, int, bool>, AttentionPlan> plans;
-  const std::tuple key{rt.id(), detail::element_code<T>(), shape.head_dim, shape.causal};
+  // The plan per thread, by Runtime (its id), type, head dim, mask and walk: a warm call builds
+  // no parameter list.
+  thread_local std::map<std::tuple<std::uint64_t, int, int, bool, bool>, AttentionPlan> plans;
+  const std::tuple key{rt.id(), detail::element_code<T>(), shape.head_dim, shape.causal,
+                       persistent_walk(shape)};
   auto found = plans.find(key);
   if (found == plans.end()) [[unlikely]]
     found = plans
@@ -195,6 +227,129 @@ void flash_attention(Runtime &rt, T *out, const T *q, const T *k, const T *v,
                                                 rt.default_device().target(), shape)))
                 .first;
   launch_plan(found->second, out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape, stream);
+}
+
+namespace {
+
+constexpr std::string_view paged_op = "flash_attention_paged";
+
+// What the kernel sees of a paged prefill: the cache as num_blocks * page_size rows of k and v.
+AttentionShape paged_shape(int q_heads, const PagedKvCache &cache, const PagedPrefillBatch &batch,
+                           bool causal, float scale) {
+  return {.batch = batch.batch,
+          .total_q = batch.total_q,
+          .total_k = static_cast<int>(std::min<std::int64_t>(
+              INT_MAX, std::int64_t{cache.num_blocks} * std::max(cache.page_size, 0))),
+          .max_seqlen_q = batch.max_seqlen_q,
+          .q_heads = q_heads,
+          .kv_heads = cache.kv_heads,
+          .head_dim = cache.head_dim,
+          .causal = causal,
+          .scale = scale};
+}
+
+template <Element T>
+void check_paged_arguments(T *out, const T *q, const PagedKvCache &cache,
+                           const PagedPrefillBatch &batch, const AttentionShape &shape) {
+  detail::require_pointer(out, paged_op, "out");
+  detail::require_pointer(q, paged_op, "q");
+  detail::require_pointer(cache.k, paged_op, "cache.k");
+  detail::require_pointer(cache.v, paged_op, "cache.v");
+  detail::require_pointer(batch.cu_seqlens_q, paged_op, "cu_seqlens_q");
+  detail::require_pointer(batch.k_lens, paged_op, "k_lens");
+  detail::require_pointer(batch.block_tables, paged_op, "block_tables");
+  detail::require(cache.format == KvCacheFormat::model, paged_op,
+                  "the cache holds fp8 e4m3, not the queries' element type");
+  detail::require(cache.page_size == 16 || cache.page_size == 32, paged_op, [&] {
+    return "page_size " + std::to_string(cache.page_size) + " is not supported (16 or 32)";
+  });
+  detail::require_range(cache.num_blocks, 1, INT_MAX / cache.page_size, paged_op, "num_blocks");
+  detail::require_range(batch.max_blocks, 1, INT_MAX / cache.page_size, paged_op, "max_blocks");
+  check_shape(shape);
+  for (const auto &[pointer, name] : {std::pair<const void *, const char *>{q, "q"},
+                                      {cache.k, "cache.k"},
+                                      {cache.v, "cache.v"},
+                                      {out, "out"}})
+    detail::require(detail::aligned(pointer, 16), paged_op,
+                    [&] { return std::string(name) + " is not 16-byte aligned"; });
+}
+
+// Checks a paged prefill's arguments (with `validate`, its tables too) and launches `plan`, a
+// PAGED variant's.
+template <Element T>
+void launch_paged(const AttentionPlan &plan, T *out, const T *q, int q_heads,
+                  const PagedKvCache &cache, const PagedPrefillBatch &batch,
+                  const AttentionShape &shape, Stream stream) {
+  const Device &device = plan.kernel->device();
+  if (batch.validate) {
+    std::vector<std::int32_t> tables(static_cast<std::size_t>(batch.batch) * batch.max_blocks);
+    std::vector<std::int32_t> lens(batch.batch);
+    device.synchronize();
+    device.copy_to_host(tables.data(), batch.block_tables, tables.size() * sizeof(std::int32_t));
+    device.copy_to_host(lens.data(), batch.k_lens, lens.size() * sizeof(std::int32_t));
+    check_decode_tables(tables, lens, batch.max_blocks, cache.page_size, cache.num_blocks);
+  }
+  const auto *k = static_cast<const T *>(cache.k), *v = static_cast<const T *>(cache.v);
+  // The caches as [num_blocks * page_size, kv_heads * head_dim] matrices in boxes of a page.
+  launch_wgmma(plan, out, head_map(device, q, shape.total_q, q_heads, shape.head_dim, plan.block_m),
+               head_map(device, k, shape.total_k, cache.kv_heads, shape.head_dim, cache.page_size),
+               head_map(device, v, shape.total_k, cache.kv_heads, shape.head_dim, cache.page_size),
+               batch.cu_seqlens_q, batch.k_lens, shape,
+               {batch.block_tables, batch.max_blocks, cache.page_size, k, v}, stream);
+}
+
+} // namespace
+
+namespace detail {
+
+template <Element T>
+ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int page_size) {
+  // The wgmma kernel's (on other targets Runtime::kernel refuses it, naming sm_90a). Pages of 32
+  // copied as TMA boxes (PAGED 1: 1.33-1.36x the producer's row copies), of 16 by the producer's
+  // threads (PAGED 2: 1.02-1.09x TMA's twice as many boxes; H200, BENCHMARKS.md).
+  ChosenVariant variant = flash_attention_variant<T>(jit::Target::parse("sm_90a"), shape);
+  variant.params.set("PAGED", page_size >= 32 ? 1 : 2);
+  return variant;
+}
+
+template <Element T>
+void launch_flash_attention_paged(Runtime &rt, const ChosenVariant &variant, T *out, const T *q,
+                                  int q_heads, const PagedKvCache &cache,
+                                  const PagedPrefillBatch &batch, bool causal, float scale,
+                                  Stream stream) {
+  const AttentionShape shape = paged_shape(q_heads, cache, batch, causal, scale);
+  check_paged_arguments(out, q, cache, batch, shape);
+  require(variant.tmpl->name() == "flash_attention" && variant.integer("PAGED") != 0 &&
+              variant.integer("HEAD_DIM") == shape.head_dim &&
+              variant.integer("CAUSAL") == (causal ? 1 : 0),
+          paged_op, "the variant is not a PAGED flash_attention of the call's HEAD_DIM and CAUSAL");
+  thread_local std::map<std::pair<std::uint64_t, std::string>, AttentionPlan> plans;
+  const std::pair key{rt.id(), variant.tmpl->bind(variant.params).expression(Vendor::nvidia)};
+  auto found = plans.find(key);
+  if (found == plans.end())
+    found = plans.emplace(key, make_plan(rt, variant)).first;
+  launch_paged(found->second, out, q, q_heads, cache, batch, shape, stream);
+}
+
+} // namespace detail
+
+template <Element T>
+void flash_attention_paged(Runtime &rt, T *out, const T *q, int q_heads, const PagedKvCache &cache,
+                           const PagedPrefillBatch &batch, bool causal, float scale,
+                           Stream stream) {
+  const AttentionShape shape = paged_shape(q_heads, cache, batch, causal, scale);
+  check_paged_arguments(out, q, cache, batch, shape);
+  // The plan per thread, by Runtime, type, head dim, mask, walk and page size.
+  thread_local std::map<std::tuple<std::uint64_t, int, int, bool, bool, int>, AttentionPlan> plans;
+  const std::tuple key{rt.id(),      detail::element_code<T>(), shape.head_dim,
+                       shape.causal, persistent_walk(shape),    cache.page_size};
+  auto found = plans.find(key);
+  if (found == plans.end()) [[unlikely]]
+    found = plans
+                .emplace(key, make_plan(rt, detail::flash_attention_paged_variant<T>(
+                                                shape, cache.page_size)))
+                .first;
+  launch_paged(found->second, out, q, q_heads, cache, batch, shape, stream);
 }
 
 namespace reference {
@@ -263,6 +418,50 @@ std::vector<double> flash_attention(std::span<const T> q, std::span<const T> k,
   return out;
 }
 
+template <Element T>
+std::vector<double>
+flash_attention_paged(std::span<const T> q, std::span<const T> k_cache, std::span<const T> v_cache,
+                      std::span<const int> cu_seqlens_q, std::span<const int> k_lens,
+                      std::span<const int> block_tables, int q_heads, int kv_heads, int head_dim,
+                      int page_size, bool causal, float scale) {
+  const std::size_t batch = k_lens.size(), row = static_cast<std::size_t>(kv_heads) * head_dim;
+  detail::require(batch > 0 && block_tables.size() % batch == 0 && page_size > 0 &&
+                      k_cache.size() == v_cache.size() && k_cache.size() % (page_size * row) == 0,
+                  paged_op, "the caches or the tables do not match the shape");
+  const int max_blocks = static_cast<int>(block_tables.size() / batch);
+  const int num_blocks = static_cast<int>(k_cache.size() / (page_size * row));
+  check_decode_tables(block_tables, k_lens, max_blocks, page_size, num_blocks);
+  // Each sequence's keys gathered in order, as flash_attention's contiguous k and v.
+  std::vector<T> k, v;
+  std::vector<int> cu_seqlens_k = {0};
+  for (std::size_t b = 0; b < batch; ++b) {
+    for (int j = 0; j < k_lens[b]; ++j) {
+      const std::size_t at =
+          (static_cast<std::size_t>(block_tables[b * max_blocks + j / page_size]) * page_size +
+           j % page_size) *
+          row;
+      k.insert(k.end(), k_cache.begin() + at, k_cache.begin() + at + row);
+      v.insert(v.end(), v_cache.begin() + at, v_cache.begin() + at + row);
+    }
+    cu_seqlens_k.push_back(cu_seqlens_k.back() + k_lens[b]);
+  }
+  int max_seqlen_q = 1;
+  for (std::size_t b = 0; b < batch; ++b)
+    max_seqlen_q = std::max(max_seqlen_q, cu_seqlens_q[b + 1] - cu_seqlens_q[b]);
+  const AttentionShape shape{.batch = static_cast<int>(batch),
+                             .total_q = cu_seqlens_q.back(),
+                             .total_k = cu_seqlens_k.back(),
+                             .max_seqlen_q = max_seqlen_q,
+                             .q_heads = q_heads,
+                             .kv_heads = kv_heads,
+                             .head_dim = head_dim,
+                             .causal = causal,
+                             .scale = scale};
+  if (k.empty()) // no keys at all: every row sees none
+    return std::vector<double>(q.size(), 0.0);
+  return reference::flash_attention<T>(q, k, v, cu_seqlens_q, cu_seqlens_k, shape);
+}
+
 } // namespace reference
 
 #define KJIT_INSTANTIATE(T)                                                                        \
@@ -275,7 +474,17 @@ std::vector<double> flash_attention(std::span<const T> q, std::span<const T> k,
                                                   const int *, const AttentionShape &, Stream);    \
   template std::vector<double> reference::flash_attention<T>(                                      \
       std::span<const T>, std::span<const T>, std::span<const T>, std::span<const int>,            \
-      std::span<const int>, const AttentionShape &);
+      std::span<const int>, const AttentionShape &);                                               \
+  template void flash_attention_paged<T>(Runtime &, T *, const T *, int, const PagedKvCache &,     \
+                                         const PagedPrefillBatch &, bool, float, Stream);          \
+  template detail::ChosenVariant detail::flash_attention_paged_variant<T>(const AttentionShape &,  \
+                                                                          int);                    \
+  template void detail::launch_flash_attention_paged<T>(                                           \
+      Runtime &, const detail::ChosenVariant &, T *, const T *, int, const PagedKvCache &,         \
+      const PagedPrefillBatch &, bool, float, Stream);                                             \
+  template std::vector<double> reference::flash_attention_paged<T>(                                \
+      std::span<const T>, std::span<const T>, std::span<const T>, std::span<const int>,            \
+      std::span<const int>, std::span<const int>, int, int, int, int, bool, float);
 KJIT_INSTANTIATE(Half)
 KJIT_INSTANTIATE(BFloat16)
 #undef KJIT_INSTANTIATE

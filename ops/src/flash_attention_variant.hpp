@@ -6,8 +6,9 @@
 
 namespace kjit::ops::detail {
 
-// The heuristic's variant for the call's type, head dim and mask on `target`: flash_attention on
-// sm_90a, flash_attention_mma elsewhere (which refuses targets before sm_80 and AMD's).
+// The heuristic's variant for the call's type, head dim, mask and (under a mask) longest
+// sequence on `target`: flash_attention on sm_90a, flash_attention_mma elsewhere (which refuses
+// targets before sm_80 and AMD's).
 template <Element T>
 ChosenVariant flash_attention_variant(const jit::Target &target, const AttentionShape &shape);
 
@@ -19,5 +20,17 @@ void launch_flash_attention(Runtime &rt, const ChosenVariant &variant, T *out, c
                             const T *k, const T *v, const int *cu_seqlens_q,
                             const int *cu_seqlens_k, const AttentionShape &shape,
                             Stream stream = nullptr);
+
+// flash_attention_paged's variant for the shape and page size (flash_attention with PAGED 1 or
+// 2), and a launch of any PAGED variant as flash_attention_paged would, after the same checks.
+// Throws Error(bad_argument) where the variant is not a PAGED flash_attention of the call's
+// HEAD_DIM and CAUSAL.
+template <Element T>
+ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int page_size);
+template <Element T>
+void launch_flash_attention_paged(Runtime &rt, const ChosenVariant &variant, T *out, const T *q,
+                                  int q_heads, const PagedKvCache &cache,
+                                  const PagedPrefillBatch &batch, bool causal, float scale,
+                                  Stream stream = nullptr);
 
 } // namespace kjit::ops::detail

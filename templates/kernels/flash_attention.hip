@@ -153,17 +153,19 @@ template <int N> __device__ inline void scale_rows(float (&o)[N], const float (&
     o[i] *= alpha[i / 2 % 2];
 }
 
-// out = O / the row's sum (0 for a row that saw no key), stored in pairs from registers: only
-// rows of the sequence, and of the matrix whatever cu_seqlens_q holds.
+// out = O / the row's sum (0 for a row that saw no key; NaN where `poisoned`: a paged sequence
+// whose length or pages the kernel refused), stored in pairs from registers: only rows of the
+// sequence, and of the matrix whatever cu_seqlens_q holds.
 template <typename T, int HEAD_DIM, int BLOCK_N>
 __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
                                   const OnlineSoftmax<BLOCK_N> &softmax, int row0, int q_length,
-                                  int q_start, int total_q, int q_heads, int head, int lane) {
+                                  int q_start, int total_q, int q_heads, int head, int lane,
+                                  bool poisoned = false) {
   float scale[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float total = row_sum(softmax.sum[h]);
-    scale[h] = total > 0.f ? 1.f / total : 0.f;
+    scale[h] = poisoned ? __int_as_float(0x7fffffff) : total > 0.f ? 1.f / total : 0.f;
   }
   const long long row_elements = static_cast<long long>(q_heads) * HEAD_DIM;
 #pragma unroll
@@ -189,17 +191,38 @@ __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
 // in the order of a grid whose x is the tile, from the last (under CAUSAL the last rows see the
 // most keys, and start first), then the head, then the sequence: consecutive items share k and
 // v, in L2. PERSISTENT 0 launches a block per item; 1 a block per multiprocessor that takes
-// items blockIdx.x, + gridDim.x, ...: its producer then loads the next item's q and first tiles
-// while the consumers finish the last products and store the outputs of the one before.
+// items in rounds of gridDim.x: its producer then loads the next item's q and first tiles while
+// the consumers finish the last products and store the outputs of the one before. Under CAUSAL,
+// whose items cost 1 to row_tiles key tiles (a sequence's tiles in falling cost), PERSISTENT deals
+// each round in the opposite direction to the one before (block b takes the b-th item of even
+// rounds and the b-th from the end of odd ones), so that a block's costly items pair with cheap
+// ones, and the items running at once stay neighbours that share k and v in L2.
+//
+// PAGED reads k and v from a paged cache (chunked prefill): map_k and map_v are tensor maps of
+// the caches as [num_blocks * page_size, kv_heads * HEAD_DIM] matrices in boxes of page_size
+// rows, cu_seqlens_k holds each sequence's key count ([batch], not offsets), and its key j is
+// row j % page_size of page block_tables[sequence * max_blocks + j / page_size] (page_size 16 or
+// 32, dividing BLOCK_N; total_k = num_blocks * page_size). A key count outside [0, max_blocks *
+// page_size] or a page outside [0, num_blocks) is refused on the device: no row of the cache is
+// read for it (the copy engine fills the page's box with zeros) and the sequence's outputs are
+// NaN. Keys past a sequence's end are zeros in shared memory before their zero probabilities meet
+// them, so that nothing the cache holds in the rest of its last page (a NaN) reaches the output.
+// PAGED 1 copies each page's boxes with TMA from the producer's one thread (and zeroes the last
+// page's rest); PAGED 2 has the producer's 128 threads copy a key's row each with cp.async
+// (16-byte chunks, written where the 128-byte swizzle puts them; zeros past the sequence and
+// for refused pages), reading k_cache and v_cache (the caches' pointers) rather than the maps:
+// FlashAttention-3 and FlashInfer load small pages so, a box of 16 or 32 rows being slow to
+// copy. Unpaged, block_tables, k_cache and v_cache are null and max_blocks and page_size 0.
 template <typename T, int HEAD_DIM, int CAUSAL, int CONSUMERS, int BLOCK_N, int STAGES,
-          int PINGPONG, int PERSISTENT>
+          int PINGPONG, int PERSISTENT, int PAGED>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     flash_attention(T *KJIT_RESTRICT out, const __grid_constant__ kjit::TensorMap map_q,
                     const __grid_constant__ kjit::TensorMap map_k,
                     const __grid_constant__ kjit::TensorMap map_v,
                     const int *KJIT_RESTRICT cu_seqlens_q, const int *KJIT_RESTRICT cu_seqlens_k,
                     int total_q, int total_k, int q_heads, int group, int row_tiles, int batch,
-                    float scale_log2) {
+                    float scale_log2, const int *KJIT_RESTRICT block_tables, int max_blocks,
+                    int page_size, const T *KJIT_RESTRICT k_cache, const T *KJIT_RESTRICT v_cache) {
   using namespace kjit_flash_attention;
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
   static_assert(BLOCK_N == 64 || BLOCK_N == 128, "key tiles of 64 or 128");
@@ -210,26 +233,44 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr int KV_BOX = BLOCK_N * 128, KV_BYTES = BOXES * KV_BOX;
   constexpr int CONSUMER_REGISTERS = CONSUMERS == 2 ? 232 : 152;
 
-  // Item t's rows, head, sequence and extent; `tiles` k and v tiles (0: its rows see no key).
+  static_assert(PAGED >= 0 && PAGED <= 2, "PAGED 0, 1 or 2");
+  constexpr bool ROW_COPIES = PAGED == 2; // the producer's 128 threads copy k and v
+
+  // Item t's rows, head, sequence and extent; `tiles` k and v tiles (0: its rows see no key);
+  // `refused`: PAGED, a key count the kernel refuses.
   struct Item {
-    int first, head, q_start, q_length, k_start, k_length, offset, tiles;
+    int first, head, sequence, q_start, q_length, k_start, k_length, offset, tiles;
+    bool refused;
   };
   const auto item = [&](long long t) {
     Item it;
     it.first = (row_tiles - 1 - static_cast<int>(t % row_tiles)) * BLOCK_M;
     it.head = static_cast<int>(t / row_tiles % q_heads);
-    const int sequence = static_cast<int>(t / row_tiles / q_heads);
-    it.q_start = cu_seqlens_q[sequence];
-    it.q_length = cu_seqlens_q[sequence + 1] - it.q_start;
-    it.k_start = cu_seqlens_k[sequence];
-    it.k_length = key_count(it.k_start, cu_seqlens_k[sequence + 1], total_k);
+    it.sequence = static_cast<int>(t / row_tiles / q_heads);
+    it.q_start = cu_seqlens_q[it.sequence];
+    it.q_length = cu_seqlens_q[it.sequence + 1] - it.q_start;
+    it.refused = false;
+    if (PAGED) {
+      const int keys = cu_seqlens_k[it.sequence];
+      it.refused = keys < 0 || keys > max_blocks * page_size;
+      it.k_start = 0;
+      it.k_length = it.refused ? 0 : keys;
+    } else {
+      it.k_start = cu_seqlens_k[it.sequence];
+      it.k_length = key_count(it.k_start, cu_seqlens_k[it.sequence + 1], total_k);
+    }
     it.offset = it.k_length - it.q_length; // CAUSAL: row i sees keys j <= i + offset
     const int k_end = CAUSAL ? min(it.k_length, it.first + BLOCK_M + it.offset) : it.k_length;
     it.tiles = k_end > 0 ? (k_end + BLOCK_N - 1) / BLOCK_N : 0;
     return it;
   };
   const long long items = static_cast<long long>(row_tiles) * q_heads * batch;
-  const long long stride = PERSISTENT ? gridDim.x : items;
+  const long long blocks = PERSISTENT ? gridDim.x : items;
+  // The item this block takes in `round` (items or more: none).
+  const auto nth = [&](long long round) {
+    const bool backwards = CAUSAL && PERSISTENT && round % 2 == 1;
+    return round * blocks + (backwards ? blocks - 1 - blockIdx.x : blockIdx.x);
+  };
 
   // Dynamic shared memory, 1024-byte aligned (the swizzle's period; the launch asks for the
   // slack): q, STAGES k tiles, STAGES v tiles, then the barriers.
@@ -242,14 +283,20 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   unsigned long long *q_empty = q_full + 1;
   unsigned long long *k_full = q_empty + 1, *k_empty = k_full + STAGES;
   unsigned long long *v_full = k_empty + STAGES, *v_empty = v_full + STAGES;
+  // PAGED: the last item whose k tile in stage s named a page outside the cache, written by the
+  // producer before it arrives on k_full[s] (whose wait makes it visible) and read before
+  // k_empty[s] (-1 until one does).
+  __shared__ int bad_page[PAGED ? STAGES : 1];
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     barrier_init(q_full, 1);
     barrier_init(q_empty, CONSUMERS);
     for (int s = 0; s < STAGES; ++s) {
-      barrier_init(&k_full[s], 1);
-      barrier_init(&v_full[s], 1);
+      barrier_init(&k_full[s], ROW_COPIES ? 128 : 1);
+      barrier_init(&v_full[s], ROW_COPIES ? 128 : 1);
+      if (PAGED)
+        bad_page[s] = -1;
       barrier_init(&k_empty[s], CONSUMERS);
       barrier_init(&v_empty[s], CONSUMERS);
     }
@@ -262,35 +309,115 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   // on the "empty" barriers pass.
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (thread == 0) {
+    if (ROW_COPIES || thread == 0) {
       int s = 0;
       unsigned phase = 0, q_phase = 0;
-      for (long long t = blockIdx.x; t < items; t += stride) {
+      for (long long round = 0; round * blocks < items; ++round) {
+        const long long t = nth(round);
+        if (t >= items)
+          continue;
         const Item it = item(t);
         if (it.first >= it.q_length || it.tiles == 0)
           continue;
         const int kv_column = it.head / group * HEAD_DIM;
-        barrier_wait(q_empty, q_phase ^ 1); // the consumers' last scores of the item before
-        barrier_expect_bytes(q_full, Q_BYTES);
+        // Tile j's rows of the k and v matrices: one box from row k_start + j * BLOCK_N, or
+        // (PAGED) BLOCK_N / page_size pages' boxes, row total_k (past the cache: zeros) for
+        // keys past the sequence and refused pages.
+        constexpr int MOST_PAGES = BLOCK_N / 16;
+        int page_rows[MOST_PAGES];
+        const auto find_pages = [&](int j) {
+          int bad = 0;
 #pragma unroll
-        for (int b = 0; b < BOXES; ++b)
-          copy_box(q_tile + b * Q_BOX, &map_q, q_full, it.head * HEAD_DIM + b * 64,
-                   it.q_start + it.first);
-        q_phase ^= 1;
+          for (int p = 0; p < (PAGED ? MOST_PAGES : 0); ++p) {
+            const int key = j * BLOCK_N + p * page_size;
+            page_rows[p] = total_k;
+            if (p * page_size < BLOCK_N && key < it.k_length) {
+              const int page =
+                  block_tables[static_cast<long long>(it.sequence) * max_blocks + key / page_size];
+              if (page >= 0 && page < total_k / page_size)
+                page_rows[p] = page * page_size;
+              else
+                bad = 1;
+            }
+          }
+          return bad;
+        };
+        const auto copy_tile = [&](unsigned char *tile, const kjit::TensorMap *map,
+                                   unsigned long long *bar, int j) {
+#pragma unroll
+          for (int b = 0; b < BOXES; ++b) {
+            if (!PAGED) {
+              copy_box(tile + b * KV_BOX, map, bar, kv_column + b * 64, it.k_start + j * BLOCK_N);
+              continue;
+            }
+            // Pages at 2048- or 4096-byte steps: the 128-byte swizzle (period 1024) lays their
+            // rows out as one box of BLOCK_N rows would.
+#pragma unroll
+            for (int p = 0; p < MOST_PAGES; ++p)
+              if (p * page_size < BLOCK_N)
+                copy_box(tile + b * KV_BOX + p * page_size * 128, map, bar, kv_column + b * 64,
+                         page_rows[p]);
+          }
+        };
+        // ROW_COPIES: this thread's key of tile j (row thread % BLOCK_N) and its chunks (every
+        // 128 / BLOCK_N-th from thread / BLOCK_N), from its page's row or, past the sequence
+        // or from a refused page, zeros (a copy of no bytes). Their completion and this
+        // thread's writes (bad_page) reach the consumers through `full`'s two arrivals.
+        constexpr int CHUNKS = HEAD_DIM / 8;
+        const long long row_elements = static_cast<long long>(q_heads / group) * HEAD_DIM;
+        const auto copy_rows = [&](unsigned char *tile, const T *cache, int row, int bytes,
+                                   unsigned long long *full) {
+          const int r = thread % BLOCK_N;
+          const T *from = cache + row * row_elements + kv_column;
+          const unsigned to = shared_address(tile + r * 128);
+#pragma unroll 1 // within the producer's 40 registers
+          for (int c = thread / BLOCK_N; c < CHUNKS; c += 128 / BLOCK_N)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                             to + c / 8 * KV_BOX + (c % 8 ^ r % 8) * 16),
+                         "l"(from + c * 8), "r"(bytes)
+                         : "memory");
+          asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];" ::"r"(shared_address(full))
+                       : "memory");
+          barrier_arrive(full);
+        };
+        if (thread == 0) {
+          barrier_wait(q_empty, q_phase ^ 1); // the consumers' last scores of the item before
+          barrier_expect_bytes(q_full, Q_BYTES);
+#pragma unroll
+          for (int b = 0; b < BOXES; ++b)
+            copy_box(q_tile + b * Q_BOX, &map_q, q_full, it.head * HEAD_DIM + b * 64,
+                     it.q_start + it.first);
+          q_phase ^= 1;
+        }
         for (int j = 0; j < it.tiles; ++j) {
-          const int row = it.k_start + j * BLOCK_N;
-          barrier_wait(&k_empty[s], phase ^ 1);
-          barrier_expect_bytes(&k_full[s], KV_BYTES);
-#pragma unroll
-          for (int b = 0; b < BOXES; ++b)
-            copy_box(k_stages + s * KV_BYTES + b * KV_BOX, &map_k, &k_full[s], kv_column + b * 64,
-                     row);
-          barrier_wait(&v_empty[s], phase ^ 1);
-          barrier_expect_bytes(&v_full[s], KV_BYTES);
-#pragma unroll
-          for (int b = 0; b < BOXES; ++b)
-            copy_box(v_stages + s * KV_BYTES + b * KV_BOX, &map_v, &v_full[s], kv_column + b * 64,
-                     row);
+          if (ROW_COPIES) {
+            const int key = j * BLOCK_N + thread % BLOCK_N;
+            int row = 0, bytes = 0; // the cache's first row, none of it copied
+            if (key < it.k_length) {
+              const int page =
+                  block_tables[static_cast<long long>(it.sequence) * max_blocks + key / page_size];
+              if (page >= 0 && page < total_k / page_size) {
+                row = page * page_size + key % page_size;
+                bytes = 16;
+              }
+            }
+            barrier_wait(&k_empty[s], phase ^ 1);
+            if (key < it.k_length && bytes == 0)
+              bad_page[s] = static_cast<int>(t);
+            copy_rows(k_stages + s * KV_BYTES, k_cache, row, bytes, &k_full[s]);
+            barrier_wait(&v_empty[s], phase ^ 1);
+            copy_rows(v_stages + s * KV_BYTES, v_cache, row, bytes, &v_full[s]);
+          } else {
+            const int bad = PAGED ? find_pages(j) : 0; // the table's reads before the wait
+            barrier_wait(&k_empty[s], phase ^ 1);
+            if (bad)
+              bad_page[s] = static_cast<int>(t);
+            barrier_expect_bytes(&k_full[s], KV_BYTES);
+            copy_tile(k_stages + s * KV_BYTES, &map_k, &k_full[s], j);
+            barrier_wait(&v_empty[s], phase ^ 1);
+            barrier_expect_bytes(&v_full[s], KV_BYTES);
+            copy_tile(v_stages + s * KV_BYTES, &map_v, &v_full[s], j);
+          }
           if (++s == STAGES) {
             s = 0;
             phase ^= 1;
@@ -344,12 +471,44 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         asm volatile("bar.arrive %0, 256;" ::"r"(2 - consumer) : "memory");
     };
 
+    // PAGED: the rows of an item's last v tile past its `valid` keys hold what the last page's
+    // other slots hold, which may be anything (a NaN there would reach out through its zero
+    // probability): both consumers write zeros over them, made visible to wgmma (the async proxy)
+    // before either issues its products. Unpaged, those rows are the matrix's (as documented).
+    const auto clear_rows_past = [&](int stage, int valid) {
+      if (PAGED != 1 || valid >= BLOCK_N)
+        return;
+      unsigned char *v_tile = v_stages + stage * KV_BYTES;
+      const int chunks = (BLOCK_N - valid) * 8; // 16-byte chunks of one box's rows
+      for (int i = consumer * 128 + thread; i < chunks * BOXES; i += 128 * CONSUMERS)
+        *reinterpret_cast<uint4 *>(v_tile + i / chunks * KV_BOX + (valid + i % chunks / 8) * 128 +
+                                   i % 8 * 16) = make_uint4(0, 0, 0, 0);
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      asm volatile("bar.sync 3, %0;" ::"n"(128 * CONSUMERS) : "memory");
+    };
+
+    // ROW_COPIES: the tiles waited for came through the generic proxy, from which wgmma (the
+    // async proxy) must be fenced.
+    const auto fence_copies = [] {
+      if (ROW_COPIES)
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    };
+
     int stage = 0;
     unsigned phase = 0, q_phase = 0;
-    for (long long t = blockIdx.x; t < items; t += stride) {
+    for (long long round = 0; round * blocks < items; ++round) {
+      const long long t = nth(round);
+      if (t >= items)
+        continue;
       const Item it = item(t);
       if (it.first >= it.q_length)
         continue;
+      bool poisoned = it.refused;
+      // PAGED: stage `at`'s k tile named a refused page (read before k_empty[at] is released).
+      const auto check_pages = [&](int at) {
+        if (PAGED)
+          poisoned |= bad_page[at] == static_cast<int>(t);
+      };
       const int row0 = it.first + consumer * 64 + warp * 16 + lane / 4; // and row0 + 8
       const auto mask = [&](int j) {
         mask_scores<BLOCK_N, CAUSAL>(s, j * BLOCK_N, it.k_length, it.first + consumer * 64, row0,
@@ -366,6 +525,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         if (consumer == 1)
           your_turn();
         barrier_wait(&k_full[stage], phase);
+        check_pages(stage);
+        fence_copies();
         my_turn();
         issue_scores(stage);
         your_turn();
@@ -384,7 +545,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
             phase ^= 1;
           }
           barrier_wait(&k_full[stage], phase);
+          check_pages(stage);
           barrier_wait(&v_full[previous], previous_phase);
+          fence_copies();
           my_turn();
           issue_scores(stage);
           issue_output(previous);
@@ -401,6 +564,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           to_probabilities<T, BLOCK_N>(s, p);
         }
         barrier_wait(&v_full[stage], phase);
+        fence_copies();
+        clear_rows_past(stage, it.k_length - (it.tiles - 1) * BLOCK_N);
         my_turn();
         issue_output(stage);
         if (consumer == 0)
@@ -413,7 +578,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         }
       }
       store_rows<T, HEAD_DIM, BLOCK_N>(out, o, softmax, row0, it.q_length, it.q_start, total_q,
-                                       q_heads, it.head, lane);
+                                       q_heads, it.head, lane, poisoned);
     }
   }
 }

@@ -365,8 +365,9 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
 // Attention's forward on Hopper (sm_90a): wgmma fed by TMA, q, k and v passed as tensor maps.
 // CONSUMERS warpgroups of 64 query rows each, BLOCK_N keys per tile, STAGES tiles of k and v in
 // flight, PINGPONG 1: two consumers issue their products in turns, PERSISTENT 1: a block per
-// multiprocessor walks the items (flash_attention.hip, as its kernel flash_attention_mma is
-// below).
+// multiprocessor walks the items, PAGED 1 or 2: k and v come from a paged cache through block
+// tables, copied by TMA a page at a time (1) or by the producer's threads a key at a time (2)
+// (flash_attention.hip, as its kernel flash_attention_mma is below).
 void add_attention(std::vector<Template> &all) {
   const std::vector<HeaderFile> headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)},
                                            {"kjit/mma_sync.h", std::string(embedded::mma_sync_h)}};
@@ -398,11 +399,13 @@ void add_attention(std::vector<Template> &all) {
                              {"BLOCK_N", ParamSchema::one_of({64, 128}, 128).tunable()},
                              {"STAGES", ParamSchema::one_of({2, 3}, 2).tunable()},
                              {"PINGPONG", ParamSchema::one_of({0, 1}, 1).tunable()},
-                             {"PERSISTENT", ParamSchema::one_of({0, 1}, 1).tunable()}},
+                             {"PERSISTENT", ParamSchema::one_of({0, 1}, 1).tunable()},
+                             {"PAGED", ParamSchema::one_of({0, 1, 2}, 0)}},
       TemplateOptions{.headers = headers,
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const kjit::TensorMap", "const int*", "const int*", "int",
-                                    "int", "int", "int", "int", "int", "float"},
+                                    "int", "int", "int", "int", "int", "float", "const int*", "int",
+                                    "int", "const T*", "const T*"},
                       .tuning = rules,
                       .targets = {"sm_90a"}});
   // The same on sm_80 and newer with mma.sync: 64 query rows a block, BLOCK_N keys per tile.

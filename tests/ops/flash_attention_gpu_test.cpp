@@ -6,12 +6,16 @@
 #include "ops/src/launch.hpp"
 #include "tests/ops/gpu_support.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 
 #include <numeric>
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kjit::ops {
@@ -198,6 +202,183 @@ TYPED_TEST(FlashAttentionGpuTest, OffsetsPastTheArraysStayInsideThemAndFinish) {
       }
       EXPECT_EQ(written, 0u) << "elements written past out";
     }
+  }
+}
+
+// A paged prefill's host side: the caches (every slot NaN but the sequences' keys, so that a
+// read of a wrong page or slot reaches the output), its tables over shuffled pages (unused
+// entries -1), q and the reference.
+template <Element T> struct PagedCase {
+  std::vector<int> q_lengths, k_lengths;
+  int q_heads, kv_heads, head_dim, page_size;
+  bool causal;
+  int max_blocks = 0, num_blocks = 0;
+  std::vector<int> cu_q, tables;
+  std::vector<T> q, k_cache, v_cache;
+
+  void fill(std::mt19937 &rng) {
+    cu_q = offsets(q_lengths);
+    for (int length : k_lengths)
+      max_blocks = std::max(max_blocks, (length + page_size - 1) / page_size + 1);
+    num_blocks = static_cast<int>(k_lengths.size()) * max_blocks + 3;
+    std::vector<int> pages(num_blocks);
+    std::iota(pages.begin(), pages.end(), 0);
+    std::shuffle(pages.begin(), pages.end(), rng);
+    tables.assign(k_lengths.size() * max_blocks, -1);
+    int next = 0;
+    for (std::size_t b = 0; b < k_lengths.size(); ++b)
+      for (int p = 0; p < (k_lengths[b] + page_size - 1) / page_size; ++p)
+        tables[b * max_blocks + p] = pages[next++];
+    const std::size_t row = std::size_t(kv_heads) * head_dim;
+    k_cache = kjit::testing::poisoned<T>(std::size_t(num_blocks) * page_size * row);
+    v_cache = k_cache;
+    for (std::size_t b = 0; b < k_lengths.size(); ++b) {
+      const auto k = gpu_testing::random_elements<T>(k_lengths[b] * row, rng, -1, 1);
+      const auto v = gpu_testing::random_elements<T>(k_lengths[b] * row, rng, -1, 1);
+      for (int j = 0; j < k_lengths[b]; ++j) {
+        const std::size_t at =
+            (std::size_t(tables[b * max_blocks + j / page_size]) * page_size + j % page_size) * row;
+        std::copy_n(k.begin() + j * row, row, k_cache.begin() + at);
+        std::copy_n(v.begin() + j * row, row, v_cache.begin() + at);
+      }
+    }
+    q = gpu_testing::random_elements<T>(std::size_t(cu_q.back()) * q_heads * head_dim, rng, -1, 1);
+  }
+  float scale() const { return static_cast<float>(1 / std::sqrt(head_dim)); }
+  std::vector<double> expected() const {
+    return reference::flash_attention_paged<T>(q, k_cache, v_cache, cu_q, k_lengths, tables,
+                                               q_heads, kv_heads, head_dim, page_size, causal,
+                                               scale());
+  }
+};
+
+template <Element T> class FlashAttentionPagedGpuTest : public FlashAttentionGpuTest<T> {
+protected:
+  void SetUp() override {
+    FlashAttentionGpuTest<T>::SetUp();
+    if (!this->HasFatalFailure() && !this->IsSkipped() && this->device().target().id() != "sm_90a")
+      GTEST_SKIP() << "flash_attention_paged runs on sm_90a; this is "
+                   << this->device().target().id();
+  }
+
+  // Runs flash_attention_paged (paged 0) or its variant with PAGED `paged` on `c` (filled) into
+  // a poisoned output, with `lengths` as k_lens (c.k_lengths unless given), and returns the
+  // output.
+  std::vector<T> run(int paged, const PagedCase<T> &c, const std::vector<int> *lengths = nullptr,
+                     bool validate = false) {
+    DeviceBuffer q = this->upload(c.q), k = this->upload(c.k_cache), v = this->upload(c.v_cache);
+    DeviceBuffer cu_q = this->upload_offsets(c.cu_q), tables = this->upload_offsets(c.tables),
+                 k_lens = this->upload_offsets(lengths ? *lengths : c.k_lengths);
+    const std::size_t count = c.q.size();
+    DeviceBuffer out = this->template poisoned<T>(count);
+    const PagedKvCache cache{.k = k.data(),
+                             .v = v.data(),
+                             .num_blocks = c.num_blocks,
+                             .page_size = c.page_size,
+                             .kv_heads = c.kv_heads,
+                             .head_dim = c.head_dim};
+    const PagedPrefillBatch batch{.cu_seqlens_q = static_cast<const int *>(cu_q.data()),
+                                  .k_lens = static_cast<const int *>(k_lens.data()),
+                                  .block_tables = static_cast<const int *>(tables.data()),
+                                  .batch = static_cast<int>(c.q_lengths.size()),
+                                  .max_blocks = c.max_blocks,
+                                  .total_q = c.cu_q.back(),
+                                  .max_seqlen_q =
+                                      *std::max_element(c.q_lengths.begin(), c.q_lengths.end()),
+                                  .validate = validate};
+    if (paged == 0) {
+      flash_attention_paged<T>(this->runtime(), static_cast<T *>(out.data()),
+                               static_cast<const T *>(q.data()), c.q_heads, cache, batch, c.causal,
+                               c.scale());
+    } else {
+      detail::ChosenVariant variant = detail::flash_attention_paged_variant<T>(
+          {.head_dim = c.head_dim, .causal = c.causal}, c.page_size);
+      variant.params.set("PAGED", paged);
+      detail::launch_flash_attention_paged<T>(
+          this->runtime(), variant, static_cast<T *>(out.data()), static_cast<const T *>(q.data()),
+          c.q_heads, cache, batch, c.causal, c.scale());
+    }
+    return this->template download<T>(out, count);
+  }
+};
+TYPED_TEST_SUITE(FlashAttentionPagedGpuTest, AttentionTypes);
+
+// Chunked prefill: the new rows are the last of each sequence's keys (lengths 1, not multiples of
+// the page, longer than a tile, and a full prefill); GQA 1, 4 and 8; pages of 16 and 32 in
+// shuffled tables; both head dims; causal at ragged boundaries; flash_attention_paged() and both
+// PAGED variants (TMA's page boxes, the producer's row copies). Within the bounds of
+// expect_matches_reference.
+TYPED_TEST(FlashAttentionPagedGpuTest, MatchesTheReferenceOnShuffledPages) {
+  using T = TypeParam;
+  std::mt19937 rng(270);
+  for (const auto &[q_heads, kv_heads, head_dim, page_size] :
+       std::vector<std::tuple<int, int, int, int>>{
+           {8, 8, 128, 16}, {8, 2, 128, 32}, {8, 1, 64, 16}, {16, 2, 64, 32}})
+    for (bool causal : {true, false}) {
+      PagedCase<T> c{.q_lengths = {1, 5, 130, 64, 257},
+                     .k_lengths = {1, 37, 300, 64, 257},
+                     .q_heads = q_heads,
+                     .kv_heads = kv_heads,
+                     .head_dim = head_dim,
+                     .page_size = page_size,
+                     .causal = causal};
+      c.fill(rng);
+      SCOPED_TRACE("GQA " + std::to_string(q_heads) + "/" + std::to_string(kv_heads) +
+                   ", head_dim " + std::to_string(head_dim) + ", page " +
+                   std::to_string(page_size) + (causal ? ", causal" : ""));
+      const std::vector<double> expected = c.expected();
+      for (int paged : {0, 1, 2})
+        EXPECT_TRUE(
+            gpu_testing::all_close(this->run(paged, c), expected, epsilon<T>(), epsilon<T>()))
+            << "PAGED " << paged << " (0: flash_attention_paged())";
+    }
+}
+
+// A length past the table's capacity, and a page past the cache: those sequences' outputs are
+// NaN, the other's right; with `validate`, Error(bad_argument) names the entry.
+TYPED_TEST(FlashAttentionPagedGpuTest, RefusedTablesPoisonTheirSequenceOrThrowWithValidate) {
+  using T = TypeParam;
+  std::mt19937 rng(27);
+  PagedCase<T> c{.q_lengths = {20, 20, 20},
+                 .k_lengths = {40, 40, 40},
+                 .q_heads = 4,
+                 .kv_heads = 2,
+                 .head_dim = 64,
+                 .page_size = 16,
+                 .causal = true};
+  c.fill(rng);
+  const std::vector<double> expected = c.expected();
+  c.tables[2 * c.max_blocks + 1] = c.num_blocks; // sequence 2's second page: past the cache
+  const std::vector<int> lengths = {40, c.max_blocks * 16 + 1, 40}; // sequence 1: past capacity
+  for (int paged : {1, 2}) {
+    SCOPED_TRACE("PAGED " + std::to_string(paged));
+    const std::vector<T> got = this->run(paged, c, &lengths);
+    const std::size_t per_sequence = std::size_t(20) * 4 * 64;
+    EXPECT_TRUE(gpu_testing::all_close(std::span<const T>(got.data(), per_sequence),
+                                       std::span<const double>(expected.data(), per_sequence),
+                                       epsilon<T>(), epsilon<T>()));
+    std::size_t finite = 0;
+    for (std::size_t i = per_sequence; i < got.size(); ++i)
+      finite += std::isfinite(to_double(got[i]));
+    EXPECT_EQ(finite, 0u) << "elements of refused sequences that are not NaN";
+  }
+  try {
+    this->run(0, c, &lengths, true);
+    ADD_FAILURE() << "validate let a length past the tables' capacity through";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_argument);
+    EXPECT_EQ(error.summary(), "kjit::ops::paged_attention_decode: seq_lens[1] is " +
+                                   std::to_string(lengths[1]) + ", outside [0, " +
+                                   std::to_string(c.max_blocks * 16) + "]");
+  }
+  try {
+    this->run(0, c, nullptr, true);
+    ADD_FAILURE() << "validate let a page past the cache through";
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_argument);
+    EXPECT_EQ(error.summary(), "kjit::ops::paged_attention_decode: block_tables[2][1] is " +
+                                   std::to_string(c.num_blocks) + ", past the cache's " +
+                                   std::to_string(c.num_blocks) + " blocks");
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <gtest/gtest.h>
 #include <memory>
+#include <random>
 
 namespace kjit::ops {
 namespace {
@@ -63,6 +64,35 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   EXPECT_GT(compiled, 8);
 }
 
+// PAGED 1 and 2 (k and v pages copied by TMA, or rows by the producer's threads, block tables
+// read within the producer's 40 registers): the wrapper's tunables, both PERSISTENT, and key
+// tiles of 64 (two or four pages).
+TEST(FlashAttentionCompile, PagedVariantsCompileCleanly) {
+  const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
+  if (!nvrtc)
+    GTEST_SKIP() << "NVRTC is not available";
+  const Template &tmpl = templates::find("flash_attention");
+  for (const char *type : {"half", "bfloat16"})
+    for (int head_dim : {64, 128})
+      for (int causal : {0, 1})
+        for (int persistent : {0, 1})
+          for (int block_n : {64, 128})
+            for (int paged : {1, 2}) {
+              if (block_n == 64 && (persistent == 0 || type != std::string("bfloat16")))
+                continue;
+              EXPECT_TRUE(
+                  compile_testing::wgmma_compiles_cleanly(*nvrtc,
+                                                          tmpl.bind({{"T", type},
+                                                                     {"HEAD_DIM", head_dim},
+                                                                     {"CAUSAL", causal},
+                                                                     {"BLOCK_N", block_n},
+                                                                     {"PERSISTENT", persistent},
+                                                                     {"PAGED", paged}}),
+                                                          jit::Target::parse("sm_90a")))
+                  << "PAGED " << paged;
+            }
+}
+
 // flash_attention_mma, every variant, for sm_80 (the oldest it serves) and sm_90a.
 TEST(FlashAttentionCompile, MmaSyncKernelHasNoSpills) {
   const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
@@ -119,6 +149,25 @@ TEST(FlashAttentionVariant, WgmmaOnSm90aAndMmaSyncElsewhere) {
     EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse(target), shape).tmpl->name(),
               "flash_attention_mma")
         << target;
+}
+
+// The measured choices (BENCHMARKS.md): a persistent walk without a mask and, under one, for
+// sequences up to 4k rows; pages of 32 as TMA boxes, of 16 copied by the producer's threads.
+TEST(FlashAttentionVariant, PersistentWalkAndPageCopiesFollowTheMeasurements) {
+  const auto persistent = [](bool causal, int max_seqlen_q) {
+    AttentionShape shape = small_shape(1, 16384, 16384, 16, 16, causal);
+    shape.max_seqlen_q = max_seqlen_q;
+    return detail::flash_attention_variant<BFloat16>(jit::Target::parse("sm_90a"), shape)
+        .integer("PERSISTENT");
+  };
+  EXPECT_EQ(persistent(false, 16384), 1);
+  EXPECT_EQ(persistent(true, 1024), 1);
+  EXPECT_EQ(persistent(true, 4096), 1);
+  EXPECT_EQ(persistent(true, 4097), 0);
+  const AttentionShape shape = small_shape(1, 1, 1, 1, 1, true);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 16).integer("PAGED"), 2);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("PAGED"), 1);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).tmpl->name(), "flash_attention");
 }
 
 TEST(FlashAttentionReference, OneQueryAveragesTheValuesByItsSoftmaxWeights) {
@@ -204,6 +253,86 @@ TEST(FlashAttentionArguments, BadOnesAreRefusedInOneLineBeforeAnyDeviceIsTouched
             "kjit::ops::flash_attention: scale -1.000000 must be positive and finite");
   EXPECT_EQ(summary(good, reinterpret_cast<const char *>(buffer) + 2),
             "kjit::ops::flash_attention: k is not 16-byte aligned");
+}
+
+// The paged reference gathers each sequence's keys through its table: a cache whose pages are
+// a shuffle of contiguous k and v gives the contiguous reference's answer.
+TEST(FlashAttentionReference, PagedGathersThroughShuffledTables) {
+  constexpr int page = 16, kv_heads = 2, q_heads = 4, head_dim = 64, row = kv_heads * head_dim;
+  const std::vector<int> cu_q = {0, 3, 4}, k_lens = {40, 17}, cu_k = {0, 40, 57};
+  const std::vector<int> tables = {5, 0, 3, 1, 4, 2}; // [2, 3]: pages 5, 0, 3 and 1, 4
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::vector<Half> q(4 * q_heads * head_dim), k(57 * row), v(57 * row);
+  for (auto *values : {&q, &k, &v})
+    for (Half &x : *values)
+      x = from_double<Half>(uniform(rng));
+  std::vector<Half> k_cache(6 * page * row, from_double<Half>(100)), v_cache(k_cache);
+  for (int b = 0; b < 2; ++b)
+    for (int j = 0; j < k_lens[b]; ++j) {
+      const std::size_t to = (tables[b * 3 + j / page] * page + j % page) * row;
+      std::copy_n(k.begin() + (cu_k[b] + j) * row, row, k_cache.begin() + to);
+      std::copy_n(v.begin() + (cu_k[b] + j) * row, row, v_cache.begin() + to);
+    }
+  AttentionShape shape = small_shape(2, 4, 57, q_heads, kv_heads, true);
+  shape.max_seqlen_q = 3;
+  const std::vector<double> expected = reference::flash_attention<Half>(q, k, v, cu_q, cu_k, shape);
+  EXPECT_EQ(reference::flash_attention_paged<Half>(q, k_cache, v_cache, cu_q, k_lens, tables,
+                                                   q_heads, kv_heads, head_dim, page, true, 0.5f),
+            expected);
+}
+
+TEST(FlashAttentionPagedArguments, BadOnesAreRefusedInOneLineBeforeAnyDeviceIsTouched) {
+  Runtime rt;
+  alignas(16) BFloat16 buffer[64] = {};
+  const int ints[4] = {0, 1, 0, 0};
+  const PagedKvCache good_cache{
+      .k = buffer, .v = buffer, .num_blocks = 4, .page_size = 16, .kv_heads = 2, .head_dim = 64};
+  const PagedPrefillBatch good_batch{.cu_seqlens_q = ints,
+                                     .k_lens = ints,
+                                     .block_tables = ints,
+                                     .batch = 1,
+                                     .max_blocks = 2,
+                                     .total_q = 1,
+                                     .max_seqlen_q = 1};
+  const auto summary = [&](const PagedKvCache &cache, const PagedPrefillBatch &batch,
+                           int q_heads = 4) {
+    try {
+      flash_attention_paged<BFloat16>(rt, buffer, buffer, q_heads, cache, batch, true, 0.125f);
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument);
+      return error.summary();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(summary(good_cache, good_batch, 5),
+            "kjit::ops::flash_attention: q_heads 5 is not a multiple of kv_heads 2");
+  PagedKvCache cache = good_cache;
+  cache.head_dim = 96;
+  EXPECT_EQ(summary(cache, good_batch),
+            "kjit::ops::flash_attention: head_dim 96 is not supported (64 or 128)");
+  cache = good_cache;
+  cache.page_size = 8;
+  EXPECT_EQ(summary(cache, good_batch),
+            "kjit::ops::flash_attention_paged: page_size 8 is not supported (16 or 32)");
+  cache = good_cache;
+  cache.format = KvCacheFormat::fp8_e4m3;
+  EXPECT_EQ(summary(cache, good_batch), "kjit::ops::flash_attention_paged: the cache holds fp8 "
+                                        "e4m3, not the queries' element type");
+  cache = good_cache;
+  cache.v = nullptr;
+  EXPECT_EQ(summary(cache, good_batch), "kjit::ops::flash_attention_paged: cache.v is null");
+  cache = good_cache;
+  cache.k = reinterpret_cast<char *>(buffer) + 2;
+  EXPECT_EQ(summary(cache, good_batch),
+            "kjit::ops::flash_attention_paged: cache.k is not 16-byte aligned");
+  PagedPrefillBatch batch = good_batch;
+  batch.block_tables = nullptr;
+  EXPECT_EQ(summary(good_cache, batch), "kjit::ops::flash_attention_paged: block_tables is null");
+  batch = good_batch;
+  batch.max_blocks = 0;
+  EXPECT_EQ(summary(good_cache, batch),
+            "kjit::ops::flash_attention_paged: max_blocks is 0, must be in [1, 134217727]");
 }
 
 TEST(FlashAttentionReference, RefusesCuSeqlensThatDoNotMatchTheShape) {
