@@ -4,6 +4,7 @@
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
 #include "moe_gemm.hpp"
+#include "moe_mfma.hpp"
 #include "plans.hpp"
 #include "variants.hpp"
 
@@ -101,6 +102,8 @@ namespace detail {
 // more), else 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100).
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int experts, int n, int k) {
+  if (moe_mfma_serves(rt.default_device().target())) // AMD: moe_mfma.cpp
+    return moe_mfma_variant<T>(gated, pairs, experts, n, rt.default_device().multiprocessors());
   static const Template &tmpl = templates::find("moe_gemm_wgmma");
   const long long blocks = detail::divide_up(pairs, moe_block_m) + std::min(experts, pairs);
   const int multiprocessors = rt.default_device().multiprocessors();
@@ -123,6 +126,8 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int exper
 }
 
 GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
+  if (variant.tmpl->name() == "moe_gemm_mfma")
+    return make_moe_mfma_plan(rt, variant);
   const bool gated = variant.integer("GATED") == 1;
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
   // The stages, the slack to align them to 1024 bytes, two mbarriers per stage.
@@ -136,6 +141,8 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
                     const MoeAlignment &alignment, int experts, int n, int k, Stream stream) {
+  if (moe_mfma_serves(plan.kernel->device().target()))
+    return launch_moe_mfma(plan, c, a, w, rows, alignment, n, k, stream);
   const TensorMapElement element =
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
   const Device &device = plan.kernel->device();
@@ -302,8 +309,10 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
            " bytes; fused_moe_workspace_bytes asks for " + str(static_cast<std::int64_t>(needed));
   });
   const jit::Target &target = rt.default_device().target();
-  detail::require(target.id() == "sm_90a", op, [&] {
-    return "runs on sm_90a only (wgmma and TMA); the device's target is " + target.id();
+  detail::require(target.id() == "sm_90a" || detail::moe_mfma_serves(target), op, [&] {
+    return "runs on sm_90a (wgmma and TMA), gfx942 and gfx950 (MFMA) only; the device's target "
+           "is " +
+           target.id();
   });
   if (tokens == 0)
     return;
