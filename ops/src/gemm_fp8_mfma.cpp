@@ -1,9 +1,9 @@
 #include "gemm_fp8_mfma.hpp"
 
+#include "kjit/ops/quant.hpp"
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 namespace kjit::ops {
@@ -57,18 +57,13 @@ double decode_e4m3fnuz(std::uint8_t bits) {
 std::uint8_t encode_e4m3fnuz(double x) {
   if (std::isnan(x))
     return 0x80;
-  const double magnitude = std::min(std::fabs(x), 240.0);
-  // As encode_e4m3 with the bias one larger: one unit in the last place is 2^-10 below 2^-7 (the
-  // subnormals), 2^(e-3) in [2^e, 2^(e+1)); a carry into the next binade is absorbed by the
-  // encoding, and 240 rounds to itself.
-  const int exponent = magnitude < 0x1p-7 ? -7 : std::ilogb(magnitude);
-  const double units = std::nearbyint(std::ldexp(magnitude, 3 - exponent));
-  const auto encoded = exponent == -7 && units < 8 ? static_cast<unsigned>(units)
-                                                   : static_cast<unsigned>((exponent + 8) << 3) +
-                                                         static_cast<unsigned>(units) - 8;
-  if (encoded == 0)
-    return 0; // no negative zero: 0x80 is NaN
-  return static_cast<std::uint8_t>((std::signbit(x) ? 0x80 : 0) | encoded);
+  // A pattern's e4m3fnuz value is half its e4m3fn value, except 0x7f and 0xff: e4m3fn's NaNs,
+  // e4m3fnuz's +-240. Above the tie between 224 and 240 (rounded to even: 224), +-240; else
+  // e4m3fn's rounding of twice the value (exact scaling), whose -0 has no place here.
+  if (std::fabs(x) > 232)
+    return std::signbit(x) ? 0xff : 0x7f;
+  const std::uint8_t bits = encode_e4m3(2 * x);
+  return bits == 0x80 ? 0 : bits;
 }
 
 } // namespace kjit::ops

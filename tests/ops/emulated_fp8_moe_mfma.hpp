@@ -109,6 +109,9 @@ TEST(EMULATED_SUITE, EncodeE4m3fnuzRoundsToNearestEvenAndSaturates) {
   EXPECT_EQ(encode_e4m3fnuz(1e6), 0x7f);
   EXPECT_EQ(encode_e4m3fnuz(-1e6), 0xff);
   EXPECT_EQ(encode_e4m3fnuz(1.0 + 1.0 / 16), 0x40); // a tie between 1 and 1.125: to even
+  EXPECT_EQ(encode_e4m3fnuz(230), 0x7e);            // nearer 224 than 240
+  EXPECT_EQ(encode_e4m3fnuz(232), 0x7e);            // the tie: to even, 224
+  EXPECT_EQ(encode_e4m3fnuz(-233), 0xff);           // nearer -240
 }
 
 // ---- gemm_fp8_mfma.
