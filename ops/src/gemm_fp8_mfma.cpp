@@ -44,22 +44,21 @@ Fp8Encoding gemm_fp8_encoding(const jit::Target &target) {
   return is_gfx942(target) ? Fp8Encoding::e4m3fnuz : Fp8Encoding::e4m3fn;
 }
 
+// A pattern's e4m3fnuz value is half its e4m3fn value, except 0x80 (e4m3fn's -0, e4m3fnuz's
+// NaN) and 0x7f and 0xff (e4m3fn's NaNs, e4m3fnuz's +-240).
 double decode_e4m3fnuz(std::uint8_t bits) {
-  if (bits == 0x80) // the encoding's one NaN, where e4m3fn has its negative zero
+  if (bits == 0x80)
     return NAN;
-  const int exponent = bits >> 3 & 0xf;
-  const int mantissa = bits & 0x7;
-  const double magnitude =
-      exponent == 0 ? std::ldexp(mantissa, -10) : std::ldexp(8 + mantissa, exponent - 11);
-  return (bits & 0x80) != 0 ? -magnitude : magnitude;
+  if ((bits & 0x7f) == 0x7f)
+    return (bits & 0x80) != 0 ? -240.0 : 240.0;
+  return decode_e4m3(bits) / 2;
 }
 
 std::uint8_t encode_e4m3fnuz(double x) {
   if (std::isnan(x))
     return 0x80;
-  // A pattern's e4m3fnuz value is half its e4m3fn value, except 0x7f and 0xff: e4m3fn's NaNs,
-  // e4m3fnuz's +-240. Above the tie between 224 and 240 (rounded to even: 224), +-240; else
-  // e4m3fn's rounding of twice the value (exact scaling), whose -0 has no place here.
+  // As decode_e4m3fnuz: above the tie between 224 and 240 (to even: 224), +-240; else e4m3fn's
+  // rounding of twice the value (an exact scaling), whose -0 has no place here.
   if (std::fabs(x) > 232)
     return std::signbit(x) ? 0xff : 0x7f;
   const std::uint8_t bits = encode_e4m3(2 * x);
