@@ -120,18 +120,23 @@ __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(long a, long b, mfma_emulation::Accum
   std::memcpy(a_lanes[self].data(), &a, sizeof a);
   std::memcpy(b_lanes[self].data(), &b, sizeof b);
   __syncthreads();
+  // The wave's A [32 x 16] and B [16 x 32] as the layouts place them: lane l holds A(l % 32,
+  // (l / 32) * 8 + e) and B((l / 32) * 8 + e, l % 32) in its byte e.
   const unsigned lane = self % 64, wave = self - lane;
-  const auto element = [](const std::array<std::uint16_t, 8> &lane_operand, int k) {
-    std::uint8_t bytes[8];
-    std::memcpy(bytes, lane_operand.data(), sizeof bytes);
-    return mfma_fp8_emulation::decode_target_e4m3(bytes[k % 8]);
-  };
+  double a_wave[32][16], b_wave[16][32];
+  for (unsigned l = 0; l < 64; ++l) {
+    std::uint8_t a_bytes[8], b_bytes[8];
+    std::memcpy(a_bytes, a_lanes[wave + l].data(), sizeof a_bytes);
+    std::memcpy(b_bytes, b_lanes[wave + l].data(), sizeof b_bytes);
+    for (unsigned e = 0; e < 8; ++e) {
+      a_wave[l % 32][(l / 32) * 8 + e] = mfma_fp8_emulation::decode_target_e4m3(a_bytes[e]);
+      b_wave[(l / 32) * 8 + e][l % 32] = mfma_fp8_emulation::decode_target_e4m3(b_bytes[e]);
+    }
+  }
   for (unsigned r = 0; r < 16; ++r) {
-    const unsigned row = 8 * (r / 4) + 4 * (lane / 32) + r % 4, col = lane % 32;
     double sum = 0;
-    for (int k = 0; k < 16; ++k)
-      sum += element(a_lanes[wave + row + 32 * (k / 8)], k) *
-             element(b_lanes[wave + col + 32 * (k / 8)], k);
+    for (unsigned k = 0; k < 16; ++k)
+      sum += a_wave[8 * (r / 4) + 4 * (lane / 32) + r % 4][k] * b_wave[k][lane % 32];
     c[r] = static_cast<float>(c[r] + sum);
   }
   __syncthreads(); // every lane has read the operands before the next MFMA writes them
