@@ -7,9 +7,11 @@
 // - a device-to-device copy of the weights the tokens touch (the decode goal: fused_moe reading
 //   them at >= 70% of the copy's rate).
 // bench/python/moe_torch.py times a torch loop over the experts on the same shapes. With
-// --breakdown it times fused_moe against moe_align and its two grouped GEMMs alone (4096 tokens,
-// bfloat16); --sweep adds the grouped GEMM's variants: GROUP_M and STAGES at the heuristic's
-// BLOCK_N, and the other BLOCK_N.
+// --breakdown it times fused_moe against each of its launches alone, both ways of gathering the
+// tokens' rows (a moe_gather pass, or the gate-up GEMM's own loads), and the gate-up GEMM on
+// sorted rows of different contents (1, 256 and 4096 tokens, bfloat16); --sweep adds the
+// gate-up GEMM's variants at 4096 tokens on the tokens' sorted rows (GROUP_M 1, 4, 8 and 16, and
+// the other of 3 and 4 STAGES) and the down GEMM's GROUP_M on the gated rows.
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -35,19 +37,22 @@ using namespace kjit::ops;
 
 using kjit::bench::median_ms_per_launch;
 
-// 16-bit values in [-scale, scale) from a hash of the index: weights of gigabytes without the
-// host's time.
+// 16-bit values in [-scale, scale) from a hash (splitmix64's mixing) of the index and a seed:
+// weights of gigabytes without the host's time. Each buffer takes its own seed, so that no two
+// hold the same sequence (the fill before gave a token row the values of a weight row).
 const Template fill_template("fill_hashed", R"(
-template <typename T> __global__ void fill_hashed(T *to, long long n, float scale) {
+template <typename T> __global__ void fill_hashed(T *to, long long n, float scale, int seed) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
-    unsigned long long h = (i + 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+    unsigned long long h = (i + seed * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 29;
     to[i] = kjit::from_float<T>((float(h >> 40) / float(1 << 23) - 1.0f) * scale);
   }
 })",
                              {{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")}},
-                             TemplateOptions{.arguments = {"T*", "long long", "float"}});
+                             TemplateOptions{.arguments = {"T*", "long long", "float", "int"}});
 
 struct Layer {
   const char *name;
@@ -58,11 +63,16 @@ struct Bench {
   Runtime rt;
   const Device &device = rt.default_device();
 
-  template <Element T> DeviceBuffer filled(std::size_t count, double scale) {
-    DeviceBuffer buffer = device.allocate(count * sizeof(T));
+  int seeds = 0; // the fills so far: each takes the next seed
+
+  template <Element T> void fill(DeviceBuffer &buffer, std::size_t count, double scale) {
     rt.kernel(fill_template, {{"T", element_name<T>()}})
         .launch({.grid = 4096, .block = 256}, buffer.as<T>(), static_cast<long long>(count),
-                static_cast<float>(scale));
+                static_cast<float>(scale), ++seeds);
+  }
+  template <Element T> DeviceBuffer filled(std::size_t count, double scale) {
+    DeviceBuffer buffer = device.allocate(count * sizeof(T));
+    fill<T>(buffer, count, scale);
     return buffer;
   }
 
@@ -91,8 +101,11 @@ struct Bench {
     return ids_device;
   }
 
-  // The grouped GEMM's variants on the layer's two projections at `tokens` tokens (`variants`),
-  // after fused_moe against its two grouped GEMMs alone (the heuristic's variants, back to back).
+  // fused_moe at `tokens` tokens against each of its launches timed alone (the same routing,
+  // alignment and heuristic variants): moe_align, the gate-up GEMM gathering the tokens' rows
+  // in its loads, the down GEMM, moe_combine, a moe_gather pass and the gate-up GEMM reading
+  // sorted rows by TMA (fused_moe runs one of the two ways, by the count of pairs). With
+  // `variants`, the GEMMs' tile orders (and the gate-up's stages) on the sorted rows.
   template <Element T> void sweep(const Layer &layer, int tokens, bool variants) {
     const int pairs = tokens * layer.top_k;
     std::set<int> touched;
@@ -102,15 +115,26 @@ struct Bench {
                  positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8);
     const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
                                  totals.as<int>()};
-    const double align_ms = median_ms_per_launch(device, 20, [&] {
+    const int launches = tokens >= 256 ? 5 : 20;
+    const auto row = [&](const char *what, double ms, double flops) {
+      std::printf("| %s | %s | %d | | | | %.3f | %s |\n", layer.name, what, tokens, ms,
+                  flops > 0 ? std::to_string(static_cast<int>(flops / ms * 1e-9)).c_str() : "");
+      std::fflush(stdout);
+    };
+    const double align_ms = median_ms_per_launch(device, launches, [&] {
       moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
     });
-    std::printf("| %s | moe_align | %d | | | | %.3f | |\n", layer.name, tokens, align_ms);
+    row("moe_align", align_ms, 0);
+    const double gate_up_flops = 4.0 * pairs * layer.inter * layer.hidden;
+    const double down_flops = 2.0 * pairs * layer.inter * layer.hidden;
     {
       DeviceBuffer w13 =
           filled<T>(std::size_t(layer.experts) * 2 * layer.inter * layer.hidden, 0.02);
       DeviceBuffer w2 = filled<T>(std::size_t(layer.experts) * layer.hidden * layer.inter, 0.02);
-      DeviceBuffer x = filled<T>(rows * layer.hidden, 1.0), h = filled<T>(rows * layer.inter, 1.0);
+      DeviceBuffer x = filled<T>(std::size_t(tokens) * layer.hidden, 1.0);
+      DeviceBuffer x_sorted = device.allocate(rows * layer.hidden * sizeof(T));
+      DeviceBuffer h = filled<T>(rows * layer.inter, 1.0);
+      DeviceBuffer y = device.allocate(rows * layer.hidden * sizeof(T));
       DeviceBuffer out = device.allocate(std::size_t(tokens) * layer.hidden * sizeof(T));
       const std::vector<float> routing_weights(pairs, 1.0f / layer.top_k);
       DeviceBuffer weights = device.allocate(pairs * sizeof(float));
@@ -119,104 +143,197 @@ struct Bench {
                               layer.inter};
       const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, layer.top_k, moe);
       DeviceBuffer workspace = device.allocate(bytes);
-      const double fused_ms = median_ms_per_launch(device, 5, [&] {
+      const double fused_ms = median_ms_per_launch(device, launches, [&] {
         fused_moe<T>(rt, out.as<T>(), x.as<const T>(), weights.as<const float>(),
                      ids.as<const int>(), tokens, layer.top_k, moe, workspace.data(), bytes);
       });
-      const auto gate_up = ops::detail::grouped_gemm_variant<T>(rt, true, pairs, layer.experts,
-                                                                layer.inter, layer.hidden);
-      const auto down = ops::detail::grouped_gemm_variant<T>(rt, false, pairs, layer.experts,
+      row("fused_moe", fused_ms, gate_up_flops + down_flops);
+      moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
+      const auto gather_up = ops::detail::grouped_gemm_variant<T>(
+          rt, true, true, pairs, layer.experts, layer.inter, layer.hidden);
+      const auto sorted_up = ops::detail::grouped_gemm_variant<T>(
+          rt, true, false, pairs, layer.experts, layer.inter, layer.hidden);
+      const auto down = ops::detail::grouped_gemm_variant<T>(rt, false, false, pairs, layer.experts,
                                                              layer.hidden, layer.inter);
-      const double gemms_ms = median_ms_per_launch(device, 5, [&] {
-        ops::detail::grouped_gemm<T>(rt, gate_up, h.as<T>(), x.as<const T>(), w13.as<const T>(),
-                                     rows, alignment, layer.experts, layer.inter, layer.hidden,
-                                     nullptr);
-        ops::detail::grouped_gemm<T>(rt, down, x.as<T>(), h.as<const T>(), w2.as<const T>(), rows,
-                                     alignment, layer.experts, layer.hidden, layer.inter, nullptr);
-      });
-      std::printf("| %s | fused_moe | %d | | | | %.3f | |\n| %s | gate-up + down | %d | | | | "
-                  "%.3f | |\n",
-                  layer.name, tokens, fused_ms, layer.name, tokens, gemms_ms);
-      std::fflush(stdout);
-    }
-    if (!variants)
-      return;
-    for (const bool gated : {true, false}) {
-      const int n = gated ? layer.inter : layer.hidden, k = gated ? layer.hidden : layer.inter;
-      DeviceBuffer w = filled<T>(std::size_t(layer.experts) * n * (gated ? 2 : 1) * k, 0.02);
-      DeviceBuffer a = filled<T>(rows * k, 1.0);
-      DeviceBuffer c = device.allocate(rows * n * sizeof(T));
-      const ops::detail::ChosenVariant heuristic =
-          ops::detail::grouped_gemm_variant<T>(rt, gated, pairs, layer.experts, n, k);
-      const int block_n = heuristic.integer("BLOCK_N");
-      const int other_n = gated ? (block_n == 128 ? 64 : 128) : (block_n == 256 ? 128 : 256);
-      struct Choice {
-        int block_n, stages, group_m;
-      };
-      std::vector<Choice> choices;
-      for (int stages : {3, 4})
-        for (int group_m : {2, 8, 16})
-          choices.push_back({block_n, stages, group_m});
-      choices.push_back({other_n, 4, 8});
-      for (const Choice &choice : choices) {
-        ops::detail::ChosenVariant variant = heuristic;
-        variant.params.set("BLOCK_N", choice.block_n);
-        variant.params.set("STAGES", choice.stages);
-        variant.params.set("GROUP_M", choice.group_m);
-        const double ms = median_ms_per_launch(device, 5, [&] {
-          ops::detail::grouped_gemm<T>(rt, variant, c.as<T>(), a.as<const T>(), w.as<const T>(),
-                                       rows, alignment, layer.experts, n, k, nullptr);
+      const auto time_gemm = [&](const ops::detail::ChosenVariant &variant, T *c, const T *a,
+                                 const T *w, int n, int k) {
+        return median_ms_per_launch(device, launches, [&] {
+          ops::detail::grouped_gemm<T>(rt, variant, c, a, w, rows, alignment, layer.experts, n, k,
+                                       layer.top_k, nullptr);
         });
-        const double flops = 2.0 * pairs * n * (gated ? 2 : 1) * k;
-        std::printf("| %s | %s | %d | %d | %d | %d | %.3f | %.0f |\n", layer.name,
-                    gated ? "gate-up" : "down", tokens, choice.block_n, choice.stages,
-                    choice.group_m, ms, flops / ms * 1e-9);
+      };
+      row("gate-up, gathering in its loads (GATHER 1)",
+          time_gemm(gather_up, h.as<T>(), x.as<const T>(), w13.as<const T>(), layer.inter,
+                    layer.hidden),
+          gate_up_flops);
+      row("down",
+          time_gemm(down, y.as<T>(), h.as<const T>(), w2.as<const T>(), layer.hidden, layer.inter),
+          down_flops);
+      const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", 8}};
+      const Kernel &combine = rt.kernel(templates::find("moe_combine"), vector_params);
+      row("moe_combine",
+          median_ms_per_launch(device, launches,
+                               [&] {
+                                 combine.launch(
+                                     {.grid = static_cast<unsigned>(tokens), .block = 128},
+                                     out.as<T>(), y.as<const T>(), weights.as<const float>(),
+                                     positions.as<const int>(), layer.top_k, layer.hidden);
+                               }),
+          0);
+      const Kernel &gather = rt.kernel(templates::find("moe_gather"), vector_params);
+      const auto gather_rows = [&](const DeviceBuffer &from, int per_token) {
+        gather.launch({.grid = static_cast<unsigned>(rows), .block = 128}, x_sorted.as<T>(),
+                      from.as<const T>(), sorted.as<const int>(), totals.as<const int>(), per_token,
+                      layer.hidden, 128);
+      };
+      row("moe_gather pass",
+          median_ms_per_launch(device, launches, [&] { gather_rows(x, layer.top_k); }), 0);
+      // The GEMM on sorted rows of different contents (the same addresses and tiles), to tell
+      // what makes it slower on the tokens' rows than on a fill: rows filled afresh (padding
+      // too), before and after; the tokens' rows (each token top_k times, zero padding); a row
+      // of its own per pair (gathered from [pairs, hidden] with top_k 1, zero padding).
+      const auto time_sorted = [&](const char *what) {
+        row(what,
+            time_gemm(sorted_up, h.as<T>(), x_sorted.as<const T>(), w13.as<const T>(), layer.inter,
+                      layer.hidden),
+            gate_up_flops);
+      };
+      fill<T>(x_sorted, rows * layer.hidden, 1.0);
+      time_sorted("gate-up, sorted rows filled afresh");
+      gather_rows(x, layer.top_k);
+      time_sorted("gate-up, sorted rows: the tokens' (moe_gather's)");
+      DeviceBuffer x_pairs = filled<T>(std::size_t(pairs) * layer.hidden, 1.0);
+      gather_rows(x_pairs, 1);
+      time_sorted("gate-up, sorted rows: one per pair");
+      fill<T>(x_sorted, rows * layer.hidden, 1.0);
+      time_sorted("gate-up, sorted rows filled afresh again");
+      if (!variants)
+        return;
+      // The gate-up GEMM's tile order and stages on the tokens' sorted rows (the heuristic's
+      // GROUP_M, and the other of 3 and 4 stages at it, last).
+      gather_rows(x, layer.top_k);
+      const int stages = sorted_up.integer("STAGES");
+      for (const auto &[group_m, stage_count] :
+           {std::pair{1, stages},
+            {4, stages},
+            {8, stages},
+            {16, stages},
+            {static_cast<int>(sorted_up.integer("GROUP_M")), 7 - stages}}) {
+        ops::detail::ChosenVariant variant = sorted_up;
+        variant.params.set("GROUP_M", group_m);
+        variant.params.set("STAGES", stage_count);
+        const double ms = time_gemm(variant, h.as<T>(), x_sorted.as<const T>(), w13.as<const T>(),
+                                    layer.inter, layer.hidden);
+        std::printf("| %s | gate-up, the tokens' sorted rows | %d | %d | %d | %d | %.3f | %.0f |\n",
+                    layer.name, tokens, static_cast<int>(sorted_up.integer("BLOCK_N")), stage_count,
+                    group_m, ms, gate_up_flops / ms * 1e-9);
+        std::fflush(stdout);
+      }
+      // The down GEMM's tile order on the gated rows the gate-up GEMM left in h (zero padding).
+      for (const int group_m : {1, 4, 8, 16}) {
+        ops::detail::ChosenVariant variant = down;
+        variant.params.set("GROUP_M", group_m);
+        const double ms = time_gemm(variant, y.as<T>(), h.as<const T>(), w2.as<const T>(),
+                                    layer.hidden, layer.inter);
+        std::printf("| %s | down, the gated rows | %d | %d | %d | %d | %.3f | %.0f |\n", layer.name,
+                    tokens, static_cast<int>(down.integer("BLOCK_N")),
+                    static_cast<int>(down.integer("STAGES")), group_m, ms, down_flops / ms * 1e-9);
         std::fflush(stdout);
       }
     }
   }
 
-  template <Element T> void rows(const Layer &layer) {
+  // A layer's experts, weights scaled as nn.Linear initialises them.
+  template <Element T> struct Experts {
+    DeviceBuffer w13, w2;
+    MoeWeights<T> view;
+  };
+  template <Element T> Experts<T> experts(const Layer &layer) {
     DeviceBuffer w13 = filled<T>(std::size_t(layer.experts) * 2 * layer.inter * layer.hidden,
                                  1.0 / std::sqrt(layer.hidden));
     DeviceBuffer w2 = filled<T>(std::size_t(layer.experts) * layer.hidden * layer.inter,
                                 1.0 / std::sqrt(layer.inter));
-    const MoeWeights<T> weights{w13.as<const T>(), w2.as<const T>(), layer.experts, layer.hidden,
-                                layer.inter};
+    const MoeWeights<T> view{w13.as<const T>(), w2.as<const T>(), layer.experts, layer.hidden,
+                             layer.inter};
+    return {std::move(w13), std::move(w2), view};
+  }
+
+  // Each pair's routing weight, 1 / top_k.
+  DeviceBuffer equal_weights(int pairs, int top_k) {
+    const std::vector<float> weights(pairs, 1.0f / top_k);
+    DeviceBuffer buffer = device.allocate(weights.size() * sizeof(float));
+    buffer.write(weights.data(), weights.size() * sizeof(float));
+    return buffer;
+  }
+
+  // fused_moe's call at `tokens` tokens, its buffers made and kept.
+  template <Element T> struct Fused {
+    Bench &bench;
+    const Layer &layer;
+    const Experts<T> &weights;
+    int tokens;
+    std::set<int> touched;
+    DeviceBuffer ids, routing, x, out, workspace;
+    Fused(Bench &b, const Layer &l, const Experts<T> &w, int t)
+        : bench(b), layer(l), weights(w), tokens(t), ids(b.routed(l, t, touched)),
+          routing(b.equal_weights(t * l.top_k, l.top_k)),
+          x(b.filled<T>(std::size_t(t) * l.hidden, 1.0)),
+          out(b.device.allocate(std::size_t(t) * l.hidden * sizeof(T))),
+          workspace(b.device.allocate(fused_moe_workspace_bytes<T>(t, l.top_k, w.view))) {}
+    void run() {
+      fused_moe<T>(bench.rt, out.as<T>(), x.as<const T>(), routing.as<const float>(),
+                   ids.as<const int>(), tokens, layer.top_k, weights.view, workspace.data(),
+                   workspace.size());
+    }
+  };
+
+  // The dense GEMMs of the same FLOPs as `pairs` pairs: one expert's weights over every pair's
+  // row, [2 inter, hidden] then [hidden, inter].
+  template <Element T> struct Dense {
+    Bench &bench;
+    const Layer &layer;
+    const Experts<T> &weights;
+    int pairs;
+    DeviceBuffer a, gate_up, gated, down;
+    Dense(Bench &b, const Layer &l, const Experts<T> &w, int p)
+        : bench(b), layer(l), weights(w), pairs(p), a(b.filled<T>(std::size_t(p) * l.hidden, 1.0)),
+          gate_up(b.device.allocate(std::size_t(p) * 2 * l.inter * sizeof(T))),
+          gated(b.filled<T>(std::size_t(p) * l.inter, 1.0)),
+          down(b.device.allocate(std::size_t(p) * l.hidden * sizeof(T))) {}
+    void run() {
+      linear<T>(bench.rt, gate_up.as<T>(), a.as<const T>(), weights.w13.template as<const T>(),
+                pairs, 2 * layer.inter, layer.hidden);
+      linear<T>(bench.rt, down.as<T>(), gated.as<const T>(), weights.w2.template as<const T>(),
+                pairs, layer.hidden, layer.inter);
+    }
+  };
+
+  // fused_moe and the dense GEMMs once each at 4096 tokens, for a profiler (--profile).
+  template <Element T> void profile(const Layer &layer) {
+    const Experts<T> weights = experts<T>(layer);
+    Fused<T> fused(*this, layer, weights, 4096);
+    fused.run();
+    Dense<T> dense(*this, layer, weights, 4096 * layer.top_k);
+    dense.run();
+    device.synchronize();
+  }
+
+  template <Element T> void rows(const Layer &layer) {
+    const Experts<T> weights = experts<T>(layer);
     for (int tokens : {1, 16, 256, 4096}) {
       const int pairs = tokens * layer.top_k;
-      std::set<int> touched;
-      DeviceBuffer ids_device = routed(layer, tokens, touched);
-      const std::vector<float> routing_weights(pairs, 1.0f / layer.top_k);
-      DeviceBuffer weights_device = device.allocate(routing_weights.size() * sizeof(float));
-      weights_device.write(routing_weights.data(), routing_weights.size() * sizeof(float));
-      DeviceBuffer x = filled<T>(std::size_t(tokens) * layer.hidden, 1.0);
-      DeviceBuffer out = device.allocate(std::size_t(tokens) * layer.hidden * sizeof(T));
-      const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, layer.top_k, weights);
-      DeviceBuffer workspace = device.allocate(bytes);
+      Fused<T> fused(*this, layer, weights, tokens);
       const int launches = tokens >= 256 ? 5 : 20;
-      const double moe_ms = median_ms_per_launch(device, launches, [&] {
-        fused_moe<T>(rt, out.as<T>(), x.as<const T>(), weights_device.as<const float>(),
-                     ids_device.as<const int>(), tokens, layer.top_k, weights, workspace.data(),
-                     bytes);
-      });
-      // The dense GEMMs of the same FLOPs: one expert's weights over every pair's row.
-      DeviceBuffer a = filled<T>(std::size_t(pairs) * layer.hidden, 1.0);
-      DeviceBuffer gate_up = device.allocate(std::size_t(pairs) * 2 * layer.inter * sizeof(T));
-      DeviceBuffer gated = filled<T>(std::size_t(pairs) * layer.inter, 1.0);
-      DeviceBuffer down = device.allocate(std::size_t(pairs) * layer.hidden * sizeof(T));
-      const double dense_ms = median_ms_per_launch(device, launches, [&] {
-        linear<T>(rt, gate_up.as<T>(), a.as<const T>(), w13.as<const T>(), pairs, 2 * layer.inter,
-                  layer.hidden);
-        linear<T>(rt, down.as<T>(), gated.as<const T>(), w2.as<const T>(), pairs, layer.hidden,
-                  layer.inter);
-      });
+      const double moe_ms = median_ms_per_launch(device, launches, [&] { fused.run(); });
+      Dense<T> dense(*this, layer, weights, pairs);
+      const double dense_ms = median_ms_per_launch(device, launches, [&] { dense.run(); });
       const double flops = 6.0 * pairs * layer.hidden * layer.inter;
-      const double weight_bytes = 3.0 * touched.size() * layer.hidden * layer.inter * sizeof(T);
+      const double weight_bytes =
+          3.0 * fused.touched.size() * layer.hidden * layer.inter * sizeof(T);
       const double copy = copy_ms(static_cast<std::size_t>(weight_bytes / 2));
       std::printf(
           "| %s | %d | %s | %zu | %.3f | %.0f | %.3f | %.0f | %.2f | %.0f | %.0f | %.2f |\n",
-          layer.name, tokens, std::string(element_name<T>()).c_str(), touched.size(), moe_ms,
+          layer.name, tokens, std::string(element_name<T>()).c_str(), fused.touched.size(), moe_ms,
           flops / moe_ms * 1e-9, dense_ms, flops / dense_ms * 1e-9, dense_ms / moe_ms,
           weight_bytes / moe_ms * 1e-6, weight_bytes / copy * 1e-6, copy / moe_ms);
       std::fflush(stdout);
@@ -229,11 +346,13 @@ struct Bench {
 int main(int argc, char **argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
-  if (argc > 1 && !sweep) { // tools/gpu-check asks every bench program for --help
-    std::printf("usage: %s [--sweep | --breakdown]\n  prints fused_moe's table against kjit's "
-                "dense GEMM and a copy; --breakdown fused_moe against its two grouped GEMMs at "
-                "4096 tokens, --sweep that and the grouped GEMM's variants\n",
-                argv[0]);
+  if (argc > 1 && !sweep && mode != "--profile") { // tools/gpu-check asks for --help
+    std::printf(
+        "usage: %s [--sweep | --breakdown | --profile]\n  prints fused_moe's table against "
+        "kjit's dense GEMM and a copy; --breakdown fused_moe against each of its launches alone "
+        "at 1, 256 and 4096 tokens, --sweep that and the grouped GEMM's variants, --profile "
+        "fused_moe and the dense GEMMs once each at 4096 tokens (for ncu)\n",
+        argv[0]);
     return 0;
   }
   try {
@@ -246,11 +365,17 @@ int main(int argc, char **argv) {
     }
     const Layer layers[] = {{"Mixtral-like E8 top2 4096/14336", 8, 2, 4096, 14336},
                             {"fine-grained E64 top6 2048/1408", 64, 6, 2048, 1408}};
+    if (mode == "--profile") {
+      for (const Layer &layer : layers)
+        bench.profile<BFloat16>(layer);
+      return 0;
+    }
     if (sweep) {
       std::printf("| layer | GEMM | tokens | BLOCK_N | STAGES | GROUP_M | ms | TFLOP/s |\n"
                   "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
       for (const Layer &layer : layers)
-        bench.sweep<BFloat16>(layer, 4096, mode == "--sweep");
+        for (int tokens : {1, 256, 4096})
+          bench.sweep<BFloat16>(layer, tokens, mode == "--sweep" && tokens == 4096);
       return 0;
     }
     std::printf("| layer | tokens | type | experts touched | ms | TFLOP/s | dense ms | dense "

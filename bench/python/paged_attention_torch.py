@@ -11,9 +11,11 @@ kjit package) against torch on the same data, on one GPU, in one process:
 - KV write: reshape_and_cache of 16k tokens (8 kv heads, head dim 128, bf16) to shuffled slots,
   bytes read plus written over the time, against the same copy rate and against the same run's
   copy of as many bytes.
+- A split decode's breakdown: the decode kernel alone, the merge kernel alone (and, with
+  KJIT_ATTENTION_BEFORE, main's merge on the same partial results), both.
 - With KJIT_ATTENTION_BEFORE=<attention_decode.hip>:<kv_cache.hip> of an earlier version, those
   kernels too, compiled as templates of their own and launched as that version launched them: the
-  same run's "before" figures.
+  same run's "before" figures. KJIT_BENCH_QUICK=1 leaves out the sweeps of the tunables.
 
 Times: the best of 5 bursts of ~25 ms (ops_torch.seconds_per_call), CUDA events.
 
@@ -64,14 +66,17 @@ def decode_variant(warp, q_heads, kv_heads, fp8):
     return v
 
 
-def split_decode(sms, resident, blocks, max_len, may_split=True):
-    """ops/src/attention_decode.cpp's split_decode: (splits, partition)."""
+def split_decode(sms, resident, blocks, max_len, may_split=True, split_cost=32):
+    """ops/src/attention_decode.cpp's split_decode: (splits, partition). split_cost 0: main's
+    (4d1f0e2) model."""
     slots = sms * resident
     length = max(max_len, 1)
 
     def cost(partition, splits):
         waves = cdiv(blocks * splits, slots)
-        return waves * (partition + 64) * (1.05 if splits > 1 else 1)
+        if splits == 1:
+            return waves * (partition + 64)
+        return waves * (partition + 64) * 1.05 + splits * split_cost
     best, plan = cost(length, 1), (1, length)
     most = min(length // 256, 1024) if may_split else 1
     for wanted in range(2, most + 1):
@@ -80,6 +85,14 @@ def split_decode(sms, resident, blocks, max_len, may_split=True):
         if splits > 1 and cost(partition, splits) < best:
             best, plan = cost(partition, splits), (splits, partition)
     return plan
+
+
+def merge_threads(splits, head_dim, warp=32):
+    """ops/src/attention_decode.cpp's merge_threads: head_dim / 4 threads per group of splits, a
+    group per split up to 256 threads, in whole warps."""
+    columns = head_dim // 4
+    whole = max(1, warp // columns)
+    return min(256 // columns, cdiv(splits, whole) * whole) * columns
 
 
 class Decode:
@@ -128,20 +141,30 @@ class Decode:
         rows = batch * q_heads * self.splits
         self.partial_out = torch.empty(rows * head_dim, device=dev, dtype=torch.float32)
         self.partial_lse = torch.empty(rows, device=dev, dtype=torch.float32)
+        self.old_signature = False  # main's kernels (before): the merge's block of head_dim
         self.merge = rt.kernel(kjit.Template.builtin("paged_attention_merge"),
                                {"T": "bfloat16", "HEAD_DIM": head_dim})
-        factor = 256.0 if fp8 else 1.0
-        self.args = (self.scale * LOG2E * self.k_scale * factor, self.v_scale * factor,
+        self.args = (self.scale * LOG2E * self.k_scale, self.v_scale,
                      q_heads, kv_heads, self.num_blocks, self.max_blocks, self.partition, ctx)
 
+    def decode(self):
+        """The decode kernel alone (with several splits, the partial results)."""
+        split = self.splits > 1
+        self.kernel(self.out, self.partial_out if split else 0, self.partial_lse if split else 0,
+                    self.q, self.k, self.v, self.tables, self.lens, *self.args,
+                    grid=self.grid, block=self.block)
+
+    def merge_kernel(self):
+        # A block a row: main's of head_dim threads.
+        self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
+                   grid=self.batch * self.q_heads,
+                   block=self.head_dim if self.old_signature else
+                   merge_threads(self.splits, self.head_dim))
+
     def __call__(self):
-        p_out = self.partial_out if self.splits > 1 else 0
-        p_lse = self.partial_lse if self.splits > 1 else 0
-        self.kernel(self.out, p_out, p_lse, self.q, self.k, self.v, self.tables, self.lens,
-                    *self.args, grid=self.grid, block=self.block)
+        self.decode()
         if self.splits > 1:
-            self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
-                       grid=self.batch * self.q_heads, block=self.head_dim)
+            self.merge_kernel()
 
     def gathered(self, dtype):
         """K and V of every sequence contiguous: [batch, kv_heads, ctx, head_dim]."""
@@ -215,16 +238,13 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
     cos_sin = torch.randn(4096, head_dim, device=dev, dtype=torch.bfloat16)
     kernel = rt.kernel(before or kjit.Template.builtin("reshape_and_cache"), {
         "T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": head_dim, "ROPE": int(rope),
-        "ROTARY_DIM": head_dim if rope else 0, "VEC": 8,
-        **({} if before else {"TOKENS": per_block})})
+        "ROTARY_DIM": head_dim if rope else 0, "VEC": 8, "TOKENS": per_block})
     row = kv_heads * head_dim
-    threads = min(256, cdiv(2 * row // 8, 32) * 32)  # a thread per 8 elements of a token
-    # The wrapper's launch: 2 tokens a block (kv_cache.hip's TOKENS); before it, one.
-    extra, grid = ((), tokens) if before else ((tokens,), cdiv(tokens, per_block))
-
+    # A thread per 16 elements of a token (two pieces of 8); before, per 8.
+    threads = min(256, cdiv((2 if before else 1) * row // 8, 32) * 32)
     def call():
         kernel(key, value, k, v, mapping, positions, cos_sin, 4096, 1.0, 1.0, kv_heads, row, row,
-               slots, *extra, grid=grid, block=threads)
+               slots, tokens, grid=cdiv(tokens, per_block), block=threads)
     moved = 2 * key.numel() * 2 + 2 * key.numel() * k.element_size() + mapping.numel() * 8
     # The same run's copy of as many bytes (read plus write), the rate a write of this size can
     # reach: the launch and the first and last waves weigh more than in a copy of 512 MiB.
@@ -237,12 +257,12 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
 def before_kernels(path):
     """The kernels of an earlier attention_decode.hip and kv_cache.hip (their paths joined by ':',
     KJIT_ATTENTION_BEFORE), compiled as templates of their own: the same run's figures before a
-    change, launched as that version's wrappers launched them (one split per sequence at these
-    batches, WARPS 4, UNROLL 2, LOADS 2; 256 threads a token for the write)."""
+    change, launched as that version's wrappers launched them (main at d5f75d0: 47 splits at
+    batch 1, a merge block of head_dim threads per row, fp8 bytes read as halves times 2^-8)."""
     decode_path, write_path = path.split(":")
     common = {"T": ["half", "bfloat16"], "KV_FP8": [0, 1], "HEAD_DIM": [64, 128],
               "PAGE": [16, 32], "GROUP": range(1, 9), "WARPS": [2, 4, 8], "UNROLL": [1, 2, 4],
-              "LOADS": [1, 2]}
+              "LOADS": [1, 2], "STAGES": [2, 3, 4]}
     decode = kjit.Template("paged_attention_decode_before", open(decode_path).read(),
                            params=common, kernel="paged_attention_decode",
                            arguments=["T*", "float*", "float*", "const T*", "const void*",
@@ -255,38 +275,40 @@ def before_kernels(path):
     write = kjit.Template("reshape_and_cache_before", open(write_path).read(),
                           params={"T": ["half", "bfloat16"], "KV_FP8": [0, 1],
                                   "HEAD_DIM": range(8, 1025), "ROPE": [0, 1, 2],
-                                  "ROTARY_DIM": range(0, 1025), "VEC": [1, 2, 4, 8]},
+                                  "ROTARY_DIM": range(0, 1025), "VEC": [1, 2, 4, 8],
+                                  "TOKENS": [1, 2, 4, 8]},
                           kernel="reshape_and_cache",
                           arguments=["const T*", "const T*", "void*", "void*", "const long long*",
                                      "const long long*", "const T*", "int", "float", "float",
-                                     "int", "long long", "long long", "long long"])
+                                     "int", "long long", "long long", "long long", "int"])
     return decode, merge, write
 
 
 def time_before(rt, path, copy):
     decode, merge, write = before_kernels(path)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for batch, ctx in ((64, 4096), (1, 32768), (256, 1024)):
-        case = Decode(rt, batch, ctx)
-        blocks = batch * case.kv_heads
-        splits, partition = 1, ctx
-        if blocks < 2 * sms and ctx >= 512:  # the earlier decode_plan
-            partition = cdiv(cdiv(ctx, min(cdiv(4 * sms, blocks), ctx // 256)), 64) * 64
-            splits = cdiv(ctx, partition)
-        case.splits, case.partition, case.grid = splits, partition, (case.kv_heads, batch, splits)
-        case.block = 128
-        case.kernel = rt.kernel(decode, {"T": "bfloat16", "KV_FP8": 0, "HEAD_DIM": 128,
+    for batch, ctx, fp8 in ((64, 4096, False), (1, 32768, False), (256, 1024, False),
+                            (64, 4096, True)):
+        case = Decode(rt, batch, ctx, fp8=fp8)
+        v = decode_variant(32, case.q_heads, case.kv_heads, fp8)
+        splits, partition = split_decode(sms, 3, batch * case.kv_heads, ctx, split_cost=0)  # main's
+        case.splits, case.partition = splits, partition
+        case.grid = (case.kv_heads, batch, splits)
+        case.kernel = rt.kernel(decode, {"T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": 128,
                                          "PAGE": 16, "GROUP": 4, "WARPS": 4, "UNROLL": 2,
-                                         "LOADS": 2})
+                                         "LOADS": v["loads"], "STAGES": v["stages"]})
         case.merge = rt.kernel(merge, {"T": "bfloat16", "HEAD_DIM": 128})
-        case.args = case.args[:-2] + (partition, ctx)
+        case.old_signature = True
+        factor = 256.0 if fp8 else 1.0  # main read an fp8 byte as its value times 2^-8
+        case.args = (case.args[0] * factor, case.args[1] * factor) + case.args[2:-2] + \
+            (partition, ctx)
         rows = batch * case.q_heads * splits
         case.partial_out = torch.empty(rows * case.head_dim, device="cuda", dtype=torch.float32)
         case.partial_lse = torch.empty(rows, device="cuda", dtype=torch.float32)
         err, ok = reference_error(case)
         t = seconds_per_call(torch, case)
-        print(f"before: decode batch {batch} ctx {ctx} (splits {splits}): fp32 check "
-              f"{'ok' if ok else 'FAILED'}; {t * 1e6:.1f} us, "
+        print(f"before: decode batch {batch} ctx {ctx} {'fp8' if fp8 else 'bf16'} (splits "
+              f"{splits}): fp32 check {'ok' if ok else 'FAILED'}; {t * 1e6:.1f} us, "
               f"{100 * case.kv_bytes() / t / copy:.0f}% of copy", flush=True)
         del case
         torch.cuda.empty_cache()
@@ -328,8 +350,9 @@ def main():
         del case
         torch.cuda.empty_cache()
     # The tunables around the plan's choice (WARPS 4, UNROLL 2, LOADS 2, STAGES 3), then the
-    # split count, on the same shapes.
-    for batch, ctx in ((64, 4096), (1, 32768), (256, 1024)):
+    # split count, on the same shapes (KJIT_BENCH_QUICK=1: none of the sweeps).
+    quick = os.environ.get("KJIT_BENCH_QUICK") == "1"
+    for batch, ctx in () if quick else ((64, 4096), (1, 32768), (256, 1024)):
         row = f"sweep batch {batch} ctx {ctx}:"
         for unroll, loads, stages in ((2, 2, 2), (2, 2, 3), (1, 2, 4), (2, 1, 4), (4, 1, 3)):
             case = Decode(rt, batch, ctx, unroll=unroll, loads=loads, stages=stages)
@@ -345,12 +368,51 @@ def main():
             del case
         print(row, flush=True)
         torch.cuda.empty_cache()
+    # Where a split decode's time goes: the decode kernel alone, the merge kernel alone (and
+    # main's merge kernel on the same partial results), then both, over split counts.
+    old_merge = before_kernels(os.environ["KJIT_ATTENTION_BEFORE"])[1] \
+        if os.environ.get("KJIT_ATTENTION_BEFORE") else None
+    for batch, ctx, counts in ((1, 32768, (32, 47) if quick else (16, 24, 28, 32, 36, 40, 47, 64)),
+                               (64, 4096, (3,) if quick else (2, 3, 4))):
+        for splits in counts:
+            case = Decode(rt, batch, ctx, splits=splits)
+            if splits in (3, 32):
+                err, ok = reference_error(case)
+                failed |= not ok
+                print(f"check batch {batch} ctx {ctx} splits {case.splits}: "
+                      f"{'ok' if ok else 'FAILED'} ({err:.2e})", flush=True)
+            us = {"decode": seconds_per_call(torch, case.decode),
+                  "merge": seconds_per_call(torch, case.merge_kernel)}
+            if old_merge is not None:
+                mine = case.merge
+                case.merge, case.old_signature = rt.kernel(
+                    old_merge, {"T": "bfloat16", "HEAD_DIM": 128}), True
+                us["main's merge"] = seconds_per_call(torch, case.merge_kernel)
+                case.merge, case.old_signature = mine, False
+            us["both"] = seconds_per_call(torch, case)
+            print(f"breakdown batch {batch} ctx {ctx} splits {case.splits}: " + ", ".join(
+                f"{k} {t * 1e6:.1f} us" + (f" ({100 * case.kv_bytes() / t / copy:.0f}%)"
+                                           if k in ("decode", "both") else "")
+                for k, t in us.items()), flush=True)
+            del case
+        torch.cuda.empty_cache()
+    row = "sweep fp8 batch 64 ctx 4096:"
+    for unroll, loads, stages in () if quick else ((2, 2, 4), (2, 1, 4), (4, 1, 4), (4, 2, 2),
+                                                   (4, 2, 3), (1, 2, 4)):
+        try:
+            case = Decode(rt, 64, 4096, fp8=True, unroll=unroll, loads=loads, stages=stages)
+            rate = case.kv_bytes() / seconds_per_call(torch, case)
+            row += f" U{unroll}L{loads}S{stages} {100 * rate / copy:.0f}%"
+            del case
+        except Exception as error:  # a variant past the ring's 48 KiB
+            row += f" U{unroll}L{loads}S{stages} refused ({str(error).splitlines()[0][:60]})"
+    print(row, flush=True)
     for fp8, rope in ((False, False), (False, True), (True, False)):
         rate, same = write_case(rt, fp8=fp8, rope=rope)
         print(f"reshape_and_cache 16384 tokens {'fp8' if fp8 else 'bf16'}"
               f"{' +rope' if rope else ''}: {rate / 1e9:.0f} GB/s = {100 * rate / copy:.0f}% of "
               f"copy, {100 * rate / same:.0f}% of a copy of the same bytes ({same / 1e9:.0f} GB/s)")
-    for fp8, rope in ((False, False), (False, True), (True, False)):
+    for fp8, rope in () if quick else ((False, False), (False, True), (True, False)):
         row = f"sweep reshape_and_cache {'fp8' if fp8 else 'bf16'}{' +rope' if rope else ''}:"
         for per_block in (1, 2, 4, 8):
             rate, same = write_case(rt, fp8=fp8, rope=rope, per_block=per_block)

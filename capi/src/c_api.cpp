@@ -222,6 +222,42 @@ int cache_command(
   });
 }
 
+// The paged cache kjit/c.h passes by its parts. The decode only reads it; PagedKvCache holds
+// mutable pointers because reshape_and_cache writes through the same description.
+kjit::ops::PagedKvCache to_paged_cache(const void *k, const void *v, int num_blocks, int page_size,
+                                       int kv_heads, int head_dim, int kv_format, float k_scale,
+                                       float v_scale) {
+  if (kv_format != KJIT_KV_MODEL && kv_format != KJIT_KV_FP8_E4M3)
+    throw kjit::Error(kjit::Errc::bad_argument, "kv_format " + std::to_string(kv_format) +
+                                                    " is neither model (0) nor fp8_e4m3 (1)");
+  return {.k = const_cast<void *>(k),
+          .v = const_cast<void *>(v),
+          .num_blocks = num_blocks,
+          .page_size = page_size,
+          .kv_heads = kv_heads,
+          .head_dim = head_dim,
+          .format = kv_format == KJIT_KV_FP8_E4M3 ? kjit::ops::KvCacheFormat::fp8_e4m3
+                                                  : kjit::ops::KvCacheFormat::model,
+          .k_scale = k_scale,
+          .v_scale = v_scale};
+}
+
+using GemmFp8 = void (*)(kjit::Runtime &, kjit::ops::BFloat16 *, const std::uint8_t *,
+                         kjit::ops::ScaleTensor, const std::uint8_t *, kjit::ops::ScaleTensor, int,
+                         int, int, kjit::Stream);
+
+// kjit_gemm_fp8_scaled and _blockscale: the scales given with their shapes, as the C++ takes them.
+int call_gemm_fp8(GemmFp8 function, kjit_runtime *rt, void *d, const uint8_t *a,
+                  const float *scale_a, int64_t scale_a_rows, int64_t scale_a_columns,
+                  const uint8_t *b, const float *scale_b, int64_t scale_b_rows,
+                  int64_t scale_b_columns, int m, int n, int k, void *stream) {
+  return guarded([&] {
+    function(runtime_of(rt), as<kjit::ops::BFloat16>(d), a,
+             {scale_a, scale_a_rows, scale_a_columns}, b, {scale_b, scale_b_rows, scale_b_columns},
+             m, n, k, stream);
+  });
+}
+
 // ---- operators from a packed block (kjit_op_launch_packed) --------------------------------
 
 // Argument i of an operator's packed call: the low bytes of the 8-byte slot at 40 + 8 * i.
@@ -277,6 +313,10 @@ constexpr PackedOp packed_ops[] = {
     {"topk_softmax", packed_call<kjit_topk_softmax>},
     {"moe_topk", packed_call<kjit_moe_topk>},
     {"fused_moe", packed_call<kjit_fused_moe>},
+    {"paged_attention_decode", packed_call<kjit_paged_attention_decode>},
+    {"reshape_and_cache", packed_call<kjit_reshape_and_cache>},
+    {"gemm_fp8_scaled", packed_call<kjit_gemm_fp8_scaled>},
+    {"gemm_fp8_blockscale", packed_call<kjit_gemm_fp8_blockscale>},
 };
 
 } // namespace
@@ -668,6 +708,89 @@ int kjit_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const 
                            workspace, workspace_bytes, stream);
     });
   });
+}
+
+int kjit_paged_attention_workspace_bytes(kjit_runtime *rt, int q_heads, int num_blocks,
+                                         int page_size, int kv_heads, int head_dim, int kv_format,
+                                         int batch, int max_blocks, int max_seq_len,
+                                         size_t *bytes) {
+  if (bytes)
+    *bytes = 0;
+  return guarded([&] {
+    require(bytes, "bytes");
+    // The sizes alone matter here: the cache and the tables are described without memory.
+    const kjit::ops::PagedKvCache cache = to_paged_cache(nullptr, nullptr, num_blocks, page_size,
+                                                         kv_heads, head_dim, kv_format, 1.0f, 1.0f);
+    const kjit::ops::DecodeBatch tables{
+        .batch = batch, .max_blocks = max_blocks, .max_seq_len = max_seq_len};
+    *bytes = kjit::ops::paged_attention_workspace_bytes(runtime_of(rt), q_heads, cache, tables);
+  });
+}
+
+int kjit_paged_attention_decode(kjit_runtime *rt, int dtype, void *out, const void *q, int q_heads,
+                                const void *k_cache, const void *v_cache, int num_blocks,
+                                int page_size, int kv_heads, int head_dim, int kv_format,
+                                float k_scale, float v_scale, const int *block_tables,
+                                const int *seq_lens, int batch, int max_blocks, int max_seq_len,
+                                int validate, float scale, void *workspace, size_t workspace_bytes,
+                                void *stream) {
+  return guarded([&] {
+    const kjit::ops::PagedKvCache cache = to_paged_cache(
+        k_cache, v_cache, num_blocks, page_size, kv_heads, head_dim, kv_format, k_scale, v_scale);
+    const kjit::ops::DecodeBatch tables{.block_tables = block_tables,
+                                        .seq_lens = seq_lens,
+                                        .batch = batch,
+                                        .max_blocks = max_blocks,
+                                        .max_seq_len = max_seq_len,
+                                        .validate = validate != 0};
+    with_half_element(dtype, "paged_attention_decode", [&]<typename T>(T *) {
+      kjit::ops::paged_attention_decode(runtime_of(rt), as<T>(out), as<T>(q), q_heads, cache,
+                                        tables, scale, {workspace, workspace_bytes}, stream);
+    });
+  });
+}
+
+int kjit_reshape_and_cache(kjit_runtime *rt, int dtype, const void *key, const void *value,
+                           void *k_cache, void *v_cache, int num_blocks, int page_size,
+                           int kv_heads, int head_dim, int kv_format, float k_scale, float v_scale,
+                           const int64_t *slot_mapping, int tokens, int64_t key_stride,
+                           int64_t value_stride, const int64_t *positions,
+                           const void *cos_sin_cache, int max_position, int rotary_dim,
+                           int rotary_style, void *stream) {
+  return guarded([&] {
+    if (positions != nullptr && rotary_style != 0 && rotary_style != 1)
+      throw kjit::Error(kjit::Errc::bad_argument, "rotary style " + std::to_string(rotary_style) +
+                                                      " is neither neox (0) nor gptj (1)");
+    const kjit::ops::PagedKvCache cache = to_paged_cache(
+        k_cache, v_cache, num_blocks, page_size, kv_heads, head_dim, kv_format, k_scale, v_scale);
+    with_half_element(dtype, "reshape_and_cache", [&]<typename T>(T *) {
+      const kjit::ops::KeyRotation<T> rotation{
+          .positions = positions,
+          .cos_sin_cache = as<T>(cos_sin_cache),
+          .max_position = max_position,
+          .rotary_dim = rotary_dim,
+          .style = rotary_style == 0 ? kjit::ops::RotaryStyle::neox : kjit::ops::RotaryStyle::gptj};
+      kjit::ops::reshape_and_cache(runtime_of(rt), as<T>(key), as<T>(value), cache, slot_mapping,
+                                   tokens, key_stride, value_stride,
+                                   positions != nullptr ? &rotation : nullptr, stream);
+    });
+  });
+}
+
+int kjit_gemm_fp8_scaled(kjit_runtime *rt, void *d, const uint8_t *a, const float *scale_a,
+                         int64_t scale_a_rows, int64_t scale_a_columns, const uint8_t *b,
+                         const float *scale_b, int64_t scale_b_rows, int64_t scale_b_columns, int m,
+                         int n, int k, void *stream) {
+  return call_gemm_fp8(kjit::ops::gemm_fp8_scaled, rt, d, a, scale_a, scale_a_rows, scale_a_columns,
+                       b, scale_b, scale_b_rows, scale_b_columns, m, n, k, stream);
+}
+
+int kjit_gemm_fp8_blockscale(kjit_runtime *rt, void *d, const uint8_t *a, const float *scale_a,
+                             int64_t scale_a_rows, int64_t scale_a_columns, const uint8_t *b,
+                             const float *scale_b, int64_t scale_b_rows, int64_t scale_b_columns,
+                             int m, int n, int k, void *stream) {
+  return call_gemm_fp8(kjit::ops::gemm_fp8_blockscale, rt, d, a, scale_a, scale_a_rows,
+                       scale_a_columns, b, scale_b, scale_b_rows, scale_b_columns, m, n, k, stream);
 }
 
 uint32_t kjit_abi_minor(void) { return KJIT_C_ABI_MINOR; }

@@ -20,12 +20,14 @@ constexpr std::string_view op = "paged_attention_decode";
 // start-up stop being small beside the split's own reads.
 constexpr int min_partition = 256;
 // What a block costs beside its tokens (q, the ring's first copies, the final merge), in tokens,
-// and a split launch's merge (a second kernel, the partial results written and read) as a
-// fraction of the decode's time: the values that pick the fastest split count of the H200 sweeps
-// in BENCHMARKS.md ("Paged decode through a ring of asynchronous copies") at batch 64 x 4k (3
-// splits) and 256 x 1k (none).
+// a split launch's merge (a second kernel, the partial results written and read) as a fraction of
+// the decode's time, and each split's share of the merge's reads and of the blocks' start-up, in
+// tokens: the values that pick the fastest split count of the H200 sweeps in BENCHMARKS.md at
+// batch 64 x 4k (3 splits), 256 x 1k (none) and 1 x 32k (32: two blocks a multiprocessor in one
+// wave read as fast as three, and the merge has fewer splits to read).
 constexpr int block_overhead = 64;
 constexpr double merge_cost = 0.05;
+constexpr int split_cost = 32;
 
 int capacity(const PagedKvCache &cache, const DecodeBatch &batch) {
   return batch.max_blocks * cache.page_size; // checked below INT_MAX
@@ -101,6 +103,15 @@ int resident_blocks(int registers, int threads, int shared_bytes) {
   return std::max(1, std::min({by_registers, by_shared, 2048 / threads, 32}));
 }
 
+int merge_threads(int splits, int head_dim, int warp_size) {
+  // attention_decode.hip's MERGE_THREADS; a group of splits is head_dim / 4 threads.
+  constexpr int most_threads = 256;
+  const int columns = head_dim / 4;
+  const int whole = std::max(1, warp_size / columns); // groups that make whole warps
+  const int groups = std::min(most_threads / columns, divide_up(splits, whole) * whole);
+  return groups * columns;
+}
+
 void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch, int q_heads,
                   int kv_heads, int head_dim, int max_len, bool may_split) {
   const std::int64_t blocks = std::int64_t{batch} * kv_heads * plan.chunks;
@@ -109,8 +120,10 @@ void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch
   // The time of a choice: whole waves of blocks, each its partition plus its overhead.
   const auto cost = [&](int partition, int splits) {
     const std::int64_t waves = (blocks * splits + slots - 1) / slots;
-    return static_cast<double>(waves) * (partition + block_overhead) *
-           (splits > 1 ? 1 + merge_cost : 1);
+    return splits == 1
+               ? static_cast<double>(waves) * (partition + block_overhead)
+               : static_cast<double>(waves) * (partition + block_overhead) * (1 + merge_cost) +
+                     static_cast<double>(splits) * split_cost;
   };
   plan.splits = 1;
   plan.partition = len;
@@ -249,11 +262,10 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
            " (paged_attention_workspace_bytes)";
   });
   const Kernel &kernel = *launch.kernel;
-  // Scores in the log2 domain; an fp8 byte read as a half is its value times 2^-8
-  // (attention_decode.hip), so the cache's scale comes with 2^8.
+  // Scores in the log2 domain; an fp8 cache's scales apply to the scores and the output.
   constexpr float log2e = 1.4426950408889634f;
-  const float k_factor = fp8 ? cache.k_scale * 256.0f : 1.0f;
-  const float v_factor = fp8 ? cache.v_scale * 256.0f : 1.0f;
+  const float k_factor = fp8 ? cache.k_scale : 1.0f;
+  const float v_factor = fp8 ? cache.v_scale : 1.0f;
   float *partial_out = static_cast<float *>(workspace.data);
   float *partial_lse = plan.splits > 1 ? partial_out + static_cast<std::size_t>(batch.batch) *
                                                            q_heads * plan.splits * cache.head_dim
@@ -270,11 +282,12 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
     return;
   static const Template &merge = templates::find("paged_attention_merge");
   rt.kernel(merge, {{"T", element_name<T>()}, {"HEAD_DIM", cache.head_dim}})
-      .launch({.grid = static_cast<unsigned>(batch.batch * q_heads),
-               .block = static_cast<unsigned>(cache.head_dim),
-               .stream = stream},
-              out, static_cast<const float *>(partial_out), static_cast<const float *>(partial_lse),
-              plan.splits);
+      .launch(
+          {.grid = static_cast<unsigned>(batch.batch * q_heads),
+           .block = static_cast<unsigned>(detail::merge_threads(plan.splits, cache.head_dim, warp)),
+           .stream = stream},
+          out, static_cast<const float *>(partial_out), static_cast<const float *>(partial_lse),
+          plan.splits);
 }
 
 namespace reference {

@@ -17,7 +17,8 @@ std::string to_string(std::int64_t value) { return std::to_string(value); }
 
 // The widest VEC (elements, or pairs of a rotation, per access) that keeps every access aligned
 // and at most 16 bytes: VEC elements of key, value and the cos/sin rows, VEC (NeoX) or 2 * VEC
-// (GPT-J) of a rotated key, VEC bytes of an fp8 cache, and that divides what each thread walks.
+// (GPT-J) of a rotated key, VEC bytes of an fp8 cache, and that divides what each thread walks
+// (items of two VEC pieces: 2 VEC elements where nothing rotates).
 template <Element T>
 int elements_per_access(const T *key, const T *value, const PagedKvCache &cache,
                         std::int64_t key_stride, std::int64_t value_stride,
@@ -26,15 +27,16 @@ int elements_per_access(const T *key, const T *value, const PagedKvCache &cache,
   for (int vec : {8, 4, 2}) {
     const std::size_t bytes = vec * sizeof(T);
     const std::size_t cache_bytes = fp8 ? vec : bytes;
-    bool fits = cache.head_dim % vec == 0 && key_stride % vec == 0 && value_stride % vec == 0 &&
-                detail::aligned(key, bytes) && detail::aligned(value, bytes) &&
-                detail::aligned(cache.k, cache_bytes) && detail::aligned(cache.v, cache_bytes);
+    bool fits = cache.head_dim % (2 * vec) == 0 && key_stride % vec == 0 &&
+                value_stride % vec == 0 && detail::aligned(key, bytes) &&
+                detail::aligned(value, bytes) && detail::aligned(cache.k, cache_bytes) &&
+                detail::aligned(cache.v, cache_bytes);
     if (rotation != nullptr) {
       const int rotated = rotation->rotary_dim;
       const bool neox = rotation->style == RotaryStyle::neox;
       const std::size_t pair_bytes = neox ? bytes : 2 * bytes;
       fits = fits && pair_bytes <= 16 && (rotated / 2) % vec == 0 &&
-             (cache.head_dim - rotated) % vec == 0 && (neox || (2 * cache_bytes) <= 16) &&
+             (cache.head_dim - rotated) % (2 * vec) == 0 && (neox || (2 * cache_bytes) <= 16) &&
              detail::aligned(rotation->cos_sin_cache, bytes) && rotation->max_position > 0;
     }
     if (fits)
@@ -86,7 +88,7 @@ void reshape_and_cache(Runtime &rt, const T *key, const T *value, const PagedKvC
                     });
   }
   const int vec = elements_per_access(key, value, cache, key_stride, value_stride, rotation);
-  // A thread per item of vec elements of a token (256 at most), a block per 2 tokens (TOKENS:
+  // A thread per item of 2 vec elements of a token (256 at most), a block per 2 tokens (TOKENS:
   // the fastest of 1, 2, 4 and 8 for bf16, fp8 and RoPE on the H200, BENCHMARKS.md).
   constexpr int tokens_per_block = 2;
   static const Template &tmpl = templates::find("reshape_and_cache");
@@ -99,7 +101,7 @@ void reshape_and_cache(Runtime &rt, const T *key, const T *value, const PagedKvC
                                           {"VEC", vec},
                                           {"TOKENS", tokens_per_block}});
   const int warp = rt.default_device().target().warp_size();
-  const int items = static_cast<int>(2 * row / vec);
+  const int items = static_cast<int>(row / vec);
   const int threads = std::min(256, detail::divide_up(items, warp) * warp);
   const std::int64_t *positions = rotation != nullptr ? rotation->positions : nullptr;
   const T *cos_sin_cache = rotation != nullptr ? rotation->cos_sin_cache : nullptr;

@@ -24,6 +24,11 @@ namespace {
 // The grouped GEMM's tile of rows (moe_gemm_wgmma's BM) and its threads.
 constexpr int moe_block_m = 128, moe_threads = 384;
 constexpr int max_topk_experts = 512, max_align_experts = 256, max_top_k = 32, max_groups = 64;
+// Up to this many pairs the gate-up GEMM gathers the tokens' rows in its loads (GATHER 1): one
+// launch fewer, no slower a GEMM. With many more (4096 tokens) its cp.async copies made the GEMM
+// slower than a moe_gather pass and TMA reads of the sorted rows (BENCHMARKS.md, "fused_moe:
+// the gather, decode and prefill").
+constexpr int max_gathering_pairs = 2048;
 
 std::string str(std::int64_t value) { return std::to_string(value); }
 
@@ -66,7 +71,7 @@ private:
 // What fused_moe keeps in its workspace.
 template <Element T> struct Workspace {
   MoeAlignment alignment;
-  T *x_sorted; // the tokens' rows sorted by expert; later each pair's expert output
+  T *x_sorted; // the tokens' rows sorted by expert (many pairs); later each pair's expert output
   T *hidden;   // silu(gate) * up, [rows, inter]
   std::size_t bytes;
 };
@@ -93,19 +98,39 @@ TensorMap map_of(const Device &device, TensorMapElement element, const void *bas
                                     std::uint64_t(columns) * 2, std::uint32_t(box_rows), 64});
 }
 
+// The grouped GEMMs' GROUP_M where the experts have two tiles of rows or more each: the smallest
+// power of two above the mean tiles per expert, up to 16, so that a group of tile rows holds an
+// expert's run rather than splitting it, and the blocks sweeping an expert's weights share them
+// in L2 (BENCHMARKS.md, "fused_moe: the gather, decode and prefill": the sweep of GROUP_M on the
+// tokens' rows). Else 8, as before.
+int group_m_for(int pairs, int experts) {
+  const double tiles = static_cast<double>(pairs) / experts / moe_block_m;
+  if (tiles < 2)
+    return 8;
+  int group_m = 4;
+  while (group_m <= tiles && group_m < 16)
+    group_m *= 2;
+  return group_m;
+}
+
 } // namespace
 
 namespace detail {
 
 // The heuristic: 128 output columns per tile (256 for the down projection) unless that leaves
-// most multiprocessors idle. Stages: for a wgmma of 256 columns 3 where K is long (4096 and
-// more), else 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100).
+// most multiprocessors idle, judged at the pairs' power-of-two bucket (fused_moe's plans are
+// kept per bucket). Stages: for a wgmma of 256 columns 3 where K is long (4096 and more), else
+// 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100). GROUP_M:
+// group_m_for.
 template <Element T>
-ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int experts, int n, int k) {
-  if (moe_mfma_serves(rt.default_device().target())) // AMD: moe_mfma.cpp
+ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
+                                   int n, int k) {
+  if (moe_mfma_serves(rt.default_device().target())) // AMD: moe_mfma.cpp, which never gathers
     return moe_mfma_variant<T>(gated, pairs, experts, n, rt.default_device().multiprocessors());
   static const Template &tmpl = templates::find("moe_gemm_wgmma");
-  const long long blocks = detail::divide_up(pairs, moe_block_m) + std::min(experts, pairs);
+  const std::int64_t bucket = detail::rows_bucket(pairs);
+  const long long blocks =
+      detail::divide_up(bucket, moe_block_m) + std::min<std::int64_t>(experts, bucket);
   const int multiprocessors = rt.default_device().multiprocessors();
   const int wide = gated ? 128 : 256;
   const int block_n = blocks * detail::divide_up(n, wide) >= multiprocessors ? wide : wide / 2;
@@ -115,9 +140,9 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int exper
                                  {"BLOCK_N", block_n},
                                  {"STAGES", wgmma_n == 256 ? (k >= 4096 ? 3 : 4) : 6},
                                  {"GATED", gated ? 1 : 0},
-                                 {"GROUP_M", 8}}};
-  const ParamValues extents = {
-      {"experts", experts}, {"k", k}, {"m", detail::rows_bucket(pairs)}, {"n", n}};
+                                 {"GROUP_M", group_m_for(pairs, experts)},
+                                 {"GATHER", gather ? 1 : 0}}};
+  const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
   const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
   if (const auto winner = detail::tuned_winner(rt, tmpl, problem, extents))
     for (const char *name : {"BLOCK_N", "STAGES", "GROUP_M"})
@@ -135,18 +160,21 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
       stages * (moe_block_m + block_n * (gated ? 2 : 1)) * 64 * 2 + 1024 + stages * 16);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.allow_shared_bytes(shared_bytes);
-  return {&kernel, block_n, gated, shared_bytes};
+  return {&kernel, block_n, gated, variant.integer("GATHER") == 1, shared_bytes};
 }
 
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
-                    const MoeAlignment &alignment, int experts, int n, int k, Stream stream) {
+                    const MoeAlignment &alignment, int experts, int n, int k, int top_k,
+                    Stream stream) {
   if (moe_mfma_serves(plan.kernel->device().target()))
     return launch_moe_mfma(plan, c, a, w, rows, alignment, n, k, stream);
   const TensorMapElement element =
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
   const Device &device = plan.kernel->device();
-  const TensorMap map_a = map_of(device, element, a, rows, k, moe_block_m);
+  // A gathering variant reads the token rows a [tokens, k] itself; its map_a is unused.
+  const TensorMap map_a =
+      plan.gather ? TensorMap{} : map_of(device, element, a, rows, k, moe_block_m);
   const TensorMap map_w = map_of(
       device, element, w, std::uint64_t(experts) * n * (plan.gated ? 2 : 1), k, plan.block_n);
   // Persistent: at most one block per multiprocessor, no more than the tiles can use.
@@ -156,14 +184,16 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
       std::max<long long>(1, std::min<long long>(tiles, device.multiprocessors())));
   plan.kernel->launch(
       {.grid = blocks, .block = moe_threads, .shared_bytes = plan.shared_bytes, .stream = stream},
-      c, map_a, map_w, alignment.block_experts, alignment.totals, n, k);
+      c, map_a, map_w, alignment.block_experts, alignment.totals, n, k, a, alignment.sorted_pairs,
+      top_k);
 }
 
 template <Element T>
 void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
                   std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
-                  Stream stream) {
-  launch_grouped(make_grouped_plan(rt, variant), c, a, w, rows, alignment, experts, n, k, stream);
+                  int top_k, Stream stream) {
+  launch_grouped(make_grouped_plan(rt, variant), c, a, w, rows, alignment, experts, n, k, top_k,
+                 stream);
 }
 
 } // namespace detail
@@ -176,21 +206,23 @@ void launch_align(const Kernel &kernel, const MoeAlignment &out, const int *ids,
                 out.pair_positions, out.totals, ids, pairs);
 }
 
-// What fused_moe launches for one layer shape and count of pairs (rounded up to a power of
-// two): chosen and compiled on the shape's first call, then found again by one lookup (the
-// tuning table and the Runtime are asked once), as the other operators keep their plans.
+// What fused_moe launches for one layer shape, count of pairs (rounded up to a power of two)
+// and GROUP_M: chosen and compiled on the shape's first call, then found again by one
+// lookup (the tuning table and the Runtime are asked once), as the other operators keep their
+// plans.
 struct MoePlan {
-  const Kernel *align, *gather, *combine;
+  const Kernel *align, *gather, *combine; // gather: null where the gate-up GEMM gathers
   detail::GroupedPlan gate_up, down;
 };
-using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int>;
+using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int, int>;
 
 template <Element T>
 const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int vec) {
   thread_local std::map<MoePlanKey, MoePlan> plans;
   const std::int64_t bucket = detail::rows_bucket(pairs);
   const MoePlanKey key{
-      rt.id(), detail::element_code<T>(), layer.experts, layer.hidden, layer.inter, bucket, vec};
+      rt.id(), detail::element_code<T>(),        layer.experts, layer.hidden, layer.inter, bucket,
+      vec,     group_m_for(pairs, layer.experts)};
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;
@@ -198,14 +230,18 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
   static const Template &gather = templates::find("moe_gather");
   static const Template &combine = templates::find("moe_combine");
   const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
-  const int m = static_cast<int>(bucket);
+  // moe_gemm_mfma (AMD) reads sorted rows only: moe_gather runs before it at every size.
+  const bool gathering =
+      bucket <= max_gathering_pairs && !detail::moe_mfma_serves(rt.default_device().target());
   const MoePlan plan{
       &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
-      &rt.kernel(gather, vector_params), &rt.kernel(combine, vector_params),
-      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, true, m, layer.experts,
-                                                                    layer.inter, layer.hidden)),
-      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, false, m, layer.experts,
-                                                                    layer.hidden, layer.inter))};
+      gathering ? nullptr : &rt.kernel(gather, vector_params), &rt.kernel(combine, vector_params),
+      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, true, gathering, pairs,
+                                                                    layer.experts, layer.inter,
+                                                                    layer.hidden)),
+      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, false, false, pairs,
+                                                                    layer.experts, layer.hidden,
+                                                                    layer.inter))};
   return plans.emplace(key, plan).first->second;
 }
 
@@ -323,14 +359,16 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   const MoePlan &plan = moe_plan<T>(rt, layer, pairs, vec);
   launch_align(*plan.align, w.alignment, ids, pairs, stream);
   constexpr int row_threads = 128;
-  plan.gather->launch({.grid = static_cast<unsigned>(rows), .block = row_threads, .stream = stream},
-                      w.x_sorted, x, w.alignment.sorted_pairs, w.alignment.totals, top_k,
-                      layer.hidden, moe_block_m);
-  detail::launch_grouped<T>(plan.gate_up, w.hidden, w.x_sorted, layer.w13, rows, w.alignment,
-                            layer.experts, layer.inter, layer.hidden, stream);
+  if (plan.gather != nullptr) // else the gate-up GEMM gathers the rows of x in its loads
+    plan.gather->launch(
+        {.grid = static_cast<unsigned>(rows), .block = row_threads, .stream = stream}, w.x_sorted,
+        x, w.alignment.sorted_pairs, w.alignment.totals, top_k, layer.hidden, moe_block_m);
+  detail::launch_grouped<T>(plan.gate_up, w.hidden, plan.gather != nullptr ? w.x_sorted : x,
+                            layer.w13, rows, w.alignment, layer.experts, layer.inter, layer.hidden,
+                            top_k, stream);
   T *y_sorted = w.x_sorted; // the gathered rows are read by now
   detail::launch_grouped<T>(plan.down, y_sorted, w.hidden, layer.w2, rows, w.alignment,
-                            layer.experts, layer.hidden, layer.inter, stream);
+                            layer.experts, layer.hidden, layer.inter, top_k, stream);
   plan.combine->launch(
       {.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
       y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
@@ -500,14 +538,14 @@ KJIT_INSTANTIATE_ROUTING(float)
 KJIT_INSTANTIATE_ROUTING(Half)
 KJIT_INSTANTIATE_ROUTING(BFloat16)
 #define KJIT_INSTANTIATE_GROUPED(T)                                                                \
-  template detail::ChosenVariant detail::grouped_gemm_variant<T>(Runtime &, bool, int, int, int,   \
-                                                                 int);                             \
+  template detail::ChosenVariant detail::grouped_gemm_variant<T>(Runtime &, bool, bool, int, int,  \
+                                                                 int, int);                        \
   template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
-                                          std::size_t, const MoeAlignment &, int, int, int,        \
+                                          std::size_t, const MoeAlignment &, int, int, int, int,   \
                                           Stream);                                                 \
   template void detail::grouped_gemm<T>(Runtime &, const detail::ChosenVariant &, T *, const T *,  \
                                         const T *, std::size_t, const MoeAlignment &, int, int,    \
-                                        int, Stream);
+                                        int, int, Stream);
 KJIT_INSTANTIATE_GROUPED(Half)
 KJIT_INSTANTIATE_GROUPED(BFloat16)
 #undef KJIT_INSTANTIATE_GROUPED

@@ -8,27 +8,31 @@ namespace kjit::ops::detail {
 
 // The grouped GEMM's variant for C [rows, n] = A [rows, k] @ W[expert]^T over `pairs` pairs
 // and `experts` experts: the tuning table's winner for the shape (problem {GATED, T}, extents
-// experts, k, m = rows_bucket(pairs), n), else the heuristic's.
+// experts, k, m = rows_bucket(pairs), n), else the heuristic's. `gather`: A's rows are read
+// from the tokens' rows by the kernel (moe_wgmma.hip's GATHER 1).
 template <Element T>
-ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int pairs, int experts, int n, int k);
+ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
+                                   int n, int k);
 
 // A variant compiled and allowed its shared memory, ready to launch.
 struct GroupedPlan {
   const Kernel *kernel;
   int block_n;
-  bool gated;
+  bool gated, gather;
   unsigned shared_bytes;
 };
 GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant);
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
-                    const MoeAlignment &alignment, int experts, int n, int k, Stream stream);
+                    const MoeAlignment &alignment, int experts, int n, int k, int top_k,
+                    Stream stream);
 
 // Launches `variant` over the blocks `alignment` (of moe_align_rows(pairs, experts, 128) rows)
-// holds; w is experts' weights, [experts * n, k] or, gated, [experts * 2n, k].
+// holds; w is experts' weights, [experts * n, k] or, gated, [experts * 2n, k]. a is A [rows, k],
+// or for a gathering variant the tokens' rows [tokens, k] of pairs token * top_k + slot.
 template <Element T>
 void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
                   std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
-                  Stream stream);
+                  int top_k, Stream stream);
 
 } // namespace kjit::ops::detail

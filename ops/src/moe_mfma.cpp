@@ -25,9 +25,9 @@ ChosenVariant moe_mfma_variant(bool gated, int pairs, int experts, int n, int co
 }
 
 GroupedPlan make_moe_mfma_plan(Runtime &rt, const ChosenVariant &variant) {
-  // Static LDS only: no dynamic shared memory to ask for.
+  // Sorted rows only (no gather); static LDS only: no dynamic shared memory to ask for.
   return {&rt.kernel(*variant.tmpl, variant.params), variant.integer("BLOCK_N"),
-          variant.integer("GATED") == 1, 0};
+          variant.integer("GATED") == 1, /*gather=*/false, 0};
 }
 
 template <Element T>

@@ -28,6 +28,10 @@ int decode_ring_bytes(const DecodePlan &plan, int warp_size, bool fp8);
 // reserved per block, 2048 threads, 32 blocks: Hopper's and Ampere's limits).
 int resident_blocks(int registers, int threads, int shared_bytes);
 
+// paged_attention_merge's block: head_dim / 4 threads per group of splits, a group per split up
+// to 256 threads, in whole warps.
+int merge_threads(int splits, int head_dim, int warp_size);
+
 // Splits the sequences (plan.splits, plan.partition, plan.workspace_bytes) so that the blocks,
 // `resident` at once on each of `multiprocessors`, run in whole waves of equal blocks. `max_len`:
 // the longest sequence (max_seq_len). `may_split`: a workspace is given.

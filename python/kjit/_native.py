@@ -11,7 +11,7 @@ import threading
 #: The kjit/c.h version this package was written against (KJIT_C_ABI_VERSION), and the least
 #: minor version (KJIT_C_ABI_MINOR: additions) whose functions it calls.
 ABI_VERSION = 1
-ABI_MINOR = 2
+ABI_MINOR = 3
 
 _PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 
@@ -91,6 +91,7 @@ _P = ctypes.c_void_p
 _I = ctypes.c_int
 _F = ctypes.c_float
 _S = ctypes.c_char_p
+_Q = ctypes.c_int64
 # name: (restype, argtypes). Functions returning a status have restype c_int.
 _SIGNATURES = {
     "kjit_abi_version": (ctypes.c_uint32, []),
@@ -144,6 +145,14 @@ _SIGNATURES = {
                                             ctypes.POINTER(ctypes.c_size_t)]),
     "kjit_fused_moe": (_I, [_P, _I, _P, _P, _P, _P, _I, _I, _P, _P, _I, _I, _I, _P,
                             ctypes.c_size_t, _P]),
+    "kjit_paged_attention_workspace_bytes": (_I, [_P, _I, _I, _I, _I, _I, _I, _I, _I, _I,
+                                                  ctypes.POINTER(ctypes.c_size_t)]),
+    "kjit_paged_attention_decode": (_I, [_P, _I, _P, _P, _I, _P, _P, _I, _I, _I, _I, _I, _F, _F,
+                                         _P, _P, _I, _I, _I, _I, _F, _P, ctypes.c_size_t, _P]),
+    "kjit_reshape_and_cache": (_I, [_P, _I, _P, _P, _P, _P, _I, _I, _I, _I, _I, _F, _F, _P, _I,
+                                    _Q, _Q, _P, _P, _I, _I, _I, _P]),
+    "kjit_gemm_fp8_scaled": (_I, [_P, _P, _P, _P, _Q, _Q, _P, _P, _Q, _Q, _I, _I, _I, _P]),
+    "kjit_gemm_fp8_blockscale": (_I, [_P, _P, _P, _P, _Q, _Q, _P, _P, _Q, _Q, _I, _I, _I, _P]),
     "kjit_op_get": (_I, [_P, _S, ctypes.POINTER(_P)]),
     "kjit_free": (None, [_P]),
     "kjit_cache_stats": (_I, [ctypes.POINTER(_P)]),
@@ -161,7 +170,8 @@ _SIGNATURES = {
 #: runtime and last the stream.
 OPERATORS = ("rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "activation",
              "activation_and_mul", "rotary_embedding", "quant_int8", "quant_fp8", "gemm", "linear",
-             "flash_attention", "topk_softmax", "moe_topk", "fused_moe")
+             "flash_attention", "topk_softmax", "moe_topk", "fused_moe", "paged_attention_decode",
+             "reshape_and_cache", "gemm_fp8_scaled", "gemm_fp8_blockscale")
 
 def once(make):
     """A function that returns make()'s result, made on its first call (by one thread)."""

@@ -98,17 +98,26 @@ def _launch(op, key, tensors, function, *args, **item):
     operators choose it by); `tensors` are the inputs, named in the warm-up item."""
     warm = key in _warm
     if not warm:
-        shapes = [list(t.shape) for t in tensors]
-        dtype = str(tensors[0].dtype).replace("torch.", "")
-        _core.refuse_during_capture(
-            f"kjit.ops.{op} at shapes {shapes} ({dtype})",
-            repr({"op": op, "dtype": dtype, "shapes": shapes, **item}))
+        _refuse_cold(op, tensors, item)
     call = _operators.get(function)
     if call is None:
         call = _operators.setdefault(function, _make_operator(function))
     call(*args, grid=1, block=1)
     if not warm:
         _warm.add(key)
+
+
+def _refuse_cold(op, tensors, item):
+    """kjit.BadUsage while a CUDA graph is being captured, naming the warm-up item that runs
+    `op` on `tensors`' shapes (with `item`'s other entries; "dtypes" where the tensors' types
+    differ) ahead: a variant not yet run in this process would compile or load code in the
+    capture. Made only for a variant not yet run, so its parts cost the warm calls nothing."""
+    shapes = [list(t.shape) for t in tensors]
+    dtypes = _dtype_names(*tensors)
+    if len(set(dtypes)) > 1:
+        item = {"dtypes": dtypes, **item}
+    _core.refuse_during_capture(f"kjit.ops.{op} at shapes {shapes} ({dtypes[0]})",
+                                repr({"op": op, "dtype": dtypes[0], "shapes": shapes, **item}))
 
 
 def _aligned(*pointers):
@@ -287,8 +296,7 @@ def _flash_attention(out, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, cau
     key = (op, dtype, q.shape, k.shape, batch, max_seqlen_q, causal, _aligned(pq, pk, pv, po))
     _launch(op, key, (q, k, v, cu_seqlens_q, cu_seqlens_k), op, _DTYPES[dtype], po, pq, pk, pv,
             pcq, pck, batch, total_q, total_k, max_seqlen_q, q_heads, kv_heads, head_dim,
-            int(causal), scale, dtypes=_dtype_names(q, k, v, cu_seqlens_q, cu_seqlens_k),
-            scalars=[max_seqlen_q, causal, scale])
+            int(causal), scale, scalars=[max_seqlen_q, causal, scale])
 
 
 # ---- mixture of experts (kjit/ops/moe.hpp) --------------------------------------------------
@@ -323,7 +331,6 @@ def _moe_topk(weights, ids, logits, top_k, bias, scoring, groups, top_groups, re
     tensors = (logits,) if bias is None else (logits, bias)
     _launch(op, key, tensors, op, _DTYPES[logits.dtype], pw, pi, pl, pb, tokens, experts, top_k,
             scoring, groups, top_groups, int(renormalize), scale,
-            dtypes=_dtype_names(*tensors),
             scalars=[top_k, scoring, groups, top_groups, renormalize, scale])
 
 
@@ -365,8 +372,166 @@ def _fused_moe(out, x, weights, ids, w13, w2):
     pworkspace = -(-workspace.data_ptr() // _WORKSPACE_ALIGNMENT) * _WORKSPACE_ALIGNMENT
     key = (op, dtype, x.shape, w13.shape, top_k, _aligned(px, pw13, pw2, po))
     _launch(op, key, (x, weights, ids, w13, w2), op, _DTYPES[dtype], po, px, pweights, pids,
-            tokens, top_k, pw13, pw2, experts, hidden, inter, pworkspace, size,
-            dtypes=_dtype_names(x, weights, ids, w13, w2))
+            tokens, top_k, pw13, pw2, experts, hidden, inter, pworkspace, size)
+
+
+# ---- paged attention and the KV-cache write (kjit/ops/paged_attention.hpp) -----------------
+
+# fp8 e4m3fn bytes: torch's float8_e4m3fn where it has one (torch >= 2.1), or uint8 holding them.
+_FP8_DTYPES = {torch.uint8: 0, **({torch.float8_e4m3fn: 0} if hasattr(torch, "float8_e4m3fn")
+                                  else {})}
+_KV_MODEL, _KV_FP8 = 0, 1  # kjit_kv_format
+
+
+def _paged_cache(op, names, k_cache, v_cache, dtype, last):
+    """The addresses of the caches (`names` theirs) [num_blocks, page_size, kv_heads, head_dim],
+    of `dtype` or fp8 and whose last dimensions are `last` (the inputs'), once checked, and their
+    kjit_kv_format."""
+    k_name, v_name = names
+    pk = _check(op, k_name, k_cache, dtypes={dtype: 0, **_FP8_DTYPES})
+    _require_dims(op, k_name, k_cache, "[num_blocks, page_size, kv_heads, head_dim]")
+    if k_cache.shape[-len(last):] != last:
+        raise BadArgument(f"kjit.ops.{op}: {k_name} has shape {tuple(k_cache.shape)}, its last "
+                          f"dimensions must be {tuple(last)} as the inputs'")
+    pv = _check(op, v_name, v_cache, k_cache.dtype, k_cache.shape)
+    return pk, pv, _KV_MODEL if k_cache.dtype == dtype else _KV_FP8
+
+
+_decode_workspace = {}  # the sizes kjit_paged_attention_workspace_bytes takes: its bytes
+
+
+def _paged_attention_decode(out, q, k_cache, v_cache, block_tables, seq_lens, scale, max_seq_len,
+                            k_scale, v_scale, validate):
+    op = "paged_attention_decode"
+    pq = _check(op, "q", q, dtypes=_HALF_DTYPES)
+    _require_dims(op, "q", q, "[batch, q_heads, head_dim]")
+    dtype, (batch, q_heads, head_dim) = q.dtype, q.shape
+    pk, pv, kv_format = _paged_cache(op, ("k_cache", "v_cache"), k_cache, v_cache, dtype,
+                                     (head_dim,))
+    num_blocks, page_size, kv_heads = k_cache.shape[:3]
+    pt = _check(op, "block_tables", block_tables, torch.int32)
+    _require_dims(op, "block_tables", block_tables, "[batch, max_blocks]")
+    max_blocks = block_tables.shape[1]
+    if block_tables.shape[0] != batch:
+        _refuse(op, "block_tables", block_tables, torch.int32, (batch, max_blocks), None)
+    ps = _check(op, "seq_lens", seq_lens, torch.int32, (batch,))
+    po = _check(op, "out", out, dtype, q.shape)
+    tensors = (q, k_cache, v_cache, block_tables, seq_lens)
+    item = {"scalars": [scale, max_seq_len, k_scale, v_scale, validate]}
+    sizes = (q_heads, num_blocks, page_size, kv_heads, head_dim, kv_format, batch, max_blocks,
+             max_seq_len)
+    size = _decode_workspace.get(sizes)
+    if size is None:  # finding it compiles the kernel: refused in a capture like the call
+        _refuse_cold(op, tensors, item)
+        bytes_ = ctypes.c_size_t()
+        check(lib().paged_attention_workspace_bytes(_core.default_runtime()._handle, *sizes,
+                                                    ctypes.byref(bytes_)))
+        size = _decode_workspace.setdefault(sizes, bytes_.value)
+    # Split-KV's partial results, reused after the return only in order on the current stream.
+    workspace = torch.empty(size, dtype=torch.uint8, device=q.device) if size else None
+    key = (op, dtype, sizes, _aligned(pq, pk, pv, po))
+    _launch(op, key, tensors, op, _DTYPES[dtype], po, pq, q_heads, pk, pv, num_blocks, page_size,
+            kv_heads, head_dim, kv_format, k_scale, v_scale, pt, ps, batch, max_blocks,
+            max_seq_len, int(validate), scale, workspace.data_ptr() if size else 0, size, **item)
+
+
+def _rows_of(op, name, t, dtype, shape):
+    """The address and row stride (elements) of t [tokens, kv_heads, head_dim] of `dtype` (None:
+    either 16-bit type) and `shape` (None: any), on kjit's GPU, whose rows may lie apart (a slice
+    of a fused qkv) but each contiguous; kjit.BadArgument naming it else."""
+    if not isinstance(t, torch.Tensor):
+        raise BadArgument(f"kjit.ops.{op}: {name} is a {type(t).__name__}, not a torch.Tensor")
+    _require_dims(op, name, t, "[tokens, kv_heads, head_dim]")
+    if (t.get_device() != _gpu() or (t.dtype != dtype if dtype is not None else
+                                     t.dtype not in _HALF_DTYPES) or
+            (shape is not None and t.shape != shape)):
+        _refuse(op, name, t, dtype, shape, _HALF_DTYPES)
+    tokens, heads, dim = t.shape
+    row = heads * dim
+    stride = t.stride(0) if tokens > 1 else row  # a dimension of one has any stride
+    if t.stride(2) != 1 or (heads > 1 and t.stride(1) != dim) or stride < row:
+        raise BadArgument(f"kjit.ops.{op}: {name} has strides {tuple(t.stride())}: each token's "
+                          "[kv_heads, head_dim] must be contiguous, the tokens at least that far "
+                          "apart")
+    return t.data_ptr(), stride
+
+
+def _reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale,
+                       positions, cos_sin_cache, is_neox):
+    op = "reshape_and_cache"
+    pkey, key_stride = _rows_of(op, "key", key, None, None)
+    dtype, (tokens, kv_heads, head_dim) = key.dtype, key.shape
+    pvalue, value_stride = _rows_of(op, "value", value, dtype, key.shape)
+    pk, pv, kv_format = _paged_cache(op, ("key_cache", "value_cache"), key_cache, value_cache,
+                                     dtype, (kv_heads, head_dim))
+    num_blocks, page_size = key_cache.shape[:2]
+    ps = _check(op, "slot_mapping", slot_mapping, torch.int64, (tokens,))
+    tensors = (key, value, key_cache, value_cache, slot_mapping)
+    if (positions is None) != (cos_sin_cache is None):
+        raise BadArgument(f"kjit.ops.{op}: positions and cos_sin_cache come together (RoPE on "
+                          "the keys) or not at all")
+    pp = pc = max_position = rotary_dim = 0
+    if positions is not None:
+        pp = _check(op, "positions", positions, torch.int64, (tokens,))
+        pc = _check(op, "cos_sin_cache", cos_sin_cache, dtype)
+        _require_dims(op, "cos_sin_cache", cos_sin_cache, "[max_position, rotary_dim]")
+        max_position, rotary_dim = cos_sin_cache.shape
+        tensors += (positions, cos_sin_cache)
+    key_ = (op, dtype, key.shape, key_cache.shape, key_cache.dtype, key_stride, value_stride,
+            rotary_dim, is_neox, _aligned(pkey, pvalue, pk, pv, pc))
+    # The warm-up item reproduces the rows' strides and the inputs' offsets within 16 bytes: the
+    # C++ operator picks its vector width by both.
+    size = key.element_size()
+    _launch(op, key_, tensors, op, _DTYPES[dtype], pkey, pvalue, pk, pv, num_blocks, page_size,
+            kv_heads, head_dim, kv_format, k_scale, v_scale, ps, tokens, key_stride, value_stride,
+            pp, pc, max_position, rotary_dim, 0 if is_neox else 1,
+            scalars=[k_scale, v_scale, is_neox],
+            strides=[key_stride, value_stride],
+            offsets=[(pkey & 15) // size, (pvalue & 15) // size])
+
+
+# ---- FP8 GEMM (kjit/ops/gemm_fp8.hpp) -------------------------------------------------------
+
+
+def _scale_shape(scale):
+    """A scale tensor's [rows, columns] as the C ABI takes it: a one-element tensor of any rank
+    (torch._scaled_mm's per-tensor scale) is [1, 1]; otherwise it must be 2-D."""
+    if scale.numel() == 1 and scale.dim() <= 2:
+        return 1, 1
+    return tuple(scale.shape) if scale.dim() == 2 else None
+
+
+def _gemm_fp8(out, a, b, scale_a, scale_b):
+    op = "gemm_fp8"
+    pa = _check(op, "a", a, dtypes=_FP8_DTYPES)
+    _require_dims(op, "a", a, "[m, k]")
+    m, k = a.shape
+    if not isinstance(b, torch.Tensor):
+        raise BadArgument(f"kjit.ops.{op}: b is a {type(b).__name__}, not a torch.Tensor")
+    if b.dim() != 2 or b.shape[0] != k:
+        raise BadArgument(f"kjit.ops.{op}: b has shape {tuple(b.shape)}, expected ({k}, n)")
+    n = b.shape[1]
+    if b.get_device() != _gpu() or b.dtype != a.dtype:
+        _refuse(op, "b", b, a.dtype, None, None)
+    # Column-major, read by its strides (a dimension of one has any stride).
+    if (k > 1 and b.stride(0) != 1) or (n > 1 and b.stride(1) != k):
+        raise BadArgument(f"kjit.ops.{op}: b is not column-major: pass weight.t() of a contiguous "
+                          "weight [n, k], as torch._scaled_mm takes it")
+    pb = b.data_ptr()
+    psa = _check(op, "scale_a", scale_a, torch.float32)
+    psb = _check(op, "scale_b", scale_b, torch.float32)
+    po = _check(op, "out", out, torch.bfloat16, (m, n))
+    shape_a, shape_b = _scale_shape(scale_a), _scale_shape(scale_b)
+    if shape_a is None or shape_b is None:
+        raise BadArgument(f"kjit.ops.{op}: scale_a {tuple(scale_a.shape)} and scale_b "
+                          f"{tuple(scale_b.shape)}: a scale is one element or 2-D")
+    # torch._scaled_mm's forms first; any other pair of shapes is taken as block scales, whose
+    # shapes the C++ operator checks (and names, if they are not those either).
+    scaled = shape_a == shape_b == (1, 1) or (shape_a == (m, 1) and shape_b == (1, n))
+    function = "gemm_fp8_scaled" if scaled else "gemm_fp8_blockscale"
+    key = (op, a.dtype, a.shape, n, shape_a, shape_b, _aligned(pa, pb, po))
+    _launch(op, key, (a, b, scale_a, scale_b), function, po, pa, psa, *shape_a, pb, psb,
+            *shape_b, m, n, k)
 
 
 # ---- the operators: (schema of the inputs, the outputs' shapes, the implementation) ---------
@@ -391,6 +556,11 @@ def _matmul_out(transposed):
     def make(a, b):
         return [a.new_empty((*a.shape[:-1], b.shape[0] if transposed else b.shape[1]))]
     return make
+
+
+def _fp8_gemm_out(a, b, *scales):
+    """bfloat16 [m, n] for a [m, k] and b [k, n]."""
+    return [a.new_empty((a.shape[0], b.shape[1]), dtype=torch.bfloat16)]
 
 
 def _top_k(op, top_k):
@@ -424,6 +594,10 @@ _OPS = {
                  "int top_groups, bool renormalize, float scale", _routing_out, _moe_topk),
     "fused_moe": ("Tensor x, Tensor weights, Tensor ids, Tensor w13, Tensor w2", _same,
                   _fused_moe),
+    "paged_attention_decode": ("Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_tables, "
+                               "Tensor seq_lens, float scale, int max_seq_len, float k_scale, "
+                               "float v_scale, bool validate", _same, _paged_attention_decode),
+    "gemm_fp8": ("Tensor a, Tensor b, Tensor scale_a, Tensor scale_b", _fp8_gemm_out, _gemm_fp8),
 }
 # The operators returning more than one tensor, and how many (the others return one).
 _OUTPUT_COUNTS = {"quant_int8": 2, "quant_fp8": 2, "topk_softmax": 2, "moe_topk": 2}
@@ -442,6 +616,9 @@ _INPLACE = {
                            _fused_add_rms_norm),
     "rotary_embedding": ("Tensor positions, Tensor(a!) query, Tensor(b!) key, "
                          "Tensor cos_sin_cache, int head_size, bool is_neox", _rotary_embedding),
+    "reshape_and_cache": ("Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, "
+                          "Tensor slot_mapping, float k_scale, float v_scale, Tensor? positions, "
+                          "Tensor? cos_sin_cache, bool is_neox", _reshape_and_cache),
 }
 
 
@@ -634,6 +811,49 @@ def fused_moe(x, weights, ids, w13, w2, out=None):
     return _call("fused_moe", (x, weights, ids, w13, w2), out)
 
 
+def paged_attention_decode(q, k_cache, v_cache, block_tables, seq_lens, scale=None, max_seq_len=0,
+                           k_scale=1.0, v_scale=1.0, validate=False, out=None):
+    """Decode attention over vLLM's and FlashInfer's paged NHD cache: q [batch, q_heads,
+    head_dim]; k_cache and v_cache [num_blocks, page_size, kv_heads, head_dim] of q's dtype, or
+    fp8 e4m3fn (torch.float8_e4m3fn, or uint8 holding the bytes) whose values are each times
+    k_scale (v_scale); block_tables int32 [batch, max_blocks], seq_lens int32 [batch]; scale
+    1 / sqrt(head_dim) unless given; max_seq_len the longest sequence (0: the tables' capacity).
+    float16 and bfloat16, head_dim 64 or 128, page_size 16 or 32, any GQA ratio. A table entry
+    past the cache or a length past the table gives that sequence NaN
+    (kjit/ops/paged_attention.hpp); with validate=True it is kjit.BadArgument naming the entry
+    instead (the tables are copied to the host first: it waits for the GPU, and cannot run in a
+    CUDA-graph capture). The split-KV workspace is allocated here from torch's allocator."""
+    if scale is None:
+        known = isinstance(q, torch.Tensor) and q.dim() and q.shape[-1] > 0  # else refused below
+        scale = q.shape[-1] ** -0.5 if known else 1.0
+    return _call("paged_attention_decode", (q, k_cache, v_cache, block_tables, seq_lens,
+                                            float(scale), int(max_seq_len), float(k_scale),
+                                            float(v_scale), bool(validate)), out)
+
+
+def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale=1.0, v_scale=1.0,
+                      positions=None, cos_sin_cache=None, is_neox=True):
+    """vLLM's reshape_and_cache_flash, in place on the caches: key and value [tokens, kv_heads,
+    head_dim] (each token's rows contiguous, the tokens any stride apart: a slice of a fused qkv)
+    go to the rows slot_mapping (int64 [tokens]; negative: skipped) names of key_cache and
+    value_cache [num_blocks, page_size, kv_heads, head_dim], of key's dtype or fp8 (stored as
+    e4m3 of x / k_scale, x / v_scale; the cache's dtype says which, as vLLM's kv_cache_dtype).
+    With positions (int64 [tokens]) and cos_sin_cache ([max_position, rotary_dim] of key's dtype),
+    RoPE is applied to the keys on the way, as rotary_embedding (is_neox) applies it."""
+    _call_inplace("reshape_and_cache", (key, value, key_cache, value_cache, slot_mapping,
+                                        float(k_scale), float(v_scale), positions, cos_sin_cache,
+                                        bool(is_neox)))
+
+
+def gemm_fp8(a, b, scale_a, scale_b, out=None):
+    """torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16) on sm_90a: a e4m3fn
+    [m, k] row-major, b e4m3fn [k, n] column-major (weight.t() of a weight [n, k]), float32
+    scales per tensor (one element each) or row-wise (scale_a [m, 1], scale_b [1, n]); any other
+    scales are DeepSeek-V3's blocks, scale_a [m, k / 128] and scale_b [ceil(n / 128), k / 128]
+    (per 128 x 128 block of the weight [n, k]). Returns bfloat16 [m, n]."""
+    return _call("gemm_fp8", (a, b, scale_a, scale_b), out)
+
+
 # ---- a user's own template as a torch operator --------------------------------------------
 
 
@@ -733,8 +953,17 @@ def run_manifest_item(item):
         return
     # Operators whose inputs differ in type name each one's dtype ("dtypes").
     dtypes = [getattr(torch, d) for d in item.get("dtypes", [])] or [dtype] * len(item["shapes"])
-    inputs = [torch.zeros(shape, dtype=d, device=device)
-              for shape, d in zip(item["shapes"], dtypes)]
+    if name == "reshape_and_cache":  # key and value with the rows' strides and offsets named
+        rows = [_zero_rows(shape, stride, offset, d, device) for shape, stride, offset, d in
+                zip(item["shapes"], item["strides"], item["offsets"], dtypes)]
+        rest = [_zeros(shape, d, device) for shape, d in zip(item["shapes"][2:], dtypes[2:])]
+        k_scale, v_scale, is_neox = item["scalars"]
+        rotation = rest[3:] or [None, None]
+        _reshape_and_cache(*rows, *rest[:3], k_scale, v_scale, *rotation, is_neox)
+        return
+    inputs = [_zeros(shape, d, device) for shape, d in zip(item["shapes"], dtypes)]
+    if name == "gemm_fp8":  # b is column-major: a weight [n, k] transposed
+        inputs[1] = inputs[1].t().contiguous().t()
     if name in _INPLACE:
         _INPLACE[name][1](*inputs, item.get("eps", 1e-6))
         return
@@ -746,3 +975,19 @@ def run_manifest_item(item):
         inputs += item.get("scalars", scalars)
     make_outs, impl = _OPS[name][1], _OPS[name][2]
     impl(*make_outs(*inputs), *inputs)
+
+
+def _zero_rows(shape, stride, offset, dtype, device):
+    """Zeros [tokens, kv_heads, head_dim] whose tokens lie `stride` elements apart, starting
+    `offset` elements into a fresh allocation (as reshape_and_cache's warm-up item names them)."""
+    tokens, heads, dim = shape
+    flat = torch.zeros(offset + max(tokens - 1, 0) * stride + heads * dim, dtype=dtype,
+                       device=device)
+    return flat.as_strided(shape, (stride, dim, 1), offset)
+
+
+def _zeros(shape, dtype, device):
+    """torch.zeros, of fp8 too (made as bytes: torch fills no float8 tensor on every release)."""
+    if dtype in _FP8_DTYPES:
+        return torch.zeros(shape, dtype=torch.uint8, device=device).view(dtype)
+    return torch.zeros(shape, dtype=dtype, device=device)

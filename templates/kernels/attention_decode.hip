@@ -6,7 +6,7 @@
 //   out[seq, h] = sum_t softmax_t(scale * q[seq, h] . k[t, h / ratio]) v[t, h / ratio]
 //
 // with ratio = q_heads / kv_heads (GQA; MQA is kv_heads 1). KV_FP8 1 reads e4m3fn bytes, each
-// multiplied by its tensor's scale (folded into the arguments below by the host).
+// multiplied by its tensor's scale (folded into q_scale_log2 and v_scale by the host).
 //
 // Kernel paged_attention_decode: one block per (kv head, group of GROUP of its q heads, sequence,
 // split), so that the kv head's K and V are read once for GROUP query heads (the host makes GROUP
@@ -43,24 +43,23 @@ constexpr int VEC = 8; // elements of a row per thread and load
 __device__ inline float infinity() { return __int_as_float(0x7f800000); }
 __device__ inline float not_a_number() { return __int_as_float(0x7fc00000); }
 
-// 8 elements of a K or V row as floats. fp8 e4m3fn without an fp8 type (hiprtc has none): a
-// byte moved to the top of a half's bit pattern (sign, then exponent and mantissa shifted one
-// place right) is a half of the e4m3 value times 2^-8 (exponent bias 15 against 7), subnormals
-// included, so the conversion is exact; the host folds the 2^8 into the scales.
+// 8 elements of a K or V row as floats. fp8 e4m3fn without an fp8 type (hiprtc has none) and in
+// integer instructions alone (a conversion instruction per element would cost as much as the
+// element's GROUP multiply-adds): a byte's sign moved to the float's sign bit and its exponent and
+// mantissa to the bottom of the float's exponent and the top of its mantissa make a float of the
+// e4m3 value times 2^-120 exactly, subnormals included (as float subnormals, which the kernel's
+// multiply-adds keep: no flush to zero). FP8_UNIT undoes the 2^-120 on the scores and the output.
+constexpr float FP8_UNIT = 0x1p120f;
 template <int KV_FP8, typename C> __device__ inline void load_row(const C *p, float (&f)[VEC]) {
   if (KV_FP8) {
     const kjit::Vec<unsigned, 2> bytes = kjit::load_vec<2>(reinterpret_cast<const unsigned *>(p));
-    kjit::Vec<half, VEC> halves;
-    unsigned *words = reinterpret_cast<unsigned *>(halves.at);
 #pragma unroll
-    for (int w = 0; w < 2; ++w) {
-      const unsigned x = bytes.at[w];
-      const unsigned lo = ((x & 0xffu) << 8) | ((x & 0xff00u) << 16);
-      const unsigned hi = ((x & 0xff0000u) >> 8) | (x & 0xff000000u);
-      words[2 * w] = (lo & 0x80008000u) | ((lo & 0x7f007f00u) >> 1);
-      words[2 * w + 1] = (hi & 0x80008000u) | ((hi & 0x7f007f00u) >> 1);
+    for (int i = 0; i < VEC; ++i) {
+      // Byte i at the top, then an arithmetic shift: the sign fills bits 31..27 and the byte's
+      // other 7 bits land at 26..20; the mask keeps the sign and those 7.
+      const int top = static_cast<int>(bytes.at[i / 4] << (24 - 8 * (i % 4)));
+      f[i] = __int_as_float((top >> 4) & static_cast<int>(0x87f00000u));
     }
-    kjit::to_floats(halves, f);
   } else {
     kjit::to_floats(kjit::load_vec<VEC>(p), f);
   }
@@ -97,6 +96,8 @@ template <typename V> __device__ inline void copy_async(V *to, const V *from, bo
 __device__ inline void commit() {}
 template <int N> __device__ inline void wait() {}
 #endif
+
+constexpr int MERGE_THREADS = 256; // paged_attention_merge's largest block
 
 } // namespace kjit_paged
 
@@ -148,6 +149,9 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   bool bad = len < 0 || len > len_limit;
   const int begin = split * partition;
   const int end = bad ? begin : len < begin + partition ? len : begin + partition;
+  // The tokens whose pages may be read before the length has arrived: the table holds len_limit
+  // tokens' entries (the host checks it), so the first steps' table loads go out beside seq_lens'.
+  const int reach = len_limit < begin + partition ? len_limit : begin + partition;
 
   const int *table = block_tables + static_cast<long long>(seq) * max_blocks;
   const long long token_stride = static_cast<long long>(kv_heads) * HEAD_DIM;
@@ -159,15 +163,12 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int token = step + u * LANES + lane;
+      int page = token < reach ? table[token / PAGE] : 0;
       bool valid = token < end;
-      int page = 0;
-      if (valid) {
-        page = table[token / PAGE];
-        if (page < 0 || page >= num_blocks) {
-          bad = true;
-          valid = false;
-          page = 0;
-        }
+      if (page < 0 || page >= num_blocks) {
+        bad = bad || valid; // an entry past the sequence is never read, whatever it holds
+        valid = false;
+        page = 0;
       }
       const long long at =
           (static_cast<long long>(page) * PAGE + token % PAGE) * token_stride + column;
@@ -244,7 +245,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
 #pragma unroll
         for (int mask = TPT / 2; mask > 0; mask /= 2)
           dot += kjit::shuffle_xor(dot, mask);
-        s[u][j] = valid ? dot : -kjit_paged::infinity();
+        s[u][j] = valid ? (KV_FP8 ? dot * FP8_UNIT : dot) : -kjit_paged::infinity();
       }
     }
 #pragma unroll
@@ -342,7 +343,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
       value += merge.acc[w][j][d] * weight;
     }
     const float result = failed       ? kjit_paged::not_a_number()
-                         : sum > 0.0f ? value / sum * v_scale
+                         : sum > 0.0f ? (KV_FP8 ? value * FP8_UNIT : value) / sum * v_scale
                                       : 0.0f;
     const long long row = static_cast<long long>(seq) * q_heads + first_head + j;
     if (splits == 1) {
@@ -358,22 +359,41 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   }
 }
 
-// Combines the splits of each (sequence, q head) row: out = sum_s w_s partial_s / sum_s w_s with
-// w_s = 2^(lse_s - max lse). A split that saw no token (lse -inf) weighs 0; a NaN (a bad table)
-// makes the row NaN. One block of HEAD_DIM threads per row: the max over the splits is a block
-// reduction, and each thread sums its column over the splits with 8 splits' loads in flight (a
-// merge that reads one split after another waits out a load's latency per split: at batch 1 and
-// 32k tokens it took longer than the decode's own reads of 64 splits).
+// Combines the splits of each (sequence, q head) row, a block per row: out = sum_s w_s partial_s /
+// sum_s w_s with w_s = 2^(lse_s - max lse). A split that saw no token (lse -inf) weighs 0; a NaN
+// (a bad table) makes the row NaN. The merge is latency-bound (at batch 1, a few dozen rows of a
+// few kilobytes each), so its loads go out at once: the block's threads are HEAD_DIM / 4 columns
+// of 4 floats times blockDim.x / (HEAD_DIM / 4) groups of splits (the host gives as many groups
+// as splits, up to MERGE_THREADS threads), and each thread loads its first AHEAD splits' values
+// before the block reduces the max over the log2-sum-exps; the groups' sums then meet in shared
+// memory. (A block of HEAD_DIM threads, each summing its column over every split with 8 splits'
+// loads in flight, took 4.6 us for 32 splits at batch 1 on the H200, this 3.7; but with 256
+// threads for 3 splits, 9.8 us at batch 64 against 4.7.)
 template <typename T, int HEAD_DIM>
-__global__ void __launch_bounds__(HEAD_DIM)
+__global__ void __launch_bounds__(kjit_paged::MERGE_THREADS)
     paged_attention_merge(T *KJIT_RESTRICT out, const float *KJIT_RESTRICT partial_out,
                           const float *KJIT_RESTRICT partial_lse, int splits) {
+  using namespace kjit_paged;
+  constexpr int COLUMNS = HEAD_DIM / 4;
+  constexpr int MOST_GROUPS = MERGE_THREADS / COLUMNS;
+  constexpr int AHEAD = 8;
   const long long row = blockIdx.x;
-  const int d = threadIdx.x;
+  const int groups = static_cast<int>(blockDim.x) / COLUMNS;
+  const int column = threadIdx.x % COLUMNS, group = threadIdx.x / COLUMNS;
   const float *lse = partial_lse + row * splits;
-  float top = -kjit_paged::infinity();
-  float failed = 0.0f;
-  for (int s = d; s < splits; s += HEAD_DIM) {
+  const float *part = partial_out + row * splits * HEAD_DIM + column * 4;
+  kjit::Vec<float, 4> early[AHEAD];
+  float early_lse[AHEAD];
+#pragma unroll
+  for (int k = 0; k < AHEAD; ++k) {
+    const int s = group + k * groups;
+    if (s < splits) {
+      early[k] = kjit::load_vec<4>(part + static_cast<long long>(s) * HEAD_DIM);
+      early_lse[k] = lse[s];
+    }
+  }
+  float top = -infinity(), failed = 0.0f;
+  for (int s = threadIdx.x; s < splits; s += blockDim.x) {
     const float x = lse[s];
     if (x != x)
       failed = 1.0f;
@@ -382,16 +402,36 @@ __global__ void __launch_bounds__(HEAD_DIM)
   }
   top = kjit::block_max(top);
   failed = kjit::block_max(failed);
-  const float *column = partial_out + row * splits * HEAD_DIM + d;
-  float sum = 0.0f, value = 0.0f;
-#pragma unroll 8
-  for (int s = 0; s < splits; ++s) {
-    const float x = lse[s];
-    const float weight = x == -kjit_paged::infinity() ? 0.0f : kjit::fast_exp2(x - top);
+  float sum = 0.0f, value[4] = {};
+  const auto add = [&](float x, const kjit::Vec<float, 4> &p) {
+    const float weight = x == -infinity() ? 0.0f : kjit::fast_exp2(x - top);
     sum += weight;
-    value += weight * column[static_cast<long long>(s) * HEAD_DIM];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      value[e] += weight * p.at[e];
+  };
+#pragma unroll
+  for (int k = 0; k < AHEAD; ++k)
+    if (group + k * groups < splits)
+      add(early_lse[k], early[k]);
+  for (int s = group + AHEAD * groups; s < splits; s += groups)
+    add(lse[s], kjit::load_vec<4>(part + static_cast<long long>(s) * HEAD_DIM));
+  __shared__ float values[MOST_GROUPS][HEAD_DIM], sums[MOST_GROUPS];
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    values[group][column * 4 + e] = value[e];
+  if (column == 0)
+    sums[group] = sum;
+  __syncthreads();
+  // The block may be narrower than a row (3 groups of 32 columns: 96 threads for 128 elements).
+  for (int d = threadIdx.x; d < HEAD_DIM; d += blockDim.x) {
+    float total = 0.0f, result = 0.0f;
+    for (int g = 0; g < groups; ++g) {
+      total += sums[g];
+      result += values[g][d];
+    }
+    out[row * HEAD_DIM + d] = kjit::from_float<T>(failed != 0.0f ? not_a_number()
+                                                  : total > 0.0f ? result / total
+                                                                 : 0.0f);
   }
-  out[row * HEAD_DIM + d] = kjit::from_float<T>(failed != 0.0f ? kjit_paged::not_a_number()
-                                                : sum > 0.0f   ? value / sum
-                                                               : 0.0f);
 }

@@ -15,11 +15,12 @@
 // to nearest even and saturated to +-448, converted in integer arithmetic (hiprtc has no fp8
 // type).
 //
-// One block per TOKENS tokens (`tokens` in all); each thread moves an item of VEC elements (VEC
-// pairs of a rotation) of each of them at a time: it loads the item of every token before it
-// stores any, so that a thread keeps TOKENS loads in flight (a write of the cache is a copy,
-// bound by the bytes in flight: one token a block, one load a thread, reached 87% of a copy of
-// the same bytes).
+// One block per TOKENS tokens (`tokens` in all); each thread moves an item of two VEC-element
+// pieces (VEC pairs of a rotation: x and y; elsewhere two pieces half a row apart) of each of them
+// at a time, so that every thread moves as many bytes, rotated or not, and keeps 2 TOKENS loads in
+// flight: it loads the item of every token before it stores any. A write of the cache is a copy,
+// bound by the bytes in flight per multiprocessor: those of a rotated item's thread bound the
+// registers of all.
 
 namespace kjit_kv_cache {
 
@@ -95,11 +96,11 @@ reshape_and_cache(const T *KJIT_RESTRICT key, const T *KJIT_RESTRICT value, void
   typedef typename CacheElement<T, KV_FP8>::type C;
   constexpr int ROTATED = ROPE != 0 ? ROTARY_DIM : 0;
   static_assert(ROTATED % 2 == 0 && ROTATED <= HEAD_DIM, "ROTARY_DIM: even, <= HEAD_DIM");
-  static_assert((ROTATED / 2) % VEC == 0 && (HEAD_DIM - ROTATED) % VEC == 0,
-                "VEC must divide ROTARY_DIM / 2 and HEAD_DIM - ROTARY_DIM");
+  static_assert((ROTATED / 2) % VEC == 0 && (HEAD_DIM - ROTATED) % (2 * VEC) == 0,
+                "VEC must divide ROTARY_DIM / 2, and 2 VEC HEAD_DIM - ROTARY_DIM");
   constexpr int PAIR_ITEMS = ROTATED / 2 / VEC; // a key head's packs of VEC pairs
-  constexpr int KEY_ITEMS = PAIR_ITEMS + (HEAD_DIM - ROTATED) / VEC;
-  constexpr int VALUE_ITEMS = HEAD_DIM / VEC;
+  constexpr int KEY_ITEMS = PAIR_ITEMS + (HEAD_DIM - ROTATED) / (2 * VEC);
+  constexpr int VALUE_ITEMS = HEAD_DIM / (2 * VEC);
   const long long first_token = static_cast<long long>(blockIdx.x) * TOKENS;
   // Each token's slot (-1: no token, or nothing to write) and rotation. The items are loaded for
   // every token of the block, before the slots have arrived.
@@ -124,43 +125,42 @@ reshape_and_cache(const T *KJIT_RESTRICT key, const T *KJIT_RESTRICT value, void
   const int key_items = kv_heads * KEY_ITEMS;
   const int items = key_items + kv_heads * VALUE_ITEMS;
   for (int item = threadIdx.x; item < items; item += blockDim.x) {
-    // The item's place in the row of kv heads: VEC elements at at[0] and, for a rotated pack, VEC
-    // more at at[1] (-1: none); the same for every token.
+    // The item's two pieces in the row of kv heads, at at[0] and at[1]; the same for every token.
     const bool is_value = item >= key_items;
     const int head = item / KEY_ITEMS, index = item % KEY_ITEMS;
     const int first = index * VEC; // a rotated pack's first pair
-    int at[2] = {-1, -1};
-    if (is_value)
-      at[0] = (item - key_items) * VEC; // heads are contiguous: [kv_heads * HEAD_DIM]
-    else if (index >= PAIR_ITEMS)
+    const bool rotated = !is_value && index < PAIR_ITEMS;
+    // An unrotated item's pieces lie half the span it walks apart (the row of kv heads, or a head's
+    // part past the rotation), so that a warp's loads and stores of either piece are contiguous.
+    const int half_row = kv_heads * HEAD_DIM / 2;
+    int at[2];
+    if (is_value || ROTATED == 0) {
+      at[0] = (is_value ? item - key_items : item) * VEC; // heads are contiguous
+      at[1] = at[0] + half_row;
+    } else if (!rotated) {
       at[0] = head * HEAD_DIM + ROTATED + (index - PAIR_ITEMS) * VEC;
-    else if (ROPE == 1) {
+      at[1] = at[0] + (HEAD_DIM - ROTATED) / 2;
+    } else if (ROPE == 1) {
       at[0] = head * HEAD_DIM + first;
-      at[1] = head * HEAD_DIM + ROTATED / 2 + first;
+      at[1] = at[0] + ROTATED / 2;
     } else {
-      // GPT-J's pairs interleaved again: the first VEC elements, then the next VEC.
-      at[0] = head * HEAD_DIM + 2 * first;
+      at[0] = head * HEAD_DIM + 2 * first; // GPT-J's pairs interleaved: VEC elements, VEC more
       at[1] = at[0] + VEC;
     }
-    // The items as loaded (raw, so that a plain copy holds 16 bytes of registers per token, not
-    // 8 floats): the VEC elements for at[0] and at[1]; for a rotated pack, x and y (NeoX) or the
-    // 2 VEC interleaved elements (GPT-J), and the cosines and sines.
+    // The pieces as loaded (raw, so that a plain copy holds 16 bytes of registers per piece, not 8
+    // floats), and for a rotated pack the cosines and sines: loaded whether or not the token
+    // rotates (an unrotated one reads row 0), so that no load waits for the positions before it
+    // goes out.
     kjit::Vec<T, VEC> raw[TOKENS][2], angle[TOKENS][2];
-    const bool rotated = !is_value && index < PAIR_ITEMS;
 #pragma unroll
     for (int t = 0; t < TOKENS; ++t) {
       if (t >= live)
         continue;
       const long long token = first_token + t;
-      if (!rotated) {
-        raw[t][0] = kjit::load_vec<VEC>(
-            (is_value ? value + token * value_stride : key + token * key_stride) + at[0]);
-        continue;
-      }
-      const T *from = key + token * key_stride + head * HEAD_DIM;
-      raw[t][0] = kjit::load_vec<VEC>(from + (ROPE == 1 ? first : 2 * first));
-      raw[t][1] = kjit::load_vec<VEC>(from + (ROPE == 1 ? ROTATED / 2 + first : 2 * first + VEC));
-      if (rotate[t]) {
+      const T *from = is_value ? value + token * value_stride : key + token * key_stride;
+      raw[t][0] = kjit::load_vec<VEC>(from + at[0]);
+      raw[t][1] = kjit::load_vec<VEC>(from + at[1]);
+      if (rotated) {
         angle[t][0] = kjit::load_vec<VEC>(cos[t] + first);
         angle[t][1] = kjit::load_vec<VEC>(cos[t] + ROTATED / 2 + first);
       }
@@ -173,12 +173,15 @@ reshape_and_cache(const T *KJIT_RESTRICT key, const T *KJIT_RESTRICT value, void
       C *row = static_cast<C *>(is_value ? v_cache_bytes : k_cache_bytes) +
                slot[t] * kv_heads * HEAD_DIM;
       if (!rotated) {
-        if (KV_FP8) {
-          float f[VEC];
-          kjit::to_floats(raw[t][0], f);
-          store<T, KV_FP8>(row + at[0], f, inverse_scale);
-        } else {
-          kjit::store_vec(reinterpret_cast<T *>(row) + at[0], raw[t][0]);
+#pragma unroll
+        for (int piece = 0; piece < 2; ++piece) {
+          if (KV_FP8) {
+            float f[VEC];
+            kjit::to_floats(raw[t][piece], f);
+            store<T, KV_FP8>(row + at[piece], f, inverse_scale);
+          } else {
+            kjit::store_vec(reinterpret_cast<T *>(row) + at[piece], raw[t][piece]);
+          }
         }
         continue;
       }

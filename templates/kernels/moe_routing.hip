@@ -35,6 +35,30 @@ template <typename T> __device__ inline T shuffle(T value, int lane) {
 #endif
 }
 
+// The lanes of the warp holding the same value as this one, as a mask, and how many of them
+// come before this lane. CUDA matches in one instruction; HIP compares with every lane.
+struct Peers {
+  int before;
+  bool last; // no lane after this one holds the value
+};
+__device__ inline Peers peers(int value) {
+  const int lane = threadIdx.x % KJIT_WARP_SIZE;
+#if KJIT_HIP
+  int before = 0;
+  bool last = true;
+#pragma unroll 4
+  for (int i = 0; i < KJIT_WARP_SIZE; ++i) {
+    const int other = shuffle(value, i);
+    before += other == value && i < lane;
+    last = last && !(other == value && i > lane);
+  }
+  return {before, last};
+#else
+  const unsigned same = __match_any_sync(0xffffffffu, value);
+  return {__popc(same & ((1u << lane) - 1)), (same >> lane >> 1) == 0};
+#endif
+}
+
 // The warp's lanes meet: its shared-memory writes before are seen by its reads after.
 __device__ inline void warp_sync() {
 #if KJIT_HIP
@@ -201,11 +225,19 @@ __global__ void __launch_bounds__(1024)
   __syncthreads();
   const int segment = (pairs + WARPS - 1) / WARPS, begin = warp * segment,
             end = min(pairs, begin + segment);
-  for (int p = begin + lane; p < end; p += W) {
-    const int e = ids[p];
-    if (e >= 0 && e < EXPERTS)
+  for (int first = begin; first < end; first += W) { // whole warps: peers() takes every lane
+    const int p = first + lane;
+    const int e = p < end ? ids[p] : -1;
+    const bool valid = e >= 0 && e < EXPERTS;
+#if KJIT_HIP // one atomic a pair: matching 64 lanes by shuffles costs more than it saves
+    if (valid)
       atomicAdd(&next[warp][e], 1);
-    else
+#else // one atomic per expert and step: the last of its peers adds their count
+    const Peers same = peers(valid ? e : -1);
+    if (valid && same.last)
+      atomicAdd(&next[warp][e], same.before + 1);
+#endif
+    if (p < end && !valid)
       atomicAdd(&invalid, 1);
   }
   __syncthreads();
@@ -243,14 +275,9 @@ __global__ void __launch_bounds__(1024)
     const int p = first + lane;
     const int e = p < end ? ids[p] : -1;
     const bool valid = p < end && e >= 0 && e < EXPERTS;
-    int earlier = 0; // lanes before this one with the same expert
-    bool last = true;
-#pragma unroll 4
-    for (int i = 0; i < W; ++i) {
-      const int other = shuffle(e, i);
-      earlier += other == e && i < lane;
-      last = last && !(other == e && i > lane);
-    }
+    const Peers same = peers(valid ? e : -1); // the lanes before this one with the same expert
+    const int earlier = same.before;
+    const bool last = same.last;
     if (valid) {
       const int row = next[warp][e] + earlier;
       sorted_pairs[row] = p;

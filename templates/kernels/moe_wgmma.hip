@@ -3,10 +3,16 @@
 //
 //   C[r, :] = A[r, :] @ W[e(r)]^T  for each row r of A, e(r) = block_experts[r / 128]
 //
-// A [rows, k] holds the token rows sorted by expert, each expert's run padded to 128 rows
-// (moe_routing.hip's moe_align and moe_gather), so a 128-row tile belongs to one expert; totals[0]
-// counts the tiles, on the device (no host synchronisation). The weights of all experts lie in
-// one row-major tensor, nn.Linear's layout per expert, read through one tensor map of its rows:
+// The rows of A are the token-expert pairs sorted by expert, each expert's run padded to 128 rows
+// (moe_routing.hip's moe_align), so a 128-row tile belongs to one expert; totals[0] counts the
+// tiles, on the device (no host synchronisation). Where they come from:
+//   GATHER 0: A [rows, k] holds them, read through the tensor map map_a (moe_gather's output, or
+//             the gated rows for the down projection);
+//   GATHER 1: row r is the token row x[sorted_pairs[r] / top_k] (zeros for padding), copied by
+//             the producer warpgroup's 128 threads with cp.async, one row each, into the layout
+//             TMA's 128-byte swizzle gives (map_a is unused): no gathered copy of the tokens.
+// The weights of all experts lie in one row-major tensor, nn.Linear's layout per expert, read
+// through one tensor map of its rows:
 //   GATED 0: W [experts * n, k]; C [rows, n] (the down projection);
 //   GATED 1: W [experts * 2n, k], each expert's n gate rows then its n up rows (vLLM's w13);
 //            C [rows, n] = silu(A @ gate^T) * (A @ up^T), silu_and_mul in the epilogue.
@@ -26,12 +32,42 @@
 #else
 #include "kjit/hopper.h"
 
-template <typename T, int BLOCK_N, int STAGES, int GATED, int GROUP_M>
+namespace kjit_moe_gemm {
+
+// Columns [column, column + 64) of one row of A (`from`; a padding row where !present) into
+// its 128 bytes of a stage at `to`, as TMA's 128-byte swizzle lays them: 16-byte chunk c of row
+// r at chunk c ^ (r % 8). Chunks past k, and a padding row's, are zeros: a source size of 0
+// reads nothing (from stays a valid address all the same).
+template <typename T>
+__device__ inline void copy_row(unsigned char *to, const T *from, bool present, int column, int k,
+                                int row) {
+#pragma unroll
+  for (int chunk = 0; chunk < 8; ++chunk) {
+    const int at = column + chunk * 8; // k is a multiple of 8: a chunk is all in or all out
+    const bool inside = present && at < k;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                     kjit::hopper::shared_address(to + ((chunk ^ (row % 8)) * 16))),
+                 "l"(inside ? from + at : from), "r"(inside ? 16 : 0)
+                 : "memory");
+  }
+}
+
+// The mbarrier's pending count drops by one when this thread's earlier cp.async copies land.
+__device__ inline void arrive_when_copied(unsigned long long *bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(
+                   kjit::hopper::shared_address(bar))
+               : "memory");
+}
+
+} // namespace kjit_moe_gemm
+
+template <typename T, int BLOCK_N, int STAGES, int GATED, int GROUP_M, int GATHER>
 __global__ void __launch_bounds__(384, 1)
     moe_gemm_wgmma(T *KJIT_RESTRICT c, const __grid_constant__ kjit::TensorMap map_a,
                    const __grid_constant__ kjit::TensorMap map_b,
                    const int *KJIT_RESTRICT block_experts, const int *KJIT_RESTRICT totals, int n,
-                   int k) {
+                   int k, const T *KJIT_RESTRICT x, const int *KJIT_RESTRICT sorted_pairs,
+                   int top_k) {
   using namespace kjit::hopper;
   constexpr int BM = 128, BK = 64; // BK: one 128-byte swizzle row of 16-bit elements
   constexpr int WN = GATED ? 2 * BLOCK_N : BLOCK_N; // wgmma's N
@@ -48,8 +84,8 @@ __global__ void __launch_bounds__(384, 1)
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      barrier_init(&full[s], 1);
-      barrier_init(&empty[s], 2); // one arrival per consumer
+      barrier_init(&full[s], GATHER ? 1 + 128 : 1); // and each producer thread's rows
+      barrier_init(&empty[s], 2);                   // one arrival per consumer
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -59,7 +95,7 @@ __global__ void __launch_bounds__(384, 1)
   const int tiles = tiles_m * tiles_n, k_blocks = (k + BK - 1) / BK;
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (thread == 0) {
+    if (GATHER || thread == 0) { // thread 0 issues the TMA copies, every thread its row of A
       int s = 0;
       unsigned phase = 0;
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -67,14 +103,23 @@ __global__ void __launch_bounds__(384, 1)
         place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
         const int expert = block_experts[tile_m];
         const int w_row = expert * (GATED ? 2 * n : n) + tile_n * BLOCK_N;
+        const int pair = GATHER ? sorted_pairs[tile_m * BM + thread] : -1; // -1: padding
+        const T *row = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * k;
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
-          barrier_expect_bytes(&full[s], STAGE);
-          copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
-          copy_box(b_stage, &map_b, &full[s], kb * BK, w_row);
-          if (GATED) // the up rows of the same columns, after the gate rows
-            copy_box(b_stage + BLOCK_N * 128, &map_b, &full[s], kb * BK, w_row + n);
+          if (thread == 0) {
+            barrier_expect_bytes(&full[s], GATHER ? B_BYTES : STAGE);
+            if (!GATHER)
+              copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
+            copy_box(b_stage, &map_b, &full[s], kb * BK, w_row);
+            if (GATED) // the up rows of the same columns, after the gate rows
+              copy_box(b_stage + BLOCK_N * 128, &map_b, &full[s], kb * BK, w_row + n);
+          }
+          if (GATHER) {
+            kjit_moe_gemm::copy_row(a_stage + thread * 128, row, pair >= 0, kb * BK, k, thread);
+            kjit_moe_gemm::arrive_when_copied(&full[s]);
+          }
           if (++s == STAGES) {
             s = 0;
             phase ^= 1;
@@ -95,6 +140,8 @@ __global__ void __launch_bounds__(384, 1)
       int previous = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
         barrier_wait(&full[s], phase);
+        if (GATHER) // the rows cp.async wrote (the generic proxy) before wgmma reads them
+          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         const unsigned char *a_stage = stages + s * STAGE + rows * 128;
         const unsigned char *b_stage = stages + s * STAGE + A_BYTES;
         wgmma_fence();

@@ -292,7 +292,8 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
       "moe_combine", routing, vec_params(),
       TemplateOptions{.arguments = {"T*", "const T*", "const float*", "const int*", "int", "int"}});
   // GATED 1: the gate and up projections with silu_and_mul in the epilogue (BLOCK_N output
-  // columns, a wgmma of twice as many); 0: the down projection.
+  // columns, a wgmma of twice as many); 0: the down projection. GATHER 1: A's rows are copied
+  // from the tokens' rows (x, sorted_pairs, top_k), not read from a sorted A through map_a.
   TuningRules moe_rules;
   moe_rules.fits = [](const Instance &instance, std::string_view) -> std::string {
     const std::int64_t wgmma_n =
@@ -307,10 +308,12 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                              {"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128).tunable()},
                              {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 4).tunable()},
                              {"GATED", ParamSchema::one_of({0, 1}, 1)},
-                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()}},
+                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
+                             {"GATHER", ParamSchema::one_of({0, 1}, 0)}},
       TemplateOptions{.headers = {HeaderFile{"kjit/hopper.h", std::string(embedded::hopper_h)}},
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
-                                    "const int*", "const int*", "int", "int"},
+                                    "const int*", "const int*", "int", "int", "const T*",
+                                    "const int*", "int"},
                       .tuning = moe_rules,
                       .targets = {"sm_90a"}});
 }

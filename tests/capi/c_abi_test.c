@@ -212,6 +212,90 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof added_ops / sizeof *added_ops; ++i)
     CHECK(kjit_op_get(rt, added_ops[i], &op) == KJIT_OK && op != NULL);
 
+  /* Paged attention, the KV-cache write and the FP8 GEMMs (since 1.3): likewise. */
+  const int tables[2] = {0, 1}, lens[2] = {3, 5};
+  CHECK(kjit_paged_attention_decode(rt, KJIT_BFLOAT16, out, x, 4, matrix, matrix, 2, 16, 2, 32,
+                                    KJIT_KV_MODEL, 1.0f, 1.0f, tables, lens, 2, 1, 0, 0, 0.125f,
+                                    NULL, 0, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "head_dim 32 is not supported") != NULL);
+  CHECK(kjit_paged_attention_decode(rt, KJIT_BFLOAT16, out, x, 3, matrix, matrix, 2, 16, 2, 64,
+                                    KJIT_KV_FP8_E4M3, 1.0f, 1.0f, tables, lens, 2, 1, 0, 0, 0.125f,
+                                    NULL, 0, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "q_heads 3 is not a multiple of kv_heads 2") != NULL);
+  CHECK(kjit_paged_attention_decode(rt, KJIT_FLOAT16, out, x, 4, matrix, matrix, 2, 16, 2, 64, 2,
+                                    1.0f, 1.0f, tables, lens, 2, 1, 0, 0, 0.125f, NULL, 0,
+                                    NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "kv_format 2 is neither") != NULL);
+  CHECK(kjit_paged_attention_decode(rt, KJIT_FLOAT32, out, x, 4, matrix, matrix, 2, 16, 2, 64,
+                                    KJIT_KV_MODEL, 1.0f, 1.0f, tables, lens, 2, 1, 0, 0, 0.125f,
+                                    NULL, 0, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "paged_attention_decode computes in float16 and bfloat16") !=
+        NULL);
+  bytes = 1;
+  CHECK(kjit_paged_attention_workspace_bytes(rt, 4, 2, 24, 2, 64, KJIT_KV_MODEL, 2, 1, 0, &bytes) ==
+            KJIT_BAD_ARGUMENT &&
+        bytes == 0);
+  CHECK(strstr(kjit_last_error(), "page_size 24 is not supported") != NULL);
+  const int64_t slots[2] = {0, 1};
+  CHECK(kjit_reshape_and_cache(rt, KJIT_BFLOAT16, x, x, matrix, matrix, 2, 16, 2, 12, KJIT_KV_MODEL,
+                               1.0f, 1.0f, slots, 2, 0, 0, NULL, NULL, 0, 0, 0,
+                               NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "head_dim 12 is not supported") != NULL);
+  CHECK(kjit_reshape_and_cache(rt, KJIT_BFLOAT16, x, x, matrix, matrix, 2, 16, 2, 64,
+                               KJIT_KV_FP8_E4M3, 0.0f, 1.0f, slots, 2, 0, 0, NULL, NULL, 0, 0, 0,
+                               NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "k_scale and v_scale must be positive") != NULL);
+  CHECK(kjit_reshape_and_cache(rt, KJIT_BFLOAT16, x, x, matrix, matrix, 2, 16, 2, 64, KJIT_KV_MODEL,
+                               1.0f, 1.0f, slots, 2, 0, 0, slots, matrix, 8, 64, 2,
+                               NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "rotary style 2 is neither") != NULL);
+  CHECK(kjit_reshape_and_cache(rt, KJIT_BFLOAT16, x, x, matrix, matrix, 2, 16, 2, 64, KJIT_KV_MODEL,
+                               1.0f, 1.0f, slots, 2, 0, 0, slots, matrix, 8, 66, 0,
+                               NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "rotary_dim 66 must be even and in [2, head_dim = 64]") != NULL);
+  const float scales[2] = {1.0f, 1.0f};
+  const uint8_t *a8 = memory + 1024, *b8 = memory + 2048;
+  CHECK(kjit_gemm_fp8_scaled(rt, out, a8, scales, 1, 1, b8, scales, 1, 1, 4, 16, 24, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "k = 24 is not a multiple of 16") != NULL);
+  CHECK(kjit_gemm_fp8_scaled(rt, out, a8, scales, 4, 1, b8, scales, 1, 1, 4, 16, 32, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "scale_b is") != NULL);
+  CHECK(kjit_gemm_fp8_blockscale(rt, out, a8, scales, 4, 1, b8, scales, 1, 2, 4, 16, 128, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "scale_b is") != NULL);
+  CHECK(kjit_gemm_fp8_blockscale(rt, out, a8, scales, 4, 1, b8, scales, 1, 1, 4, 16, 64, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "(the scale block)") != NULL);
+  static const char *const added_1_3[] = {"paged_attention_decode", "reshape_and_cache",
+                                          "gemm_fp8_scaled", "gemm_fp8_blockscale"};
+  for (size_t i = 0; i < sizeof added_1_3 / sizeof *added_1_3; ++i)
+    CHECK(kjit_op_get(rt, added_1_3[i], &op) == KJIT_OK && op != NULL);
+  /* reshape_and_cache from a packed block: its int64 key_stride and value_stride (slots 14 and
+   * 15 of 21) are read as 8-byte values; a stride below a row (2 * 64) is refused by value. */
+  CHECK(kjit_op_get(rt, "reshape_and_cache", &op) == KJIT_OK);
+  unsigned char packed_cache[40 + 21 * 8];
+  memset(packed_cache, 0, sizeof packed_cache);
+  const int dtype_slot = KJIT_BFLOAT16, tokens = 2;
+  const int sizes[5] = {2, 16, 2, 64, KJIT_KV_MODEL}; /* num_blocks ... kv_format: slots 5-9 */
+  void *const pointers[4] = {x, x, matrix, matrix};   /* key, value, k_cache, v_cache: 1-4 */
+  const float one = 1.0f;
+  const int64_t *slot_pointer = slots;
+  const int64_t key_stride = 100, value_stride = (int64_t)1 << 33; /* past an int's range */
+  memcpy(packed_cache + 40, &dtype_slot, sizeof dtype_slot);
+  for (int i = 0; i < 4; ++i)
+    memcpy(packed_cache + 40 + 8 * (1 + i), &pointers[i], sizeof(void *));
+  for (int i = 0; i < 5; ++i)
+    memcpy(packed_cache + 40 + 8 * (5 + i), &sizes[i], sizeof(int));
+  memcpy(packed_cache + 40 + 8 * 10, &one, sizeof one);
+  memcpy(packed_cache + 40 + 8 * 11, &one, sizeof one);
+  memcpy(packed_cache + 40 + 8 * 12, &slot_pointer, sizeof slot_pointer);
+  memcpy(packed_cache + 40 + 8 * 13, &tokens, sizeof tokens);
+  memcpy(packed_cache + 40 + 8 * 14, &key_stride, sizeof key_stride);
+  memcpy(packed_cache + 40 + 8 * 15, &value_stride, sizeof value_stride);
+  CHECK(kjit_op_launch_packed(op, packed_cache) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "key_stride 100 and value_stride 8589934592") != NULL);
+
   /* The cache, tuning and prebuilding: the `kjit` command's --json documents, made in this
    * process (the tiers under KJIT_CACHE_DIR, which ctest sets apart for each target). */
   char *json = NULL;

@@ -67,9 +67,8 @@ template <int KV_FP8, int LOADS, int STAGES> void check_decode() {
   const double scale = 0.125;
   const auto expected = reference::paged_attention_decode(
       to_doubles(q), k, v, tables, lens, heads, kv_heads, head_dim, page, max_blocks, scale);
-  const float factor = KV_FP8 ? 256.0f : 1.0f;
-  const float q_scale = static_cast<float>(scale) * log2e * (KV_FP8 ? k_scale * factor : 1.0f);
-  const float v_factor = KV_FP8 ? static_cast<float>(v_scale) * factor : 1.0f;
+  const float q_scale = static_cast<float>(scale) * log2e * (KV_FP8 ? k_scale : 1.0f);
+  const float v_factor = KV_FP8 ? static_cast<float>(v_scale) : 1.0f;
   Buffer<Half> dq(q);
   for (const int splits : {1, 2}) {
     SCOPED_TRACE("splits " + std::to_string(splits));
@@ -85,7 +84,7 @@ template <int KV_FP8, int LOADS, int STAGES> void check_decode() {
                                      capacity);
     });
     if (splits > 1)
-      ::kjit::emulation::launch({2 * heads}, {head_dim}, [&] {
+      ::kjit::emulation::launch({2 * heads}, {64}, [&] { // detail::merge_threads(2, 64, 64)
         paged_attention_merge<__half, head_dim>(out.data(), partial_out.data(), partial_lse.data(),
                                                 splits);
       });

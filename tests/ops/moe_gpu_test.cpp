@@ -134,7 +134,8 @@ TYPED_TEST(MoeGpuTest,
     std::vector<int> all(8), ids;
     std::iota(all.begin(), all.end(), 0);
     std::vector<float> weights;
-    for (int tokens : {1, 16, 256, 300}) {
+    // 1100 tokens: 2200 pairs, past max_gathering_pairs: a moe_gather pass and TMA reads.
+    for (int tokens : {1, 16, 256, 300, 1100}) {
       this->random_routing(tokens, 2, all, tokens, ids, weights);
       this->check_layer(layer, tokens, 2, ids, weights, {}, "ragged counts");
     }

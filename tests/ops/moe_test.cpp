@@ -209,7 +209,8 @@ TEST_F(OpsCompileTest, MoeRoutingKernelsCompileForGfx90aAndSm90) {
   EXPECT_TRUE(refused_before_compiling("moe_gemm_wgmma", "gfx942", "sm_90a"));
 }
 
-// Every BLOCK_N of both projections, through ptxas's report (wgmma_compiles_cleanly).
+// Every BLOCK_N of both projections, the gate-up one also gathering its rows (GATHER 1, what
+// fused_moe launches), through ptxas's report (wgmma_compiles_cleanly).
 TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   std::unique_ptr<jit::Compiler> nvrtc;
   try {
@@ -223,11 +224,15 @@ TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
       for (int block_n : {64, 128, 256}) {
         const int wgmma_n = block_n * (gated + 1);
         for (int stages : {3, 4, 6})
-          if ((wgmma_n == 256 && stages <= 4) || (wgmma_n == 128 && stages == 6))
-            EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
-                *nvrtc,
-                tmpl.bind(
-                    {{"T", type}, {"BLOCK_N", block_n}, {"STAGES", stages}, {"GATED", gated}})));
+          for (int gather = 0; gather <= gated; ++gather)
+            if ((wgmma_n == 256 && stages <= 4) || (wgmma_n == 128 && stages == 6)) {
+              const auto source = tmpl.bind({{"T", type},
+                                             {"BLOCK_N", block_n},
+                                             {"STAGES", stages},
+                                             {"GATED", gated},
+                                             {"GATHER", gather}});
+              EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, source));
+            }
       }
 }
 

@@ -1,6 +1,7 @@
 // paged_attention_decode and reshape_and_cache on the device against the double-precision
 // references: ragged lengths (0, 1, not multiples of the page), shuffled non-contiguous block
-// tables, GQA 1, 4, 8 and 12, MQA, split-KV, fp8 caches, poisoned outputs, and bad tables.
+// tables, GQA 1, 4, 8 and 12, MQA, split-KV (tens of splits at batch 1 and 2), fp8 caches, poisoned
+// outputs and workspaces, and bad tables.
 #include "tests/ops/gpu_support.hpp"
 
 #include <algorithm>
@@ -124,10 +125,13 @@ TYPED_TEST(PagedAttentionGpuTest, DecodeMatchesTheReference) {
       {4, 4, 128, 16, {1, 17, 16, 33, 100, 0}, false, false}, // GQA 1, one split
       {32, 8, 128, 16, {1, 250, 4093, 15}},                   // GQA 4, split-KV
       {32, 8, 128, 16, {1, 250, 4093, 15}, false, false},     // the same without splits
-      {64, 8, 64, 32, {31, 32, 33, 1000}},                    // GQA 8, head_dim 64, page 32
-      {12, 1, 128, 32, {77, 1, 2049}},                        // MQA, 12 heads: 2 groups of 6
-      {32, 8, 128, 16, {5, 300, 2000}, true},                 // fp8, split
-      {16, 2, 64, 16, {129, 3}, true, false},                 // fp8, head_dim 64
+      {32, 8, 128, 16, {800, 37}},            // 3 splits: a merge block narrower than a row
+      {32, 8, 128, 16, {20011, 3}},           // tens of splits
+      {32, 8, 128, 16, {9001}, true},         // fp8, the same
+      {64, 8, 64, 32, {31, 32, 33, 1000}},    // GQA 8, head_dim 64, page 32
+      {12, 1, 128, 32, {77, 1, 2049}},        // MQA, 12 heads: 2 groups of 6
+      {32, 8, 128, 16, {5, 300, 2000}, true}, // fp8, split
+      {16, 2, 64, 16, {129, 3}, true, false}, // fp8, head_dim 64
   };
   std::mt19937 rng(27);
   for (const DecodeCase &c : cases) {

@@ -228,11 +228,10 @@ detail::DecodePlan split(int resident, int batch, int max_len, bool may_split = 
 }
 
 TEST(PagedDecodePlan, SplitsSoThatTheBlocksRunInWholeWaves) {
-  // Batch 1 at 32k: 8 blocks; split until they fill the 396 places of 132 x 3 once (partitions
-  // are whole 64-token steps, so a little fewer).
+  // Batch 1 at 32k: 8 blocks; split into one wave of two blocks a multiprocessor (of the 396
+  // places of 132 x 3): a third block each would read no faster and leave more splits to merge.
   const detail::DecodePlan one = split(3, 1, 32768);
-  EXPECT_GE(one.splits * 8, 360);
-  EXPECT_LE(one.splits * 8, 396);
+  EXPECT_EQ(one.splits, 32);
   EXPECT_GE(std::int64_t{one.splits} * one.partition, 32768);
   EXPECT_LT(std::int64_t{one.splits - 1} * one.partition, 32768) << "no split is empty";
   EXPECT_EQ(one.partition % 64, 0);
@@ -257,6 +256,15 @@ TEST(PagedDecodePlan, SplitsSoThatTheBlocksRunInWholeWaves) {
   EXPECT_EQ(split(3, 1, 32768, false).splits, 1);
   // Short sequences are not split below 256 tokens a split.
   EXPECT_EQ(split(3, 1, 300).splits, 1);
+}
+
+TEST(PagedDecodePlan, TheMergeHasAGroupOfThreadsPerSplitInWholeWarps) {
+  EXPECT_EQ(detail::merge_threads(3, 128, 32), 96);   // 3 groups of 32 columns
+  EXPECT_EQ(detail::merge_threads(32, 128, 32), 256); // at most 8 groups
+  EXPECT_EQ(detail::merge_threads(3, 128, 64), 128);  // wave 64: groups in pairs
+  EXPECT_EQ(detail::merge_threads(3, 64, 32), 64);    // 16 columns: groups in pairs
+  EXPECT_EQ(detail::merge_threads(3, 64, 64), 64);    // wave 64: groups in fours
+  EXPECT_EQ(detail::merge_threads(100, 64, 64), 256); // at most 16 groups of 16
 }
 
 // Two q heads sharing one kv head of head_dim 2, pages of 2 tokens, scale 1. The sequence's

@@ -1,8 +1,10 @@
-"""kjit.ops.flash_attention, topk_softmax, moe_topk and fused_moe on a GPU with torch >= 2.4
+"""kjit.ops.flash_attention, topk_softmax, moe_topk, fused_moe, paged_attention_decode,
+reshape_and_cache and gemm_fp8 on a GPU with torch >= 2.4
 (tools/gpu-check --run-python), each against a torch reference in float64 (no TF32 setting can
 reach it; fp32 for the routing, which has no products) written out one sequence, head or token
 at a time from the same rounded inputs, into outputs poisoned with NaN. Skipped,
-with the reason, elsewhere (flash_attention needs NVIDIA sm_80 or newer, fused_moe sm_90a)."""
+with the reason, elsewhere (flash_attention needs NVIDIA sm_80 or newer, fused_moe and gemm_fp8
+sm_90a; the fp8 cases torch's float8_e4m3fn)."""
 
 import ast
 
@@ -291,3 +293,326 @@ def test_capture_after_the_warmup_its_error_names():
         eager = call()
         for got, expected in zip(as_tuple(captured), as_tuple(eager)):
             assert torch.equal(got, expected), item["op"]
+
+
+# ---- paged decode, the KV-cache write, the FP8 GEMM -------------------------------------------
+
+FP8 = getattr(torch, "float8_e4m3fn", None)
+
+
+def to_fp8(x, scale):
+    """The e4m3fn bytes of x / scale (torch's rounding to nearest even) and the values they hold
+    times the scale, in float64."""
+    stored = (x.float() / scale).to(FP8)
+    return stored, stored.double() * scale
+
+
+def paged_tables(lengths, page, spare=3):
+    """Block tables that give each sequence ceil(length / page) pages in a shuffled order, their
+    unused entries past the cache (never read), and the number of pages in all (plus `spare`
+    pages no sequence owns)."""
+    needed = [-(-length // page) for length in lengths]
+    num_blocks = sum(needed) + spare
+    order = torch.randperm(num_blocks).tolist()
+    max_blocks = max(needed) + 1
+    tables = torch.full((len(lengths), max_blocks), 1 << 30, dtype=torch.int32)
+    for s, count in enumerate(needed):
+        tables[s, :count] = torch.tensor(order[:count], dtype=torch.int32)
+        order = order[count:]
+    return tables.to(DEVICE), num_blocks
+
+
+def reference_decode(q, k_values, v_values, tables, lengths, scale):
+    """float64, one sequence and head at a time: softmax(scale * q K^T) V over the sequence's
+    tokens, gathered from the pages its table names (k_values, v_values: what the caches hold)."""
+    batch, q_heads, head_dim = q.shape
+    page, kv_heads = k_values.shape[1], k_values.shape[2]
+    out = torch.zeros(q.shape, dtype=torch.float64, device=DEVICE)
+    for s, length in enumerate(lengths):
+        pages = tables[s, :-(-length // page)].long()
+        keys = k_values[pages].reshape(-1, kv_heads, head_dim)[:length]
+        values = v_values[pages].reshape(-1, kv_heads, head_dim)[:length]
+        for h in range(q_heads):
+            g = h // (q_heads // kv_heads)
+            p = torch.softmax(scale * keys[:, g] @ q[s, h].double(), dim=0)
+            out[s, h] = p @ values[:, g]
+    return out
+
+
+# (lengths, q_heads, kv_heads, head_dim, page): ragged lengths with 1 and non-multiples of the
+# page, GQA ratios 1, 4 and 8 (MQA among them), and one long sequence alone (split over the
+# context: flash-decoding's workspace).
+DECODE_CASES = [
+    ([1, 17, 200, 33, 64], 8, 8, 128, 16),
+    ([5, 1, 300], 16, 4, 64, 32),
+    ([129, 1, 47, 16], 8, 1, 128, 16),
+    ([3000], 32, 4, 128, 16),
+]
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("kv", ["model", "fp8", "fp8 bytes"])
+@pytest.mark.parametrize("lengths, q_heads, kv_heads, head_dim, page", DECODE_CASES)
+def test_paged_attention_decode_against_torch(dtype, kv, lengths, q_heads, kv_heads, head_dim,
+                                              page):
+    if kv != "model" and FP8 is None:
+        pytest.skip(f"torch {torch.__version__} has no float8_e4m3fn")
+    torch.manual_seed(0)
+    tables, num_blocks = paged_tables(lengths, page)
+    shape = (num_blocks, page, kv_heads, head_dim)
+    k = (torch.rand(shape, device=DEVICE) * 2 - 1).to(dtype)
+    v = (torch.rand(shape, device=DEVICE) * 2 - 1).to(dtype)
+    k_scale, v_scale = 0.01, 0.003  # |x / scale| <= 334: inside e4m3's 448
+    if kv == "model":
+        k_cache, v_cache, k_values, v_values = k, v, k.double(), v.double()
+        largest = 1.0
+    else:
+        k_cache, k_values = to_fp8(k, k_scale)
+        v_cache, v_values = to_fp8(v, v_scale)
+        largest = v_values.abs().max().item()
+        if kv == "fp8 bytes":  # the same cache as uint8, as torch without float8 holds it
+            k_cache, v_cache = k_cache.view(torch.uint8), v_cache.view(torch.uint8)
+    q = (torch.rand(len(lengths), q_heads, head_dim, device=DEVICE) * 2 - 1).to(dtype)
+    lens = torch.tensor(lengths, dtype=torch.int32, device=DEVICE)
+    out = poisoned(q.shape, dtype)
+    assert ops.paged_attention_decode(q, k_cache, v_cache, tables, lens, k_scale=k_scale,
+                                      v_scale=v_scale, out=out) is out
+    expected = reference_decode(q, k_values, v_values, tables, lengths, head_dim ** -0.5)
+    # The C++ test's bound: computed in float (well under 2^-12 of the largest value), then one
+    # rounding to dtype.
+    eps = torch.finfo(dtype).eps
+    assert_within(out, expected, largest * 2 ** -12 + eps * expected.abs())
+    again = ops.paged_attention_decode(q, k_cache, v_cache, tables, lens, k_scale=k_scale,
+                                       v_scale=v_scale, max_seq_len=max(lengths))
+    assert_within(again, expected, largest * 2 ** -12 + eps * expected.abs())
+
+
+def test_paged_attention_decode_bad_tables_give_nan_or_the_error_naming_them():
+    """A table entry past the cache and a length past the table: NaN for those sequences alone,
+    never a read outside the cache; with validate=True, kjit.BadArgument naming the entry."""
+    torch.manual_seed(0)
+    lengths, page, q_heads, kv_heads, head_dim = [40, 40, 40], 16, 8, 2, 128
+    tables, num_blocks = paged_tables(lengths, page)
+    good_page = int(tables[1, 2])
+    tables[1, 2] = num_blocks + 5  # sequence 1: its third page is past the cache
+    shape = (num_blocks, page, kv_heads, head_dim)
+    k_cache, v_cache = randn(*shape, dtype=torch.bfloat16), randn(*shape, dtype=torch.bfloat16)
+    q = randn(3, q_heads, head_dim, dtype=torch.bfloat16)
+    capacity = tables.shape[1] * page
+    lens = torch.tensor([40, 40, capacity + 1], dtype=torch.int32, device=DEVICE)  # 2: too long
+    out = ops.paged_attention_decode(q, k_cache, v_cache, tables, lens)
+    torch.cuda.synchronize()
+    assert out[1:].isnan().all()
+    expected = reference_decode(q[:1], k_cache.double(), v_cache.double(), tables[:1], [40],
+                                head_dim ** -0.5)
+    eps = torch.finfo(torch.bfloat16).eps
+    assert_within(out[:1], expected, 2 ** -12 + eps * expected.abs())
+    # The first bad entry in the sequences' order is named.
+    with pytest.raises(kjit.BadArgument,
+                       match=rf"block_tables\[1\]\[2\] is {num_blocks + 5}, past the cache"):
+        ops.paged_attention_decode(q, k_cache, v_cache, tables, lens, validate=True)
+    tables[1, 2] = good_page
+    with pytest.raises(kjit.BadArgument, match=rf"seq_lens\[2\] is {capacity + 1}, outside"):
+        ops.paged_attention_decode(q, k_cache, v_cache, tables, lens, validate=True)
+    lens[2] = 40
+    validated = ops.paged_attention_decode(q, k_cache, v_cache, tables, lens, validate=True)
+    assert not validated.isnan().any()
+
+
+def rotate(x, positions, cos_sin_cache, is_neox):
+    """float64 RoPE of x [tokens, heads, head_dim] as vLLM's rotary_embedding: the first
+    rotary_dim elements of each head, in halves (neox) or in pairs (gptj)."""
+    x = x.double().clone()
+    rotary_dim = cos_sin_cache.shape[1]
+    cos, sin = cos_sin_cache[positions].double().chunk(2, dim=-1)
+    cos, sin = cos[:, None, :], sin[:, None, :]
+    if is_neox:
+        first, second = x[..., :rotary_dim // 2].clone(), x[..., rotary_dim // 2:rotary_dim].clone()
+        x[..., :rotary_dim // 2] = first * cos - second * sin
+        x[..., rotary_dim // 2:rotary_dim] = second * cos + first * sin
+    else:
+        even, odd = x[..., 0:rotary_dim:2].clone(), x[..., 1:rotary_dim:2].clone()
+        x[..., 0:rotary_dim:2] = even * cos - odd * sin
+        x[..., 1:rotary_dim:2] = odd * cos + even * sin
+    return x
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("kv", ["model", "fp8"])
+@pytest.mark.parametrize("rope", [None, "neox", "gptj"])
+def test_reshape_and_cache_against_torch(dtype, kv, rope):
+    """Key and value slices of a fused qkv written through a shuffled slot mapping with skipped
+    (-1) tokens into a NaN-poisoned cache: each slot written holds its token (rotated, or
+    quantised), every other row stays NaN."""
+    if kv == "fp8" and FP8 is None:
+        pytest.skip(f"torch {torch.__version__} has no float8_e4m3fn")
+    torch.manual_seed(0)
+    tokens, q_heads, kv_heads, head_dim, page, num_blocks = 37, 8, 2, 128, 16, 5
+    qkv = randn(tokens, (q_heads + 2 * kv_heads) * head_dim, dtype=dtype)
+    row = kv_heads * head_dim
+    key = qkv[:, q_heads * head_dim:q_heads * head_dim + row].view(tokens, kv_heads, head_dim)
+    value = qkv[:, q_heads * head_dim + row:].view(tokens, kv_heads, head_dim)
+    slots = torch.randperm(num_blocks * page, device=DEVICE)[:tokens]
+    slots[::7] = -1  # padding: skipped
+    shape = (num_blocks, page, kv_heads, head_dim)
+    k_scale, v_scale = 0.02, 0.05
+    if kv == "model":
+        k_cache, v_cache = poisoned(shape, dtype), poisoned(shape, dtype)
+    else:  # e4m3's NaN byte
+        k_cache = torch.full(shape, 0x7F, dtype=torch.uint8, device=DEVICE).view(FP8)
+        v_cache = k_cache.clone()
+    rotation = {}
+    expected_keys = key.double()
+    if rope is not None:
+        max_position, rotary_dim = 64, 96  # a partial rotation: the last 32 elements pass through
+        angles = torch.rand(max_position, rotary_dim // 2, device=DEVICE) * 6.3
+        cos_sin_cache = torch.cat([angles.cos(), angles.sin()], dim=-1).to(dtype)
+        positions = torch.randint(0, max_position, (tokens,), device=DEVICE)
+        rotation = {"positions": positions, "cos_sin_cache": cos_sin_cache,
+                    "is_neox": rope == "neox"}
+        expected_keys = rotate(key, positions, cos_sin_cache, rope == "neox")
+    ops.reshape_and_cache(key, value, k_cache, v_cache, slots, k_scale=k_scale, v_scale=v_scale,
+                          **rotation)
+    written = slots >= 0
+    # The caches' values in float64 (exact from either format), one row a slot.
+    k_rows, v_rows = (cache.double().view(-1, kv_heads, head_dim) for cache in (k_cache, v_cache))
+    got_k, got_v = k_rows[slots[written]], v_rows[slots[written]]
+    exact_k, exact_v = expected_keys[written], value[written].double()
+    if kv == "model":
+        # Rotated in float and rounded once (half a unit, doubled for room); else copied.
+        eps = torch.finfo(dtype).eps
+        assert_within(got_k, exact_k, eps * exact_k.abs() + 1e-6)
+        assert torch.equal(got_v, exact_v)
+    else:
+        # One e4m3 step of x / scale (2^-3 relative, 2^-9 absolute below 2^-6): the C++ test's.
+        for got, exact, scale in ((got_k, exact_k, k_scale), (got_v, exact_v, v_scale)):
+            assert_within(got * scale, exact, (exact.abs() / scale * 2 ** -3 + 2 ** -9) * scale)
+    untouched = torch.ones(k_rows.shape[0], dtype=torch.bool, device=DEVICE)
+    untouched[slots[written]] = False
+    for rows in (k_rows, v_rows):
+        assert rows[untouched].isnan().all(), "a row no token maps to was written"
+
+
+def fp8_operands(m, n, k):
+    """a [m, k] and a weight [n, k] in e4m3 with realistic spreads (values up to 448 before
+    their scales)."""
+    a = (torch.rand(m, k, device=DEVICE) * 2 - 1) * 448
+    w = (torch.rand(n, k, device=DEVICE) * 2 - 1) * 448
+    return a.to(FP8), w.to(FP8)
+
+
+@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
+@pytest.mark.parametrize("m", [1, 37, 256])
+def test_gemm_fp8_against_torch(scaling, m):
+    require_capability((9, 0), "gemm_fp8 runs on sm_90a (H100, H200) only")
+    if FP8 is None:
+        pytest.skip(f"torch {torch.__version__} has no float8_e4m3fn")
+    torch.manual_seed(0)
+    n, k = 264, 512  # n: 3 blocks of 128 for the block scales, the last partial
+    a, w = fp8_operands(m, n, k)
+    exponents = {"tensor": ((), ()), "row": ((m, 1), (1, n)),
+                 "block": ((m, k // 128), (-(-n // 128), k // 128))}[scaling]
+    scale_a = 10 ** (torch.rand(exponents[0], device=DEVICE) * 2 - 5)  # 1e-5 .. 1e-3
+    scale_b = 10 ** (torch.rand(exponents[1], device=DEVICE) * 2 - 5)
+    # Each element's scales, expanded to the operands' shapes.
+    if scaling == "block":
+        sa = scale_a.double().repeat_interleave(128, dim=1)
+        sb = scale_b.double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)
+    else:
+        sa, sb = scale_a.double().reshape(-1, 1), scale_b.double().reshape(-1, 1)
+    a_values, w_values = a.double() * sa, w.double() * sb
+    exact = a_values @ w_values.T
+    sizes = a_values.abs() @ w_values.abs().T
+    out = poisoned((m, n), torch.bfloat16)
+    assert ops.gemm_fp8(a, w.t(), scale_a, scale_b, out=out) is out
+    # The C++ test's bound: 2^-9 of the products' magnitudes (the tensor cores' fp8 sums) plus
+    # 2^-7 of the result (bfloat16's rounding, four times).
+    assert_within(out, exact, 2 ** -9 * sizes + 2 ** -7 * exact.abs())
+    functional = ops.gemm_fp8(a.view(torch.uint8), w.view(torch.uint8).t(), scale_a, scale_b)
+    assert torch.equal(functional, out)
+
+
+def decode_step(key, value, k_cache, v_cache, slots, q, tables, lens):
+    """A decode step's attention: the new token's K and V into the cache, then attention over it."""
+    ops.reshape_and_cache(key, value, k_cache, v_cache, slots)
+    return ops.paged_attention_decode(q, k_cache, v_cache, tables, lens)
+
+
+def decode_step_inputs(dtype=torch.bfloat16):
+    torch.manual_seed(0)
+    lengths, page, q_heads, kv_heads, head_dim = [9, 40, 1], 16, 8, 2, 128
+    tables, num_blocks = paged_tables(lengths, page)
+    shape = (num_blocks, page, kv_heads, head_dim)
+    k_cache, v_cache = randn(*shape, dtype=dtype), randn(*shape, dtype=dtype)
+    # Each sequence's last token is the new one: its slot in the last page its table names.
+    slots = torch.tensor([int(tables[s, (n - 1) // page]) * page + (n - 1) % page
+                          for s, n in enumerate(lengths)], device=DEVICE)
+    key, value = (randn(len(lengths), kv_heads, head_dim, dtype=dtype) for _ in range(2))
+    q = randn(len(lengths), q_heads, head_dim, dtype=dtype)
+    lens = torch.tensor(lengths, dtype=torch.int32, device=DEVICE)
+    return key, value, k_cache, v_cache, slots, q, tables, lens
+
+
+def test_torch_compile_fullgraph_keeps_the_paged_and_fp8_operators():
+    """Under torch.compile(fullgraph=True) the new operators stay torch.ops.kjit nodes of one
+    graph (no break), and the compiled step computes what the eager one does."""
+    torch._dynamo.reset()
+    seen = []
+
+    def recording(graph_module, example_inputs):
+        seen.extend(str(node.target) for node in graph_module.graph.nodes
+                    if node.op == "call_function")
+        return graph_module.forward
+    inputs = decode_step_inputs()
+    eager_inputs = [x.clone() for x in inputs]
+    eager = decode_step(*eager_inputs)
+    compiled = torch.compile(decode_step, fullgraph=True, backend=recording)(*inputs)
+    for name in ("kjit.reshape_and_cache", "kjit.paged_attention_decode"):
+        assert any(name in target for target in seen), (name, seen)
+    assert torch.equal(compiled, eager) and torch.equal(inputs[2], eager_inputs[2])
+    torch._dynamo.reset()
+    inductor_inputs = [x.clone() for x in decode_step_inputs()]
+    assert torch.equal(torch.compile(decode_step, fullgraph=True)(*inductor_inputs), eager)
+    assert torch.equal(inductor_inputs[2], eager_inputs[2])  # the cache written in place
+    if capability() >= (9, 0) and FP8 is not None:
+        a, w = fp8_operands(16, 256, 256)
+        scale_a, scale_b = torch.full((16, 1), 1e-4, device=DEVICE), torch.full((1, 256), 1e-4,
+                                                                               device=DEVICE)
+        torch._dynamo.reset()
+        seen.clear()
+        compiled = torch.compile(ops.gemm_fp8, fullgraph=True, backend=recording)(
+            a, w.t(), scale_a, scale_b)
+        assert any("kjit.gemm_fp8" in target for target in seen), seen
+        assert torch.equal(compiled, ops.gemm_fp8(a, w.t(), scale_a, scale_b))
+
+
+def test_capture_of_the_paged_and_fp8_operators_after_the_warmup_their_errors_name():
+    key, value, k_cache, v_cache, slots, q, tables, lens = decode_step_inputs(torch.float16)
+    # key and value strided, 8 bytes past 16-byte alignment: the warm-up item reproduces both
+    qkv = randn(3, 4 * 128 * 2 + 4, dtype=torch.float16)
+    strided_key = qkv[:, 4:4 + 256].view(3, 2, 128)
+    strided_value = qkv[:, 4 + 256:4 + 512].view(3, 2, 128)
+    calls = [lambda: ops.paged_attention_decode(q, k_cache, v_cache, tables, lens, scale=0.05),
+             lambda: ops.reshape_and_cache(strided_key, strided_value, k_cache, v_cache, slots)]
+    if capability() >= (9, 0) and FP8 is not None:
+        a, w = fp8_operands(8, 128, 256)
+        scale_a = torch.full((8, 2), 1e-4, device=DEVICE)
+        scale_b = torch.full((1, 2), 1e-4, device=DEVICE)
+        calls.append(lambda: ops.gemm_fp8(a, w.t(), scale_a, scale_b))
+    for call in calls:
+        item = warmup_item_named_by_a_capture(call)
+        torch.cuda.synchronize()
+        kjit.warmup([item])
+        caches = k_cache.clone(), v_cache.clone()
+        graph, captured = capture(call)
+        graph.replay()
+        torch.cuda.synchronize()
+        if item["op"] == "reshape_and_cache":
+            replayed = k_cache.clone(), v_cache.clone()
+            k_cache.copy_(caches[0])
+            v_cache.copy_(caches[1])
+            call()
+            assert torch.equal(replayed[0], k_cache) and torch.equal(replayed[1], v_cache)
+            continue
+        eager = call()
+        assert torch.equal(captured, eager), item["op"]

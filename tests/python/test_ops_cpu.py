@@ -184,3 +184,203 @@ def test_every_schema_parses(ops):
     library = torch.library.Library("kjit_schema_check", "DEF")
     for schema in ops._schemas():
         library.define(schema)
+
+
+# ---- paged attention, the KV-cache write and the FP8 GEMM ----------------------------------
+
+
+def decode_inputs(dtype=torch.bfloat16, cache_dtype=None, head_dim=64, page=16, q_heads=4,
+                  kv_heads=2, batch=2):
+    """q [batch, q_heads, head_dim], a cache of 3 pages, tables of 2 pages a sequence."""
+    cache = t(3, page, kv_heads, head_dim, dtype=cache_dtype or dtype)
+    tables = torch.tensor([[2, 0], [1, 2]][:batch], dtype=torch.int32)
+    lens = torch.tensor([17, 1][:batch], dtype=torch.int32)
+    return t(batch, q_heads, head_dim, dtype=dtype), cache, cache.clone(), tables, lens
+
+
+def cache_inputs(dtype=torch.bfloat16, cache_dtype=None, tokens=3, kv_heads=2, head_dim=64):
+    """key and value [tokens, kv_heads, head_dim], a cache of 2 pages of 16, slots 5, -1, 20."""
+    kv = t(tokens, kv_heads, head_dim, dtype=dtype)
+    cache = t(2, 16, kv_heads, head_dim, dtype=cache_dtype or dtype)
+    return kv, kv.clone(), cache, cache.clone(), torch.tensor([5, -1, 20][:tokens])
+
+
+def fp8(*shape):
+    return torch.zeros(*shape, dtype=torch.uint8)  # e4m3 bytes (torch 1.13 has no float8 type)
+
+
+def gemm_fp8_inputs(m=4, n=16, k=256, scales="tensor"):
+    """a [m, k], b [k, n] column-major (a weight [n, k] transposed) and float32 scales."""
+    shapes = {"tensor": ((), (1, 1)), "row": ((m, 1), (1, n)),
+              "block": ((m, k // 128), ((n + 127) // 128, k // 128))}[scales]
+    return (fp8(m, k), fp8(n, k).t(), torch.ones(shapes[0]), torch.ones(shapes[1]))
+
+
+def test_paged_attention_cache_write_and_fp8_gemm_reach_the_c_operator(ops):
+    key, value, k_cache, v_cache, slots = cache_inputs()
+    qkv = t(3, (4 + 2 + 2) * 64)  # vLLM's fused qkv: key and value are slices of its rows
+    calls = [
+        lambda: ops.paged_attention_decode(*decode_inputs()),
+        lambda: ops.paged_attention_decode(*decode_inputs(torch.float16), scale=0.1,
+                                           max_seq_len=20, out=t(2, 4, 64, dtype=torch.float16)),
+        lambda: ops.paged_attention_decode(*decode_inputs(cache_dtype=torch.uint8), k_scale=0.5,
+                                           v_scale=0.25),
+        lambda: ops.paged_attention_decode(*decode_inputs(q_heads=8, kv_heads=1, page=32,
+                                                          head_dim=128)),
+        lambda: ops.paged_attention_decode(*decode_inputs(), validate=True),
+        lambda: ops.reshape_and_cache(key, value, k_cache, v_cache, slots),
+        lambda: ops.reshape_and_cache(key, value, fp8(2, 16, 2, 64), fp8(2, 16, 2, 64), slots,
+                                      k_scale=0.5, v_scale=2.0),
+        lambda: ops.reshape_and_cache(key, value, k_cache, v_cache, slots,
+                                      positions=torch.zeros(3, dtype=torch.int64),
+                                      cos_sin_cache=t(32, 64), is_neox=False),
+        lambda: ops.reshape_and_cache(qkv[:, 256:384].view(3, 2, 64),
+                                      qkv[:, 384:].view(3, 2, 64), k_cache, v_cache, slots),
+        lambda: ops.gemm_fp8(*gemm_fp8_inputs()),
+        lambda: ops.gemm_fp8(*gemm_fp8_inputs(scales="row")),
+        lambda: ops.gemm_fp8(*gemm_fp8_inputs(scales="block"),
+                             out=torch.empty(4, 16, dtype=torch.bfloat16)),
+    ]
+    for call in calls:
+        with pytest.raises(kjit.NoDevice):
+            call()
+
+
+def test_paged_attention_cache_write_and_fp8_gemm_pack_their_values(ops):
+    """Values only the C++ operators check reach them in the right slots: the decode's sizes, the
+    write's head_dim, scales and rotary_dim, the GEMM's m, n, k and scale shapes (which also show
+    the form chosen: torch._scaled_mm's, else block scales)."""
+    with pytest.raises(kjit.BadArgument, match="head_dim 32 is not supported"):
+        ops.paged_attention_decode(*decode_inputs(head_dim=32))
+    with pytest.raises(kjit.BadArgument, match="page_size 24 is not supported"):
+        ops.paged_attention_decode(*decode_inputs(page=24))
+    with pytest.raises(kjit.BadArgument, match="q_heads 6 is not a multiple of kv_heads 4"):
+        ops.paged_attention_decode(*decode_inputs(q_heads=6, kv_heads=4))
+    with pytest.raises(kjit.BadArgument, match=r"max_seq_len 33 is past the tables' capacity"):
+        ops.paged_attention_decode(*decode_inputs(), max_seq_len=33)
+    with pytest.raises(kjit.BadArgument, match="kjit::ops::reshape_and_cache: head_dim 12"):
+        ops.reshape_and_cache(*cache_inputs(head_dim=12))
+    with pytest.raises(kjit.BadArgument, match="k_scale and v_scale must be positive"):
+        ops.reshape_and_cache(*cache_inputs(cache_dtype=torch.uint8), v_scale=0.0)
+    with pytest.raises(kjit.BadArgument, match=r"rotary_dim 66 must be even and in \[2, head_dim"):
+        ops.reshape_and_cache(*cache_inputs(), positions=torch.zeros(3, dtype=torch.int64),
+                              cos_sin_cache=t(8, 66))
+    with pytest.raises(kjit.BadArgument, match="gemm_fp8_scaled: k = 24 is not a multiple of 16"):
+        ops.gemm_fp8(*gemm_fp8_inputs(k=24))
+    with pytest.raises(kjit.BadArgument, match="gemm_fp8_scaled: n = 12 is not a multiple of 8"):
+        ops.gemm_fp8(*gemm_fp8_inputs(n=12, scales="row"))
+    a, b, scale_a, _ = gemm_fp8_inputs(scales="block")
+    with pytest.raises(kjit.BadArgument,
+                       match=r"gemm_fp8_blockscale: scale_b is \[1, 3\], must be \[1, 2\]"):
+        ops.gemm_fp8(a, b, scale_a, torch.ones(1, 3))
+    with pytest.raises(kjit.BadArgument, match=r"k = 192 is not a multiple of 128 \(the scale"):
+        ops.gemm_fp8(fp8(4, 192), fp8(16, 192).t(), torch.ones(4, 1), torch.ones(1, 1))
+
+
+def test_paged_attention_cache_write_and_fp8_gemm_refuse_bad_tensors_before_the_c_operator(ops):
+    q, k_cache, v_cache, tables, lens = decode_inputs()
+    decode = ops.paged_attention_decode
+    with pytest.raises(kjit.BadArgument, match=r"paged_attention_decode: q is torch.float32, "
+                                               r"expected one of torch.float16, torch.bfloat16"):
+        decode(q.float(), k_cache, v_cache, tables, lens)
+    with pytest.raises(kjit.BadArgument, match=r"q has shape \(2, 256\), expected \[batch"):
+        decode(q.reshape(2, 256), k_cache, v_cache, tables, lens)
+    with pytest.raises(kjit.BadArgument, match=r"k_cache is torch.float16, expected one of "
+                                               r"torch.bfloat16, torch.uint8"):
+        decode(q, k_cache.half(), v_cache, tables, lens)
+    with pytest.raises(kjit.BadArgument, match=r"k_cache has shape \(3, 16, 2, 32\), its last "
+                                               r"dimensions must be \(64,\)"):
+        decode(q, k_cache[..., :32].contiguous(), v_cache, tables, lens)
+    with pytest.raises(kjit.BadArgument, match=r"k_cache has shape \(3, 16, 128\), expected "
+                                               r"\[num_blocks"):
+        decode(q, k_cache.reshape(3, 16, 128), v_cache, tables, lens)
+    with pytest.raises(kjit.BadArgument, match="v_cache is torch.uint8, expected torch.bfloat16"):
+        decode(q, k_cache, fp8(3, 16, 2, 64), tables, lens)
+    with pytest.raises(kjit.BadArgument, match=r"v_cache has shape \(2, 16, 2, 64\), expected "
+                                               r"\(3, 16, 2, 64\)"):
+        decode(q, k_cache, v_cache[:2], tables, lens)
+    with pytest.raises(kjit.BadArgument, match="block_tables is torch.int64, expected torch.int32"):
+        decode(q, k_cache, v_cache, tables.long(), lens)
+    with pytest.raises(kjit.BadArgument, match=r"block_tables has shape \(1, 2\), expected \(2,"):
+        decode(q, k_cache, v_cache, tables[:1], lens)
+    with pytest.raises(kjit.BadArgument, match="block_tables is not contiguous"):
+        decode(q, k_cache, v_cache, tables.t().contiguous().t(), lens)
+    with pytest.raises(kjit.BadArgument, match=r"seq_lens has shape \(1,\), expected \(2,\)"):
+        decode(q, k_cache, v_cache, tables, lens[:1])
+    with pytest.raises(kjit.BadArgument, match="out is torch.float16, expected torch.bfloat16"):
+        decode(q, k_cache, v_cache, tables, lens, out=q.half())
+
+    key, value, k_cache, v_cache, slots = cache_inputs()
+    write = ops.reshape_and_cache
+    with pytest.raises(kjit.BadArgument, match="reshape_and_cache: key is a list, not a torch"):
+        write([1.0], value, k_cache, v_cache, slots)
+    with pytest.raises(kjit.BadArgument, match=r"key has strides \(1, 3, 6\): each token's"):
+        write(t(64, 2, 3).permute(2, 1, 0), value, k_cache, v_cache, slots)
+    with pytest.raises(kjit.BadArgument, match=r"value has shape \(2, 2, 64\), expected \(3,"):
+        write(key, value[:2], k_cache, v_cache, slots)
+    with pytest.raises(kjit.BadArgument, match="value is torch.float16, expected torch.bfloat16"):
+        write(key, value.half(), k_cache, v_cache, slots)
+    with pytest.raises(kjit.BadArgument, match=r"key_cache has shape \(2, 16, 4, 32\), its last "
+                                               r"dimensions must be \(2, 64\)"):
+        write(key, value, t(2, 16, 4, 32), t(2, 16, 4, 32), slots)
+    with pytest.raises(kjit.BadArgument, match="slot_mapping is torch.int32, expected torch.int64"):
+        write(key, value, k_cache, v_cache, slots.int())
+    with pytest.raises(kjit.BadArgument, match="positions and cos_sin_cache come together"):
+        write(key, value, k_cache, v_cache, slots, positions=torch.zeros(3, dtype=torch.int64))
+    with pytest.raises(kjit.BadArgument, match="cos_sin_cache is torch.float32, expected torch"):
+        write(key, value, k_cache, v_cache, slots, positions=torch.zeros(3, dtype=torch.int64),
+              cos_sin_cache=t(8, 64, dtype=torch.float32))
+
+    a, b, scale_a, scale_b = gemm_fp8_inputs(scales="row")
+    with pytest.raises(kjit.BadArgument, match=r"gemm_fp8: a is torch.bfloat16, expected one of "
+                                               r"torch.uint8"):
+        ops.gemm_fp8(t(4, 256), b, scale_a, scale_b)
+    with pytest.raises(kjit.BadArgument, match="b is not column-major: pass weight.t()"):
+        ops.gemm_fp8(a, b.contiguous(), scale_a, scale_b)
+    with pytest.raises(kjit.BadArgument, match=r"b has shape \(128, 16\), expected \(256, n\)"):
+        ops.gemm_fp8(a, fp8(16, 128).t(), scale_a, scale_b)
+    with pytest.raises(kjit.BadArgument, match="scale_b is torch.float16, expected torch.float32"):
+        ops.gemm_fp8(a, b, scale_a, scale_b.half())
+    with pytest.raises(kjit.BadArgument, match=r"a scale is one element or 2-D"):
+        ops.gemm_fp8(a, b, scale_a.reshape(4, 1, 1), scale_b)
+    with pytest.raises(kjit.BadArgument, match=r"out has shape \(4, 8\), expected \(4, 16\)"):
+        ops.gemm_fp8(a, b, scale_a, scale_b, out=t(4, 8))
+
+
+def test_the_new_operators_make_their_outputs_from_shapes_alone(ops):
+    """Each operator's outputs as its torch fake makes them (the functional form's allocation),
+    from tensors without data (torch's meta device, on torch 1.13 too)."""
+    def meta(*shape, dtype=torch.bfloat16):
+        return torch.empty(*shape, dtype=dtype, device="meta")
+    make_decode = ops._OPS["paged_attention_decode"][1]
+    (out,) = make_decode(meta(5, 8, 128), meta(9, 16, 2, 128, dtype=torch.uint8),
+                         meta(9, 16, 2, 128, dtype=torch.uint8), meta(5, 3, dtype=torch.int32),
+                         meta(5, dtype=torch.int32), 0.1, 0, 1.0, 1.0, False)
+    assert out.shape == (5, 8, 128) and out.dtype == torch.bfloat16
+    make_gemm = ops._OPS["gemm_fp8"][1]
+    (out,) = make_gemm(meta(7, 256, dtype=torch.uint8), meta(24, 256, dtype=torch.uint8).t(),
+                       meta(7, 2, dtype=torch.float32), meta(1, 2, dtype=torch.float32))
+    assert out.shape == (7, 24) and out.dtype == torch.bfloat16
+    assert "reshape_and_cache" in ops._INPLACE and "reshape_and_cache" not in ops._OPS
+
+
+def test_the_fakes_of_the_new_operators_give_shapes_without_the_library(ops, monkeypatch):
+    if not ops.REGISTERED:
+        pytest.skip(f"torch {torch.__version__} is older than 2.4: kjit.ops registers no torch "
+                    "operators (torch.library.register_fake)")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def refuse(*args):
+        raise AssertionError("a fake implementation reached kjit's library")
+    monkeypatch.setattr(ops, "lib", refuse)
+    with FakeTensorMode() as mode:
+        q, k_cache, v_cache, tables, lens = (mode.from_tensor(x) for x in decode_inputs())
+        out = torch.ops.kjit.paged_attention_decode(q, k_cache, v_cache, tables, lens, 0.125, 0,
+                                                    1.0, 1.0, False)
+        assert out.shape == q.shape and out.dtype == q.dtype
+        key, value, k_cache, v_cache, slots = (mode.from_tensor(x) for x in cache_inputs())
+        torch.ops.kjit.reshape_and_cache(key, value, k_cache, v_cache, slots, 1.0, 1.0, None, None,
+                                         True)
+        a, b, scale_a, scale_b = (mode.from_tensor(x) for x in gemm_fp8_inputs(scales="block"))
+        out = torch.ops.kjit.gemm_fp8(a, b, scale_a, scale_b)
+        assert out.shape == (4, 16) and out.dtype == torch.bfloat16

@@ -28,7 +28,7 @@ extern "C" {
  * library). KJIT_C_ABI_MINOR is bumped on additions only (each marked with the minor version that
  * added it): a caller needing minor N runs on any library of the same version and a minor >= N. */
 #define KJIT_C_ABI_VERSION 1
-#define KJIT_C_ABI_MINOR 2
+#define KJIT_C_ABI_MINOR 3
 uint32_t kjit_abi_version(void);
 uint32_t kjit_abi_minor(void); /* since 1.1 */
 
@@ -243,6 +243,61 @@ int kjit_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const 
                    const int *ids, int tokens, int top_k, const void *w13, const void *w2,
                    int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
                    void *stream);
+
+/* ---- paged attention and the KV-cache write (kjit/ops/paged_attention.hpp; since 1.3) ---- */
+
+/* How the paged cache holds its elements: of the operator's dtype, or e4m3fn bytes whose value is
+ * the decoded byte times the cache's scale (k_scale for k_cache, v_scale for v_cache). */
+typedef enum kjit_kv_format { KJIT_KV_MODEL = 0, KJIT_KV_FP8_E4M3 = 1 } kjit_kv_format;
+
+/* The device workspace kjit_paged_attention_decode uses for this shape on the runtime's default
+ * device, in bytes, into *bytes (0: it does not split the context; 0 also on failure). The cache
+ * is described as for kjit_paged_attention_decode; this compiles the decode kernel (or finds it)
+ * to learn its registers, as the call does. */
+int kjit_paged_attention_workspace_bytes(kjit_runtime *rt, int q_heads, int num_blocks,
+                                         int page_size, int kv_heads, int head_dim, int kv_format,
+                                         int batch, int max_blocks, int max_seq_len, size_t *bytes);
+/* Decode over a paged cache: q and out [batch, q_heads, head_dim]; k_cache and v_cache
+ * [num_blocks, page_size, kv_heads, head_dim] in `kv_format` (a kjit_kv_format; k_scale and
+ * v_scale are read for fp8 only); block_tables int32 [batch, max_blocks], seq_lens int32 [batch];
+ * max_seq_len 0: max_blocks * page_size; validate 1 copies the tables to the host and refuses a
+ * bad entry by name (it waits for the device). `workspace`: NULL (one split per sequence) or
+ * device memory of kjit_paged_attention_workspace_bytes. FLOAT16 and BFLOAT16: the semantics
+ * and checks of kjit::ops::paged_attention_decode. */
+int kjit_paged_attention_decode(kjit_runtime *rt, int dtype, void *out, const void *q, int q_heads,
+                                const void *k_cache, const void *v_cache, int num_blocks,
+                                int page_size, int kv_heads, int head_dim, int kv_format,
+                                float k_scale, float v_scale, const int *block_tables,
+                                const int *seq_lens, int batch, int max_blocks, int max_seq_len,
+                                int validate, float scale, void *workspace, size_t workspace_bytes,
+                                void *stream);
+/* Writes key and value [tokens, kv_heads, head_dim] (rows key_stride and value_stride elements
+ * apart; 0: kv_heads * head_dim) into the cache at slot_mapping int64 [tokens] (a negative slot
+ * skips its token). With `positions` (int64 [tokens]; NULL: none), RoPE is applied to each key
+ * first from cos_sin_cache [max_position, rotary_dim] of dtype, rotary_style 0 neox or 1 gptj.
+ * FLOAT16 and BFLOAT16: kjit::ops::reshape_and_cache. */
+int kjit_reshape_and_cache(kjit_runtime *rt, int dtype, const void *key, const void *value,
+                           void *k_cache, void *v_cache, int num_blocks, int page_size,
+                           int kv_heads, int head_dim, int kv_format, float k_scale, float v_scale,
+                           const int64_t *slot_mapping, int tokens, int64_t key_stride,
+                           int64_t value_stride, const int64_t *positions,
+                           const void *cos_sin_cache, int max_position, int rotary_dim,
+                           int rotary_style, void *stream);
+
+/* ---- FP8 GEMM (kjit/ops/gemm_fp8.hpp, sm_90a; since 1.3) --------------------------------- */
+
+/* d bfloat16 [m, n] = (a x scale_a) @ (b x scale_b)^T: a e4m3 [m, k] and b e4m3 [n, k] row-major
+ * (b as nn.Linear holds its weight), float scales row-major of the shape given. _scaled: per
+ * tensor (both [1, 1]) or row-wise (scale_a [m, 1], scale_b [1, n]), torch._scaled_mm's forms;
+ * _blockscale: scale_a [m, k / 128], scale_b [ceil(n / 128), k / 128] (DeepSeek-V3's). */
+int kjit_gemm_fp8_scaled(kjit_runtime *rt, void *d, const uint8_t *a, const float *scale_a,
+                         int64_t scale_a_rows, int64_t scale_a_columns, const uint8_t *b,
+                         const float *scale_b, int64_t scale_b_rows, int64_t scale_b_columns, int m,
+                         int n, int k, void *stream);
+int kjit_gemm_fp8_blockscale(kjit_runtime *rt, void *d, const uint8_t *a, const float *scale_a,
+                             int64_t scale_a_rows, int64_t scale_a_columns, const uint8_t *b,
+                             const float *scale_b, int64_t scale_b_rows, int64_t scale_b_columns,
+                             int m, int n, int k, void *stream);
 
 /* ---- operators from one block of memory (since 1.1) --------------------------------------- */
 
