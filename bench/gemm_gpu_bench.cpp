@@ -5,7 +5,8 @@
 // set it also times every linear_skinny variant on the Llama-3-8B projections at m = 1, 16, 64
 // (with --skinny-fp8: at 8192 x 8192, m = 1 and 8). With --skinny-fp8, KJIT_BENCH_SPLITK_SWEEP
 // and KJIT_BENCH_WGMMA_SWEEP add the fastest linear_splitk variant (m <= 32, bfloat16) and
-// gemm_wgmma SPLIT_K x STAGES variant to each linear row.
+// gemm_wgmma SPLIT_K x STAGES variant to each linear row. --fp8 times only gemm_fp8, each of
+// its variants on DeepGEMM's shapes.
 //
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
@@ -26,6 +27,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -446,8 +448,10 @@ struct Bench {
   }
 
   // gemm_fp8 at m x n x k: the operator as a user calls it (block scales, row-wise or per
-  // tensor), and with `sweep` the fastest of its BLOCK_N x STAGES variants.
-  void fp8_row(Fp8Operands &ops, int m, int n, int k, bool block, bool row_wise, bool sweep) {
+  // tensor), and with `sweep` its BLOCK_N x STAGES x CLUSTER_M variants (the two deepest STAGES
+  // that fit; with `print_variants` each on a line of its own) and the fastest of them.
+  void fp8_row(Fp8Operands &ops, int m, int n, int k, bool block, bool row_wise, bool sweep,
+               bool print_variants = false) {
     const int k_blocks = k / 128, n_blocks = (n + 127) / 128;
     const ScaleTensor on_a = block      ? ScaleTensor{ops.scale_a.as<float>(), m, k_blocks}
                              : row_wise ? ScaleTensor{ops.scale_a.as<float>(), m, 1}
@@ -458,6 +462,7 @@ struct Bench {
     DeviceBuffer &a = ops.a, &b = ops.b, &d = ops.d, &sa = ops.scale_a, &sb = ops.scale_b;
     const double flop = 2.0 * m * n * static_cast<double>(k);
     const int launches = std::max(2, std::min(200, static_cast<int>(2e12 / flop / 20) + 1));
+    const char *form = block ? "block scales" : row_wise ? "row-wise" : "per tensor";
     const double ms = median_ms_per_launch(device, launches, [&] {
       if (block)
         gemm_fp8_blockscale(rt, d.as<BFloat16>(), a.as<std::uint8_t>(), on_a, b.as<std::uint8_t>(),
@@ -466,20 +471,43 @@ struct Bench {
         gemm_fp8_scaled(rt, d.as<BFloat16>(), a.as<std::uint8_t>(), on_a, b.as<std::uint8_t>(),
                         on_b, m, n, k);
     });
+    const ops::detail::ChosenVariant heuristic =
+        ops::detail::gemm_fp8_variant(block, row_wise, m, n);
+    const auto name = [](const ops::detail::ChosenVariant &variant) {
+      return "BN" + std::to_string(variant.integer("BLOCK_N")) + " S" +
+             std::to_string(variant.integer("STAGES")) + " C" +
+             std::to_string(variant.integer("CLUSTER_M")) + " P" +
+             std::to_string(variant.integer("PINGPONG")) + " O" +
+             std::to_string(variant.integer("OVERLAP"));
+    };
     std::string best = "-";
     double best_ms = ms;
     if (sweep) {
-      const ops::detail::ChosenVariant heuristic =
-          ops::detail::gemm_fp8_variant(block, row_wise, m, n);
       std::vector<ParamValues> candidates;
-      for (int block_n : {64, 128, 256})
-        for (int stages : {3, 4, 5, 6}) {
-          ParamValues params = heuristic.params;
-          params.set("BLOCK_N", block_n);
-          params.set("STAGES", stages);
-          if (heuristic.tmpl->tuning().fits(heuristic.tmpl->bind(params), "sm_90a").empty())
-            candidates.push_back(params);
-        }
+      for (int block_n : {64, 96, 112, 128, 144, 160, 192, 256})
+        for (int cluster_m : {1, 2})
+          for (int promotion = 0; promotion < 4; ++promotion) { // PINGPONG, OVERLAP
+            const int pingpong = promotion % 2, overlap = promotion / 2;
+            if (!block && (pingpong != heuristic.integer("PINGPONG") ||
+                           overlap != heuristic.integer("OVERLAP")))
+              continue; // only the promotion takes turns or overlaps
+            ParamValues params = heuristic.params;
+            params.set("BLOCK_N", block_n);
+            params.set("CLUSTER_M", cluster_m);
+            params.set("PINGPONG", pingpong);
+            params.set("OVERLAP", overlap);
+            int fitting = 0; // the deepest STAGES that fits, and the one below it
+            for (int stages = 3; stages <= 7; ++stages) {
+              params.set("STAGES", stages);
+              if (heuristic.tmpl->tuning().fits(heuristic.tmpl->bind(params), "sm_90a").empty())
+                fitting = stages;
+            }
+            for (int stages = std::max(3, fitting - 1); fitting > 0 && stages <= fitting;
+                 ++stages) {
+              params.set("STAGES", stages);
+              candidates.push_back(params);
+            }
+          }
       precompile(rt, {heuristic.tmpl, {}}, candidates, device.target());
       for (const ParamValues &params : candidates) {
         const ops::detail::ChosenVariant variant{heuristic.tmpl, params};
@@ -488,19 +516,77 @@ struct Bench {
                                                sa.as<float>(), b.as<std::uint8_t>(), sb.as<float>(),
                                                m, n, k);
         });
+        if (print_variants)
+          std::printf("| gemm_fp8 %s variant %s | %d x %d x %d | %.4f | %.1f TFLOP/s | |\n", form,
+                      name(variant).c_str(), m, n, k, variant_ms, flop / variant_ms * 1e-9);
         if (variant_ms < best_ms) {
           best_ms = variant_ms;
-          best = "BN" + std::to_string(variant.integer("BLOCK_N")) + " S" +
-                 std::to_string(variant.integer("STAGES"));
+          best = name(variant);
         }
       }
     }
-    std::printf("| gemm_fp8 %s | %d x %d x %d | %.4f | %.1f TFLOP/s | best variant %s %.1f "
+    std::printf("| gemm_fp8 %s (%s) | %d x %d x %d | %.4f | %.1f TFLOP/s | best variant %s %.1f "
                 "TFLOP/s |\n",
-                block      ? "block scales"
-                : row_wise ? "row-wise"
-                           : "per tensor",
-                m, n, k, ms, flop / ms * 1e-9, best.c_str(), flop / best_ms * 1e-9);
+                form, name(heuristic).c_str(), m, n, k, ms, flop / ms * 1e-9, best.c_str(),
+                flop / best_ms * 1e-9);
+  }
+
+  // The block-scaled promotions at 4096 x 7168 x 16384 in interleaved rounds, each timed as
+  // fp8_row times the operator (batches of two launches), beside the per-tensor operator: the
+  // sweeps' long runs heat the device (their figures fall about 15% below the same variant's
+  // timed first), so a comparison of promotions takes them in turns.
+  void fp8_rounds(Fp8Operands &ops) {
+    const int m = 4096, n = 7168, k = 16384;
+    const double flop = 2.0 * m * n * static_cast<double>(k);
+    const ops::detail::ChosenVariant heuristic = ops::detail::gemm_fp8_variant(true, false, m, n);
+    struct Candidate {
+      std::string label;
+      ops::detail::ChosenVariant variant;
+    };
+    std::vector<Candidate> candidates;
+    for (const auto &[label, block_n, stages, pingpong, overlap] :
+         {std::tuple{"block scales BN128 S5 C1 P0 O0 (main's variant)", 128, 5, 0, 0},
+          {"block scales BN128 S6 C1 P0 O0", 128, 6, 0, 0},
+          {"block scales BN128 S6 C1 P1 O0", 128, 6, 1, 0},
+          {"block scales BN128 S6 C1 P0 O1", 128, 6, 0, 1},
+          {"block scales BN128 S6 C1 P1 O1", 128, 6, 1, 1},
+          {"block scales BN160 S6 C1 P1 O0", 160, 6, 1, 0}}) {
+      ops::detail::ChosenVariant variant = heuristic;
+      variant.params.set("BLOCK_N", block_n);
+      variant.params.set("STAGES", stages);
+      variant.params.set("CLUSTER_M", 1);
+      variant.params.set("PINGPONG", pingpong);
+      variant.params.set("OVERLAP", overlap);
+      candidates.push_back({label, variant});
+    }
+    // The per-tensor operator's variant, through the same launch (scales of ones either way).
+    candidates.push_back(
+        {"per tensor (the operator's variant)", ops::detail::gemm_fp8_variant(false, false, m, n)});
+    for (int round = 1; round <= 3; ++round)
+      for (const Candidate &candidate : candidates) {
+        const double ms = median_ms_per_launch(device, 2, [&] {
+          ops::detail::launch_gemm_fp8_variant(
+              rt, candidate.variant, ops.d.as<BFloat16>(), ops.a.as<std::uint8_t>(),
+              ops.scale_a.as<float>(), ops.b.as<std::uint8_t>(), ops.scale_b.as<float>(), m, n, k);
+        });
+        std::printf("| gemm_fp8 round %d %s | %d x %d x %d | %.4f | %.1f TFLOP/s | |\n", round,
+                    candidate.label.c_str(), m, n, k, ms, flop / ms * 1e-9);
+      }
+  }
+
+  // --fp8: gemm_fp8 on DeepGEMM's shapes, each form; the sweeps of the block-scaled variants
+  // (and at m = 4096 of the per-tensor ones, whose kernel is the block-scaled one without the
+  // promotion) with every variant printed.
+  void fp8_rows(Fp8Operands &ops, bool print_variants) {
+    const int nk[][2] = {{7168, 16384}, {4096, 7168}, {2112, 7168}};
+    for (const auto &[n, k] : nk)
+      for (int m : {4096, 128, 64}) {
+        const bool largest = m == 4096 && n == 7168;
+        fp8_row(ops, m, n, k, /*block=*/true, false, print_variants || largest, print_variants);
+        fp8_row(ops, m, n, k, /*block=*/false, /*row_wise=*/false,
+                largest || (print_variants && m == 4096), print_variants);
+        fp8_row(ops, m, n, k, /*block=*/false, /*row_wise=*/true, false);
+      }
   }
 
   // Buffers of `bytes` to rotate over so that together they are at least 256 MiB.
@@ -557,12 +643,14 @@ struct Bench {
 int main(int argc, char **argv) {
   const bool clusters_only = argc == 2 && std::string(argv[1]) == "--clusters";
   const bool skinny_fp8 = argc == 2 && std::string(argv[1]) == "--skinny-fp8";
-  if (argc > 1 && !clusters_only && !skinny_fp8) { // tools/gpu-check asks for --help
-    std::printf("usage: %s [--clusters | --skinny-fp8]\n  prints the operators' GEMM TFLOP/s and "
-                "bandwidth table; --clusters only gemm_wgmma's cluster and epilogue layouts; "
-                "--skinny-fp8 only linear() at m = 1..128 against its candidates and gemm_fp8 "
-                "on DeepGEMM's shapes\n",
-                argv[0]);
+  const bool fp8_only = argc == 2 && std::string(argv[1]) == "--fp8";
+  if (argc > 1 && !clusters_only && !skinny_fp8 && !fp8_only) { // tools/gpu-check asks for --help
+    std::printf(
+        "usage: %s [--clusters | --skinny-fp8 | --fp8]\n  prints the operators' GEMM TFLOP/s and "
+        "bandwidth table; --clusters only gemm_wgmma's cluster and epilogue layouts; "
+        "--skinny-fp8 only linear() at m = 1..128 against its candidates and gemm_fp8 "
+        "on DeepGEMM's shapes; --fp8 only gemm_fp8, every variant of it timed\n",
+        argv[0]);
     return 0;
   }
   try {
@@ -595,18 +683,19 @@ int main(int argc, char **argv) {
         for (int m : {1, 2, 4, 8, 16, 32, 64, 128})
           bench.linear_candidates_row<Half>(fp16, m, n, k, /*sweep=*/false, wgmma_sweep);
       }
+    }
+    if (hopper && (skinny_fp8 || fp8_only)) {
       std::printf("\n| op | M x N x K | ms | rate | sweep |\n| --- | --- | --- | --- | --- |\n");
       // Operands for the largest: A 4096 x 16384, B 7168 x 16384, D 4096 x 7168.
       auto fp8 = bench.fp8_operands(std::size_t{4096} * 16384, std::size_t{7168} * 16384,
                                     std::size_t{4096} * 7168, std::size_t{4096} * 128);
-      const int nk[][2] = {{7168, 16384}, {4096, 7168}, {2112, 7168}};
-      for (const auto &[n, k] : nk)
-        for (int m : {4096, 128, 64}) {
-          const bool sweep = m == 4096 && n == 7168;
-          bench.fp8_row(fp8, m, n, k, /*block=*/true, false, sweep);
-          bench.fp8_row(fp8, m, n, k, /*block=*/false, /*row_wise=*/false, sweep);
-          bench.fp8_row(fp8, m, n, k, /*block=*/false, /*row_wise=*/true, sweep);
-        }
+      if (fp8_only)
+        bench.fp8_rounds(fp8);
+      bench.fp8_rows(fp8, fp8_only);
+      return 0;
+    }
+    if (fp8_only) {
+      std::printf("gemm_fp8 needs sm_90a\n");
       return 0;
     }
     if (hopper) {

@@ -11,7 +11,10 @@
 // tokens' rows (a moe_gather pass, or the gate-up GEMM's own loads), and the gate-up GEMM on
 // sorted rows of different contents (1, 256 and 4096 tokens, bfloat16); --sweep adds the
 // gate-up GEMM's variants at 4096 tokens on the tokens' sorted rows (GROUP_M 1, 4, 8 and 16, and
-// the other of 3 and 4 STAGES) and the down GEMM's GROUP_M on the gated rows.
+// the other of 3 and 4 STAGES) and the down GEMM's GROUP_M on the gated rows. --fp8 times
+// fused_moe with e4m3 weights and 128 x 128 block scales (bfloat16 activations) on both layers at
+// the same counts, against the bfloat16 fused_moe and kjit's dense bfloat16 GEMM (TFLOP/s), and
+// a copy of the e4m3 weight bytes the tokens touch (the decode's rate).
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -37,22 +40,36 @@ using namespace kjit::ops;
 
 using kjit::bench::median_ms_per_launch;
 
-// 16-bit values in [-scale, scale) from a hash (splitmix64's mixing) of the index and a seed:
-// weights of gigabytes without the host's time. Each buffer takes its own seed, so that no two
-// hold the same sequence (the fill before gave a token row the values of a weight row).
-const Template fill_template("fill_hashed", R"(
+// Fills from a hash (splitmix64's mixing) of the index and a seed: weights of gigabytes without
+// the host's time. Each buffer takes its own seed, so that no two hold the same sequence (the
+// fill before gave a token row the values of a weight row). fill_hashed: 16-bit values in
+// [-scale, scale); fill_e4m3: e4m3 bytes, never NaN (0x7f, 0xff), for weights whose values do
+// not matter.
+const char *const fill_source = R"(
+__device__ inline unsigned long long hashed(long long i, int seed) {
+  unsigned long long h = (i + seed * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 31;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 29);
+}
 template <typename T> __global__ void fill_hashed(T *to, long long n, float scale, int seed) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    to[i] = kjit::from_float<T>((float(hashed(i, seed) >> 40) / float(1 << 23) - 1.0f) * scale);
+}
+__global__ void fill_e4m3(unsigned char *to, long long n, int seed) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
-    unsigned long long h = (i + seed * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 31;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 29;
-    to[i] = kjit::from_float<T>((float(h >> 40) / float(1 << 23) - 1.0f) * scale);
+    const unsigned long long h = hashed(i, seed);
+    to[i] = (unsigned char)(((h >> 32) & 0x80) | ((h >> 40) % 0x7f));
   }
-})",
+})";
+const Template fill_template("fill_hashed", fill_source,
                              {{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")}},
                              TemplateOptions{.arguments = {"T*", "long long", "float", "int"}});
+const Template fill_e4m3_template("fill_e4m3", fill_source, {},
+                                  TemplateOptions{
+                                      .arguments = {"unsigned char*", "long long", "int"}});
 
 struct Layer {
   const char *name;
@@ -339,6 +356,72 @@ struct Bench {
       std::fflush(stdout);
     }
   }
+
+  // The FP8 layer's weights: e4m3 bytes and block scales of 2^-12 (values up to 0.11).
+  struct Fp8Experts {
+    DeviceBuffer w13, w2, w13_scales, w2_scales;
+    MoeWeightsFp8 view;
+  };
+  Fp8Experts fp8_experts(const Layer &layer) {
+    const auto bytes = [&](std::size_t count) {
+      DeviceBuffer buffer = device.allocate(count);
+      rt.kernel(fill_e4m3_template, {})
+          .launch({.grid = 4096, .block = 256}, buffer.as<unsigned char>(),
+                  static_cast<long long>(count), ++seeds);
+      return buffer;
+    };
+    const auto scales = [&](std::size_t count) {
+      const std::vector<float> host(count, 1.0f / 4096);
+      DeviceBuffer buffer = device.allocate(count * sizeof(float));
+      buffer.write(host.data(), count * sizeof(float));
+      return buffer;
+    };
+    const int e = layer.experts, h = layer.hidden, i = layer.inter;
+    Fp8Experts w{bytes(std::size_t(e) * 2 * i * h),
+                 bytes(std::size_t(e) * h * i),
+                 scales(std::size_t(e) * (2 * i / 128) * (h / 128)),
+                 scales(std::size_t(e) * (h / 128) * (i / 128)),
+                 {}};
+    w.view = {w.w13.as<const std::uint8_t>(),
+              w.w2.as<const std::uint8_t>(),
+              {w.w13_scales.as<const float>(), e, 2 * i / 128, h / 128},
+              {w.w2_scales.as<const float>(), e, h / 128, i / 128},
+              e,
+              h,
+              i};
+    return w;
+  }
+
+  // --fp8: fused_moe with FP8 weights against the bfloat16 fused_moe and dense GEMM on the same
+  // routing, and a copy of the e4m3 bytes of the experts touched.
+  void fp8_rows(const Layer &layer) {
+    const Experts<BFloat16> weights = experts<BFloat16>(layer);
+    const Fp8Experts fp8 = fp8_experts(layer);
+    for (int tokens : {1, 16, 256, 4096}) {
+      const int pairs = tokens * layer.top_k;
+      Fused<BFloat16> fused(*this, layer, weights, tokens);
+      DeviceBuffer workspace =
+          device.allocate(fused_moe_workspace_bytes<BFloat16>(tokens, layer.top_k, fp8.view));
+      const int launches = tokens >= 256 ? 5 : 20;
+      const double fp8_ms = median_ms_per_launch(device, launches, [&] {
+        fused_moe<BFloat16>(rt, fused.out.as<BFloat16>(), fused.x.as<const BFloat16>(),
+                            fused.routing.as<const float>(), fused.ids.as<const int>(), tokens,
+                            layer.top_k, fp8.view, workspace.data(), workspace.size());
+      });
+      const double bf16_ms = median_ms_per_launch(device, launches, [&] { fused.run(); });
+      Dense<BFloat16> dense(*this, layer, weights, pairs);
+      const double dense_ms = median_ms_per_launch(device, launches, [&] { dense.run(); });
+      const double flops = 6.0 * pairs * layer.hidden * layer.inter;
+      const double weight_bytes = 3.0 * fused.touched.size() * layer.hidden * layer.inter;
+      const double copy = copy_ms(static_cast<std::size_t>(weight_bytes / 2));
+      std::printf("| %s | %d | %zu | %.3f | %.0f | %.3f | %.0f | %.0f | %.2f | %.2f | %.0f | "
+                  "%.2f |\n",
+                  layer.name, tokens, fused.touched.size(), fp8_ms, flops / fp8_ms * 1e-9, bf16_ms,
+                  flops / bf16_ms * 1e-9, flops / dense_ms * 1e-9, bf16_ms / fp8_ms,
+                  dense_ms / fp8_ms, weight_bytes / fp8_ms * 1e-6, copy / fp8_ms);
+      std::fflush(stdout);
+    }
+  }
 };
 
 } // namespace
@@ -346,12 +429,14 @@ struct Bench {
 int main(int argc, char **argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
-  if (argc > 1 && !sweep && mode != "--profile") { // tools/gpu-check asks for --help
+  if (argc > 1 && !sweep && mode != "--profile" &&
+      mode != "--fp8") { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--sweep | --breakdown | --profile]\n  prints fused_moe's table against "
+        "usage: %s [--sweep | --breakdown | --profile | --fp8]\n  prints fused_moe's table against "
         "kjit's dense GEMM and a copy; --breakdown fused_moe against each of its launches alone "
         "at 1, 256 and 4096 tokens, --sweep that and the grouped GEMM's variants, --profile "
-        "fused_moe and the dense GEMMs once each at 4096 tokens (for ncu)\n",
+        "fused_moe and the dense GEMMs once each at 4096 tokens (for ncu), --fp8 fused_moe with "
+        "e4m3 weights against the bfloat16 one, the dense GEMM and a copy of its weight bytes\n",
         argv[0]);
     return 0;
   }
@@ -368,6 +453,15 @@ int main(int argc, char **argv) {
     if (mode == "--profile") {
       for (const Layer &layer : layers)
         bench.profile<BFloat16>(layer);
+      return 0;
+    }
+    if (mode == "--fp8") {
+      std::printf("| layer | tokens | experts touched | fp8 ms | fp8 TFLOP/s | bf16 ms | bf16 "
+                  "TFLOP/s | dense bf16 TFLOP/s | of bf16 fused_moe (time) | of dense (time) | "
+                  "e4m3 weight GB/s | of copy |\n");
+      std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      for (const Layer &layer : layers)
+        bench.fp8_rows(layer);
       return 0;
     }
     if (sweep) {

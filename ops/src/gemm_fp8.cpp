@@ -72,40 +72,70 @@ void require_hopper(std::string_view op, const jit::Target &target) {
                                               "gfx942 or gfx950 (fp8 MFMA)");
 }
 
-// The heuristic's variant: the widest tiles that still make about a tile per multiprocessor of
-// an H100 (132), as many stages as fit.
+// Stages of (128 + block_n) x 128 bytes that fit in 227 KiB with the alignment's slack and the
+// barriers, at most the template's 7.
+int fitting_stages(int block_n) {
+  return std::min(7, (227 * 1024 - 1024 - 7 * 16) / ((block_m + block_n) * block_k));
+}
+
+// The heuristic's variant (BENCHMARKS.md, fp8b helper, has the sweeps behind it). Per tensor and
+// row-wise: the widest tiles that still make about a tile per multiprocessor of an H100 (132),
+// as many stages as fit. Block scales: six stages, each k-block's sums promoted while the next
+// one's batch runs (OVERLAP); 128 columns, or 64 where M is one row of tiles (twice the tiles),
+// there with the consumers taking turns (PINGPONG: up to 10% faster at m = 64 and 128, 2%
+// slower at some; nothing on top of OVERLAP from 4096 rows). The widths between (96-160) suit the
+// waves of some shapes, but their promotion picks between two scale blocks per column group, which
+// cost more than the waves saved in every shape measured. Clusters of two blocks share B's columns
+// from 4 row tiles, every form.
 detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
-  const auto tiles = [&](int block_n) {
-    return static_cast<long long>(detail::divide_up(m, block_m)) * detail::divide_up(n, block_n);
-  };
-  const int widest = scaling == Scaling::block ? 128 : 256;
-  int block_n = widest;
-  while (block_n > 64 && tiles(block_n) < 132)
-    block_n /= 2;
-  const int stages = block_n == 256 ? 4 : block_n == 128 ? 5 : 6;
+  const int tiles_m = detail::divide_up(m, block_m);
+  int block_n = 0, stages = 0;
+  const bool block = scaling == Scaling::block;
+  if (block) {
+    block_n = tiles_m == 1 ? 64 : 128;
+    stages = 6;
+  } else {
+    block_n = 256;
+    while (block_n > 64 && static_cast<long long>(tiles_m) * detail::divide_up(n, block_n) < 132)
+      block_n /= 2;
+    stages = fitting_stages(block_n);
+  }
   static const Template &tmpl = templates::find("gemm_fp8");
   return {&tmpl,
           {{"BLOCK_N", block_n},
            {"STAGES", stages},
            {"SCALING", static_cast<int>(scaling)},
-           {"GROUP_M", 8}}};
+           {"GROUP_M", 8},
+           {"CLUSTER_M", tiles_m >= 4 ? 2 : 1},
+           {"PINGPONG", block && tiles_m == 1 ? 1 : 0},
+           {"OVERLAP", block ? 1 : 0}}};
 }
 
 struct Fp8Plan {
   const Kernel *kernel;
-  int block_n;
+  int block_n, cluster_m;
   unsigned shared_bytes;
-  int grid_limit; // one block per multiprocessor
+  int grid_limit; // blocks that run at once (one per multiprocessor), a multiple of cluster_m
 };
 
 Fp8Plan make_fp8_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
+  const int cluster_m = variant.integer("CLUSTER_M");
   // The stages, the slack to align them to 1024 bytes, and two mbarriers per stage.
   const auto shared_bytes =
       static_cast<unsigned>(stages * (block_m + block_n) * block_k + 1024 + stages * 16);
   kernel.allow_shared_bytes(shared_bytes);
-  return {&kernel, block_n, shared_bytes, kernel.device().multiprocessors()};
+  // Clusters are placed whole within a GPC: the driver counts the pairs that fit at once.
+  const int grid_limit =
+      cluster_m > 1
+          ? cluster_m * kernel.max_active_clusters(Dim3(threads), Dim3(cluster_m), shared_bytes)
+          : kernel.device().multiprocessors();
+  detail::require(grid_limit > 0, "gemm_fp8", [&] {
+    return kernel.name() + " fits no cluster of " + std::to_string(cluster_m) + " blocks with " +
+           std::to_string(shared_bytes) + " shared bytes each";
+  });
+  return {&kernel, block_n, cluster_m, shared_bytes, grid_limit};
 }
 
 // This thread's plan for the shape: the tuning table's winner (problem {SCALING}, extents m
@@ -159,15 +189,17 @@ void launch_fp8(const Fp8Plan &plan, BFloat16 *d, const std::uint8_t *a, const f
   const auto rows = [](int count) { return static_cast<std::uint64_t>(count); };
   const TensorMap map_a = detail::cached_tensor_map(
       device, {TensorMapElement::uint8, a, rows(m), rows(k), rows(k), block_m, block_k});
-  const TensorMap map_b =
-      detail::cached_tensor_map(device, {TensorMapElement::uint8, b, rows(n), rows(k), rows(k),
-                                         static_cast<std::uint32_t>(plan.block_n), block_k});
-  const long long tiles =
-      static_cast<long long>(detail::divide_up(m, block_m)) * detail::divide_up(n, plan.block_n);
-  plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(tiles, plan.grid_limit)),
+  // B's box: the columns each block of a cluster copies into both.
+  const TensorMap map_b = detail::cached_tensor_map(
+      device, {TensorMapElement::uint8, b, rows(n), rows(k), rows(k),
+               static_cast<std::uint32_t>(plan.block_n / plan.cluster_m), block_k});
+  const long long blocks = static_cast<long long>(detail::divide_up(m, block_m * plan.cluster_m)) *
+                           plan.cluster_m * detail::divide_up(n, plan.block_n);
+  plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(blocks, plan.grid_limit)),
                        .block = threads,
                        .shared_bytes = plan.shared_bytes,
-                       .stream = stream},
+                       .stream = stream,
+                       .cluster = Dim3(static_cast<unsigned>(plan.cluster_m))},
                       reinterpret_cast<void *>(d), scale_a, scale_b, map_a, map_b, m, n, k);
 }
 

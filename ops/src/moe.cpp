@@ -1,5 +1,6 @@
 #include "kjit/ops/moe.hpp"
 
+#include "kjit/ops/quant.hpp"
 #include "kjit/runtime/tensor_map.hpp"
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
@@ -9,6 +10,7 @@
 #include "variants.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -68,6 +70,17 @@ private:
   std::size_t used_ = 0;
 };
 
+// The alignment's arrays (moe_align's output) for `pairs` pairs in `rows` sorted rows, first in
+// both fused_moe forms' workspaces.
+MoeAlignment carve_alignment(Carve &carve, int pairs, std::size_t rows) {
+  MoeAlignment alignment;
+  alignment.sorted_pairs = carve.take<int>(rows);
+  alignment.block_experts = carve.take<int>(rows / moe_block_m);
+  alignment.pair_positions = carve.take<int>(pairs);
+  alignment.totals = carve.take<int>(2);
+  return alignment;
+}
+
 // What fused_moe keeps in its workspace.
 template <Element T> struct Workspace {
   MoeAlignment alignment;
@@ -82,10 +95,7 @@ Workspace<T> carve(void *base, int tokens, int top_k, const MoeWeights<T> &layer
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   Carve carve(base);
   Workspace<T> w;
-  w.alignment.sorted_pairs = carve.take<int>(rows);
-  w.alignment.block_experts = carve.take<int>(rows / moe_block_m);
-  w.alignment.pair_positions = carve.take<int>(pairs);
-  w.alignment.totals = carve.take<int>(2);
+  w.alignment = carve_alignment(carve, pairs, rows);
   w.x_sorted = carve.take<T>(rows * layer.hidden);
   w.hidden = carve.take<T>(rows * layer.inter);
   w.bytes = carve.used();
@@ -245,6 +255,164 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
   return plans.emplace(key, plan).first->second;
 }
 
+constexpr std::string_view layer_op = "fused_moe";
+
+// Both fused_moe forms' counts and sizes: hidden and inter positive multiples of `multiple`.
+void check_layer_sizes(int tokens, int top_k, int experts, int hidden, int inter, int multiple,
+                       std::string_view why) {
+  constexpr std::string_view op = layer_op;
+  detail::require_range(tokens, 0, INT32_MAX, op, "tokens");
+  detail::require_range(experts, 1, max_align_experts, op, "experts");
+  detail::require_range(top_k, 1, experts, op, "top_k");
+  detail::require(static_cast<long long>(tokens) * top_k <= INT32_MAX, op,
+                  "tokens * top_k exceeds 2^31 - 1");
+  for (const auto &[size, name] : {std::pair{hidden, "hidden"}, {inter, "inter"}})
+    detail::require(size > 0 && size % multiple == 0, op, [&] {
+      return std::string(name) + " is " + str(size) + ", must be a positive multiple of " +
+             str(multiple) + std::string(why);
+    });
+}
+
+// Both fused_moe forms' memory: out, x and the weights 16-byte aligned (TMA), the workspace
+// 256-byte aligned and at least `needed()` bytes, out and x apart; and the device sm_90a, or
+// where `mfma` (the 16-bit form) gfx942 or gfx950 too.
+struct LayerPointers {
+  const void *out, *x, *w13, *w2, *workspace;
+};
+template <typename Needed>
+void check_layer_memory(Runtime &rt, const LayerPointers &p, int tokens, std::size_t row_bytes,
+                        std::size_t workspace_bytes, Needed needed_bytes, bool mfma = false) {
+  constexpr std::string_view op = layer_op;
+  for (const auto &[pointer, name] : {std::pair<const void *, const char *>{p.out, "out"},
+                                      {p.x, "x"},
+                                      {p.w13, "w13"},
+                                      {p.w2, "w2"}})
+    detail::require(detail::aligned(pointer, 16), op,
+                    [&] { return std::string(name) + " is not 16-byte aligned"; });
+  detail::require(detail::aligned(p.workspace, 256), op, "workspace is not 256-byte aligned");
+  detail::require_disjoint(p.out, tokens * row_bytes, p.x, tokens * row_bytes, op, "out and x");
+  const std::size_t needed = needed_bytes();
+  detail::require(workspace_bytes >= needed, op, [&] {
+    return "the workspace holds " + str(static_cast<std::int64_t>(workspace_bytes)) +
+           " bytes; fused_moe_workspace_bytes asks for " + str(static_cast<std::int64_t>(needed));
+  });
+  const jit::Target &target = rt.default_device().target();
+  detail::require(target.id() == "sm_90a" || (mfma && detail::moe_mfma_serves(target)), op, [&] {
+    return std::string(mfma ? "runs on sm_90a (wgmma and TMA), gfx942 and gfx950 (MFMA) only"
+                            : "runs on sm_90a only (wgmma and TMA)") +
+           "; the device's target is " + target.id();
+  });
+}
+
+// What fused_moe with FP8 weights keeps in its workspace: the alignment, each GEMM's e4m3
+// activations and their scales, the gated intermediate and each pair's expert output.
+template <Element T> struct WorkspaceFp8 {
+  MoeAlignment alignment;
+  std::uint8_t *x_q, *hidden_q;    // [rows, hidden], [rows, inter]
+  float *x_scales, *hidden_scales; // [rows, hidden / 128], [rows, inter / 128]
+  T *hidden, *y_sorted;            // [rows, inter], [rows, hidden]
+  std::size_t bytes;
+};
+
+template <Element T>
+WorkspaceFp8<T> carve_fp8(void *base, int tokens, int top_k, const MoeWeightsFp8 &layer) {
+  const int pairs = tokens * top_k;
+  const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
+  Carve carve(base);
+  WorkspaceFp8<T> w;
+  w.alignment = carve_alignment(carve, pairs, rows);
+  w.x_q = carve.take<std::uint8_t>(rows * layer.hidden);
+  w.hidden_q = carve.take<std::uint8_t>(rows * layer.inter);
+  w.x_scales = carve.take<float>(rows * (layer.hidden / 128));
+  w.hidden_scales = carve.take<float>(rows * (layer.inter / 128));
+  w.hidden = carve.take<T>(rows * layer.inter);
+  w.y_sorted = carve.take<T>(rows * layer.hidden);
+  w.bytes = carve.used();
+  return w;
+}
+
+// One of the FP8 layer's grouped GEMMs, compiled and allowed its shared memory.
+struct Fp8Gemm {
+  const Kernel *kernel;
+  unsigned shared_bytes;
+};
+
+// STAGES 6 (the most that fit: 32 KiB a stage) and group_m_for's GROUP_M, as the bf16 GEMM's
+// 128-column variants take; not yet swept on a GPU.
+template <Element T> Fp8Gemm fp8_gemm(Runtime &rt, bool gated, int pairs, int experts) {
+  static const Template &tmpl = templates::find("moe_gemm_fp8");
+  constexpr int stages = 6, stage_bytes = 128 * 128 * 2;
+  const Kernel &kernel = rt.kernel(tmpl, {{"T", element_name<T>()},
+                                          {"STAGES", stages},
+                                          {"GATED", gated ? 1 : 0},
+                                          {"GROUP_M", group_m_for(pairs, experts)}});
+  const auto shared_bytes = static_cast<unsigned>(stages * stage_bytes + 1024 + stages * 16);
+  kernel.allow_shared_bytes(shared_bytes);
+  return {&kernel, shared_bytes};
+}
+
+// C [rows, n] of the FP8 grouped GEMM (moe_gemm_fp8) over the used tiles of `alignment`.
+template <Element T>
+void launch_fp8_gemm(const Fp8Gemm &gemm, T *c, const std::uint8_t *a, const float *scale_a,
+                     const std::uint8_t *w, const float *scale_w, std::size_t rows,
+                     const MoeAlignment &alignment, int experts, int n, int k, bool gated,
+                     Stream stream) {
+  const Device &device = gemm.kernel->device();
+  const auto map = [&](const std::uint8_t *base, std::uint64_t map_rows, int box_rows) {
+    return encode_tensor_map(device, {TensorMapElement::uint8, base, map_rows, std::uint64_t(k),
+                                      std::uint64_t(k), std::uint32_t(box_rows), 128});
+  };
+  const int block_n = gated ? 64 : 128;
+  const TensorMap map_a = map(a, rows, moe_block_m);
+  const TensorMap map_w = map(w, std::uint64_t(experts) * n * (gated ? 2 : 1), block_n);
+  const long long tiles = static_cast<long long>(rows / moe_block_m) * (n / block_n);
+  const auto blocks = static_cast<unsigned>(
+      std::max<long long>(1, std::min<long long>(tiles, device.multiprocessors())));
+  gemm.kernel->launch(
+      {.grid = blocks, .block = moe_threads, .shared_bytes = gemm.shared_bytes, .stream = stream},
+      c, map_a, map_w, scale_a, scale_w, alignment.block_experts, alignment.totals, n, k);
+}
+
+// What fused_moe with FP8 weights launches for one layer shape and bucket of pairs.
+struct MoePlanFp8 {
+  const Kernel *align, *quantize, *combine;
+  Fp8Gemm gate_up, down;
+};
+
+template <Element T>
+const MoePlanFp8 &moe_plan_fp8(Runtime &rt, const MoeWeightsFp8 &layer, int pairs, int vec) {
+  thread_local std::map<MoePlanKey, MoePlanFp8> plans;
+  const MoePlanKey key{
+      rt.id(),     detail::element_code<T>(),  layer.experts, layer.hidden,
+      layer.inter, detail::rows_bucket(pairs), vec,           group_m_for(pairs, layer.experts)};
+  auto found = plans.find(key);
+  if (found != plans.end()) [[likely]]
+    return found->second;
+  static const Template &align = templates::find("moe_align");
+  static const Template &quantize = templates::find("moe_quantize_fp8");
+  static const Template &combine = templates::find("moe_combine");
+  const MoePlanFp8 plan{&rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
+                        &rt.kernel(quantize, {{"T", element_name<T>()}}),
+                        &rt.kernel(combine, {{"T", element_name<T>()}, {"VEC", vec}}),
+                        fp8_gemm<T>(rt, true, pairs, layer.experts),
+                        fp8_gemm<T>(rt, false, pairs, layer.experts)};
+  return plans.emplace(key, plan).first->second;
+}
+
+// Rows [0, rows) of q and scales (moe_quantize_fp8): src's rows, gathered through sorted_pairs
+// where it is not null.
+template <Element T>
+void launch_quantize(const Kernel &kernel, std::uint8_t *q, float *scales, const T *src,
+                     const MoeAlignment &alignment, const int *sorted_pairs, std::size_t rows,
+                     int top_k, int k, Stream stream) {
+  constexpr int warps = 4; // a warp per block of 128 columns
+  kernel.launch({.grid = {static_cast<unsigned>(rows),
+                          static_cast<unsigned>(detail::divide_up(k / 128, warps))},
+                 .block = warps * 32,
+                 .stream = stream},
+                q, scales, src, sorted_pairs, alignment.totals, top_k, k);
+}
+
 } // namespace
 
 template <Element T>
@@ -312,7 +480,7 @@ template <Element T>
 void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
                int top_k, const MoeWeights<T> &layer, void *workspace, std::size_t workspace_bytes,
                Stream stream) {
-  constexpr std::string_view op = "fused_moe";
+  constexpr std::string_view op = layer_op;
   for (const auto &[pointer, name] : {std::pair<const void *, const char *>{out, "out"},
                                       {x, "x"},
                                       {weights, "weights"},
@@ -321,35 +489,12 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
                                       {layer.w2, "w2"},
                                       {workspace, "workspace"}})
     detail::require_pointer(pointer, op, name);
-  detail::require_range(tokens, 0, INT32_MAX, op, "tokens");
-  detail::require_range(layer.experts, 1, max_align_experts, op, "experts");
-  detail::require_range(top_k, 1, layer.experts, op, "top_k");
-  detail::require(static_cast<long long>(tokens) * top_k <= INT32_MAX, op,
-                  "tokens * top_k exceeds 2^31 - 1");
-  for (const auto &[size, name] : {std::pair{layer.hidden, "hidden"}, {layer.inter, "inter"}})
-    detail::require(size > 0 && size % 8 == 0, op, [&] {
-      return std::string(name) + " is " + str(size) + ", must be a positive multiple of 8";
-    });
-  for (const auto &[pointer, name] : {std::pair<const void *, const char *>{out, "out"},
-                                      {x, "x"},
-                                      {layer.w13, "w13"},
-                                      {layer.w2, "w2"}})
-    detail::require(detail::aligned(pointer, 16), op,
-                    [&] { return std::string(name) + " is not 16-byte aligned"; });
-  detail::require(detail::aligned(workspace, 256), op, "workspace is not 256-byte aligned");
-  const std::size_t row_bytes = static_cast<std::size_t>(layer.hidden) * sizeof(T);
-  detail::require_disjoint(out, tokens * row_bytes, x, tokens * row_bytes, op, "out and x");
-  const std::size_t needed = fused_moe_workspace_bytes(tokens, top_k, layer);
-  detail::require(workspace_bytes >= needed, op, [&] {
-    return "the workspace holds " + str(static_cast<std::int64_t>(workspace_bytes)) +
-           " bytes; fused_moe_workspace_bytes asks for " + str(static_cast<std::int64_t>(needed));
-  });
-  const jit::Target &target = rt.default_device().target();
-  detail::require(target.id() == "sm_90a" || detail::moe_mfma_serves(target), op, [&] {
-    return "runs on sm_90a (wgmma and TMA), gfx942 and gfx950 (MFMA) only; the device's target "
-           "is " +
-           target.id();
-  });
+  check_layer_sizes(tokens, top_k, layer.experts, layer.hidden, layer.inter, 8, "");
+  check_layer_memory(
+      rt, {out, x, layer.w13, layer.w2, workspace}, tokens,
+      static_cast<std::size_t>(layer.hidden) * sizeof(T), workspace_bytes,
+      [&] { return fused_moe_workspace_bytes(tokens, top_k, layer); },
+      /*mfma=*/true);
   if (tokens == 0)
     return;
   const int pairs = tokens * top_k;
@@ -372,6 +517,68 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   plan.combine->launch(
       {.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
       y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
+}
+
+template <Element T>
+std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeightsFp8 &layer) {
+  return carve_fp8<T>(nullptr, tokens, top_k, layer).bytes;
+}
+
+template <Element T>
+void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
+               int top_k, const MoeWeightsFp8 &layer, void *workspace, std::size_t workspace_bytes,
+               Stream stream) {
+  constexpr std::string_view op = layer_op;
+  for (const auto &[pointer, name] : {std::pair<const void *, const char *>{out, "out"},
+                                      {x, "x"},
+                                      {weights, "weights"},
+                                      {ids, "ids"},
+                                      {layer.w13, "w13"},
+                                      {layer.w2, "w2"},
+                                      {layer.w13_scales.data, "w13_scales"},
+                                      {layer.w2_scales.data, "w2_scales"},
+                                      {workspace, "workspace"}})
+    detail::require_pointer(pointer, op, name);
+  check_layer_sizes(tokens, top_k, layer.experts, layer.hidden, layer.inter, 128,
+                    " (the scale block)");
+  for (const auto &[scales, rows, columns, name] :
+       {std::tuple{layer.w13_scales, 2 * layer.inter / 128, layer.hidden / 128, "w13_scales"},
+        {layer.w2_scales, layer.hidden / 128, layer.inter / 128, "w2_scales"}})
+    detail::require(scales.experts == layer.experts && scales.rows == rows &&
+                        scales.columns == columns,
+                    op, [&] {
+                      return std::string(name) + " is [" + str(scales.experts) + ", " +
+                             str(scales.rows) + ", " + str(scales.columns) + "], must be [" +
+                             str(layer.experts) + ", " + str(rows) + ", " + str(columns) + "]";
+                    });
+  for (const auto &[scales, name] :
+       {std::pair{layer.w13_scales, "w13_scales"}, {layer.w2_scales, "w2_scales"}})
+    detail::require(detail::aligned(scales.data, alignof(float)), op,
+                    [&] { return std::string(name) + " is not 4-byte aligned"; });
+  check_layer_memory(rt, {out, x, layer.w13, layer.w2, workspace}, tokens,
+                     static_cast<std::size_t>(layer.hidden) * sizeof(T), workspace_bytes,
+                     [&] { return fused_moe_workspace_bytes<T>(tokens, top_k, layer); });
+  if (tokens == 0)
+    return;
+  const int pairs = tokens * top_k;
+  const WorkspaceFp8<T> w = carve_fp8<T>(workspace, tokens, top_k, layer);
+  const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
+  const int vec = detail::vector_width(sizeof(T), layer.hidden, {out, w.y_sorted});
+  const MoePlanFp8 &plan = moe_plan_fp8<T>(rt, layer, pairs, vec);
+  launch_align(*plan.align, w.alignment, ids, pairs, stream);
+  launch_quantize(*plan.quantize, w.x_q, w.x_scales, x, w.alignment, w.alignment.sorted_pairs, rows,
+                  top_k, layer.hidden, stream);
+  launch_fp8_gemm(plan.gate_up, w.hidden, w.x_q, w.x_scales, layer.w13, layer.w13_scales.data, rows,
+                  w.alignment, layer.experts, layer.inter, layer.hidden, true, stream);
+  launch_quantize<T>(*plan.quantize, w.hidden_q, w.hidden_scales, w.hidden, w.alignment, nullptr,
+                     rows, 1, layer.inter, stream);
+  launch_fp8_gemm(plan.down, w.y_sorted, w.hidden_q, w.hidden_scales, layer.w2,
+                  layer.w2_scales.data, rows, w.alignment, layer.experts, layer.hidden, layer.inter,
+                  false, stream);
+  constexpr int row_threads = 128;
+  plan.combine->launch(
+      {.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
+      w.y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
 }
 
 namespace reference {
@@ -469,43 +676,42 @@ Alignment moe_align(std::span<const int> ids, int experts, int block_m) {
   return alignment;
 }
 
-template <Element T>
-Layer fused_moe(std::span<const T> x, std::span<const float> weights, std::span<const int> ids,
-                int top_k, std::span<const T> w13, std::span<const T> w2, int experts, int hidden,
-                int inter, std::span<const int> tokens_to_check) {
+// The layer in double precision from element accessors: x_at(t, h), w13_at(e, row, h) (gate rows
+// then up rows) and w2_at(e, h, j); fused_moe's and fused_moe_fp8's.
+template <typename X, typename W13, typename W2>
+Layer layer_in_double(X x_at, W13 w13_at, W2 w2_at, std::size_t tokens,
+                      std::span<const float> weights, std::span<const int> ids, int top_k,
+                      int experts, int hidden, int inter, std::span<const int> tokens_to_check) {
   std::vector<int> all;
   if (tokens_to_check.empty()) {
-    all.resize(x.size() / hidden);
+    all.resize(tokens);
     std::iota(all.begin(), all.end(), 0);
     tokens_to_check = all;
   }
   Layer layer{std::vector<double>(tokens_to_check.size() * hidden, 0.0),
               std::vector<double>(tokens_to_check.size() * hidden, 0.0)};
-  std::vector<double> gated(inter);
+  std::vector<double> gated(inter), row(hidden);
   for (std::size_t i = 0; i < tokens_to_check.size(); ++i) {
     const std::size_t t = tokens_to_check[i];
-    const T *row = x.data() + t * hidden;
+    for (int h = 0; h < hidden; ++h)
+      row[h] = x_at(t, h);
     for (int slot = 0; slot < top_k; ++slot) {
       const int e = ids[t * top_k + slot];
       if (e < 0 || e >= experts)
         continue; // routed nowhere
-      const T *gate = w13.data() + static_cast<std::size_t>(e) * 2 * inter * hidden;
-      const T *up = gate + static_cast<std::size_t>(inter) * hidden;
       for (int j = 0; j < inter; ++j) {
         double g = 0, u = 0;
         for (int h = 0; h < hidden; ++h) {
-          const double v = to_double(row[h]);
-          g += v * to_double(gate[static_cast<std::size_t>(j) * hidden + h]);
-          u += v * to_double(up[static_cast<std::size_t>(j) * hidden + h]);
+          g += row[h] * w13_at(e, j, h);
+          u += row[h] * w13_at(e, inter + j, h);
         }
         gated[j] = g / (1 + std::exp(-g)) * u;
       }
-      const T *down = w2.data() + static_cast<std::size_t>(e) * hidden * inter;
       const double weight = weights[t * top_k + slot];
       for (int h = 0; h < hidden; ++h) {
         double y = 0, magnitude = 0;
         for (int j = 0; j < inter; ++j) {
-          const double w = to_double(down[static_cast<std::size_t>(h) * inter + j]);
+          const double w = w2_at(e, h, j);
           y += gated[j] * w;
           magnitude += std::fabs(gated[j] * w);
         }
@@ -515,6 +721,60 @@ Layer fused_moe(std::span<const T> x, std::span<const float> weights, std::span<
     }
   }
   return layer;
+}
+
+template <Element T>
+Layer fused_moe(std::span<const T> x, std::span<const float> weights, std::span<const int> ids,
+                int top_k, std::span<const T> w13, std::span<const T> w2, int experts, int hidden,
+                int inter, std::span<const int> tokens_to_check) {
+  const auto x_at = [&](std::size_t t, int h) { return to_double(x[t * hidden + h]); };
+  const auto w13_at = [&](int e, int row, int h) {
+    return to_double(w13[(static_cast<std::size_t>(e) * 2 * inter + row) * hidden + h]);
+  };
+  const auto w2_at = [&](int e, int h, int j) {
+    return to_double(w2[(static_cast<std::size_t>(e) * hidden + h) * inter + j]);
+  };
+  return layer_in_double(x_at, w13_at, w2_at, x.size() / hidden, weights, ids, top_k, experts,
+                         hidden, inter, tokens_to_check);
+}
+
+template <Element T>
+Layer fused_moe_fp8(std::span<const T> x, std::span<const float> weights, std::span<const int> ids,
+                    int top_k, std::span<const std::uint8_t> w13, std::span<const float> w13_scales,
+                    std::span<const std::uint8_t> w2, std::span<const float> w2_scales, int experts,
+                    int hidden, int inter, std::span<const int> tokens_to_check) {
+  std::array<double, 256> decoded;
+  for (int b = 0; b < 256; ++b)
+    decoded[b] = decode_e4m3(static_cast<std::uint8_t>(b));
+  // x quantised per 1 x 128 block as moe_quantize_fp8 does: scale amax / 448, e4m3 of x / scale.
+  const std::size_t tokens = x.size() / hidden;
+  std::vector<double> x_q(x.size());
+  for (std::size_t t = 0; t < tokens; ++t)
+    for (int b = 0; b < hidden; b += 128) {
+      const T *block = x.data() + t * hidden + b;
+      float amax = 0;
+      for (int i = 0; i < 128; ++i)
+        amax = std::max(amax, static_cast<float>(std::fabs(to_double(block[i]))));
+      const float scale = amax / 448.0f, inverse = amax > 0 ? 448.0f / amax : 0.0f;
+      for (int i = 0; i < 128; ++i)
+        x_q[t * hidden + b + i] =
+            decoded[encode_e4m3(static_cast<float>(to_double(block[i])) * inverse)] * scale;
+    }
+  const int w13_blocks = (2 * inter + 127) / 128, w2_blocks = (hidden + 127) / 128;
+  const auto x_at = [&](std::size_t t, int h) { return x_q[t * hidden + h]; };
+  const auto w13_at = [&](int e, int row, int h) {
+    const std::size_t at = (static_cast<std::size_t>(e) * 2 * inter + row) * hidden + h;
+    return decoded[w13[at]] *
+           w13_scales[(static_cast<std::size_t>(e) * w13_blocks + row / 128) * (hidden / 128) +
+                      h / 128];
+  };
+  const auto w2_at = [&](int e, int h, int j) {
+    const std::size_t at = (static_cast<std::size_t>(e) * hidden + h) * inter + j;
+    return decoded[w2[at]] *
+           w2_scales[(static_cast<std::size_t>(e) * w2_blocks + h / 128) * (inter / 128) + j / 128];
+  };
+  return layer_in_double(x_at, w13_at, w2_at, tokens, weights, ids, top_k, experts, hidden, inter,
+                         tokens_to_check);
 }
 
 } // namespace reference
@@ -534,6 +794,15 @@ Layer fused_moe(std::span<const T> x, std::span<const float> weights, std::span<
   template reference::Layer reference::fused_moe<T>(                                               \
       std::span<const T>, std::span<const float>, std::span<const int>, int, std::span<const T>,   \
       std::span<const T>, int, int, int, std::span<const int>);
+#define KJIT_INSTANTIATE_FP8_LAYER(T)                                                              \
+  template std::size_t fused_moe_workspace_bytes<T>(int, int, const MoeWeightsFp8 &);              \
+  template void fused_moe<T>(Runtime &, T *, const T *, const float *, const int *, int, int,      \
+                             const MoeWeightsFp8 &, void *, std::size_t, Stream);
+#define KJIT_INSTANTIATE_FP8_REFERENCE(T)                                                          \
+  template reference::Layer reference::fused_moe_fp8<T>(                                           \
+      std::span<const T>, std::span<const float>, std::span<const int>, int,                       \
+      std::span<const std::uint8_t>, std::span<const float>, std::span<const std::uint8_t>,        \
+      std::span<const float>, int, int, int, std::span<const int>);
 KJIT_INSTANTIATE_ROUTING(float)
 KJIT_INSTANTIATE_ROUTING(Half)
 KJIT_INSTANTIATE_ROUTING(BFloat16)
@@ -554,6 +823,13 @@ KJIT_INSTANTIATE_LAYER(BFloat16)
 KJIT_INSTANTIATE_REFERENCE(float)
 KJIT_INSTANTIATE_REFERENCE(Half)
 KJIT_INSTANTIATE_REFERENCE(BFloat16)
+KJIT_INSTANTIATE_FP8_LAYER(Half)
+KJIT_INSTANTIATE_FP8_LAYER(BFloat16)
+KJIT_INSTANTIATE_FP8_REFERENCE(float)
+KJIT_INSTANTIATE_FP8_REFERENCE(Half)
+KJIT_INSTANTIATE_FP8_REFERENCE(BFloat16)
+#undef KJIT_INSTANTIATE_FP8_LAYER
+#undef KJIT_INSTANTIATE_FP8_REFERENCE
 #undef KJIT_INSTANTIATE_ROUTING
 #undef KJIT_INSTANTIATE_LAYER
 #undef KJIT_INSTANTIATE_REFERENCE

@@ -13,13 +13,19 @@
 // makes, which also keeps long K sums from the tensor cores' narrower fp8 accumulation.
 //
 // A and B arrive as tensor maps of bytes with the 128-byte swizzle, boxes of 128 x 128 (A) and
-// BLOCK_N x 128 (B): one stage is 128 of K, one swizzle row, and one scale block. Reads past an
-// edge fill zeros, so ragged M, N and K add nothing; stores are checked against m and n.
+// BLOCK_N / CLUSTER_M x 128 (B): one stage is 128 of K, one swizzle row, and one scale block.
+// Reads past an edge fill zeros, so ragged M, N and K add nothing; stores are checked against m
+// and n. BLOCK_N need not divide 128 (tiles of 160 columns cover 7168 in 45 tiles, whole waves
+// on 132 multiprocessors): a tile's columns then meet two blocks of B's scales, and each
+// 8-column group of the accumulators takes its own.
 //
 // Three warpgroups, a persistent grid and a grouped tile order, as in gemm_wgmma.hip:
 // warpgroup 0 gives up registers and one of its threads issues the copies into a ring of STAGES
 // stages ("full" and "empty" mbarriers); warpgroups 1 and 2 take 64 rows each of a 128 x
-// BLOCK_N tile, one wgmma m64nBLOCK_Nk32 per 32 of K.
+// BLOCK_N tile, one wgmma m64nBLOCK_Nk32 per 32 of K. CLUSTER_M = 2 runs clusters of two blocks
+// on vertically adjacent tiles: each copies half of B's shared columns into both blocks
+// (multicast), so a quarter (BLOCK_N 128) to over a third (160) fewer bytes leave L2 per tile,
+// and a stage is free once the consumers of both blocks have released it.
 #if KJIT_HIP
 #error "kjit gemm_fp8: wgmma and TMA are NVIDIA Hopper's (sm_90a)"
 #else
@@ -36,10 +42,35 @@ constexpr int BM = 128, BK = 128; // BK: 128 bytes of e4m3, one swizzle row and 
                " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1;\n}\n" \
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
                : "l"(a), "l"(b), "r"(accumulate))
+#define KJIT_WGMMA_E4M3_N96                                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\nwgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3" \
+               " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47}, %48, %49, p, 1, 1;\n}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]) \
+               : "l"(a), "l"(b), "r"(accumulate))
+#define KJIT_WGMMA_E4M3_N112                                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %58, 0;\nwgmma.mma_async.sync.aligned.m64n112k32.f32.e4m3.e4m3" \
+               " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55}, %56, %57, p, 1, 1;\n}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]) \
+               : "l"(a), "l"(b), "r"(accumulate))
 #define KJIT_WGMMA_E4M3_N128                                                                     \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" \
                " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1;\n}\n" \
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
+               : "l"(a), "l"(b), "r"(accumulate))
+#define KJIT_WGMMA_E4M3_N144                                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %74, 0;\nwgmma.mma_async.sync.aligned.m64n144k32.f32.e4m3.e4m3" \
+               " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71}, %72, %73, p, 1, 1;\n}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]) \
+               : "l"(a), "l"(b), "r"(accumulate))
+#define KJIT_WGMMA_E4M3_N160                                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\nwgmma.mma_async.sync.aligned.m64n160k32.f32.e4m3.e4m3" \
+               " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79}, %80, %81, p, 1, 1;\n}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]) \
+               : "l"(a), "l"(b), "r"(accumulate))
+#define KJIT_WGMMA_E4M3_N192                                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\nwgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3" \
+               " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95}, %96, %97, p, 1, 1;\n}\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]) \
                : "l"(a), "l"(b), "r"(accumulate))
 #define KJIT_WGMMA_E4M3_N256                                                                     \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\nwgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3" \
@@ -51,24 +82,22 @@ constexpr int BM = 128, BK = 128; // BK: 128 bytes of e4m3, one swizzle row and 
 
 // d += A B (accumulate != 0) or d = A B, for one m64nNk32 step of warpgroup-wide wgmma.
 template <int N> struct WgmmaE4m3;
-template <> struct WgmmaE4m3<64> {
-  __device__ static void run(float (&d)[32], unsigned long long a, unsigned long long b,
-                             int accumulate) {
-    KJIT_WGMMA_E4M3_N64;
-  }
-};
-template <> struct WgmmaE4m3<128> {
-  __device__ static void run(float (&d)[64], unsigned long long a, unsigned long long b,
-                             int accumulate) {
-    KJIT_WGMMA_E4M3_N128;
-  }
-};
-template <> struct WgmmaE4m3<256> {
-  __device__ static void run(float (&d)[128], unsigned long long a, unsigned long long b,
-                             int accumulate) {
-    KJIT_WGMMA_E4M3_N256;
-  }
-};
+#define KJIT_GEMM_FP8_WGMMA(N)                                                                     \
+  template <> struct WgmmaE4m3<N> {                                                                \
+    __device__ static void run(float (&d)[N / 2], unsigned long long a, unsigned long long b,      \
+                               int accumulate) {                                                   \
+      KJIT_WGMMA_E4M3_N##N;                                                                        \
+    }                                                                                              \
+  };
+KJIT_GEMM_FP8_WGMMA(64)
+KJIT_GEMM_FP8_WGMMA(96)
+KJIT_GEMM_FP8_WGMMA(112)
+KJIT_GEMM_FP8_WGMMA(128)
+KJIT_GEMM_FP8_WGMMA(144)
+KJIT_GEMM_FP8_WGMMA(160)
+KJIT_GEMM_FP8_WGMMA(192)
+KJIT_GEMM_FP8_WGMMA(256)
+#undef KJIT_GEMM_FP8_WGMMA
 
 // One stage's four k32 steps on this consumer's 64 rows: d = (or +=) A B.
 template <int BLOCK_N>
@@ -81,21 +110,43 @@ __device__ inline void stage_product(float (&d)[BLOCK_N / 2], const unsigned cha
                             accumulate || kk > 0);
 }
 
+// Named barriers 1 and 2 between the two consumers (256 threads): one waits for its turn, the
+// other hands it over without waiting.
+__device__ inline void named_barrier_sync(int id) {
+  asm volatile("bar.sync %0, 256;" ::"r"(id) : "memory");
+}
+__device__ inline void named_barrier_arrive(int id) {
+  asm volatile("bar.arrive %0, 256;" ::"r"(id) : "memory");
+}
+
+// The 128-column blocks of B's scales that the 8-column groups of a BLOCK_N-wide tile meet: at
+// most two when the tile's first column, a multiple of gcd(BLOCK_N, 128), leaves room for it.
+__device__ constexpr int gcd(int a, int b) { return b == 0 ? a : gcd(b, a % b); }
+template <int BLOCK_N> __device__ constexpr bool within_two_scale_blocks() {
+  return BK - gcd(BLOCK_N, BK) + BLOCK_N <= 2 * BK;
+}
+
 } // namespace kjit_gemm_fp8
 
 // One block per multiprocessor: 40 registers to the producer, 232 to each consumer.
-template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M>
+template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M, int CLUSTER_M, int PINGPONG,
+          int OVERLAP>
 __global__ void __launch_bounds__(384, 1)
     gemm_fp8(bfloat16 *KJIT_RESTRICT d, const float *KJIT_RESTRICT scale_a,
              const float *KJIT_RESTRICT scale_b, const __grid_constant__ kjit::TensorMap map_a,
              const __grid_constant__ kjit::TensorMap map_b, int m, int n, int k) {
   using namespace kjit::hopper;
   using namespace kjit_gemm_fp8;
-  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256, "wgmma N of 64, 128 or 256");
+  static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
+                "wgmma N a multiple of 16 (halves of whole swizzle atoms) from 64 to 256");
   static_assert(SCALING >= 0 && SCALING <= 2, "SCALING 0 (tensor), 1 (rows) or 2 (blocks)");
-  static_assert(SCALING != 2 || BLOCK_N <= 128,
-                "block scales: a tile's columns share one block of B's scales, and the "
+  static_assert(SCALING != 2 || (BLOCK_N <= 160 && within_two_scale_blocks<BLOCK_N>()),
+                "block scales: a tile's columns meet at most two blocks of B's scales, and the "
                 "promoted sums need BLOCK_N registers a thread");
+  static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks along M");
+  static_assert(
+      !OVERLAP || SCALING != 2 || BLOCK_N <= 128,
+      "OVERLAP keeps two k-blocks' sums beside the promoted ones: BLOCK_N of at most 128");
   constexpr int A_BYTES = BM * BK, B_BYTES = BLOCK_N * BK, STAGE = A_BYTES + B_BYTES;
   // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
   // barriers. The launch asks for the alignment's slack (gemm_fp8.cpp).
@@ -109,28 +160,47 @@ __global__ void __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       barrier_init(&full[s], 1);
-      barrier_init(&empty[s], 2); // one arrival per consumer
+      barrier_init(&empty[s], 2 * CLUSTER_M); // one arrival per consumer of the cluster
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  __syncthreads();
+  if (CLUSTER_M > 1)
+    cluster_sync();
+  else
+    __syncthreads();
 
+  // A cluster takes pairs of vertically adjacent tiles in the grouped order, one each; the pair
+  // shares B's columns, each block copying half of them into both. A pair's tile past the
+  // matrix is still computed (its peer needs its half of the copies), on the zeros the copies
+  // fill, and not stored.
+  const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
   const int tiles_m = (m + BM - 1) / BM, tiles_n = (n + BLOCK_N - 1) / BLOCK_N;
-  const int tiles = tiles_m * tiles_n, k_blocks = (k + BK - 1) / BK;
+  const int pairs_m = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, pairs = pairs_m * tiles_n;
+  const int k_blocks = (k + BK - 1) / BK;
+  const int first_pair = blockIdx.x / CLUSTER_M, pair_stride = gridDim.x / CLUSTER_M;
+  const auto place = [&](int t, int &tile_m, int &tile_n) {
+    place_tile<GROUP_M>(t, pairs_m, tiles_n, tile_m, tile_n);
+    tile_m = tile_m * CLUSTER_M + static_cast<int>(rank);
+  };
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (thread == 0) {
       int s = 0;
       unsigned phase = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (int t = first_pair; t < pairs; t += pair_stride) {
         int tile_m, tile_n;
-        place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
+        place(t, tile_m, tile_n);
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
-          unsigned char *a_stage = stages + s * STAGE;
+          unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
+          // With a cluster the stage's bytes are this block's copies and the peer's.
           barrier_expect_bytes(&full[s], STAGE);
           copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
-          copy_box(a_stage + A_BYTES, &map_b, &full[s], kb * BK, tile_n * BLOCK_N);
+          if (CLUSTER_M > 1)
+            multicast_box(b_stage + rank * (B_BYTES / 2), &map_b, &full[s], kb * BK,
+                          tile_n * BLOCK_N + static_cast<int>(rank) * (BLOCK_N / 2), 3);
+          else
+            copy_box(b_stage, &map_b, &full[s], kb * BK, tile_n * BLOCK_N);
           if (++s == STAGES) {
             s = 0;
             phase ^= 1;
@@ -142,16 +212,24 @@ __global__ void __launch_bounds__(384, 1)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int consumer = warpgroup - 1, rows = consumer * 64; // this consumer's rows of the tile
     const int warp = thread / 32, lane = thread % 32;
+    // The stage's slot is free for the cluster's producers once this consumer is done with it.
     const auto release = [&](int stage) {
-      if (thread == 0)
+      if (thread != 0)
+        return;
+      if (CLUSTER_M > 1) {
+        for (unsigned block = 0; block < CLUSTER_M; ++block)
+          barrier_arrive_in(&empty[stage], block);
+      } else {
         barrier_arrive(&empty[stage]);
+      }
     };
     float acc[BLOCK_N / 2];
     int s = 0;
     unsigned phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    bool first_turn = true; // PINGPONG: consumer 0's first batch waits for no turn
+    for (int t = first_pair; t < pairs; t += pair_stride) {
       int tile_m, tile_n;
-      place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
+      place(t, tile_m, tile_n);
       // Register 4j + 2h + e of m64nNk32's accumulators holds row 16 * warp + lane / 4 + 8h,
       // column 8j + 2 (lane % 4) + e.
       const int row0 = tile_m * BM + rows + warp * 16 + lane / 4;
@@ -160,28 +238,115 @@ __global__ void __launch_bounds__(384, 1)
         // Rows past m read the last row's scales: their sums are zeros and never stored.
         const float *scales_lo = scale_a + static_cast<long long>(min(row0, m - 1)) * k_blocks;
         const float *scales_hi = scale_a + static_cast<long long>(min(row0 + 8, m - 1)) * k_blocks;
-        const float *scales_b = scale_b + static_cast<long long>(tile_n * BLOCK_N / 128) * k_blocks;
-        float part[BLOCK_N / 2];
+        // The tile's columns from `first` to the next multiple of 128 take the first block of
+        // B's scales, 8-column groups j < `former`; the rest (if any) the next block. A tile
+        // past the matrix's last block reads the last block.
+        const int first = tile_n * BLOCK_N, n_blocks = (n + BK - 1) / BK;
+        const int former = (BK - first % BK) / 8;
+        const float *scales_b0 =
+            scale_b + static_cast<long long>(min(first / BK, n_blocks - 1)) * k_blocks;
+        const float *scales_b1 =
+            scale_b + static_cast<long long>(min(first / BK + 1, n_blocks - 1)) * k_blocks;
+        // This k-block's scales of the thread's two rows and of the tile's two column blocks,
+        // loaded one k-block ahead: global latency under the copies' traffic outlasts a stage.
+        struct Scales {
+          float lo, hi, b0, b1;
+        };
+        const auto load_scales = [&](int kb) {
+          kb = min(kb, k_blocks - 1);
+          const float b0 = __ldg(scales_b0 + kb);
+          return Scales{__ldg(scales_lo + kb), __ldg(scales_hi + kb), b0,
+                        BK % BLOCK_N == 0 ? b0 : __ldg(scales_b1 + kb)};
+        };
+        Scales next = load_scales(0);
 #pragma unroll
         for (int i = 0; i < BLOCK_N / 2; ++i)
           acc[i] = 0.0f;
-        for (int kb = 0; kb < k_blocks; ++kb) {
-          // The scales' loads are in flight while the stage's copies land.
-          const float b_scale = __ldg(scales_b + kb);
-          const float lo = __ldg(scales_lo + kb) * b_scale, hi = __ldg(scales_hi + kb) * b_scale;
+        // The next stage's four k32 steps into `into`, summed from zero.
+        const auto issue = [&](float(&into)[BLOCK_N / 2]) {
           barrier_wait(&full[s], phase);
           const unsigned char *a_stage = stages + s * STAGE;
+          // PINGPONG: the consumers issue their batches in turns, consumer 0's k-block kb,
+          // consumer 1's, consumer 0's kb + 1..., so that each one's promotion runs while the
+          // other's batch keeps the tensor cores busy; issued at once they finish at once and
+          // promote at once, the tensor cores idle meanwhile (BENCHMARKS.md, fp8b helper).
+          if (PINGPONG && (consumer == 1 || !first_turn))
+            named_barrier_sync(consumer == 0 ? 1 : 2);
+          first_turn = false;
           wgmma_fence();
-          stage_product<BLOCK_N>(part, a_stage + rows * 128, a_stage + A_BYTES, false);
+          stage_product<BLOCK_N>(into, a_stage + rows * 128, a_stage + A_BYTES, false);
           wgmma_commit();
-          wgmma_wait<0>();
-          release(s);
+          if (PINGPONG)
+            named_barrier_arrive(consumer == 0 ? 2 : 1); // the other consumer's turn
+        };
+        // acc += a k-block's sums `from` times their scales.
+        const auto promote = [&](const float(&from)[BLOCK_N / 2], const Scales &scales) {
+          const float lo0 = scales.lo * scales.b0, hi0 = scales.hi * scales.b0;
+          const float lo1 = scales.lo * scales.b1, hi1 = scales.hi * scales.b1;
 #pragma unroll
-          for (int i = 0; i < BLOCK_N / 2; ++i)
-            acc[i] += (i % 4 < 2 ? lo : hi) * part[i];
+          for (int j = 0; j < BLOCK_N / 8; ++j) {
+            const bool former_block = BK % BLOCK_N == 0 || j < former;
+            const float lo = former_block ? lo0 : lo1, hi = former_block ? hi0 : hi1;
+            acc[4 * j] += lo * from[4 * j];
+            acc[4 * j + 1] += lo * from[4 * j + 1];
+            acc[4 * j + 2] += hi * from[4 * j + 2];
+            acc[4 * j + 3] += hi * from[4 * j + 3];
+          }
+        };
+        const auto advance = [&] {
           if (++s == STAGES) {
             s = 0;
             phase ^= 1;
+          }
+        };
+        float part[BLOCK_N / 2];
+        if (!OVERLAP) {
+          for (int kb = 0; kb < k_blocks; ++kb) {
+            const Scales now = next;
+            next = load_scales(kb + 1);
+            issue(part);
+            wgmma_wait<0>();
+            release(s);
+            promote(part, now);
+            advance();
+          }
+        } else {
+          // OVERLAP: k-block kb's sums are promoted while kb + 1's batch runs, in two sets of
+          // registers, `part` for even kb and `other` for odd. The first batch is issued apart
+          // and the pairs after it unconditionally, so that ptxas sees each set read only once
+          // its batch is retired (else it serialises the wgmma).
+          float other[BLOCK_N / 2];
+          Scales held_scales = next; // the scales of the batch not yet promoted, and its stage
+          next = load_scales(1);
+          issue(part);
+          int held = s;
+          advance();
+          const auto step = [&](float(&into)[BLOCK_N / 2], const float(&previous)[BLOCK_N / 2],
+                                int kb) {
+            const Scales now = next;
+            next = load_scales(kb + 1);
+            issue(into);
+            wgmma_wait<1>();
+            release(held);
+            promote(previous, held_scales);
+            held = s;
+            held_scales = now;
+            advance();
+          };
+          int kb = 1;
+          for (; kb + 1 < k_blocks; kb += 2) {
+            step(other, part, kb);
+            step(part, other, kb + 1);
+          }
+          if (kb < k_blocks) {
+            step(other, part, kb);
+            wgmma_wait<0>();
+            release(held);
+            promote(other, held_scales);
+          } else {
+            wgmma_wait<0>();
+            release(held);
+            promote(part, held_scales);
           }
         }
       } else {
@@ -233,7 +398,11 @@ __global__ void __launch_bounds__(384, 1)
         }
       }
     }
+    if (PINGPONG && SCALING == 2 && consumer == 0 && !first_turn)
+      named_barrier_sync(1); // consumer 1's last turn handed back: no arrival left pending
   }
+  if (CLUSTER_M > 1)
+    cluster_sync(); // no block leaves while its peer may still copy into it or arrive on it
 }
 
 #endif

@@ -24,6 +24,8 @@ extern const std::string_view gemm_mfma_hip;
 extern const std::string_view gemm_staging_h;
 extern const std::string_view moe_routing_hip;
 extern const std::string_view moe_wgmma_hip;
+extern const std::string_view moe_wgmma_fp8_hip;
+extern const std::string_view hopper_fp8_h;
 extern const std::string_view flash_attention_hip;
 extern const std::string_view hopper_h;
 extern const std::string_view mma_sync_h;
@@ -316,6 +318,31 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                                     "const int*", "int"},
                       .tuning = moe_rules,
                       .targets = {"sm_90a"}});
+  // fused_moe with e4m3 weights and 128 x 128 block scales (moe_wgmma_fp8.hip): the activations'
+  // 1 x 128 quantisation, then the grouped e4m3 GEMM with a wgmma of 128 columns (64 gate and 64
+  // up when GATED).
+  const std::string fp8(embedded::moe_wgmma_fp8_hip);
+  const std::vector<HeaderFile> fp8_headers = {
+      {"kjit/hopper.h", std::string(embedded::hopper_h)},
+      {"kjit/hopper_fp8.h", std::string(embedded::hopper_fp8_h)}};
+  all.emplace_back(
+      "moe_quantize_fp8", fp8,
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")}},
+      TemplateOptions{.headers = fp8_headers,
+                      .arguments = {"unsigned char*", "float*", "const T*", "const int*",
+                                    "const int*", "int", "int"},
+                      .targets = {"sm_90a"}});
+  all.emplace_back(
+      "moe_gemm_fp8", fp8,
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 6).tunable()},
+                             {"GATED", ParamSchema::one_of({0, 1}, 1)},
+                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()}},
+      TemplateOptions{.headers = fp8_headers,
+                      .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
+                                    "const float*", "const float*", "const int*", "const int*",
+                                    "int", "int"},
+                      .targets = {"sm_90a"}});
 }
 
 // Attention's forward on Hopper (sm_90a): wgmma fed by TMA, q, k and v passed as tensor maps.
@@ -446,8 +473,11 @@ void add_fp8_gemm(std::vector<Template> &all) {
   };
   rules.shared_bytes = shared_bytes;
   rules.fits = [shared_bytes](const Instance &instance, std::string_view) -> std::string {
-    if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "BLOCK_N") > 128)
-      return "block scales take BLOCK_N of at most 128 (one block of B's scales per tile)";
+    if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "BLOCK_N") > 160)
+      return "block scales take BLOCK_N of at most 160 (the promoted sums' registers)";
+    if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "OVERLAP") == 1 &&
+        integer_value(instance, "BLOCK_N") > 128)
+      return "OVERLAP keeps two k-blocks' sums: BLOCK_N of at most 128";
     if (shared_bytes(instance) > 227 * 1024)
       return "the stages need more than 227 KiB of shared memory";
     return "";
@@ -455,10 +485,14 @@ void add_fp8_gemm(std::vector<Template> &all) {
   rules.threads = [](const Instance &) -> std::int64_t { return 384; };
   all.emplace_back(
       "gemm_fp8", std::string(embedded::gemm_fp8_hip),
-      std::vector<ParamDecl>{{"BLOCK_N", ParamSchema::one_of({64, 128, 256}, 128).tunable()},
-                             {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 5).tunable()},
-                             {"SCALING", ParamSchema::one_of({0, 1, 2}, 2)},
-                             {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()}},
+      std::vector<ParamDecl>{
+          {"BLOCK_N", ParamSchema::one_of({64, 96, 112, 128, 144, 160, 192, 256}, 128).tunable()},
+          {"STAGES", ParamSchema::one_of({3, 4, 5, 6, 7}, 5).tunable()},
+          {"SCALING", ParamSchema::one_of({0, 1, 2}, 2)},
+          {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
+          {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
+          {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
+          {"OVERLAP", ParamSchema::one_of({0, 1}, 1).tunable()}},
       TemplateOptions{.headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)}},
                       .arguments = {"bfloat16*", "const float*", "const float*",
                                     "const kjit::TensorMap", "const kjit::TensorMap", "int", "int",

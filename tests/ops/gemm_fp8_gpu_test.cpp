@@ -3,6 +3,7 @@
 // orders of magnitude, weights whose blocks span two), poisoned outputs and ragged shapes.
 #include "kjit/ops/gemm_fp8.hpp"
 #include "kjit/ops/quant.hpp"
+#include "ops/src/variants.hpp"
 #include "tests/ops/gpu_support.hpp"
 
 #include <algorithm>
@@ -14,7 +15,10 @@ namespace {
 using gpu_testing::OpsGpuTest;
 
 class GemmFp8GpuTest : public OpsGpuTest {
-protected:
+public:
+  using OpsGpuTest::download;
+  using OpsGpuTest::poisoned;
+
   // Bytes (e4m3 values) or floats (scales) on the device.
   template <typename V> DeviceBuffer upload_raw(const std::vector<V> &host) {
     DeviceBuffer buffer = device().allocate(host.size() * sizeof(V));
@@ -111,32 +115,102 @@ struct Shape {
   int m, n, k;
 };
 
+// Block-scaled operands of a shape on the device, quantised from activations and weights of
+// realistic ranges, and their reference; `check` runs a launch (d, a, scale_a, b, scale_b) into
+// a poisoned D and compares it.
+class BlockScaledCase {
+public:
+  BlockScaledCase(GemmFp8GpuTest &test, const Shape s, std::mt19937 &rng)
+      : test_(test), s_(s), a_(quantise(activations(s.m, s.k, rng), s.m, s.k, 1, 128)),
+        b_(quantise(weights(s.n, s.k, rng), s.n, s.k, 128, 128)), a_on_(test.upload_raw(a_.values)),
+        b_on_(test.upload_raw(b_.values)), sa_on_(test.upload_raw(a_.scales)),
+        sb_on_(test.upload_raw(b_.scales)),
+        exact_(reference::gemm_fp8(a_.values, a_.scales, b_.values, b_.scales, s.m, s.n, s.k,
+                                   /*block=*/true)),
+        sizes_(reference::gemm_fp8(magnitudes(a_.values), a_.scales, magnitudes(b_.values),
+                                   b_.scales, s.m, s.n, s.k, /*block=*/true)) {}
+
+  template <typename Launch> void check(const Launch &launch) {
+    const std::size_t count = static_cast<std::size_t>(s_.m) * s_.n;
+    DeviceBuffer d = test_.poisoned<BFloat16>(count);
+    launch(d.as<BFloat16>(), a_on_.as<std::uint8_t>(), sa_on_.as<float>(), b_on_.as<std::uint8_t>(),
+           sb_on_.as<float>());
+    EXPECT_TRUE(within_fp8_error(test_.download<BFloat16>(d, count), exact_, sizes_));
+  }
+
+private:
+  GemmFp8GpuTest &test_;
+  Shape s_;
+  Quantised a_, b_;
+  DeviceBuffer a_on_, b_on_, sa_on_, sb_on_;
+  std::vector<double> exact_, sizes_;
+};
+
 TEST_F(GemmFp8GpuTest, BlockScaledMatchesTheReferenceOnRaggedAndDeepSeekLikeShapes) {
   std::mt19937 rng(11);
-  for (const Shape s :
-       {Shape{1, 136, 256}, {200, 264, 384}, {129, 520, 1024}, {64, 7168, 512}, {300, 2112, 256}}) {
+  // The last two take clusters of two blocks and tiles wider than 128 from the heuristic, 600
+  // rows an odd count of tiles (a pair's second tile past M).
+  for (const Shape s : {Shape{1, 136, 256},
+                        {200, 264, 384},
+                        {129, 520, 1024},
+                        {64, 7168, 512},
+                        {300, 2112, 256},
+                        {600, 7168, 128},
+                        {1400, 2112, 128}}) {
     SCOPED_TRACE(::testing::Message() << s.m << " x " << s.n << " x " << s.k);
-    const Quantised a = quantise(activations(s.m, s.k, rng), s.m, s.k, 1, 128);
-    const Quantised b = quantise(weights(s.n, s.k, rng), s.n, s.k, 128, 128);
-    DeviceBuffer a_on = upload_raw(a.values), b_on = upload_raw(b.values);
-    DeviceBuffer sa_on = upload_raw(a.scales), sb_on = upload_raw(b.scales);
-    const std::size_t count = static_cast<std::size_t>(s.m) * s.n;
-    DeviceBuffer d = poisoned<BFloat16>(count);
-    gemm_fp8_blockscale(runtime(), d.as<BFloat16>(), a_on.as<std::uint8_t>(),
-                        {sa_on.as<float>(), s.m, s.k / 128}, b_on.as<std::uint8_t>(),
-                        {sb_on.as<float>(), (s.n + 127) / 128, s.k / 128}, s.m, s.n, s.k);
-    const auto got = download<BFloat16>(d, count);
-    const auto exact = reference::gemm_fp8(a.values, a.scales, b.values, b.scales, s.m, s.n, s.k,
-                                           /*block=*/true);
-    const auto sizes = reference::gemm_fp8(magnitudes(a.values), a.scales, magnitudes(b.values),
-                                           b.scales, s.m, s.n, s.k, /*block=*/true);
-    EXPECT_TRUE(within_fp8_error(got, exact, sizes));
+    BlockScaledCase(*this, s, rng).check([&](BFloat16 *d, auto *a, auto *sa, auto *b, auto *sb) {
+      gemm_fp8_blockscale(runtime(), d, a, {sa, s.m, s.k / 128}, b,
+                          {sb, (s.n + 127) / 128, s.k / 128}, s.m, s.n, s.k);
+    });
+  }
+}
+
+// Each tile width block scales take, with and without clusters, turns and two k-blocks' sums
+// at once: widths that do not divide
+// 128 put two blocks of B's scales in a tile (at every offset a width's tiles start at), N is no
+// multiple of any width, and 300 or 1400 rows leave a cluster's second tile past M; 1400 x 2112
+// makes more tiles than blocks, so each block takes several.
+TEST_F(GemmFp8GpuTest, BlockScaledTileWidthsAndClustersMatchTheReference) {
+  std::mt19937 rng(13);
+  struct Variant {
+    int block_n, stages, cluster_m, pingpong, overlap = 0;
+  };
+  // 640 of K is five k-blocks, 256 two: OVERLAP's pairs of batches end either way.
+  for (const Shape s : {Shape{300, 520, 640}, {1400, 2112, 256}}) {
+    BlockScaledCase operands(*this, s, rng);
+    for (const Variant v : {Variant{96, 7, 2, 1},
+                            {112, 7, 1, 0},
+                            {144, 6, 2, 1},
+                            {160, 6, 1, 1},
+                            {160, 6, 2, 0},
+                            {160, 5, 2, 1},
+                            {128, 5, 2, 0},
+                            {128, 6, 1, 1},
+                            {64, 6, 1, 0},
+                            {128, 6, 1, 1, 1},
+                            {128, 5, 2, 0, 1},
+                            {64, 7, 1, 1, 1}}) {
+      SCOPED_TRACE(::testing::Message() << "BLOCK_N " << v.block_n << " CLUSTER_M " << v.cluster_m
+                                        << " PINGPONG " << v.pingpong << " OVERLAP " << v.overlap
+                                        << ", " << s.m << " x " << s.n << " x " << s.k);
+      detail::ChosenVariant variant = detail::gemm_fp8_variant(true, false, s.m, s.n);
+      variant.params.set("BLOCK_N", v.block_n);
+      variant.params.set("STAGES", v.stages);
+      variant.params.set("CLUSTER_M", v.cluster_m);
+      variant.params.set("PINGPONG", v.pingpong);
+      variant.params.set("OVERLAP", v.overlap);
+      operands.check([&](BFloat16 *d, auto *a, auto *sa, auto *b, auto *sb) {
+        detail::launch_gemm_fp8_variant(runtime(), variant, d, a, sa, b, sb, s.m, s.n, s.k);
+      });
+    }
   }
 }
 
 TEST_F(GemmFp8GpuTest, PerTensorAndRowWiseMatchTheReferenceWithRaggedK) {
   std::mt19937 rng(12);
-  for (const Shape s : {Shape{1, 136, 400}, {200, 264, 144}, {129, 520, 1024}, {64, 2112, 528}}) {
+  // 600 x 2112 takes clusters of two blocks (three pairs of tiles, the last one's second past M).
+  for (const Shape s :
+       {Shape{1, 136, 400}, {200, 264, 144}, {129, 520, 1024}, {64, 2112, 528}, {600, 2112, 272}}) {
     for (const bool row_wise : {false, true}) {
       SCOPED_TRACE(::testing::Message()
                    << s.m << " x " << s.n << " x " << s.k << (row_wise ? " row-wise" : " tensor"));

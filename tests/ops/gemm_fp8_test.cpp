@@ -32,6 +32,8 @@ std::optional<std::string> ptxas_report(const std::string &name, const ParamValu
 // and names spills only in its -v report.
 void expect_clean_report(const std::string &log) {
   EXPECT_EQ(log.find("C7510"), std::string::npos) << "wgmma serialised";
+  EXPECT_EQ(log.find("instructions are serialized"), std::string::npos)
+      << "wgmma serialised (C7514: registers of one in flight read)";
   EXPECT_EQ(log.find("C7508"), std::string::npos) << "setmaxnreg ignored";
   static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
   std::smatch found;
@@ -42,19 +44,44 @@ void expect_clean_report(const std::string &log) {
 
 TEST(GemmFp8Compile, EveryScalingAndTileWidthCompilesCleanForSm90a) {
   struct Shape {
-    int scaling, block_n, stages;
+    int scaling, block_n, stages, cluster_m, pingpong, overlap = 0;
   };
-  for (const Shape shape :
-       {Shape{2, 128, 5}, {2, 64, 6}, {1, 256, 4}, {1, 128, 5}, {0, 256, 4}, {0, 64, 6}}) {
-    const std::optional<std::string> log = ptxas_report(
-        "gemm_fp8",
-        {{"SCALING", shape.scaling}, {"BLOCK_N", shape.block_n}, {"STAGES", shape.stages}});
+  // Every width block scales take (two blocks of B's scales a tile from 96 up, the widest
+  // promoted sums at 160), with and without clusters and turns, two k-blocks' sums at once
+  // (OVERLAP) at the widths that take it, and the other forms' extremes.
+  // clang-format off
+  for (const Shape shape : {Shape{2, 64, 7, 1, 1}, {2, 96, 7, 2, 0}, {2, 112, 7, 1, 1},
+                            {2, 128, 6, 1, 1}, {2, 128, 5, 2, 0}, {2, 144, 6, 2, 1},
+                            {2, 160, 6, 1, 0}, {2, 160, 6, 2, 1}, {2, 160, 5, 2, 1},
+                            {1, 256, 4, 2, 1}, {1, 160, 6, 1, 1}, {0, 256, 4, 1, 1},
+                            {0, 64, 6, 2, 1}, {2, 128, 6, 1, 1, 1}, {2, 128, 6, 2, 0, 1},
+                            {2, 64, 7, 1, 1, 1}}) {
+    // clang-format on
+    const std::optional<std::string> log = ptxas_report("gemm_fp8", {{"SCALING", shape.scaling},
+                                                                     {"BLOCK_N", shape.block_n},
+                                                                     {"STAGES", shape.stages},
+                                                                     {"CLUSTER_M", shape.cluster_m},
+                                                                     {"PINGPONG", shape.pingpong},
+                                                                     {"OVERLAP", shape.overlap}});
     if (!log)
       GTEST_SKIP() << "NVRTC is not available";
     SCOPED_TRACE("SCALING " + std::to_string(shape.scaling) + " BLOCK_N " +
-                 std::to_string(shape.block_n) + "\n" + *log);
+                 std::to_string(shape.block_n) + " CLUSTER_M " + std::to_string(shape.cluster_m) +
+                 "\n" + *log);
     expect_clean_report(*log);
   }
+}
+
+// Every variant the heuristic picks is one the template's rules take (no OVERLAP beside wide
+// tiles, stages that fit), whatever the form and shape.
+TEST(GemmFp8Variant, TheHeuristicsVariantsFitTheTemplatesRules) {
+  for (const auto &[block, row_wise] : {std::pair{true, false}, {false, false}, {false, true}})
+    for (const int m : {1, 64, 128, 129, 512, 4096, 65536})
+      for (const int n : {8, 136, 2112, 4096, 7168}) {
+        const detail::ChosenVariant variant = detail::gemm_fp8_variant(block, row_wise, m, n);
+        EXPECT_EQ(variant.tmpl->tuning().fits(variant.tmpl->bind(variant.params), "sm_90a"), "")
+            << m << " x " << n << " block " << block;
+      }
 }
 
 TEST(LinearSplitkCompile, TheHeuristicsVariantsCompileWithoutSpillsForSm90a) {

@@ -2,7 +2,9 @@
 // fused_moe against the double-precision reference within the bound of its roundings, into a
 // poisoned output. Small layers (ragged hidden and inter) are checked whole; the Mixtral-like
 // and fine-grained layers at 1, 16, 256 and 4096 tokens on three of their tokens (the
-// reference's cost).
+// reference's cost). fused_moe with FP8 weights likewise (MoeFp8GpuTest), on smaller layers of
+// both kinds: its weights ~N(0, 0.02) quantised per 128 x 128 block, scales amax / 448.
+#include "kjit/ops/quant.hpp"
 #include "tests/ops/gpu_support.hpp"
 
 #include <algorithm>
@@ -225,6 +227,177 @@ TYPED_TEST(MoeGpuTest, MixtralLikeAndFineGrainedLayersAtOneToFourThousandTokens)
       ids.read(host_ids.data(), host_ids.size() * sizeof(int));
       this->check_layer(layer, tokens, shape.top_k, host_ids, host_weights,
                         {0, tokens / 2, tokens - 1}, "routed by topk_softmax");
+    }
+  }
+}
+
+// fused_moe with e4m3 weights and 128 x 128 block scales against reference::fused_moe_fp8 (the
+// weights decoded exactly, x quantised as the device quantises it, the gated intermediate in
+// double). The device's gated intermediate is rounded to T and quantised to e4m3 per 1 x 128
+// block: at most 2^-4 of each |gated_j| (half of e4m3's step, normal values) and 2 units of T's
+// rounding, so each output lies within (2^-4 + 2 eps) * magnitude + eps * |out|. That bound
+// grows with the sum of |terms| and would pass outputs of zeros where the terms cancel, so the
+// RMS of the error is also held below 2^-4 of the RMS of the outputs: e4m3's rounding errors
+// are about 2^-4 / sqrt(3) of each value and of random signs.
+template <Element T> class MoeFp8GpuTest : public MoeGpuTest<T> {
+protected:
+  struct Fp8Layer {
+    int experts, hidden, inter;
+    std::vector<std::uint8_t> w13, w2;
+    std::vector<float> w13_scales, w2_scales;
+    DeviceBuffer w13_device, w2_device, w13_scales_device, w2_scales_device;
+  };
+
+  DeviceBuffer upload_bytes(const void *data, std::size_t bytes) {
+    DeviceBuffer buffer = this->device().allocate(bytes);
+    buffer.write(data, bytes);
+    return buffer;
+  }
+
+  // `matrices` matrices [rows, columns] of N(0, 0.02) values, each quantised per 128 x 128
+  // block: scale amax / 448, bytes e4m3 of value / scale.
+  static void quantized(int matrices, int rows, int columns, std::uint32_t seed,
+                        std::vector<std::uint8_t> &bytes, std::vector<float> &scales) {
+    const std::size_t per = std::size_t(rows) * columns;
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::vector<float> values(per * matrices);
+    for (float &value : values)
+      value = normal(rng);
+    const int block_rows = (rows + 127) / 128, block_columns = columns / 128;
+    bytes.assign(values.size(), 0);
+    scales.assign(std::size_t(matrices) * block_rows * block_columns, 0.0f);
+    for (int m = 0; m < matrices; ++m)
+      for (int br = 0; br < block_rows; ++br)
+        for (int bc = 0; bc < block_columns; ++bc) {
+          const auto at = [&](int r, int c) {
+            return m * per + std::size_t(br * 128 + r) * columns + bc * 128 + c;
+          };
+          const int height = std::min(128, rows - br * 128);
+          float amax = 0;
+          for (int r = 0; r < height; ++r)
+            for (int c = 0; c < 128; ++c)
+              amax = std::max(amax, std::fabs(values[at(r, c)]));
+          const float scale = amax / 448;
+          scales[(std::size_t(m) * block_rows + br) * block_columns + bc] = scale;
+          for (int r = 0; r < height; ++r)
+            for (int c = 0; c < 128; ++c)
+              bytes[at(r, c)] = encode_e4m3(values[at(r, c)] / scale);
+        }
+  }
+
+  Fp8Layer make_fp8_layer(int experts, int hidden, int inter) {
+    std::vector<std::uint8_t> w13, w2;
+    std::vector<float> w13_scales, w2_scales;
+    quantized(experts, 2 * inter, hidden, 11, w13, w13_scales);
+    quantized(experts, hidden, inter, 12, w2, w2_scales);
+    DeviceBuffer w13_device = upload_bytes(w13.data(), w13.size());
+    DeviceBuffer w2_device = upload_bytes(w2.data(), w2.size());
+    DeviceBuffer w13_scales_device =
+        upload_bytes(w13_scales.data(), w13_scales.size() * sizeof(float));
+    DeviceBuffer w2_scales_device =
+        upload_bytes(w2_scales.data(), w2_scales.size() * sizeof(float));
+    return Fp8Layer{experts,
+                    hidden,
+                    inter,
+                    std::move(w13),
+                    std::move(w2),
+                    std::move(w13_scales),
+                    std::move(w2_scales),
+                    std::move(w13_device),
+                    std::move(w2_device),
+                    std::move(w13_scales_device),
+                    std::move(w2_scales_device)};
+  }
+
+  void check_fp8_layer(const Fp8Layer &layer, int tokens, int top_k, const std::vector<int> &ids,
+                       const std::vector<float> &weights, std::vector<int> check,
+                       const std::string &what) {
+    SCOPED_TRACE(what + ": " + std::to_string(tokens) + " tokens, experts " +
+                 std::to_string(layer.experts) + ", top " + std::to_string(top_k) + ", hidden " +
+                 std::to_string(layer.hidden) + ", inter " + std::to_string(layer.inter));
+    const std::vector<T> x = this->hashed(std::size_t(tokens) * layer.hidden, 3 + tokens, 1.0);
+    DeviceBuffer x_device = this->template upload<T>(x);
+    DeviceBuffer ids_device = upload_bytes(ids.data(), ids.size() * sizeof(int));
+    DeviceBuffer weights_device = upload_bytes(weights.data(), weights.size() * sizeof(float));
+    DeviceBuffer out = this->template poisoned<T>(std::size_t(tokens) * layer.hidden);
+    const MoeWeightsFp8 w{layer.w13_device.template as<const std::uint8_t>(),
+                          layer.w2_device.template as<const std::uint8_t>(),
+                          {layer.w13_scales_device.template as<const float>(), layer.experts,
+                           2 * layer.inter / 128, layer.hidden / 128},
+                          {layer.w2_scales_device.template as<const float>(), layer.experts,
+                           layer.hidden / 128, layer.inter / 128},
+                          layer.experts,
+                          layer.hidden,
+                          layer.inter};
+    const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, top_k, w);
+    DeviceBuffer workspace = this->template poisoned<float>(bytes / sizeof(float));
+    fused_moe<T>(this->runtime(), out.as<T>(), x_device.as<const T>(),
+                 weights_device.as<const float>(), ids_device.as<const int>(), tokens, top_k, w,
+                 workspace.data(), bytes);
+    const std::vector<T> got = this->template download<T>(out, std::size_t(tokens) * layer.hidden);
+    if (check.empty()) {
+      check.resize(tokens);
+      std::iota(check.begin(), check.end(), 0);
+    }
+    const reference::Layer expected = reference::fused_moe_fp8<T>(
+        x, weights, ids, top_k, layer.w13, layer.w13_scales, layer.w2, layer.w2_scales,
+        layer.experts, layer.hidden, layer.inter, check);
+    std::size_t wrong = 0;
+    double error_squares = 0, out_squares = 0;
+    for (std::size_t i = 0; i < check.size(); ++i)
+      for (int h = 0; h < layer.hidden; ++h) {
+        const std::size_t r = i * layer.hidden + h;
+        const double value = to_double(got[std::size_t(check[i]) * layer.hidden + h]);
+        const double error = std::fabs(value - expected.out[r]);
+        const double bound = (1.0 / 16 + 2 * epsilon<T>()) * expected.magnitude[r] +
+                             epsilon<T>() * std::fabs(expected.out[r]);
+        error_squares += error * error;
+        out_squares += expected.out[r] * expected.out[r];
+        if (!(error <= bound) && ++wrong <= 5)
+          ADD_FAILURE() << "token " << check[i] << " [" << h << "] got " << value << ", expected "
+                        << expected.out[r] << " within " << bound;
+      }
+    EXPECT_EQ(wrong, 0u);
+    EXPECT_LE(std::sqrt(error_squares), std::sqrt(out_squares) / 16)
+        << "the RMS of the error against that of the outputs";
+  }
+};
+TYPED_TEST_SUITE(MoeFp8GpuTest, HalfTypes);
+
+// A small layer checked whole: experts without tokens, one expert with every token, ragged
+// counts over every expert, and a token routed nowhere (ids out of range) that gets zeros.
+TYPED_TEST(MoeFp8GpuTest, EmptyExpertsOneExpertWithAllRaggedCountsAndTokensRoutedNowhere) {
+  const auto layer = this->make_fp8_layer(8, 256, 384);
+  std::vector<int> ids;
+  std::vector<float> weights;
+  this->random_routing(37, 2, {1, 6}, 1, ids, weights);
+  this->check_fp8_layer(layer, 37, 2, ids, weights, {}, "experts 1 and 6 only");
+  this->random_routing(300, 1, {3}, 2, ids, weights);
+  this->check_fp8_layer(layer, 300, 1, ids, weights, {}, "expert 3 takes every token");
+  this->random_routing(181, 3, {0, 1, 2, 3, 4, 5, 6, 7}, 3, ids, weights);
+  ids[3 * 5] = -1;
+  ids[3 * 5 + 1] = 8;
+  ids[3 * 5 + 2] = 1000;
+  this->check_fp8_layer(layer, 181, 3, ids, weights, {}, "ragged, token 5 routed nowhere");
+}
+
+// Smaller Mixtral-like (8 experts, top 2, inter 3.5 hidden) and fine-grained (64 experts, top 6)
+// layers at 1, 16, 256 and 4096 tokens, three tokens of each checked.
+TYPED_TEST(MoeFp8GpuTest, MixtralLikeAndFineGrainedLayersAtOneToFourThousandTokens) {
+  struct Shape {
+    int experts, top_k, hidden, inter;
+  };
+  for (const Shape &shape : {Shape{8, 2, 1024, 3584}, Shape{64, 6, 1024, 256}}) {
+    const auto layer = this->make_fp8_layer(shape.experts, shape.hidden, shape.inter);
+    std::vector<int> all(shape.experts);
+    std::iota(all.begin(), all.end(), 0);
+    for (int tokens : {1, 16, 256, 4096}) {
+      std::vector<int> ids;
+      std::vector<float> weights;
+      this->random_routing(tokens, shape.top_k, all, tokens, ids, weights);
+      this->check_fp8_layer(layer, tokens, shape.top_k, ids, weights, {0, tokens / 2, tokens - 1},
+                            "random routing");
     }
   }
 }

@@ -5,11 +5,13 @@
 // moe_emulated_test.cpp.
 #include "kjit/error.hpp"
 #include "kjit/ops/moe.hpp"
+#include "kjit/ops/quant.hpp"
 #include "tests/ops/compile_support.hpp"
 #include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <gtest/gtest.h>
 #include <memory>
@@ -112,6 +114,48 @@ TEST(MoeLayerReference, SumsTheWeightedExpertsAndGivesZeroToATokenRoutedNowhere)
   EXPECT_EQ(out[1], 0.0);
 }
 
+// One token on two experts of hidden 128, inter 128: each 128 x 128 block of the weights has its
+// own scale (gate, up and down blocks of both experts), and x's block has amax 448 (scale 1), so
+// its one value e4m3 cannot hold (3.3) is the only one quantised (to 3.25). The FP8 reference
+// equals the reference on the weights decoded times their blocks' scales and that x.
+TEST(MoeLayerReference, Fp8ScalesEachBlockAndQuantisesXPerBlockOf128) {
+  constexpr int hidden = 128, inter = 128, experts = 2;
+  std::vector<float> x(hidden), x_quantised(hidden);
+  for (int h = 0; h < hidden; ++h)
+    x[h] = x_quantised[h] = static_cast<float>((h % 7 - 3) * 0.5);
+  x[0] = x_quantised[0] = 448;
+  x[1] = 3.3f;
+  x_quantised[1] = 3.25f;
+  const auto byte = [](int e, int r, int c) {
+    return static_cast<std::uint8_t>(((r + c + e) % 2 ? 0x80 : 0) | ((r * 5 + c * 3 + e) % 0x50));
+  };
+  const std::vector<float> w13_scales = {0.5f, 0.25f, 2, 4}, w2_scales = {0.125f, 3};
+  std::vector<std::uint8_t> w13, w2;
+  std::vector<float> w13_values, w2_values;
+  for (int e = 0; e < experts; ++e) {
+    for (int r = 0; r < 2 * inter; ++r)
+      for (int c = 0; c < hidden; ++c) {
+        w13.push_back(byte(e, r, c));
+        w13_values.push_back(
+            static_cast<float>(decode_e4m3(w13.back()) * w13_scales[e * 2 + r / 128]));
+      }
+    for (int r = 0; r < hidden; ++r)
+      for (int c = 0; c < inter; ++c) {
+        w2.push_back(byte(e, r + 1, c));
+        w2_values.push_back(static_cast<float>(decode_e4m3(w2.back()) * w2_scales[e]));
+      }
+  }
+  const std::vector<float> weights = {0.25f, 0.75f};
+  const std::vector<int> ids = {1, 0};
+  const reference::Layer fp8 = reference::fused_moe_fp8<float>(
+      x, weights, ids, 2, w13, w13_scales, w2, w2_scales, experts, hidden, inter, {});
+  const reference::Layer decoded = reference::fused_moe<float>(
+      x_quantised, weights, ids, 2, w13_values, w2_values, experts, hidden, inter, {});
+  ASSERT_EQ(fp8.out.size(), decoded.out.size());
+  for (std::size_t i = 0; i < fp8.out.size(); ++i)
+    ASSERT_NEAR(fp8.out[i], decoded.out[i], 1e-9 * decoded.magnitude[i]) << i;
+}
+
 void expect_bad_argument(const std::function<void()> &call, const std::string &summary) {
   try {
     call();
@@ -194,6 +238,56 @@ TEST_F(MoeArguments, FusedMoeRefusesBadShapesAlignmentsAndWorkspaces) {
                       "kjit::ops::fused_moe: out and x overlap");
 }
 
+TEST_F(MoeArguments, FusedMoeFp8RefusesScalesOfAnotherShapeUnscaledSizesAndMisalignedWeights) {
+  const MoeWeightsFp8 layer{at<std::uint8_t>(0x20000),
+                            at<std::uint8_t>(0x30000),
+                            {at<float>(0x60000), 8, 4, 2},
+                            {at<float>(0x70000), 8, 2, 2},
+                            8,
+                            256,
+                            256};
+  const std::size_t bytes = fused_moe_workspace_bytes<BFloat16>(4, 2, layer);
+  const auto call = [&](const MoeWeightsFp8 &weights) {
+    return [=, this] {
+      fused_moe<BFloat16>(rt_, at<BFloat16>(0x50000), at<BFloat16>(0x40000), at<float>(), at<int>(),
+                          4, 2, weights, at<void>(0x100000), bytes);
+    };
+  };
+  MoeWeightsFp8 bad = layer;
+  bad.w13_scales.rows = 3;
+  expect_bad_argument(call(bad),
+                      "kjit::ops::fused_moe: w13_scales is [8, 3, 2], must be [8, 4, 2]");
+  bad = layer;
+  bad.w2_scales.experts = 7;
+  expect_bad_argument(call(bad), "kjit::ops::fused_moe: w2_scales is [7, 2, 2], must be [8, 2, 2]");
+  bad = layer;
+  bad.inter = 200;
+  expect_bad_argument(
+      call(bad),
+      "kjit::ops::fused_moe: inter is 200, must be a positive multiple of 128 (the scale block)");
+  bad = layer;
+  bad.hidden = 192;
+  expect_bad_argument(
+      call(bad),
+      "kjit::ops::fused_moe: hidden is 192, must be a positive multiple of 128 (the scale block)");
+  bad = layer;
+  bad.w13 = at<std::uint8_t>(0x20008);
+  expect_bad_argument(call(bad), "kjit::ops::fused_moe: w13 is not 16-byte aligned");
+  bad = layer;
+  bad.w13_scales.data = at<float>(0x60002);
+  expect_bad_argument(call(bad), "kjit::ops::fused_moe: w13_scales is not 4-byte aligned");
+  bad = layer;
+  bad.w2_scales.data = nullptr;
+  expect_bad_argument(call(bad), "kjit::ops::fused_moe: w2_scales is null");
+  expect_bad_argument(
+      [&] {
+        fused_moe<Half>(rt_, at<Half>(0x50000), at<Half>(0x40000), at<float>(), at<int>(), 4, 2,
+                        layer, at<void>(0x100000), bytes - 1);
+      },
+      "kjit::ops::fused_moe: the workspace holds " + std::to_string(bytes - 1) +
+          " bytes; fused_moe_workspace_bytes asks for " + std::to_string(bytes));
+}
+
 TEST_F(OpsCompileTest, MoeRoutingKernelsCompileForGfx90aAndSm90) {
   for (const char *target : {"gfx90a", "sm_90"}) {
     for (const char *type : {"float", "half", "bfloat16"}) {
@@ -207,6 +301,7 @@ TEST_F(OpsCompileTest, MoeRoutingKernelsCompileForGfx90aAndSm90) {
     EXPECT_TRUE(compiles("moe_align", {{"EXPERTS", 256}}, target));
   }
   EXPECT_TRUE(refused_before_compiling("moe_gemm_wgmma", "gfx942", "sm_90a"));
+  EXPECT_TRUE(refused_before_compiling("moe_gemm_fp8", "gfx942", "sm_90a"));
 }
 
 // Every BLOCK_N of both projections, the gate-up one also gathering its rows (GATHER 1, what
@@ -234,6 +329,27 @@ TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
               EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, source));
             }
       }
+}
+
+// The FP8 layer's kernels: both projections of the grouped e4m3 GEMM at the stages fused_moe
+// launches (6) and the fewest (3), and the activations' quantisation, through ptxas's report.
+TEST(MoeGemmFp8Compile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
+  std::unique_ptr<jit::Compiler> nvrtc;
+  try {
+    nvrtc = jit::load_compiler(Vendor::nvidia);
+  } catch (const Error &error) {
+    GTEST_SKIP() << "NVRTC is not available: " << error.summary();
+  }
+  const Template &gemm = templates::find("moe_gemm_fp8");
+  const Template &quantize = templates::find("moe_quantize_fp8");
+  for (const char *type : {"half", "bfloat16"}) {
+    for (int gated : {0, 1})
+      EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
+          *nvrtc, gemm.bind({{"T", type}, {"STAGES", 6}, {"GATED", gated}})));
+    EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, quantize.bind({{"T", type}})));
+  }
+  EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
+      *nvrtc, gemm.bind({{"T", "bfloat16"}, {"STAGES", 3}, {"GATED", 1}, {"GROUP_M", 16}})));
 }
 
 } // namespace

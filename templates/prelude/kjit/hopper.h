@@ -47,6 +47,34 @@ __device__ inline void copy_box(void *to, const kjit::TensorMap *map, unsigned l
                : "memory");
 }
 
+// Clusters: a barrier of every thread of the cluster's blocks, this block's rank in it, an
+// arrival on the barrier at `bar`'s offset in block `rank`'s shared memory (CTA-scope release,
+// as barrier_arrive: it orders a consumer's wgmma reads, complete at wgmma.wait_group, before the
+// peer's copy engine writes), and copy_box into the same offset of every block in `blocks` (a
+// bit per rank), completing on the barrier at `bar`'s offset in each.
+__device__ inline void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+__device__ inline unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+__device__ inline void barrier_arrive_in(unsigned long long *bar, unsigned rank) {
+  asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(shared_address(bar)),
+               "r"(rank)
+               : "memory");
+}
+__device__ inline void multicast_box(void *to, const kjit::TensorMap *map, unsigned long long *bar,
+                                     int column, int row, unsigned short blocks) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(shared_address(to)),
+               "l"(reinterpret_cast<unsigned long long>(map)), "r"(shared_address(bar)),
+               "r"(column), "r"(row), "h"(blocks)
+               : "memory");
+}
+
 // A wgmma shared-memory descriptor with the 128-byte swizzle (layout type 1 in bits 62-63):
 // start address, leading and stride byte offsets, each in 16-byte units. K-major tiles (rows of
 // 64 elements, 128 bytes) use stride 1024 between groups of 8 rows; the leading offset is unused.

@@ -14,6 +14,7 @@
 #include "kjit/runtime/runtime.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -93,6 +94,37 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
                int top_k, const MoeWeights<T> &layer, void *workspace, std::size_t workspace_bytes,
                Stream stream = nullptr);
 
+// The same layer with e4m3 weights (e4m3fn bytes, encode_e4m3 makes them) and DeepSeek-V3's
+// float block scales, one per 128 x 128 block of each expert's matrix:
+// w13 [experts, 2 * inter, hidden] with w13_scales [experts, ceil(2 inter / 128), hidden / 128],
+// w2 [experts, hidden, inter] with w2_scales [experts, ceil(hidden / 128), inter / 128]; weight
+// (e, r, c) is decode_e4m3(byte) * scales[e, r / 128, c / 128].
+struct MoeScales {
+  const float *data;
+  int experts, rows, columns; // the shape the caller gives them, checked
+};
+struct MoeWeightsFp8 {
+  const std::uint8_t *w13, *w2;
+  MoeScales w13_scales, w2_scales;
+  int experts, hidden, inter;
+};
+
+template <Element T>
+std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeightsFp8 &layer);
+
+// fused_moe with FP8 weights: each GEMM's activations (the tokens' rows, then the gated
+// intermediate rounded to T) are quantised to e4m3 per 1 x 128 block of a row (scale amax / 448)
+// and multiplied by the e4m3 weights on the tensor cores, each 128 of K summed apart and added to
+// float sums times both scales (DeepGEMM's promotion). x, out: T, half or bfloat16. Throws as
+// fused_moe does, and for hidden or inter not a positive multiple of 128 (the scale block), scales
+// of another shape or not 4-byte aligned, or e4m3 weights not 16-byte aligned. An id outside
+// [0, experts) routes its pair nowhere, as in fused_moe (the device cannot throw; moe_align
+// counts it).
+template <Element T>
+void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
+               int top_k, const MoeWeightsFp8 &layer, void *workspace, std::size_t workspace_bytes,
+               Stream stream = nullptr);
+
 namespace reference {
 
 // moe_topk on the host (scores in double): ids and weights, [tokens, top_k] each.
@@ -121,6 +153,19 @@ template <Element T>
 Layer fused_moe(std::span<const T> x, std::span<const float> weights, std::span<const int> ids,
                 int top_k, std::span<const T> w13, std::span<const T> w2, int experts, int hidden,
                 int inter, std::span<const int> tokens_to_check);
+
+// fused_moe with FP8 weights in double precision: the weights decoded and scaled exactly, the
+// tokens' rows quantised per 1 x 128 block as the device quantises them (scale amax / 448,
+// nearest-even e4m3), the gated intermediate kept in double. `magnitude` is fused_moe's. The
+// device's further error is the gated intermediate's e4m3 quantisation: at most 2^-4 of each
+// |gated_j| (half of e4m3's 3-bit step), so at most 2^-4 * magnitude in an output.
+// w13_scales and w2_scales are host copies, [experts, ceil(2 inter / 128), hidden / 128] and
+// [experts, ceil(hidden / 128), inter / 128].
+template <Element T>
+Layer fused_moe_fp8(std::span<const T> x, std::span<const float> weights, std::span<const int> ids,
+                    int top_k, std::span<const std::uint8_t> w13, std::span<const float> w13_scales,
+                    std::span<const std::uint8_t> w2, std::span<const float> w2_scales, int experts,
+                    int hidden, int inter, std::span<const int> tokens_to_check);
 
 } // namespace reference
 
