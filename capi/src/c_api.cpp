@@ -691,7 +691,8 @@ int kjit_fused_moe_workspace_bytes(int dtype, int tokens, int top_k, int experts
     with_half_element(dtype, "fused_moe", [&]<typename T>(T *) {
       *bytes = kjit::ops::fused_moe_workspace_bytes<T>(
           tokens, top_k,
-          {.w13 = nullptr, .w2 = nullptr, .experts = experts, .hidden = hidden, .inter = inter});
+          kjit::ops::MoeWeights<T>{
+              .w13 = nullptr, .w2 = nullptr, .experts = experts, .hidden = hidden, .inter = inter});
     });
   });
 }
