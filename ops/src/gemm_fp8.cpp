@@ -1,5 +1,6 @@
 #include "kjit/ops/gemm_fp8.hpp"
 
+#include "gemm_fp8_mfma.hpp"
 #include "kjit/log.hpp"
 #include "kjit/ops/quant.hpp"
 #include "kjit/runtime/tensor_map.hpp"
@@ -67,7 +68,8 @@ void require_hopper(std::string_view op, const jit::Target &target) {
   if (target.id() != "sm_90a")
     throw Error(Errc::unsupported_target, "kjit::ops::" + std::string(op) + ": target " +
                                               target.id() +
-                                              " is not sm_90a (wgmma on fp8 and TMA: H100, H200)");
+                                              " is not sm_90a (wgmma on fp8 and TMA: H100, H200), "
+                                              "gfx942 or gfx950 (fp8 MFMA)");
 }
 
 // Stages of (128 + block_n) x 128 bytes that fit in 227 KiB with the alignment's slack and the
@@ -210,6 +212,9 @@ void gemm_fp8_blockscale(Runtime &rt, BFloat16 *d, const std::uint8_t *a, ScaleT
   check_fp8_operands(op, d, a, scale_a, b, scale_b, m, n, k, block_k);
   check_scale_shape(op, "scale_a", scale_a, m, k / block_k);
   check_scale_shape(op, "scale_b", scale_b, detail::divide_up(n, block_k), k / block_k);
+  if (detail::gemm_fp8_mfma_serves(rt.default_device().target()))
+    return detail::gemm_fp8_mfma(rt, static_cast<int>(Scaling::block), d, a, scale_a.data, b,
+                                 scale_b.data, m, n, k, stream);
   require_hopper(op, rt.default_device().target());
   launch_fp8(fp8_plan(rt, Scaling::block, m, n, k), d, a, scale_a.data, b, scale_b.data, m, n, k,
              stream);
@@ -226,9 +231,12 @@ void gemm_fp8_scaled(Runtime &rt, BFloat16 *d, const std::uint8_t *a, ScaleTenso
     check_scale_shape(op, "scale_a", scale_a, m, 1);
     check_scale_shape(op, "scale_b", scale_b, 1, n);
   }
+  const Scaling scaling = per_tensor ? Scaling::per_tensor : Scaling::row_wise;
+  if (detail::gemm_fp8_mfma_serves(rt.default_device().target()))
+    return detail::gemm_fp8_mfma(rt, static_cast<int>(scaling), d, a, scale_a.data, b, scale_b.data,
+                                 m, n, k, stream);
   require_hopper(op, rt.default_device().target());
-  launch_fp8(fp8_plan(rt, per_tensor ? Scaling::per_tensor : Scaling::row_wise, m, n, k), d, a,
-             scale_a.data, b, scale_b.data, m, n, k, stream);
+  launch_fp8(fp8_plan(rt, scaling, m, n, k), d, a, scale_a.data, b, scale_b.data, m, n, k, stream);
 }
 
 void detail::launch_gemm_fp8_variant(Runtime &rt, const ChosenVariant &variant, BFloat16 *d,
@@ -255,10 +263,12 @@ namespace reference {
 
 std::vector<double> gemm_fp8(std::span<const std::uint8_t> a, std::span<const float> scale_a,
                              std::span<const std::uint8_t> b, std::span<const float> scale_b, int m,
-                             int n, int k, bool block) {
+                             int n, int k, bool block, Fp8Encoding encoding) {
   std::vector<double> decoded(256);
   for (int bits = 0; bits < 256; ++bits)
-    decoded[bits] = decode_e4m3(static_cast<std::uint8_t>(bits));
+    decoded[bits] = encoding == Fp8Encoding::e4m3fnuz
+                        ? decode_e4m3fnuz(static_cast<std::uint8_t>(bits))
+                        : decode_e4m3(static_cast<std::uint8_t>(bits));
   const int k_blocks = (k + block_k - 1) / block_k;
   // The scale of A's element (row, i) and of B's (column, i).
   const auto a_scale = [&](int row, int i) -> double {

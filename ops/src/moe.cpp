@@ -5,6 +5,7 @@
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
 #include "moe_gemm.hpp"
+#include "moe_mfma.hpp"
 #include "plans.hpp"
 #include "variants.hpp"
 
@@ -134,6 +135,8 @@ namespace detail {
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k) {
+  if (moe_mfma_serves(rt.default_device().target())) // AMD: moe_mfma.cpp, which never gathers
+    return moe_mfma_variant<T>(gated, pairs, experts, n, rt.default_device().multiprocessors());
   static const Template &tmpl = templates::find("moe_gemm_wgmma");
   const std::int64_t bucket = detail::rows_bucket(pairs);
   const long long blocks =
@@ -158,6 +161,8 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
 }
 
 GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
+  if (variant.tmpl->name() == "moe_gemm_mfma")
+    return make_moe_mfma_plan(rt, variant);
   const bool gated = variant.integer("GATED") == 1;
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
   // The stages, the slack to align them to 1024 bytes, two mbarriers per stage.
@@ -172,6 +177,8 @@ template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
                     const MoeAlignment &alignment, int experts, int n, int k, int top_k,
                     Stream stream) {
+  if (moe_mfma_serves(plan.kernel->device().target()))
+    return launch_moe_mfma(plan, c, a, w, rows, alignment, n, k, stream);
   const TensorMapElement element =
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
   const Device &device = plan.kernel->device();
@@ -233,7 +240,9 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
   static const Template &gather = templates::find("moe_gather");
   static const Template &combine = templates::find("moe_combine");
   const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
-  const bool gathering = bucket <= max_gathering_pairs;
+  // moe_gemm_mfma (AMD) reads sorted rows only: moe_gather runs before it at every size.
+  const bool gathering =
+      bucket <= max_gathering_pairs && !detail::moe_mfma_serves(rt.default_device().target());
   const MoePlan plan{
       &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
       gathering ? nullptr : &rt.kernel(gather, vector_params), &rt.kernel(combine, vector_params),
@@ -265,13 +274,14 @@ void check_layer_sizes(int tokens, int top_k, int experts, int hidden, int inter
 }
 
 // Both fused_moe forms' memory: out, x and the weights 16-byte aligned (TMA), the workspace
-// 256-byte aligned and at least `needed()` bytes, out and x apart; and the device sm_90a.
+// 256-byte aligned and at least `needed()` bytes, out and x apart; and the device sm_90a, or
+// where `mfma` (the 16-bit form) gfx942 or gfx950 too.
 struct LayerPointers {
   const void *out, *x, *w13, *w2, *workspace;
 };
 template <typename Needed>
 void check_layer_memory(Runtime &rt, const LayerPointers &p, int tokens, std::size_t row_bytes,
-                        std::size_t workspace_bytes, Needed needed_bytes) {
+                        std::size_t workspace_bytes, Needed needed_bytes, bool mfma = false) {
   constexpr std::string_view op = layer_op;
   for (const auto &[pointer, name] : {std::pair<const void *, const char *>{p.out, "out"},
                                       {p.x, "x"},
@@ -287,8 +297,10 @@ void check_layer_memory(Runtime &rt, const LayerPointers &p, int tokens, std::si
            " bytes; fused_moe_workspace_bytes asks for " + str(static_cast<std::int64_t>(needed));
   });
   const jit::Target &target = rt.default_device().target();
-  detail::require(target.id() == "sm_90a", op, [&] {
-    return "runs on sm_90a only (wgmma and TMA); the device's target is " + target.id();
+  detail::require(target.id() == "sm_90a" || (mfma && detail::moe_mfma_serves(target)), op, [&] {
+    return std::string(mfma ? "runs on sm_90a (wgmma and TMA), gfx942 and gfx950 (MFMA) only"
+                            : "runs on sm_90a only (wgmma and TMA)") +
+           "; the device's target is " + target.id();
   });
 }
 
@@ -478,9 +490,11 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
                                       {workspace, "workspace"}})
     detail::require_pointer(pointer, op, name);
   check_layer_sizes(tokens, top_k, layer.experts, layer.hidden, layer.inter, 8, "");
-  check_layer_memory(rt, {out, x, layer.w13, layer.w2, workspace}, tokens,
-                     static_cast<std::size_t>(layer.hidden) * sizeof(T), workspace_bytes,
-                     [&] { return fused_moe_workspace_bytes(tokens, top_k, layer); });
+  check_layer_memory(
+      rt, {out, x, layer.w13, layer.w2, workspace}, tokens,
+      static_cast<std::size_t>(layer.hidden) * sizeof(T), workspace_bytes,
+      [&] { return fused_moe_workspace_bytes(tokens, top_k, layer); },
+      /*mfma=*/true);
   if (tokens == 0)
     return;
   const int pairs = tokens * top_k;

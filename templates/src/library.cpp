@@ -32,6 +32,8 @@ extern const std::string_view mma_sync_h;
 extern const std::string_view attention_decode_hip;
 extern const std::string_view kv_cache_hip;
 extern const std::string_view gemm_fp8_hip;
+extern const std::string_view gemm_fp8_mfma_hip;
+extern const std::string_view moe_mfma_hip;
 } // namespace embedded
 
 namespace {
@@ -522,6 +524,42 @@ void add_fp8_gemm(std::vector<Template> &all) {
                       .targets = {"sm_90a"}});
 }
 
+// AMD's matrix-core forms (gfx942, gfx950) of the FP8 GEMM and of the MoE grouped GEMM, with
+// 2 x 2 waves of 64 lanes. gemm_fp8_mfma: gemm_fp8's contract and SCALING from pointers, on the
+// target's fp8 encoding (e4m3fnuz on gfx942, OCP e4m3 on gfx950). moe_gemm_mfma: moe_gemm_wgmma's
+// contract from pointers, over 128-row blocks of sorted rows; its source follows gemm_mfma.hip's,
+// whose MFMA wrappers it calls.
+void add_amd_fp8_and_moe(std::vector<Template> &all) {
+  const HeaderFile gemm_staging{"kjit/gemm_staging.h", std::string(embedded::gemm_staging_h)};
+  TuningRules fp8_rules;
+  fp8_rules.fits = [](const Instance &instance, std::string_view) -> std::string {
+    if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "BLOCK_N") > 128)
+      return "block scales take BLOCK_N of at most 128 (one block of B's scales per tile)";
+    return "";
+  };
+  all.emplace_back(
+      "gemm_fp8_mfma", std::string(embedded::gemm_fp8_mfma_hip),
+      std::vector<ParamDecl>{{"BLOCK_M", ParamSchema::one_of({64, 128}, 128).tunable()},
+                             {"BLOCK_N", ParamSchema::one_of({64, 128}, 128).tunable()},
+                             {"SCALING", ParamSchema::one_of({0, 1, 2}, 2)}},
+      TemplateOptions{.headers = {gemm_staging},
+                      .arguments = {"bfloat16*", "const float*", "const float*",
+                                    "const unsigned char*", "const unsigned char*", "int", "int",
+                                    "int"},
+                      .tuning = fp8_rules,
+                      .targets = {"gfx942", "gfx950"}});
+  all.emplace_back(
+      "moe_gemm_mfma",
+      std::string(embedded::gemm_mfma_hip) + "\n" + std::string(embedded::moe_mfma_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"BLOCK_N", ParamSchema::one_of({64, 128}, 64).tunable()},
+                             {"GATED", ParamSchema::one_of({0, 1}, 1)}},
+      TemplateOptions{
+          .headers = {gemm_staging},
+          .arguments = {"T*", "const T*", "const T*", "const int*", "const int*", "int", "int"},
+          .targets = {"gfx942", "gfx950"}});
+}
+
 std::vector<Template> make_builtin() {
   // Local, not a namespace-scope global: builtin() may run during another translation unit's
   // static initialisation (a `const Template &t = find(...)` at namespace scope), before such a
@@ -542,6 +580,7 @@ std::vector<Template> make_builtin() {
   add_attention(all);
   add_attention_decode(all);
   add_fp8_gemm(all);
+  add_amd_fp8_and_moe(all);
   std::sort(all.begin(), all.end(),
             [](const Template &a, const Template &b) { return a.name() < b.name(); });
   return all;

@@ -80,3 +80,65 @@ __builtin_amdgcn_mfma_f32_32x32x16_bf16(mfma_emulation::Bits8 a, mfma_emulation:
                                         mfma_emulation::Accumulator c, int, int, int) {
   return mfma_emulation::wave_product<::kjit::ops::BFloat16, 8>(a, b, c);
 }
+
+// The fp8 form of both targets, v_mfma_f32_32x32x16_fp8_fp8 (gemm_fp8_mfma.hip): 8 bytes of A
+// and of B a lane, in the layouts above with K_LANE = 8; the bytes are e4m3fnuz on gfx942 and
+// OCP e4m3fn on gfx950 (the including file defines the target's macro), decoded here from the
+// formats' definitions (tests/ops/emulated_fp8_mfma_decode_test.cpp checks them value by value).
+namespace mfma_fp8_emulation {
+
+// sign, 4 exponent bits of bias `bias`, 3 mantissa bits; subnormal where the exponent is 0.
+inline double e4m3_value(std::uint8_t bits, int bias) {
+  const int exponent = (bits >> 3) & 0xf, mantissa = bits & 0x7;
+  const double magnitude = exponent == 0 ? std::ldexp(mantissa / 8.0, 1 - bias)
+                                         : std::ldexp(1 + mantissa / 8.0, exponent - bias);
+  return (bits & 0x80) != 0 ? -magnitude : magnitude;
+}
+// e4m3fnuz: bias 8; 0x80 (the pattern of negative zero) is the only NaN.
+inline double decode_e4m3fnuz(std::uint8_t bits) {
+  return bits == 0x80 ? std::nan("") : e4m3_value(bits, 8);
+}
+// OCP e4m3fn: bias 7; all-ones exponent and mantissa (0x7f, 0xff) are NaN; 0x80 is -0.
+inline double decode_e4m3fn(std::uint8_t bits) {
+  return (bits & 0x7f) == 0x7f ? std::nan("") : e4m3_value(bits, 7);
+}
+inline double decode_target_e4m3(std::uint8_t bits) {
+#if defined(__gfx950__)
+  return decode_e4m3fn(bits);
+#else
+  return decode_e4m3fnuz(bits);
+#endif
+}
+
+} // namespace mfma_fp8_emulation
+
+inline mfma_emulation::Accumulator
+__builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(long a, long b, mfma_emulation::Accumulator c, int, int,
+                                           int) {
+  using namespace mfma_emulation;
+  const unsigned self = threadIdx.x;
+  std::memcpy(a_lanes[self].data(), &a, sizeof a);
+  std::memcpy(b_lanes[self].data(), &b, sizeof b);
+  __syncthreads();
+  // The wave's A [32 x 16] and B [16 x 32] as the layouts place them: lane l holds A(l % 32,
+  // (l / 32) * 8 + e) and B((l / 32) * 8 + e, l % 32) in its byte e.
+  const unsigned lane = self % 64, wave = self - lane;
+  double a_wave[32][16], b_wave[16][32];
+  for (unsigned l = 0; l < 64; ++l) {
+    std::uint8_t a_bytes[8], b_bytes[8];
+    std::memcpy(a_bytes, a_lanes[wave + l].data(), sizeof a_bytes);
+    std::memcpy(b_bytes, b_lanes[wave + l].data(), sizeof b_bytes);
+    for (unsigned e = 0; e < 8; ++e) {
+      a_wave[l % 32][(l / 32) * 8 + e] = mfma_fp8_emulation::decode_target_e4m3(a_bytes[e]);
+      b_wave[(l / 32) * 8 + e][l % 32] = mfma_fp8_emulation::decode_target_e4m3(b_bytes[e]);
+    }
+  }
+  for (unsigned r = 0; r < 16; ++r) {
+    double sum = 0;
+    for (unsigned k = 0; k < 16; ++k)
+      sum += a_wave[8 * (r / 4) + 4 * (lane / 32) + r % 4][k] * b_wave[k][lane % 32];
+    c[r] = static_cast<float>(c[r] + sum);
+  }
+  __syncthreads(); // every lane has read the operands before the next MFMA writes them
+  return c;
+}

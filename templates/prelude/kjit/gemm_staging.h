@@ -7,20 +7,21 @@ namespace kjit_gemm {
 // One thread's share of a ROWS x COLS tile of a row-major matrix, held in registers between
 // the read from global memory (of the next step) and the store to shared memory (after this
 // step's compute), so that the read's latency overlaps the compute. The tile is cut into chunks
-// of 8 consecutive elements of a row: 16 bytes, one load where `vectors` says rows start 16-byte
-// aligned and the chunk lies inside the matrix; element by element, zero outside, otherwise.
-// Consecutive threads take consecutive chunks along a row: coalesced reads.
-template <int ROWS, int COLS, int THREADS, typename T> struct TileShare {
-  static_assert(COLS % 8 == 0, "whole chunks per tile row");
-  static constexpr int CHUNKS = ROWS * COLS / 8;
+// of CHUNK consecutive elements of a row (16 bytes: 8 of the 16-bit types, 16 of fp8's bytes),
+// one load where `vectors` says rows start 16-byte aligned and the chunk lies inside the matrix;
+// element by element, zero outside, otherwise. Consecutive threads take consecutive chunks along
+// a row: coalesced reads.
+template <int ROWS, int COLS, int THREADS, typename T, int CHUNK = 8> struct TileShare {
+  static_assert(COLS % CHUNK == 0, "whole chunks per tile row");
+  static constexpr int CHUNKS = ROWS * COLS / CHUNK;
   static constexpr int ITEMS = (CHUNKS + THREADS - 1) / THREADS;
-  kjit::Vec<T, 8> chunks[ITEMS];
+  kjit::Vec<T, CHUNK> chunks[ITEMS];
 
   // Chunk `item` of this thread: its row and first column in the tile; false past the tile.
   __device__ static bool place(int item, int &r, int &c) {
     const int i = item * THREADS + int(threadIdx.x);
-    r = i / (COLS / 8);
-    c = i % (COLS / 8) * 8;
+    r = i / (COLS / CHUNK);
+    c = i % (COLS / CHUNK) * CHUNK;
     return i < CHUNKS;
   }
 
@@ -33,11 +34,11 @@ template <int ROWS, int COLS, int THREADS, typename T> struct TileShare {
         continue;
       const int row = row0 + r, col = col0 + c;
       const T *at = from + static_cast<long long>(row) * cols + col;
-      if (vectors && row < rows && col + 8 <= cols) {
-        chunks[item] = kjit::load_vec<8>(at);
+      if (vectors && row < rows && col + CHUNK <= cols) {
+        chunks[item] = kjit::load_vec<CHUNK>(at);
       } else {
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
+        for (int j = 0; j < CHUNK; ++j)
           chunks[item].at[j] = row < rows && col + j < cols ? at[j] : kjit::from_float<T>(0.0f);
       }
     }

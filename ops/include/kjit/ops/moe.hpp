@@ -84,11 +84,11 @@ std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeights<T>
 // expert(e)(v) = w2[e] @ (silu(w_gate[e] @ v) * (w_up[e] @ v)): x and out [tokens, hidden],
 // weights (float) and ids [tokens, top_k]; a token whose ids all lie outside [0, experts) gets
 // zeros. Products accumulate in float; the gated intermediate and each expert's output are
-// rounded to T once each. Half and bfloat16 on sm_90a (H100, H200) only: the grouped GEMM is
-// wgmma's. Throws for a null pointer, tokens < 0, top_k outside [1, experts], hidden or inter
-// not positive multiples of 8, a matrix not 16-byte aligned, a workspace smaller than
-// fused_moe_workspace_bytes or not 256-byte aligned, out overlapping x, or a device that is not
-// sm_90a.
+// rounded to T once each. Half and bfloat16 on sm_90a (H100, H200), where the grouped GEMM is
+// wgmma's, and on gfx942 and gfx950 (MI300, MI350), where it is MFMA's. Throws for a null pointer,
+// tokens < 0, top_k outside [1, experts], hidden or inter not positive multiples of 8, a matrix not
+// 16-byte aligned, a workspace smaller than fused_moe_workspace_bytes or not 256-byte aligned, out
+// overlapping x, or a device that is none of sm_90a, gfx942 and gfx950.
 template <Element T>
 void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
                int top_k, const MoeWeights<T> &layer, void *workspace, std::size_t workspace_bytes,
