@@ -13,82 +13,18 @@
 // (ROCm 5.2) or no llvm-objdump is found, the test skips with the reason; `tools/test --rocm 6.4`
 // runs it against ROCm 6.4. What this cannot prove without the GPU: the results (see
 // tests/ops/emulated_gemm_mfma.hpp for the CPU emulation), the speed, and occupancy in practice.
-#include "kjit/jit/kernel_resources.hpp"
 #include "ops/src/variants.hpp"
+#include "tests/ops/amd_code_object.hpp"
 #include "tests/ops/compile_support.hpp"
 
-#include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <gtest/gtest.h>
-#include <map>
-#include <optional>
-#include <regex>
-#include <sstream>
+#include <string>
 
 namespace kjit::ops {
 namespace {
 
 using compile_testing::OpsCompileTest;
-
-// The newest llvm-objdump of ROCm (/opt/rocm/llvm) or of Debian's LLVM packages
-// (/usr/lib/llvm-N), or "" when there is none.
-std::string find_llvm_objdump() {
-  if (std::filesystem::exists("/opt/rocm/llvm/bin/llvm-objdump"))
-    return "/opt/rocm/llvm/bin/llvm-objdump";
-  std::string newest;
-  int newest_version = 0;
-  std::error_code error;
-  for (const auto &entry : std::filesystem::directory_iterator("/usr/lib", error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("llvm-", 0) != 0 || !std::filesystem::exists(entry.path() / "bin/llvm-objdump"))
-      continue;
-    const int version = std::atoi(name.c_str() + 5);
-    if (version > newest_version) {
-      newest_version = version;
-      newest = (entry.path() / "bin/llvm-objdump").string();
-    }
-  }
-  return newest;
-}
-
-// What a disassembly says about its instructions: how many of each mnemonic, and how many VGPRs
-// and AGPRs it names (one past the highest number: v[0:3] names 4).
-struct Disassembly {
-  std::map<std::string, int> mnemonics;
-  int vgprs = 0, agprs = 0;
-
-  int count_starting(const std::string &prefix) const {
-    int count = 0;
-    for (const auto &[mnemonic, times] : mnemonics)
-      if (mnemonic.rfind(prefix, 0) == 0)
-        count += times;
-    return count;
-  }
-};
-
-Disassembly parse(const std::string &text) {
-  Disassembly parsed;
-  std::istringstream lines(text);
-  std::string line;
-  // Instruction lines are indented and start with a lower-case mnemonic ("\tv_mfma_...").
-  const std::regex instruction(R"(^\s+([a-z][a-z0-9_]*)(\s|$))");
-  const std::regex register_name(R"(\b([va])(?:\[(\d+):(\d+)\]|(\d+)\b))");
-  for (std::smatch match; std::getline(lines, line);) {
-    if (!std::regex_search(line, match, instruction))
-      continue;
-    ++parsed.mnemonics[match[1].str()];
-    const std::string operands = line.substr(match.position(0) + match.length(0));
-    for (std::sregex_iterator it(operands.begin(), operands.end(), register_name), end; it != end;
-         ++it) {
-      const int last = std::stoi((*it)[3].matched ? (*it)[3].str() : (*it)[4].str());
-      int &highest = (*it)[1] == "v" ? parsed.vgprs : parsed.agprs;
-      highest = std::max(highest, last + 1);
-    }
-  }
-  return parsed;
-}
 
 struct Case {
   std::string target;
@@ -106,57 +42,16 @@ TEST_P(GemmMfmaCodeObject, HasTheExpectedMfmasNoSpillsTwoWavesPerSimdAndWideLoad
   const detail::ChosenVariant variant = c.type == "half"
                                             ? detail::gemm_mfma_variant<Half>(c.mn, c.mn)
                                             : detail::gemm_mfma_variant<BFloat16>(c.mn, c.mn);
-  kjit::testing::TempDir dir;
-  Runtime runtime{kjit::testing::private_config(dir)};
-  std::optional<CodeObject> object;
-  try {
-    object.emplace(runtime.compile(*variant.tmpl, variant.params, target));
-  } catch (const Error &error) {
-    if (error.code() != Errc::compiler_unavailable && error.code() != Errc::unsupported_target)
-      throw;
-    GTEST_SKIP() << "no hiprtc that compiles for " << c.target << ": " << error.summary();
-  }
-  const std::string objdump = find_llvm_objdump();
-  if (objdump.empty())
-    GTEST_SKIP() << "no llvm-objdump found (looked in /opt/rocm/llvm/bin and /usr/lib/llvm-*/bin)";
-  ASSERT_TRUE(compile_testing::holds_its_kernel(*object, target));
-
-  // The code object's own record of its resources.
-  const auto all = jit::read_kernel_resources(object->code());
-  ASSERT_TRUE(all.has_value()) << "no AMDGPU metadata in the code object";
-  const auto found = std::find_if(all->begin(), all->end(), [&](const jit::KernelResources &r) {
-    return r.symbol == object->lowered_name();
-  });
-  ASSERT_NE(found, all->end()) << "no metadata for " << object->lowered_name();
-  const jit::KernelResources &resources = *found;
-  EXPECT_EQ(resources.scratch_bytes, 0u);
-  ASSERT_TRUE(resources.spills.has_value());
-  EXPECT_EQ(*resources.spills, 0u);
-  EXPECT_EQ(resources.wavefront_size, std::optional<std::uint32_t>(64));
-  const std::uint32_t registers = (resources.registers + 3) / 4 * 4 + resources.agprs.value_or(0);
-  EXPECT_LE(registers, 256u) << "VGPRs " << resources.registers << ", AGPRs "
-                             << resources.agprs.value_or(0);
+  std::string skip;
+  const auto kernel = amd_code_object::compile_and_read(variant, target, skip);
+  if (!skip.empty())
+    GTEST_SKIP() << skip;
+  ASSERT_TRUE(kernel.has_value());
+  amd_code_object::expect_no_spills_on_wave64(*kernel, 256);
+  const jit::KernelResources &resources = kernel->resources;
+  const amd_code_object::Disassembly &code = kernel->code;
   const std::uint64_t lds_per_compute_unit = c.target == "gfx950" ? 160 * 1024 : 64 * 1024;
   EXPECT_LE(2 * resources.shared_bytes, lds_per_compute_unit);
-
-  // The instructions.
-  const auto file = dir / "kernel.co";
-  std::ofstream(file, std::ios::binary)
-      .write(reinterpret_cast<const char *>(object->code().data()),
-             static_cast<std::streamsize>(object->code().size()));
-  const std::string command =
-      objdump + " -d --mcpu=" + target.arch() + " " + file.string() + " 2>&1";
-  std::string text;
-  if (FILE *pipe = ::popen(command.c_str(), "r")) {
-    char buffer[4096];
-    for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
-      text.append(buffer, got);
-    ASSERT_EQ(::pclose(pipe), 0) << command << ":\n" << text.substr(0, 2000);
-  }
-  const Disassembly code = parse(text);
-  // The metadata's counts cover every register the code names.
-  EXPECT_LE(code.vgprs, static_cast<int>(resources.registers));
-  EXPECT_LE(code.agprs, static_cast<int>(resources.agprs.value_or(0)));
 
   const int block_m = variant.integer("BLOCK_M"), block_n = variant.integer("BLOCK_N");
   const int block_k = variant.integer("BLOCK_K"), waves_m = variant.integer("WAVES_M");
