@@ -76,22 +76,13 @@ void check_attention(const std::vector<int> &q_lengths, const std::vector<int> &
 // (under CAUSAL its first rows see none) and one with no keys at all.
 const std::vector<int> q_lengths = {1, 37, 130, 3}, k_lengths = {5, 20, 150, 0};
 
-TEST(EMULATED_SUITE, HalfHeadDim64MatchesTheReference) {
-  check_attention<Half, 64, 0>(q_lengths, k_lengths, 4, 1);
-  check_attention<Half, 64, 1>(q_lengths, k_lengths, 4, 1);
+// Four q heads: over one KV head (GQA 4) without a mask, over `causal_kv_heads` with one.
+template <Element T, int HEAD_DIM> void check_both_masks(int causal_kv_heads) {
+  check_attention<T, HEAD_DIM, 0>(q_lengths, k_lengths, 4, 1);
+  check_attention<T, HEAD_DIM, 1>(q_lengths, k_lengths, 4, causal_kv_heads);
 }
 
-TEST(EMULATED_SUITE, HalfHeadDim128MatchesTheReference) {
-  check_attention<Half, 128, 0>(q_lengths, k_lengths, 2, 2);
-  check_attention<Half, 128, 1>(q_lengths, k_lengths, 4, 1);
-}
-
-TEST(EMULATED_SUITE, BFloat16HeadDim64MatchesTheReference) {
-  check_attention<BFloat16, 64, 0>(q_lengths, k_lengths, 2, 2);
-  check_attention<BFloat16, 64, 1>(q_lengths, k_lengths, 4, 2);
-}
-
-TEST(EMULATED_SUITE, BFloat16HeadDim128MatchesTheReference) {
-  check_attention<BFloat16, 128, 0>(q_lengths, k_lengths, 4, 1);
-  check_attention<BFloat16, 128, 1>(q_lengths, k_lengths, 4, 1);
-}
+TEST(EMULATED_SUITE, HalfHeadDim64MatchesTheReference) { check_both_masks<Half, 64>(1); }
+TEST(EMULATED_SUITE, HalfHeadDim128MatchesTheReference) { check_both_masks<Half, 128>(4); }
+TEST(EMULATED_SUITE, BFloat16HeadDim64MatchesTheReference) { check_both_masks<BFloat16, 64>(2); }
+TEST(EMULATED_SUITE, BFloat16HeadDim128MatchesTheReference) { check_both_masks<BFloat16, 128>(1); }
