@@ -434,6 +434,20 @@ void add_attention_mfma(std::vector<Template> &all) {
     return (block_n * (head_dim + 8) + head_dim * (block_n + 8)) * 2; // padded rows
   };
   rules.threads = [](const Instance &instance) { return 64 * integer_value(instance, "WAVES"); };
+  // A thread holds q, a tile's scores, O and the next tile's k and v (BLOCK_N x HEAD_DIM / 8 /
+  // threads 16-byte chunks of each) through the MFMAs: with more than 4 chunks of each, or 64-key
+  // tiles at head dim 128, the registers run out and hiprtc spills (BENCHMARKS.md).
+  rules.fits = [](const Instance &instance, std::string_view) -> std::string {
+    const std::int64_t head_dim = integer_value(instance, "HEAD_DIM");
+    const std::int64_t block_n = integer_value(instance, "BLOCK_N");
+    const std::int64_t chunks = block_n * head_dim / 8 / (64 * integer_value(instance, "WAVES"));
+    if (chunks > 4)
+      return "a thread would stage " + std::to_string(chunks) +
+             " 16-byte chunks of k and of v, more than 4 (more WAVES or a smaller BLOCK_N)";
+    if (head_dim == 128 && block_n == 64)
+      return "head dim 128 takes BLOCK_N 32: 64-key tiles spill";
+    return "";
+  };
   all.emplace_back(
       "flash_attention_mfma", std::string(embedded::flash_attention_mfma_hip),
       std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},

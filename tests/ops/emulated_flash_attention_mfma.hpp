@@ -16,16 +16,21 @@ using ::kjit::ops::BFloat16;
 using ::kjit::ops::Element;
 using ::kjit::ops::Half;
 
-// Sequences of q_lengths rows attending to k_lengths keys, q_heads over kv_heads, through the
-// wrapper's tiles for HEAD_DIM (four waves of 32 rows; 64 keys a tile at head dim 64, 32 at 128).
-// Each output is checked against epsilon<T>() absolute, twice the bound of rounding the
-// probabilities to T before P V (values lie in [-1, 1] and the weights sum to 1), and epsilon<T>()
-// relative, twice the output's rounding to T; the float scores, sums and exp2 (modelled 1 ulp off)
-// add far less. The guard band past out stays poison.
-template <Element T, int HEAD_DIM, int CAUSAL>
+// The tiles the wrapper picks for HEAD_DIM: four waves of 32 rows; 64 keys a tile at head dim 64,
+// 32 at 128 (checked against flash_attention_mfma_variant below).
+template <int HEAD_DIM> constexpr int wrapper_block_n = HEAD_DIM == 64 ? 64 : 32;
+constexpr int wrapper_waves = 4;
+
+// Sequences of q_lengths rows attending to k_lengths keys, q_heads over kv_heads, through tiles
+// of BLOCK_N keys and WAVES waves (by default the wrapper's). Each output is checked against
+// epsilon<T>() absolute, twice the bound of rounding the probabilities to T before P V (values lie
+// in [-1, 1] and the weights sum to 1), and epsilon<T>() relative, twice the output's rounding to
+// T; the float scores, sums and exp2 (modelled 1 ulp off) add far less. The guard band past out
+// stays poison.
+template <Element T, int HEAD_DIM, int CAUSAL, int BLOCK_N = wrapper_block_n<HEAD_DIM>,
+          int WAVES = wrapper_waves>
 void check_attention(const std::vector<int> &q_lengths, const std::vector<int> &k_lengths,
                      int q_heads, int kv_heads) {
-  constexpr int BLOCK_N = HEAD_DIM == 64 ? 64 : 32, WAVES = 4;
   using K = typename KernelType<T>::type;
   std::vector<int> cu_q = {0}, cu_k = {0};
   for (std::size_t b = 0; b < q_lengths.size(); ++b) {
@@ -43,10 +48,8 @@ void check_attention(const std::vector<int> &q_lengths, const std::vector<int> &
                              .scale = 0.5f};
   SCOPED_TRACE(std::string(::kjit::ops::element_name<T>()) + ", head dim " +
                std::to_string(HEAD_DIM) + (CAUSAL ? ", causal" : "") + ", heads " +
-               std::to_string(q_heads) + " / " + std::to_string(kv_heads));
-  const auto variant = ::kjit::ops::detail::flash_attention_mfma_variant<T>(shape);
-  ASSERT_EQ(variant.integer("BLOCK_N"), BLOCK_N);
-  ASSERT_EQ(variant.integer("WAVES"), WAVES);
+               std::to_string(q_heads) + " / " + std::to_string(kv_heads) + ", BLOCK_N " +
+               std::to_string(BLOCK_N) + ", WAVES " + std::to_string(WAVES));
 
   std::mt19937 rng(static_cast<unsigned>(HEAD_DIM * 3 + CAUSAL + q_heads));
   const auto q_values = ::kjit::ops::gpu_testing::random_elements<T>(
@@ -76,6 +79,26 @@ void check_attention(const std::vector<int> &q_lengths, const std::vector<int> &
 // (under CAUSAL its first rows see none) and one with no keys at all.
 const std::vector<int> q_lengths = {1, 37, 130, 3}, k_lengths = {5, 20, 150, 0};
 
+// The emulated tiles are the ones the wrapper launches.
+TEST(EMULATED_SUITE, TheWrapperPicksTheEmulatedTiles) {
+  for (const int head_dim : {64, 128})
+    for (const bool causal : {false, true}) {
+      const AttentionShape shape{.batch = 1,
+                                 .total_q = 1,
+                                 .total_k = 1,
+                                 .max_seqlen_q = 1,
+                                 .q_heads = 1,
+                                 .kv_heads = 1,
+                                 .head_dim = head_dim,
+                                 .causal = causal,
+                                 .scale = 0.125f};
+      const auto variant = ::kjit::ops::detail::flash_attention_mfma_variant<BFloat16>(shape);
+      EXPECT_EQ(variant.integer("BLOCK_N"),
+                head_dim == 64 ? wrapper_block_n<64> : wrapper_block_n<128>);
+      EXPECT_EQ(variant.integer("WAVES"), wrapper_waves);
+    }
+}
+
 // Four q heads: over one KV head (GQA 4) without a mask, over `causal_kv_heads` with one.
 template <Element T, int HEAD_DIM> void check_both_masks(int causal_kv_heads) {
   check_attention<T, HEAD_DIM, 0>(q_lengths, k_lengths, 4, 1);
@@ -86,3 +109,9 @@ TEST(EMULATED_SUITE, HalfHeadDim64MatchesTheReference) { check_both_masks<Half, 
 TEST(EMULATED_SUITE, HalfHeadDim128MatchesTheReference) { check_both_masks<Half, 128>(4); }
 TEST(EMULATED_SUITE, BFloat16HeadDim64MatchesTheReference) { check_both_masks<BFloat16, 64>(2); }
 TEST(EMULATED_SUITE, BFloat16HeadDim128MatchesTheReference) { check_both_masks<BFloat16, 128>(1); }
+
+// Tiles the tuning rule lets a tuner pick instead: one and two waves, 32-key tiles at head dim 64.
+TEST(EMULATED_SUITE, TheOtherTilesMatchTheReference) {
+  check_attention<Half, 64, 1, 32, 1>(q_lengths, k_lengths, 2, 1);
+  check_attention<BFloat16, 128, 1, 32, 2>(q_lengths, k_lengths, 2, 2);
+}

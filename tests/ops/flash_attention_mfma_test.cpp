@@ -122,6 +122,58 @@ INSTANTIATE_TEST_SUITE_P(WrapperVariants, FlashAttentionMfmaCodeObject,
                          ::testing::ValuesIn(cases()),
                          [](const auto &info) { return describe(info.param); });
 
+// The tuning rule lets a tuner try only the tiles that fit a thread's registers (the next test
+// compiles those).
+TEST(FlashAttentionMfmaTunables, TheRuleRefusesTilesThatWouldSpill) {
+  const Template &tmpl = templates::find("flash_attention_mfma");
+  const auto why = [&](int head_dim, int block_n, int waves) {
+    return tmpl.tuning().fits(
+        tmpl.bind({{"HEAD_DIM", head_dim}, {"BLOCK_N", block_n}, {"WAVES", waves}}), "gfx942");
+  };
+  EXPECT_EQ(why(64, 32, 1), "");
+  EXPECT_EQ(why(64, 64, 2), "");
+  EXPECT_EQ(why(128, 32, 2), "");
+  EXPECT_EQ(why(128, 64, 4), "head dim 128 takes BLOCK_N 32: 64-key tiles spill");
+  EXPECT_EQ(why(64, 64, 1), "a thread would stage 8 16-byte chunks of k and of v, more than 4 "
+                            "(more WAVES or a smaller BLOCK_N)");
+  EXPECT_NE(why(128, 32, 1), "");
+  EXPECT_NE(why(128, 64, 2), "");
+}
+
+// Every combination of the tunables the rule lets a tuner try (BLOCK_N, WAVES), in bfloat16
+// under CAUSAL (the most registers of the wrapper's variants): no scratch, no spills, 64-lane
+// waves, at most the 512 VGPRs and AGPRs a lane may have.
+TEST(FlashAttentionMfmaTunables, NoneThatFitsSpills) {
+  const Template &tmpl = templates::find("flash_attention_mfma");
+  for (const char *name : {"gfx942", "gfx950"})
+    for (int head_dim : {64, 128})
+      for (int block_n : {32, 64})
+        for (int waves : {1, 2, 4}) {
+          const detail::ChosenVariant variant{&tmpl,
+                                              {{"T", "bfloat16"},
+                                               {"HEAD_DIM", head_dim},
+                                               {"CAUSAL", 1},
+                                               {"BLOCK_N", block_n},
+                                               {"WAVES", waves}}};
+          if (!tmpl.tuning().fits(tmpl.bind(variant.params), name).empty())
+            continue;
+          SCOPED_TRACE(std::string(name) + ", head dim " + std::to_string(head_dim) + ", BLOCK_N " +
+                       std::to_string(block_n) + ", WAVES " + std::to_string(waves));
+          std::string skip;
+          const auto kernel =
+              amd_code_object::compile_and_read(variant, jit::Target::parse(name), skip);
+          if (!skip.empty())
+            GTEST_SKIP() << skip;
+          ASSERT_TRUE(kernel.has_value());
+          amd_code_object::expect_no_spills_on_wave64(*kernel, 512);
+          std::printf("[ figures  ] %s flash_attention_mfma<bfloat16, %d, 1, %d, %d>: VGPRs %u, "
+                      "AGPRs %u, LDS %llu bytes\n",
+                      name, head_dim, block_n, waves, kernel->resources.registers,
+                      kernel->resources.agprs.value_or(0),
+                      static_cast<unsigned long long>(kernel->resources.shared_bytes));
+        }
+}
+
 // Every AMD target gets flash_attention_mfma, whose template names the two it builds for before
 // compiling anything for another (issue 27 item 4).
 TEST(FlashAttentionMfmaVariant, EveryAmdTargetGetsTheMfmaTemplate) {
