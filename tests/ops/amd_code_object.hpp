@@ -141,6 +141,11 @@ inline std::optional<CompiledKernel> compile_and_read(const detail::ChosenVarian
   return CompiledKernel{*found, parse(text)};
 }
 
+// Bytes of LDS a compute unit of `target` holds: 64 KiB on gfx942, 160 KiB on gfx950.
+inline std::uint64_t lds_per_compute_unit(const jit::Target &target) {
+  return target.arch() == "gfx950" ? 160 * 1024 : 64 * 1024;
+}
+
 // No scratch and no spills, 64-lane wavefronts, VGPRs (aligned to 4) plus AGPRs within
 // `registers` (256: two waves per SIMD, counting both whether or not .vgpr_count already includes
 // the AGPRs), and metadata counts that cover every register the code names.

@@ -74,8 +74,7 @@ TEST_P(FlashAttentionMfmaCodeObject, HasOneTilesMfmasExp2NoSpillsTwoWavesPerSimd
   const amd_code_object::Disassembly &code = kernel->code;
   EXPECT_EQ(static_cast<std::int64_t>(resources.shared_bytes),
             variant.tmpl->tuning().shared_bytes(variant.tmpl->bind(variant.params)));
-  const std::uint64_t lds_per_compute_unit = c.target == "gfx950" ? 160 * 1024 : 64 * 1024;
-  EXPECT_LE(2 * resources.shared_bytes, lds_per_compute_unit);
+  EXPECT_LE(2 * resources.shared_bytes, amd_code_object::lds_per_compute_unit(target));
 
   const int block_n = variant.integer("BLOCK_N"), waves = variant.integer("WAVES");
   const int k_per_mfma = c.target == "gfx950" ? 16 : 8;
@@ -186,6 +185,11 @@ TEST(FlashAttentionMfmaVariant, EveryAmdTargetGetsTheMfmaTemplate) {
       EXPECT_EQ(variant.integer("CAUSAL"), causal ? 1 : 0);
       EXPECT_EQ(variant.integer("BLOCK_N"), 32);
       EXPECT_EQ(variant.integer("WAVES"), 4);
+      // The launch: 32 rows a wave, 64 lanes a wave.
+      const detail::MfmaAttentionGeometry geometry = detail::flash_attention_mfma_geometry(variant);
+      EXPECT_EQ(geometry.block_m, 128);
+      EXPECT_EQ(geometry.block_n, 32);
+      EXPECT_EQ(geometry.threads, 256);
     }
   const Case c{"gfx942", "bfloat16", 64, false};
   EXPECT_EQ(detail::flash_attention_variant<BFloat16>(jit::Target::parse("gfx942"), shape_of(c))

@@ -50,8 +50,7 @@ TEST_P(GemmMfmaCodeObject, HasTheExpectedMfmasNoSpillsTwoWavesPerSimdAndWideLoad
   amd_code_object::expect_no_spills_on_wave64(*kernel, 256);
   const jit::KernelResources &resources = kernel->resources;
   const amd_code_object::Disassembly &code = kernel->code;
-  const std::uint64_t lds_per_compute_unit = c.target == "gfx950" ? 160 * 1024 : 64 * 1024;
-  EXPECT_LE(2 * resources.shared_bytes, lds_per_compute_unit);
+  EXPECT_LE(2 * resources.shared_bytes, amd_code_object::lds_per_compute_unit(target));
 
   const int block_m = variant.integer("BLOCK_M"), block_n = variant.integer("BLOCK_N");
   const int block_k = variant.integer("BLOCK_K"), waves_m = variant.integer("WAVES_M");
