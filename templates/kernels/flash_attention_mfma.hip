@@ -201,10 +201,11 @@ __global__ void __launch_bounds__(64 * WAVES, 2)
       }
       row_sum = row_sum * alpha + total;
 #pragma unroll
-      for (int d = 0; d < O_TILES; ++d)
+      for (int d = 0; d < O_TILES; ++d) {
         o[d] *= alpha;
+      }
 
-        // O^T += V^T P^T, step c taking the scores' registers c * K_LANE .. + K_LANE - 1.
+      // O^T += V^T P^T, step c taking the scores' registers c * K_LANE .. + K_LANE - 1.
 #pragma unroll
       for (int c = 0; c < BLOCK_N / K_PER_MFMA; ++c) {
         const Operand probabilities = rounded<T>(scores + c * K_LANE);
