@@ -1,5 +1,6 @@
 #include "kjit/ops/flash_attention.hpp"
 
+#include "flash_attention_mfma.hpp"
 #include "flash_attention_variant.hpp"
 #include "kjit/runtime/tensor_map.hpp"
 #include "kjit/templates/attention.hpp"
@@ -64,6 +65,10 @@ AttentionPlan make_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   if (variant.tmpl->name() == "flash_attention_mma") // four warps of 16 rows, static shared
     return {&kernel, false, 64, variant.integer("BLOCK_N"), 128, 0, 0};
+  if (variant.tmpl->name() == "flash_attention_mfma") { // pointers too, static LDS
+    const detail::MfmaAttentionGeometry geometry = detail::flash_attention_mfma_geometry(variant);
+    return {&kernel, false, geometry.block_m, geometry.block_n, geometry.threads, 0, 0};
+  }
   const int consumers = variant.integer("CONSUMERS"), block_n = variant.integer("BLOCK_N");
   const auto shared_bytes = static_cast<unsigned>(templates::flash_attention_shared_bytes(
       variant.integer("HEAD_DIM"), consumers, block_n, variant.integer("STAGES")));
@@ -168,6 +173,8 @@ namespace detail {
 
 template <Element T>
 ChosenVariant flash_attention_variant(const jit::Target &target, const AttentionShape &shape) {
+  if (target.vendor() == Vendor::amd) // MFMA; its template refuses targets but gfx942 and gfx950
+    return flash_attention_mfma_variant<T>(shape);
   if (target.id() != "sm_90a") { // mma.sync; its template refuses targets before sm_80
     static const Template &tmpl = templates::find("flash_attention_mma");
     return {&tmpl,

@@ -7,14 +7,15 @@
 namespace kjit::ops::detail {
 
 // The heuristic's variant for the call's type, head dim, mask and (under a mask) longest
-// sequence on `target`: flash_attention on sm_90a, flash_attention_mma elsewhere (which refuses
-// targets before sm_80 and AMD's).
+// sequence on `target`: flash_attention on sm_90a, flash_attention_mfma on AMD (which refuses
+// targets other than gfx942 and gfx950), flash_attention_mma elsewhere (which refuses targets
+// before sm_80).
 template <Element T>
 ChosenVariant flash_attention_variant(const jit::Target &target, const AttentionShape &shape);
 
-// Launches `variant` (of flash_attention or flash_attention_mma) as flash_attention() would,
-// after the same checks. Throws Error(bad_argument) where the variant's HEAD_DIM or CAUSAL is not
-// the shape's.
+// Launches `variant` (of flash_attention, flash_attention_mma or flash_attention_mfma) as
+// flash_attention() would, after the same checks. Throws Error(bad_argument) where the variant's
+// HEAD_DIM or CAUSAL is not the shape's.
 template <Element T>
 void launch_flash_attention(Runtime &rt, const ChosenVariant &variant, T *out, const T *q,
                             const T *k, const T *v, const int *cu_seqlens_q,

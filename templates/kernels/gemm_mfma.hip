@@ -10,64 +10,14 @@
 // and K need not be multiples of the tiles. Global reads are 16 bytes wide where the matrices'
 // rows allow it (kjit/gemm_staging.h), and the next step's are issued before this step's MFMAs.
 //
-// Operand and result layouts, per LLVM's AMDGPU builtins and AMD's matrix instruction
-// calculator, for lane l of the wave and K_LANE = K / 2 (4 on gfx942, 8 on gfx950):
-// - A: lane l holds A(row l % 32, k = (l / 32) * K_LANE + e) for e < K_LANE;
-// - B: lane l holds B(k = (l / 32) * K_LANE + e, column l % 32);
-// - C: lane l's register r holds C(row 8 * (r / 4) + 4 * (l / 32) + r % 4, column l % 32).
-// With B staged as [n][k], both operands are K_LANE consecutive elements of an LDS row: one
-// 8-byte (gfx942) or 16-byte (gfx950) LDS read each.
+// The operand and result layouts are kjit/mfma.h's. With B staged as [n][k], both operands are
+// K_LANE consecutive elements of an LDS row: one 8-byte (gfx942) or 16-byte (gfx950) LDS read
+// each.
 #if !KJIT_HIP || !(defined(__gfx942__) || defined(__gfx950__))
 #error "kjit gemm_mfma: MFMA with these shapes is gfx942's and gfx950's; elsewhere use gemm"
 #else
 #include "kjit/gemm_staging.h"
-
-namespace kjit_gemm_mfma {
-
-typedef float Accumulator __attribute__((vector_size(16 * sizeof(float))));
-
-#if defined(__gfx950__)
-constexpr int K_PER_MFMA = 16;
-#else
-constexpr int K_PER_MFMA = 8;
-#endif
-constexpr int K_LANE = K_PER_MFMA / 2;
-
-// One 32 x 32 x K_PER_MFMA product on the wave: c + a @ b.
-template <typename T> struct Mfma;
-template <> struct Mfma<half> {
-  typedef _Float16 Operand __attribute__((vector_size(K_LANE * 2)));
-  __device__ static Accumulator run(Operand a, Operand b, Accumulator c) {
-#if defined(__gfx950__)
-    return __builtin_amdgcn_mfma_f32_32x32x16_f16(a, b, c, 0, 0, 0);
-#else
-    return __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
-#endif
-  }
-};
-template <> struct Mfma<bfloat16> {
-#if defined(__gfx950__)
-  typedef __bf16 Operand __attribute__((vector_size(K_LANE * 2)));
-  __device__ static Accumulator run(Operand a, Operand b, Accumulator c) {
-    return __builtin_amdgcn_mfma_f32_32x32x16_bf16(a, b, c, 0, 0, 0);
-  }
-#else
-  // gfx942's bf16 MFMA takes the raw 16-bit patterns.
-  typedef short Operand __attribute__((vector_size(K_LANE * 2)));
-  __device__ static Accumulator run(Operand a, Operand b, Accumulator c) {
-    return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, c, 0, 0, 0);
-  }
-#endif
-};
-
-// A lane's operand: K_LANE consecutive elements of an LDS row, aligned to their size.
-template <typename T> __device__ inline typename Mfma<T>::Operand operand(const T *at) {
-  typename Mfma<T>::Operand value;
-  __builtin_memcpy(&value, __builtin_assume_aligned(at, sizeof value), sizeof value);
-  return value;
-}
-
-} // namespace kjit_gemm_mfma
+#include "kjit/mfma.h"
 
 // Two blocks per compute unit (two waves per SIMD for 4-wave blocks: at most 256 VGPRs and AGPRs
 // a lane): one block's MFMAs overlap the other's staging.
@@ -75,9 +25,9 @@ template <typename T, int BLOCK_M, int BLOCK_N, int BLOCK_K, int WAVES_M, int WA
 __global__ void __launch_bounds__(64 * WAVES_M * WAVES_N, 2)
     gemm_mfma(T *KJIT_RESTRICT c, const T *KJIT_RESTRICT a, const T *KJIT_RESTRICT b, int m, int n,
               int k) {
-  using kjit_gemm_mfma::K_LANE;
-  using kjit_gemm_mfma::K_PER_MFMA;
-  using Mfma = kjit_gemm_mfma::Mfma<T>;
+  using kjit_mfma::K_LANE;
+  using kjit_mfma::K_PER_MFMA;
+  using Mfma = kjit_mfma::Mfma<T>;
   static_assert(KJIT_WARP_SIZE == 64, "MFMA runs on 64-lane wavefronts");
   constexpr int THREADS = 64 * WAVES_M * WAVES_N;
   constexpr int WAVE_M = BLOCK_M / WAVES_M, WAVE_N = BLOCK_N / WAVES_N;
@@ -95,7 +45,7 @@ __global__ void __launch_bounds__(64 * WAVES_M * WAVES_N, 2)
   // Whole 16-byte chunks of a row are aligned when the matrix is and its rows are 8k elements.
   const bool a_vectors = kjit_gemm::aligned16(a) && k % 8 == 0;
   const bool b_vectors = kjit_gemm::aligned16(b) && n % 8 == 0;
-  kjit_gemm_mfma::Accumulator acc[TILES_M][TILES_N] = {};
+  kjit_mfma::Accumulator acc[TILES_M][TILES_N] = {};
 
   kjit_gemm::TileShare<BLOCK_M, BLOCK_K, THREADS, T> a_share;
   kjit_gemm::TileShare<BLOCK_K, BLOCK_N, THREADS, T> b_share;
@@ -123,11 +73,11 @@ __global__ void __launch_bounds__(64 * WAVES_M * WAVES_N, 2)
 #pragma unroll
       for (int i = 0; i < TILES_M; ++i)
         a_frag[i] =
-            kjit_gemm_mfma::operand(a_tile + (wave_row + i * 32 + fragment_row) * LD + fragment_k);
+            kjit_mfma::operand(a_tile + (wave_row + i * 32 + fragment_row) * LD + fragment_k);
 #pragma unroll
       for (int j = 0; j < TILES_N; ++j)
         b_frag[j] =
-            kjit_gemm_mfma::operand(b_tile + (wave_col + j * 32 + fragment_row) * LD + fragment_k);
+            kjit_mfma::operand(b_tile + (wave_col + j * 32 + fragment_row) * LD + fragment_k);
 #pragma unroll
       for (int i = 0; i < TILES_M; ++i)
 #pragma unroll

@@ -18,23 +18,23 @@
 // are staged as [n][k], as they lie (K-major), and read as the MFMA's B operand (B(k, col) =
 // W(col, k)); the gate and up halves are read as matrices of n rows each, so rows past n are
 // zeros, not the next half's. M is whole blocks; N and K need not be multiples of the tiles.
-//
-// gemm_mfma.hip comes before this file in the template's source (templates/src/library.cpp): its
-// MFMA wrappers (kjit_gemm_mfma: Mfma, operand, K_PER_MFMA, K_LANE) and its operand and result
-// layouts are the ones used here.
+// The MFMA wrappers and their operand and result layouts are kjit/mfma.h's (as gemm_mfma's), the
+// tile staging kjit/gemm_staging.h's.
 #if !KJIT_HIP || !(defined(__gfx942__) || defined(__gfx950__))
 #error                                                                                             \
     "kjit moe_gemm_mfma: MFMA with these shapes is gfx942's and gfx950's; elsewhere use moe_gemm_wgmma"
 #else
+#include "kjit/gemm_staging.h"
+#include "kjit/mfma.h"
 
 template <typename T, int BLOCK_N, int GATED>
 __global__ void __launch_bounds__(256, 2)
     moe_gemm_mfma(T *KJIT_RESTRICT c, const T *KJIT_RESTRICT a, const T *KJIT_RESTRICT w,
                   const int *KJIT_RESTRICT block_experts, const int *KJIT_RESTRICT totals, int n,
                   int k) {
-  using kjit_gemm_mfma::K_LANE;
-  using kjit_gemm_mfma::K_PER_MFMA;
-  using Mfma = kjit_gemm_mfma::Mfma<T>;
+  using kjit_mfma::K_LANE;
+  using kjit_mfma::K_PER_MFMA;
+  using Mfma = kjit_mfma::Mfma<T>;
   static_assert(KJIT_WARP_SIZE == 64, "MFMA runs on 64-lane wavefronts");
   constexpr int BLOCK_M = 128, BLOCK_K = 32, THREADS = 256;
   constexpr int WAVE_M = BLOCK_M / 2, WAVE_N = BLOCK_N / 2;
@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(256, 2)
   const int rows = block_row + BLOCK_M; // every row of this block exists
   const bool a_vectors = kjit_gemm::aligned16(a) && k % 8 == 0;
   const bool w_vectors = kjit_gemm::aligned16(w) && k % 8 == 0;
-  kjit_gemm_mfma::Accumulator acc[HALVES][TILES_M][TILES_N] = {};
+  kjit_mfma::Accumulator acc[HALVES][TILES_M][TILES_N] = {};
 
   kjit_gemm::TileShare<BLOCK_M, BLOCK_K, THREADS, T> a_share;
   kjit_gemm::TileShare<BLOCK_N, BLOCK_K, THREADS, T> w_share[HALVES];
@@ -86,12 +86,12 @@ __global__ void __launch_bounds__(256, 2)
 #pragma unroll
       for (int i = 0; i < TILES_M; ++i)
         a_frag[i] =
-            kjit_gemm_mfma::operand(a_tile + (wave_row + i * 32 + fragment_row) * LD + fragment_k);
+            kjit_mfma::operand(a_tile + (wave_row + i * 32 + fragment_row) * LD + fragment_k);
 #pragma unroll
       for (int h = 0; h < HALVES; ++h)
 #pragma unroll
         for (int j = 0; j < TILES_N; ++j)
-          b_frag[h][j] = kjit_gemm_mfma::operand(
+          b_frag[h][j] = kjit_mfma::operand(
               b_tile + (h * BLOCK_N + wave_col + j * 32 + fragment_row) * LD + fragment_k);
 #pragma unroll
       for (int h = 0; h < HALVES; ++h)

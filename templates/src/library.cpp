@@ -22,6 +22,7 @@ extern const std::string_view gemm_mma_hip;
 extern const std::string_view gemm_wgmma_hip;
 extern const std::string_view gemm_mfma_hip;
 extern const std::string_view gemm_staging_h;
+extern const std::string_view mfma_h;
 extern const std::string_view moe_routing_hip;
 extern const std::string_view moe_wgmma_hip;
 extern const std::string_view moe_wgmma_fp8_hip;
@@ -29,6 +30,7 @@ extern const std::string_view hopper_fp8_h;
 extern const std::string_view flash_attention_hip;
 extern const std::string_view hopper_h;
 extern const std::string_view mma_sync_h;
+extern const std::string_view flash_attention_mfma_hip;
 extern const std::string_view attention_decode_hip;
 extern const std::string_view kv_cache_hip;
 extern const std::string_view gemm_fp8_hip;
@@ -186,8 +188,9 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   // AMD's matrix cores (MFMA, gfx942 and gfx950), with 64-lane wavefronts.
   all.emplace_back(
       "gemm_mfma", std::string(embedded::gemm_mfma_hip), tensor_core_params("WAVES", 2),
-      TemplateOptions{
-          .headers = {gemm_staging}, .arguments = gemm_arguments, .targets = {"gfx942", "gfx950"}});
+      TemplateOptions{.headers = {gemm_staging, {"kjit/mfma.h", std::string(embedded::mfma_h)}},
+                      .arguments = gemm_arguments,
+                      .targets = {"gfx942", "gfx950"}});
   // A @ W^T for a few rows of A (decode), on NVIDIA tensor cores (mma.sync, sm_80 and newer):
   // streams the weight W [N, K] once (gemm_mma.hip's second kernel).
   all.emplace_back(
@@ -423,6 +426,45 @@ void add_attention(std::vector<Template> &all) {
                       .targets = {"sm_80+"}});
 }
 
+// The same forward on AMD's matrix cores (MFMA, gfx942 and gfx950; flash_attention_mfma.hip):
+// WAVES wavefronts of 32 query rows a block, BLOCK_N keys per tile, k and v^T staged in LDS.
+void add_attention_mfma(std::vector<Template> &all) {
+  TuningRules rules;
+  rules.shared_bytes = [](const Instance &instance) -> std::int64_t {
+    const std::int64_t head_dim = integer_value(instance, "HEAD_DIM");
+    const std::int64_t block_n = integer_value(instance, "BLOCK_N");
+    return (block_n * (head_dim + 8) + head_dim * (block_n + 8)) * 2; // padded rows
+  };
+  rules.threads = [](const Instance &instance) { return 64 * integer_value(instance, "WAVES"); };
+  // A thread holds q, a tile's scores, O and the next tile's k and v (BLOCK_N x HEAD_DIM / 8 /
+  // threads 16-byte chunks of each) through the MFMAs: with more than 4 chunks of each, or 64-key
+  // tiles at head dim 128, the registers run out and hiprtc spills (BENCHMARKS.md).
+  rules.fits = [](const Instance &instance, std::string_view) -> std::string {
+    const std::int64_t head_dim = integer_value(instance, "HEAD_DIM");
+    const std::int64_t block_n = integer_value(instance, "BLOCK_N");
+    const std::int64_t chunks = block_n * head_dim / 8 / (64 * integer_value(instance, "WAVES"));
+    if (chunks > 4)
+      return "a thread would stage " + std::to_string(chunks) +
+             " 16-byte chunks of k and of v, more than 4 (more WAVES or a smaller BLOCK_N)";
+    if (head_dim == 128 && block_n == 64)
+      return "head dim 128 takes BLOCK_N 32: 64-key tiles spill";
+    return "";
+  };
+  all.emplace_back(
+      "flash_attention_mfma", std::string(embedded::flash_attention_mfma_hip),
+      std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                             {"HEAD_DIM", ParamSchema::one_of({64, 128}, 128)},
+                             {"CAUSAL", ParamSchema::one_of({0, 1}, 0)},
+                             {"BLOCK_N", ParamSchema::one_of({32, 64}, 32).tunable()},
+                             {"WAVES", ParamSchema::one_of({1, 2, 4}, 4).tunable()}},
+      TemplateOptions{.headers = {{"kjit/gemm_staging.h", std::string(embedded::gemm_staging_h)},
+                                  {"kjit/mfma.h", std::string(embedded::mfma_h)}},
+                      .arguments = {"T*", "const T*", "const T*", "const T*", "const int*",
+                                    "const int*", "int", "int", "int", "int", "float"},
+                      .tuning = rules,
+                      .targets = {"gfx942", "gfx950"}});
+}
+
 // Paged attention for decode, its split merge, and the KV-cache write (attention_decode.hip,
 // kv_cache.hip: their parameters are described there). Portable code (16-byte loads, shuffles,
 // shared memory; fp8 converted in integer arithmetic), so every target builds them.
@@ -549,13 +591,12 @@ void add_amd_fp8_and_moe(std::vector<Template> &all) {
                       .tuning = fp8_rules,
                       .targets = {"gfx942", "gfx950"}});
   all.emplace_back(
-      "moe_gemm_mfma",
-      std::string(embedded::gemm_mfma_hip) + "\n" + std::string(embedded::moe_mfma_hip),
+      "moe_gemm_mfma", std::string(embedded::moe_mfma_hip),
       std::vector<ParamDecl>{{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
                              {"BLOCK_N", ParamSchema::one_of({64, 128}, 64).tunable()},
                              {"GATED", ParamSchema::one_of({0, 1}, 1)}},
       TemplateOptions{
-          .headers = {gemm_staging},
+          .headers = {gemm_staging, {"kjit/mfma.h", std::string(embedded::mfma_h)}},
           .arguments = {"T*", "const T*", "const T*", "const int*", "const int*", "int", "int"},
           .targets = {"gfx942", "gfx950"}});
 }
@@ -578,6 +619,7 @@ std::vector<Template> make_builtin() {
   add_rotary_quant_gemm(all, element_types);
   add_moe(all, element_types);
   add_attention(all);
+  add_attention_mfma(all);
   add_attention_decode(all);
   add_fp8_gemm(all);
   add_amd_fp8_and_moe(all);

@@ -18,8 +18,7 @@
 #define __bf16 std::uint16_t
 #define EMULATED_SUITE EmulatedFp8MoeMfmaGfx942
 namespace {
-// The prelude and the emulated builtins come before the kernels (moe_mfma.hip after
-// gemm_mfma.hip, as its template's source has them), the tests after them.
+// The prelude and the emulated builtins come before the kernels, the tests after them.
 // clang-format off
 #include "templates/prelude/kjit/prelude.h"
 #include "tests/ops/emulated_buffer.hpp"

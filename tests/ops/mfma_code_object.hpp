@@ -139,16 +139,14 @@ inline Inspection inspect(const detail::ChosenVariant &variant, const jit::Targe
   return inspection;
 }
 
-// Passes when the kernel uses no scratch and spills nothing, runs 64-lane waves, fits two waves
-// per SIMD (VGPRs, aligned to 4, plus AGPRs at most 256 of the 512 a SIMD lane holds, counting both
-// whether or not .vgpr_count already includes the AGPRs), fits two blocks' LDS in a compute unit
-// (64 KiB on gfx942, 160 KiB on gfx950), and its metadata's register counts cover every register
-// the code names.
-inline ::testing::AssertionResult two_blocks_fit_without_spills(const Inspection &inspection,
-                                                                const jit::Target &target) {
+// Passes when the kernel uses no scratch and spills nothing, runs 64-lane waves, its VGPRs
+// (aligned to 4) plus AGPRs are at most `registers` (256: two waves per SIMD; 512: one), counting
+// both whether or not .vgpr_count already includes the AGPRs, and its metadata's register counts
+// cover every register the code names.
+inline ::testing::AssertionResult no_spills_on_wave64(const Inspection &inspection,
+                                                      std::uint32_t registers) {
   const jit::KernelResources &r = inspection.resources;
-  const std::uint32_t registers = (r.registers + 3) / 4 * 4 + r.agprs.value_or(0);
-  const std::uint64_t lds = target.arch() == "gfx950" ? 160 * 1024 : 64 * 1024;
+  const std::uint32_t used = (r.registers + 3) / 4 * 4 + r.agprs.value_or(0);
   std::string wrong;
   if (r.scratch_bytes != 0)
     wrong += " scratch " + std::to_string(r.scratch_bytes) + " bytes;";
@@ -156,17 +154,35 @@ inline ::testing::AssertionResult two_blocks_fit_without_spills(const Inspection
     wrong += r.spills ? " " + std::to_string(*r.spills) + " spills;" : " no spill count;";
   if (r.wavefront_size != std::optional<std::uint32_t>(64))
     wrong += " not 64-lane waves;";
-  if (registers > 256)
+  if (used > registers)
     wrong += " VGPRs " + std::to_string(r.registers) + " and AGPRs " +
-             std::to_string(r.agprs.value_or(0)) + " exceed two waves a SIMD;";
-  if (2 * r.shared_bytes > lds)
-    wrong += " LDS " + std::to_string(r.shared_bytes) + " bytes exceeds half a compute unit's;";
+             std::to_string(r.agprs.value_or(0)) + " exceed " + std::to_string(registers) + ";";
   if (inspection.code.vgprs > static_cast<int>(r.registers) ||
       inspection.code.agprs > static_cast<int>(r.agprs.value_or(0)))
     wrong += " the code names more registers than the metadata counts;";
   if (wrong.empty())
     return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << target.id() << ":" << wrong;
+  return ::testing::AssertionFailure() << wrong;
+}
+
+// Bytes of LDS a compute unit of `target` holds: 64 KiB on gfx942, 160 KiB on gfx950.
+inline std::uint64_t lds_per_compute_unit(const jit::Target &target) {
+  return target.arch() == "gfx950" ? 160 * 1024 : 64 * 1024;
+}
+
+// no_spills_on_wave64 with two waves per SIMD (256 registers), and two blocks' LDS fitting a
+// compute unit.
+inline ::testing::AssertionResult two_blocks_fit_without_spills(const Inspection &inspection,
+                                                                const jit::Target &target) {
+  ::testing::AssertionResult fits = no_spills_on_wave64(inspection, 256);
+  const std::uint64_t lds = inspection.resources.shared_bytes;
+  if (2 * lds > lds_per_compute_unit(target))
+    return ::testing::AssertionFailure()
+           << target.id() << ": LDS " << lds << " bytes exceeds half a compute unit's;"
+           << (fits ? "" : fits.message());
+  if (!fits)
+    return ::testing::AssertionFailure() << target.id() << ":" << fits.message();
+  return fits;
 }
 
 } // namespace kjit::ops::mfma_code_object

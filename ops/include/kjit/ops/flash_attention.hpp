@@ -37,6 +37,7 @@ struct AttentionShape {
   float scale; // the scores' factor, usually 1 / sqrt(head_dim)
 };
 
+// On gfx942 and gfx950 (MI300, MI350): the flash_attention_mfma template (MFMA), as below.
 // On sm_90a (H100, H200) for Half and BFloat16, head_dim 64 or 128: the flash_attention template
 // (wgmma, TMA, producer and consumer warpgroups); on other NVIDIA sm_80 and newer
 // flash_attention_mma (mma.sync). Whatever cu_seqlens hold, the kernels read and write only
@@ -45,7 +46,7 @@ struct AttentionShape {
 // still meet zero probabilities, so a NaN or infinity in a neighbouring sequence's v reaches the
 // output, as in FlashAttention. Throws Error(bad_argument), one line, for a null pointer, a size
 // out of range, q_heads not a multiple of kv_heads, a head dim other than 64 and 128, a scale
-// that is not positive and finite, or an array that is not 16-byte aligned; on AMD and NVIDIA
+// that is not positive and finite, or an array that is not 16-byte aligned; on other AMD, NVIDIA
 // before sm_80, Error(unsupported_target) naming the targets that work; what Runtime::kernel
 // throws.
 template <Element T>

@@ -1,0 +1,117 @@
+// The body of the emulated MFMA attention tests (emulated_flash_attention_mfma_gfx942_test.cpp,
+// emulated_flash_attention_mfma_gfx950_test.cpp): flash_attention_mfma.hip runs on the CPU
+// (tests/ops/kernel_emulation.hpp, with the MFMA builtins of tests/ops/emulated_mfma.hpp) for the
+// target the including file names, in the variants kjit::ops::flash_attention launches there, on
+// ragged batches with GQA, causal and not, compared with the double-precision reference into a
+// poisoned output. Included after the kernel, inside the file's anonymous namespace;
+// EMULATED_SUITE names the test suite.
+//
+// What this does not prove: that the hardware's MFMA layouts are the documented ones, the
+// hardware's rounding inside an MFMA (emulated: one MFMA's products summed in double), LDS bank
+// conflicts, timing, and what the compiler does with the source on the device
+// (tests/ops/flash_attention_mfma_test.cpp reads the code objects instead).
+
+using ::kjit::ops::AttentionShape;
+using ::kjit::ops::BFloat16;
+using ::kjit::ops::Element;
+using ::kjit::ops::Half;
+
+// The tiles the wrapper picks for HEAD_DIM: four waves of 32 rows; 64 keys a tile at head dim 64,
+// 32 at 128 (checked against flash_attention_mfma_variant below).
+template <int HEAD_DIM> constexpr int wrapper_block_n = HEAD_DIM == 64 ? 64 : 32;
+constexpr int wrapper_waves = 4;
+
+// Sequences of q_lengths rows attending to k_lengths keys, q_heads over kv_heads, through tiles
+// of BLOCK_N keys and WAVES waves (by default the wrapper's). Each output is checked against
+// epsilon<T>() absolute, twice the bound of rounding the probabilities to T before P V (values lie
+// in [-1, 1] and the weights sum to 1), and epsilon<T>() relative, twice the output's rounding to
+// T; the float scores, sums and exp2 (modelled 1 ulp off) add far less. The guard band past out
+// stays poison.
+template <Element T, int HEAD_DIM, int CAUSAL, int BLOCK_N = wrapper_block_n<HEAD_DIM>,
+          int WAVES = wrapper_waves>
+void check_attention(const std::vector<int> &q_lengths, const std::vector<int> &k_lengths,
+                     int q_heads, int kv_heads) {
+  using K = typename KernelType<T>::type;
+  std::vector<int> cu_q = {0}, cu_k = {0};
+  for (std::size_t b = 0; b < q_lengths.size(); ++b) {
+    cu_q.push_back(cu_q.back() + q_lengths[b]);
+    cu_k.push_back(cu_k.back() + k_lengths[b]);
+  }
+  const AttentionShape shape{.batch = static_cast<int>(q_lengths.size()),
+                             .total_q = cu_q.back(),
+                             .total_k = cu_k.back(),
+                             .max_seqlen_q = *std::max_element(q_lengths.begin(), q_lengths.end()),
+                             .q_heads = q_heads,
+                             .kv_heads = kv_heads,
+                             .head_dim = HEAD_DIM,
+                             .causal = CAUSAL != 0,
+                             .scale = 0.5f};
+  SCOPED_TRACE(std::string(::kjit::ops::element_name<T>()) + ", head dim " +
+               std::to_string(HEAD_DIM) + (CAUSAL ? ", causal" : "") + ", heads " +
+               std::to_string(q_heads) + " / " + std::to_string(kv_heads) + ", BLOCK_N " +
+               std::to_string(BLOCK_N) + ", WAVES " + std::to_string(WAVES));
+
+  std::mt19937 rng(static_cast<unsigned>(HEAD_DIM * 3 + CAUSAL + q_heads));
+  const auto q_values = ::kjit::ops::gpu_testing::random_elements<T>(
+      std::size_t(shape.total_q) * q_heads * HEAD_DIM, rng, -1, 1);
+  const auto k_values = ::kjit::ops::gpu_testing::random_elements<T>(
+      std::size_t(shape.total_k) * kv_heads * HEAD_DIM, rng, -1, 1);
+  const auto v_values = ::kjit::ops::gpu_testing::random_elements<T>(k_values.size(), rng, -1, 1);
+  Buffer<T> q(q_values), k(k_values), v(v_values);
+  Buffer<T> out = Buffer<T>::poisoned(q_values.size());
+  const float scale_log2 = shape.scale * 1.4426950408889634f;
+  const unsigned row_tiles = unsigned((shape.max_seqlen_q + 32 * WAVES - 1) / (32 * WAVES));
+  mfma_emulation::prepare(64 * WAVES);
+  ::kjit::emulation::launch(
+      {row_tiles, unsigned(q_heads), unsigned(shape.batch)}, {64 * WAVES}, [&] {
+        flash_attention_mfma<K, HEAD_DIM, CAUSAL, BLOCK_N, WAVES>(
+            out.data(), q.data(), k.data(), v.data(), cu_q.data(), cu_k.data(), shape.total_q,
+            shape.total_k, q_heads, q_heads / kv_heads, scale_log2);
+      });
+  const std::vector<double> expected =
+      ::kjit::ops::reference::flash_attention<T>(q_values, k_values, v_values, cu_q, cu_k, shape);
+  const double eps = ::kjit::ops::epsilon<T>();
+  EXPECT_TRUE(::kjit::ops::gpu_testing::all_close(out.values(expected.size()), expected, eps, eps));
+  EXPECT_TRUE(out.guard_intact(expected.size()));
+}
+
+// Lengths 1 and 3 and past a tile of rows (130) and of keys; a sequence with more rows than keys
+// (under CAUSAL its first rows see none) and one with no keys at all.
+const std::vector<int> q_lengths = {1, 37, 130, 3}, k_lengths = {5, 20, 150, 0};
+
+// The emulated tiles are the ones the wrapper launches.
+TEST(EMULATED_SUITE, TheWrapperPicksTheEmulatedTiles) {
+  for (const int head_dim : {64, 128})
+    for (const bool causal : {false, true}) {
+      const AttentionShape shape{.batch = 1,
+                                 .total_q = 1,
+                                 .total_k = 1,
+                                 .max_seqlen_q = 1,
+                                 .q_heads = 1,
+                                 .kv_heads = 1,
+                                 .head_dim = head_dim,
+                                 .causal = causal,
+                                 .scale = 0.125f};
+      const auto variant = ::kjit::ops::detail::flash_attention_mfma_variant<BFloat16>(shape);
+      EXPECT_EQ(variant.integer("BLOCK_N"),
+                head_dim == 64 ? wrapper_block_n<64> : wrapper_block_n<128>);
+      EXPECT_EQ(variant.integer("WAVES"), wrapper_waves);
+    }
+}
+
+// Four q heads: over one KV head (GQA 4) without a mask, over `causal_kv_heads` with one.
+template <Element T, int HEAD_DIM> void check_both_masks(int causal_kv_heads) {
+  check_attention<T, HEAD_DIM, 0>(q_lengths, k_lengths, 4, 1);
+  check_attention<T, HEAD_DIM, 1>(q_lengths, k_lengths, 4, causal_kv_heads);
+}
+
+TEST(EMULATED_SUITE, HalfHeadDim64MatchesTheReference) { check_both_masks<Half, 64>(1); }
+TEST(EMULATED_SUITE, HalfHeadDim128MatchesTheReference) { check_both_masks<Half, 128>(4); }
+TEST(EMULATED_SUITE, BFloat16HeadDim64MatchesTheReference) { check_both_masks<BFloat16, 64>(2); }
+TEST(EMULATED_SUITE, BFloat16HeadDim128MatchesTheReference) { check_both_masks<BFloat16, 128>(1); }
+
+// Tiles the tuning rule lets a tuner pick instead: one and two waves, 32-key tiles at head dim 64.
+TEST(EMULATED_SUITE, TheOtherTilesMatchTheReference) {
+  check_attention<Half, 64, 1, 32, 1>(q_lengths, k_lengths, 2, 1);
+  check_attention<BFloat16, 128, 1, 32, 2>(q_lengths, k_lengths, 2, 2);
+}
