@@ -558,11 +558,11 @@ TEST(TemplateTargets, EveryTargetSpecificTemplateRefusesOtherTargetsBeforeAnyCom
     }
     EXPECT_GT(refused, 0) << tmpl.name();
   }
-  EXPECT_EQ(specific, (std::vector<std::string>{"dynamic_per_token_quant_fp8", "flash_attention",
-                                                "flash_attention_mfma", "flash_attention_mma",
-                                                "gemm_fp8", "gemm_mfma", "gemm_mma", "gemm_wgmma",
-                                                "linear_skinny", "linear_splitk", "moe_gemm_fp8",
-                                                "moe_gemm_wgmma", "moe_quantize_fp8"}));
+  EXPECT_EQ(specific, (std::vector<std::string>{
+                          "dynamic_per_token_quant_fp8", "flash_attention", "flash_attention_mfma",
+                          "flash_attention_mma", "gemm_fp8", "gemm_fp8_mfma", "gemm_mfma",
+                          "gemm_mma", "gemm_wgmma", "linear_skinny", "linear_splitk",
+                          "moe_gemm_fp8", "moe_gemm_mfma", "moe_gemm_wgmma", "moe_quantize_fp8"}));
   EXPECT_EQ(asked, 0);
 }
 
