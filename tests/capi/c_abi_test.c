@@ -296,6 +296,47 @@ int main(int argc, char **argv) {
   CHECK(kjit_op_launch_packed(op, packed_cache) == KJIT_BAD_ARGUMENT);
   CHECK(strstr(kjit_last_error(), "key_stride 100 and value_stride 8589934592") != NULL);
 
+  /* The FP8 mixture of experts and the GEMMs' fp8 encoding (since 1.4): the arguments reach the
+   * C++ checks in their places (each scale tensor named by its own shape), before a GPU is needed.
+   * hidden = inter = 128: w13_scales [4, 2, 1], w2_scales [4, 1, 1]. */
+  size_t fp8_bytes = 0;
+  CHECK(kjit_fused_moe_fp8_workspace_bytes(KJIT_BFLOAT16, 3, 2, 4, 128, 128, &fp8_bytes) ==
+            KJIT_OK &&
+        fp8_bytes > 0);
+  CHECK(kjit_fused_moe_workspace_bytes(KJIT_BFLOAT16, 3, 2, 4, 128, 128, &bytes) == KJIT_OK &&
+        bytes != fp8_bytes); /* the FP8 layer keeps e4m3 activations and their scales */
+  refused = 1;
+  CHECK(kjit_fused_moe_fp8_workspace_bytes(KJIT_FLOAT32, 3, 2, 4, 128, 128, &refused) ==
+            KJIT_BAD_ARGUMENT &&
+        refused == 0);
+  const uint8_t *w13 = memory + 2048, *w2 = memory + 2560;
+  CHECK(kjit_fused_moe_fp8(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, w13, scales, 4, 2, 1, w2,
+                           scales, 4, 1, 1, 4, 192, 128, workspace, fp8_bytes,
+                           NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "hidden is 192, must be a positive multiple of 128") != NULL);
+  CHECK(kjit_fused_moe_fp8(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, w13, scales, 3, 2, 1, w2,
+                           scales, 4, 1, 1, 4, 128, 128, workspace, fp8_bytes,
+                           NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "w13_scales is [3, 2, 1], must be [4, 2, 1]") != NULL);
+  CHECK(kjit_fused_moe_fp8(rt, KJIT_FLOAT16, out, x, weights, ids, 3, 2, w13, scales, 4, 2, 1, w2,
+                           scales, 4, 1, 2, 4, 128, 128, workspace, fp8_bytes,
+                           NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "w2_scales is [4, 1, 2], must be [4, 1, 1]") != NULL);
+  CHECK(kjit_fused_moe_fp8(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, w13, scales, 4, 2, 1, w2,
+                           scales, 4, 1, 1, 4, 128, 128, workspace, fp8_bytes - 1,
+                           NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "the workspace holds") != NULL);
+  CHECK(kjit_fused_moe_fp8(rt, KJIT_FLOAT32, out, x, weights, ids, 3, 2, w13, scales, 4, 2, 1, w2,
+                           scales, 4, 1, 1, 4, 128, 128, workspace, fp8_bytes,
+                           NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "fused_moe computes in float16 and bfloat16") != NULL);
+  CHECK(kjit_op_get(rt, "fused_moe_fp8", &op) == KJIT_OK && op != NULL);
+  int encoding = 7;
+  status = kjit_gemm_fp8_encoding(rt, &encoding);
+  CHECK((status == KJIT_OK && (encoding == KJIT_FP8_E4M3FN || encoding == KJIT_FP8_E4M3FNUZ)) ||
+        (status == KJIT_NO_DEVICE && encoding == -1));
+  CHECK(kjit_gemm_fp8_encoding(rt, NULL) == KJIT_BAD_ARGUMENT);
+
   /* The cache, tuning and prebuilding: the `kjit` command's --json documents, made in this
    * process (the tiers under KJIT_CACHE_DIR, which ctest sets apart for each target). */
   char *json = NULL;
