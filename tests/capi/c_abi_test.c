@@ -23,6 +23,20 @@ static const char *source = "template <typename T, int N> __global__ void scale(
                             "  if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);\n"
                             "}\n";
 
+/* kjit_fused_moe_fp8 on 3 tokens of top 2 over 4 experts, inter 128, with what the checks vary:
+ * w13_scales [w13_scales_experts, 2, 1], w2_scales [4, 1, w2_scales_columns], hidden and the
+ * workspace's size. The tensors lie in `memory` (4096 bytes, 256-byte aligned), never read: every
+ * call is refused before the device. */
+static int fp8_layer(kjit_runtime *rt, unsigned char *memory, int dtype, int w13_scales_experts,
+                     int w2_scales_columns, int hidden, size_t workspace_bytes) {
+  static const float weights[6], scales[8];
+  static const int ids[6];
+  return kjit_fused_moe_fp8(rt, dtype, memory, memory + 1024, weights, ids, 3, 2, memory + 2048,
+                            scales, w13_scales_experts, 2, 1, memory + 2560, scales, 4, 1,
+                            w2_scales_columns, 4, hidden, 128, memory + 3072, workspace_bytes,
+                            NULL);
+}
+
 int main(int argc, char **argv) {
   const char *target = argc > 1 ? argv[1] : "gfx90a";
   CHECK(kjit_abi_version() == KJIT_C_ABI_VERSION);
@@ -309,26 +323,15 @@ int main(int argc, char **argv) {
   CHECK(kjit_fused_moe_fp8_workspace_bytes(KJIT_FLOAT32, 3, 2, 4, 128, 128, &refused) ==
             KJIT_BAD_ARGUMENT &&
         refused == 0);
-  const uint8_t *w13 = memory + 2048, *w2 = memory + 2560;
-  CHECK(kjit_fused_moe_fp8(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, w13, scales, 4, 2, 1, w2,
-                           scales, 4, 1, 1, 4, 192, 128, workspace, fp8_bytes,
-                           NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(fp8_layer(rt, memory, KJIT_BFLOAT16, 4, 1, 192, fp8_bytes) == KJIT_BAD_ARGUMENT);
   CHECK(strstr(kjit_last_error(), "hidden is 192, must be a positive multiple of 128") != NULL);
-  CHECK(kjit_fused_moe_fp8(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, w13, scales, 3, 2, 1, w2,
-                           scales, 4, 1, 1, 4, 128, 128, workspace, fp8_bytes,
-                           NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(fp8_layer(rt, memory, KJIT_BFLOAT16, 3, 1, 128, fp8_bytes) == KJIT_BAD_ARGUMENT);
   CHECK(strstr(kjit_last_error(), "w13_scales is [3, 2, 1], must be [4, 2, 1]") != NULL);
-  CHECK(kjit_fused_moe_fp8(rt, KJIT_FLOAT16, out, x, weights, ids, 3, 2, w13, scales, 4, 2, 1, w2,
-                           scales, 4, 1, 2, 4, 128, 128, workspace, fp8_bytes,
-                           NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(fp8_layer(rt, memory, KJIT_FLOAT16, 4, 2, 128, fp8_bytes) == KJIT_BAD_ARGUMENT);
   CHECK(strstr(kjit_last_error(), "w2_scales is [4, 1, 2], must be [4, 1, 1]") != NULL);
-  CHECK(kjit_fused_moe_fp8(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, w13, scales, 4, 2, 1, w2,
-                           scales, 4, 1, 1, 4, 128, 128, workspace, fp8_bytes - 1,
-                           NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(fp8_layer(rt, memory, KJIT_BFLOAT16, 4, 1, 128, fp8_bytes - 1) == KJIT_BAD_ARGUMENT);
   CHECK(strstr(kjit_last_error(), "the workspace holds") != NULL);
-  CHECK(kjit_fused_moe_fp8(rt, KJIT_FLOAT32, out, x, weights, ids, 3, 2, w13, scales, 4, 2, 1, w2,
-                           scales, 4, 1, 1, 4, 128, 128, workspace, fp8_bytes,
-                           NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(fp8_layer(rt, memory, KJIT_FLOAT32, 4, 1, 128, fp8_bytes) == KJIT_BAD_ARGUMENT);
   CHECK(strstr(kjit_last_error(), "fused_moe computes in float16 and bfloat16") != NULL);
   CHECK(kjit_op_get(rt, "fused_moe_fp8", &op) == KJIT_OK && op != NULL);
   int encoding = 7;

@@ -667,26 +667,6 @@ def moe_fp8_inputs(tokens=16, experts=4, hidden=128, inter=256, top_k=2):
             w2_scales)
 
 
-def test_torch_compile_fullgraph_keeps_fused_moe_fp8():
-    require_capability((9, 0), "fused_moe_fp8 runs on sm_90a (H100, H200) only")
-    if FP8 is None:
-        pytest.skip(f"torch {torch.__version__} has no float8_e4m3fn")
-    torch._dynamo.reset()
-    seen = []
-
-    def recording(graph_module, example_inputs):
-        seen.extend(str(node.target) for node in graph_module.graph.nodes
-                    if node.op == "call_function")
-        return graph_module.forward
-    inputs = moe_fp8_inputs()
-    compiled = torch.compile(ops.fused_moe_fp8, fullgraph=True, backend=recording)(*inputs)
-    assert any("kjit.fused_moe_fp8" in target for target in seen), seen
-    assert torch.equal(compiled, ops.fused_moe_fp8(*inputs))
-    torch._dynamo.reset()
-    assert torch.equal(torch.compile(ops.fused_moe_fp8, fullgraph=True)(*inputs),
-                       ops.fused_moe_fp8(*inputs))
-
-
 def decode_step(key, value, k_cache, v_cache, slots, q, tables, lens):
     """A decode step's attention: the new token's K and V into the cache, then attention over it."""
     ops.reshape_and_cache(key, value, k_cache, v_cache, slots)
@@ -710,7 +690,8 @@ def decode_step_inputs(dtype=torch.bfloat16):
 
 def test_torch_compile_fullgraph_keeps_the_paged_and_fp8_operators():
     """Under torch.compile(fullgraph=True) the new operators stay torch.ops.kjit nodes of one
-    graph (no break), and the compiled step computes what the eager one does."""
+    graph (no break), and the compiled step computes what the eager one does (gemm_fp8 and
+    fused_moe_fp8 on sm_90a)."""
     torch._dynamo.reset()
     seen = []
 
@@ -739,6 +720,12 @@ def test_torch_compile_fullgraph_keeps_the_paged_and_fp8_operators():
             a, w.t(), scale_a, scale_b)
         assert any("kjit.gemm_fp8" in target for target in seen), seen
         assert torch.equal(compiled, ops.gemm_fp8(a, w.t(), scale_a, scale_b))
+        moe = moe_fp8_inputs()
+        torch._dynamo.reset()
+        seen.clear()
+        compiled = torch.compile(ops.fused_moe_fp8, fullgraph=True, backend=recording)(*moe)
+        assert any("kjit.fused_moe_fp8" in target for target in seen), seen
+        assert torch.equal(compiled, ops.fused_moe_fp8(*moe))
 
 
 def test_capture_of_the_paged_and_fp8_operators_after_the_warmup_their_errors_name():
