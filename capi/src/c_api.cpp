@@ -258,19 +258,19 @@ int call_gemm_fp8(GemmFp8 function, kjit_runtime *rt, void *d, const uint8_t *a,
   });
 }
 
-// kjit_fused_moe_workspace_bytes and its FP8 form: the sizes checked (fused_moe refuses the
-// others itself; the size of a workspace for them would be meaningless), then the workspace of the
-// layer `layer_of(T *)` describes for the element type T of `dtype`.
+// kjit_fused_moe_workspace_bytes and its FP8 form (`name`): the sizes checked (fused_moe refuses
+// the others itself; the size of a workspace for them would be meaningless), then the workspace of
+// the layer `layer_of(T *)` describes for the element type T of `dtype`.
 template <typename LayerOf>
-int moe_workspace_bytes(int dtype, int tokens, int top_k, int experts, int hidden, int inter,
-                        size_t *bytes, LayerOf &&layer_of) {
+int moe_workspace_bytes(const char *name, int dtype, int tokens, int top_k, int experts, int hidden,
+                        int inter, size_t *bytes, LayerOf &&layer_of) {
   if (bytes)
     *bytes = 0;
   return guarded([&] {
     require(bytes, "bytes");
     if (tokens < 0 || top_k < 1 || experts < 1 || hidden < 1 || inter < 1)
       throw kjit::Error(kjit::Errc::bad_argument,
-                        "fused_moe_workspace_bytes: tokens " + std::to_string(tokens) + ", top_k " +
+                        std::string(name) + ": tokens " + std::to_string(tokens) + ", top_k " +
                             std::to_string(top_k) + ", experts " + std::to_string(experts) +
                             ", hidden " + std::to_string(hidden) + ", inter " +
                             std::to_string(inter) + ": tokens must be >= 0 and the others >= 1");
@@ -728,7 +728,8 @@ int kjit_moe_topk(kjit_runtime *rt, int dtype, float *weights, int *ids, const v
 int kjit_fused_moe_workspace_bytes(int dtype, int tokens, int top_k, int experts, int hidden,
                                    int inter, size_t *bytes) {
   return moe_workspace_bytes(
-      dtype, tokens, top_k, experts, hidden, inter, bytes, [&]<typename T>(T *) {
+      "fused_moe_workspace_bytes", dtype, tokens, top_k, experts, hidden, inter, bytes,
+      [&]<typename T>(T *) {
         return kjit::ops::MoeWeights<T>{
             .w13 = nullptr, .w2 = nullptr, .experts = experts, .hidden = hidden, .inter = inter};
       });
@@ -753,9 +754,9 @@ int kjit_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const 
 int kjit_fused_moe_fp8_workspace_bytes(int dtype, int tokens, int top_k, int experts, int hidden,
                                        int inter, size_t *bytes) {
   // The sizes alone matter here: the weights and scales are described without memory.
-  return moe_workspace_bytes(dtype, tokens, top_k, experts, hidden, inter, bytes, [&](auto *) {
-    return to_fp8_layer(nullptr, {}, nullptr, {}, experts, hidden, inter);
-  });
+  return moe_workspace_bytes(
+      "fused_moe_fp8_workspace_bytes", dtype, tokens, top_k, experts, hidden, inter, bytes,
+      [&](auto *) { return to_fp8_layer(nullptr, {}, nullptr, {}, experts, hidden, inter); });
 }
 
 int kjit_fused_moe_fp8(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,

@@ -320,6 +320,10 @@ int main(int argc, char **argv) {
   CHECK(kjit_fused_moe_workspace_bytes(KJIT_BFLOAT16, 3, 2, 4, 128, 128, &bytes) == KJIT_OK &&
         bytes != fp8_bytes); /* the FP8 layer keeps e4m3 activations and their scales */
   refused = 1;
+  CHECK(kjit_fused_moe_fp8_workspace_bytes(KJIT_BFLOAT16, -1, 2, 4, 128, 128, &refused) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "fused_moe_fp8_workspace_bytes: tokens -1") != NULL);
+  refused = 1;
   CHECK(kjit_fused_moe_fp8_workspace_bytes(KJIT_FLOAT32, 3, 2, 4, 128, 128, &refused) ==
             KJIT_BAD_ARGUMENT &&
         refused == 0);
