@@ -227,6 +227,7 @@ def test_the_fakes_give_shapes_without_the_library(monkeypatch):
     logits = randn(3, 8, dtype=torch.bfloat16)
     x, w13, w2 = (randn(3, 64, dtype=torch.bfloat16), randn(4, 64, 64, dtype=torch.bfloat16),
                   randn(4, 64, 32, dtype=torch.bfloat16))
+    fp8_layer = (w13.to(torch.uint8), w2.to(torch.uint8), torch.ones(4, 1, 1, device=DEVICE))
     with FakeTensorMode() as mode, monkeypatch.context() as patch:
         patch.setattr(ops, "lib", refuse)
         patch.setattr(kjit._core, "default_runtime", refuse)
@@ -240,8 +241,7 @@ def test_the_fakes_give_shapes_without_the_library(monkeypatch):
         assert ids.dtype == torch.int32
         fx, fw13, fw2 = (mode.from_tensor(t) for t in (x, w13, w2))
         assert torch.ops.kjit.fused_moe(fx, weights, ids, fw13, fw2).shape == x.shape
-        fp8_w13, fp8_w2 = (mode.from_tensor(t.to(torch.uint8)) for t in (w13, w2))
-        scales = mode.from_tensor(torch.ones(4, 1, 1, device=DEVICE))
+        fp8_w13, fp8_w2, scales = (mode.from_tensor(t) for t in fp8_layer)
         assert torch.ops.kjit.fused_moe_fp8(fx, weights, ids, fp8_w13, fp8_w2, scales,
                                             scales).shape == x.shape
 

@@ -487,6 +487,7 @@ def test_the_fakes_of_the_new_operators_give_shapes_without_the_library(ops, mon
     def refuse(*args):
         raise AssertionError("a fake implementation reached kjit's library")
     monkeypatch.setattr(ops, "lib", refuse)
+    moe_layer = moe_fp8_inputs(torch.float16)
     with FakeTensorMode() as mode:
         q, k_cache, v_cache, tables, lens = (mode.from_tensor(x) for x in decode_inputs())
         out = torch.ops.kjit.paged_attention_decode(q, k_cache, v_cache, tables, lens, 0.125, 0,
@@ -498,6 +499,6 @@ def test_the_fakes_of_the_new_operators_give_shapes_without_the_library(ops, mon
         a, b, scale_a, scale_b = (mode.from_tensor(x) for x in gemm_fp8_inputs(scales="block"))
         out = torch.ops.kjit.gemm_fp8(a, b, scale_a, scale_b)
         assert out.shape == (4, 16) and out.dtype == torch.bfloat16
-        moe = [mode.from_tensor(x) for x in moe_fp8_inputs(torch.float16)]
+        moe = [mode.from_tensor(x) for x in moe_layer]
         out = torch.ops.kjit.fused_moe_fp8(*moe)
         assert out.shape == (3, 128) and out.dtype == torch.float16
