@@ -450,14 +450,22 @@ def test_gemm_fp8_takes_uint8_as_the_gpus_bytes_without_asking_their_encoding(op
         ops.gemm_fp8(*gemm_fp8_inputs())
 
 
-def test_gemm_fp8_takes_the_fp8_dtype_of_the_encoding_the_gpu_reads(ops, monkeypatch):
+@pytest.mark.parametrize("stand_ins", [False, True])
+def test_gemm_fp8_takes_the_fp8_dtype_of_the_encoding_the_gpu_reads(ops, monkeypatch, stand_ins):
     """e4m3fnuz where the GPU reads it (gfx942), e4m3fn elsewhere; the other is refused by name
-    before the C++ operator (the same bytes would be read as other values)."""
-    fnuz = getattr(torch, "float8_e4m3fnuz", None)
-    if fnuz is None:
-        pytest.skip(f"torch {torch.__version__} has no float8_e4m3fnuz")
+    before the C++ operator (the same bytes would be read as other values). With stand_ins,
+    int8 and bool take the fp8 dtypes' places in gemm_fp8's table: the same checks on a torch
+    without float8 (Debian's 1.13)."""
+    if stand_ins:
+        fn, fnuz = torch.int8, torch.bool
+        monkeypatch.setattr(ops, "_GEMM_FP8_ENCODINGS", {torch.uint8: None, fn: 0, fnuz: 1})
+        monkeypatch.setattr(ops, "_ENCODING_DTYPES", (str(fn), str(fnuz)))
+    else:
+        fn, fnuz = getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e4m3fnuz", None)
+        if fnuz is None:
+            pytest.skip(f"torch {torch.__version__} has no float8_e4m3fnuz")
     a, b, scale_a, scale_b = gemm_fp8_inputs(scales="row")
-    for encoding, read, other in ((0, torch.float8_e4m3fn, fnuz), (1, fnuz, torch.float8_e4m3fn)):
+    for encoding, read, other in ((0, fn, fnuz), (1, fnuz, fn)):
         monkeypatch.setattr(ops, "_gemm_encoding", encoding)
         with pytest.raises(kjit.NoDevice):
             ops.gemm_fp8(a.view(read), b.view(read), scale_a, scale_b)
