@@ -550,7 +550,9 @@ void add_fp8_gemm(std::vector<Template> &all) {
   all.emplace_back(
       "gemm_fp8", std::string(embedded::gemm_fp8_hip),
       std::vector<ParamDecl>{
-          {"BLOCK_N", ParamSchema::one_of({64, 96, 112, 128, 144, 160, 192, 256}, 128).tunable()},
+          {"BLOCK_N",
+           ParamSchema::one_of({64, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256}, 128)
+               .tunable()},
           {"STAGES", ParamSchema::one_of({3, 4, 5, 6, 7}, 5).tunable()},
           {"SCALING", ParamSchema::one_of({0, 1, 2}, 2)},
           {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
