@@ -6,6 +6,7 @@
 #include "kjit/templates/attention.hpp"
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
+#include "paged_tables.hpp"
 #include "plans.hpp"
 
 #include <algorithm>
@@ -288,14 +289,10 @@ void launch_paged(const AttentionPlan &plan, T *out, const T *q, int q_heads,
                   const PagedKvCache &cache, const PagedPrefillBatch &batch,
                   const AttentionShape &shape, Stream stream) {
   const Device &device = plan.kernel->device();
-  if (batch.validate) {
-    std::vector<std::int32_t> tables(static_cast<std::size_t>(batch.batch) * batch.max_blocks);
-    std::vector<std::int32_t> lens(batch.batch);
-    device.synchronize();
-    device.copy_to_host(tables.data(), batch.block_tables, tables.size() * sizeof(std::int32_t));
-    device.copy_to_host(lens.data(), batch.k_lens, lens.size() * sizeof(std::int32_t));
-    check_decode_tables(tables, lens, batch.max_blocks, cache.page_size, cache.num_blocks);
-  }
+  if (batch.validate)
+    detail::check_device_page_tables(device, batch.block_tables, batch.k_lens, batch.batch,
+                                     batch.max_blocks, cache.page_size, cache.num_blocks, 0,
+                                     paged_op, "k_lens");
   const auto *k = static_cast<const T *>(cache.k), *v = static_cast<const T *>(cache.v);
   // The caches as [num_blocks * page_size, kv_heads * head_dim] matrices in boxes of a page.
   launch_wgmma(plan, out, head_map(device, q, shape.total_q, q_heads, shape.head_dim, plan.block_m),
@@ -437,7 +434,8 @@ flash_attention_paged(std::span<const T> q, std::span<const T> k_cache, std::spa
                   paged_op, "the caches or the tables do not match the shape");
   const int max_blocks = static_cast<int>(block_tables.size() / batch);
   const int num_blocks = static_cast<int>(k_cache.size() / (page_size * row));
-  check_decode_tables(block_tables, k_lens, max_blocks, page_size, num_blocks);
+  detail::check_page_tables(block_tables, k_lens, max_blocks, page_size, num_blocks, 0, paged_op,
+                            "k_lens");
   // Each sequence's keys gathered in order, as flash_attention's contiguous k and v.
   std::vector<T> k, v;
   std::vector<int> cu_seqlens_k = {0};

@@ -212,9 +212,10 @@ template <Element T> struct PagedCase {
   std::vector<int> q_lengths, k_lengths;
   int q_heads, kv_heads, head_dim, page_size;
   bool causal;
+  // Made by fill().
   int max_blocks = 0, num_blocks = 0;
-  std::vector<int> cu_q, tables;
-  std::vector<T> q, k_cache, v_cache;
+  std::vector<int> cu_q = {}, tables = {};
+  std::vector<T> q = {}, k_cache = {}, v_cache = {};
 
   void fill(std::mt19937 &rng) {
     cu_q = offsets(q_lengths);
@@ -291,8 +292,16 @@ protected:
                                static_cast<const T *>(q.data()), c.q_heads, cache, batch, c.causal,
                                c.scale());
     } else {
-      detail::ChosenVariant variant = detail::flash_attention_paged_variant<T>(
-          {.head_dim = c.head_dim, .causal = c.causal}, c.page_size);
+      const AttentionShape shape{.batch = batch.batch,
+                                 .total_q = batch.total_q,
+                                 .total_k = c.num_blocks * c.page_size,
+                                 .max_seqlen_q = batch.max_seqlen_q,
+                                 .q_heads = c.q_heads,
+                                 .kv_heads = c.kv_heads,
+                                 .head_dim = c.head_dim,
+                                 .causal = c.causal,
+                                 .scale = c.scale()};
+      detail::ChosenVariant variant = detail::flash_attention_paged_variant<T>(shape, c.page_size);
       variant.params.set("PAGED", paged);
       detail::launch_flash_attention_paged<T>(
           this->runtime(), variant, static_cast<T *>(out.data()), static_cast<const T *>(q.data()),
@@ -367,7 +376,7 @@ TYPED_TEST(FlashAttentionPagedGpuTest, RefusedTablesPoisonTheirSequenceOrThrowWi
     ADD_FAILURE() << "validate let a length past the tables' capacity through";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::bad_argument);
-    EXPECT_EQ(error.summary(), "kjit::ops::paged_attention_decode: seq_lens[1] is " +
+    EXPECT_EQ(error.summary(), "kjit::ops::flash_attention_paged: k_lens[1] is " +
                                    std::to_string(lengths[1]) + ", outside [0, " +
                                    std::to_string(c.max_blocks * 16) + "]");
   }
@@ -376,7 +385,7 @@ TYPED_TEST(FlashAttentionPagedGpuTest, RefusedTablesPoisonTheirSequenceOrThrowWi
     ADD_FAILURE() << "validate let a page past the cache through";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::bad_argument);
-    EXPECT_EQ(error.summary(), "kjit::ops::paged_attention_decode: block_tables[2][1] is " +
+    EXPECT_EQ(error.summary(), "kjit::ops::flash_attention_paged: block_tables[2][1] is " +
                                    std::to_string(c.num_blocks) + ", past the cache's " +
                                    std::to_string(c.num_blocks) + " blocks");
   }

@@ -282,6 +282,28 @@ TEST(FlashAttentionReference, PagedGathersThroughShuffledTables) {
             expected);
 }
 
+// The table check that flash_attention_paged shares with paged_attention_decode speaks in
+// flash_attention_paged's terms (the reference runs the check validate runs on the host copies).
+TEST(FlashAttentionReference, PagedRefusesBadTablesInItsOwnTerms) {
+  constexpr int page = 16, kv_heads = 1, head_dim = 64, row = kv_heads * head_dim;
+  const std::vector<Half> q(2 * row), cache(3 * page * row);
+  const std::vector<int> cu_q = {0, 1, 2};
+  const auto summary = [&](const std::vector<int> &k_lens, const std::vector<int> &tables) {
+    try {
+      reference::flash_attention_paged<Half>(q, cache, cache, cu_q, k_lens, tables, 1, kv_heads,
+                                             head_dim, page, false, 0.125f);
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument);
+      return error.summary();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(summary({16, 33}, {0, 1, 2, 0}),
+            "kjit::ops::flash_attention_paged: k_lens[1] is 33, outside [0, 32]");
+  EXPECT_EQ(summary({20, 16}, {0, 3, 2, 0}),
+            "kjit::ops::flash_attention_paged: block_tables[0][1] is 3, past the cache's 3 blocks");
+}
+
 TEST(FlashAttentionPagedArguments, BadOnesAreRefusedInOneLineBeforeAnyDeviceIsTouched) {
   Runtime rt;
   alignas(16) BFloat16 buffer[64] = {};
