@@ -72,7 +72,8 @@ AttentionPlan make_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   }
   const int consumers = variant.integer("CONSUMERS"), block_n = variant.integer("BLOCK_N");
   const auto shared_bytes = static_cast<unsigned>(templates::flash_attention_shared_bytes(
-      variant.integer("HEAD_DIM"), consumers, block_n, variant.integer("STAGES")));
+      variant.integer("HEAD_DIM"), consumers, block_n, variant.integer("STAGES"),
+      variant.integer("Q_BUFFERS")));
   kernel.allow_shared_bytes(shared_bytes);
   return {&kernel,
           true,
@@ -196,7 +197,8 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
            {"STAGES", 2},
            {"PINGPONG", 1},
            {"PERSISTENT", persistent_walk(shape) ? 1 : 0},
-           {"PAGED", 0}}};
+           {"PAGED", 0},
+           {"Q_BUFFERS", 1}}};
 }
 
 template <Element T>

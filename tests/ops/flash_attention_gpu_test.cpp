@@ -61,6 +61,9 @@ protected:
         {{300, 5}, {100, 1}, 8, 1, 64, true},             // rows that see no key get zeros
         {{129, 383}, {129, 383}, 16, 2, 64, false},
         {{129, 383}, {129, 383}, 16, 2, 64, true},
+        // 384 tiles of rows, more than a persistent launch's blocks: each walks several items
+        // (Q_BUFFERS 2 alternates its q tiles).
+        {{1000, 700, 520}, {1000, 700, 520}, 16, 2, 64, true},
     };
     std::mt19937 rng(27);
     for (const Case &c : cases) {
@@ -105,8 +108,8 @@ using AttentionTypes = ::testing::Types<Half, BFloat16>;
 TYPED_TEST_SUITE(FlashAttentionGpuTest, AttentionTypes);
 
 // On sm_90a flash_attention() (the wgmma kernel, persistent without a mask, a block per tile of
-// rows with one) and the same with the other PERSISTENT; on NVIDIA sm_80 and newer the mma.sync
-// kernel, which the others get. Empty where none runs.
+// rows with one), the same with the other PERSISTENT, and persistent with the other Q_BUFFERS; on
+// NVIDIA sm_80 and newer the mma.sync kernel, which the others get. Empty where none runs.
 template <Element T>
 std::vector<std::pair<std::string, Attention<T>>> kernels(Runtime &rt, const jit::Target &target) {
   std::vector<std::pair<std::string, Attention<T>>> attentions;
@@ -129,6 +132,11 @@ std::vector<std::pair<std::string, Attention<T>>> kernels(Runtime &rt, const jit
     attentions.emplace_back("the other PERSISTENT",
                             variant(target, [](detail::ChosenVariant &chosen) {
                               chosen.params.set("PERSISTENT", 1 - chosen.integer("PERSISTENT"));
+                            }));
+    attentions.emplace_back("PERSISTENT 1 with the other Q_BUFFERS",
+                            variant(target, [](detail::ChosenVariant &chosen) {
+                              chosen.params.set("PERSISTENT", 1);
+                              chosen.params.set("Q_BUFFERS", 3 - chosen.integer("Q_BUFFERS"));
                             }));
   }
   if (target.vendor() == Vendor::nvidia && detail::nvidia_compute_capability(target) >= 80)

@@ -27,7 +27,8 @@ AttentionShape small_shape(int batch, int total_q, int total_k, int q_heads, int
 
 // Every variant the wrapper launches on sm_90a (both types, head dims, masks) and, for bfloat16,
 // every combination of the tunables that the template's tuning rule lets a tuner try (those
-// other than PERSISTENT with its default, 1; 0 with the others' defaults).
+// other than PERSISTENT and Q_BUFFERS with their defaults, 1; PERSISTENT 0 and Q_BUFFERS 2 with
+// the others' defaults).
 TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
   if (!nvrtc)
@@ -41,26 +42,30 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
           for (int block_n : {64, 128})
             for (int stages : {2, 3})
               for (int pingpong : {0, 1})
-                for (int persistent : {0, 1}) {
-                  const Instance instance = tmpl.bind({{"T", type},
-                                                       {"HEAD_DIM", head_dim},
-                                                       {"CAUSAL", causal},
-                                                       {"CONSUMERS", consumers},
-                                                       {"BLOCK_N", block_n},
-                                                       {"STAGES", stages},
-                                                       {"PINGPONG", pingpong},
-                                                       {"PERSISTENT", persistent}});
-                  const bool defaults =
-                      consumers == 2 && block_n == 128 && stages == 2 && pingpong == 1;
-                  // Other tunables with PERSISTENT 1 (bfloat16); PERSISTENT 0 at the defaults.
-                  if (!tmpl.tuning().fits(instance, "sm_90a").empty() ||
-                      (type != std::string("bfloat16") && !(defaults && persistent == 1)) ||
-                      (persistent == 0 && !defaults))
-                    continue;
-                  ++compiled;
-                  EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
-                      *nvrtc, instance, jit::Target::parse("sm_90a")));
-                }
+                for (int persistent : {0, 1})
+                  for (int q_buffers : {1, 2}) {
+                    const Instance instance = tmpl.bind({{"T", type},
+                                                         {"HEAD_DIM", head_dim},
+                                                         {"CAUSAL", causal},
+                                                         {"CONSUMERS", consumers},
+                                                         {"BLOCK_N", block_n},
+                                                         {"STAGES", stages},
+                                                         {"PINGPONG", pingpong},
+                                                         {"PERSISTENT", persistent},
+                                                         {"Q_BUFFERS", q_buffers}});
+                    const bool defaults =
+                        consumers == 2 && block_n == 128 && stages == 2 && pingpong == 1;
+                    // Other tunables with PERSISTENT 1 (bfloat16); PERSISTENT 0 and Q_BUFFERS 2
+                    // at the defaults.
+                    if (!tmpl.tuning().fits(instance, "sm_90a").empty() ||
+                        (type != std::string("bfloat16") && !(defaults && persistent == 1)) ||
+                        (persistent == 0 && !defaults) ||
+                        (q_buffers == 2 && !(defaults && persistent == 1)))
+                      continue;
+                    ++compiled;
+                    EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
+                        *nvrtc, instance, jit::Target::parse("sm_90a")));
+                  }
   EXPECT_GT(compiled, 8);
 }
 
