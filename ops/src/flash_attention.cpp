@@ -312,9 +312,14 @@ template <Element T>
 ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int page_size) {
   // The wgmma kernel's (on other targets Runtime::kernel refuses it, naming sm_90a). Pages of 32
   // copied as TMA boxes (PAGED 1: 1.33-1.36x the producer's row copies), of 16 by the producer's
-  // threads (PAGED 2: 1.02-1.09x TMA's twice as many boxes; H200, BENCHMARKS.md).
+  // threads (PAGED 2: 1.02-1.09x TMA's twice as many boxes) with two q tiles, so that the thread
+  // that copies q does not hold up the others' next tile (Q_BUFFERS 2: 1.04-1.09x one tile where
+  // a block walks several items, which pages of 32 and the contiguous kernel do not gain; H200,
+  // BENCHMARKS.md).
   ChosenVariant variant = flash_attention_variant<T>(jit::Target::parse("sm_90a"), shape);
-  variant.params.set("PAGED", page_size >= 32 ? 1 : 2);
+  const bool row_copies = page_size < 32;
+  variant.params.set("PAGED", row_copies ? 2 : 1);
+  variant.params.set("Q_BUFFERS", row_copies ? 2 : 1);
   return variant;
 }
 

@@ -321,19 +321,26 @@ protected:
 TYPED_TEST_SUITE(FlashAttentionPagedGpuTest, AttentionTypes);
 
 // Chunked prefill: the new rows are the last of each sequence's keys (lengths 1, not multiples of
-// the page, longer than a tile, and a full prefill); GQA 1, 4 and 8; pages of 16 and 32 in
-// shuffled tables; both head dims; causal at ragged boundaries; flash_attention_paged() and both
-// PAGED variants (TMA's page boxes, the producer's row copies). Within the bounds of
-// expect_matches_reference.
+// the page, longer than a tile, and a full prefill; and blocks walking several items); GQA 1, 4
+// and 8; pages of 16 and 32 in shuffled tables; both head dims; causal at ragged boundaries;
+// flash_attention_paged() and both PAGED variants (TMA's page boxes, the producer's row copies).
+// Within the bounds of expect_matches_reference.
 TYPED_TEST(FlashAttentionPagedGpuTest, MatchesTheReferenceOnShuffledPages) {
   using T = TypeParam;
   std::mt19937 rng(270);
-  for (const auto &[q_heads, kv_heads, head_dim, page_size] :
-       std::vector<std::tuple<int, int, int, int>>{
-           {8, 8, 128, 16}, {8, 2, 128, 32}, {8, 1, 64, 16}, {16, 2, 64, 32}})
+  // `many`: 240 tiles of rows, more than a persistent launch's blocks, so that each walks several
+  // items (with pages of 16, Q_BUFFERS 2 alternates its q tiles).
+  for (const auto &[q_heads, kv_heads, head_dim, page_size, many] :
+       std::vector<std::tuple<int, int, int, int, bool>>{{8, 8, 128, 16, false},
+                                                         {8, 2, 128, 32, false},
+                                                         {8, 1, 64, 16, false},
+                                                         {16, 2, 64, 32, false},
+                                                         {16, 2, 64, 16, true}})
     for (bool causal : {true, false}) {
-      PagedCase<T> c{.q_lengths = {1, 5, 130, 64, 257},
-                     .k_lengths = {1, 37, 300, 64, 257},
+      PagedCase<T> c{.q_lengths = many ? std::vector<int>{600, 500, 400}
+                                       : std::vector<int>{1, 5, 130, 64, 257},
+                     .k_lengths = many ? std::vector<int>{700, 500, 450}
+                                       : std::vector<int>{1, 37, 300, 64, 257},
                      .q_heads = q_heads,
                      .kv_heads = kv_heads,
                      .head_dim = head_dim,

@@ -70,8 +70,8 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
 }
 
 // PAGED 1 and 2 (k and v pages copied by TMA, or rows by the producer's threads, block tables
-// read within the producer's 40 registers): the wrapper's tunables, both PERSISTENT, and key
-// tiles of 64 (two or four pages).
+// read within the producer's 40 registers): the wrapper's tunables (Q_BUFFERS 2 with PAGED 2),
+// both PERSISTENT, and key tiles of 64 (two or four pages).
 TEST(FlashAttentionCompile, PagedVariantsCompileCleanly) {
   const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
   if (!nvrtc)
@@ -92,7 +92,8 @@ TEST(FlashAttentionCompile, PagedVariantsCompileCleanly) {
                                                                      {"CAUSAL", causal},
                                                                      {"BLOCK_N", block_n},
                                                                      {"PERSISTENT", persistent},
-                                                                     {"PAGED", paged}}),
+                                                                     {"PAGED", paged},
+                                                                     {"Q_BUFFERS", paged}}),
                                                           jit::Target::parse("sm_90a")))
                   << "PAGED " << paged;
             }
@@ -157,7 +158,8 @@ TEST(FlashAttentionVariant, WgmmaOnSm90aAndMmaSyncElsewhere) {
 }
 
 // The measured choices (BENCHMARKS.md): a persistent walk without a mask and, under one, for
-// sequences up to 4k rows; pages of 32 as TMA boxes, of 16 copied by the producer's threads.
+// sequences up to 4k rows; pages of 32 as TMA boxes, of 16 copied by the producer's threads with
+// two q tiles; one q tile for contiguous keys.
 TEST(FlashAttentionVariant, PersistentWalkAndPageCopiesFollowTheMeasurements) {
   const auto persistent = [](bool causal, int max_seqlen_q) {
     AttentionShape shape = small_shape(1, 16384, 16384, 16, 16, causal);
@@ -171,7 +173,12 @@ TEST(FlashAttentionVariant, PersistentWalkAndPageCopiesFollowTheMeasurements) {
   EXPECT_EQ(persistent(true, 4097), 0);
   const AttentionShape shape = small_shape(1, 1, 1, 1, 1, true);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 16).integer("PAGED"), 2);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 16).integer("Q_BUFFERS"), 2);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("PAGED"), 1);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("Q_BUFFERS"), 1);
+  EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), shape)
+                .integer("Q_BUFFERS"),
+            1);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).tmpl->name(), "flash_attention");
 }
 
