@@ -1,5 +1,6 @@
 #include "kjit/ops/paged_attention.hpp"
 
+#include "kjit/log.hpp"
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
 #include "paged_attention_plan.hpp"
@@ -219,21 +220,13 @@ struct DecodeKeyHash {
   }
 };
 
-DecodeLaunch choose_decode(Runtime &rt, std::string_view element, int q_heads,
-                           const PagedKvCache &cache, const DecodeBatch &batch) {
-  const Device &device = rt.default_device();
+// The launch of `plan`'s variant: its kernel for `element`, compiled (or found), allowed its
+// shared memory.
+DecodeLaunch make_decode_launch(Runtime &rt, std::string_view element, const PagedKvCache &cache,
+                                const detail::DecodePlan &plan) {
+  const jit::Target &target = rt.default_device().target();
   const bool fp8 = cache.format == KvCacheFormat::fp8_e4m3;
-  const int warp = device.target().warp_size();
-  const bool nvidia = device.target().vendor() == Vendor::nvidia;
-  const detail::DecodePlan heuristic =
-      detail::decode_variant(warp, nvidia, q_heads, cache.kv_heads, fp8);
-  const detail::DecodePlan plan = detail::tuned_decode_variant(
-      heuristic,
-      detail::tuned_winner(
-          rt, decode_template(),
-          detail::decode_tuning_problem(heuristic, cache.head_dim, cache.page_size, fp8),
-          detail::decode_tuning_extents(batch.batch, max_len(cache, batch))),
-      warp, nvidia, fp8);
+  const bool nvidia = target.vendor() == Vendor::nvidia;
   const auto variant = [&](std::string_view type) -> const Kernel & {
     return rt.kernel(decode_template(), {{"T", type},
                                          {"KV_FP8", fp8 ? 1 : 0},
@@ -249,12 +242,43 @@ DecodeLaunch choose_decode(Runtime &rt, std::string_view element, int q_heads,
       static_cast<unsigned>(detail::decode_shared_bytes(plan, nvidia, fp8, cache.head_dim));
   // The split count follows the registers of the bfloat16 variant whatever the element type, so
   // that paged_attention_workspace_bytes, which knows no type, sizes every call's workspace.
+  const int warp = target.warp_size();
   const int resident = detail::resident_blocks(
       variant("bfloat16").registers(), plan.warps * warp,
       std::max<int>(shared_bytes, detail::decode_ring_bytes(plan, warp, fp8)));
   const Kernel &kernel = variant(element);
   kernel.allow_shared_bytes(shared_bytes);
   return {plan, &kernel, resident, shared_bytes};
+}
+
+// The tuning table's variant for the shape, else the heuristic's. A record whose variant does not
+// build is logged and the heuristic used instead: the table is shared, untrusted input.
+DecodeLaunch choose_decode(Runtime &rt, std::string_view element, int q_heads,
+                           const PagedKvCache &cache, const DecodeBatch &batch) {
+  const jit::Target &target = rt.default_device().target();
+  const bool fp8 = cache.format == KvCacheFormat::fp8_e4m3;
+  const bool nvidia = target.vendor() == Vendor::nvidia;
+  const detail::DecodePlan heuristic =
+      detail::decode_variant(target.warp_size(), nvidia, q_heads, cache.kv_heads, fp8);
+  const detail::DecodePlan tuned = detail::tuned_decode_variant(
+      heuristic,
+      detail::tuned_winner(
+          rt, decode_template(),
+          detail::decode_tuning_problem(heuristic, cache.head_dim, cache.page_size, fp8),
+          detail::decode_tuning_extents(batch.batch, max_len(cache, batch))),
+      target.warp_size(), nvidia, fp8);
+  const bool same = tuned.warps == heuristic.warps && tuned.unroll == heuristic.unroll &&
+                    tuned.loads == heuristic.loads && tuned.stages == heuristic.stages;
+  try {
+    return make_decode_launch(rt, element, cache, tuned);
+  } catch (const Error &error) {
+    if (same)
+      throw;
+    log().warn("the tuned paged_attention_decode variant does not build ({}); using the "
+               "heuristic's",
+               error.summary());
+  }
+  return make_decode_launch(rt, element, cache, heuristic);
 }
 
 // This thread's launch for the call's shape, with its split count.
