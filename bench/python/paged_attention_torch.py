@@ -41,7 +41,7 @@ def cdiv(a, b):
     return -(-a // b)
 
 
-RING_LIMIT = 64 * 1024  # NVIDIA: the ring is dynamic shared memory (decode_ring_limit)
+RING_LIMIT = 48 * 1024  # decode_variant's; a tuned variant's ring may take 64 KiB on NVIDIA
 # Blocks of the planned bf16 variant resident per multiprocessor, which the wrapper reads from
 # the kernel's registers (resident_blocks); Python has no register count, so the bench takes the
 # value from ptxas -v for sm_90a (KJIT_DECODE_RESIDENT overrides it).
@@ -58,17 +58,16 @@ def shared_bytes(v, head_dim, fp8):
     return max(ring_bytes(v, 32, fp8), 4 + v["warps"] * v["group"] * (2 + head_dim) * 4)
 
 
-def decode_variant(warp, q_heads, kv_heads, fp8, limit=RING_LIMIT):
-    """ops/src/attention_decode.cpp's decode_variant on NVIDIA (limit 48 KiB: main's before
-    dec3, whose ring was static shared memory)."""
+def decode_variant(warp, q_heads, kv_heads, fp8):
+    """ops/src/attention_decode.cpp's decode_variant."""
     ratio = q_heads // kv_heads
     chunks = cdiv(ratio, 8)
     v = dict(group=cdiv(ratio, chunks), chunks=chunks, warps=4, unroll=2, stages=2)
     v["loads"] = 2 if v["group"] <= 4 else 1
-    if ring_bytes(v, warp, fp8) > limit:
+    if ring_bytes(v, warp, fp8) > RING_LIMIT:
         v["unroll"] = 1
     while warp == 32 and v["stages"] < 4 and \
-            ring_bytes(v, warp, fp8) // v["stages"] * (v["stages"] + 1) <= limit:
+            ring_bytes(v, warp, fp8) // v["stages"] * (v["stages"] + 1) <= RING_LIMIT:
         v["stages"] += 1
     return v
 
@@ -172,7 +171,7 @@ class Decode:
     def op(self):
         """The whole call through kjit.ops (the C++ wrapper: its plan, its workspace from torch's
         allocator, the merge): what a user times. Its first call also lets the plan's kernel take
-        its ring past 48 KiB (Kernel::allow_shared_bytes), which the direct launches need."""
+        a ring past 48 KiB (Kernel::allow_shared_bytes), which direct launches of it would need."""
         kjit.ops.paged_attention_decode(self.q, self.k, self.v, self.tables, self.lens,
                                         scale=self.scale,
                                         k_scale=self.k_scale, v_scale=self.v_scale, out=self.out)
@@ -297,14 +296,14 @@ def before_kernels(path):
 
 def time_decode_source(rt, label, decode, copy, dynamic=False):
     """The decode kernel of another attention_decode.hip (`decode`, a Template of its own) at the
-    four shapes, launched as main's wrapper (82ef5b6) launches its kernel: its 48 KiB ring
-    (STAGES 3), the split model's counts for 3 blocks a multiprocessor, the merge of this run's
-    source. A source whose ring is dynamic shared memory gets it at launch."""
+    four shapes, launched as main's wrapper (82ef5b6) launches its kernel: decode_variant's ring,
+    the split model's counts for 3 blocks a multiprocessor, the merge of this run's source. A
+    source whose ring is dynamic shared memory gets it at launch."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for batch, ctx, fp8 in ((64, 4096, False), (1, 32768, False), (256, 1024, False),
                             (64, 4096, True)):
         case = Decode(rt, batch, ctx, fp8=fp8)
-        v = decode_variant(32, case.q_heads, case.kv_heads, fp8, limit=48 * 1024)
+        v = decode_variant(32, case.q_heads, case.kv_heads, fp8)
         splits, partition = split_decode(sms, 3, batch * case.kv_heads, ctx)
         case.splits, case.partition = splits, partition
         case.grid = (case.kv_heads, batch, splits)
@@ -377,7 +376,7 @@ def main():
         print(line, flush=True)
         del case
         torch.cuda.empty_cache()
-    # The tunables around the plan's choice (WARPS 4, UNROLL 2, LOADS 2, STAGES 4), then the
+    # The tunables around the plan's choice (WARPS 4, UNROLL 2, LOADS 2, STAGES 3), then the
     # split count, on the same shapes (KJIT_BENCH_QUICK=1: none of the sweeps).
     quick = os.environ.get("KJIT_BENCH_QUICK") == "1"
     for batch, ctx in () if quick else ((64, 4096), (1, 32768), (256, 1024)):

@@ -68,7 +68,7 @@ void check_shape(int q_heads, const PagedKvCache &cache, const DecodeBatch &batc
 
 namespace detail {
 
-DecodePlan decode_variant(int warp_size, bool nvidia, int q_heads, int kv_heads, bool fp8) {
+DecodePlan decode_variant(int warp_size, int q_heads, int kv_heads, bool fp8) {
   DecodePlan plan{};
   const int ratio = q_heads / kv_heads;
   plan.chunks = divide_up(ratio, 8);
@@ -79,9 +79,11 @@ DecodePlan decode_variant(int warp_size, bool nvidia, int q_heads, int kv_heads,
   plan.warps = 4;
   plan.unroll = 2;
   plan.loads = plan.group <= 4 ? 2 : 1;
-  // As deep a ring as decode_ring_limit allows, up to 4 steps; a wave-64 target (whose copies
-  // are plain loads) takes the shallowest, with one token a step if need be.
-  const int limit = decode_ring_limit(nvidia);
+  // As deep a ring as 48 KiB holds, up to 4 steps (on the H100 a ring of 64 KiB, 4 steps of
+  // GQA 4, read batch 1 x 32k 2.5% slower than 3 steps and the other shapes alike: BENCHMARKS.md;
+  // a deeper ring comes from the tuning table, up to decode_ring_limit); a wave-64 target (whose
+  // copies are plain loads) takes the shallowest, with one token a step if need be.
+  constexpr int limit = 48 * 1024;
   plan.stages = 2;
   if (decode_ring_bytes(plan, warp_size, fp8) > limit)
     plan.unroll = 1;
@@ -259,7 +261,7 @@ DecodeLaunch choose_decode(Runtime &rt, std::string_view element, int q_heads,
   const bool fp8 = cache.format == KvCacheFormat::fp8_e4m3;
   const bool nvidia = target.vendor() == Vendor::nvidia;
   const detail::DecodePlan heuristic =
-      detail::decode_variant(target.warp_size(), nvidia, q_heads, cache.kv_heads, fp8);
+      detail::decode_variant(target.warp_size(), q_heads, cache.kv_heads, fp8);
   const detail::DecodePlan tuned = detail::tuned_decode_variant(
       heuristic,
       detail::tuned_winner(

@@ -20,9 +20,9 @@ struct DecodePlan {
   std::size_t workspace_bytes; // partial outputs and log-sum-exps; 0 for one split
 };
 
-// The kernel's parameters for a GQA ratio on a target of `warp_size` lanes (`nvidia`: the ring is
-// dynamic shared memory); one split.
-DecodePlan decode_variant(int warp_size, bool nvidia, int q_heads, int kv_heads, bool fp8);
+// The kernel's parameters for a GQA ratio on a target of `warp_size` lanes; one split. Its ring
+// takes at most 48 KiB.
+DecodePlan decode_variant(int warp_size, int q_heads, int kv_heads, bool fp8);
 
 // The tuning table's key for a decode shape: the problem {GROUP, HEAD_DIM, KV_FP8, PAGE} (not T:
 // paged_attention_workspace_bytes, which knows no type, must plan as the call does) and the
@@ -39,9 +39,9 @@ DecodePlan tuned_decode_variant(const DecodePlan &plan, const std::optional<Time
 // Shared memory of the variant's ring (attention_decode.hip's RING_BYTES).
 int decode_ring_bytes(const DecodePlan &plan, int warp_size, bool fp8);
 
-// The most a ring may take: on NVIDIA the ring is dynamic shared memory, and three blocks of
-// 64 KiB fit a multiprocessor's 228 KiB beside their 1 KiB each; on AMD it is static shared
-// memory, within 48 KiB.
+// The most a tuned variant's ring may take: on NVIDIA the ring is dynamic shared memory, and
+// three blocks of 64 KiB fit a multiprocessor's 228 KiB beside their 1 KiB each; on AMD it is
+// static shared memory, within 48 KiB.
 int decode_ring_limit(bool nvidia);
 
 // The dynamic shared memory a launch of the variant takes: on NVIDIA the ring or, if larger, the
