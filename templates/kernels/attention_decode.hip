@@ -102,14 +102,20 @@ constexpr int MERGE_THREADS = 256; // paged_attention_merge's largest block
 
 } // namespace kjit_paged
 
-// Three blocks a multiprocessor where a thread's state fits beside them: q and the output
-// (GROUP * LOADS * 8 floats each) and about 4 values a head (max, sum, scores), up to 80 a
-// tensor. The registers then stay within 168 without spills on sm_90a (GQA 4 with LOADS 2, 6 and
-// 1 with LOADS 1), as before the table entries were looked up a step ahead, which alone took GQA
-// 4 to 204 (two blocks); GROUP 8 would spill.
+// On NVIDIA, three blocks a multiprocessor where a thread's state fits beside them: q and the
+// output (GROUP * LOADS * 8 floats each) and about 4 values a head (max, sum, scores), up to 80
+// a tensor. The registers then stay within 168 without spills on sm_90a (GQA 4 with LOADS 2, 6
+// with LOADS 1, 1), as before the table entries were looked up a step ahead, which alone took
+// GQA 4 to 204 (two blocks); GROUP 8 would spill. (HIP reads the second argument as waves per
+// execution unit: 1, its default.)
+#if KJIT_CUDA
+#define KJIT_DECODE_MIN_BLOCKS(GROUP, LOADS) ((GROUP) * ((LOADS) * 8 + 4) <= 80 ? 3 : 1)
+#else
+#define KJIT_DECODE_MIN_BLOCKS(GROUP, LOADS) 1
+#endif
 template <typename T, int KV_FP8, int HEAD_DIM, int PAGE, int GROUP, int WARPS, int UNROLL,
           int LOADS, int STAGES>
-__global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE, (GROUP * (LOADS * 8 + 4) <= 80 ? 3 : 1))
+__global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE, KJIT_DECODE_MIN_BLOCKS(GROUP, LOADS))
     paged_attention_decode(T *KJIT_RESTRICT out, float *KJIT_RESTRICT partial_out,
                            float *KJIT_RESTRICT partial_lse, const T *KJIT_RESTRICT q,
                            const void *k_cache_bytes, const void *v_cache_bytes,
