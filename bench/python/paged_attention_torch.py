@@ -11,11 +11,11 @@ kjit package) against torch on the same data, on one GPU, in one process:
 - KV write: reshape_and_cache of 16k tokens (8 kv heads, head dim 128, bf16) to shuffled slots,
   bytes read plus written over the time, against the same copy rate and against the same run's
   copy of as many bytes.
-- A split decode's breakdown: the decode kernel alone, the merge kernel alone (and, with
-  KJIT_ATTENTION_BEFORE, main's merge on the same partial results), both.
+- A split decode's breakdown: the decode kernel alone, the merge kernel alone, both.
 - With KJIT_ATTENTION_BEFORE=<attention_decode.hip>:<kv_cache.hip> of an earlier version, those
   kernels too, compiled as templates of their own and launched as that version launched them: the
-  same run's "before" figures. KJIT_BENCH_QUICK=1 leaves out the sweeps of the tunables.
+  same run's "before" figures. KJIT_DECODE_SOURCES=label=path,... times other sources of the
+  decode kernel the same way. KJIT_BENCH_QUICK=1 leaves out the sweeps of the tunables.
 
 Times: the best of 5 bursts of ~25 ms (ops_torch.seconds_per_call), CUDA events.
 
@@ -41,7 +41,7 @@ def cdiv(a, b):
     return -(-a // b)
 
 
-RING_LIMIT = 48 * 1024
+RING_LIMIT = 48 * 1024  # decode_variant's; a tuned variant's ring may take 64 KiB on NVIDIA
 # Blocks of the planned bf16 variant resident per multiprocessor, which the wrapper reads from
 # the kernel's registers (resident_blocks); Python has no register count, so the bench takes the
 # value from ptxas -v for sm_90a (KJIT_DECODE_RESIDENT overrides it).
@@ -50,6 +50,12 @@ RESIDENT = int(os.environ.get("KJIT_DECODE_RESIDENT", "3"))
 
 def ring_bytes(v, warp, fp8):
     return v["stages"] * 2 * v["unroll"] * v["loads"] * v["warps"] * warp * (8 if fp8 else 16)
+
+
+def shared_bytes(v, head_dim, fp8):
+    """ops/src/attention_decode.cpp's decode_shared_bytes on NVIDIA: the ring or the warps'
+    states merged after it, whichever is larger."""
+    return max(ring_bytes(v, 32, fp8), 4 + v["warps"] * v["group"] * (2 + head_dim) * 4)
 
 
 def decode_variant(warp, q_heads, kv_heads, fp8):
@@ -67,8 +73,7 @@ def decode_variant(warp, q_heads, kv_heads, fp8):
 
 
 def split_decode(sms, resident, blocks, max_len, may_split=True, split_cost=32):
-    """ops/src/attention_decode.cpp's split_decode: (splits, partition). split_cost 0: main's
-    (4d1f0e2) model."""
+    """ops/src/attention_decode.cpp's split_decode: (splits, partition)."""
     slots = sms * resident
     length = max(max_len, 1)
 
@@ -134,6 +139,7 @@ class Decode:
             self.splits, self.partition = split_decode(sms, RESIDENT, blocks, ctx)
         self.grid = (kv_heads * v["chunks"], batch, self.splits)
         self.block = v["warps"] * 32
+        self.shared_bytes = shared_bytes(v, head_dim, fp8)
         self.kernel = rt.kernel(kjit.Template.builtin("paged_attention_decode"), {
             "T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": head_dim, "PAGE": page,
             "GROUP": v["group"], "WARPS": v["warps"], "UNROLL": v["unroll"],
@@ -141,7 +147,6 @@ class Decode:
         rows = batch * q_heads * self.splits
         self.partial_out = torch.empty(rows * head_dim, device=dev, dtype=torch.float32)
         self.partial_lse = torch.empty(rows, device=dev, dtype=torch.float32)
-        self.old_signature = False  # main's kernels (before): the merge's block of head_dim
         self.merge = rt.kernel(kjit.Template.builtin("paged_attention_merge"),
                                {"T": "bfloat16", "HEAD_DIM": head_dim})
         self.args = (self.scale * LOG2E * self.k_scale, self.v_scale,
@@ -152,19 +157,24 @@ class Decode:
         split = self.splits > 1
         self.kernel(self.out, self.partial_out if split else 0, self.partial_lse if split else 0,
                     self.q, self.k, self.v, self.tables, self.lens, *self.args,
-                    grid=self.grid, block=self.block)
+                    grid=self.grid, block=self.block, shared_bytes=self.shared_bytes)
 
     def merge_kernel(self):
-        # A block a row: main's of head_dim threads.
         self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
-                   grid=self.batch * self.q_heads,
-                   block=self.head_dim if self.old_signature else
-                   merge_threads(self.splits, self.head_dim))
+                   grid=self.batch * self.q_heads, block=merge_threads(self.splits, self.head_dim))
 
     def __call__(self):
         self.decode()
         if self.splits > 1:
             self.merge_kernel()
+
+    def op(self):
+        """The whole call through kjit.ops (the C++ wrapper: its plan, its workspace from torch's
+        allocator, the merge): what a user times. Its first call also lets the plan's kernel take
+        a ring past 48 KiB (Kernel::allow_shared_bytes), which direct launches of it would need."""
+        kjit.ops.paged_attention_decode(self.q, self.k, self.v, self.tables, self.lens,
+                                        scale=self.scale,
+                                        k_scale=self.k_scale, v_scale=self.v_scale, out=self.out)
 
     def gathered(self, dtype):
         """K and V of every sequence contiguous: [batch, kv_heads, ctx, head_dim]."""
@@ -178,15 +188,16 @@ class Decode:
         return 2 * self.batch * self.ctx * self.kv_heads * self.head_dim * self.k.element_size()
 
 
-def reference_error(case):
-    """max |kjit - fp32 reference|, and whether every element is within the bound."""
+def reference_error(case, call=None):
+    """max |kjit - fp32 reference|, and whether every element is within the bound, of `call`
+    (default: the kernels launched directly)."""
     k, v = case.gathered(torch.float32)
     g = case.q_heads // case.kv_heads
     q = case.q.float().view(case.batch, case.kv_heads, g, case.head_dim)
     scores = torch.einsum("bhgd,bhsd->bhgs", q, k) * case.scale
     ref = torch.einsum("bhgs,bhsd->bhgd", scores.softmax(-1), v).reshape_as(case.out)
     case.out.fill_(float("nan"))
-    case()
+    (call or case)()
     torch.cuda.synchronize()
     diff = (case.out.float() - ref).abs()
     ok = bool((diff <= 2 ** -12 + 2 ** -7 * ref.abs()).all())  # NaN fails
@@ -254,24 +265,23 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
     return moved / seconds_per_call(torch, call), same
 
 
+DECODE_PARAMS = {"T": ["half", "bfloat16"], "KV_FP8": [0, 1], "HEAD_DIM": [64, 128],
+                 "PAGE": [16, 32], "GROUP": range(1, 9), "WARPS": [2, 4, 8], "UNROLL": [1, 2, 4],
+                 "LOADS": [1, 2], "STAGES": [2, 3, 4]}
+DECODE_ARGUMENTS = ["T*", "float*", "float*", "const T*", "const void*", "const void*",
+                    "const int*", "const int*", "float", "float", "int", "int", "int", "int",
+                    "int", "int"]
+
+
 def before_kernels(path):
     """The kernels of an earlier attention_decode.hip and kv_cache.hip (their paths joined by ':',
     KJIT_ATTENTION_BEFORE), compiled as templates of their own: the same run's figures before a
-    change, launched as that version's wrappers launched them (main at d5f75d0: 47 splits at
-    batch 1, a merge block of head_dim threads per row, fp8 bytes read as halves times 2^-8)."""
+    change (main at 82ef5b6: dec2's kernels, whose ring is static shared memory of at most 48
+    KiB); time_decode_source launches the decode as that version's wrapper did."""
     decode_path, write_path = path.split(":")
-    common = {"T": ["half", "bfloat16"], "KV_FP8": [0, 1], "HEAD_DIM": [64, 128],
-              "PAGE": [16, 32], "GROUP": range(1, 9), "WARPS": [2, 4, 8], "UNROLL": [1, 2, 4],
-              "LOADS": [1, 2], "STAGES": [2, 3, 4]}
     decode = kjit.Template("paged_attention_decode_before", open(decode_path).read(),
-                           params=common, kernel="paged_attention_decode",
-                           arguments=["T*", "float*", "float*", "const T*", "const void*",
-                                      "const void*", "const int*", "const int*", "float", "float",
-                                      "int", "int", "int", "int", "int", "int"])
-    merge = kjit.Template("paged_attention_merge_before", open(decode_path).read(),
-                          params={"T": ["half", "bfloat16"], "HEAD_DIM": [64, 128]},
-                          kernel="paged_attention_merge",
-                          arguments=["T*", "const float*", "const float*", "int"])
+                           params=DECODE_PARAMS, kernel="paged_attention_decode",
+                           arguments=DECODE_ARGUMENTS)
     write = kjit.Template("reshape_and_cache_before", open(write_path).read(),
                           params={"T": ["half", "bfloat16"], "KV_FP8": [0, 1],
                                   "HEAD_DIM": range(8, 1025), "ROPE": [0, 1, 2],
@@ -281,37 +291,42 @@ def before_kernels(path):
                           arguments=["const T*", "const T*", "void*", "void*", "const long long*",
                                      "const long long*", "const T*", "int", "float", "float",
                                      "int", "long long", "long long", "long long", "int"])
-    return decode, merge, write
+    return decode, write
 
 
-def time_before(rt, path, copy):
-    decode, merge, write = before_kernels(path)
+def time_decode_source(rt, label, decode, copy, dynamic=False):
+    """The decode kernel of another attention_decode.hip (`decode`, a Template of its own) at the
+    four shapes, launched as main's wrapper (82ef5b6) launches its kernel: decode_variant's ring,
+    the split model's counts for 3 blocks a multiprocessor, the merge of this run's source. A
+    source whose ring is dynamic shared memory gets it at launch."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for batch, ctx, fp8 in ((64, 4096, False), (1, 32768, False), (256, 1024, False),
                             (64, 4096, True)):
         case = Decode(rt, batch, ctx, fp8=fp8)
         v = decode_variant(32, case.q_heads, case.kv_heads, fp8)
-        splits, partition = split_decode(sms, 3, batch * case.kv_heads, ctx, split_cost=0)  # main's
+        splits, partition = split_decode(sms, 3, batch * case.kv_heads, ctx)
         case.splits, case.partition = splits, partition
         case.grid = (case.kv_heads, batch, splits)
         case.kernel = rt.kernel(decode, {"T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": 128,
                                          "PAGE": 16, "GROUP": 4, "WARPS": 4, "UNROLL": 2,
                                          "LOADS": v["loads"], "STAGES": v["stages"]})
-        case.merge = rt.kernel(merge, {"T": "bfloat16", "HEAD_DIM": 128})
-        case.old_signature = True
-        factor = 256.0 if fp8 else 1.0  # main read an fp8 byte as its value times 2^-8
-        case.args = (case.args[0] * factor, case.args[1] * factor) + case.args[2:-2] + \
-            (partition, ctx)
+        case.shared_bytes = shared_bytes(v, 128, fp8) if dynamic else 0
+        case.args = case.args[:-2] + (partition, ctx)
         rows = batch * case.q_heads * splits
         case.partial_out = torch.empty(rows * case.head_dim, device="cuda", dtype=torch.float32)
         case.partial_lse = torch.empty(rows, device="cuda", dtype=torch.float32)
         err, ok = reference_error(case)
         t = seconds_per_call(torch, case)
-        print(f"before: decode batch {batch} ctx {ctx} {'fp8' if fp8 else 'bf16'} (splits "
-              f"{splits}): fp32 check {'ok' if ok else 'FAILED'}; {t * 1e6:.1f} us, "
-              f"{100 * case.kv_bytes() / t / copy:.0f}% of copy", flush=True)
+        print(f"{label}: decode batch {batch} ctx {ctx} {'fp8' if fp8 else 'bf16'} (splits "
+              f"{splits}, STAGES {v['stages']}): fp32 check {'ok' if ok else 'FAILED'}; "
+              f"{t * 1e6:.1f} us, {100 * case.kv_bytes() / t / copy:.0f}% of copy", flush=True)
         del case
         torch.cuda.empty_cache()
+
+
+def time_before(rt, path, copy):
+    decode, write = before_kernels(path)
+    time_decode_source(rt, "before", decode, copy)
     for fp8, rope in ((False, False), (False, True), (True, False)):
         rate, same = write_case(rt, fp8=fp8, rope=rope, before=write)
         print(f"before: reshape_and_cache 16384 tokens {'fp8' if fp8 else 'bf16'}"
@@ -321,7 +336,9 @@ def time_before(rt, path, copy):
 
 def main():
     torch.manual_seed(0)
-    rt = kjit.Runtime()
+    # The runtime kjit.ops uses: the op's first call of a shape lets the plan's kernel take its
+    # dynamic shared memory, and the direct launches below get the same kernel.
+    rt = kjit.default_runtime()
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     copy = copy_rate(torch)
     print(f"copy: {copy / 1e9:.0f} GB/s (read + write)")
@@ -329,13 +346,23 @@ def main():
     for batch, ctx, fp8 in ((64, 4096, False), (1, 32768, False), (256, 1024, False),
                             (64, 4096, True)):
         case = Decode(rt, batch, ctx, fp8=fp8)
-        err, ok = reference_error(case)
-        failed |= not ok
-        t = seconds_per_call(torch, case)
+        op_err, op_ok = reference_error(case, case.op)
+        t_op = seconds_per_call(torch, case.op)
+        try:
+            err, ok = reference_error(case)
+            t = seconds_per_call(torch, case)
+        except Exception as error:  # the direct launch refused (its shared memory): the op's
+            print(f"direct launch failed: {str(error).splitlines()[0][:200]}", flush=True)
+            err, ok, t = op_err, op_ok, t_op
+        failed |= not ok or not op_ok
         rate = case.kv_bytes() / t
         line = (f"decode batch {batch} ctx {ctx} {'fp8' if fp8 else 'bf16'} (splits "
-                f"{case.splits}): fp32 check {'ok' if ok else 'FAILED'} (max err {err:.2e}); "
-                f"{t * 1e6:.1f} us, KV {rate / 1e9:.0f} GB/s = {100 * rate / copy:.0f}% of copy")
+                f"{case.splits}, {case.shared_bytes} shared bytes): fp32 check "
+                f"{'ok' if ok else 'FAILED'} (max err {err:.2e}), through kjit.ops "
+                f"{'ok' if op_ok else 'FAILED'} ({op_err:.2e}); "
+                f"{t * 1e6:.1f} us, KV {rate / 1e9:.0f} GB/s = {100 * rate / copy:.0f}% of copy"
+                f"\n    kjit.ops.paged_attention_decode (the whole call from Python): "
+                f"{t_op * 1e6:.1f} us ({100 * case.kv_bytes() / t_op / copy:.0f}% of copy)")
         if not fp8:
             sdpa = sdpa_times(torch, case)
             timed = {n: s for n, s in sdpa.items() if not isinstance(s, str)}
@@ -354,25 +381,29 @@ def main():
     quick = os.environ.get("KJIT_BENCH_QUICK") == "1"
     for batch, ctx in () if quick else ((64, 4096), (1, 32768), (256, 1024)):
         row = f"sweep batch {batch} ctx {ctx}:"
-        for unroll, loads, stages in ((2, 2, 2), (2, 2, 3), (1, 2, 4), (2, 1, 4), (4, 1, 3)):
-            case = Decode(rt, batch, ctx, unroll=unroll, loads=loads, stages=stages)
-            rate = case.kv_bytes() / seconds_per_call(torch, case)
-            row += f" U{unroll}L{loads}S{stages} {100 * rate / copy:.0f}%"
-            del case
-        for splits in (1, 2, 3, 4, 6, 8, 16, 32, 48, 64):
+        for unroll, loads, stages in ((2, 2, 3), (2, 2, 4), (1, 2, 4), (4, 1, 3)):
+            try:
+                case = Decode(rt, batch, ctx, unroll=unroll, loads=loads, stages=stages)
+                rate = case.kv_bytes() / seconds_per_call(torch, case)
+                row += f" U{unroll}L{loads}S{stages} {100 * rate / copy:.0f}%"
+                del case
+            except Exception as error:
+                row += f" U{unroll}L{loads}S{stages} failed ({str(error).splitlines()[0][:60]})"
+        for splits in (1, 2, 3, 4, 24, 32, 40, 48, 64):
             if ctx // splits < 64:
                 continue
-            case = Decode(rt, batch, ctx, splits=splits)
-            rate = case.kv_bytes() / seconds_per_call(torch, case)
-            row += f" splits{case.splits} {100 * rate / copy:.0f}%"
-            del case
+            try:
+                case = Decode(rt, batch, ctx, splits=splits)
+                rate = case.kv_bytes() / seconds_per_call(torch, case)
+                row += f" splits{case.splits} {100 * rate / copy:.0f}%"
+                del case
+            except Exception as error:
+                row += f" splits{splits} failed ({str(error).splitlines()[0][:60]})"
         print(row, flush=True)
         torch.cuda.empty_cache()
-    # Where a split decode's time goes: the decode kernel alone, the merge kernel alone (and
-    # main's merge kernel on the same partial results), then both, over split counts.
-    old_merge = before_kernels(os.environ["KJIT_ATTENTION_BEFORE"])[1] \
-        if os.environ.get("KJIT_ATTENTION_BEFORE") else None
-    for batch, ctx, counts in ((1, 32768, (32, 47) if quick else (16, 24, 28, 32, 36, 40, 47, 64)),
+    # Where a split decode's time goes: the decode kernel alone, the merge kernel alone, then both,
+    # over split counts.
+    for batch, ctx, counts in ((1, 32768, (32, 47) if quick else (24, 32, 40, 48)),
                                (64, 4096, (3,) if quick else (2, 3, 4))):
         for splits in counts:
             case = Decode(rt, batch, ctx, splits=splits)
@@ -383,12 +414,6 @@ def main():
                       f"{'ok' if ok else 'FAILED'} ({err:.2e})", flush=True)
             us = {"decode": seconds_per_call(torch, case.decode),
                   "merge": seconds_per_call(torch, case.merge_kernel)}
-            if old_merge is not None:
-                mine = case.merge
-                case.merge, case.old_signature = rt.kernel(
-                    old_merge, {"T": "bfloat16", "HEAD_DIM": 128}), True
-                us["main's merge"] = seconds_per_call(torch, case.merge_kernel)
-                case.merge, case.old_signature = mine, False
             us["both"] = seconds_per_call(torch, case)
             print(f"breakdown batch {batch} ctx {ctx} splits {case.splits}: " + ", ".join(
                 f"{k} {t * 1e6:.1f} us" + (f" ({100 * case.kv_bytes() / t / copy:.0f}%)"
@@ -420,6 +445,14 @@ def main():
         print(row + " of a copy of the same bytes", flush=True)
     if os.environ.get("KJIT_ATTENTION_BEFORE"):
         time_before(rt, os.environ["KJIT_ATTENTION_BEFORE"], copy)
+    # Other sources of the decode kernel at main's launch (KJIT_DECODE_SOURCES=label=path,...).
+    for item in filter(None, os.environ.get("KJIT_DECODE_SOURCES", "").split(",")):
+        label, path = item.split("=", 1)
+        source = open(path).read()
+        decode = kjit.Template(f"paged_attention_decode_{label}", source,
+                               params=DECODE_PARAMS, kernel="paged_attention_decode",
+                               arguments=DECODE_ARGUMENTS)
+        time_decode_source(rt, label, decode, copy, dynamic="extern __shared__" in source)
     return 1 if failed else 0
 
 

@@ -1,5 +1,6 @@
 #include "kjit/ops/paged_attention.hpp"
 
+#include "kjit/log.hpp"
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
 #include "paged_attention_plan.hpp"
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <unordered_map>
 
 namespace kjit::ops {
 
@@ -78,14 +80,17 @@ DecodePlan decode_variant(int warp_size, int q_heads, int kv_heads, bool fp8) {
   plan.warps = 4;
   plan.unroll = 2;
   plan.loads = plan.group <= 4 ? 2 : 1;
-  // As deep a ring as 48 KiB of static shared memory holds, up to 4 steps; a wave-64 target
-  // (whose copies are plain loads) takes the shallowest, with one token a step if need be.
+  // As deep a ring as 48 KiB holds, up to 4 steps (on the H100 a ring of 64 KiB, 4 steps of
+  // GQA 4, read batch 1 x 32k 2.5% slower than 3 steps and the other shapes alike: BENCHMARKS.md;
+  // a deeper ring comes from the tuning table, up to decode_ring_limit); a wave-64 target (whose
+  // copies are plain loads) takes the shallowest, with one token a step if need be.
+  constexpr int limit = 48 * 1024;
   plan.stages = 2;
-  if (decode_ring_bytes(plan, warp_size, fp8) > 48 * 1024)
+  if (decode_ring_bytes(plan, warp_size, fp8) > limit)
     plan.unroll = 1;
   if (warp_size == 32)
     while (plan.stages < 4 &&
-           decode_ring_bytes(plan, warp_size, fp8) / plan.stages * (plan.stages + 1) <= 48 * 1024)
+           decode_ring_bytes(plan, warp_size, fp8) / plan.stages * (plan.stages + 1) <= limit)
       ++plan.stages;
   plan.splits = 1;
   return plan;
@@ -93,6 +98,39 @@ DecodePlan decode_variant(int warp_size, int q_heads, int kv_heads, bool fp8) {
 
 int decode_ring_bytes(const DecodePlan &plan, int warp_size, bool fp8) {
   return plan.stages * 2 * plan.unroll * plan.loads * plan.warps * warp_size * (fp8 ? 8 : 16);
+}
+
+ParamValues decode_tuning_problem(const DecodePlan &plan, int head_dim, int page_size, bool fp8) {
+  return {
+      {"GROUP", plan.group}, {"HEAD_DIM", head_dim}, {"KV_FP8", fp8 ? 1 : 0}, {"PAGE", page_size}};
+}
+
+ParamValues decode_tuning_extents(int batch, int max_len) {
+  return {{"batch", rows_bucket(batch)}, {"context", rows_bucket(max_len)}};
+}
+
+DecodePlan tuned_decode_variant(const DecodePlan &plan, const std::optional<TimedVariant> &winner,
+                                int warp_size, bool nvidia, bool fp8) {
+  if (!winner)
+    return plan;
+  DecodePlan tuned = plan;
+  tuned.warps = winner_value(*winner, "WARPS", 0);
+  tuned.unroll = winner_value(*winner, "UNROLL", 0);
+  tuned.loads = winner_value(*winner, "LOADS", 0);
+  tuned.stages = winner_value(*winner, "STAGES", 0);
+  const bool complete = tuned.warps > 0 && tuned.unroll > 0 && tuned.loads > 0 && tuned.stages > 0;
+  return complete && decode_ring_bytes(tuned, warp_size, fp8) <= decode_ring_limit(nvidia) ? tuned
+                                                                                           : plan;
+}
+
+int decode_ring_limit(bool nvidia) { return nvidia ? 64 * 1024 : 48 * 1024; }
+
+int decode_shared_bytes(const DecodePlan &plan, bool nvidia, bool fp8, int head_dim) {
+  if (!nvidia)
+    return 0;
+  // Merge: a flag, then each warp's max, sum and head_dim outputs for each head of the group.
+  const int merge = 4 + plan.warps * plan.group * (2 + head_dim) * 4;
+  return std::max(decode_ring_bytes(plan, 32, fp8), merge);
 }
 
 int resident_blocks(int registers, int threads, int shared_bytes) {
@@ -155,18 +193,43 @@ const Template &decode_template() {
   return decode;
 }
 
-// The plan for this call's shape, and the kernel it launches.
+// What a decode shape launches through one Runtime: its variant (the tuning table's winner, else
+// the heuristic's), the kernel, the blocks a multiprocessor holds and the dynamic shared memory,
+// chosen once per thread and then found again on every call; split_decode follows per call.
 struct DecodeLaunch {
   detail::DecodePlan plan;
   const Kernel *kernel;
+  int resident;
+  unsigned shared_bytes;
 };
 
-DecodeLaunch plan_decode(Runtime &rt, std::string_view element, int q_heads,
-                         const PagedKvCache &cache, const DecodeBatch &batch, bool may_split) {
-  const Device &device = rt.default_device();
+struct DecodeKey {
+  std::uint64_t runtime;
+  std::string_view element; // element_name<T>()'s: static strings
+  bool fp8;
+  int head_dim, page_size, q_heads, kv_heads;
+  std::int64_t batch_bucket, len_bucket; // the tuning extents
+  bool operator==(const DecodeKey &) const = default;
+};
+
+struct DecodeKeyHash {
+  std::size_t operator()(const DecodeKey &key) const {
+    return detail::hash_key(
+        key.runtime,
+        {std::hash<std::string_view>()(key.element),
+         static_cast<std::uint64_t>(key.fp8 * 1024 + key.head_dim * 64 + key.page_size),
+         static_cast<std::uint64_t>(key.q_heads) << 32 | static_cast<std::uint32_t>(key.kv_heads),
+         static_cast<std::uint64_t>(key.batch_bucket), static_cast<std::uint64_t>(key.len_bucket)});
+  }
+};
+
+// The launch of `plan`'s variant: its kernel for `element`, compiled (or found), allowed its
+// shared memory.
+DecodeLaunch make_decode_launch(Runtime &rt, std::string_view element, const PagedKvCache &cache,
+                                const detail::DecodePlan &plan) {
+  const jit::Target &target = rt.default_device().target();
   const bool fp8 = cache.format == KvCacheFormat::fp8_e4m3;
-  const int warp = device.target().warp_size();
-  detail::DecodePlan plan = detail::decode_variant(warp, q_heads, cache.kv_heads, fp8);
+  const bool nvidia = target.vendor() == Vendor::nvidia;
   const auto variant = [&](std::string_view type) -> const Kernel & {
     return rt.kernel(decode_template(), {{"T", type},
                                          {"KV_FP8", fp8 ? 1 : 0},
@@ -178,14 +241,70 @@ DecodeLaunch plan_decode(Runtime &rt, std::string_view element, int q_heads,
                                          {"LOADS", plan.loads},
                                          {"STAGES", plan.stages}});
   };
+  const auto shared_bytes =
+      static_cast<unsigned>(detail::decode_shared_bytes(plan, nvidia, fp8, cache.head_dim));
   // The split count follows the registers of the bfloat16 variant whatever the element type, so
   // that paged_attention_workspace_bytes, which knows no type, sizes every call's workspace.
-  const int resident = detail::resident_blocks(variant("bfloat16").registers(), plan.warps * warp,
-                                               detail::decode_ring_bytes(plan, warp, fp8));
+  const int warp = target.warp_size();
+  const int resident = detail::resident_blocks(
+      variant("bfloat16").registers(), plan.warps * warp,
+      std::max<int>(shared_bytes, detail::decode_ring_bytes(plan, warp, fp8)));
   const Kernel &kernel = variant(element);
-  detail::split_decode(plan, device.multiprocessors(), resident, batch.batch, q_heads,
-                       cache.kv_heads, cache.head_dim, max_len(cache, batch), may_split);
-  return {plan, &kernel};
+  kernel.allow_shared_bytes(shared_bytes);
+  return {plan, &kernel, resident, shared_bytes};
+}
+
+// The tuning table's variant for the shape, else the heuristic's. A record whose variant does not
+// build is logged and the heuristic used instead: the table is shared, untrusted input.
+DecodeLaunch choose_decode(Runtime &rt, std::string_view element, int q_heads,
+                           const PagedKvCache &cache, const DecodeBatch &batch) {
+  const jit::Target &target = rt.default_device().target();
+  const bool fp8 = cache.format == KvCacheFormat::fp8_e4m3;
+  const bool nvidia = target.vendor() == Vendor::nvidia;
+  const detail::DecodePlan heuristic =
+      detail::decode_variant(target.warp_size(), q_heads, cache.kv_heads, fp8);
+  const detail::DecodePlan tuned = detail::tuned_decode_variant(
+      heuristic,
+      detail::tuned_winner(
+          rt, decode_template(),
+          detail::decode_tuning_problem(heuristic, cache.head_dim, cache.page_size, fp8),
+          detail::decode_tuning_extents(batch.batch, max_len(cache, batch))),
+      target.warp_size(), nvidia, fp8);
+  const bool same = tuned.warps == heuristic.warps && tuned.unroll == heuristic.unroll &&
+                    tuned.loads == heuristic.loads && tuned.stages == heuristic.stages;
+  try {
+    return make_decode_launch(rt, element, cache, tuned);
+  } catch (const Error &error) {
+    if (same)
+      throw;
+    log().warn("the tuned paged_attention_decode variant does not build ({}); using the "
+               "heuristic's",
+               error.summary());
+  }
+  return make_decode_launch(rt, element, cache, heuristic);
+}
+
+// This thread's launch for the call's shape, with its split count.
+DecodeLaunch plan_decode(Runtime &rt, std::string_view element, int q_heads,
+                         const PagedKvCache &cache, const DecodeBatch &batch, bool may_split) {
+  thread_local std::unordered_map<DecodeKey, DecodeLaunch, DecodeKeyHash> launches;
+  const int len = max_len(cache, batch);
+  const DecodeKey key{rt.id(),
+                      element,
+                      cache.format == KvCacheFormat::fp8_e4m3,
+                      cache.head_dim,
+                      cache.page_size,
+                      q_heads,
+                      cache.kv_heads,
+                      detail::rows_bucket(batch.batch),
+                      detail::rows_bucket(len)};
+  auto found = launches.find(key);
+  if (found == launches.end())
+    found = launches.emplace(key, choose_decode(rt, element, q_heads, cache, batch)).first;
+  DecodeLaunch launch = found->second;
+  detail::split_decode(launch.plan, rt.default_device().multiprocessors(), launch.resident,
+                       batch.batch, q_heads, cache.kv_heads, cache.head_dim, len, may_split);
+  return launch;
 }
 
 } // namespace
@@ -294,7 +413,10 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
   const Dim3 grid(static_cast<unsigned>(cache.kv_heads * plan.chunks),
                   static_cast<unsigned>(batch.batch), static_cast<unsigned>(plan.splits));
   const int warp = device.target().warp_size();
-  kernel.launch({.grid = grid, .block = static_cast<unsigned>(plan.warps * warp), .stream = stream},
+  kernel.launch({.grid = grid,
+                 .block = static_cast<unsigned>(plan.warps * warp),
+                 .shared_bytes = launch.shared_bytes,
+                 .stream = stream},
                 out, partial_out, partial_lse, q, static_cast<const void *>(cache.k),
                 static_cast<const void *>(cache.v), batch.block_tables, batch.seq_lens,
                 scale * log2e * k_factor, v_factor, q_heads, cache.kv_heads, cache.num_blocks,

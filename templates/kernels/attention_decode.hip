@@ -22,9 +22,10 @@
 // asynchronous copies (cp.async on NVIDIA sm_80 and newer) STAGES - 1 steps ahead of the step
 // being computed, so that a block keeps (STAGES - 1) steps of loads in flight without holding
 // them in registers: a decode is a stream of the cache, bound by the bytes in flight per
-// multiprocessor. Each thread copies the slots it later reads itself, so the ring needs no
-// barrier, only the thread's own wait for its copies. Elsewhere (AMD) the copy is a plain load
-// and store, and the ring a staging buffer.
+// multiprocessor (on NVIDIA the ring is dynamic shared memory, so it may pass 48 KiB). Each
+// thread copies the slots it later reads itself, so the ring needs no barrier, only the thread's
+// own wait for its copies. Elsewhere (AMD) the copy is a plain load and store, and the ring a
+// staging buffer in static shared memory.
 //
 // Split-KV (flash-decoding): gridDim.z splits of `partition` tokens each. With one split the block
 // writes out; with several it writes its normalised partial output and its log2-sum-exp to the
@@ -101,9 +102,20 @@ constexpr int MERGE_THREADS = 256; // paged_attention_merge's largest block
 
 } // namespace kjit_paged
 
+// On NVIDIA, three blocks a multiprocessor where a thread's state fits beside them: q and the
+// output (GROUP * LOADS * 8 floats each) and about 4 values a head (max, sum, scores), up to 80
+// a tensor. The registers then stay within 168 without spills on sm_90a (GQA 4 with LOADS 2, 6
+// with LOADS 1, 1), as before the table entries were looked up a step ahead, which alone took
+// GQA 4 to 204 (two blocks); GROUP 8 would spill. (HIP reads the second argument as waves per
+// execution unit: 1, its default.)
+#if KJIT_CUDA
+#define KJIT_DECODE_MIN_BLOCKS(GROUP, LOADS) ((GROUP) * ((LOADS) * 8 + 4) <= 80 ? 3 : 1)
+#else
+#define KJIT_DECODE_MIN_BLOCKS(GROUP, LOADS) 1
+#endif
 template <typename T, int KV_FP8, int HEAD_DIM, int PAGE, int GROUP, int WARPS, int UNROLL,
           int LOADS, int STAGES>
-__global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
+__global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE, KJIT_DECODE_MIN_BLOCKS(GROUP, LOADS))
     paged_attention_decode(T *KJIT_RESTRICT out, float *KJIT_RESTRICT partial_out,
                            float *KJIT_RESTRICT partial_lse, const T *KJIT_RESTRICT q,
                            const void *k_cache_bytes, const void *v_cache_bytes,
@@ -126,11 +138,18 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
     int any_bad;
     float m[WARPS][GROUP], l[WARPS][GROUP], acc[WARPS][GROUP][HEAD_DIM];
   };
+#if KJIT_CUDA
+  // Dynamic shared memory of the host's paged_attention_shared_bytes (this ring or the Merge,
+  // whichever is larger), which may pass 48 KiB: the bytes in flight per block bound the stream.
+  extern __shared__ __align__(16) unsigned char storage[];
+#else
+  // AMD (and the CPU emulator): static, within 48 KiB.
   constexpr int RING_BYTES = STAGES * SLOTS * THREADS * static_cast<int>(sizeof(Chunk));
   constexpr int BYTES =
       RING_BYTES > static_cast<int>(sizeof(Merge)) ? RING_BYTES : static_cast<int>(sizeof(Merge));
   static_assert(BYTES <= 48 * 1024, "the ring must fit 48 KiB of static shared memory");
   alignas(16) __shared__ unsigned char storage[BYTES];
+#endif
   // Slot (stage, s) of thread t: consecutive threads read consecutive Chunks (no bank conflict).
   Chunk *ring = reinterpret_cast<Chunk *>(storage);
   Merge &merge = *reinterpret_cast<Merge *>(storage);
@@ -156,14 +175,25 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
   const int *table = block_tables + static_cast<long long>(seq) * max_blocks;
   const long long token_stride = static_cast<long long>(kv_heads) * HEAD_DIM;
   const long long column = static_cast<long long>(kv_head) * HEAD_DIM + sub * VEC;
-  // Starts the copies of the step at `step` into ring stage `stage`; a token past `end` or on a
-  // bad page is zeros (its weight is 0, and 0 * NaN would be NaN).
+  // The table entries of this thread's tokens of the next step to fetch, loaded a step before
+  // their copies start: the copies then never wait for a table load.
+  int pages[UNROLL];
+  const auto look_up = [&](int step) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int token = step + u * LANES + lane;
+      pages[u] = token < reach ? table[token / PAGE] : 0;
+    }
+  };
+  // Starts the copies of the step at `step` (whose entries look_up loaded) into ring stage
+  // `stage`, then looks up the next step's; a token past `end` or on a bad page is zeros (its
+  // weight is 0, and 0 * NaN would be NaN).
   const auto fetch = [&](int stage, int step) {
     Chunk *slots = ring + stage * SLOTS * THREADS + threadIdx.x;
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int token = step + u * LANES + lane;
-      int page = token < reach ? table[token / PAGE] : 0;
+      int page = pages[u];
       bool valid = token < end;
       if (page < 0 || page >= num_blocks) {
         bad = bad || valid; // an entry past the sequence is never read, whatever it holds
@@ -181,8 +211,10 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE)
       }
     }
     commit();
+    look_up(step + STEP);
   };
   // The first STAGES - 1 steps' copies go out before q is read.
+  look_up(begin);
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s)
     fetch(s, begin + s * STEP);

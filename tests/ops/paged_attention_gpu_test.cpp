@@ -2,6 +2,8 @@
 // references: ragged lengths (0, 1, not multiples of the page), shuffled non-contiguous block
 // tables, GQA 1, 4, 8 and 12, MQA, split-KV (tens of splits at batch 1 and 2), fp8 caches, poisoned
 // outputs and workspaces, and bad tables.
+#include "kjit/runtime/tuning_table.hpp"
+#include "ops/src/paged_attention_plan.hpp"
 #include "tests/ops/gpu_support.hpp"
 
 #include <algorithm>
@@ -179,6 +181,64 @@ TYPED_TEST(PagedAttentionGpuTest, DecodeMatchesTheReference) {
     const double largest = c.fp8 ? 448 * v_scale : 1.0;
     EXPECT_TRUE(gpu_testing::all_close(got, expected, largest * 0x1p-12, epsilon<T>()));
   }
+}
+
+// A tuning record for the shape decides the decode's variant: the planted winner, a ring of 4
+// steps (64 KiB of dynamic shared memory, past the 48 KiB a launch gets without asking), is what
+// the call compiled and launched, and the result still matches the reference.
+TYPED_TEST(PagedAttentionGpuTest, ATuningRecordForTheShapeChoosesTheDecodesVariant) {
+  using T = TypeParam;
+  Runtime &rt = this->runtime();
+  const Device &device = this->device();
+  if (device.target().vendor() != Vendor::nvidia)
+    GTEST_SKIP() << "a ring past 48 KiB is NVIDIA's (dynamic shared memory); this is "
+                 << device.target().id();
+  const Template &tmpl = templates::find("paged_attention_decode");
+  const int q_heads = 32, kv_heads = 8, head_dim = 128, page = 16;
+  std::mt19937 rng(2727);
+  // Batch 2 of at most 4096 tokens: a shape no other case here plans.
+  const Tables t = shuffled_tables({3000, 5}, page, rng);
+  const detail::DecodePlan heuristic = detail::decode_variant(32, q_heads, kv_heads, false);
+  const ParamValues winner = {{"WARPS", 4}, {"UNROLL", 2}, {"LOADS", 2}, {"STAGES", 4}};
+  ASSERT_NE(heuristic.stages, 4);
+  TuningTable::from_config(rt.config())
+      .store({TuningKey::of(tmpl, detail::decode_tuning_problem(heuristic, head_dim, page, false),
+                            detail::decode_tuning_extents(2, t.max_blocks * page),
+                            {device.target().id(), device.multiprocessors(), device.name()},
+                            rt.compiler_identity(device.vendor())),
+              {winner, 1.0},
+              {},
+              0});
+  const HostCache host = random_cache<T>(
+      static_cast<std::size_t>(t.num_blocks) * page * kv_heads * head_dim, false, 1, 1, rng);
+  const auto q = gpu_testing::random_elements<T>(std::size_t{2} * q_heads * head_dim, rng, -1, 1);
+  DecodeBuffers buffers = decode_buffers(device, host, q, t);
+  const PagedKvCache cache{
+      buffers.k.as<void>(), buffers.v.as<void>(), t.num_blocks, page, kv_heads, head_dim};
+  const DecodeBatch decode{buffers.tables.as<std::int32_t>(), buffers.lens.as<std::int32_t>(), 2,
+                           t.max_blocks};
+  const std::size_t workspace_bytes = paged_attention_workspace_bytes(rt, q_heads, cache, decode);
+  DeviceBuffer workspace = poisoned_bytes(device, workspace_bytes + 1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  paged_attention_decode<T>(rt, buffers.out.as<T>(), buffers.q.as<T>(), q_heads, cache, decode,
+                            static_cast<float>(scale), {workspace.as<void>(), workspace_bytes});
+  const auto got = this->template download<T>(buffers.out, q.size());
+  EXPECT_TRUE(gpu_testing::all_close(
+      got,
+      reference::paged_attention_decode(gpu_testing::to_doubles(q), host.k, host.v, t.tables,
+                                        t.lens, q_heads, kv_heads, head_dim, page, t.max_blocks,
+                                        scale),
+      0x1p-12, epsilon<T>()));
+
+  ParamValues planted = {{"T", element_name<T>()},
+                         {"KV_FP8", 0},
+                         {"HEAD_DIM", head_dim},
+                         {"PAGE", page},
+                         {"GROUP", heuristic.group}};
+  planted.add(winner);
+  const std::uint64_t compiled = rt.counters().compiled;
+  rt.kernel(tmpl, planted);
+  EXPECT_EQ(rt.counters().compiled, compiled) << "the call did not build the planted winner";
 }
 
 TYPED_TEST(PagedAttentionGpuTest, BadTablesGiveNaNForTheirSequenceAloneOrAnErrorWhenValidated) {
