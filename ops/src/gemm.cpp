@@ -68,8 +68,8 @@ void gemm_on_tensor_cores(Runtime &rt, T *c, const T *a, const T *b, int m, int 
                 m, n, k);
 }
 
-// gemm_wgmma's fixed tile geometry (see the template): 128 rows of C per tile, K in steps of
-// 64 (one 128-byte swizzle row), three warpgroups.
+// gemm_wgmma's tile geometry (see the template): 128 rows of C per tile (BLOCK_M's default; 64
+// for narrow tiles), K in steps of 64 (one 128-byte swizzle row), three warpgroups.
 constexpr int wgmma_block_m = 128, wgmma_block_k = 64, wgmma_threads = 384;
 // The most shared memory a block may ask for on sm_90 (227 KiB).
 constexpr std::int64_t sm90_shared_bytes = 227 * 1024;
@@ -166,7 +166,7 @@ struct SplitkLaunch { // linear_splitk: the same, and the blocks of a cluster th
   int rows_per_block, m_tile, splits, threads;
 };
 struct WgmmaLaunch { // gemm_wgmma: wgmma_threads threads, a persistent grid
-  int block_n, cluster_m, cluster_n, split_k;
+  int block_m, block_n, cluster_m, cluster_n, split_k;
   bool swap_ab; // W as the kernel's A, the activations as its B: C's transpose
   unsigned shared_bytes;
   int grid_limit; // blocks, a multiple of the cluster's
@@ -243,7 +243,11 @@ template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVa
   const int split_k = variant.integer("SPLIT_K");
   const auto shared_bytes = static_cast<unsigned>(
       variant.tmpl->tuning().shared_bytes(variant.tmpl->bind(variant.params)));
-  return {&kernel, WgmmaLaunch{.block_n = block_n,
+  // BLOCK_M as bound: a variant may leave it at its default.
+  const auto block_m =
+      static_cast<int>(variant.tmpl->bind(variant.params).values().get("BLOCK_M").integer());
+  return {&kernel, WgmmaLaunch{.block_m = block_m,
+                               .block_n = block_n,
                                .cluster_m = cluster_m,
                                .cluster_n = cluster_n,
                                .split_k = split_k,
@@ -318,12 +322,12 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
     std::swap(a, b);
     std::swap(m, n);
   }
-  // A's tile is copied in halves (of a block's own tile, or of the tile a pair along N shares);
+  // A's tile is copied in boxes of 64 rows (halves of a block's own 128-row tile, or of the tile a
+  // pair along N shares);
   // a block of a pair along M copies half of the K-major B's tile (an MN-major B's 64-column
   // boxes are split by count).
-  const TensorMap map_a =
-      tensor_maps().get(device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k),
-                                 std::uint32_t(wgmma_block_m / 2), 64});
+  const TensorMap map_a = tensor_maps().get(
+      device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k), 64, 64});
   const TensorMap map_b =
       b_kmajor
           ? tensor_maps().get(device, {element, b, std::uint64_t(n), std::uint64_t(k), row_bytes(k),
@@ -332,7 +336,7 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
                                        wgmma_block_k, 64});
   const int cluster = wgmma.cluster_m * wgmma.cluster_n * wgmma.split_k;
   const long long pairs =
-      static_cast<long long>(detail::divide_up(m, wgmma_block_m * wgmma.cluster_m)) *
+      static_cast<long long>(detail::divide_up(m, wgmma.block_m * wgmma.cluster_m)) *
       detail::divide_up(n, wgmma.block_n * wgmma.cluster_n);
   const auto blocks = static_cast<unsigned>(std::min<long long>(pairs * cluster, wgmma.grid_limit));
   plan.kernel->launch({.grid = blocks,
@@ -457,7 +461,8 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
                            {"CLUSTER_N", 1},
                            {"EPILOGUE", 0},
                            {"SPLIT_K", split_k},
-                           {"SWAP_AB", 1}}};
+                           {"SWAP_AB", 1},
+                           {"BLOCK_M", 128}}};
     for (int stages : {8, 6, 5, 4}) {
       variant.params.set("STAGES", stages);
       if (tmpl.tuning().shared_bytes(tmpl.bind(variant.params)) <= sm90_shared_bytes)
@@ -483,7 +488,8 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
            {"CLUSTER_N", 1},
            {"EPILOGUE", split_k > 1 ? 0 : 1},
            {"SPLIT_K", split_k},
-           {"SWAP_AB", 0}}};
+           {"SWAP_AB", 0},
+           {"BLOCK_M", 128}}};
 }
 
 template <Element T>

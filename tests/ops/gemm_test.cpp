@@ -52,7 +52,8 @@ TEST_F(OpsCompileTest, LinearSkinnyCompilesForSm80AndSm90AtEveryTokenTile) {
 // and K split over clusters of 2, 4 and 8 blocks (BLOCK_N 128); and linear()'s transposed
 // variants at few rows (SWAP_AB: W as wgmma's A, BLOCK_N 16 to 64 rows of the activations) as
 // the heuristic makes them for 16 to 128 rows of 4096 and 8192 rows of W, and with more splits
-// than a thread has float4s of sums (BLOCK_N 16, SPLIT_K 8); through ptxas's report
+// than a thread has float4s of sums (BLOCK_N 16, SPLIT_K 8), and with tiles of 64 rows of W
+// (BLOCK_M 64, one consumer) at every BLOCK_N, K whole or split; through ptxas's report
 // (compile_testing::wgmma_compiles_cleanly).
 TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   std::unique_ptr<jit::Compiler> nvrtc;
@@ -97,6 +98,15 @@ TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   ParamValues eight_splits = narrow.params;
   eight_splits.set("SPLIT_K", 8);
   EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, tmpl.bind(eight_splits)));
+  for (int block_n : {16, 32, 64, 128})
+    for (int split_k : {1, 2}) {
+      ParamValues half_tile = narrow.params;
+      half_tile.set("BLOCK_M", 64);
+      half_tile.set("BLOCK_N", block_n);
+      half_tile.set("SPLIT_K", split_k);
+      EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, tmpl.bind(half_tile)))
+          << block_n << " " << split_k;
+    }
 }
 
 // Why gemm_wgmma's rules refuse `params` on sm_90a, or "".
@@ -161,6 +171,26 @@ TEST(GemmWgmmaRules, NarrowTilesAndSwapAbTakeTheRegisterEpilogueAndAKMajorB) {
                                                     {"B_KMAJOR", 1},
                                                     {"SPLIT_K", 2}})),
             5 * 192 * 128 + 128 * 64 * 4 + 16 + 1024 + 5 * 16);
+}
+
+// Tiles of 64 rows (BLOCK_M 64, one consumer) serve SWAP_AB alone, without pairs along N (which
+// share A's tile in halves of 64 rows); their stages and sums hold 64 rows.
+TEST(GemmWgmmaRules, HalfTilesTakeSwapAbAndNoPairAlongN) {
+  const Template &wgmma = templates::find("gemm_wgmma");
+  const auto params = [](int swap_ab, int cluster_n) {
+    return ParamValues{{"T", "half"},        {"BLOCK_M", 64},          {"BLOCK_N", 32},
+                       {"STAGES", 12},       {"EPILOGUE", 0},          {"B_KMAJOR", 1},
+                       {"SWAP_AB", swap_ab}, {"CLUSTER_N", cluster_n}, {"SPLIT_K", 1}};
+  };
+  const std::string refusal = "BLOCK_M 64 takes SWAP_AB 1 and CLUSTER_N 1";
+  EXPECT_EQ(gemm_wgmma_refusal(params(1, 1)), "");
+  EXPECT_EQ(gemm_wgmma_refusal(params(0, 1)), refusal);
+  EXPECT_EQ(gemm_wgmma_refusal(params(1, 2)), refusal);
+  EXPECT_TRUE(wgmma.param("BLOCK_M")->param.is_tunable());
+  ParamValues split = params(1, 1);
+  split.set("SPLIT_K", 2);
+  EXPECT_EQ(wgmma.tuning().shared_bytes(wgmma.bind(split)),
+            12 * 96 * 128 + 64 * 32 * 4 + 16 + 1024 + 12 * 16);
 }
 
 // The variants linear() takes per m on sm_90a where no tuning record says otherwise: the
