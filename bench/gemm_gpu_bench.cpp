@@ -5,9 +5,9 @@
 // set it also times every linear_skinny variant on the Llama-3-8B projections at m = 1, 16, 64
 // (with --skinny-fp8: at 8192 x 8192, m = 1 and 8). With --skinny-fp8, KJIT_BENCH_SPLITK_SWEEP
 // and KJIT_BENCH_WGMMA_SWEEP add the fastest linear_splitk variant (m <= 32, bfloat16) and
-// gemm_wgmma variant (m >= 16: K splits, stages, clusters, with and without SWAP_AB, each also on
-// a line of its own) to each linear row. --fp8 times only gemm_fp8, each of its variants on
-// DeepGEMM's shapes.
+// transposed gemm_wgmma variant (m >= 16: tiles of W and of A, K splits, stages, each also on a
+// line of its own) to each linear row, and KJIT_BENCH_LINEAR_ONLY stops after the linear table.
+// --fp8 times only gemm_fp8, each of its variants on DeepGEMM's shapes.
 //
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
