@@ -384,9 +384,8 @@ __global__ void __launch_bounds__(384, 1)
             // engine fills rows past the matrix slowly (a few rows of A took 1.5 times as long
             // as 128), and the consumer of those rows stores nothing. BLOCK_M 64: one box.
             const bool second_half = CONSUMERS == 2 && tile_m * BM + BM / 2 < m;
-            barrier_expect_bytes(&full[s], CONSUMERS == 1 || second_half
-                                               ? STAGE
-                                               : STAGE - A_BYTES / 2);
+            barrier_expect_bytes(&full[s],
+                                 CONSUMERS == 1 || second_half ? STAGE : STAGE - A_BYTES / 2);
             copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
             if (second_half)
               copy_box(a_stage + A_BYTES / 2, &map_a, &full[s], kb * BK, tile_m * BM + BM / 2);
