@@ -5,9 +5,10 @@
 // set it also times every linear_skinny variant on the Llama-3-8B projections at m = 1, 16, 64
 // (with --skinny-fp8: at 8192 x 8192, m = 1 and 8). With --skinny-fp8, KJIT_BENCH_SPLITK_SWEEP
 // and KJIT_BENCH_WGMMA_SWEEP add the fastest linear_splitk variant (m <= 32, bfloat16) and
-// gemm_wgmma variant (m >= 16: K splits, stages, clusters, with and without SWAP_AB, each also on
-// a line of its own) to each linear row. --fp8 times only gemm_fp8, each of its variants on
-// DeepGEMM's shapes; --fp8-forms its forms as a user calls them and the per-tensor tile widths.
+// transposed gemm_wgmma variant (m >= 16: tiles of W and of A, K splits, stages, each also on a
+// line of its own) to each linear row, and KJIT_BENCH_LINEAR_ONLY stops after the linear table.
+// --fp8 times only gemm_fp8, each of its variants on DeepGEMM's shapes; --fp8-forms its forms as a
+// user calls them and the per-tensor tile widths.
 //
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
@@ -398,12 +399,13 @@ struct Bench {
     double best_wgmma_us = wgmma_us;
     std::string best_wgmma = "heuristic";
     if (wgmma_sweep && m >= 16) {
-      const std::vector<ParamValues> candidates = wgmma_sweep_candidates(wgmma);
+      const std::vector<ParamValues> candidates = wgmma_sweep_candidates(wgmma, m);
       precompile(rt, {wgmma.tmpl, {}}, candidates, device.target());
       for (const ParamValues &params : candidates) {
         const ops::detail::ChosenVariant variant{wgmma.tmpl, params};
         char name[64];
-        std::snprintf(name, sizeof name, "SW%d BN%d SK%d ST%d CM%d", variant.integer("SWAP_AB"),
+        std::snprintf(name, sizeof name, "SW%d BM%d BN%d SK%d ST%d CM%d",
+                      variant.integer("SWAP_AB"), variant.integer("BLOCK_M"),
                       variant.integer("BLOCK_N"), variant.integer("SPLIT_K"),
                       variant.integer("STAGES"), variant.integer("CLUSTER_M"));
         const double us = variant_us(variant);
@@ -425,43 +427,39 @@ struct Bench {
   }
 
   // linear()'s gemm_wgmma variants around `heuristic` (a transposed one, SWAP_AB, at m <= 128):
-  // every narrower tile of the activations (several tiles of them reading each tile of W), K in
-  // one piece or split in two, at the deepest ring that fits 227 KiB of shared memory and at 8
-  // stages; and the untransposed 128-column tiles with K split in two (before SWAP_AB).
+  // tiles of 128 or 64 rows of W and of m / 4 to m rows of the activations (several narrow tiles
+  // read each tile of W), K in one piece or split in two; 128-row tiles of W at the deepest ring
+  // up to 8 stages (10 and 12 gained nothing, BENCHMARKS.md), 64-row ones (half the bytes a
+  // stage) also at the deepest that fits 227 KiB of shared memory.
   static std::vector<ParamValues>
-  wgmma_sweep_candidates(const ops::detail::ChosenVariant &heuristic) {
+  wgmma_sweep_candidates(const ops::detail::ChosenVariant &heuristic, int m) {
     std::vector<ParamValues> candidates;
     const Template &tmpl = *heuristic.tmpl;
     const auto fits = [&](const ParamValues &params) {
       return tmpl.tuning().fits(tmpl.bind(params), "sm_90a").empty() &&
              tmpl.tuning().shared_bytes(tmpl.bind(params)) <= 227 * 1024;
     };
-    for (int block_n : {16, 32, 64, 128})
-      for (int split_k : {1, 2}) {
-        if (block_n > heuristic.integer("BLOCK_N"))
-          continue;
-        ParamValues params = heuristic.params;
-        params.set("BLOCK_N", block_n);
-        params.set("SPLIT_K", split_k);
-        for (int stages : {12, 10, 8, 6, 5, 4}) {
-          params.set("STAGES", stages);
-          if (fits(params))
-            break;
+    for (int block_m : {128, 64})
+      for (int block_n : {16, 32, 64, 128})
+        for (int split_k : {1, 2}) {
+          if (block_n >= 2 * m || 4 * block_n < m)
+            continue;
+          ParamValues params = heuristic.params;
+          params.set("BLOCK_M", block_m);
+          params.set("BLOCK_N", block_n);
+          params.set("SPLIT_K", split_k);
+          for (int stages : {12, 10, 8, 6, 5, 4}) {
+            params.set("STAGES", stages);
+            if ((block_m == 64 || stages <= 8) && fits(params))
+              break;
+          }
+          const std::int64_t deepest = params.get("STAGES").integer();
+          if (params != heuristic.params)
+            candidates.push_back(params);
+          params.set("STAGES", 8);
+          if (deepest > 8 && params != heuristic.params)
+            candidates.push_back(params);
         }
-        const std::int64_t deepest = params.get("STAGES").integer();
-        if (params != heuristic.params)
-          candidates.push_back(params);
-        params.set("STAGES", 8);
-        if (deepest > 8 && params != heuristic.params)
-          candidates.push_back(params);
-      }
-    ParamValues untransposed = heuristic.params;
-    untransposed.set("SWAP_AB", 0);
-    untransposed.set("BLOCK_N", 128);
-    untransposed.set("EPILOGUE", 0);
-    untransposed.set("SPLIT_K", 2);
-    untransposed.set("STAGES", 5);
-    candidates.push_back(untransposed);
     return candidates;
   }
 
@@ -747,6 +745,8 @@ int main(int argc, char **argv) {
         for (int m : {1, 2, 4, 8, 16, 32, 64, 128})
           bench.linear_candidates_row<Half>(fp16, m, n, k, /*sweep=*/false, wgmma_sweep);
       }
+      if (std::getenv("KJIT_BENCH_LINEAR_ONLY") != nullptr) // the linear table alone
+        return 0;
     }
     if (hopper && (skinny_fp8 || fp8_only)) {
       std::printf("\n| op | M x N x K | ms | rate | sweep |\n| --- | --- | --- | --- | --- |\n");

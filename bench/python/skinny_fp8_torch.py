@@ -4,8 +4,12 @@ serves none, as kjit's rows do), and torch._scaled_mm e4m3 -> bfloat16 on DeepGE
 per tensor and row-wise (use_fast_accum off, torch's default, and on), plus the 1 x 128 / 128 x
 128 block-scaled form where this torch has it. Times with CUDA events: the median of 5 batches.
 
-    python3 bench/python/skinny_fp8_torch.py
+    python3 bench/python/skinny_fp8_torch.py [--linear]
+
+--linear: the copy and the F.linear rows alone.
 """
+import sys
+
 from gemm_torch import cuda_torch, median_ms  # this folder's: the same timing and setup
 
 
@@ -77,5 +81,5 @@ if __name__ == "__main__":
     copy_row(torch)
     linear_rows(torch)
     print()
-    if torch.cuda.get_device_capability() >= (9, 0):
+    if torch.cuda.get_device_capability() >= (9, 0) and "--linear" not in sys.argv[1:]:
         scaled_mm_rows(torch)

@@ -68,8 +68,8 @@ void gemm_on_tensor_cores(Runtime &rt, T *c, const T *a, const T *b, int m, int 
                 m, n, k);
 }
 
-// gemm_wgmma's fixed tile geometry (see the template): 128 rows of C per tile, K in steps of
-// 64 (one 128-byte swizzle row), three warpgroups.
+// gemm_wgmma's tile geometry (see the template): 128 rows of C per tile (BLOCK_M's default; 64
+// for narrow tiles), K in steps of 64 (one 128-byte swizzle row), three warpgroups.
 constexpr int wgmma_block_m = 128, wgmma_block_k = 64, wgmma_threads = 384;
 // The most shared memory a block may ask for on sm_90 (227 KiB).
 constexpr std::int64_t sm90_shared_bytes = 227 * 1024;
@@ -166,7 +166,7 @@ struct SplitkLaunch { // linear_splitk: the same, and the blocks of a cluster th
   int rows_per_block, m_tile, splits, threads;
 };
 struct WgmmaLaunch { // gemm_wgmma: wgmma_threads threads, a persistent grid
-  int block_n, cluster_m, cluster_n, split_k;
+  int block_m, block_n, cluster_m, cluster_n, split_k;
   bool swap_ab; // W as the kernel's A, the activations as its B: C's transpose
   unsigned shared_bytes;
   int grid_limit; // blocks, a multiple of the cluster's
@@ -187,17 +187,11 @@ detail::ChosenVariant with_winner(const detail::ChosenVariant &variant,
   return tuned;
 }
 
-// The heuristic's variant for the key's shape, among the kernels that serve it: linear_skinny up
-// to linear_skinny_rows rows, linear_splitk up to linear_splitk_rows(n), gemm_wgmma beyond; where
-// gemm_wgmma does not serve, linear_splitk (sm_90 and newer) or linear_skinny (sm_80) instead.
-template <Element T> detail::ChosenVariant heuristic_gemm_variant(const GemmPlanKey &key) {
-  const int m = static_cast<int>(key.m_bucket);
-  if (key.splitk_serves && m > detail::linear_skinny_rows &&
-      (m <= detail::linear_splitk_rows(key.n) || !key.wgmma_serves))
-    return detail::linear_splitk_variant<T>(m, key.n, key.k);
-  if (key.skinny_serves && (m <= detail::linear_skinny_rows || !key.wgmma_serves))
-    return detail::linear_skinny_variant<T>(m, key.n, key.k);
-  return detail::gemm_wgmma_variant<T>(m, key.n, key.k, key.b_kmajor);
+// detail::heuristic_gemm_variant for the key's shape and kernels.
+template <Element T> detail::ChosenVariant heuristic_variant(const GemmPlanKey &key) {
+  return detail::heuristic_gemm_variant<T>(static_cast<int>(key.m_bucket), key.n, key.k,
+                                           key.b_kmajor, key.skinny_serves, key.splitk_serves,
+                                           key.wgmma_serves);
 }
 
 // The variant for the key's shape: the fastest of the tuning table's winners for linear_skinny
@@ -222,7 +216,7 @@ detail::ChosenVariant choose_gemm_variant(Runtime &rt, const GemmPlanKey &key) {
   consider(key.skinny_serves, detail::linear_skinny_variant<T>(m, key.n, key.k));
   consider(key.splitk_serves, detail::linear_splitk_variant<T>(m, key.n, key.k));
   consider(key.wgmma_serves, detail::gemm_wgmma_variant<T>(m, key.n, key.k, key.b_kmajor));
-  return best ? *best : heuristic_gemm_variant<T>(key);
+  return best ? *best : heuristic_variant<T>(key);
 }
 
 template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVariant &variant) {
@@ -243,7 +237,11 @@ template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVa
   const int split_k = variant.integer("SPLIT_K");
   const auto shared_bytes = static_cast<unsigned>(
       variant.tmpl->tuning().shared_bytes(variant.tmpl->bind(variant.params)));
-  return {&kernel, WgmmaLaunch{.block_n = block_n,
+  // BLOCK_M as bound: a variant may leave it at its default.
+  const auto block_m =
+      static_cast<int>(variant.tmpl->bind(variant.params).values().get("BLOCK_M").integer());
+  return {&kernel, WgmmaLaunch{.block_m = block_m,
+                               .block_n = block_n,
                                .cluster_m = cluster_m,
                                .cluster_n = cluster_n,
                                .split_k = split_k,
@@ -276,7 +274,7 @@ const GemmPlan &gemm_plan(Runtime &rt, int m, int n, int k, bool b_kmajor, bool 
   try {
     return plans.emplace(key, make_gemm_plan<T>(rt, chosen)).first->second;
   } catch (const Error &error) {
-    const detail::ChosenVariant heuristic = heuristic_gemm_variant<T>(key);
+    const detail::ChosenVariant heuristic = heuristic_variant<T>(key);
     if (chosen.tmpl == heuristic.tmpl && chosen.params == heuristic.params)
       throw;
     log().warn("the tuned {} variant for {} x {} x {} does not build ({}); using the heuristic's",
@@ -318,12 +316,12 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
     std::swap(a, b);
     std::swap(m, n);
   }
-  // A's tile is copied in halves (of a block's own tile, or of the tile a pair along N shares);
+  // A's tile is copied in boxes of 64 rows (halves of a block's own 128-row tile, or of the tile a
+  // pair along N shares);
   // a block of a pair along M copies half of the K-major B's tile (an MN-major B's 64-column
   // boxes are split by count).
-  const TensorMap map_a =
-      tensor_maps().get(device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k),
-                                 std::uint32_t(wgmma_block_m / 2), 64});
+  const TensorMap map_a = tensor_maps().get(
+      device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k), 64, 64});
   const TensorMap map_b =
       b_kmajor
           ? tensor_maps().get(device, {element, b, std::uint64_t(n), std::uint64_t(k), row_bytes(k),
@@ -332,7 +330,7 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
                                        wgmma_block_k, 64});
   const int cluster = wgmma.cluster_m * wgmma.cluster_n * wgmma.split_k;
   const long long pairs =
-      static_cast<long long>(detail::divide_up(m, wgmma_block_m * wgmma.cluster_m)) *
+      static_cast<long long>(detail::divide_up(m, wgmma.block_m * wgmma.cluster_m)) *
       detail::divide_up(n, wgmma.block_n * wgmma.cluster_n);
   const auto blocks = static_cast<unsigned>(std::min<long long>(pairs * cluster, wgmma.grid_limit));
   plan.kernel->launch({.grid = blocks,
@@ -365,6 +363,16 @@ void launch_gemm_variant(Runtime &rt, const ChosenVariant &variant, T *c, const 
   if (found == plans.end())
     found = plans.emplace(key, make_gemm_plan<T>(rt, variant)).first;
   launch_gemm_plan(found->second, c, a, b, m, n, k, b_kmajor, stream);
+}
+
+template <Element T>
+ChosenVariant heuristic_gemm_variant(int m, int n, int k, bool b_kmajor, bool skinny_serves,
+                                     bool splitk_serves, bool wgmma_serves) {
+  if (splitk_serves && m > linear_skinny_rows && !wgmma_serves)
+    return linear_splitk_variant<T>(m, n, k);
+  if (skinny_serves && (m <= linear_skinny_rows || !wgmma_serves))
+    return linear_skinny_variant<T>(m, n, k);
+  return gemm_wgmma_variant<T>(m, n, k, b_kmajor);
 }
 
 template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int /*k*/) {
@@ -436,16 +444,18 @@ bool linear_skinny_serves(const jit::Target &target, const void *c, const void *
 template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool b_kmajor) {
   static const Template &tmpl = templates::find("gemm_wgmma");
   if (b_kmajor && m <= swap_ab_max_m) {
-    // linear() at few rows: SWAP_AB, 128 rows of W a tile, the rows of A in tiles of 16, 32 or
-    // 64 (from 65 rows two or more tiles of A read each tile of W, the second time from L2: 64
-    // outran 128 by 1.05-1.8x at 128 rows on an H200), the deepest ring up to 8 stages that
-    // shared memory holds (4 -> 8 stages streamed W 1.2-1.4x faster; 10 and 12 gained nothing).
-    // K is split in two only where W's tiles are a quarter of the 132 multiprocessors of an H100
-    // or H200 or fewer and each half keeps 64 or more steps: splits of 4 and 8 were 1.5-2.3x
-    // slower, and 2 was faster on 14336 x 4096 only on both cards (BENCHMARKS.md, "linear at 16
-    // to 128 rows: SWAP_AB").
-    const int block_n = m <= 16 ? 16 : m <= 32 ? 32 : 64;
-    const long long tiles = divide_up(n, wgmma_block_m), steps = divide_up(k, wgmma_block_k);
+    // linear() at few rows: SWAP_AB, tiles of 64 rows of W (BLOCK_M 64, one consumer: twice the
+    // tiles of 128 rows, which left most multiprocessors idle; 1.01-1.18x faster at every shape
+    // and row count on an H100), the rows of A in one tile of 16, 32, 64 or 128, or in two from
+    // 33 rows where twice W's tiles still fit one wave of 132 multiprocessors (4096 rows of W:
+    // 1.02-1.14x faster than one tile), the deepest ring up to 12 stages (0.99-1.09x the speed of
+    // 8). K is not split: in two it was 1.06-1.6x slower at the chosen tiles of every measured
+    // shape (BENCHMARKS.md, "linear at 16 to 128 rows with 64-row tiles of W"), kept only where
+    // W's tiles are a quarter of the multiprocessors or fewer and K long, as measured for 128-row
+    // tiles ("linear at 16 to 128 rows: SWAP_AB").
+    const int rows = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
+    const long long tiles = divide_up(n, 64), steps = divide_up(k, wgmma_block_k);
+    const int block_n = rows > 32 && 2 * tiles <= 132 ? rows / 2 : rows;
     const int split_k = tiles * 4 <= 132 && steps >= 2 * 64 ? 2 : 1;
     ChosenVariant variant{&tmpl,
                           {{"T", element_name<T>()},
@@ -457,8 +467,9 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
                            {"CLUSTER_N", 1},
                            {"EPILOGUE", 0},
                            {"SPLIT_K", split_k},
-                           {"SWAP_AB", 1}}};
-    for (int stages : {8, 6, 5, 4}) {
+                           {"SWAP_AB", 1},
+                           {"BLOCK_M", 64}}};
+    for (int stages : {12, 10, 8, 6, 5, 4}) {
       variant.params.set("STAGES", stages);
       if (tmpl.tuning().shared_bytes(tmpl.bind(variant.params)) <= sm90_shared_bytes)
         break;
@@ -483,7 +494,8 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
            {"CLUSTER_N", 1},
            {"EPILOGUE", split_k > 1 ? 0 : 1},
            {"SPLIT_K", split_k},
-           {"SWAP_AB", 0}}};
+           {"SWAP_AB", 0},
+           {"BLOCK_M", 128}}};
 }
 
 template <Element T>
@@ -638,6 +650,8 @@ std::vector<double> linear(std::span<const T> a, std::span<const T> w, int m, in
   template detail::ChosenVariant detail::gemm_wgmma_variant<T>(int, int, int, bool);               \
   template detail::ChosenVariant detail::linear_skinny_variant<T>(int, int, int);                  \
   template detail::ChosenVariant detail::linear_splitk_variant<T>(int, int, int);                  \
+  template detail::ChosenVariant detail::heuristic_gemm_variant<T>(int, int, int, bool, bool,      \
+                                                                   bool, bool);                    \
   template bool detail::linear_splitk_serves<T>(const jit::Target &, const void *, const void *,   \
                                                 const void *, int, int, int);                      \
   template void detail::launch_gemm_variant<T>(Runtime &, const detail::ChosenVariant &, T *,      \

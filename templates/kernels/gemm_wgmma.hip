@@ -43,6 +43,10 @@
 // the activations [M, K] as the K-major B, with m and n exchanged, and each sum is stored to its
 // transposed place. For linear() at few rows: W's rows fill wgmma's 64-row side, and the rows of
 // A are its N side, as narrow as BLOCK_N 16, so a stage holds little besides W.
+//
+// BLOCK_M 64 (SWAP_AB, CLUSTER_N 1) makes tiles of 64 rows of A, one consumer's: the second
+// consumer warpgroup idles. Twice the tiles of 128 rows, for a product whose tiles of 128 rows
+// leave most multiprocessors idle (linear() on a weight of 4096 rows: 32 tiles).
 #if KJIT_HIP
 #error "kjit gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a); on AMD targets use gemm"
 #else
@@ -55,7 +59,7 @@ struct alignas(64) TensorMap { // the driver's CUtensorMap, opaque
 
 namespace kjit_gemm_wgmma {
 
-constexpr int BM = 128, BK = 64; // BK: one 128-byte swizzle row of 16-bit elements
+constexpr int BK = 64; // one 128-byte swizzle row of 16-bit elements
 
 __device__ inline unsigned shared_address(const void *p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -263,8 +267,8 @@ __device__ inline void place_tile(int t, int tiles_m, int tiles_n, int &tile_m, 
 // K-major B's of BLOCK_N / CLUSTER_M rows (the halves each block of a pair copies), and C's of
 // 64 x 64.
 template <typename T, int BLOCK_N, int STAGES, int B_KMAJOR, int GROUP_M, int CLUSTER_M,
-          int CLUSTER_N, int EPILOGUE, int SPLIT_K, int SWAP_AB, int SHAPE_M, int SHAPE_N,
-          int SHAPE_K>
+          int CLUSTER_N, int EPILOGUE, int SPLIT_K, int SWAP_AB, int BLOCK_M, int SHAPE_M,
+          int SHAPE_N, int SHAPE_K>
 __global__ void __launch_bounds__(384, 1)
     gemm_wgmma(T *KJIT_RESTRICT c, const __grid_constant__ kjit::TensorMap map_c,
                const __grid_constant__ kjit::TensorMap map_a,
@@ -299,6 +303,10 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(!SWAP_AB || (B_KMAJOR && EPILOGUE == 0),
                 "SWAP_AB takes a K-major B and EPILOGUE 0 (C's transposed stores)");
   constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
+  static_assert(BLOCK_M == 128 || (BLOCK_M == 64 && SWAP_AB && CLUSTER_N == 1),
+                "BLOCK_M of 128, or 64 with SWAP_AB and CLUSTER_N 1 (a pair along N shares A's "
+                "tile in halves)");
+  constexpr int BM = BLOCK_M, CONSUMERS = BM / 64; // a consumer warpgroup per 64 rows of A
   static_assert(CLUSTER_M >= 1 && CLUSTER_N >= 1 && CLUSTER <= 2, "clusters of 1 or 2 blocks");
   static_assert(SPLIT_K == 1 || (CLUSTER == 1 && EPILOGUE == 0 && BLOCK_N <= 128),
                 "SPLIT_K > 1 takes clusters of one tile, EPILOGUE 0 and BLOCK_N 128 or less");
@@ -323,11 +331,11 @@ __global__ void __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       barrier_init(&full[s], 1);
-      barrier_init(&empty[s], 2 * CLUSTER); // one arrival per consumer of the cluster
+      barrier_init(&empty[s], CONSUMERS * CLUSTER); // one arrival per consumer of the cluster
     }
     if (SPLIT_K > 1) {
-      barrier_init(ready, 2 * SPLIT_K);
-      barrier_init(done, 2 * SPLIT_K);
+      barrier_init(ready, CONSUMERS * SPLIT_K);
+      barrier_init(done, CONSUMERS * SPLIT_K);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -374,9 +382,10 @@ __global__ void __launch_bounds__(384, 1)
           } else {
             // A's tile in halves of 64 rows, the second only where it holds a row of A: the copy
             // engine fills rows past the matrix slowly (a few rows of A took 1.5 times as long
-            // as 128), and the consumer of those rows stores nothing.
-            const bool second_half = tile_m * BM + BM / 2 < m;
-            barrier_expect_bytes(&full[s], second_half ? STAGE : STAGE - A_BYTES / 2);
+            // as 128), and the consumer of those rows stores nothing. BLOCK_M 64: one box.
+            const bool second_half = CONSUMERS == 2 && tile_m * BM + BM / 2 < m;
+            barrier_expect_bytes(&full[s],
+                                 CONSUMERS == 1 || second_half ? STAGE : STAGE - A_BYTES / 2);
             copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
             if (second_half)
               copy_box(a_stage + A_BYTES / 2, &map_a, &full[s], kb * BK, tile_m * BM + BM / 2);
@@ -407,7 +416,7 @@ __global__ void __launch_bounds__(384, 1)
         }
       }
     }
-  } else {
+  } else if (warpgroup <= CONSUMERS) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int consumer = warpgroup - 1, rows = consumer * 64; // this consumer's rows of the tile
     const int warp = thread / 32, lane = thread % 32;

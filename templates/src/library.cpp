@@ -250,17 +250,21 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
     if ((block_n < 64 || integer_value(instance, "SWAP_AB") == 1) &&
         (!register_epilogue || integer_value(instance, "B_KMAJOR") == 0))
       return "BLOCK_N below 64 and SWAP_AB take EPILOGUE 0 and B_KMAJOR 1";
+    if (integer_value(instance, "BLOCK_M") == 64 &&
+        (integer_value(instance, "SWAP_AB") == 0 || integer_value(instance, "CLUSTER_N") > 1))
+      return "BLOCK_M 64 takes SWAP_AB 1 and CLUSTER_N 1";
     return "";
   };
-  // The stages (128 rows of A and BLOCK_N of B, 64 of K, 2 bytes each), C's four 64 x 64 boxes
+  // The stages (BLOCK_M rows of A and BLOCK_N of B, 64 of K, 2 bytes each), C's four 64 x 64 boxes
   // for EPILOGUE 1, SPLIT_K's float sums of a tile and their two mbarriers, the slack to align
   // the stages to 1024 bytes, and two mbarriers per stage.
   wgmma_rules.shared_bytes = [](const Instance &instance) -> std::int64_t {
     const std::int64_t block_n = integer_value(instance, "BLOCK_N"),
+                       block_m = integer_value(instance, "BLOCK_M"),
                        stages = integer_value(instance, "STAGES");
-    return stages * (128 + block_n) * 64 * 2 +
+    return stages * (block_m + block_n) * 64 * 2 +
            integer_value(instance, "EPILOGUE") * 4 * 64 * 64 * 2 +
-           (integer_value(instance, "SPLIT_K") > 1 ? 128 * block_n * 4 + 16 : 0) + 1024 +
+           (integer_value(instance, "SPLIT_K") > 1 ? block_m * block_n * 4 + 16 : 0) + 1024 +
            stages * 16;
   };
   all.emplace_back(
@@ -276,6 +280,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
           {"EPILOGUE", ParamSchema::one_of({0, 1}, 1).tunable()},
           {"SPLIT_K", ParamSchema::one_of({1, 2, 4, 8}, 1).tunable()},
           {"SWAP_AB", ParamSchema::one_of({0, 1}, 0).tunable()},
+          {"BLOCK_M", ParamSchema::one_of({64, 128}, 128).tunable()},
           {"SHAPE_M", ParamSchema::integer(0, 1 << 30, 0)},
           {"SHAPE_N", ParamSchema::integer(0, 1 << 30, 0)},
           {"SHAPE_K", ParamSchema::integer(0, 1 << 30, 0)}},

@@ -52,7 +52,8 @@ TEST_F(OpsCompileTest, LinearSkinnyCompilesForSm80AndSm90AtEveryTokenTile) {
 // and K split over clusters of 2, 4 and 8 blocks (BLOCK_N 128); and linear()'s transposed
 // variants at few rows (SWAP_AB: W as wgmma's A, BLOCK_N 16 to 64 rows of the activations) as
 // the heuristic makes them for 16 to 128 rows of 4096 and 8192 rows of W, and with more splits
-// than a thread has float4s of sums (BLOCK_N 16, SPLIT_K 8); through ptxas's report
+// than a thread has float4s of sums (BLOCK_N 16, SPLIT_K 8), and with tiles of 64 rows of W
+// (BLOCK_M 64, one consumer) at every BLOCK_N, K whole or split; through ptxas's report
 // (compile_testing::wgmma_compiles_cleanly).
 TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   std::unique_ptr<jit::Compiler> nvrtc;
@@ -97,6 +98,15 @@ TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   ParamValues eight_splits = narrow.params;
   eight_splits.set("SPLIT_K", 8);
   EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, tmpl.bind(eight_splits)));
+  for (int block_n : {16, 32, 64, 128})
+    for (int split_k : {1, 2}) {
+      ParamValues half_tile = narrow.params;
+      half_tile.set("BLOCK_M", 64);
+      half_tile.set("BLOCK_N", block_n);
+      half_tile.set("SPLIT_K", split_k);
+      EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, tmpl.bind(half_tile)))
+          << block_n << " " << split_k;
+    }
 }
 
 // Why gemm_wgmma's rules refuse `params` on sm_90a, or "".
@@ -163,9 +173,29 @@ TEST(GemmWgmmaRules, NarrowTilesAndSwapAbTakeTheRegisterEpilogueAndAKMajorB) {
             5 * 192 * 128 + 128 * 64 * 4 + 16 + 1024 + 5 * 16);
 }
 
+// Tiles of 64 rows (BLOCK_M 64, one consumer) serve SWAP_AB alone, without pairs along N (which
+// share A's tile in halves of 64 rows); their stages and sums hold 64 rows.
+TEST(GemmWgmmaRules, HalfTilesTakeSwapAbAndNoPairAlongN) {
+  const Template &wgmma = templates::find("gemm_wgmma");
+  const auto params = [](int swap_ab, int cluster_n) {
+    return ParamValues{{"T", "half"},        {"BLOCK_M", 64},          {"BLOCK_N", 32},
+                       {"STAGES", 12},       {"EPILOGUE", 0},          {"B_KMAJOR", 1},
+                       {"SWAP_AB", swap_ab}, {"CLUSTER_N", cluster_n}, {"SPLIT_K", 1}};
+  };
+  const std::string refusal = "BLOCK_M 64 takes SWAP_AB 1 and CLUSTER_N 1";
+  EXPECT_EQ(gemm_wgmma_refusal(params(1, 1)), "");
+  EXPECT_EQ(gemm_wgmma_refusal(params(0, 1)), refusal);
+  EXPECT_EQ(gemm_wgmma_refusal(params(1, 2)), refusal);
+  EXPECT_TRUE(wgmma.param("BLOCK_M")->param.is_tunable());
+  ParamValues split = params(1, 1);
+  split.set("SPLIT_K", 2);
+  EXPECT_EQ(wgmma.tuning().shared_bytes(wgmma.bind(split)),
+            12 * 96 * 128 + 64 * 32 * 4 + 16 + 1024 + 12 * 16);
+}
+
 // The variants linear() takes per m on sm_90a where no tuning record says otherwise: the
 // fastest of each kernel's sweep on an H200 (BENCHMARKS.md, "linear at every m") and, for
-// gemm_wgmma at 16 to 128 rows, on an H100 ("linear at 16 to 128 rows: SWAP_AB").
+// gemm_wgmma at 9 to 128 rows, on an H100 ("linear at 16 to 128 rows with 64-row tiles of W").
 TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
   for (int m : {1, 2, 4, 8}) {
     // 8192 rows of W: two blocks of 8 warps a multiprocessor, not one of 16.
@@ -178,24 +208,44 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
     EXPECT_EQ(few.integer("WARPS"), 16) << m;
     EXPECT_EQ(few.integer("UNROLL"), 8) << m;
   }
-  // linear_splitk up to 16 tokens on fewer than 8192 rows of W (gemm_wgmma beyond).
-  EXPECT_EQ(detail::linear_splitk_rows(4096), 16);
-  EXPECT_EQ(detail::linear_splitk_rows(8192), 8);
   // 16 tokens: 32 rows of W per warp.
   const detail::ChosenVariant splitk = detail::linear_splitk_variant<BFloat16>(16, 8192, 8192);
   EXPECT_EQ(splitk.integer("ROW_BLOCKS"), 2);
   EXPECT_EQ(splitk.integer("SPLITS"), 4);
-  // W's rows as wgmma's 64-row side (SWAP_AB) up to 128 rows of A, in tiles of 16, 32 or 64 of
-  // them; 128 rows of W a tile; K split in two only for 32 tiles (4096 rows) and 128 or more
-  // steps of K; the deepest ring up to 8 stages that shared memory holds.
-  for (const auto &[m, n, k, block_n, split_k, stages] : {std::tuple{16, 4096, 14336, 16, 2, 8},
-                                                          {20, 8192, 8192, 32, 1, 8},
-                                                          {64, 8192, 8192, 64, 1, 8},
-                                                          {64, 4096, 4096, 64, 1, 8},
-                                                          {128, 8192, 8192, 64, 1, 8},
-                                                          {128, 4096, 14336, 64, 2, 8}}) {
+  // Which kernel: linear_skinny up to 8 rows, gemm_wgmma from 9 on every weight (linear_splitk
+  // at 16 rows of 4096-row weights before 64-row tiles of W), linear_splitk beyond 8 rows and
+  // linear_skinny up to 8 where gemm_wgmma does not serve.
+  const auto kernel = [](int m, int n, int k, bool wgmma_serves) {
+    return detail::heuristic_gemm_variant<BFloat16>(m, n, k, true, m <= 64, true, wgmma_serves)
+        .tmpl->name();
+  };
+  for (const auto &[n, k] : {std::pair{4096, 4096}, {8192, 8192}, {4096, 14336}}) {
+    EXPECT_EQ(kernel(8, n, k, true), "linear_skinny") << n << " x " << k;
+    EXPECT_EQ(kernel(9, n, k, true), "gemm_wgmma") << n << " x " << k;
+    EXPECT_EQ(kernel(16, n, k, true), "gemm_wgmma") << n << " x " << k;
+    EXPECT_EQ(kernel(128, n, k, true), "gemm_wgmma") << n << " x " << k;
+    EXPECT_EQ(kernel(8, n, k, false), "linear_skinny") << n << " x " << k;
+    EXPECT_EQ(kernel(16, n, k, false), "linear_splitk") << n << " x " << k;
+  }
+  EXPECT_EQ(detail::heuristic_gemm_variant<BFloat16>(4096, 4096, 4096, false, false, false, true)
+                .integer("SWAP_AB"),
+            0);
+  // W's rows as wgmma's 64-row side (SWAP_AB) up to 128 rows of A, 64 rows of W a tile; the
+  // rows of A in one tile of 16, 32, 64 or 128, or two from 33 rows where 2 x W's tiles are 132
+  // or fewer; K split in two only for 33 or fewer tiles of W and 128 or more steps of K; the
+  // deepest ring up to 12 stages that shared memory holds.
+  for (const auto &[m, n, k, block_n, split_k, stages] : {std::tuple{9, 4096, 4096, 16, 1, 12},
+                                                          {16, 4096, 14336, 16, 1, 12},
+                                                          {20, 8192, 8192, 32, 1, 12},
+                                                          {64, 8192, 8192, 64, 1, 12},
+                                                          {64, 4096, 4096, 32, 1, 12},
+                                                          {128, 8192, 8192, 128, 1, 8},
+                                                          {128, 4096, 14336, 64, 1, 12},
+                                                          {100, 2048, 8192, 64, 2, 12},
+                                                          {100, 2048, 8128, 64, 1, 12}}) {
     const detail::ChosenVariant wgmma = detail::gemm_wgmma_variant<Half>(m, n, k, true);
     EXPECT_EQ(wgmma.integer("SWAP_AB"), 1) << m << " x " << n << " x " << k;
+    EXPECT_EQ(wgmma.integer("BLOCK_M"), 64) << m << " x " << n << " x " << k;
     EXPECT_EQ(wgmma.integer("BLOCK_N"), block_n) << m << " x " << n << " x " << k;
     EXPECT_EQ(wgmma.integer("SPLIT_K"), split_k) << m << " x " << n << " x " << k;
     EXPECT_EQ(wgmma.integer("STAGES"), stages) << m << " x " << n << " x " << k;
@@ -203,13 +253,13 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
   }
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(129, 8192, 8192, true).integer("SWAP_AB"), 0);
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(64, 8192, 8192, false).integer("SWAP_AB"), 0);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(129, 8192, 8192, true).integer("BLOCK_M"), 128);
   // Enough tiles, or too short a K (fewer than 32 steps of 64): no split.
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(4096, 4096, 4096, false).integer("SPLIT_K"), 1);
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(1024, 8192, 8192, true).integer("SPLIT_K"), 1);
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(256, 4096, 1984, true).integer("SPLIT_K"), 1);
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(256, 4096, 2048, true).integer("SPLIT_K"), 2);
-  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 4096, 8128, true).integer("SPLIT_K"), 1);
-  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 4096, 8192, true).integer("SPLIT_K"), 2);
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 4096, 8192, true).integer("SPLIT_K"), 1);
 }
 
 TEST(GemmTensorCores, HalfAndBFloat16OnNvidiaSm80AndNewerAndOnAmdGfx942AndGfx950) {

@@ -462,8 +462,8 @@ TEST(Tuner, RelativeDifferenceTreatsNaNAsDisagreement) {
 }
 
 // gemm_wgmma's search space holds its cluster shapes (1 x 1, 2 x 1, 1 x 2) and both epilogues,
-// with every value of its other tunables but SPLIT_K, SWAP_AB and the narrow BLOCK_Ns (whose own
-// rules gemm_test checks); the rules drop 2 x 2 before anything is compiled.
+// with every value of its other tunables but SPLIT_K, SWAP_AB, BLOCK_M and the narrow BLOCK_Ns
+// (whose own rules gemm_test checks); the rules drop 2 x 2 before anything is compiled.
 TEST(BuiltinRules, GemmWgmmaSearchesClustersOfOneOrTwoBlocksAndBothEpilogues) {
   const Template &wgmma = templates::find("gemm_wgmma");
   const Candidates candidates = tuning_candidates({&wgmma, {{"T", "bfloat16"}}},
@@ -472,7 +472,8 @@ TEST(BuiltinRules, GemmWgmmaSearchesClustersOfOneOrTwoBlocksAndBothEpilogues) {
                                                    {"EPILOGUE", {0, 1}},
                                                    {"SPLIT_K", {1}},
                                                    {"BLOCK_N", {128, 256}},
-                                                   {"SWAP_AB", {0}}},
+                                                   {"SWAP_AB", {0}},
+                                                   {"BLOCK_M", {128}}},
                                                   "sm_90a");
   ASSERT_FALSE(candidates.refused.empty());
   EXPECT_EQ(candidates.accepted.size(), 3 * candidates.refused.size());
