@@ -76,7 +76,7 @@ TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
                                     {1, 1, 0, 2},
                                     {1, 1, 0, 4},
                                     {1, 1, 0, 8}})
-          if (layout.split_k == 1 || block_n == 128)
+          if (layout.split_k == 1 || block_n == 128) {
             EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
                 *nvrtc, tmpl.bind({{"T", type},
                                    {"BLOCK_N", block_n},
@@ -86,6 +86,7 @@ TEST(GemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
                                    {"CLUSTER_N", layout.cluster_n},
                                    {"EPILOGUE", layout.epilogue},
                                    {"SPLIT_K", layout.split_k}})));
+          }
   for (const auto &[m, n, k] : {std::tuple{16, 4096, 14336},
                                 {32, 8192, 8192},
                                 {64, 4096, 4096},
