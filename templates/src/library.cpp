@@ -434,7 +434,9 @@ void add_attention_mfma(std::vector<Template> &all) {
   rules.shared_bytes = [](const Instance &instance) -> std::int64_t {
     const std::int64_t head_dim = integer_value(instance, "HEAD_DIM");
     const std::int64_t block_n = integer_value(instance, "BLOCK_N");
-    return (block_n * (head_dim + 8) + head_dim * (block_n + 8)) * 2; // padded rows
+    // Padded rows, and PAGED's flag of a page outside the cache.
+    return (block_n * (head_dim + 8) + head_dim * (block_n + 8)) * 2 +
+           (integer_value(instance, "PAGED") ? 4 : 0);
   };
   rules.threads = [](const Instance &instance) { return 64 * integer_value(instance, "WAVES"); };
   // A thread holds q, a tile's scores, O and the next tile's k and v (BLOCK_N x HEAD_DIM / 8 /
