@@ -188,8 +188,9 @@ TEST(EMULATED_SUITE, PagedBFloat16HeadDim128MatchesTheReference) {
 }
 
 // A sequence whose key count passes its table's capacity, one with a negative count and one whose
-// table names a page past the cache get NaN in every output (the kernel reads none of their
-// pages); the others match the reference.
+// table names a page past the cache get NaN in every output; the others match the reference. Each
+// is refused for its one reason alone, and what a kernel that read its pages anyway would find is
+// finite (in memory, past the cache's num_blocks), so that such a read fails the test.
 TEST(EMULATED_SUITE, PagedRefusedSequencesAreNaNAndTheOthersMatch) {
   std::mt19937 rng(27);
   PagedCase<Half> c{.q_lengths = {3, 20, 5, 40, 7},
@@ -202,9 +203,20 @@ TEST(EMULATED_SUITE, PagedRefusedSequencesAreNaNAndTheOthersMatch) {
   c.fill(rng);
   const std::vector<double> expected = c.expected();
   std::vector<int> k_lens = c.k_lengths;
+  // Sequence 0's table filled with its first page (16 keys, no NaN), so that only its count
+  // refuses it (the page past its table would be sequence 1's first, also full).
+  for (int p = 1; p < c.max_blocks; ++p)
+    c.tables[p] = c.tables[0];
   k_lens[0] = c.max_blocks * c.page_size + 1;
   k_lens[2] = -1;
   c.tables[3 * c.max_blocks + 4] = c.num_blocks; // the last of sequence 3's five pages
+  // That page exists in memory past the cache's num_blocks, with finite values: a kernel that
+  // read it would give finite outputs.
+  const std::size_t page = std::size_t(c.page_size) * c.kv_heads * c.head_dim;
+  for (auto *cache : {&c.k_cache, &c.v_cache}) {
+    const auto values = ::kjit::ops::gpu_testing::random_elements<Half>(page, rng, -1, 1);
+    cache->insert(cache->end(), values.begin(), values.end());
+  }
   const std::vector<Half> got = run_paged<Half, 64, 1>(c, k_lens);
   const std::size_t row = std::size_t(c.q_heads) * c.head_dim;
   for (std::size_t b = 0; b < c.q_lengths.size(); ++b) {
