@@ -322,7 +322,10 @@ void launch_paged(const AttentionPlan &plan, T *out, const T *q, int q_heads,
 namespace detail {
 
 template <Element T>
-ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int page_size) {
+ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int page_size,
+                                            const jit::Target &target) {
+  if (target.vendor() == Vendor::amd) // MFMA; its template refuses targets but gfx942 and gfx950
+    return flash_attention_mfma_variant<T>(shape, true);
   // The wgmma kernel's (on other targets Runtime::kernel refuses it, naming sm_90a). Pages of 32
   // copied as TMA boxes (PAGED 1: 1.33-1.36x the producer's row copies), of 16 by the producer's
   // threads (PAGED 2: 1.02-1.09x TMA's twice as many boxes; H200, BENCHMARKS.md).
@@ -366,15 +369,12 @@ void flash_attention_paged(Runtime &rt, T *out, const T *q, int q_heads, const P
   const std::tuple key{rt.id(),      detail::element_code<T>(), shape.head_dim,
                        shape.causal, persistent_walk(shape),    cache.page_size};
   auto found = plans.find(key);
-  if (found == plans.end()) [[unlikely]] {
-    const bool amd = rt.default_device().target().vendor() == Vendor::amd; // MFMA (gfx942, gfx950)
+  if (found == plans.end()) [[unlikely]]
     found =
         plans
-            .emplace(key, make_plan(rt, amd ? detail::flash_attention_mfma_variant<T>(shape, true)
-                                            : detail::flash_attention_paged_variant<T>(
-                                                  shape, cache.page_size)))
+            .emplace(key, make_plan(rt, detail::flash_attention_paged_variant<T>(
+                                            shape, cache.page_size, rt.default_device().target())))
             .first;
-  }
   launch_paged(found->second, out, q, q_heads, cache, batch, shape, stream);
 }
 
@@ -503,8 +503,8 @@ flash_attention_paged(std::span<const T> q, std::span<const T> k_cache, std::spa
       std::span<const int>, const AttentionShape &);                                               \
   template void flash_attention_paged<T>(Runtime &, T *, const T *, int, const PagedKvCache &,     \
                                          const PagedPrefillBatch &, bool, float, Stream);          \
-  template detail::ChosenVariant detail::flash_attention_paged_variant<T>(const AttentionShape &,  \
-                                                                          int);                    \
+  template detail::ChosenVariant detail::flash_attention_paged_variant<T>(                         \
+      const AttentionShape &, int, const jit::Target &);                                           \
   template void detail::launch_flash_attention_paged<T>(                                           \
       Runtime &, const detail::ChosenVariant &, T *, const T *, int, const PagedKvCache &,         \
       const PagedPrefillBatch &, bool, float, Stream);                                             \

@@ -212,7 +212,8 @@ protected:
   void SetUp() override {
     FlashAttentionGpuTest<T>::SetUp();
     if (!this->HasFatalFailure() && !this->IsSkipped() && this->device().target().id() != "sm_90a")
-      GTEST_SKIP() << "flash_attention_paged runs on sm_90a; this is "
+      GTEST_SKIP() << "these tests run the sm_90a variants (gfx942's and gfx950's are "
+                      "emulated: emulated_flash_attention_mfma.hpp); this is "
                    << this->device().target().id();
   }
 

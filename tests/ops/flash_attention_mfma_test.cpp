@@ -61,9 +61,9 @@ class FlashAttentionMfmaCodeObject : public ::testing::TestWithParam<Case> {};
 TEST_P(FlashAttentionMfmaCodeObject, HasOneTilesMfmasExp2NoSpillsTwoWavesPerSimdAndWideLoads) {
   const Case &c = GetParam();
   const jit::Target target = jit::Target::parse(c.target);
-  // What the wrappers launch on this target (flash_attention_paged: the MFMA variant, paged).
+  // What the wrappers launch on this target (flash_attention_paged's for pages of either size).
   const auto chosen = [&]<Element T>() {
-    return c.paged ? detail::flash_attention_mfma_variant<T>(shape_of(c), true)
+    return c.paged ? detail::flash_attention_paged_variant<T>(shape_of(c), 16, target)
                    : detail::flash_attention_variant<T>(target, shape_of(c));
   };
   const detail::ChosenVariant variant =
@@ -200,6 +200,32 @@ TEST(FlashAttentionMfmaVariant, EveryAmdTargetGetsTheMfmaTemplate) {
   EXPECT_EQ(detail::flash_attention_variant<BFloat16>(jit::Target::parse("gfx942"), shape_of(c))
                 .integer("BLOCK_N"),
             64);
+}
+
+// flash_attention_paged on every AMD target takes the same template and tiles with PAGED 1, for
+// pages of 16 and 32 (a runtime argument); on NVIDIA the wgmma template's PAGED variants.
+TEST(FlashAttentionMfmaVariant, EveryAmdTargetGetsTheMfmaTemplateForPagedPrefill) {
+  for (const char *target : {"gfx942", "gfx950", "gfx90a", "gfx1100"})
+    for (int page_size : {16, 32})
+      for (int head_dim : {64, 128}) {
+        const Case c{target, "bfloat16", head_dim, true, true};
+        const auto paged = detail::flash_attention_paged_variant<BFloat16>(
+            shape_of(c), page_size, jit::Target::parse(target));
+        const auto contiguous =
+            detail::flash_attention_variant<BFloat16>(jit::Target::parse(target), shape_of(c));
+        EXPECT_EQ(paged.tmpl->name(), "flash_attention_mfma") << target;
+        EXPECT_EQ(paged.integer("PAGED"), 1);
+        EXPECT_EQ(contiguous.integer("PAGED"), 0);
+        EXPECT_EQ(paged.integer("BLOCK_N"), contiguous.integer("BLOCK_N"));
+        EXPECT_EQ(paged.integer("WAVES"), contiguous.integer("WAVES"));
+        EXPECT_EQ(paged.integer("CAUSAL"), 1);
+      }
+  const Case c{"sm_90a", "half", 128, false, true};
+  for (const char *target : {"sm_90a", "sm_80"})
+    EXPECT_EQ(
+        detail::flash_attention_paged_variant<Half>(shape_of(c), 32, jit::Target::parse(target))
+            .tmpl->name(),
+        "flash_attention");
 }
 
 TEST_F(OpsCompileTest, FlashAttentionMfmaNamesItsTargetsBeforeCompilingForOthers) {
