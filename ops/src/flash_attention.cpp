@@ -215,6 +215,9 @@ void launch_flash_attention(Runtime &rt, const ChosenVariant &variant, T *out, c
   require(variant.integer("HEAD_DIM") == shape.head_dim &&
               variant.integer("CAUSAL") == (shape.causal ? 1 : 0),
           op, "the variant's HEAD_DIM or CAUSAL is not the call's");
+  const auto *paged = variant.params.find("PAGED"); // flash_attention_mma has none
+  require(!paged || paged->integer() == 0, op,
+          "the variant is PAGED: launch it with launch_flash_attention_paged");
   // Plans by Runtime and variant.
   thread_local std::map<std::pair<std::uint64_t, std::string>, AttentionPlan> plans;
   const std::pair key{rt.id(), variant.tmpl->bind(variant.params).expression(Vendor::nvidia)};

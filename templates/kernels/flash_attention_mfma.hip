@@ -84,10 +84,10 @@ __device__ inline bool any_page_outside(const int *pages, int count, int num_blo
   return outside != 0;
 }
 
-// PAGED: one thread's share (kjit_gemm::TileShare's chunks) of keys key0 .. key0 + ROWS of k and v
-// from the caches, each a [rows, row_elements] matrix of which the tile takes HEAD_DIM columns
-// from `column`: key j is row (pages[j >> page_shift] << page_shift) + j % page size, zeros from
-// k_length on. The pages are checked (any_page_outside).
+// PAGED: one thread's share (kjit_gemm::TileShare's chunks) of the tile of keys from key0 of k
+// and v, from the caches as [num_blocks * page_size, row_elements] matrices of which the tile
+// takes its columns from `column`: key j is row (pages[j >> page_shift] << page_shift) + j %
+// page_size, zeros from k_length on. The pages were checked (any_page_outside).
 template <typename Share, typename T>
 __device__ inline void read_pages(Share &k_share, Share &v_share, const T *k_cache,
                                   const T *v_cache, const int *pages, int page_shift, int key0,
