@@ -1,9 +1,9 @@
 // kjit_attention_gpu_bench: flash_attention's TFLOP/s on FlashAttention-3's prefill protocol:
 // 16k tokens in all as sequences of 1k, 4k and 16k, 16 heads of dim 128, bf16, causal and not,
 // plus GQA 32/8 rows; each row for the wrapper's variant, its tunables' alternatives (the other
-// PERSISTENT, key tiles of 64) and flash_attention_paged on the same k and v seen as a paged cache
-// of 16- and 32-token pages in shuffled tables (chunked prefill's form, every key new), with its
-// PAGED and the other (pages copied by TMA or by the producer's threads).
+// PERSISTENT, key tiles of 64, a persistent walk with the other Q_BUFFERS) and
+// flash_attention_paged on the same k and v seen as a paged cache of 16- and 32-token pages in
+// shuffled tables (chunked prefill's form, every key new), with its Q_BUFFERS and the other.
 // bench/python/attention_torch.py times torch's scaled_dot_product_attention backends on the same
 // shapes; run both in one session to compare.
 //
@@ -82,12 +82,16 @@ int main() {
         const ops::detail::ChosenVariant chosen =
             ops::detail::flash_attention_variant<BFloat16>(device.target(), shape);
         const int other_persistent = 1 - chosen.integer("PERSISTENT");
+        const int other_q_buffers = 3 - chosen.integer("Q_BUFFERS");
         std::vector<std::pair<std::string, ops::detail::ChosenVariant>> variants = {
             {"default", chosen},
             {"PERSISTENT=" + std::to_string(other_persistent), chosen},
-            {"BLOCK_N=64", chosen}};
+            {"BLOCK_N=64", chosen},
+            {"PERSISTENT=1 Q_BUFFERS=" + std::to_string(other_q_buffers), chosen}};
         variants[1].second.params.set("PERSISTENT", other_persistent);
         variants[2].second.params.set("BLOCK_N", 64);
+        variants[3].second.params.set("PERSISTENT", 1);
+        variants[3].second.params.set("Q_BUFFERS", other_q_buffers);
         std::vector<std::pair<std::string, std::function<void()>>> runs;
         for (const auto &entry : variants)
           runs.emplace_back(entry.first, [&, variant = entry.second] {
@@ -125,16 +129,17 @@ int main() {
             flash_attention_paged<BFloat16>(rt, out_data, q_data, row.q_heads, cache, paged, causal,
                                             shape.scale);
           });
-          // The other way to copy pages: TMA's boxes (PAGED 1) or the producer's rows (2).
+          // The wrapper's paged variant with the other Q_BUFFERS.
           ops::detail::ChosenVariant other =
               ops::detail::flash_attention_paged_variant<BFloat16>(shape, page);
-          other.params.set("PAGED", 3 - other.integer("PAGED"));
-          runs.emplace_back(
-              "paged " + std::to_string(page) + " PAGED=" + std::to_string(other.integer("PAGED")),
-              [&, cache, paged, other] {
-                ops::detail::launch_flash_attention_paged<BFloat16>(
-                    rt, other, out_data, q_data, row.q_heads, cache, paged, causal, shape.scale);
-              });
+          other.params.set("Q_BUFFERS", 3 - other.integer("Q_BUFFERS"));
+          runs.emplace_back("paged " + std::to_string(page) +
+                                " Q_BUFFERS=" + std::to_string(other.integer("Q_BUFFERS")),
+                            [&, cache, paged, other] {
+                              ops::detail::launch_flash_attention_paged<BFloat16>(
+                                  rt, other, out_data, q_data, row.q_heads, cache, paged, causal,
+                                  shape.scale);
+                            });
         }
         for (const auto &[name, run] : runs) {
           run();

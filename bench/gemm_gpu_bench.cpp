@@ -7,7 +7,7 @@
 // and KJIT_BENCH_WGMMA_SWEEP add the fastest linear_splitk variant (m <= 32, bfloat16) and
 // gemm_wgmma variant (m >= 16: K splits, stages, clusters, with and without SWAP_AB, each also on
 // a line of its own) to each linear row. --fp8 times only gemm_fp8, each of its variants on
-// DeepGEMM's shapes.
+// DeepGEMM's shapes; --fp8-forms its forms as a user calls them and the per-tensor tile widths.
 //
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
@@ -494,10 +494,12 @@ struct Bench {
   }
 
   // gemm_fp8 at m x n x k: the operator as a user calls it (block scales, row-wise or per
-  // tensor), and with `sweep` its BLOCK_N x STAGES x CLUSTER_M variants (the two deepest STAGES
-  // that fit; with `print_variants` each on a line of its own) and the fastest of them.
+  // tensor), and with `sweep` its variants of the tile widths `widths` x STAGES x CLUSTER_M (the
+  // two deepest STAGES that fit; with `print_variants` each on a line of its own) and the
+  // fastest of them.
   void fp8_row(Fp8Operands &ops, int m, int n, int k, bool block, bool row_wise, bool sweep,
-               bool print_variants = false) {
+               bool print_variants = false,
+               std::initializer_list<int> widths = {64, 96, 112, 128, 144, 160, 192, 256}) {
     const int k_blocks = k / 128, n_blocks = (n + 127) / 128;
     const ScaleTensor on_a = block      ? ScaleTensor{ops.scale_a.as<float>(), m, k_blocks}
                              : row_wise ? ScaleTensor{ops.scale_a.as<float>(), m, 1}
@@ -530,7 +532,7 @@ struct Bench {
     double best_ms = ms;
     if (sweep) {
       std::vector<ParamValues> candidates;
-      for (int block_n : {64, 96, 112, 128, 144, 160, 192, 256})
+      for (int block_n : widths)
         for (int cluster_m : {1, 2})
           for (int promotion = 0; promotion < 4; ++promotion) { // PINGPONG, OVERLAP
             const int pingpong = promotion % 2, overlap = promotion / 2;
@@ -635,6 +637,20 @@ struct Bench {
       }
   }
 
+  // --fp8-forms: every form as a user calls it on DeepGEMM's shapes (row-wise before the
+  // per-tensor sweep, whose long run heats the device), and the per-tensor tile widths the
+  // heuristic weighs (64 for one row of tiles, 176 and 192 for 2112 columns, 256), each printed.
+  void fp8_form_rows(Fp8Operands &ops) {
+    const int nk[][2] = {{7168, 16384}, {4096, 7168}, {2112, 7168}};
+    for (const auto &[n, k] : nk)
+      for (int m : {4096, 128, 64}) {
+        fp8_row(ops, m, n, k, /*block=*/true, false, false);
+        fp8_row(ops, m, n, k, /*block=*/false, /*row_wise=*/true, false);
+        fp8_row(ops, m, n, k, /*block=*/false, /*row_wise=*/false, true, true,
+                {64, 128, 176, 192, 256});
+      }
+  }
+
   // Buffers of `bytes` to rotate over so that together they are at least 256 MiB.
   static std::size_t rotation(std::size_t bytes) {
     return std::max<std::size_t>(1, (std::size_t{256} << 20) / bytes + 1);
@@ -689,13 +705,15 @@ struct Bench {
 int main(int argc, char **argv) {
   const bool clusters_only = argc == 2 && std::string(argv[1]) == "--clusters";
   const bool skinny_fp8 = argc == 2 && std::string(argv[1]) == "--skinny-fp8";
-  const bool fp8_only = argc == 2 && std::string(argv[1]) == "--fp8";
+  const bool fp8_forms = argc == 2 && std::string(argv[1]) == "--fp8-forms";
+  const bool fp8_only = fp8_forms || (argc == 2 && std::string(argv[1]) == "--fp8");
   if (argc > 1 && !clusters_only && !skinny_fp8 && !fp8_only) { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--clusters | --skinny-fp8 | --fp8]\n  prints the operators' GEMM TFLOP/s and "
-        "bandwidth table; --clusters only gemm_wgmma's cluster and epilogue layouts; "
-        "--skinny-fp8 only linear() at m = 1..128 against its candidates and gemm_fp8 "
-        "on DeepGEMM's shapes; --fp8 only gemm_fp8, every variant of it timed\n",
+        "usage: %s [--clusters | --skinny-fp8 | --fp8 | --fp8-forms]\n  prints the operators' "
+        "GEMM TFLOP/s and bandwidth table; --clusters only gemm_wgmma's cluster and epilogue "
+        "layouts; --skinny-fp8 only linear() at m = 1..128 against its candidates and gemm_fp8 "
+        "on DeepGEMM's shapes; --fp8 only gemm_fp8, every variant of it timed; --fp8-forms "
+        "only gemm_fp8's forms and the per-tensor tile widths\n",
         argv[0]);
     return 0;
   }
@@ -735,6 +753,10 @@ int main(int argc, char **argv) {
       // Operands for the largest: A 4096 x 16384, B 7168 x 16384, D 4096 x 7168.
       auto fp8 = bench.fp8_operands(std::size_t{4096} * 16384, std::size_t{7168} * 16384,
                                     std::size_t{4096} * 7168, std::size_t{4096} * 128);
+      if (fp8_forms) {
+        bench.fp8_form_rows(fp8);
+        return 0;
+      }
       if (fp8_only)
         bench.fp8_rounds(fp8);
       bench.fp8_rows(fp8, fp8_only);

@@ -258,6 +258,55 @@ int call_gemm_fp8(GemmFp8 function, kjit_runtime *rt, void *d, const uint8_t *a,
   });
 }
 
+// kjit_fused_moe_workspace_bytes and its FP8 form (`name`): the sizes checked (fused_moe refuses
+// the others itself; the size of a workspace for them would be meaningless), then the workspace of
+// the layer `layer_of(T *)` describes for the element type T of `dtype`.
+template <typename LayerOf>
+int moe_workspace_bytes(const char *name, int dtype, int tokens, int top_k, int experts, int hidden,
+                        int inter, size_t *bytes, LayerOf &&layer_of) {
+  if (bytes)
+    *bytes = 0;
+  return guarded([&] {
+    require(bytes, "bytes");
+    if (tokens < 0 || top_k < 1 || experts < 1 || hidden < 1 || inter < 1)
+      throw kjit::Error(kjit::Errc::bad_argument,
+                        std::string(name) + ": tokens " + std::to_string(tokens) + ", top_k " +
+                            std::to_string(top_k) + ", experts " + std::to_string(experts) +
+                            ", hidden " + std::to_string(hidden) + ", inter " +
+                            std::to_string(inter) + ": tokens must be >= 0 and the others >= 1");
+    with_half_element(dtype, "fused_moe", [&]<typename T>(T *none) {
+      *bytes = kjit::ops::fused_moe_workspace_bytes<T>(tokens, top_k, layer_of(none));
+    });
+  });
+}
+
+// kjit_fused_moe and its FP8 form: kjit::ops::fused_moe on the layer `layer_of(T *)` describes
+// for the element type T of `dtype`.
+template <typename LayerOf>
+int call_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,
+                   const int *ids, int tokens, int top_k, LayerOf &&layer_of, void *workspace,
+                   size_t workspace_bytes, void *stream) {
+  return guarded([&] {
+    with_half_element(dtype, "fused_moe", [&]<typename T>(T *none) {
+      kjit::ops::fused_moe(runtime_of(rt), as<T>(out), as<T>(x), weights, ids, tokens, top_k,
+                           layer_of(none), workspace, workspace_bytes, stream);
+    });
+  });
+}
+
+// The FP8 layer kjit/c.h passes by its parts.
+kjit::ops::MoeWeightsFp8 to_fp8_layer(const uint8_t *w13, kjit::ops::MoeScales w13_scales,
+                                      const uint8_t *w2, kjit::ops::MoeScales w2_scales,
+                                      int experts, int hidden, int inter) {
+  return {.w13 = w13,
+          .w2 = w2,
+          .w13_scales = w13_scales,
+          .w2_scales = w2_scales,
+          .experts = experts,
+          .hidden = hidden,
+          .inter = inter};
+}
+
 // ---- operators from a packed block (kjit_op_launch_packed) --------------------------------
 
 // Argument i of an operator's packed call: the low bytes of the 8-byte slot at 40 + 8 * i.
@@ -313,6 +362,7 @@ constexpr PackedOp packed_ops[] = {
     {"topk_softmax", packed_call<kjit_topk_softmax>},
     {"moe_topk", packed_call<kjit_moe_topk>},
     {"fused_moe", packed_call<kjit_fused_moe>},
+    {"fused_moe_fp8", packed_call<kjit_fused_moe_fp8>},
     {"paged_attention_decode", packed_call<kjit_paged_attention_decode>},
     {"reshape_and_cache", packed_call<kjit_reshape_and_cache>},
     {"gemm_fp8_scaled", packed_call<kjit_gemm_fp8_scaled>},
@@ -677,38 +727,51 @@ int kjit_moe_topk(kjit_runtime *rt, int dtype, float *weights, int *ids, const v
 
 int kjit_fused_moe_workspace_bytes(int dtype, int tokens, int top_k, int experts, int hidden,
                                    int inter, size_t *bytes) {
-  if (bytes)
-    *bytes = 0;
-  return guarded([&] {
-    require(bytes, "bytes");
-    // fused_moe refuses these itself; the size of a workspace for them would be meaningless.
-    if (tokens < 0 || top_k < 1 || experts < 1 || hidden < 1 || inter < 1)
-      throw kjit::Error(kjit::Errc::bad_argument,
-                        "fused_moe_workspace_bytes: tokens " + std::to_string(tokens) + ", top_k " +
-                            std::to_string(top_k) + ", experts " + std::to_string(experts) +
-                            ", hidden " + std::to_string(hidden) + ", inter " +
-                            std::to_string(inter) + ": tokens must be >= 0 and the others >= 1");
-    with_half_element(dtype, "fused_moe", [&]<typename T>(T *) {
-      *bytes = kjit::ops::fused_moe_workspace_bytes<T>(
-          tokens, top_k,
-          kjit::ops::MoeWeights<T>{
-              .w13 = nullptr, .w2 = nullptr, .experts = experts, .hidden = hidden, .inter = inter});
-    });
-  });
+  return moe_workspace_bytes(
+      "fused_moe_workspace_bytes", dtype, tokens, top_k, experts, hidden, inter, bytes,
+      [&]<typename T>(T *) {
+        return kjit::ops::MoeWeights<T>{
+            .w13 = nullptr, .w2 = nullptr, .experts = experts, .hidden = hidden, .inter = inter};
+      });
 }
 
 int kjit_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,
                    const int *ids, int tokens, int top_k, const void *w13, const void *w2,
                    int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
                    void *stream) {
-  return guarded([&] {
-    with_half_element(dtype, "fused_moe", [&]<typename T>(T *) {
-      const kjit::ops::MoeWeights<T> layer{
-          .w13 = as<T>(w13), .w2 = as<T>(w2), .experts = experts, .hidden = hidden, .inter = inter};
-      kjit::ops::fused_moe(runtime_of(rt), as<T>(out), as<T>(x), weights, ids, tokens, top_k, layer,
-                           workspace, workspace_bytes, stream);
-    });
-  });
+  return call_fused_moe(
+      rt, dtype, out, x, weights, ids, tokens, top_k,
+      [&]<typename T>(T *) {
+        return kjit::ops::MoeWeights<T>{.w13 = as<T>(w13),
+                                        .w2 = as<T>(w2),
+                                        .experts = experts,
+                                        .hidden = hidden,
+                                        .inter = inter};
+      },
+      workspace, workspace_bytes, stream);
+}
+
+int kjit_fused_moe_fp8_workspace_bytes(int dtype, int tokens, int top_k, int experts, int hidden,
+                                       int inter, size_t *bytes) {
+  // The sizes alone matter here: the weights and scales are described without memory.
+  return moe_workspace_bytes(
+      "fused_moe_fp8_workspace_bytes", dtype, tokens, top_k, experts, hidden, inter, bytes,
+      [&](auto *) { return to_fp8_layer(nullptr, {}, nullptr, {}, experts, hidden, inter); });
+}
+
+int kjit_fused_moe_fp8(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,
+                       const int *ids, int tokens, int top_k, const uint8_t *w13,
+                       const float *w13_scales, int w13_scales_experts, int w13_scales_rows,
+                       int w13_scales_columns, const uint8_t *w2, const float *w2_scales,
+                       int w2_scales_experts, int w2_scales_rows, int w2_scales_columns,
+                       int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
+                       void *stream) {
+  const kjit::ops::MoeWeightsFp8 layer = to_fp8_layer(
+      w13, {w13_scales, w13_scales_experts, w13_scales_rows, w13_scales_columns}, w2,
+      {w2_scales, w2_scales_experts, w2_scales_rows, w2_scales_columns}, experts, hidden, inter);
+  return call_fused_moe(
+      rt, dtype, out, x, weights, ids, tokens, top_k, [&](auto *) { return layer; }, workspace,
+      workspace_bytes, stream);
 }
 
 int kjit_paged_attention_workspace_bytes(kjit_runtime *rt, int q_heads, int num_blocks,
@@ -792,6 +855,17 @@ int kjit_gemm_fp8_blockscale(kjit_runtime *rt, void *d, const uint8_t *a, const 
                              int m, int n, int k, void *stream) {
   return call_gemm_fp8(kjit::ops::gemm_fp8_blockscale, rt, d, a, scale_a, scale_a_rows,
                        scale_a_columns, b, scale_b, scale_b_rows, scale_b_columns, m, n, k, stream);
+}
+
+int kjit_gemm_fp8_encoding(kjit_runtime *rt, int *encoding) {
+  if (encoding)
+    *encoding = -1;
+  return guarded([&] {
+    require(encoding, "encoding");
+    const kjit::ops::Fp8Encoding read =
+        kjit::ops::gemm_fp8_encoding(runtime_of(rt).default_device().target());
+    *encoding = read == kjit::ops::Fp8Encoding::e4m3fnuz ? KJIT_FP8_E4M3FNUZ : KJIT_FP8_E4M3FN;
+  });
 }
 
 uint32_t kjit_abi_minor(void) { return KJIT_C_ABI_MINOR; }

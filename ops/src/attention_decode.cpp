@@ -3,6 +3,7 @@
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
 #include "paged_attention_plan.hpp"
+#include "paged_tables.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -195,28 +196,52 @@ std::size_t paged_attention_workspace_bytes(Runtime &rt, int q_heads, const Page
   return plan_decode(rt, "bfloat16", q_heads, cache, batch, true).plan.workspace_bytes;
 }
 
-void check_decode_tables(std::span<const std::int32_t> block_tables,
-                         std::span<const std::int32_t> seq_lens, int max_blocks, int page_size,
-                         int num_blocks, int max_seq_len) {
-  detail::require(max_blocks > 0 && page_size > 0 &&
-                      block_tables.size() == seq_lens.size() * max_blocks,
-                  op, "block_tables must hold max_blocks entries per sequence");
-  const std::int64_t limit = max_seq_len > 0 ? max_seq_len : std::int64_t{max_blocks} * page_size;
-  for (std::size_t s = 0; s < seq_lens.size(); ++s) {
-    const std::int32_t len = seq_lens[s];
-    detail::require(len >= 0 && len <= limit, op, [&] {
-      return "seq_lens[" + to_string(static_cast<std::int64_t>(s)) + "] is " + to_string(len) +
-             ", outside [0, " + to_string(limit) + "]";
+namespace detail {
+
+void check_page_tables(std::span<const std::int32_t> block_tables,
+                       std::span<const std::int32_t> lens, int max_blocks, int page_size,
+                       int num_blocks, int max_len, std::string_view op,
+                       std::string_view lens_name) {
+  require(max_blocks > 0 && page_size > 0 && block_tables.size() == lens.size() * max_blocks, op,
+          "block_tables must hold max_blocks entries per sequence");
+  const std::int64_t limit = max_len > 0 ? max_len : std::int64_t{max_blocks} * page_size;
+  for (std::size_t s = 0; s < lens.size(); ++s) {
+    const std::int32_t len = lens[s];
+    require(len >= 0 && len <= limit, op, [&] {
+      return std::string(lens_name) + "[" + to_string(static_cast<std::int64_t>(s)) + "] is " +
+             to_string(len) + ", outside [0, " + to_string(limit) + "]";
     });
-    for (int b = 0; b < detail::divide_up(len, page_size); ++b) {
+    for (int b = 0; b < divide_up(len, page_size); ++b) {
       const std::int32_t page = block_tables[s * max_blocks + b];
-      detail::require(page >= 0 && page < num_blocks, op, [&] {
+      require(page >= 0 && page < num_blocks, op, [&] {
         return "block_tables[" + to_string(static_cast<std::int64_t>(s)) + "][" + to_string(b) +
                "] is " + to_string(page) + ", past the cache's " + to_string(num_blocks) +
                " blocks";
       });
     }
   }
+}
+
+void check_device_page_tables(const Device &device, const std::int32_t *block_tables,
+                              const std::int32_t *lens, int batch, int max_blocks, int page_size,
+                              int num_blocks, int max_len, std::string_view op,
+                              std::string_view lens_name) {
+  std::vector<std::int32_t> host_tables(static_cast<std::size_t>(batch) * max_blocks);
+  std::vector<std::int32_t> host_lens(batch);
+  device.synchronize();
+  device.copy_to_host(host_tables.data(), block_tables, host_tables.size() * sizeof(std::int32_t));
+  device.copy_to_host(host_lens.data(), lens, host_lens.size() * sizeof(std::int32_t));
+  check_page_tables(host_tables, host_lens, max_blocks, page_size, num_blocks, max_len, op,
+                    lens_name);
+}
+
+} // namespace detail
+
+void check_decode_tables(std::span<const std::int32_t> block_tables,
+                         std::span<const std::int32_t> seq_lens, int max_blocks, int page_size,
+                         int num_blocks, int max_seq_len) {
+  detail::check_page_tables(block_tables, seq_lens, max_blocks, page_size, num_blocks, max_seq_len,
+                            op, "seq_lens");
 }
 
 template <Element T>
@@ -244,14 +269,10 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
       fp8 ? "the fp8 caches must be 8-byte aligned" : "the caches must be 16-byte aligned");
   const int len = max_len(cache, batch);
   const Device &device = rt.default_device();
-  if (batch.validate) {
-    std::vector<std::int32_t> tables(static_cast<std::size_t>(batch.batch) * batch.max_blocks);
-    std::vector<std::int32_t> lens(batch.batch);
-    device.synchronize();
-    device.copy_to_host(tables.data(), batch.block_tables, tables.size() * sizeof(std::int32_t));
-    device.copy_to_host(lens.data(), batch.seq_lens, lens.size() * sizeof(std::int32_t));
-    check_decode_tables(tables, lens, batch.max_blocks, cache.page_size, cache.num_blocks, len);
-  }
+  if (batch.validate)
+    detail::check_device_page_tables(device, batch.block_tables, batch.seq_lens, batch.batch,
+                                     batch.max_blocks, cache.page_size, cache.num_blocks, len, op,
+                                     "seq_lens");
   const DecodeLaunch launch =
       plan_decode(rt, element_name<T>(), q_heads, cache, batch, workspace.data != nullptr);
   const detail::DecodePlan &plan = launch.plan;

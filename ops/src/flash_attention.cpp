@@ -6,6 +6,7 @@
 #include "kjit/templates/attention.hpp"
 #include "kjit/templates/library.hpp"
 #include "launch.hpp"
+#include "paged_tables.hpp"
 #include "plans.hpp"
 
 #include <algorithm>
@@ -72,7 +73,8 @@ AttentionPlan make_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   }
   const int consumers = variant.integer("CONSUMERS"), block_n = variant.integer("BLOCK_N");
   const auto shared_bytes = static_cast<unsigned>(templates::flash_attention_shared_bytes(
-      variant.integer("HEAD_DIM"), consumers, block_n, variant.integer("STAGES")));
+      variant.integer("HEAD_DIM"), consumers, block_n, variant.integer("STAGES"),
+      variant.integer("Q_BUFFERS")));
   kernel.allow_shared_bytes(shared_bytes);
   return {&kernel,
           true,
@@ -204,7 +206,8 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
            {"STAGES", 2},
            {"PINGPONG", 1},
            {"PERSISTENT", persistent_walk(shape) ? 1 : 0},
-           {"PAGED", 0}}};
+           {"PAGED", 0},
+           {"Q_BUFFERS", 1}}};
 }
 
 template <Element T>
@@ -300,14 +303,10 @@ void launch_paged(const AttentionPlan &plan, T *out, const T *q, int q_heads,
                   const PagedKvCache &cache, const PagedPrefillBatch &batch,
                   const AttentionShape &shape, Stream stream) {
   const Device &device = plan.kernel->device();
-  if (batch.validate) {
-    std::vector<std::int32_t> tables(static_cast<std::size_t>(batch.batch) * batch.max_blocks);
-    std::vector<std::int32_t> lens(batch.batch);
-    device.synchronize();
-    device.copy_to_host(tables.data(), batch.block_tables, tables.size() * sizeof(std::int32_t));
-    device.copy_to_host(lens.data(), batch.k_lens, lens.size() * sizeof(std::int32_t));
-    check_decode_tables(tables, lens, batch.max_blocks, cache.page_size, cache.num_blocks);
-  }
+  if (batch.validate)
+    detail::check_device_page_tables(device, batch.block_tables, batch.k_lens, batch.batch,
+                                     batch.max_blocks, cache.page_size, cache.num_blocks, 0,
+                                     paged_op, "k_lens");
   const auto *k = static_cast<const T *>(cache.k), *v = static_cast<const T *>(cache.v);
   if (!plan.tensor_maps) // flash_attention_mfma: the caches' pointers, k_lens as cu_seqlens_k
     return launch_plan(plan, out, q, k, v, batch.cu_seqlens_q, batch.k_lens, shape, stream,
@@ -331,9 +330,14 @@ ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int pag
     return flash_attention_mfma_variant<T>(shape, true);
   // The wgmma kernel's (on other targets Runtime::kernel refuses it, naming sm_90a). Pages of 32
   // copied as TMA boxes (PAGED 1: 1.33-1.36x the producer's row copies), of 16 by the producer's
-  // threads (PAGED 2: 1.02-1.09x TMA's twice as many boxes; H200, BENCHMARKS.md).
+  // threads (PAGED 2: 1.02-1.09x TMA's twice as many boxes) with two q tiles, so that the thread
+  // that copies q does not hold up the others' next tile (Q_BUFFERS 2: 1.04-1.09x one tile where
+  // a block walks several items, which pages of 32 and the contiguous kernel do not gain; H200,
+  // BENCHMARKS.md).
   ChosenVariant variant = flash_attention_variant<T>(jit::Target::parse("sm_90a"), shape);
-  variant.params.set("PAGED", page_size >= 32 ? 1 : 2);
+  const bool row_copies = page_size < 32;
+  variant.params.set("PAGED", row_copies ? 2 : 1);
+  variant.params.set("Q_BUFFERS", row_copies ? 2 : 1);
   return variant;
 }
 
@@ -459,7 +463,8 @@ flash_attention_paged(std::span<const T> q, std::span<const T> k_cache, std::spa
                   paged_op, "the caches or the tables do not match the shape");
   const int max_blocks = static_cast<int>(block_tables.size() / batch);
   const int num_blocks = static_cast<int>(k_cache.size() / (page_size * row));
-  check_decode_tables(block_tables, k_lens, max_blocks, page_size, num_blocks);
+  detail::check_page_tables(block_tables, k_lens, max_blocks, page_size, num_blocks, 0, paged_op,
+                            "k_lens");
   // Each sequence's keys gathered in order, as flash_attention's contiguous k and v.
   std::vector<T> k, v;
   std::vector<int> cu_seqlens_k = {0};

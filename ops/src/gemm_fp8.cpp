@@ -78,15 +78,34 @@ int fitting_stages(int block_n) {
   return std::min(7, (227 * 1024 - 1024 - 7 * 16) / ((block_m + block_n) * block_k));
 }
 
-// The heuristic's variant (BENCHMARKS.md, fp8b helper, has the sweeps behind it). Per tensor and
-// row-wise: the widest tiles that still make about a tile per multiprocessor of an H100 (132),
-// as many stages as fit. Block scales: six stages, each k-block's sums promoted while the next
-// one's batch runs (OVERLAP); 128 columns, or 64 where M is one row of tiles (twice the tiles),
-// there with the consumers taking turns (PINGPONG: up to 10% faster at m = 64 and 128, 2%
-// slower at some; nothing on top of OVERLAP from 4096 rows). The widths between (96-160) suit the
-// waves of some shapes, but their promotion picks between two scale blocks per column group, which
-// cost more than the waves saved in every shape measured. Clusters of two blocks share B's columns
-// from 4 row tiles, every form.
+// Per tensor and row-wise: the tile width, of those the template declares, whose waves over
+// an H100's 132 multiprocessors take the least time, a tile's time taken as BLOCK_N + 64 (its
+// bytes of A and B per 128 of K over 128 x BLOCK_N products: 128 columns run at about 0.8 of
+// 256's rate, BENCHMARKS.md). 4096 x 2112 takes 176 columns (3 full waves; 256 columns make
+// 2.2 waves, the third mostly idle); where one row of tiles makes less than a wave, the
+// narrowest tiles spread B's stream over the most multiprocessors.
+int wave_fitted_block_n(int tiles_m, int n) {
+  int best = 256;
+  long long best_cost = 0;
+  for (int block_n : {256, 240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 64}) {
+    const long long tiles = static_cast<long long>(tiles_m) * detail::divide_up(n, block_n);
+    const long long cost = (tiles + 131) / 132 * (block_n + 64);
+    if (best_cost == 0 || cost < best_cost) {
+      best = block_n;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+// The heuristic's variant (BENCHMARKS.md, fp8b and fp8c helpers, has the sweeps behind it). Per
+// tensor and row-wise: wave_fitted_block_n, as many stages as fit. Block scales: six stages, each
+// k-block's sums promoted while the next one's batch runs (OVERLAP); 128 columns, or 64 where M is
+// one row of tiles (twice the tiles), there with the consumers taking turns (PINGPONG: up to 10%
+// faster at m = 64 and 128, 2% slower at some; nothing on top of OVERLAP from 4096 rows). The
+// widths between (96-160) suit the waves of some shapes, but their promotion picks between two
+// scale blocks per column group, which cost more than the waves saved in every shape measured.
+// Clusters of two blocks share B's columns from 4 row tiles, every form.
 detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
   const int tiles_m = detail::divide_up(m, block_m);
   int block_n = 0, stages = 0;
@@ -95,9 +114,7 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
     block_n = tiles_m == 1 ? 64 : 128;
     stages = 6;
   } else {
-    block_n = 256;
-    while (block_n > 64 && static_cast<long long>(tiles_m) * detail::divide_up(n, block_n) < 132)
-      block_n /= 2;
+    block_n = wave_fitted_block_n(tiles_m, n);
     stages = fitting_stages(block_n);
   }
   static const Template &tmpl = templates::find("gemm_fp8");
@@ -187,8 +204,9 @@ void launch_fp8(const Fp8Plan &plan, BFloat16 *d, const std::uint8_t *a, const f
                 const std::uint8_t *b, const float *scale_b, int m, int n, int k, Stream stream) {
   const Device &device = plan.kernel->device();
   const auto rows = [](int count) { return static_cast<std::uint64_t>(count); };
+  // A's box: half a tile's rows (the kernel skips a half past m).
   const TensorMap map_a = detail::cached_tensor_map(
-      device, {TensorMapElement::uint8, a, rows(m), rows(k), rows(k), block_m, block_k});
+      device, {TensorMapElement::uint8, a, rows(m), rows(k), rows(k), block_m / 2, block_k});
   // B's box: the columns each block of a cluster copies into both.
   const TensorMap map_b = detail::cached_tensor_map(
       device, {TensorMapElement::uint8, b, rows(n), rows(k), rows(k),

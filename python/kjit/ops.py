@@ -334,45 +334,78 @@ def _moe_topk(weights, ids, logits, top_k, bias, scoring, groups, top_groups, re
             scalars=[top_k, scoring, groups, top_groups, renormalize, scale])
 
 
-_workspace_bytes = {}  # (dtype, tokens, top_k, experts, hidden, inter): fused_moe's workspace
+_workspace_bytes = {}  # (size function, dtype, tokens, top_k, experts, hidden, inter): bytes
 _WORKSPACE_ALIGNMENT = 256  # kjit/ops/moe.hpp: fused_moe's workspace
 
 
-def _fused_moe_workspace(dtype, *sizes):
-    key = (dtype, *sizes)
+def _moe_workspace(function, x, sizes):
+    """A workspace for the fused_moe form whose size the C ABI's `function` gives for `sizes`
+    (tokens, top_k, experts, hidden, inter): (the block, its 256-byte aligned address, the bytes
+    from there). fused_moe needs that alignment, which torch's allocator does not promise
+    everywhere; the block is reused after the return only in order on the current stream, where
+    the operator runs."""
+    key = (function, x.dtype, *sizes)
     size = _workspace_bytes.get(key)
     if size is None:
         out = ctypes.c_size_t()
-        check(lib().fused_moe_workspace_bytes(_DTYPES[dtype], *sizes, ctypes.byref(out)))
+        check(getattr(lib(), function)(_DTYPES[x.dtype], *sizes, ctypes.byref(out)))
         size = _workspace_bytes.setdefault(key, out.value)
-    return size
+    workspace = torch.empty(size + _WORKSPACE_ALIGNMENT - 1, dtype=torch.uint8, device=x.device)
+    address = -(-workspace.data_ptr() // _WORKSPACE_ALIGNMENT) * _WORKSPACE_ALIGNMENT
+    return workspace, address, size
 
 
-def _fused_moe(out, x, weights, ids, w13, w2):
-    op = "fused_moe"
+def _moe_layer(op, out, x, weights, ids, w13, w2, fp8):
+    """fused_moe's tensors checked: x and out [tokens, hidden] of float16 or bfloat16, weights
+    float32 and ids int32 [tokens, top_k], w13 [experts, 2 * inter, hidden] and w2 [experts,
+    hidden, inter] of x's dtype, or with `fp8` of one e4m3fn type. Their addresses (out, x,
+    weights, ids, w13, w2) and the sizes (tokens, top_k, experts, hidden, inter)."""
     px = _check(op, "x", x, dtypes=_HALF_DTYPES)
     _require_dims(op, "x", x, "[tokens, hidden]")
     dtype, (tokens, hidden) = x.dtype, x.shape
-    _check(op, "w13", w13, dtype)
+    if not fp8 and isinstance(w13, torch.Tensor) and w13.dtype in _FP8_DTYPES:
+        raise BadArgument(f"kjit.ops.{op}: w13 is {w13.dtype}, expected {dtype}: e4m3 weights "
+                          "with block scales are kjit.ops.fused_moe_fp8's")
+    _check(op, "w13", w13, None if fp8 else dtype, dtypes=_FP8_DTYPES)
     _require_dims(op, "w13", w13, "[experts, 2 * inter, hidden]")
     experts, inter = w13.shape[0], w13.shape[1] // 2
-    pw13 = _check(op, "w13", w13, dtype, (experts, 2 * inter, hidden))
-    pw2 = _check(op, "w2", w2, dtype, (experts, hidden, inter))
+    pw13 = _check(op, "w13", w13, w13.dtype, (experts, 2 * inter, hidden))
+    pw2 = _check(op, "w2", w2, w13.dtype, (experts, hidden, inter))
     _check(op, "weights", weights, torch.float32)
     _require_dims(op, "weights", weights, "[tokens, top_k]")
     top_k = weights.shape[1]
     pweights = _check(op, "weights", weights, torch.float32, (tokens, top_k))
     pids = _check(op, "ids", ids, torch.int32, (tokens, top_k))
     po = _check(op, "out", out, dtype, x.shape)
-    size = _fused_moe_workspace(dtype, tokens, top_k, experts, hidden, inter)
-    # fused_moe needs 256-byte alignment, which torch's allocator does not promise everywhere;
-    # the block is reused after the return only in order on the current stream, where the
-    # operator runs.
-    workspace = torch.empty(size + _WORKSPACE_ALIGNMENT - 1, dtype=torch.uint8, device=x.device)
-    pworkspace = -(-workspace.data_ptr() // _WORKSPACE_ALIGNMENT) * _WORKSPACE_ALIGNMENT
-    key = (op, dtype, x.shape, w13.shape, top_k, _aligned(px, pw13, pw2, po))
-    _launch(op, key, (x, weights, ids, w13, w2), op, _DTYPES[dtype], po, px, pweights, pids,
+    return (po, px, pweights, pids, pw13, pw2), (tokens, top_k, experts, hidden, inter)
+
+
+def _fused_moe(out, x, weights, ids, w13, w2):
+    op = "fused_moe"
+    (po, px, pweights, pids, pw13, pw2), sizes = _moe_layer(op, out, x, weights, ids, w13, w2,
+                                                            False)
+    tokens, top_k, experts, hidden, inter = sizes
+    workspace, pworkspace, size = _moe_workspace("fused_moe_workspace_bytes", x, sizes)
+    key = (op, x.dtype, x.shape, w13.shape, top_k, _aligned(px, pw13, pw2, po))
+    _launch(op, key, (x, weights, ids, w13, w2), op, _DTYPES[x.dtype], po, px, pweights, pids,
             tokens, top_k, pw13, pw2, experts, hidden, inter, pworkspace, size)
+
+
+def _fused_moe_fp8(out, x, weights, ids, w13, w2, w13_scales, w2_scales):
+    op = "fused_moe_fp8"
+    (po, px, pweights, pids, pw13, pw2), sizes = _moe_layer(op, out, x, weights, ids, w13, w2,
+                                                            True)
+    tokens, top_k, experts, hidden, inter = sizes
+    # The scales' shapes go to the C++ operator, which names the one it refuses.
+    ps13 = _check(op, "w13_scales", w13_scales, torch.float32)
+    _require_dims(op, "w13_scales", w13_scales, "[experts, 2 * inter / 128, hidden / 128]")
+    ps2 = _check(op, "w2_scales", w2_scales, torch.float32)
+    _require_dims(op, "w2_scales", w2_scales, "[experts, hidden / 128, inter / 128]")
+    workspace, pworkspace, size = _moe_workspace("fused_moe_fp8_workspace_bytes", x, sizes)
+    key = (op, x.dtype, x.shape, w13.shape, top_k, _aligned(px, pw13, pw2, po))
+    _launch(op, key, (x, weights, ids, w13, w2, w13_scales, w2_scales), op, _DTYPES[x.dtype], po,
+            px, pweights, pids, tokens, top_k, pw13, ps13, *w13_scales.shape, pw2, ps2,
+            *w2_scales.shape, experts, hidden, inter, pworkspace, size)
 
 
 # ---- paged attention and the KV-cache write (kjit/ops/paged_attention.hpp) -----------------
@@ -493,6 +526,27 @@ def _reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale
 # ---- FP8 GEMM (kjit/ops/gemm_fp8.hpp) -------------------------------------------------------
 
 
+_FNUZ = getattr(torch, "float8_e4m3fnuz", None)
+# What gemm_fp8 takes a and b as: each fp8 dtype and the kjit_fp8_encoding it holds; uint8 the
+# bytes of the encoding kjit's GPU reads (unchecked: bytes do not say which).
+_GEMM_FP8_ENCODINGS = {torch.uint8: None,
+                       **({torch.float8_e4m3fn: 0} if hasattr(torch, "float8_e4m3fn") else {}),
+                       **({_FNUZ: 1} if _FNUZ is not None else {})}
+_ENCODING_DTYPES = ("torch.float8_e4m3fn", "torch.float8_e4m3fnuz")  # by kjit_fp8_encoding
+_gemm_encoding = None  # kjit_gemm_fp8_encoding of kjit's GPU, asked once
+
+
+def _gemm_fp8_encoding():
+    """The kjit_fp8_encoding gemm_fp8 reads its operands in on kjit's GPU: e4m3fnuz on gfx942,
+    e4m3fn elsewhere."""
+    global _gemm_encoding
+    if _gemm_encoding is None:
+        encoding = ctypes.c_int()
+        check(lib().gemm_fp8_encoding(_core.default_runtime()._handle, ctypes.byref(encoding)))
+        _gemm_encoding = encoding.value
+    return _gemm_encoding
+
+
 def _scale_shape(scale):
     """A scale tensor's [rows, columns] as the C ABI takes it: a one-element tensor of any rank
     (torch._scaled_mm's per-tensor scale) is [1, 1]; otherwise it must be 2-D."""
@@ -503,7 +557,13 @@ def _scale_shape(scale):
 
 def _gemm_fp8(out, a, b, scale_a, scale_b):
     op = "gemm_fp8"
-    pa = _check(op, "a", a, dtypes=_FP8_DTYPES)
+    pa = _check(op, "a", a, dtypes=_GEMM_FP8_ENCODINGS)
+    encoding = _GEMM_FP8_ENCODINGS[a.dtype]
+    if encoding is not None and encoding != (_gemm_encoding if _gemm_encoding is not None else
+                                             _gemm_fp8_encoding()):
+        raise BadArgument(f"kjit.ops.{op}: a is {a.dtype}, but kjit's GPU (cuda:{_gpu()}) "
+                          f"reads {_ENCODING_DTYPES[_gemm_fp8_encoding()]}: convert a and b (the "
+                          "same bytes mean other values)")
     _require_dims(op, "a", a, "[m, k]")
     m, k = a.shape
     if not isinstance(b, torch.Tensor):
@@ -594,6 +654,8 @@ _OPS = {
                  "int top_groups, bool renormalize, float scale", _routing_out, _moe_topk),
     "fused_moe": ("Tensor x, Tensor weights, Tensor ids, Tensor w13, Tensor w2", _same,
                   _fused_moe),
+    "fused_moe_fp8": ("Tensor x, Tensor weights, Tensor ids, Tensor w13, Tensor w2, "
+                      "Tensor w13_scales, Tensor w2_scales", _same, _fused_moe_fp8),
     "paged_attention_decode": ("Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_tables, "
                                "Tensor seq_lens, float scale, int max_seq_len, float k_scale, "
                                "float v_scale, bool validate", _same, _paged_attention_decode),
@@ -811,6 +873,18 @@ def fused_moe(x, weights, ids, w13, w2, out=None):
     return _call("fused_moe", (x, weights, ids, w13, w2), out)
 
 
+def fused_moe_fp8(x, weights, ids, w13, w2, w13_scales, w2_scales, out=None):
+    """fused_moe with e4m3fn expert weights (torch.float8_e4m3fn, or uint8 holding the bytes) and
+    DeepSeek-V3's float32 block scales, one per 128 x 128 block of each expert's matrix: w13
+    [experts, 2 * inter, hidden] with w13_scales [experts, 2 * inter / 128, hidden / 128], w2
+    [experts, hidden, inter] with w2_scales [experts, hidden / 128, inter / 128]; weight
+    (e, r, c) = w[e, r, c] * scales[e, r // 128, c // 128]. Each GEMM's activations are quantised
+    to e4m3 per 1 x 128 block of a row on the way (vLLM's use_fp8_w8a8 with block_shape [128,
+    128]). x float16 or bfloat16, hidden and inter multiples of 128, sm_90a; the workspace is
+    allocated here."""
+    return _call("fused_moe_fp8", (x, weights, ids, w13, w2, w13_scales, w2_scales), out)
+
+
 def paged_attention_decode(q, k_cache, v_cache, block_tables, seq_lens, scale=None, max_seq_len=0,
                            k_scale=1.0, v_scale=1.0, validate=False, out=None):
     """Decode attention over vLLM's and FlashInfer's paged NHD cache: q [batch, q_heads,
@@ -846,8 +920,10 @@ def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, k_scale=
 
 
 def gemm_fp8(a, b, scale_a, scale_b, out=None):
-    """torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16) on sm_90a: a e4m3fn
-    [m, k] row-major, b e4m3fn [k, n] column-major (weight.t() of a weight [n, k]), float32
+    """torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16) on sm_90a, gfx942 and
+    gfx950: a e4m3 [m, k] row-major, b e4m3 [k, n] column-major (weight.t() of a weight [n, k]),
+    of the encoding kjit's GPU reads: torch.float8_e4m3fnuz on gfx942 (MI300), torch.float8_e4m3fn
+    elsewhere (the other is kjit.BadArgument; uint8 holds the bytes of the one read), float32
     scales per tensor (one element each) or row-wise (scale_a [m, 1], scale_b [1, n]); any other
     scales are DeepSeek-V3's blocks, scale_a [m, k / 128] and scale_b [ceil(n / 128), k / 128]
     (per 128 x 128 block of the weight [n, k]). Returns bfloat16 [m, n]."""
@@ -988,6 +1064,6 @@ def _zero_rows(shape, stride, offset, dtype, device):
 
 def _zeros(shape, dtype, device):
     """torch.zeros, of fp8 too (made as bytes: torch fills no float8 tensor on every release)."""
-    if dtype in _FP8_DTYPES:
+    if dtype in _GEMM_FP8_ENCODINGS:
         return torch.zeros(shape, dtype=torch.uint8, device=device).view(dtype)
     return torch.zeros(shape, dtype=dtype, device=device)

@@ -214,7 +214,7 @@ __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
 // FlashAttention-3 and FlashInfer load small pages so, a box of 16 or 32 rows being slow to
 // copy. Unpaged, block_tables, k_cache and v_cache are null and max_blocks and page_size 0.
 template <typename T, int HEAD_DIM, int CAUSAL, int CONSUMERS, int BLOCK_N, int STAGES,
-          int PINGPONG, int PERSISTENT, int PAGED>
+          int PINGPONG, int PERSISTENT, int PAGED, int Q_BUFFERS>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     flash_attention(T *KJIT_RESTRICT out, const __grid_constant__ kjit::TensorMap map_q,
                     const __grid_constant__ kjit::TensorMap map_k,
@@ -234,6 +234,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   constexpr int CONSUMER_REGISTERS = CONSUMERS == 2 ? 232 : 152;
 
   static_assert(PAGED >= 0 && PAGED <= 2, "PAGED 0, 1 or 2");
+  static_assert(Q_BUFFERS == 1 || Q_BUFFERS == 2, "one or two q tiles");
   constexpr bool ROW_COPIES = PAGED == 2; // the producer's 128 threads copy k and v
 
   // Item t's rows, head, sequence and extent; `tiles` k and v tiles (0: its rows see no key);
@@ -273,15 +274,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   };
 
   // Dynamic shared memory, 1024-byte aligned (the swizzle's period; the launch asks for the
-  // slack): q, STAGES k tiles, STAGES v tiles, then the barriers.
+  // slack): Q_BUFFERS q tiles, STAGES k tiles, STAGES v tiles, then the barriers.
   extern __shared__ unsigned char shared_raw[];
   unsigned char *q_tile = reinterpret_cast<unsigned char *>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
-  unsigned char *k_stages = q_tile + Q_BYTES;
+  unsigned char *k_stages = q_tile + Q_BUFFERS * Q_BYTES;
   unsigned char *v_stages = k_stages + STAGES * KV_BYTES;
   unsigned long long *q_full = reinterpret_cast<unsigned long long *>(v_stages + STAGES * KV_BYTES);
-  unsigned long long *q_empty = q_full + 1;
-  unsigned long long *k_full = q_empty + 1, *k_empty = k_full + STAGES;
+  unsigned long long *q_empty = q_full + Q_BUFFERS;
+  unsigned long long *k_full = q_empty + Q_BUFFERS, *k_empty = k_full + STAGES;
   unsigned long long *v_full = k_empty + STAGES, *v_empty = v_full + STAGES;
   // PAGED: the last item whose k tile in stage s named a page outside the cache, written by the
   // producer before it arrives on k_full[s] (whose wait makes it visible) and read before
@@ -290,8 +291,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
-    barrier_init(q_full, 1);
-    barrier_init(q_empty, CONSUMERS);
+    for (int b = 0; b < Q_BUFFERS; ++b) {
+      barrier_init(&q_full[b], 1);
+      barrier_init(&q_empty[b], CONSUMERS);
+    }
     for (int s = 0; s < STAGES; ++s) {
       barrier_init(&k_full[s], ROW_COPIES ? 128 : 1);
       barrier_init(&v_full[s], ROW_COPIES ? 128 : 1);
@@ -304,13 +307,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   }
   __syncthreads();
 
-  // Both sides walk the same items and tiles, so the ring's stage and phase, and q's phase,
-  // advance alike. A fresh barrier's previous phase counts as done: the producer's first waits
-  // on the "empty" barriers pass.
+  // Both sides walk the same items and tiles, so the ring's stage and phase, and q's buffer and
+  // phase, advance alike. A fresh barrier's previous phase counts as done: the producer's first
+  // waits on the "empty" barriers pass. With Q_BUFFERS 2 (PERSISTENT) the producer copies the
+  // next item's q while the consumers still read this one's, so that the next item's first k and
+  // v tiles, which it copies after q, wait only for the ring.
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (ROW_COPIES || thread == 0) {
-      int s = 0;
+      int s = 0, qb = 0;
       unsigned phase = 0, q_phase = 0;
       for (long long round = 0; round * blocks < items; ++round) {
         const long long t = nth(round);
@@ -381,13 +386,17 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           barrier_arrive(full);
         };
         if (thread == 0) {
-          barrier_wait(q_empty, q_phase ^ 1); // the consumers' last scores of the item before
-          barrier_expect_bytes(q_full, Q_BYTES);
+          // The consumers' last scores of the item before (Q_BUFFERS 2: two items before).
+          barrier_wait(&q_empty[qb], q_phase ^ 1);
+          barrier_expect_bytes(&q_full[qb], Q_BYTES);
 #pragma unroll
           for (int b = 0; b < BOXES; ++b)
-            copy_box(q_tile + b * Q_BOX, &map_q, q_full, it.head * HEAD_DIM + b * 64,
-                     it.q_start + it.first);
-          q_phase ^= 1;
+            copy_box(q_tile + qb * Q_BYTES + b * Q_BOX, &map_q, &q_full[qb],
+                     it.head * HEAD_DIM + b * 64, it.q_start + it.first);
+          if (++qb == Q_BUFFERS) {
+            qb = 0;
+            q_phase ^= 1;
+          }
         }
         for (int j = 0; j < it.tiles; ++j) {
           if (ROW_COPIES) {
@@ -428,7 +437,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGISTERS));
     const int consumer = warpgroup - 1, warp = thread / 32, lane = thread % 32;
-    const unsigned char *q_rows = q_tile + consumer * 64 * 128;
+    const unsigned char *q_rows = q_tile; // this consumer's 64 rows of the item's q tile
     float o[HEAD_DIM / 2];
     float s[BLOCK_N / 2];
     unsigned p[BLOCK_N / 16][4]; // P in T, as wgmma's register A: one group of 4 per 16 keys
@@ -494,7 +503,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     };
 
-    int stage = 0;
+    int stage = 0, qb = 0;
     unsigned phase = 0, q_phase = 0;
     for (long long round = 0; round * blocks < items; ++round) {
       const long long t = nth(round);
@@ -520,8 +529,13 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       OnlineSoftmax<BLOCK_N> softmax;
       if (it.tiles > 0) {
         float alpha[2];
-        barrier_wait(q_full, q_phase);
-        q_phase ^= 1;
+        unsigned long long *const q_release = &q_empty[qb];
+        barrier_wait(&q_full[qb], q_phase);
+        q_rows = q_tile + qb * Q_BYTES + consumer * 64 * 128;
+        if (++qb == Q_BUFFERS) {
+          qb = 0;
+          q_phase ^= 1;
+        }
         if (consumer == 1)
           your_turn();
         barrier_wait(&k_full[stage], phase);
@@ -533,7 +547,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         wgmma_wait<0>();
         release(&k_empty[stage]);
         if (it.tiles == 1)
-          release(q_empty); // q's last read
+          release(q_release); // q's last read
         mask(0);
         softmax.step(s, scale_log2, alpha);
         to_probabilities<T, BLOCK_N>(s, p);
@@ -555,7 +569,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
           wgmma_wait<1>(); // the scores are in; P_{j-1} V_{j-1} may still run
           release(&k_empty[stage]);
           if (j == it.tiles - 1)
-            release(q_empty);
+            release(q_release);
           mask(j);
           softmax.step(s, scale_log2, alpha);
           wgmma_wait<0>();

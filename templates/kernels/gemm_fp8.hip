@@ -12,7 +12,7 @@
 // (from zero) and added, scaled, to float accumulators in registers: the promotion DeepGEMM
 // makes, which also keeps long K sums from the tensor cores' narrower fp8 accumulation.
 //
-// A and B arrive as tensor maps of bytes with the 128-byte swizzle, boxes of 128 x 128 (A) and
+// A and B arrive as tensor maps of bytes with the 128-byte swizzle, boxes of 64 x 128 (A) and
 // BLOCK_N / CLUSTER_M x 128 (B): one stage is 128 of K, one swizzle row, and one scale block.
 // Reads past an edge fill zeros, so ragged M, N and K add nothing; stores are checked against m
 // and n. BLOCK_N need not divide 128 (tiles of 160 columns cover 7168 in 45 tiles, whole waves
@@ -132,9 +132,15 @@ __global__ void __launch_bounds__(384, 1)
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
+          // A's tile in halves of 64 rows, the second only where it holds a row of A: the copy
+          // engine fills rows past the matrix slowly (at m = 64 the kernel took 1.8 times as
+          // long as at m = 128, BENCHMARKS.md), and the consumer of those rows stores nothing.
           // With a cluster the stage's bytes are this block's copies and the peer's.
-          barrier_expect_bytes(&full[s], STAGE);
+          const bool second_half = tile_m * BM + BM / 2 < m;
+          barrier_expect_bytes(&full[s], second_half ? STAGE : STAGE - A_BYTES / 2);
           copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
+          if (second_half)
+            copy_box(a_stage + A_BYTES / 2, &map_a, &full[s], kb * BK, tile_m * BM + BM / 2);
           if (CLUSTER_M > 1)
             multicast_box(b_stage + rank * (B_BYTES / 2), &map_b, &full[s], kb * BK,
                           tile_n * BLOCK_N + static_cast<int>(rank) * (BLOCK_N / 2), 3);
@@ -306,20 +312,27 @@ __global__ void __launch_bounds__(384, 1)
             phase ^= 1;
           }
         }
-        wgmma_wait<0>();
-        if (previous >= 0)
-          release(previous);
+        // The scales load while the last batch runs: at K = 7168 the row-wise epilogue's
+        // global loads, issued after it, were a tenth of the tile's time.
         const float tensor = SCALING == 0 ? __ldg(scale_a) * __ldg(scale_b) : 1.0f;
         const float rows_lo = SCALING == 1 ? __ldg(scale_a + min(row0, m - 1)) : 1.0f;
         const float rows_hi = SCALING == 1 ? __ldg(scale_a + min(row0 + 8, m - 1)) : 1.0f;
+        float columns[BLOCK_N / 4];
+#pragma unroll
+        for (int j = 0; j < BLOCK_N / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            columns[2 * j + e] =
+                SCALING == 1 ? __ldg(scale_b + min(column0 + 8 * j + e, n - 1)) : 1.0f;
+        wgmma_wait<0>();
+        if (previous >= 0)
+          release(previous);
 #pragma unroll
         for (int j = 0; j < BLOCK_N / 8; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const float column =
-                SCALING == 1 ? __ldg(scale_b + min(column0 + 8 * j + e, n - 1)) : 1.0f;
-            acc[4 * j + e] *= tensor * rows_lo * column;
-            acc[4 * j + 2 + e] *= tensor * rows_hi * column;
+            acc[4 * j + e] *= tensor * rows_lo * columns[2 * j + e];
+            acc[4 * j + 2 + e] *= tensor * rows_hi * columns[2 * j + e];
           }
       }
       // n is even (the wrapper requires a multiple of 8), so a pair starting inside the matrix

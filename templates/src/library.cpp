@@ -371,8 +371,9 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
 // CONSUMERS warpgroups of 64 query rows each, BLOCK_N keys per tile, STAGES tiles of k and v in
 // flight, PINGPONG 1: two consumers issue their products in turns, PERSISTENT 1: a block per
 // multiprocessor walks the items, PAGED 1 or 2: k and v come from a paged cache through block
-// tables, copied by TMA a page at a time (1) or by the producer's threads a key at a time (2)
-// (flash_attention.hip, as its kernel flash_attention_mma is below).
+// tables, copied by TMA a page at a time (1) or by the producer's threads a key at a time (2),
+// Q_BUFFERS 2: the next item's q is copied while this one's is read (flash_attention.hip, as its
+// kernel flash_attention_mma is below).
 void add_attention(std::vector<Template> &all) {
   const std::vector<HeaderFile> headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)},
                                            {"kjit/mma_sync.h", std::string(embedded::mma_sync_h)}};
@@ -380,7 +381,8 @@ void add_attention(std::vector<Template> &all) {
   rules.shared_bytes = [](const Instance &instance) {
     return flash_attention_shared_bytes(
         integer_value(instance, "HEAD_DIM"), integer_value(instance, "CONSUMERS"),
-        integer_value(instance, "BLOCK_N"), integer_value(instance, "STAGES"));
+        integer_value(instance, "BLOCK_N"), integer_value(instance, "STAGES"),
+        integer_value(instance, "Q_BUFFERS"));
   };
   rules.threads = [](const Instance &instance) {
     return 128 * (integer_value(instance, "CONSUMERS") + 1);
@@ -405,7 +407,8 @@ void add_attention(std::vector<Template> &all) {
                              {"STAGES", ParamSchema::one_of({2, 3}, 2).tunable()},
                              {"PINGPONG", ParamSchema::one_of({0, 1}, 1).tunable()},
                              {"PERSISTENT", ParamSchema::one_of({0, 1}, 1).tunable()},
-                             {"PAGED", ParamSchema::one_of({0, 1, 2}, 0)}},
+                             {"PAGED", ParamSchema::one_of({0, 1, 2}, 0)},
+                             {"Q_BUFFERS", ParamSchema::one_of({1, 2}, 1).tunable()}},
       TemplateOptions{.headers = headers,
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const kjit::TensorMap", "const int*", "const int*", "int",
@@ -555,7 +558,9 @@ void add_fp8_gemm(std::vector<Template> &all) {
   all.emplace_back(
       "gemm_fp8", std::string(embedded::gemm_fp8_hip),
       std::vector<ParamDecl>{
-          {"BLOCK_N", ParamSchema::one_of({64, 96, 112, 128, 144, 160, 192, 256}, 128).tunable()},
+          {"BLOCK_N",
+           ParamSchema::one_of({64, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256}, 128)
+               .tunable()},
           {"STAGES", ParamSchema::one_of({3, 4, 5, 6, 7}, 5).tunable()},
           {"SCALING", ParamSchema::one_of({0, 1, 2}, 2)},
           {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},

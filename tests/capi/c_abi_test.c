@@ -23,6 +23,20 @@ static const char *source = "template <typename T, int N> __global__ void scale(
                             "  if (i < N) x[i] = kjit::from_float<T>(kjit::to_float(x[i]) * a);\n"
                             "}\n";
 
+/* kjit_fused_moe_fp8 on 3 tokens of top 2 over 4 experts, inter 128, with what the checks vary:
+ * w13_scales [w13_scales_experts, 2, 1], w2_scales [4, 1, w2_scales_columns], hidden and the
+ * workspace's size. The tensors lie in `memory` (4096 bytes, 256-byte aligned), never read: every
+ * call is refused before the device. */
+static int fp8_layer(kjit_runtime *rt, unsigned char *memory, int dtype, int w13_scales_experts,
+                     int w2_scales_columns, int hidden, size_t workspace_bytes) {
+  static const float weights[6], scales[8];
+  static const int ids[6];
+  return kjit_fused_moe_fp8(rt, dtype, memory, memory + 1024, weights, ids, 3, 2, memory + 2048,
+                            scales, w13_scales_experts, 2, 1, memory + 2560, scales, 4, 1,
+                            w2_scales_columns, 4, hidden, 128, memory + 3072, workspace_bytes,
+                            NULL);
+}
+
 int main(int argc, char **argv) {
   const char *target = argc > 1 ? argv[1] : "gfx90a";
   CHECK(kjit_abi_version() == KJIT_C_ABI_VERSION);
@@ -295,6 +309,40 @@ int main(int argc, char **argv) {
   memcpy(packed_cache + 40 + 8 * 15, &value_stride, sizeof value_stride);
   CHECK(kjit_op_launch_packed(op, packed_cache) == KJIT_BAD_ARGUMENT);
   CHECK(strstr(kjit_last_error(), "key_stride 100 and value_stride 8589934592") != NULL);
+
+  /* The FP8 mixture of experts and the GEMMs' fp8 encoding (since 1.4): the arguments reach the
+   * C++ checks in their places (each scale tensor named by its own shape), before a GPU is needed.
+   * hidden = inter = 128: w13_scales [4, 2, 1], w2_scales [4, 1, 1]. */
+  size_t fp8_bytes = 0;
+  CHECK(kjit_fused_moe_fp8_workspace_bytes(KJIT_BFLOAT16, 3, 2, 4, 128, 128, &fp8_bytes) ==
+            KJIT_OK &&
+        fp8_bytes > 0);
+  CHECK(kjit_fused_moe_workspace_bytes(KJIT_BFLOAT16, 3, 2, 4, 128, 128, &bytes) == KJIT_OK &&
+        bytes != fp8_bytes); /* the FP8 layer keeps e4m3 activations and their scales */
+  refused = 1;
+  CHECK(kjit_fused_moe_fp8_workspace_bytes(KJIT_BFLOAT16, -1, 2, 4, 128, 128, &refused) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "fused_moe_fp8_workspace_bytes: tokens -1") != NULL);
+  refused = 1;
+  CHECK(kjit_fused_moe_fp8_workspace_bytes(KJIT_FLOAT32, 3, 2, 4, 128, 128, &refused) ==
+            KJIT_BAD_ARGUMENT &&
+        refused == 0);
+  CHECK(fp8_layer(rt, memory, KJIT_BFLOAT16, 4, 1, 192, fp8_bytes) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "hidden is 192, must be a positive multiple of 128") != NULL);
+  CHECK(fp8_layer(rt, memory, KJIT_BFLOAT16, 3, 1, 128, fp8_bytes) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "w13_scales is [3, 2, 1], must be [4, 2, 1]") != NULL);
+  CHECK(fp8_layer(rt, memory, KJIT_FLOAT16, 4, 2, 128, fp8_bytes) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "w2_scales is [4, 1, 2], must be [4, 1, 1]") != NULL);
+  CHECK(fp8_layer(rt, memory, KJIT_BFLOAT16, 4, 1, 128, fp8_bytes - 1) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "the workspace holds") != NULL);
+  CHECK(fp8_layer(rt, memory, KJIT_FLOAT32, 4, 1, 128, fp8_bytes) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "fused_moe computes in float16 and bfloat16") != NULL);
+  CHECK(kjit_op_get(rt, "fused_moe_fp8", &op) == KJIT_OK && op != NULL);
+  int encoding = 7;
+  status = kjit_gemm_fp8_encoding(rt, &encoding);
+  CHECK((status == KJIT_OK && (encoding == KJIT_FP8_E4M3FN || encoding == KJIT_FP8_E4M3FNUZ)) ||
+        (status == KJIT_NO_DEVICE && encoding == -1));
+  CHECK(kjit_gemm_fp8_encoding(rt, NULL) == KJIT_BAD_ARGUMENT);
 
   /* The cache, tuning and prebuilding: the `kjit` command's --json documents, made in this
    * process (the tiers under KJIT_CACHE_DIR, which ctest sets apart for each target). */

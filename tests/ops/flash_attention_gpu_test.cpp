@@ -63,6 +63,9 @@ protected:
         {{300, 5}, {100, 1}, 8, 1, 64, true},             // rows that see no key get zeros
         {{129, 383}, {129, 383}, 16, 2, 64, false},
         {{129, 383}, {129, 383}, 16, 2, 64, true},
+        // 384 tiles of rows, more than a persistent launch's blocks: each walks several items
+        // (Q_BUFFERS 2 alternates its q tiles).
+        {{1000, 700, 520}, {1000, 700, 520}, 16, 2, 64, true},
     };
     std::mt19937 rng(27);
     for (const Case &c : cases) {
@@ -107,8 +110,8 @@ using AttentionTypes = ::testing::Types<Half, BFloat16>;
 TYPED_TEST_SUITE(FlashAttentionGpuTest, AttentionTypes);
 
 // On sm_90a flash_attention() (the wgmma kernel, persistent without a mask, a block per tile of
-// rows with one) and the same with the other PERSISTENT; on NVIDIA sm_80 and newer the mma.sync
-// kernel, which the others get. Empty where none runs.
+// rows with one), the same with the other PERSISTENT, and persistent with the other Q_BUFFERS; on
+// NVIDIA sm_80 and newer the mma.sync kernel, which the others get. Empty where none runs.
 template <Element T>
 std::vector<std::pair<std::string, Attention<T>>> kernels(Runtime &rt, const jit::Target &target) {
   std::vector<std::pair<std::string, Attention<T>>> attentions;
@@ -131,6 +134,11 @@ std::vector<std::pair<std::string, Attention<T>>> kernels(Runtime &rt, const jit
     attentions.emplace_back("the other PERSISTENT",
                             variant(target, [](detail::ChosenVariant &chosen) {
                               chosen.params.set("PERSISTENT", 1 - chosen.integer("PERSISTENT"));
+                            }));
+    attentions.emplace_back("PERSISTENT 1 with the other Q_BUFFERS",
+                            variant(target, [](detail::ChosenVariant &chosen) {
+                              chosen.params.set("PERSISTENT", 1);
+                              chosen.params.set("Q_BUFFERS", 3 - chosen.integer("Q_BUFFERS"));
                             }));
   }
   if (target.vendor() == Vendor::nvidia && detail::nvidia_compute_capability(target) >= 80)
@@ -247,8 +255,16 @@ protected:
                                static_cast<const T *>(q.data()), c.q_heads, cache, batch, c.causal,
                                c.scale());
     } else {
-      detail::ChosenVariant variant = detail::flash_attention_paged_variant<T>(
-          {.head_dim = c.head_dim, .causal = c.causal}, c.page_size);
+      const AttentionShape shape{.batch = batch.batch,
+                                 .total_q = batch.total_q,
+                                 .total_k = c.num_blocks * c.page_size,
+                                 .max_seqlen_q = batch.max_seqlen_q,
+                                 .q_heads = c.q_heads,
+                                 .kv_heads = c.kv_heads,
+                                 .head_dim = c.head_dim,
+                                 .causal = c.causal,
+                                 .scale = c.scale()};
+      detail::ChosenVariant variant = detail::flash_attention_paged_variant<T>(shape, c.page_size);
       variant.params.set("PAGED", paged);
       detail::launch_flash_attention_paged<T>(
           this->runtime(), variant, static_cast<T *>(out.data()), static_cast<const T *>(q.data()),
@@ -260,19 +276,26 @@ protected:
 TYPED_TEST_SUITE(FlashAttentionPagedGpuTest, AttentionTypes);
 
 // Chunked prefill: the new rows are the last of each sequence's keys (lengths 1, not multiples of
-// the page, longer than a tile, and a full prefill); GQA 1, 4 and 8; pages of 16 and 32 in
-// shuffled tables; both head dims; causal at ragged boundaries; flash_attention_paged() and both
-// PAGED variants (TMA's page boxes, the producer's row copies). Within the bounds of
-// expect_matches_reference.
+// the page, longer than a tile, and a full prefill; and blocks walking several items); GQA 1, 4
+// and 8; pages of 16 and 32 in shuffled tables; both head dims; causal at ragged boundaries;
+// flash_attention_paged() and both PAGED variants (TMA's page boxes, the producer's row copies).
+// Within the bounds of expect_matches_reference.
 TYPED_TEST(FlashAttentionPagedGpuTest, MatchesTheReferenceOnShuffledPages) {
   using T = TypeParam;
   std::mt19937 rng(270);
-  for (const auto &[q_heads, kv_heads, head_dim, page_size] :
-       std::vector<std::tuple<int, int, int, int>>{
-           {8, 8, 128, 16}, {8, 2, 128, 32}, {8, 1, 64, 16}, {16, 2, 64, 32}})
+  // `many`: 240 tiles of rows, more than a persistent launch's blocks, so that each walks several
+  // items (with pages of 16, Q_BUFFERS 2 alternates its q tiles).
+  for (const auto &[q_heads, kv_heads, head_dim, page_size, many] :
+       std::vector<std::tuple<int, int, int, int, bool>>{{8, 8, 128, 16, false},
+                                                         {8, 2, 128, 32, false},
+                                                         {8, 1, 64, 16, false},
+                                                         {16, 2, 64, 32, false},
+                                                         {16, 2, 64, 16, true}})
     for (bool causal : {true, false}) {
-      PagedCase<T> c{.q_lengths = {1, 5, 130, 64, 257},
-                     .k_lengths = {1, 37, 300, 64, 257},
+      PagedCase<T> c{.q_lengths = many ? std::vector<int>{600, 500, 400}
+                                       : std::vector<int>{1, 5, 130, 64, 257},
+                     .k_lengths = many ? std::vector<int>{700, 500, 450}
+                                       : std::vector<int>{1, 37, 300, 64, 257},
                      .q_heads = q_heads,
                      .kv_heads = kv_heads,
                      .head_dim = head_dim,
@@ -323,7 +346,7 @@ TYPED_TEST(FlashAttentionPagedGpuTest, RefusedTablesPoisonTheirSequenceOrThrowWi
     ADD_FAILURE() << "validate let a length past the tables' capacity through";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::bad_argument);
-    EXPECT_EQ(error.summary(), "kjit::ops::paged_attention_decode: seq_lens[1] is " +
+    EXPECT_EQ(error.summary(), "kjit::ops::flash_attention_paged: k_lens[1] is " +
                                    std::to_string(lengths[1]) + ", outside [0, " +
                                    std::to_string(c.max_blocks * 16) + "]");
   }
@@ -332,7 +355,7 @@ TYPED_TEST(FlashAttentionPagedGpuTest, RefusedTablesPoisonTheirSequenceOrThrowWi
     ADD_FAILURE() << "validate let a page past the cache through";
   } catch (const Error &error) {
     EXPECT_EQ(error.code(), Errc::bad_argument);
-    EXPECT_EQ(error.summary(), "kjit::ops::paged_attention_decode: block_tables[2][1] is " +
+    EXPECT_EQ(error.summary(), "kjit::ops::flash_attention_paged: block_tables[2][1] is " +
                                    std::to_string(c.num_blocks) + ", past the cache's " +
                                    std::to_string(c.num_blocks) + " blocks");
   }

@@ -27,7 +27,8 @@ AttentionShape small_shape(int batch, int total_q, int total_k, int q_heads, int
 
 // Every variant the wrapper launches on sm_90a (both types, head dims, masks) and, for bfloat16,
 // every combination of the tunables that the template's tuning rule lets a tuner try (those
-// other than PERSISTENT with its default, 1; 0 with the others' defaults).
+// other than PERSISTENT and Q_BUFFERS with their defaults, 1; PERSISTENT 0 and Q_BUFFERS 2 with
+// the others' defaults).
 TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
   if (!nvrtc)
@@ -41,32 +42,36 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
           for (int block_n : {64, 128})
             for (int stages : {2, 3})
               for (int pingpong : {0, 1})
-                for (int persistent : {0, 1}) {
-                  const Instance instance = tmpl.bind({{"T", type},
-                                                       {"HEAD_DIM", head_dim},
-                                                       {"CAUSAL", causal},
-                                                       {"CONSUMERS", consumers},
-                                                       {"BLOCK_N", block_n},
-                                                       {"STAGES", stages},
-                                                       {"PINGPONG", pingpong},
-                                                       {"PERSISTENT", persistent}});
-                  const bool defaults =
-                      consumers == 2 && block_n == 128 && stages == 2 && pingpong == 1;
-                  // Other tunables with PERSISTENT 1 (bfloat16); PERSISTENT 0 at the defaults.
-                  if (!tmpl.tuning().fits(instance, "sm_90a").empty() ||
-                      (type != std::string("bfloat16") && !(defaults && persistent == 1)) ||
-                      (persistent == 0 && !defaults))
-                    continue;
-                  ++compiled;
-                  EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
-                      *nvrtc, instance, jit::Target::parse("sm_90a")));
-                }
+                for (int persistent : {0, 1})
+                  for (int q_buffers : {1, 2}) {
+                    const Instance instance = tmpl.bind({{"T", type},
+                                                         {"HEAD_DIM", head_dim},
+                                                         {"CAUSAL", causal},
+                                                         {"CONSUMERS", consumers},
+                                                         {"BLOCK_N", block_n},
+                                                         {"STAGES", stages},
+                                                         {"PINGPONG", pingpong},
+                                                         {"PERSISTENT", persistent},
+                                                         {"Q_BUFFERS", q_buffers}});
+                    const bool defaults =
+                        consumers == 2 && block_n == 128 && stages == 2 && pingpong == 1;
+                    // Other tunables with PERSISTENT 1 (bfloat16); PERSISTENT 0 and Q_BUFFERS 2
+                    // at the defaults.
+                    if (!tmpl.tuning().fits(instance, "sm_90a").empty() ||
+                        (type != std::string("bfloat16") && !(defaults && persistent == 1)) ||
+                        (persistent == 0 && !defaults) ||
+                        (q_buffers == 2 && !(defaults && persistent == 1)))
+                      continue;
+                    ++compiled;
+                    EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
+                        *nvrtc, instance, jit::Target::parse("sm_90a")));
+                  }
   EXPECT_GT(compiled, 8);
 }
 
 // PAGED 1 and 2 (k and v pages copied by TMA, or rows by the producer's threads, block tables
-// read within the producer's 40 registers): the wrapper's tunables, both PERSISTENT, and key
-// tiles of 64 (two or four pages).
+// read within the producer's 40 registers): the wrapper's tunables (Q_BUFFERS 2 with PAGED 2),
+// both PERSISTENT, and key tiles of 64 (two or four pages).
 TEST(FlashAttentionCompile, PagedVariantsCompileCleanly) {
   const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
   if (!nvrtc)
@@ -87,7 +92,8 @@ TEST(FlashAttentionCompile, PagedVariantsCompileCleanly) {
                                                                      {"CAUSAL", causal},
                                                                      {"BLOCK_N", block_n},
                                                                      {"PERSISTENT", persistent},
-                                                                     {"PAGED", paged}}),
+                                                                     {"PAGED", paged},
+                                                                     {"Q_BUFFERS", paged}}),
                                                           jit::Target::parse("sm_90a")))
                   << "PAGED " << paged;
             }
@@ -152,7 +158,8 @@ TEST(FlashAttentionVariant, WgmmaOnSm90aAndMmaSyncElsewhere) {
 }
 
 // The measured choices (BENCHMARKS.md): a persistent walk without a mask and, under one, for
-// sequences up to 4k rows; pages of 32 as TMA boxes, of 16 copied by the producer's threads.
+// sequences up to 4k rows; pages of 32 as TMA boxes, of 16 copied by the producer's threads with
+// two q tiles; one q tile for contiguous keys.
 TEST(FlashAttentionVariant, PersistentWalkAndPageCopiesFollowTheMeasurements) {
   const auto persistent = [](bool causal, int max_seqlen_q) {
     AttentionShape shape = small_shape(1, 16384, 16384, 16, 16, causal);
@@ -166,7 +173,12 @@ TEST(FlashAttentionVariant, PersistentWalkAndPageCopiesFollowTheMeasurements) {
   EXPECT_EQ(persistent(true, 4097), 0);
   const AttentionShape shape = small_shape(1, 1, 1, 1, 1, true);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 16).integer("PAGED"), 2);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 16).integer("Q_BUFFERS"), 2);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("PAGED"), 1);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("Q_BUFFERS"), 1);
+  EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), shape)
+                .integer("Q_BUFFERS"),
+            1);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).tmpl->name(), "flash_attention");
 }
 
@@ -280,6 +292,28 @@ TEST(FlashAttentionReference, PagedGathersThroughShuffledTables) {
   EXPECT_EQ(reference::flash_attention_paged<Half>(q, k_cache, v_cache, cu_q, k_lens, tables,
                                                    q_heads, kv_heads, head_dim, page, true, 0.5f),
             expected);
+}
+
+// The table check that flash_attention_paged shares with paged_attention_decode speaks in
+// flash_attention_paged's terms (the reference runs the check validate runs on the host copies).
+TEST(FlashAttentionReference, PagedRefusesBadTablesInItsOwnTerms) {
+  constexpr int page = 16, kv_heads = 1, head_dim = 64, row = kv_heads * head_dim;
+  const std::vector<Half> q(2 * row), cache(3 * page * row);
+  const std::vector<int> cu_q = {0, 1, 2};
+  const auto summary = [&](const std::vector<int> &k_lens, const std::vector<int> &tables) {
+    try {
+      reference::flash_attention_paged<Half>(q, cache, cache, cu_q, k_lens, tables, 1, kv_heads,
+                                             head_dim, page, false, 0.125f);
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument);
+      return error.summary();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(summary({16, 33}, {0, 1, 2, 0}),
+            "kjit::ops::flash_attention_paged: k_lens[1] is 33, outside [0, 32]");
+  EXPECT_EQ(summary({20, 16}, {0, 3, 2, 0}),
+            "kjit::ops::flash_attention_paged: block_tables[0][1] is 3, past the cache's 3 blocks");
 }
 
 TEST(FlashAttentionPagedArguments, BadOnesAreRefusedInOneLineBeforeAnyDeviceIsTouched) {

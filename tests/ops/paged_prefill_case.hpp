@@ -19,9 +19,10 @@ template <Element T> struct PagedCase {
   std::vector<int> q_lengths, k_lengths;
   int q_heads, kv_heads, head_dim, page_size;
   bool causal;
+  // Made by fill().
   int max_blocks = 0, num_blocks = 0;
-  std::vector<int> cu_q{}, tables{};
-  std::vector<T> q{}, k_cache{}, v_cache{};
+  std::vector<int> cu_q = {}, tables = {};
+  std::vector<T> q = {}, k_cache = {}, v_cache = {};
 
   void fill(std::mt19937 &rng) {
     cu_q.assign(1, 0);

@@ -1,10 +1,10 @@
-"""kjit.ops.flash_attention, topk_softmax, moe_topk, fused_moe, paged_attention_decode,
-reshape_and_cache and gemm_fp8 on a GPU with torch >= 2.4
+"""kjit.ops.flash_attention, topk_softmax, moe_topk, fused_moe, fused_moe_fp8,
+paged_attention_decode, reshape_and_cache and gemm_fp8 on a GPU with torch >= 2.4
 (tools/gpu-check --run-python), each against a torch reference in float64 (no TF32 setting can
 reach it; fp32 for the routing, which has no products) written out one sequence, head or token
 at a time from the same rounded inputs, into outputs poisoned with NaN. Skipped,
-with the reason, elsewhere (flash_attention needs NVIDIA sm_80 or newer, fused_moe and gemm_fp8
-sm_90a; the fp8 cases torch's float8_e4m3fn)."""
+with the reason, elsewhere (flash_attention needs NVIDIA sm_80 or newer, fused_moe, fused_moe_fp8
+and gemm_fp8 sm_90a; the fp8 cases torch's float8_e4m3fn)."""
 
 import ast
 
@@ -227,6 +227,7 @@ def test_the_fakes_give_shapes_without_the_library(monkeypatch):
     logits = randn(3, 8, dtype=torch.bfloat16)
     x, w13, w2 = (randn(3, 64, dtype=torch.bfloat16), randn(4, 64, 64, dtype=torch.bfloat16),
                   randn(4, 64, 32, dtype=torch.bfloat16))
+    fp8_layer = (w13.to(torch.uint8), w2.to(torch.uint8), torch.ones(4, 1, 1, device=DEVICE))
     with FakeTensorMode() as mode, monkeypatch.context() as patch:
         patch.setattr(ops, "lib", refuse)
         patch.setattr(kjit._core, "default_runtime", refuse)
@@ -240,6 +241,9 @@ def test_the_fakes_give_shapes_without_the_library(monkeypatch):
         assert ids.dtype == torch.int32
         fx, fw13, fw2 = (mode.from_tensor(t) for t in (x, w13, w2))
         assert torch.ops.kjit.fused_moe(fx, weights, ids, fw13, fw2).shape == x.shape
+        fp8_w13, fp8_w2, scales = (mode.from_tensor(t) for t in fp8_layer)
+        assert torch.ops.kjit.fused_moe_fp8(fx, weights, ids, fp8_w13, fp8_w2, scales,
+                                            scales).shape == x.shape
 
 
 def as_tuple(result):
@@ -532,6 +536,137 @@ def test_gemm_fp8_against_torch(scaling, m):
     assert torch.equal(functional, out)
 
 
+def test_gemm_fp8_takes_only_the_fp8_encoding_the_gpu_reads(monkeypatch):
+    """kjit_gemm_fp8_encoding names what the GPU reads (e4m3fn on NVIDIA); operands of the other
+    fp8 dtype are refused by name before the C++ operator, those of the one read reach it (its
+    own check of k, which runs first, answers: nothing launches)."""
+    fnuz = getattr(torch, "float8_e4m3fnuz", None)
+    if FP8 is None or fnuz is None:
+        pytest.skip(f"torch {torch.__version__} lacks float8_e4m3fn or float8_e4m3fnuz")
+    read = ops._gemm_fp8_encoding()
+    if torch.version.hip is None:
+        assert read == 0, "an NVIDIA GPU reads e4m3fn"
+    a, w = fp8_operands(16, 128, 128)
+    scale = torch.ones((), device=DEVICE)
+    for encoding in (read, 1 - read):  # the GPU's, then the other as if the GPU read it
+        monkeypatch.setattr(ops, "_gemm_encoding", encoding)
+        read_dtype, other = (FP8, fnuz) if encoding == 0 else (fnuz, FP8)
+        with pytest.raises(kjit.BadArgument, match=rf"gemm_fp8: a is {other}, but kjit's GPU "
+                                                   rf"\(cuda:\d+\) reads {read_dtype}"):
+            ops.gemm_fp8(a.view(other), w.view(other).t(), scale, scale)
+        with pytest.raises(kjit.BadArgument, match="k = 24 is not a multiple of 16"):
+            ops.gemm_fp8(a[:, :24].contiguous().view(read_dtype),
+                         w[:, :24].contiguous().view(read_dtype).t(), scale, scale)
+
+
+# ---- fused_moe with FP8 weights ---------------------------------------------------------------
+
+
+def quantized_experts(experts, rows, columns):
+    """Experts' matrices [experts, rows, columns] of N(0, 0.02) values stored as DeepSeek-V3 stores
+    them: per 128 x 128 block a float32 scale amax / 448 ([experts, rows / 128, columns / 128]) and
+    the e4m3fn of value / scale; and the values they hold, in float64."""
+    w = torch.randn(experts, rows, columns, device=DEVICE) * 0.02
+    blocks = w.view(experts, rows // 128, 128, columns // 128, 128)
+    scales = blocks.abs().amax(dim=(2, 4)) / 448
+    expanded = scales[:, :, None, :, None]
+    stored = (blocks / expanded).to(FP8)
+    values = stored.double() * expanded.double()
+    return (stored.view(experts, rows, columns), scales.contiguous(),
+            values.view(experts, rows, columns))
+
+
+def quantized_rows(x):
+    """x's rows quantised per 1 x 128 block as fused_moe_fp8 quantises its activations (scale
+    amax / 448, the e4m3fn of x * (448 / amax) in float32), in float64."""
+    blocks = x.float().view(x.shape[0], -1, 128)
+    amax = blocks.abs().amax(dim=-1, keepdim=True)
+    inverse = torch.where(amax > 0, 448 / amax, torch.zeros_like(amax))
+    return ((blocks * inverse).to(FP8).double() * (amax / 448).double()).view(x.shape)
+
+
+def reference_moe_fp8(x, weights, ids, w13_values, w2_values):
+    """float64, expert by expert over the token-slot pairs routed to it (ids outside [0, experts)
+    add nothing), from x quantised as the device quantises it and the weights' exact values, the
+    gated intermediate kept in float64 (the C++ reference::fused_moe_fp8). Also each output's
+    magnitude, sum |weight| * (|w2[e]| @ |gated|)."""
+    x_q, inter = quantized_rows(x), w13_values.shape[1] // 2
+    out = torch.zeros(x.shape, dtype=torch.float64, device=DEVICE)
+    magnitude = torch.zeros_like(out)
+    for e in range(w13_values.shape[0]):
+        tokens, slots = (ids == e).nonzero(as_tuple=True)
+        gate_up = x_q[tokens] @ w13_values[e].T
+        gated = torch.nn.functional.silu(gate_up[:, :inter]) * gate_up[:, inter:]
+        weight = weights[tokens, slots].double()[:, None]
+        out.index_add_(0, tokens, weight * (gated @ w2_values[e].T))
+        magnitude.index_add_(0, tokens, weight.abs() * (gated.abs() @ w2_values[e].abs().T))
+    return out, magnitude
+
+
+def moe_fp8_routing(case, tokens, top_k, experts):
+    """ids int32 [tokens, top_k] for `case`, and float32 weights in [0, 1)."""
+    if case == "two experts, one token routed nowhere":  # the other experts receive no token
+        order = torch.rand(tokens, 2, device=DEVICE).argsort(dim=1)
+        ids = torch.tensor([1, 6], device=DEVICE)[order]
+        ids[-1] = -1
+    elif case == "one expert takes every token":
+        ids = torch.full((tokens, top_k), 3, device=DEVICE)
+    else:
+        ids = torch.rand(tokens, experts, device=DEVICE).argsort(dim=1)[:, :top_k]
+    return ids.int().contiguous(), torch.rand(tokens, top_k, device=DEVICE)
+
+
+# (case, tokens, top_k): ragged counts over the experts, none a multiple of the GEMM's tiles
+MOE_FP8_CASES = [
+    ("two experts, one token routed nowhere", 37, 2),
+    ("one expert takes every token", 300, 1),
+    ("random top-3", 181, 3),
+    ("one token", 1, 2),
+]
+
+
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("case, tokens, top_k", MOE_FP8_CASES)
+def test_fused_moe_fp8_against_torch(dtype, case, tokens, top_k):
+    """Block-scaled e4m3 experts (realistic scales: N(0, 0.02) weights, about 1e-4 a block)
+    against the float64 reference, into a NaN-poisoned output. The device rounds the gated
+    intermediate to dtype and quantises it to e4m3 per 1 x 128 block: at most 2^-4 of each
+    |gated_j| and two units of dtype, so each output lies within (2^-4 + 2 eps) * magnitude +
+    eps * |out| (the C++ test's bound); and as that bound grows with the sum of |terms|, the RMS
+    of the error is also held below 2^-4 of the outputs' (e4m3's errors are of random signs)."""
+    require_capability((9, 0), "fused_moe_fp8 runs on sm_90a (H100, H200) only")
+    if FP8 is None:
+        pytest.skip(f"torch {torch.__version__} has no float8_e4m3fn")
+    torch.manual_seed(0)
+    experts, hidden, inter = 8, 256, 384
+    w13, w13_scales, w13_values = quantized_experts(experts, 2 * inter, hidden)
+    w2, w2_scales, w2_values = quantized_experts(experts, hidden, inter)
+    x = randn(tokens, hidden, dtype=dtype)
+    ids, weights = moe_fp8_routing(case, tokens, top_k, experts)
+    out = poisoned(x.shape, dtype)
+    assert ops.fused_moe_fp8(x, weights, ids, w13, w2, w13_scales, w2_scales, out=out) is out
+    expected, magnitude = reference_moe_fp8(x, weights, ids, w13_values, w2_values)
+    eps = torch.finfo(dtype).eps
+    bound = (2 ** -4 + 2 * eps) * magnitude + eps * expected.abs()
+    assert_within(out, expected, bound)
+    error_rms = (out.double() - expected).pow(2).mean().sqrt().item()
+    out_rms = expected.pow(2).mean().sqrt().item()
+    assert error_rms <= out_rms / 16, (error_rms, out_rms)
+    # The functional form, with the weights as uint8 bytes (torch without float8's way).
+    functional = ops.fused_moe_fp8(x, weights, ids, w13.view(torch.uint8), w2.view(torch.uint8),
+                                   w13_scales, w2_scales)
+    assert_within(functional, expected, bound)
+
+
+def moe_fp8_inputs(tokens=16, experts=4, hidden=128, inter=256, top_k=2):
+    torch.manual_seed(0)
+    w13, w13_scales, _ = quantized_experts(experts, 2 * inter, hidden)
+    w2, w2_scales, _ = quantized_experts(experts, hidden, inter)
+    ids, weights = moe_fp8_routing("random", tokens, top_k, experts)
+    return (randn(tokens, hidden, dtype=torch.bfloat16), weights, ids, w13, w2, w13_scales,
+            w2_scales)
+
+
 def decode_step(key, value, k_cache, v_cache, slots, q, tables, lens):
     """A decode step's attention: the new token's K and V into the cache, then attention over it."""
     ops.reshape_and_cache(key, value, k_cache, v_cache, slots)
@@ -555,7 +690,8 @@ def decode_step_inputs(dtype=torch.bfloat16):
 
 def test_torch_compile_fullgraph_keeps_the_paged_and_fp8_operators():
     """Under torch.compile(fullgraph=True) the new operators stay torch.ops.kjit nodes of one
-    graph (no break), and the compiled step computes what the eager one does."""
+    graph (no break), and the compiled step computes what the eager one does (gemm_fp8 and
+    fused_moe_fp8 on sm_90a)."""
     torch._dynamo.reset()
     seen = []
 
@@ -584,6 +720,12 @@ def test_torch_compile_fullgraph_keeps_the_paged_and_fp8_operators():
             a, w.t(), scale_a, scale_b)
         assert any("kjit.gemm_fp8" in target for target in seen), seen
         assert torch.equal(compiled, ops.gemm_fp8(a, w.t(), scale_a, scale_b))
+        moe = moe_fp8_inputs()
+        torch._dynamo.reset()
+        seen.clear()
+        compiled = torch.compile(ops.fused_moe_fp8, fullgraph=True, backend=recording)(*moe)
+        assert any("kjit.fused_moe_fp8" in target for target in seen), seen
+        assert torch.equal(compiled, ops.fused_moe_fp8(*moe))
 
 
 def test_capture_of_the_paged_and_fp8_operators_after_the_warmup_their_errors_name():
@@ -599,6 +741,8 @@ def test_capture_of_the_paged_and_fp8_operators_after_the_warmup_their_errors_na
         scale_a = torch.full((8, 2), 1e-4, device=DEVICE)
         scale_b = torch.full((1, 2), 1e-4, device=DEVICE)
         calls.append(lambda: ops.gemm_fp8(a, w.t(), scale_a, scale_b))
+        moe = moe_fp8_inputs(tokens=5)
+        calls.append(lambda: ops.fused_moe_fp8(*moe))
     for call in calls:
         item = warmup_item_named_by_a_capture(call)
         torch.cuda.synchronize()

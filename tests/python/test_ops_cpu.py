@@ -364,6 +364,128 @@ def test_the_new_operators_make_their_outputs_from_shapes_alone(ops):
     assert "reshape_and_cache" in ops._INPLACE and "reshape_and_cache" not in ops._OPS
 
 
+# ---- mixture of experts with FP8 weights, the FP8 GEMM's encodings ---------------------------
+
+
+def moe_fp8_inputs(dtype=torch.bfloat16, hidden=128, inter=128, experts=4, top_k=2):
+    """x, weights, ids, e4m3 bytes w13 [experts, 2 * inter, hidden] and w2 [experts, hidden, inter],
+    and their block scales [experts, 2 * inter / 128, hidden / 128], [experts, hidden / 128,
+    inter / 128]."""
+    x, weights, ids, _, _ = moe_inputs(dtype, hidden, inter, experts, top_k)
+    return (x, weights, ids, fp8(experts, 2 * inter, hidden), fp8(experts, hidden, inter),
+            torch.ones(experts, 2 * inter // 128, hidden // 128),
+            torch.ones(experts, hidden // 128, inter // 128))
+
+
+def test_fused_moe_fp8_reaches_the_c_operator(ops):
+    """Every check passed, the workspace its own size function gives (the 16-bit layer's would
+    be refused as too small): the C++ operator's last step, the device, is what fails."""
+    for call in [lambda: ops.fused_moe_fp8(*moe_fp8_inputs()),
+                 lambda: ops.fused_moe_fp8(*moe_fp8_inputs(torch.float16, hidden=256, inter=384,
+                                                           experts=8, top_k=3)),
+                 lambda: ops.fused_moe_fp8(*moe_fp8_inputs(), out=t(3, 128))]:
+        with pytest.raises(kjit.NoDevice):
+            call()
+
+
+def test_fused_moe_fp8_packs_its_values(ops):
+    """The sizes, and each scale tensor's shape in its own slots, reach the C++ checks."""
+    with pytest.raises(kjit.BadArgument,
+                       match=r"hidden is 192, must be a positive multiple of 128 \(the scale"):
+        ops.fused_moe_fp8(*moe_fp8_inputs(hidden=192))
+    with pytest.raises(kjit.BadArgument, match=r"inter is 192, must be a positive multiple of 128"):
+        ops.fused_moe_fp8(*moe_fp8_inputs(inter=192))
+    with pytest.raises(kjit.BadArgument, match="top_k"):
+        ops.fused_moe_fp8(*moe_fp8_inputs(experts=2, top_k=3))
+    x, weights, ids, w13, w2, w13_scales, w2_scales = moe_fp8_inputs()
+    with pytest.raises(kjit.BadArgument, match=r"w13_scales is \[4, 1, 1\], must be \[4, 2, 1\]"):
+        ops.fused_moe_fp8(x, weights, ids, w13, w2, torch.ones(4, 1, 1), w2_scales)
+    with pytest.raises(kjit.BadArgument, match=r"w2_scales is \[3, 1, 1\], must be \[4, 1, 1\]"):
+        ops.fused_moe_fp8(x, weights, ids, w13, w2, w13_scales, torch.ones(3, 1, 1))
+
+
+def test_fused_moe_fp8_refuses_bad_tensors_before_the_c_operator(ops):
+    x, weights, ids, w13, w2, w13_scales, w2_scales = moe_fp8_inputs()
+    moe = ops.fused_moe_fp8
+    with pytest.raises(kjit.BadArgument, match="fused_moe_fp8: x is torch.float32, expected one"):
+        moe(x.float(), weights, ids, w13, w2, w13_scales, w2_scales)
+    with pytest.raises(kjit.BadArgument, match=r"w13 is torch.bfloat16, expected one of "
+                                               r"torch.uint8"):
+        moe(x, weights, ids, t(4, 256, 128), w2, w13_scales, w2_scales)
+    with pytest.raises(kjit.BadArgument, match="w2 is torch.int8, expected torch.uint8"):
+        moe(x, weights, ids, w13, w2.to(torch.int8), w13_scales, w2_scales)
+    with pytest.raises(kjit.BadArgument,
+                       match=r"w2 has shape \(4, 128, 64\), expected \(4, 128, 128\)"):
+        moe(x, weights, ids, w13, fp8(4, 128, 64), w13_scales, w2_scales)
+    with pytest.raises(kjit.BadArgument, match="ids is torch.int64, expected torch.int32"):
+        moe(x, weights, ids.long(), w13, w2, w13_scales, w2_scales)
+    with pytest.raises(kjit.BadArgument, match="w13_scales is torch.float16, expected torch.float"):
+        moe(x, weights, ids, w13, w2, w13_scales.half(), w2_scales)
+    with pytest.raises(kjit.BadArgument, match=r"w2_scales has shape \(4, 1\), expected "
+                                               r"\[experts, hidden / 128, inter / 128\]"):
+        moe(x, weights, ids, w13, w2, w13_scales, w2_scales[..., 0])
+    with pytest.raises(kjit.BadArgument, match="w13_scales is not contiguous"):
+        moe(x, weights, ids, w13, w2, torch.ones(2, 4, 1).transpose(0, 1), w2_scales)
+    with pytest.raises(kjit.BadArgument, match="w2_scales is a float, not a torch.Tensor"):
+        moe(x, weights, ids, w13, w2, w13_scales, 1.0)
+    with pytest.raises(kjit.BadArgument, match="out is torch.float16, expected torch.bfloat16"):
+        moe(x, weights, ids, w13, w2, w13_scales, w2_scales, out=x.half())
+    # e4m3 weights given to the 16-bit layer: the error names the operator that takes them.
+    with pytest.raises(kjit.BadArgument, match=r"fused_moe: w13 is torch.uint8, expected "
+                                               r"torch.bfloat16: e4m3 weights with block scales "
+                                               r"are kjit.ops.fused_moe_fp8's"):
+        ops.fused_moe(x, weights, ids, w13, w2)
+
+
+def test_gemm_fp8_takes_uint8_as_the_gpus_bytes_without_asking_their_encoding(ops, monkeypatch):
+    """uint8 operands are bytes of whichever encoding the GPU reads: gemm_fp8 does not ask it
+    (kjit_gemm_fp8_encoding, which needs the GPU) for them. Asking it here reaches the C ABI."""
+    with pytest.raises(kjit.NoDevice):
+        ops._gemm_fp8_encoding()
+
+    def refuse():
+        raise AssertionError("gemm_fp8 asked the encoding for uint8 operands")
+    monkeypatch.setattr(ops, "_gemm_fp8_encoding", refuse)
+    with pytest.raises(kjit.NoDevice):
+        ops.gemm_fp8(*gemm_fp8_inputs())
+
+
+@pytest.mark.parametrize("stand_ins", [False, True])
+def test_gemm_fp8_takes_the_fp8_dtype_of_the_encoding_the_gpu_reads(ops, monkeypatch, stand_ins):
+    """e4m3fnuz where the GPU reads it (gfx942), e4m3fn elsewhere; the other is refused by name
+    before the C++ operator (the same bytes would be read as other values). With stand_ins,
+    int8 and bool take the fp8 dtypes' places in gemm_fp8's table: the same checks on a torch
+    without float8 (Debian's 1.13)."""
+    if stand_ins:
+        fn, fnuz = torch.int8, torch.bool
+        monkeypatch.setattr(ops, "_GEMM_FP8_ENCODINGS", {torch.uint8: None, fn: 0, fnuz: 1})
+        monkeypatch.setattr(ops, "_ENCODING_DTYPES", (str(fn), str(fnuz)))
+    else:
+        fn, fnuz = getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e4m3fnuz", None)
+        if fnuz is None:
+            pytest.skip(f"torch {torch.__version__} has no float8_e4m3fnuz")
+    a, b, scale_a, scale_b = gemm_fp8_inputs(scales="row")
+    for encoding, read, other in ((0, fn, fnuz), (1, fnuz, fn)):
+        monkeypatch.setattr(ops, "_gemm_encoding", encoding)
+        with pytest.raises(kjit.NoDevice):
+            ops.gemm_fp8(a.view(read), b.view(read), scale_a, scale_b)
+        with pytest.raises(kjit.BadArgument, match=rf"gemm_fp8: a is {other}, but kjit's GPU "
+                                                   rf"\(cuda:-1\) reads {read}: convert a and b"):
+            ops.gemm_fp8(a.view(other), b.view(other), scale_a, scale_b)
+        with pytest.raises(kjit.BadArgument, match=rf"gemm_fp8: b is {other}, expected {read}"):
+            ops.gemm_fp8(a.view(read), b.view(other), scale_a, scale_b)
+
+
+def test_the_fp8_layer_makes_its_output_from_shapes_alone(ops):
+    def meta(*shape, dtype=torch.uint8):
+        return torch.empty(*shape, dtype=dtype, device="meta")
+    (out,) = ops._OPS["fused_moe_fp8"][1](
+        meta(5, 256, dtype=torch.float16), meta(5, 2, dtype=torch.float32),
+        meta(5, 2, dtype=torch.int32), meta(8, 768, 256), meta(8, 256, 384),
+        meta(8, 6, 2, dtype=torch.float32), meta(8, 2, 3, dtype=torch.float32))
+    assert out.shape == (5, 256) and out.dtype == torch.float16
+
+
 def test_the_fakes_of_the_new_operators_give_shapes_without_the_library(ops, monkeypatch):
     if not ops.REGISTERED:
         pytest.skip(f"torch {torch.__version__} is older than 2.4: kjit.ops registers no torch "
@@ -373,6 +495,7 @@ def test_the_fakes_of_the_new_operators_give_shapes_without_the_library(ops, mon
     def refuse(*args):
         raise AssertionError("a fake implementation reached kjit's library")
     monkeypatch.setattr(ops, "lib", refuse)
+    moe_layer = moe_fp8_inputs(torch.float16)
     with FakeTensorMode() as mode:
         q, k_cache, v_cache, tables, lens = (mode.from_tensor(x) for x in decode_inputs())
         out = torch.ops.kjit.paged_attention_decode(q, k_cache, v_cache, tables, lens, 0.125, 0,
@@ -384,3 +507,6 @@ def test_the_fakes_of_the_new_operators_give_shapes_without_the_library(ops, mon
         a, b, scale_a, scale_b = (mode.from_tensor(x) for x in gemm_fp8_inputs(scales="block"))
         out = torch.ops.kjit.gemm_fp8(a, b, scale_a, scale_b)
         assert out.shape == (4, 16) and out.dtype == torch.bfloat16
+        moe = [mode.from_tensor(x) for x in moe_layer]
+        out = torch.ops.kjit.fused_moe_fp8(*moe)
+        assert out.shape == (3, 128) and out.dtype == torch.float16

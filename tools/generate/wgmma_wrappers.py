@@ -19,8 +19,8 @@ import sys
 SHARED_A = (64, 128, 256)
 REGISTER_A = (64, 128)
 # gemm_fp8's tile widths: besides the powers of two, the widths that fill an H100's 132
-# multiprocessors in whole waves on DeepSeek-V3's shapes (BENCHMARKS.md, fp8b helper).
-FP8_N = (64, 96, 112, 128, 144, 160, 192, 256)
+# multiprocessors in whole waves on DeepSeek-V3's shapes (BENCHMARKS.md, fp8b and fp8c helpers).
+FP8_N = (64, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256)
 
 
 def accumulators(n):

@@ -28,7 +28,7 @@ extern "C" {
  * library). KJIT_C_ABI_MINOR is bumped on additions only (each marked with the minor version that
  * added it): a caller needing minor N runs on any library of the same version and a minor >= N. */
 #define KJIT_C_ABI_VERSION 1
-#define KJIT_C_ABI_MINOR 3
+#define KJIT_C_ABI_MINOR 4
 uint32_t kjit_abi_version(void);
 uint32_t kjit_abi_minor(void); /* since 1.1 */
 
@@ -298,6 +298,35 @@ int kjit_gemm_fp8_blockscale(kjit_runtime *rt, void *d, const uint8_t *a, const 
                              int64_t scale_a_rows, int64_t scale_a_columns, const uint8_t *b,
                              const float *scale_b, int64_t scale_b_rows, int64_t scale_b_columns,
                              int m, int n, int k, void *stream);
+
+/* The fp8 e4m3 encodings: OCP e4m3fn (bias 7, largest 448; torch.float8_e4m3fn) and e4m3fnuz
+ * (bias 8, largest 240, 0x80 its only NaN; torch.float8_e4m3fnuz). The same byte means another
+ * value in the other encoding. */
+typedef enum kjit_fp8_encoding { KJIT_FP8_E4M3FN = 0, KJIT_FP8_E4M3FNUZ = 1 } kjit_fp8_encoding;
+/* The encoding kjit_gemm_fp8_scaled and _blockscale read a and b in on the runtime's default
+ * device, into *encoding (a kjit_fp8_encoding; -1 on failure): e4m3fnuz on gfx942 (MI300's matrix
+ * cores), e4m3fn elsewhere (kjit::ops::gemm_fp8_encoding; since 1.4). */
+int kjit_gemm_fp8_encoding(kjit_runtime *rt, int *encoding);
+
+/* ---- mixture of experts with FP8 weights (kjit/ops/moe.hpp, sm_90a; since 1.4) ------------ */
+
+/* kjit_fused_moe_workspace_bytes for kjit_fused_moe_fp8. */
+int kjit_fused_moe_fp8_workspace_bytes(int dtype, int tokens, int top_k, int experts, int hidden,
+                                       int inter, size_t *bytes);
+/* kjit_fused_moe with e4m3fn weights and DeepSeek-V3's float block scales, one per 128 x 128 block
+ * of each expert's matrix: w13 [experts, 2 * inter, hidden] with w13_scales [experts,
+ * ceil(2 * inter / 128), hidden / 128] and w2 [experts, hidden, inter] with w2_scales [experts,
+ * ceil(hidden / 128), inter / 128], each scale tensor's shape as the caller holds it (checked);
+ * weight (e, r, c) is its byte's value times scales[e, r / 128, c / 128]. Each GEMM's activations
+ * are quantised to e4m3 per 1 x 128 block of a row on the way. x and out FLOAT16 or BFLOAT16;
+ * hidden and inter multiples of 128; `workspace` of kjit_fused_moe_fp8_workspace_bytes. */
+int kjit_fused_moe_fp8(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,
+                       const int *ids, int tokens, int top_k, const uint8_t *w13,
+                       const float *w13_scales, int w13_scales_experts, int w13_scales_rows,
+                       int w13_scales_columns, const uint8_t *w2, const float *w2_scales,
+                       int w2_scales_experts, int w2_scales_rows, int w2_scales_columns,
+                       int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
+                       void *stream);
 
 /* ---- operators from one block of memory (since 1.1) --------------------------------------- */
 

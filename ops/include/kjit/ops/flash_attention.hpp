@@ -65,8 +65,8 @@ struct PagedPrefillBatch {
   int total_q = 0;      // rows of q and out
   int max_seqlen_q = 0; // the longest sequence of q: rows past it in a sequence are not computed
   // Copy k_lens and block_tables to the host and check every entry before launching, as
-  // check_decode_tables does (its message names paged_attention_decode's terms); waits for the
-  // device.
+  // check_decode_tables does, in this operator's terms ("kjit::ops::flash_attention_paged:
+  // k_lens[1] is ..."); waits for the device.
   bool validate = false;
 };
 
@@ -104,8 +104,8 @@ std::vector<double> flash_attention(std::span<const T> q, std::span<const T> k,
 
 // flash_attention_paged in double precision from host arrays: the caches [num_blocks, page_size,
 // kv_heads, head_dim] each, cu_seqlens_q [batch + 1], k_lens [batch], block_tables [batch,
-// max_blocks] (valid: check_decode_tables). Gathers each sequence's keys and computes
-// reference::flash_attention.
+// max_blocks] (checked as `validate` checks them: Error(bad_argument) naming the first bad entry).
+// Gathers each sequence's keys and computes reference::flash_attention.
 template <Element T>
 std::vector<double>
 flash_attention_paged(std::span<const T> q, std::span<const T> k_cache, std::span<const T> v_cache,
