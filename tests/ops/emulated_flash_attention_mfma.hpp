@@ -170,21 +170,25 @@ void check_paged_attention(int page_size, int q_heads, int kv_heads) {
   EXPECT_TRUE(::kjit::ops::gpu_testing::all_close(got, c.expected(), eps, eps));
 }
 
+// Causal with pages of `causal_page` over `causal_kv_heads`, and without a mask with pages of the
+// other size over `full_kv_heads` (4 q heads).
+template <Element T, int HEAD_DIM>
+void check_paged_both_masks(int causal_page, int causal_kv_heads, int full_kv_heads) {
+  check_paged_attention<T, HEAD_DIM, 1>(causal_page, 4, causal_kv_heads);
+  check_paged_attention<T, HEAD_DIM, 0>(causal_page == 16 ? 32 : 16, 4, full_kv_heads);
+}
+
 TEST(EMULATED_SUITE, PagedHalfHeadDim64MatchesTheReference) {
-  check_paged_attention<Half, 64, 1>(16, 4, 1);
-  check_paged_attention<Half, 64, 0>(32, 4, 2);
+  check_paged_both_masks<Half, 64>(16, 1, 2);
 }
 TEST(EMULATED_SUITE, PagedHalfHeadDim128MatchesTheReference) {
-  check_paged_attention<Half, 128, 1>(32, 4, 4);
-  check_paged_attention<Half, 128, 0>(16, 4, 1);
+  check_paged_both_masks<Half, 128>(32, 4, 1);
 }
 TEST(EMULATED_SUITE, PagedBFloat16HeadDim64MatchesTheReference) {
-  check_paged_attention<BFloat16, 64, 1>(32, 4, 2);
-  check_paged_attention<BFloat16, 64, 0>(16, 4, 4);
+  check_paged_both_masks<BFloat16, 64>(32, 2, 4);
 }
 TEST(EMULATED_SUITE, PagedBFloat16HeadDim128MatchesTheReference) {
-  check_paged_attention<BFloat16, 128, 1>(16, 4, 2);
-  check_paged_attention<BFloat16, 128, 0>(32, 4, 1);
+  check_paged_both_masks<BFloat16, 128>(16, 2, 1);
 }
 
 // A sequence whose key count passes its table's capacity, one with a negative count and one whose

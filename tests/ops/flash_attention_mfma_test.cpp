@@ -23,7 +23,6 @@
 #include "tests/ops/mfma_code_object.hpp"
 
 #include <cstdio>
-#include <functional>
 #include <gtest/gtest.h>
 #include <string>
 
@@ -227,49 +226,6 @@ TEST(FlashAttentionMfmaVariant, EveryAmdTargetGetsTheMfmaTemplateForPagedPrefill
         detail::flash_attention_paged_variant<Half>(shape_of(c), 32, jit::Target::parse(target))
             .tmpl->name(),
         "flash_attention");
-}
-
-// A PAGED variant launched as contiguous attention (null tables) and a contiguous one launched as
-// paged are refused in one line before anything is compiled or launched.
-TEST(FlashAttentionMfmaVariant, LaunchesRefuseTheOtherKindOfVariant) {
-  Runtime rt;
-  alignas(16) Half buffer[64] = {};
-  const int ints[4] = {0, 1, 0, 0};
-  const Case c{"gfx942", "half", 64, false, true};
-  const AttentionShape shape = shape_of(c);
-  const auto gfx942 = jit::Target::parse("gfx942");
-  const auto summary = [](const std::function<void()> &launch) {
-    try {
-      launch();
-    } catch (const Error &error) {
-      EXPECT_EQ(error.code(), Errc::bad_argument);
-      return error.summary();
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(summary([&] {
-              detail::launch_flash_attention<Half>(
-                  rt, detail::flash_attention_paged_variant<Half>(shape, 16, gfx942), buffer,
-                  buffer, buffer, buffer, ints, ints, shape);
-            }),
-            "kjit::ops::flash_attention: the variant is PAGED: launch it with "
-            "launch_flash_attention_paged");
-  const PagedKvCache cache{
-      .k = buffer, .v = buffer, .num_blocks = 4, .page_size = 16, .kv_heads = 1, .head_dim = 64};
-  const PagedPrefillBatch batch{.cu_seqlens_q = ints,
-                                .k_lens = ints,
-                                .block_tables = ints,
-                                .batch = 1,
-                                .max_blocks = 2,
-                                .total_q = 1,
-                                .max_seqlen_q = 1};
-  EXPECT_EQ(summary([&] {
-              detail::launch_flash_attention_paged<Half>(
-                  rt, detail::flash_attention_variant<Half>(gfx942, shape), buffer, buffer, 1,
-                  cache, batch, false, 0.125f);
-            }),
-            "kjit::ops::flash_attention_paged: the variant is not a PAGED flash_attention or "
-            "flash_attention_mfma of the call's HEAD_DIM and CAUSAL");
 }
 
 TEST_F(OpsCompileTest, FlashAttentionMfmaNamesItsTargetsBeforeCompilingForOthers) {
