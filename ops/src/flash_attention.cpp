@@ -59,16 +59,17 @@ struct AttentionPlan {
   bool tensor_maps;
   int block_m, block_n, threads;
   unsigned shared_bytes;
-  int grid_limit; // flash_attention: blocks at most (PERSISTENT 1: the multiprocessors)
+  int grid_limit;      // flash_attention: blocks at most (PERSISTENT 1: the multiprocessors)
+  bool page_arguments; // flash_attention_mfma: the pages' arguments follow the pointer kernel's
 };
 
 AttentionPlan make_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   if (variant.tmpl->name() == "flash_attention_mma") // four warps of 16 rows, static shared
-    return {&kernel, false, 64, variant.integer("BLOCK_N"), 128, 0, 0};
+    return {&kernel, false, 64, variant.integer("BLOCK_N"), 128, 0, 0, false};
   if (variant.tmpl->name() == "flash_attention_mfma") { // pointers too, static LDS
     const detail::MfmaAttentionGeometry geometry = detail::flash_attention_mfma_geometry(variant);
-    return {&kernel, false, geometry.block_m, geometry.block_n, geometry.threads, 0, 0};
+    return {&kernel, false, geometry.block_m, geometry.block_n, geometry.threads, 0, 0, true};
   }
   const int consumers = variant.integer("CONSUMERS"), block_n = variant.integer("BLOCK_N");
   const auto shared_bytes = static_cast<unsigned>(templates::flash_attention_shared_bytes(
@@ -81,7 +82,8 @@ AttentionPlan make_plan(Runtime &rt, const detail::ChosenVariant &variant) {
           block_n,
           128 * (consumers + 1),
           shared_bytes,
-          variant.integer("PERSISTENT") ? kernel.device().multiprocessors() : INT_MAX};
+          variant.integer("PERSISTENT") ? kernel.device().multiprocessors() : INT_MAX,
+          false};
 }
 
 template <Element T>
@@ -149,16 +151,23 @@ void launch_wgmma(const AttentionPlan &plan, T *out, const TensorMap &map_q, con
 template <Element T>
 void launch_plan(const AttentionPlan &plan, T *out, const T *q, const T *k, const T *v,
                  const int *cu_seqlens_q, const int *cu_seqlens_k, const AttentionShape &shape,
-                 Stream stream) {
+                 Stream stream, const PageArguments &pages = {}) {
   if (!plan.tensor_maps) {
     const int row_tiles = detail::divide_up(shape.max_seqlen_q, plan.block_m);
-    plan.kernel->launch(
-        {.grid = Dim3(static_cast<unsigned>(row_tiles), static_cast<unsigned>(shape.q_heads),
-                      static_cast<unsigned>(shape.batch)),
-         .block = plan.threads,
-         .stream = stream},
-        out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape.total_q, shape.total_k, shape.q_heads,
-        shape.q_heads / shape.kv_heads, shape.scale * 1.4426950408889634f);
+    const LaunchConfig config{.grid = Dim3(static_cast<unsigned>(row_tiles),
+                                           static_cast<unsigned>(shape.q_heads),
+                                           static_cast<unsigned>(shape.batch)),
+                              .block = plan.threads,
+                              .stream = stream};
+    const int group = shape.q_heads / shape.kv_heads;
+    const float scale_log2 = shape.scale * 1.4426950408889634f;
+    if (plan.page_arguments)
+      plan.kernel->launch(config, out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
+                          shape.total_k, shape.q_heads, group, scale_log2, pages.block_tables,
+                          pages.max_blocks, pages.page_size);
+    else
+      plan.kernel->launch(config, out, q, k, v, cu_seqlens_q, cu_seqlens_k, shape.total_q,
+                          shape.total_k, shape.q_heads, group, scale_log2);
     return;
   }
   const Device &device = plan.kernel->device();
@@ -209,6 +218,9 @@ void launch_flash_attention(Runtime &rt, const ChosenVariant &variant, T *out, c
   require(variant.integer("HEAD_DIM") == shape.head_dim &&
               variant.integer("CAUSAL") == (shape.causal ? 1 : 0),
           op, "the variant's HEAD_DIM or CAUSAL is not the call's");
+  const auto *paged = variant.params.find("PAGED"); // flash_attention_mma has none
+  require(!paged || paged->integer() == 0, op,
+          "the variant is PAGED: launch it with launch_flash_attention_paged");
   // Plans by Runtime and variant.
   thread_local std::map<std::pair<std::uint64_t, std::string>, AttentionPlan> plans;
   const std::pair key{rt.id(), variant.tmpl->bind(variant.params).expression(Vendor::nvidia)};
@@ -296,6 +308,9 @@ void launch_paged(const AttentionPlan &plan, T *out, const T *q, int q_heads,
                                      batch.max_blocks, cache.page_size, cache.num_blocks, 0,
                                      paged_op, "k_lens");
   const auto *k = static_cast<const T *>(cache.k), *v = static_cast<const T *>(cache.v);
+  if (!plan.tensor_maps) // flash_attention_mfma: the caches' pointers, k_lens as cu_seqlens_k
+    return launch_plan(plan, out, q, k, v, batch.cu_seqlens_q, batch.k_lens, shape, stream,
+                       {batch.block_tables, batch.max_blocks, cache.page_size});
   // The caches as [num_blocks * page_size, kv_heads * head_dim] matrices in boxes of a page.
   launch_wgmma(plan, out, head_map(device, q, shape.total_q, q_heads, shape.head_dim, plan.block_m),
                head_map(device, k, shape.total_k, cache.kv_heads, shape.head_dim, cache.page_size),
@@ -309,7 +324,10 @@ void launch_paged(const AttentionPlan &plan, T *out, const T *q, int q_heads,
 namespace detail {
 
 template <Element T>
-ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int page_size) {
+ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int page_size,
+                                            const jit::Target &target) {
+  if (target.vendor() == Vendor::amd) // MFMA; its template refuses targets but gfx942 and gfx950
+    return flash_attention_mfma_variant<T>(shape, true);
   // The wgmma kernel's (on other targets Runtime::kernel refuses it, naming sm_90a). Pages of 32
   // copied as TMA boxes (PAGED 1: 1.33-1.36x the producer's row copies), of 16 by the producer's
   // threads (PAGED 2: 1.02-1.09x TMA's twice as many boxes) with two q tiles, so that the thread
@@ -330,10 +348,13 @@ void launch_flash_attention_paged(Runtime &rt, const ChosenVariant &variant, T *
                                   Stream stream) {
   const AttentionShape shape = paged_shape(q_heads, cache, batch, causal, scale);
   check_paged_arguments(out, q, cache, batch, shape);
-  require(variant.tmpl->name() == "flash_attention" && variant.integer("PAGED") != 0 &&
-              variant.integer("HEAD_DIM") == shape.head_dim &&
+  require((variant.tmpl->name() == "flash_attention" ||
+           variant.tmpl->name() == "flash_attention_mfma") &&
+              variant.integer("PAGED") != 0 && variant.integer("HEAD_DIM") == shape.head_dim &&
               variant.integer("CAUSAL") == (causal ? 1 : 0),
-          paged_op, "the variant is not a PAGED flash_attention of the call's HEAD_DIM and CAUSAL");
+          paged_op,
+          "the variant is not a PAGED flash_attention or flash_attention_mfma of the call's "
+          "HEAD_DIM and CAUSAL");
   thread_local std::map<std::pair<std::uint64_t, std::string>, AttentionPlan> plans;
   const std::pair key{rt.id(), variant.tmpl->bind(variant.params).expression(Vendor::nvidia)};
   auto found = plans.find(key);
@@ -356,10 +377,11 @@ void flash_attention_paged(Runtime &rt, T *out, const T *q, int q_heads, const P
                        shape.causal, persistent_walk(shape),    cache.page_size};
   auto found = plans.find(key);
   if (found == plans.end()) [[unlikely]]
-    found = plans
-                .emplace(key, make_plan(rt, detail::flash_attention_paged_variant<T>(
-                                                shape, cache.page_size)))
-                .first;
+    found =
+        plans
+            .emplace(key, make_plan(rt, detail::flash_attention_paged_variant<T>(
+                                            shape, cache.page_size, rt.default_device().target())))
+            .first;
   launch_paged(found->second, out, q, q_heads, cache, batch, shape, stream);
 }
 
@@ -489,8 +511,8 @@ flash_attention_paged(std::span<const T> q, std::span<const T> k_cache, std::spa
       std::span<const int>, const AttentionShape &);                                               \
   template void flash_attention_paged<T>(Runtime &, T *, const T *, int, const PagedKvCache &,     \
                                          const PagedPrefillBatch &, bool, float, Stream);          \
-  template detail::ChosenVariant detail::flash_attention_paged_variant<T>(const AttentionShape &,  \
-                                                                          int);                    \
+  template detail::ChosenVariant detail::flash_attention_paged_variant<T>(                         \
+      const AttentionShape &, int, const jit::Target &);                                           \
   template void detail::launch_flash_attention_paged<T>(                                           \
       Runtime &, const detail::ChosenVariant &, T *, const T *, int, const PagedKvCache &,         \
       const PagedPrefillBatch &, bool, float, Stream);                                             \

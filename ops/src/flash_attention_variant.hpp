@@ -22,12 +22,15 @@ void launch_flash_attention(Runtime &rt, const ChosenVariant &variant, T *out, c
                             const int *cu_seqlens_k, const AttentionShape &shape,
                             Stream stream = nullptr);
 
-// flash_attention_paged's variant for the shape and page size (flash_attention with PAGED 1 or
-// 2), and a launch of any PAGED variant as flash_attention_paged would, after the same checks.
-// Throws Error(bad_argument) where the variant is not a PAGED flash_attention of the call's
-// HEAD_DIM and CAUSAL.
+// flash_attention_paged's variant for the shape and page size on `target` (flash_attention with
+// PAGED 1 or 2, which refuses targets other than sm_90a; on AMD flash_attention_mfma with PAGED
+// 1, which refuses targets other than gfx942 and gfx950), and a launch of any PAGED variant as
+// flash_attention_paged would, after the same checks. Throws Error(bad_argument) where the
+// variant is not a PAGED flash_attention or flash_attention_mfma of the call's HEAD_DIM and CAUSAL.
 template <Element T>
-ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int page_size);
+ChosenVariant
+flash_attention_paged_variant(const AttentionShape &shape, int page_size,
+                              const jit::Target &target = jit::Target::parse("sm_90a"));
 template <Element T>
 void launch_flash_attention_paged(Runtime &rt, const ChosenVariant &variant, T *out, const T *q,
                                   int q_heads, const PagedKvCache &cache,

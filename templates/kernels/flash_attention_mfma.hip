@@ -27,6 +27,17 @@
 //   2), the key its result register carries to that slot (the identity on gfx942).
 // The results are O^T's: lane l holds 4 consecutive dims of query l % 32 per group of 4
 // registers, divided by the row's sum and stored 8 bytes at a time.
+//
+// PAGED 1 reads k and v from a paged cache (chunked prefill; flash_attention.hip's PAGED
+// semantics): k and v are the caches [num_blocks, page_size, q_heads / group, HEAD_DIM], total_k
+// is num_blocks * page_size, cu_seqlens_k holds each sequence's key count ([batch], not offsets),
+// and its key j is row j % page_size of page block_tables[sequence * max_blocks + j / page_size]
+// (page_size 16 or 32). A tile's rows are gathered page by page into the same registers the
+// contiguous walk stages, zeros past the sequence, so that whatever the rest of its last page
+// holds (a NaN) meets no probability. Before walking, a block checks the sequence's key count
+// (within [0, max_blocks * page_size]) and every page it names (within [0, num_blocks)): a refused
+// sequence reads nothing from the cache and its outputs are NaN. Unpaged, block_tables is null
+// and max_blocks and page_size 0.
 #if !KJIT_HIP || !(defined(__gfx942__) || defined(__gfx950__))
 #error "kjit flash_attention_mfma: MFMA with these shapes is gfx942's and gfx950's"
 #else
@@ -55,6 +66,60 @@ __device__ inline int key_count(int k_start, int k_end, int total_k) {
   return end > k_start ? end - k_start : 0;
 }
 
+// PAGED: whether any of the first `count` entries of `pages` lies outside [0, num_blocks), the
+// block's THREADS threads reading them and all getting the answer (a barrier: call it from every
+// thread of the block).
+template <int THREADS>
+__device__ inline bool any_page_outside(const int *pages, int count, int num_blocks) {
+  __shared__ int outside;
+  if (threadIdx.x == 0)
+    outside = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < count; i += THREADS) {
+    const int page = pages[i];
+    if (page < 0 || page >= num_blocks)
+      outside = 1;
+  }
+  __syncthreads();
+  return outside != 0;
+}
+
+// PAGED: one thread's share (kjit_gemm::TileShare's chunks) of the tile of keys from key0 of k
+// and v, from the caches as [num_blocks * page_size, row_elements] matrices of which the tile
+// takes its columns from `column`: key j is row (pages[j >> page_shift] << page_shift) + j %
+// page_size, zeros from k_length on. The pages were checked (any_page_outside).
+template <typename Share, typename T>
+__device__ inline void read_pages(Share &k_share, Share &v_share, const T *k_cache,
+                                  const T *v_cache, const int *pages, int page_shift, int key0,
+                                  int k_length, long long row_elements, int column, bool vectors) {
+#pragma unroll
+  for (int item = 0; item < Share::ITEMS; ++item) {
+    int r, c;
+    if (!Share::place(item, r, c))
+      continue;
+    const int key = key0 + r;
+    if (key >= k_length) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        k_share.chunks[item].at[e] = v_share.chunks[item].at[e] = kjit::from_float<T>(0.f);
+      continue;
+    }
+    const long long row = (static_cast<long long>(pages[key >> page_shift]) << page_shift) +
+                          (key & ((1 << page_shift) - 1));
+    const long long at = row * row_elements + column + c;
+    if (vectors) {
+      k_share.chunks[item] = kjit::load_vec<8>(k_cache + at);
+      v_share.chunks[item] = kjit::load_vec<8>(v_cache + at);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        k_share.chunks[item].at[e] = k_cache[at + e];
+        v_share.chunks[item].at[e] = v_cache[at + e];
+      }
+    }
+  }
+}
+
 // K_LANE values as an MFMA operand, rounded to T (in pairs where the hardware converts pairs).
 template <typename T>
 __device__ inline typename kjit_mfma::Mfma<T>::Operand rounded(const float *from) {
@@ -71,18 +136,20 @@ __device__ inline typename kjit_mfma::Mfma<T>::Operand rounded(const float *from
 
 // The grid: x the tiles of rows, from the last (under CAUSAL the last rows see the most keys, and
 // start first), y the q heads, z the sequences. Two blocks per compute unit, as gemm_mfma.
-template <typename T, int HEAD_DIM, int CAUSAL, int BLOCK_N, int WAVES>
+template <typename T, int HEAD_DIM, int CAUSAL, int BLOCK_N, int WAVES, int PAGED>
 __global__ void __launch_bounds__(64 * WAVES, 2)
     flash_attention_mfma(T *KJIT_RESTRICT out, const T *KJIT_RESTRICT q, const T *KJIT_RESTRICT k,
                          const T *KJIT_RESTRICT v, const int *KJIT_RESTRICT cu_seqlens_q,
                          const int *KJIT_RESTRICT cu_seqlens_k, int total_q, int total_k,
-                         int q_heads, int group, float scale_log2) {
+                         int q_heads, int group, float scale_log2,
+                         const int *KJIT_RESTRICT block_tables, int max_blocks, int page_size) {
   using namespace kjit_flash_attention_mfma;
   using Mfma = kjit_mfma::Mfma<T>;
   using Operand = typename Mfma::Operand;
   static_assert(KJIT_WARP_SIZE == 64, "MFMA runs on 64-lane wavefronts");
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128, "head dim 64 or 128");
   static_assert(BLOCK_N == 32 || BLOCK_N == 64, "key tiles of 32 or 64");
+  static_assert(PAGED == 0 || PAGED == 1, "PAGED 0 or 1");
   constexpr int THREADS = 64 * WAVES, BLOCK_M = 32 * WAVES;
   constexpr int S_TILES = BLOCK_N / 32, O_TILES = HEAD_DIM / 32;
   constexpr int LD_K = HEAD_DIM + 8, LD_V = BLOCK_N + 8; // padded rows, 16-byte aligned
@@ -92,10 +159,26 @@ __global__ void __launch_bounds__(64 * WAVES, 2)
   const int head = blockIdx.y, sequence = blockIdx.z;
   const int first = (gridDim.x - 1 - blockIdx.x) * BLOCK_M;
   const int q_start = cu_seqlens_q[sequence], q_length = cu_seqlens_q[sequence + 1] - q_start;
-  const int k_start = cu_seqlens_k[sequence];
-  const int k_length = key_count(k_start, cu_seqlens_k[sequence + 1], total_k);
   if (first >= q_length)
     return;
+  // PAGED: the sequence's pages, log2 of page_size, and whether its key count or a page is refused.
+  const int *pages = PAGED ? block_tables + static_cast<long long>(sequence) * max_blocks : nullptr;
+  const int page_shift = page_size == 32 ? 5 : 4;
+  bool refused = false;
+  int k_start = 0, k_length;
+  if (PAGED) {
+    k_length = cu_seqlens_k[sequence];
+    refused = k_length < 0 || k_length > max_blocks * page_size;
+    refused =
+        any_page_outside<THREADS>(pages, refused ? 0 : (k_length + page_size - 1) >> page_shift,
+                                  total_k >> page_shift) ||
+        refused;
+    if (refused)
+      k_length = 0;
+  } else {
+    k_start = cu_seqlens_k[sequence];
+    k_length = key_count(k_start, cu_seqlens_k[sequence + 1], total_k);
+  }
   const int offset = k_length - q_length; // CAUSAL: row i sees keys j <= i + offset
   const int k_end = CAUSAL ? min(k_length, first + BLOCK_M + offset) : k_length;
   const int tiles = k_end > 0 ? (k_end + BLOCK_N - 1) / BLOCK_N : 0;
@@ -132,8 +215,17 @@ __global__ void __launch_bounds__(64 * WAVES, 2)
     const T *v_rows = v + k_start * kv_row_elements + kv_column;
     const bool vectors = kjit_gemm::aligned16(k) && kjit_gemm::aligned16(v);
     kjit_gemm::TileShare<BLOCK_N, HEAD_DIM, THREADS, T> k_share, v_share;
-    k_share.read(k_rows, k_length, static_cast<int>(kv_row_elements), 0, 0, vectors);
-    v_share.read(v_rows, k_length, static_cast<int>(kv_row_elements), 0, 0, vectors);
+    // Reads the tile of keys from key0 into the shares' registers.
+    const auto read_tiles = [&](int key0) {
+      if (PAGED) {
+        read_pages(k_share, v_share, k, v, pages, page_shift, key0, k_length, kv_row_elements,
+                   kv_column, vectors);
+      } else {
+        k_share.read(k_rows, k_length, static_cast<int>(kv_row_elements), key0, 0, vectors);
+        v_share.read(v_rows, k_length, static_cast<int>(kv_row_elements), key0, 0, vectors);
+      }
+    };
+    read_tiles(0);
     // S^T's row p of a tile holds key tile_key(...) (see the header): this lane's row of k.
     const int p = lane % 32, k_row = tile_key(4 * (p / 8) + p % 4, p / 4 % 2);
 
@@ -149,12 +241,8 @@ __global__ void __launch_bounds__(64 * WAVES, 2)
           v_tile[(c + e) * LD_V + r] = chunk.at[e];
       });
       __syncthreads();
-      if (j + 1 < tiles) { // the next tiles, in flight during this one's MFMAs
-        k_share.read(k_rows, k_length, static_cast<int>(kv_row_elements), key0 + BLOCK_N, 0,
-                     vectors);
-        v_share.read(v_rows, k_length, static_cast<int>(kv_row_elements), key0 + BLOCK_N, 0,
-                     vectors);
-      }
+      if (j + 1 < tiles) // the next tiles, in flight during this one's MFMAs
+        read_tiles(key0 + BLOCK_N);
 
       // S^T = K Q^T.
       kjit_mfma::Accumulator s[S_TILES] = {};
@@ -218,9 +306,11 @@ __global__ void __launch_bounds__(64 * WAVES, 2)
     }
   }
 
-  // out = O / the row's sum (0 for a row that saw no key).
+  // out = O / the row's sum (0 for a row that saw no key, NaN for a refused paged sequence).
   const float sum = row_sum + __shfl_xor(row_sum, 32, 64);
-  const float factor = sum > 0.f ? kjit::fast_reciprocal(sum) : 0.f;
+  const float factor = refused     ? __int_as_float(0x7fffffff)
+                       : sum > 0.f ? kjit::fast_reciprocal(sum)
+                                   : 0.f;
   if (token < 0)
     return;
   T *out_row = out + token * q_row_elements + head * HEAD_DIM;

@@ -435,13 +435,16 @@ void add_attention(std::vector<Template> &all) {
 }
 
 // The same forward on AMD's matrix cores (MFMA, gfx942 and gfx950; flash_attention_mfma.hip):
-// WAVES wavefronts of 32 query rows a block, BLOCK_N keys per tile, k and v^T staged in LDS.
+// WAVES wavefronts of 32 query rows a block, BLOCK_N keys per tile, k and v^T staged in LDS;
+// PAGED 1: k and v gathered from a paged cache through block tables.
 void add_attention_mfma(std::vector<Template> &all) {
   TuningRules rules;
   rules.shared_bytes = [](const Instance &instance) -> std::int64_t {
     const std::int64_t head_dim = integer_value(instance, "HEAD_DIM");
     const std::int64_t block_n = integer_value(instance, "BLOCK_N");
-    return (block_n * (head_dim + 8) + head_dim * (block_n + 8)) * 2; // padded rows
+    // Padded rows, and PAGED's flag of a page outside the cache.
+    return (block_n * (head_dim + 8) + head_dim * (block_n + 8)) * 2 +
+           (integer_value(instance, "PAGED") ? 4 : 0);
   };
   rules.threads = [](const Instance &instance) { return 64 * integer_value(instance, "WAVES"); };
   // A thread holds q, a tile's scores, O and the next tile's k and v (BLOCK_N x HEAD_DIM / 8 /
@@ -464,11 +467,13 @@ void add_attention_mfma(std::vector<Template> &all) {
                              {"HEAD_DIM", ParamSchema::one_of({64, 128}, 128)},
                              {"CAUSAL", ParamSchema::one_of({0, 1}, 0)},
                              {"BLOCK_N", ParamSchema::one_of({32, 64}, 32).tunable()},
-                             {"WAVES", ParamSchema::one_of({1, 2, 4}, 4).tunable()}},
+                             {"WAVES", ParamSchema::one_of({1, 2, 4}, 4).tunable()},
+                             {"PAGED", ParamSchema::one_of({0, 1}, 0)}},
       TemplateOptions{.headers = {{"kjit/gemm_staging.h", std::string(embedded::gemm_staging_h)},
                                   {"kjit/mfma.h", std::string(embedded::mfma_h)}},
                       .arguments = {"T*", "const T*", "const T*", "const T*", "const int*",
-                                    "const int*", "int", "int", "int", "int", "float"},
+                                    "const int*", "int", "int", "int", "int", "float", "const int*",
+                                    "int", "int"},
                       .tuning = rules,
                       .targets = {"gfx942", "gfx950"}});
 }

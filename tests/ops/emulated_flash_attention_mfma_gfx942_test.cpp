@@ -5,6 +5,7 @@
 #include "kjit/ops/flash_attention.hpp"
 #include "ops/src/flash_attention_mfma.hpp"
 #include "tests/ops/gpu_support.hpp"
+#include "tests/ops/paged_prefill_case.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,7 @@
 // flash_attention_mfma proven from its code objects, with no AMD GPU: for gfx942 and gfx950, in
-// half and bfloat16, head dim 64 and 128, causal and not, in the variants
-// kjit::ops::flash_attention launches there, the kernel that hiprtc built
+// half and bfloat16, head dim 64 and 128, causal and not, k and v contiguous or paged, in the
+// variants kjit::ops::flash_attention and flash_attention_paged launch there, the kernel that
+// hiprtc built
 // - issues, per tile of keys, the MFMAs of S^T = K Q^T and O^T += V^T P^T and no other MFMA: the
 //   key loop is not unrolled, so the code holds one tile's, (HEAD_DIM / K) x (BLOCK_N / 32) plus
 //   (BLOCK_N / K) x (HEAD_DIM / 32) of the target's 32 x 32 form (v_mfma_f32_32x32x8_* on gfx942,
@@ -35,11 +36,12 @@ struct Case {
   std::string type; // "half" or "bfloat16"
   int head_dim;
   bool causal;
+  bool paged; // flash_attention_paged's variant (PAGED 1)
 };
 
 std::string describe(const Case &c) {
   return c.target + "_" + c.type + "_" + std::to_string(c.head_dim) +
-         (c.causal ? "_causal" : "_full");
+         (c.causal ? "_causal" : "_full") + (c.paged ? "_paged" : "");
 }
 
 AttentionShape shape_of(const Case &c) {
@@ -59,10 +61,13 @@ class FlashAttentionMfmaCodeObject : public ::testing::TestWithParam<Case> {};
 TEST_P(FlashAttentionMfmaCodeObject, HasOneTilesMfmasExp2NoSpillsTwoWavesPerSimdAndWideLoads) {
   const Case &c = GetParam();
   const jit::Target target = jit::Target::parse(c.target);
-  // What the wrapper launches on this target.
+  // What the wrappers launch on this target (flash_attention_paged's for pages of either size).
+  const auto chosen = [&]<Element T>() {
+    return c.paged ? detail::flash_attention_paged_variant<T>(shape_of(c), 16, target)
+                   : detail::flash_attention_variant<T>(target, shape_of(c));
+  };
   const detail::ChosenVariant variant =
-      c.type == "half" ? detail::flash_attention_variant<Half>(target, shape_of(c))
-                       : detail::flash_attention_variant<BFloat16>(target, shape_of(c));
+      c.type == "half" ? chosen.operator()<Half>() : chosen.operator()<BFloat16>();
   ASSERT_EQ(variant.tmpl->name(), "flash_attention_mfma");
   const mfma_code_object::Inspection inspection = mfma_code_object::inspect(variant, target);
   if (!inspection.skip.empty())
@@ -91,14 +96,15 @@ TEST_P(FlashAttentionMfmaCodeObject, HasOneTilesMfmasExp2NoSpillsTwoWavesPerSimd
   EXPECT_GE(wide_loads, 2 * chunks);
 
   // For BENCHMARKS.md: what the code object holds, in one line.
-  std::printf("[ figures  ] %s flash_attention_mfma<%s, %d, %d, %d, %d>: %d + %d x %s per key "
+  std::printf("[ figures  ] %s flash_attention_mfma<%s, %d, %d, %d, %d, %d>: %d + %d x %s per key "
               "tile, v_exp_f32 %d, VGPRs %u (the code names %d), AGPRs %u (names %d), SGPRs %u, "
               "LDS %llu bytes, scratch %llu, spills %u, 16-byte global loads %d, "
               "LDS reads ds_read_b64 %d, ds_read_b128 %d, ds_read2* %d\n",
               c.target.c_str(), c.type.c_str(), c.head_dim, c.causal ? 1 : 0, block_n, waves,
-              scores_mfmas, output_mfmas, form.c_str(), code.count_starting("v_exp_f32"),
-              resources.registers, code.vgprs, resources.agprs.value_or(0), code.agprs,
-              resources.sgprs.value_or(0), static_cast<unsigned long long>(resources.shared_bytes),
+              variant.integer("PAGED"), scores_mfmas, output_mfmas, form.c_str(),
+              code.count_starting("v_exp_f32"), resources.registers, code.vgprs,
+              resources.agprs.value_or(0), code.agprs, resources.sgprs.value_or(0),
+              static_cast<unsigned long long>(resources.shared_bytes),
               static_cast<unsigned long long>(resources.scratch_bytes),
               resources.spills.value_or(0), wide_loads, code.count_starting("ds_read_b64"),
               code.count_starting("ds_read_b128"), code.count_starting("ds_read2"));
@@ -110,7 +116,8 @@ std::vector<Case> cases() {
     for (const char *type : {"half", "bfloat16"})
       for (int head_dim : {64, 128})
         for (bool causal : {false, true})
-          all.push_back({target, type, head_dim, causal});
+          for (bool paged : {false, true})
+            all.push_back({target, type, head_dim, causal, paged});
   return all;
 }
 
@@ -136,36 +143,39 @@ TEST(FlashAttentionMfmaTunables, TheRuleRefusesTilesThatWouldSpill) {
   EXPECT_NE(why(128, 64, 2), "");
 }
 
-// Every combination of the tunables the rule lets a tuner try (BLOCK_N, WAVES), in bfloat16
-// under CAUSAL (the most registers of the wrapper's variants): no scratch, no spills, 64-lane
-// waves, at most the 512 VGPRs and AGPRs a lane may have.
+// Every combination of the tunables the rule lets a tuner try (BLOCK_N, WAVES), contiguous and
+// paged, in bfloat16 under CAUSAL (the most registers of the wrapper's variants): no scratch, no
+// spills, 64-lane waves, at most the 512 VGPRs and AGPRs a lane may have.
 TEST(FlashAttentionMfmaTunables, NoneThatFitsSpills) {
   const Template &tmpl = templates::find("flash_attention_mfma");
   for (const char *name : {"gfx942", "gfx950"})
     for (int head_dim : {64, 128})
       for (int block_n : {32, 64})
-        for (int waves : {1, 2, 4}) {
-          const detail::ChosenVariant variant{&tmpl,
-                                              {{"T", "bfloat16"},
-                                               {"HEAD_DIM", head_dim},
-                                               {"CAUSAL", 1},
-                                               {"BLOCK_N", block_n},
-                                               {"WAVES", waves}}};
-          if (!tmpl.tuning().fits(tmpl.bind(variant.params), name).empty())
-            continue;
-          SCOPED_TRACE(std::string(name) + ", head dim " + std::to_string(head_dim) + ", BLOCK_N " +
-                       std::to_string(block_n) + ", WAVES " + std::to_string(waves));
-          const mfma_code_object::Inspection inspection =
-              mfma_code_object::inspect(variant, jit::Target::parse(name));
-          if (!inspection.skip.empty())
-            GTEST_SKIP() << inspection.skip;
-          EXPECT_TRUE(mfma_code_object::no_spills_on_wave64(inspection, 512));
-          std::printf("[ figures  ] %s flash_attention_mfma<bfloat16, %d, 1, %d, %d>: VGPRs %u, "
-                      "AGPRs %u, LDS %llu bytes\n",
-                      name, head_dim, block_n, waves, inspection.resources.registers,
-                      inspection.resources.agprs.value_or(0),
-                      static_cast<unsigned long long>(inspection.resources.shared_bytes));
-        }
+        for (int waves : {1, 2, 4})
+          for (int paged : {0, 1}) {
+            const detail::ChosenVariant variant{&tmpl,
+                                                {{"T", "bfloat16"},
+                                                 {"HEAD_DIM", head_dim},
+                                                 {"CAUSAL", 1},
+                                                 {"BLOCK_N", block_n},
+                                                 {"WAVES", waves},
+                                                 {"PAGED", paged}}};
+            if (!tmpl.tuning().fits(tmpl.bind(variant.params), name).empty())
+              continue;
+            SCOPED_TRACE(std::string(name) + ", head dim " + std::to_string(head_dim) +
+                         ", BLOCK_N " + std::to_string(block_n) + ", WAVES " +
+                         std::to_string(waves) + ", PAGED " + std::to_string(paged));
+            const mfma_code_object::Inspection inspection =
+                mfma_code_object::inspect(variant, jit::Target::parse(name));
+            if (!inspection.skip.empty())
+              GTEST_SKIP() << inspection.skip;
+            EXPECT_TRUE(mfma_code_object::no_spills_on_wave64(inspection, 512));
+            std::printf("[ figures  ] %s flash_attention_mfma<bfloat16, %d, 1, %d, %d, %d>: VGPRs "
+                        "%u, AGPRs %u, LDS %llu bytes\n",
+                        name, head_dim, block_n, waves, paged, inspection.resources.registers,
+                        inspection.resources.agprs.value_or(0),
+                        static_cast<unsigned long long>(inspection.resources.shared_bytes));
+          }
 }
 
 // Every AMD target gets flash_attention_mfma, whose template names the two it builds for before
@@ -173,7 +183,7 @@ TEST(FlashAttentionMfmaTunables, NoneThatFitsSpills) {
 TEST(FlashAttentionMfmaVariant, EveryAmdTargetGetsTheMfmaTemplate) {
   for (const char *target : {"gfx942", "gfx950", "gfx90a", "gfx1100"})
     for (bool causal : {false, true}) {
-      const Case c{target, "half", 128, causal};
+      const Case c{target, "half", 128, causal, false};
       const auto variant =
           detail::flash_attention_variant<Half>(jit::Target::parse(target), shape_of(c));
       EXPECT_EQ(variant.tmpl->name(), "flash_attention_mfma") << target;
@@ -186,10 +196,36 @@ TEST(FlashAttentionMfmaVariant, EveryAmdTargetGetsTheMfmaTemplate) {
       EXPECT_EQ(geometry.block_n, 32);
       EXPECT_EQ(geometry.threads, 256);
     }
-  const Case c{"gfx942", "bfloat16", 64, false};
+  const Case c{"gfx942", "bfloat16", 64, false, false};
   EXPECT_EQ(detail::flash_attention_variant<BFloat16>(jit::Target::parse("gfx942"), shape_of(c))
                 .integer("BLOCK_N"),
             64);
+}
+
+// flash_attention_paged on every AMD target takes the same template and tiles with PAGED 1, for
+// pages of 16 and 32 (a runtime argument); on NVIDIA the wgmma template's PAGED variants.
+TEST(FlashAttentionMfmaVariant, EveryAmdTargetGetsTheMfmaTemplateForPagedPrefill) {
+  for (const char *target : {"gfx942", "gfx950", "gfx90a", "gfx1100"})
+    for (int page_size : {16, 32})
+      for (int head_dim : {64, 128}) {
+        const Case c{target, "bfloat16", head_dim, true, true};
+        const auto paged = detail::flash_attention_paged_variant<BFloat16>(
+            shape_of(c), page_size, jit::Target::parse(target));
+        const auto contiguous =
+            detail::flash_attention_variant<BFloat16>(jit::Target::parse(target), shape_of(c));
+        EXPECT_EQ(paged.tmpl->name(), "flash_attention_mfma") << target;
+        EXPECT_EQ(paged.integer("PAGED"), 1);
+        EXPECT_EQ(contiguous.integer("PAGED"), 0);
+        EXPECT_EQ(paged.integer("BLOCK_N"), contiguous.integer("BLOCK_N"));
+        EXPECT_EQ(paged.integer("WAVES"), contiguous.integer("WAVES"));
+        EXPECT_EQ(paged.integer("CAUSAL"), 1);
+      }
+  const Case c{"sm_90a", "half", 128, false, true};
+  for (const char *target : {"sm_90a", "sm_80"})
+    EXPECT_EQ(
+        detail::flash_attention_paged_variant<Half>(shape_of(c), 32, jit::Target::parse(target))
+            .tmpl->name(),
+        "flash_attention");
 }
 
 TEST_F(OpsCompileTest, FlashAttentionMfmaNamesItsTargetsBeforeCompilingForOthers) {

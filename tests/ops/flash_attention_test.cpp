@@ -3,6 +3,7 @@
 #include "tests/ops/compile_support.hpp"
 
 #include <cmath>
+#include <functional>
 #include <gtest/gtest.h>
 #include <memory>
 #include <random>
@@ -23,6 +24,17 @@ AttentionShape small_shape(int batch, int total_q, int total_k, int q_heads, int
           .head_dim = 64,
           .causal = causal,
           .scale = 0.5f};
+}
+
+// The one-line summary of the Error(bad_argument) that `call` throws ("no error" where none).
+std::string refusal(const std::function<void()> &call) {
+  try {
+    call();
+  } catch (const Error &error) {
+    EXPECT_EQ(error.code(), Errc::bad_argument);
+    return error.summary();
+  }
+  return "no error";
 }
 
 // Every variant the wrapper launches on sm_90a (both types, head dims, masks) and, for bfloat16,
@@ -265,6 +277,16 @@ TEST(FlashAttentionArguments, BadOnesAreRefusedInOneLineBeforeAnyDeviceIsTouched
             "kjit::ops::flash_attention: scale -1.000000 must be positive and finite");
   EXPECT_EQ(summary(good, reinterpret_cast<const char *>(buffer) + 2),
             "kjit::ops::flash_attention: k is not 16-byte aligned");
+  // A PAGED variant (its kernel would read null tables), here gfx942's MFMA one.
+  EXPECT_EQ(
+      refusal([&] {
+        detail::launch_flash_attention<BFloat16>(
+            rt,
+            detail::flash_attention_paged_variant<BFloat16>(good, 16, jit::Target::parse("gfx942")),
+            buffer, buffer, buffer, buffer, cu, cu, good);
+      }),
+      "kjit::ops::flash_attention: the variant is PAGED: launch it with "
+      "launch_flash_attention_paged");
 }
 
 // The paged reference gathers each sequence's keys through its table: a cache whose pages are
@@ -367,6 +389,16 @@ TEST(FlashAttentionPagedArguments, BadOnesAreRefusedInOneLineBeforeAnyDeviceIsTo
   batch.max_blocks = 0;
   EXPECT_EQ(summary(good_cache, batch),
             "kjit::ops::flash_attention_paged: max_blocks is 0, must be in [1, 134217727]");
+  // A variant that is not PAGED, here gfx942's contiguous MFMA one.
+  EXPECT_EQ(refusal([&] {
+              detail::launch_flash_attention_paged<BFloat16>(
+                  rt,
+                  detail::flash_attention_variant<BFloat16>(jit::Target::parse("gfx942"),
+                                                            small_shape(1, 1, 1, 4, 2, true)),
+                  buffer, buffer, 4, good_cache, good_batch, true, 0.125f);
+            }),
+            "kjit::ops::flash_attention_paged: the variant is not a PAGED flash_attention or "
+            "flash_attention_mfma of the call's HEAD_DIM and CAUSAL");
 }
 
 TEST(FlashAttentionReference, RefusesCuSeqlensThatDoNotMatchTheShape) {

@@ -77,15 +77,16 @@ struct PagedPrefillBatch {
 // right as flash_attention's do (the last row sees every key). On sm_90a, Half and BFloat16,
 // head_dim 64 or 128, page_size 16 or 32, GQA of any ratio: the flash_attention template with
 // PAGED 1 for pages of 32 (copied as TMA boxes) and PAGED 2 for pages of 16 (a key's row per
-// producer thread, cp.async). The tables stay on the device: a k_lens entry outside [0,
+// producer thread, cp.async); on gfx942 and gfx950 the same through flash_attention_mfma with
+// PAGED 1 (key rows gathered by page). The tables stay on the device: a k_lens entry outside [0,
 // max_blocks * page_size] or a page outside [0, num_blocks) among a sequence's first k_lens pages
 // is refused by the kernel, which reads nothing outside the cache for it and writes NaN into
 // every element of that sequence's output (`validate` turns it into Error(bad_argument) first).
 // Throws Error(bad_argument), one line, for a null pointer, a size out of range, q_heads not a
 // multiple of kv_heads, a head dim other than 64 and 128, a page size other than 16 and 32, an
 // fp8 cache (its elements are not q's type), a scale that is not positive and finite, an array not
-// 16-byte aligned; on targets other than sm_90a, Error(unsupported_target); what Runtime::kernel
-// throws.
+// 16-byte aligned; on other NVIDIA targets Error(unsupported_target) naming sm_90a, on other AMD
+// ones naming gfx942 and gfx950; what Runtime::kernel throws.
 template <Element T>
 void flash_attention_paged(Runtime &rt, T *out, const T *q, int q_heads, const PagedKvCache &cache,
                            const PagedPrefillBatch &batch, bool causal, float scale,
