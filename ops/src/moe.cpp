@@ -18,6 +18,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 namespace kjit::ops {
 
@@ -304,6 +305,19 @@ void check_layer_memory(Runtime &rt, const LayerPointers &p, int tokens, std::si
   });
 }
 
+// With `options.validate`: the ids of `pairs` pairs copied to the host once the device has done
+// what it was given (moe_topk may be writing them on any stream), and checked.
+void validate_ids(Runtime &rt, const FusedMoeOptions &options, const int *ids, int pairs, int top_k,
+                  int experts) {
+  if (!options.validate)
+    return;
+  std::vector<int> host(static_cast<std::size_t>(pairs));
+  const Device &device = rt.default_device();
+  device.synchronize();
+  device.copy_to_host(host.data(), ids, host.size() * sizeof(int));
+  check_expert_ids(host, top_k, experts);
+}
+
 // What fused_moe with FP8 weights keeps in its workspace: the alignment, each GEMM's e4m3
 // activations and their scales, the gated intermediate and each pair's expert output.
 template <Element T> struct WorkspaceFp8 {
@@ -471,6 +485,24 @@ void moe_align(Runtime &rt, const MoeAlignment &out, const int *ids, int pairs, 
                stream);
 }
 
+void check_expert_ids(std::span<const int> ids, int top_k, int experts) {
+  constexpr std::string_view op = layer_op;
+  for (const auto &[count, name] : {std::pair{top_k, "top_k"}, {experts, "experts"}})
+    detail::require(count >= 1, op,
+                    [&] { return std::string(name) + " is " + str(count) + ", must be positive"; });
+  detail::require(ids.size() % top_k == 0, op, [&] {
+    return str(static_cast<std::int64_t>(ids.size())) +
+           " ids are not a whole number of tokens of " + str(top_k);
+  });
+  const auto bad = std::find_if(ids.begin(), ids.end(),
+                                [&](int id) { return id != -1 && (id < 0 || id >= experts); });
+  detail::require(bad == ids.end(), op, [&] {
+    const auto pair = static_cast<std::int64_t>(bad - ids.begin());
+    return "ids[" + str(pair / top_k) + "][" + str(pair % top_k) + "] is " + str(*bad) +
+           ", outside [0, " + str(experts) + ") (-1 routes a slot nowhere)";
+  });
+}
+
 template <Element T>
 std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeights<T> &layer) {
   return carve<T>(nullptr, tokens, top_k, layer).bytes;
@@ -479,7 +511,7 @@ std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeights<T>
 template <Element T>
 void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
                int top_k, const MoeWeights<T> &layer, void *workspace, std::size_t workspace_bytes,
-               Stream stream) {
+               Stream stream, const FusedMoeOptions &options) {
   constexpr std::string_view op = layer_op;
   for (const auto &[pointer, name] : {std::pair<const void *, const char *>{out, "out"},
                                       {x, "x"},
@@ -498,6 +530,7 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   if (tokens == 0)
     return;
   const int pairs = tokens * top_k;
+  validate_ids(rt, options, ids, pairs, top_k, layer.experts);
   const Workspace<T> w = carve<T>(workspace, tokens, top_k, layer);
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
@@ -527,7 +560,7 @@ std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeightsFp8
 template <Element T>
 void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
                int top_k, const MoeWeightsFp8 &layer, void *workspace, std::size_t workspace_bytes,
-               Stream stream) {
+               Stream stream, const FusedMoeOptions &options) {
   constexpr std::string_view op = layer_op;
   for (const auto &[pointer, name] : {std::pair<const void *, const char *>{out, "out"},
                                       {x, "x"},
@@ -561,6 +594,7 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   if (tokens == 0)
     return;
   const int pairs = tokens * top_k;
+  validate_ids(rt, options, ids, pairs, top_k, layer.experts);
   const WorkspaceFp8<T> w = carve_fp8<T>(workspace, tokens, top_k, layer);
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {out, w.y_sorted});
@@ -789,7 +823,8 @@ Layer fused_moe_fp8(std::span<const T> x, std::span<const float> weights, std::s
 #define KJIT_INSTANTIATE_LAYER(T)                                                                  \
   template std::size_t fused_moe_workspace_bytes<T>(int, int, const MoeWeights<T> &);              \
   template void fused_moe<T>(Runtime &, T *, const T *, const float *, const int *, int, int,      \
-                             const MoeWeights<T> &, void *, std::size_t, Stream);
+                             const MoeWeights<T> &, void *, std::size_t, Stream,                   \
+                             const FusedMoeOptions &);
 #define KJIT_INSTANTIATE_REFERENCE(T)                                                              \
   template reference::Layer reference::fused_moe<T>(                                               \
       std::span<const T>, std::span<const float>, std::span<const int>, int, std::span<const T>,   \
@@ -797,7 +832,8 @@ Layer fused_moe_fp8(std::span<const T> x, std::span<const float> weights, std::s
 #define KJIT_INSTANTIATE_FP8_LAYER(T)                                                              \
   template std::size_t fused_moe_workspace_bytes<T>(int, int, const MoeWeightsFp8 &);              \
   template void fused_moe<T>(Runtime &, T *, const T *, const float *, const int *, int, int,      \
-                             const MoeWeightsFp8 &, void *, std::size_t, Stream);
+                             const MoeWeightsFp8 &, void *, std::size_t, Stream,                   \
+                             const FusedMoeOptions &);
 #define KJIT_INSTANTIATE_FP8_REFERENCE(T)                                                          \
   template reference::Layer reference::fused_moe_fp8<T>(                                           \
       std::span<const T>, std::span<const float>, std::span<const int>, int,                       \
