@@ -11,7 +11,8 @@
 // tokens' rows (a moe_gather pass, or the gate-up GEMM's own loads), and the gate-up GEMM on
 // sorted rows of different contents (1, 256 and 4096 tokens, bfloat16); --sweep adds the
 // gate-up GEMM's variants at 4096 tokens on the tokens' sorted rows (GROUP_M 1, 4, 8 and 16, and
-// the other of 3 and 4 STAGES) and the down GEMM's GROUP_M on the gated rows. --fp8 times
+// the other of 3 and 4 STAGES), both GEMMs in the static and the dynamic tile order, and the down
+// GEMM's GROUP_M on the gated rows. --fp8 times
 // fused_moe with e4m3 weights and 128 x 128 block scales (bfloat16 activations) on both layers at
 // the same counts, against the bfloat16 fused_moe and kjit's dense bfloat16 GEMM (TFLOP/s), and
 // a copy of the e4m3 weight bytes the tokens touch (the decode's rate).
@@ -172,11 +173,12 @@ struct Bench {
           rt, true, false, pairs, layer.experts, layer.inter, layer.hidden);
       const auto down = ops::detail::grouped_gemm_variant<T>(rt, false, false, pairs, layer.experts,
                                                              layer.hidden, layer.inter);
+      // `schedule`: null, the static tile order; else the dynamic one (moe_wgmma.hip).
       const auto time_gemm = [&](const ops::detail::ChosenVariant &variant, T *c, const T *a,
-                                 const T *w, int n, int k) {
+                                 const T *w, int n, int k, int *schedule = nullptr) {
         return median_ms_per_launch(device, launches, [&] {
           ops::detail::grouped_gemm<T>(rt, variant, c, a, w, rows, alignment, layer.experts, n, k,
-                                       layer.top_k, nullptr);
+                                       layer.top_k, schedule, nullptr);
         });
       };
       row("gate-up, gathering in its loads (GATHER 1)",
@@ -246,6 +248,22 @@ struct Bench {
                     group_m, ms, gate_up_flops / ms * 1e-9);
         std::fflush(stdout);
       }
+      // Both GEMMs at the heuristic's variant in the static and the dynamic tile order, twice in
+      // turn (the run's spread shows between the rounds).
+      DeviceBuffer schedule = device.allocate(sizeof(int));
+      for (int round = 0; round < 2; ++round)
+        for (int *order : {static_cast<int *>(nullptr), schedule.as<int>()}) {
+          const char *name = order == nullptr ? "static" : "dynamic";
+          const double up_ms = time_gemm(sorted_up, h.as<T>(), x_sorted.as<const T>(),
+                                         w13.as<const T>(), layer.inter, layer.hidden, order);
+          const double down_ms = time_gemm(down, y.as<T>(), h.as<const T>(), w2.as<const T>(),
+                                           layer.hidden, layer.inter, order);
+          std::printf("| %s | gate-up, %s order | %d | | | | %.3f | %.0f |\n"
+                      "| %s | down, %s order | %d | | | | %.3f | %.0f |\n",
+                      layer.name, name, tokens, up_ms, gate_up_flops / up_ms * 1e-9, layer.name,
+                      name, tokens, down_ms, down_flops / down_ms * 1e-9);
+          std::fflush(stdout);
+        }
       // The down GEMM's tile order on the gated rows the gate-up GEMM left in h (zero padding).
       for (const int group_m : {1, 4, 8, 16}) {
         ops::detail::ChosenVariant variant = down;

@@ -18,6 +18,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 namespace kjit::ops {
 
@@ -84,8 +85,9 @@ MoeAlignment carve_alignment(Carve &carve, int pairs, std::size_t rows) {
 // What fused_moe keeps in its workspace.
 template <Element T> struct Workspace {
   MoeAlignment alignment;
-  T *x_sorted; // the tokens' rows sorted by expert (many pairs); later each pair's expert output
-  T *hidden;   // silu(gate) * up, [rows, inter]
+  T *x_sorted;   // the tokens' rows sorted by expert (many pairs); later each pair's expert output
+  T *hidden;     // silu(gate) * up, [rows, inter]
+  int *schedule; // the grouped GEMMs' dynamic tile order's counter
   std::size_t bytes;
 };
 
@@ -98,6 +100,7 @@ Workspace<T> carve(void *base, int tokens, int top_k, const MoeWeights<T> &layer
   w.alignment = carve_alignment(carve, pairs, rows);
   w.x_sorted = carve.take<T>(rows * layer.hidden);
   w.hidden = carve.take<T>(rows * layer.inter);
+  w.schedule = carve.take<int>(1);
   w.bytes = carve.used();
   return w;
 }
@@ -165,9 +168,10 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
     return make_moe_mfma_plan(rt, variant);
   const bool gated = variant.integer("GATED") == 1;
   const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
-  // The stages, the slack to align them to 1024 bytes, two mbarriers per stage.
+  // The stages, the slack to align them to 1024 bytes, two mbarriers per stage, the tile ring's
+  // four mbarriers and two slots.
   const auto shared_bytes = static_cast<unsigned>(
-      stages * (moe_block_m + block_n * (gated ? 2 : 1)) * 64 * 2 + 1024 + stages * 16);
+      stages * (moe_block_m + block_n * (gated ? 2 : 1)) * 64 * 2 + 1024 + stages * 16 + 40);
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.allow_shared_bytes(shared_bytes);
   return {&kernel, block_n, gated, variant.integer("GATHER") == 1, shared_bytes};
@@ -176,7 +180,7 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
                     const MoeAlignment &alignment, int experts, int n, int k, int top_k,
-                    Stream stream) {
+                    int *schedule, Stream stream) {
   if (moe_mfma_serves(plan.kernel->device().target()))
     return launch_moe_mfma(plan, c, a, w, rows, alignment, n, k, stream);
   const TensorMapElement element =
@@ -192,18 +196,20 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
       static_cast<long long>(rows / moe_block_m) * detail::divide_up(n, plan.block_n);
   const auto blocks = static_cast<unsigned>(
       std::max<long long>(1, std::min<long long>(tiles, device.multiprocessors())));
+  if (schedule != nullptr)
+    device.fill(schedule, 0, sizeof(int), stream);
   plan.kernel->launch(
       {.grid = blocks, .block = moe_threads, .shared_bytes = plan.shared_bytes, .stream = stream},
       c, map_a, map_w, alignment.block_experts, alignment.totals, n, k, a, alignment.sorted_pairs,
-      top_k);
+      top_k, schedule);
 }
 
 template <Element T>
 void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
                   std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
-                  int top_k, Stream stream) {
+                  int top_k, int *schedule, Stream stream) {
   launch_grouped(make_grouped_plan(rt, variant), c, a, w, rows, alignment, experts, n, k, top_k,
-                 stream);
+                 schedule, stream);
 }
 
 } // namespace detail
@@ -302,6 +308,19 @@ void check_layer_memory(Runtime &rt, const LayerPointers &p, int tokens, std::si
                             : "runs on sm_90a only (wgmma and TMA)") +
            "; the device's target is " + target.id();
   });
+}
+
+// With `options.validate`: the ids of `pairs` pairs copied to the host once the device has done
+// what it was given (moe_topk may be writing them on any stream), and checked.
+void validate_ids(Runtime &rt, const FusedMoeOptions &options, const int *ids, int pairs, int top_k,
+                  int experts) {
+  if (!options.validate)
+    return;
+  std::vector<int> host(static_cast<std::size_t>(pairs));
+  const Device &device = rt.default_device();
+  device.synchronize();
+  device.copy_to_host(host.data(), ids, host.size() * sizeof(int));
+  check_expert_ids(host, top_k, experts);
 }
 
 // What fused_moe with FP8 weights keeps in its workspace: the alignment, each GEMM's e4m3
@@ -471,6 +490,24 @@ void moe_align(Runtime &rt, const MoeAlignment &out, const int *ids, int pairs, 
                stream);
 }
 
+void check_expert_ids(std::span<const int> ids, int top_k, int experts) {
+  constexpr std::string_view op = layer_op;
+  for (const auto &[count, name] : {std::pair{top_k, "top_k"}, {experts, "experts"}})
+    detail::require(count >= 1, op,
+                    [&] { return std::string(name) + " is " + str(count) + ", must be positive"; });
+  detail::require(ids.size() % top_k == 0, op, [&] {
+    return str(static_cast<std::int64_t>(ids.size())) +
+           " ids are not a whole number of tokens of " + str(top_k);
+  });
+  const auto bad = std::find_if(ids.begin(), ids.end(),
+                                [&](int id) { return id != -1 && (id < 0 || id >= experts); });
+  detail::require(bad == ids.end(), op, [&] {
+    const auto pair = static_cast<std::int64_t>(bad - ids.begin());
+    return "ids[" + str(pair / top_k) + "][" + str(pair % top_k) + "] is " + str(*bad) +
+           ", outside [0, " + str(experts) + ") (-1 routes a slot nowhere)";
+  });
+}
+
 template <Element T>
 std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeights<T> &layer) {
   return carve<T>(nullptr, tokens, top_k, layer).bytes;
@@ -479,7 +516,7 @@ std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeights<T>
 template <Element T>
 void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
                int top_k, const MoeWeights<T> &layer, void *workspace, std::size_t workspace_bytes,
-               Stream stream) {
+               Stream stream, const FusedMoeOptions &options) {
   constexpr std::string_view op = layer_op;
   for (const auto &[pointer, name] : {std::pair<const void *, const char *>{out, "out"},
                                       {x, "x"},
@@ -498,6 +535,7 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   if (tokens == 0)
     return;
   const int pairs = tokens * top_k;
+  validate_ids(rt, options, ids, pairs, top_k, layer.experts);
   const Workspace<T> w = carve<T>(workspace, tokens, top_k, layer);
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
@@ -508,12 +546,16 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
     plan.gather->launch(
         {.grid = static_cast<unsigned>(rows), .block = row_threads, .stream = stream}, w.x_sorted,
         x, w.alignment.sorted_pairs, w.alignment.totals, top_k, layer.hidden, moe_block_m);
+  // Where the rows are gathered apart (many pairs), the GEMMs take their tiles in the dynamic
+  // order, which keeps the blocks sharing an expert's weights in step (BENCHMARKS.md,
+  // "fused_moe: a dynamic tile order").
+  int *schedule = plan.gather != nullptr ? w.schedule : nullptr;
   detail::launch_grouped<T>(plan.gate_up, w.hidden, plan.gather != nullptr ? w.x_sorted : x,
                             layer.w13, rows, w.alignment, layer.experts, layer.inter, layer.hidden,
-                            top_k, stream);
+                            top_k, schedule, stream);
   T *y_sorted = w.x_sorted; // the gathered rows are read by now
   detail::launch_grouped<T>(plan.down, y_sorted, w.hidden, layer.w2, rows, w.alignment,
-                            layer.experts, layer.hidden, layer.inter, top_k, stream);
+                            layer.experts, layer.hidden, layer.inter, top_k, schedule, stream);
   plan.combine->launch(
       {.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
       y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
@@ -527,7 +569,7 @@ std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeightsFp8
 template <Element T>
 void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
                int top_k, const MoeWeightsFp8 &layer, void *workspace, std::size_t workspace_bytes,
-               Stream stream) {
+               Stream stream, const FusedMoeOptions &options) {
   constexpr std::string_view op = layer_op;
   for (const auto &[pointer, name] : {std::pair<const void *, const char *>{out, "out"},
                                       {x, "x"},
@@ -561,6 +603,7 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   if (tokens == 0)
     return;
   const int pairs = tokens * top_k;
+  validate_ids(rt, options, ids, pairs, top_k, layer.experts);
   const WorkspaceFp8<T> w = carve_fp8<T>(workspace, tokens, top_k, layer);
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {out, w.y_sorted});
@@ -789,7 +832,8 @@ Layer fused_moe_fp8(std::span<const T> x, std::span<const float> weights, std::s
 #define KJIT_INSTANTIATE_LAYER(T)                                                                  \
   template std::size_t fused_moe_workspace_bytes<T>(int, int, const MoeWeights<T> &);              \
   template void fused_moe<T>(Runtime &, T *, const T *, const float *, const int *, int, int,      \
-                             const MoeWeights<T> &, void *, std::size_t, Stream);
+                             const MoeWeights<T> &, void *, std::size_t, Stream,                   \
+                             const FusedMoeOptions &);
 #define KJIT_INSTANTIATE_REFERENCE(T)                                                              \
   template reference::Layer reference::fused_moe<T>(                                               \
       std::span<const T>, std::span<const float>, std::span<const int>, int, std::span<const T>,   \
@@ -797,7 +841,8 @@ Layer fused_moe_fp8(std::span<const T> x, std::span<const float> weights, std::s
 #define KJIT_INSTANTIATE_FP8_LAYER(T)                                                              \
   template std::size_t fused_moe_workspace_bytes<T>(int, int, const MoeWeightsFp8 &);              \
   template void fused_moe<T>(Runtime &, T *, const T *, const float *, const int *, int, int,      \
-                             const MoeWeightsFp8 &, void *, std::size_t, Stream);
+                             const MoeWeightsFp8 &, void *, std::size_t, Stream,                   \
+                             const FusedMoeOptions &);
 #define KJIT_INSTANTIATE_FP8_REFERENCE(T)                                                          \
   template reference::Layer reference::fused_moe_fp8<T>(                                           \
       std::span<const T>, std::span<const float>, std::span<const int>, int,                       \
@@ -811,10 +856,10 @@ KJIT_INSTANTIATE_ROUTING(BFloat16)
                                                                  int, int);                        \
   template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
                                           std::size_t, const MoeAlignment &, int, int, int, int,   \
-                                          Stream);                                                 \
+                                          int *, Stream);                                          \
   template void detail::grouped_gemm<T>(Runtime &, const detail::ChosenVariant &, T *, const T *,  \
                                         const T *, std::size_t, const MoeAlignment &, int, int,    \
-                                        int, int, Stream);
+                                        int, int, int *, Stream);
 KJIT_INSTANTIATE_GROUPED(Half)
 KJIT_INSTANTIATE_GROUPED(BFloat16)
 #undef KJIT_INSTANTIATE_GROUPED

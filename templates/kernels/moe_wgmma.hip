@@ -25,8 +25,8 @@
 //
 // The pipeline is gemm_wgmma's (see there): a producer warpgroup issues the copies into a ring of
 // STAGES stages guarded by "full" and "empty" mbarriers, two consumer warpgroups take 64 rows
-// each of the 128-row tile, the grid is persistent over the tiles in GROUP_M-row groups. C is
-// stored from registers, in pairs.
+// each of the 128-row tile, the grid is persistent over the tiles in GROUP_M-row groups (taken
+// in a static or a dynamic order, below). C is stored from registers, in pairs.
 #if KJIT_HIP
 #error "kjit moe_gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a)"
 #else
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(384, 1)
                    const __grid_constant__ kjit::TensorMap map_b,
                    const int *KJIT_RESTRICT block_experts, const int *KJIT_RESTRICT totals, int n,
                    int k, const T *KJIT_RESTRICT x, const int *KJIT_RESTRICT sorted_pairs,
-                   int top_k) {
+                   int top_k, int *KJIT_RESTRICT schedule) {
   using namespace kjit::hopper;
   constexpr int BM = 128, BK = 64; // BK: one 128-byte swizzle row of 16-bit elements
   constexpr int WN = GATED ? 2 * BLOCK_N : BLOCK_N; // wgmma's N
@@ -80,12 +80,23 @@ __global__ void __launch_bounds__(384, 1)
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
   unsigned long long *full = reinterpret_cast<unsigned long long *>(stages + STAGES * STAGE);
   unsigned long long *empty = full + STAGES;
+  // The tiles' order: static (block b takes tiles b, b + gridDim.x, ...) or, where `schedule` is
+  // given (GATHER 0; the launch zeroes it), dynamic: the producer takes each next tile from the
+  // counter, so that the blocks running at once stay a window of consecutive tiles, and hands it
+  // to the consumers through a ring of two slots (tile_full, tile_empty).
+  unsigned long long *tile_full = empty + STAGES, *tile_empty = tile_full + 2;
+  volatile int *tile_ids = reinterpret_cast<volatile int *>(tile_empty + 2);
+  const bool dynamic = !GATHER && schedule != nullptr;
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       barrier_init(&full[s], GATHER ? 1 + 128 : 1); // and each producer thread's rows
       barrier_init(&empty[s], 2);                   // one arrival per consumer
+    }
+    for (int slot = 0; slot < 2; ++slot) {
+      barrier_init(&tile_full[slot], 1);
+      barrier_init(&tile_empty[slot], 256); // every consumer thread has read the slot
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -96,9 +107,23 @@ __global__ void __launch_bounds__(384, 1)
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (GATHER || thread == 0) { // thread 0 issues the TMA copies, every thread its row of A
-      int s = 0;
-      unsigned phase = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int s = 0, slot = 0;
+      unsigned phase = 0, tile_phase = 0;
+      for (int i = 0;; ++i) {
+        int t = blockIdx.x + i * gridDim.x;
+        if (dynamic) {
+          t = atomicAdd(schedule, 1);
+          barrier_wait(&tile_empty[slot], tile_phase ^ 1);
+          tile_ids[slot] = t;
+          asm volatile("" ::: "memory"); // written before the arrival
+          barrier_arrive(&tile_full[slot]);
+          if (++slot == 2) {
+            slot = 0;
+            tile_phase ^= 1;
+          }
+        }
+        if (t >= tiles)
+          break;
         int tile_m, tile_n;
         place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
         const int expert = block_experts[tile_m];
@@ -132,9 +157,22 @@ __global__ void __launch_bounds__(384, 1)
     const int rows = (warpgroup - 1) * 64; // this consumer's rows of the tile
     const int warp = thread / 32, lane = thread % 32;
     float acc[WN / 2];
-    int s = 0;
-    unsigned phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int s = 0, slot = 0;
+    unsigned phase = 0, tile_phase = 0;
+    for (int i = 0;; ++i) {
+      int t = blockIdx.x + i * gridDim.x;
+      if (dynamic) {
+        barrier_wait(&tile_full[slot], tile_phase);
+        asm volatile("" ::: "memory"); // the slot is read after the wait
+        t = tile_ids[slot];
+        barrier_arrive(&tile_empty[slot]);
+        if (++slot == 2) {
+          slot = 0;
+          tile_phase ^= 1;
+        }
+      }
+      if (t >= tiles)
+        break;
       int tile_m, tile_n;
       place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
       int previous = -1;

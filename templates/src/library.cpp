@@ -342,7 +342,7 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
       TemplateOptions{.headers = {HeaderFile{"kjit/hopper.h", std::string(embedded::hopper_h)}},
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const int*", "const int*", "int", "int", "const T*",
-                                    "const int*", "int"},
+                                    "const int*", "int", "int*"},
                       .tuning = moe_rules,
                       .targets = {"sm_90a"}});
   // fused_moe with e4m3 weights and 128 x 128 block scales (moe_wgmma_fp8.hip): the activations'

@@ -25,8 +25,10 @@ protected:
     OpsGpuTest::SetUp();
     if (IsSkipped())
       return;
-    if (device().target().id() != "sm_90a")
-      GTEST_SKIP() << "fused_moe runs on sm_90a only; this device is " << device().target().id();
+    const jit::Target &target = device().target();
+    if (target.id() != "sm_90a" && target.arch() != "gfx942" && target.arch() != "gfx950")
+      GTEST_SKIP() << "fused_moe runs on sm_90a, gfx942 and gfx950 only; this device is "
+                   << target.id();
   }
 
   // Values in [-scale, scale) from a hash of the index: fast for billions of weights.
@@ -62,29 +64,78 @@ protected:
                  std::move(w2_device)};
   }
 
+  DeviceBuffer upload_bytes(const void *data, std::size_t bytes) {
+    DeviceBuffer buffer = this->device().allocate(bytes);
+    buffer.write(data, bytes);
+    return buffer;
+  }
+
+  // A layer call's tensors on the device: x of `tokens` hashed rows (kept on the host too), the
+  // routing, and a poisoned output.
+  struct Tokens {
+    int tokens, hidden;
+    std::vector<T> x;
+    DeviceBuffer x_device, ids, weights, out;
+  };
+  Tokens make_tokens(int tokens, int hidden, const std::vector<int> &ids,
+                     const std::vector<float> &weights) {
+    std::vector<T> x = hashed(std::size_t(tokens) * hidden, 3 + tokens, 1.0);
+    DeviceBuffer x_device = this->template upload<T>(x);
+    return {tokens,
+            hidden,
+            std::move(x),
+            std::move(x_device),
+            upload_bytes(ids.data(), ids.size() * sizeof(int)),
+            upload_bytes(weights.data(), weights.size() * sizeof(float)),
+            this->template poisoned<T>(std::size_t(tokens) * hidden)};
+  }
+
+  // fused_moe of `layer` (MoeWeights or MoeWeightsFp8) on `in`, with a poisoned workspace.
+  template <typename Weights>
+  void run_layer(Tokens &in, int top_k, const Weights &w, const FusedMoeOptions &options = {}) {
+    const std::size_t bytes = fused_moe_workspace_bytes<T>(in.tokens, top_k, w);
+    DeviceBuffer workspace = this->template poisoned<float>(bytes / sizeof(float));
+    fused_moe<T>(runtime(), in.out.template as<T>(), in.x_device.template as<const T>(),
+                 in.weights.template as<const float>(), in.ids.template as<const int>(), in.tokens,
+                 top_k, w, workspace.data(), bytes, nullptr, options);
+  }
+
+  // fused_moe with `validate` on ids holding one out of range: Error(bad_argument) with
+  // `summary`, and the output still all poison (nothing launched).
+  template <typename Weights>
+  void expect_refused(Tokens &in, int top_k, const Weights &w, const std::string &summary) {
+    try {
+      run_layer(in, top_k, w, {.validate = true});
+      ADD_FAILURE() << "no kjit::Error thrown; expected '" << summary << "'";
+    } catch (const Error &error) {
+      EXPECT_EQ(error.code(), Errc::bad_argument) << error.what();
+      EXPECT_EQ(error.summary(), summary);
+    }
+    const std::vector<T> got =
+        this->template download<T>(in.out, std::size_t(in.tokens) * in.hidden);
+    EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](const T &value) {
+      return kjit::testing::is_poison(value);
+    })) << "fused_moe wrote its output before refusing the ids";
+  }
+
+  MoeWeights<T> weights_of(const Layer &layer) const {
+    return {layer.w13_device.template as<const T>(), layer.w2_device.template as<const T>(),
+            layer.experts, layer.hidden, layer.inter};
+  }
+
   // fused_moe on tokens of x routed by ids and weights, checked on `check` (every token where
   // empty) against the reference.
   void check_layer(const Layer &layer, int tokens, int top_k, const std::vector<int> &ids,
                    const std::vector<float> &weights, std::vector<int> check,
-                   const std::string &what) {
+                   const std::string &what, const FusedMoeOptions &options = {}) {
     SCOPED_TRACE(what + ": " + std::to_string(tokens) + " tokens, experts " +
                  std::to_string(layer.experts) + ", top " + std::to_string(top_k) + ", hidden " +
                  std::to_string(layer.hidden) + ", inter " + std::to_string(layer.inter));
-    const std::vector<T> x = hashed(std::size_t(tokens) * layer.hidden, 3 + tokens, 1.0);
-    DeviceBuffer x_device = this->template upload<T>(x);
-    DeviceBuffer ids_device = device().allocate(ids.size() * sizeof(int));
-    ids_device.write(ids.data(), ids.size() * sizeof(int));
-    DeviceBuffer weights_device = device().allocate(weights.size() * sizeof(float));
-    weights_device.write(weights.data(), weights.size() * sizeof(float));
-    DeviceBuffer out = this->template poisoned<T>(std::size_t(tokens) * layer.hidden);
-    const MoeWeights<T> w{layer.w13_device.template as<const T>(),
-                          layer.w2_device.template as<const T>(), layer.experts, layer.hidden,
-                          layer.inter};
-    const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, top_k, w);
-    DeviceBuffer workspace = this->template poisoned<float>(bytes / sizeof(float));
-    fused_moe<T>(runtime(), out.as<T>(), x_device.as<const T>(), weights_device.as<const float>(),
-                 ids_device.as<const int>(), tokens, top_k, w, workspace.data(), bytes);
-    const std::vector<T> got = this->template download<T>(out, std::size_t(tokens) * layer.hidden);
+    Tokens in = make_tokens(tokens, layer.hidden, ids, weights);
+    run_layer(in, top_k, weights_of(layer), options);
+    const std::vector<T> &x = in.x;
+    const std::vector<T> got =
+        this->template download<T>(in.out, std::size_t(tokens) * layer.hidden);
     if (check.empty()) {
       check.resize(tokens);
       std::iota(check.begin(), check.end(), 0);
@@ -153,6 +204,28 @@ TYPED_TEST(MoeGpuTest,
     ids[3] = -1;                                             // token 1: one slot only
     this->check_layer(layer, 40, 2, ids, weights, {}, "tokens routed nowhere");
   }
+}
+
+// FusedMoeOptions::validate: an id out of range (8 of 8 experts, then -2) is Error(bad_argument)
+// naming it, before anything is launched; -1 passes and routes its slot nowhere.
+TYPED_TEST(MoeGpuTest, ValidateRefusesAnIdOutOfRangeBeforeLaunchingAndPassesMinusOne) {
+  const auto layer = this->make_layer(8, 256, 384);
+  std::vector<int> all(8), ids;
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<float> weights;
+  this->random_routing(16, 2, all, 21, ids, weights);
+  for (const auto &[bad, summary] :
+       {std::pair{8, "kjit::ops::fused_moe: ids[4][1] is 8, outside [0, 8) (-1 routes a slot "
+                     "nowhere)"},
+        {-2, "kjit::ops::fused_moe: ids[4][1] is -2, outside [0, 8) (-1 routes a slot nowhere)"}}) {
+    ids[9] = bad;
+    auto in = this->make_tokens(16, layer.hidden, ids, weights);
+    this->expect_refused(in, 2, this->weights_of(layer), summary);
+  }
+  ids[9] = -1;
+  ids[14] = ids[15] = -1; // token 7 routed nowhere
+  this->check_layer(layer, 16, 2, ids, weights, {}, "validated, -1 routes nowhere",
+                    {.validate = true});
 }
 
 // The device's routing: moe_topk (softmax, and DeepSeek-V3's grouped sigmoid with a bias)
@@ -241,18 +314,21 @@ TYPED_TEST(MoeGpuTest, MixtralLikeAndFineGrainedLayersAtOneToFourThousandTokens)
 // are about 2^-4 / sqrt(3) of each value and of random signs.
 template <Element T> class MoeFp8GpuTest : public MoeGpuTest<T> {
 protected:
+  void SetUp() override {
+    MoeGpuTest<T>::SetUp();
+    if (this->IsSkipped())
+      return;
+    if (this->device().target().id() != "sm_90a")
+      GTEST_SKIP() << "fused_moe with FP8 weights runs on sm_90a only (wgmma); this device is "
+                   << this->device().target().id();
+  }
+
   struct Fp8Layer {
     int experts, hidden, inter;
     std::vector<std::uint8_t> w13, w2;
     std::vector<float> w13_scales, w2_scales;
     DeviceBuffer w13_device, w2_device, w13_scales_device, w2_scales_device;
   };
-
-  DeviceBuffer upload_bytes(const void *data, std::size_t bytes) {
-    DeviceBuffer buffer = this->device().allocate(bytes);
-    buffer.write(data, bytes);
-    return buffer;
-  }
 
   // `matrices` matrices [rows, columns] of N(0, 0.02) values, each quantised per 128 x 128
   // block: scale amax / 448, bytes e4m3 of value / scale.
@@ -291,12 +367,12 @@ protected:
     std::vector<float> w13_scales, w2_scales;
     quantized(experts, 2 * inter, hidden, 11, w13, w13_scales);
     quantized(experts, hidden, inter, 12, w2, w2_scales);
-    DeviceBuffer w13_device = upload_bytes(w13.data(), w13.size());
-    DeviceBuffer w2_device = upload_bytes(w2.data(), w2.size());
+    DeviceBuffer w13_device = this->upload_bytes(w13.data(), w13.size());
+    DeviceBuffer w2_device = this->upload_bytes(w2.data(), w2.size());
     DeviceBuffer w13_scales_device =
-        upload_bytes(w13_scales.data(), w13_scales.size() * sizeof(float));
+        this->upload_bytes(w13_scales.data(), w13_scales.size() * sizeof(float));
     DeviceBuffer w2_scales_device =
-        upload_bytes(w2_scales.data(), w2_scales.size() * sizeof(float));
+        this->upload_bytes(w2_scales.data(), w2_scales.size() * sizeof(float));
     return Fp8Layer{experts,
                     hidden,
                     inter,
@@ -310,32 +386,29 @@ protected:
                     std::move(w2_scales_device)};
   }
 
+  static MoeWeightsFp8 weights_of(const Fp8Layer &layer) {
+    return {layer.w13_device.template as<const std::uint8_t>(),
+            layer.w2_device.template as<const std::uint8_t>(),
+            {layer.w13_scales_device.template as<const float>(), layer.experts,
+             2 * layer.inter / 128, layer.hidden / 128},
+            {layer.w2_scales_device.template as<const float>(), layer.experts, layer.hidden / 128,
+             layer.inter / 128},
+            layer.experts,
+            layer.hidden,
+            layer.inter};
+  }
+
   void check_fp8_layer(const Fp8Layer &layer, int tokens, int top_k, const std::vector<int> &ids,
                        const std::vector<float> &weights, std::vector<int> check,
-                       const std::string &what) {
+                       const std::string &what, const FusedMoeOptions &options = {}) {
     SCOPED_TRACE(what + ": " + std::to_string(tokens) + " tokens, experts " +
                  std::to_string(layer.experts) + ", top " + std::to_string(top_k) + ", hidden " +
                  std::to_string(layer.hidden) + ", inter " + std::to_string(layer.inter));
-    const std::vector<T> x = this->hashed(std::size_t(tokens) * layer.hidden, 3 + tokens, 1.0);
-    DeviceBuffer x_device = this->template upload<T>(x);
-    DeviceBuffer ids_device = upload_bytes(ids.data(), ids.size() * sizeof(int));
-    DeviceBuffer weights_device = upload_bytes(weights.data(), weights.size() * sizeof(float));
-    DeviceBuffer out = this->template poisoned<T>(std::size_t(tokens) * layer.hidden);
-    const MoeWeightsFp8 w{layer.w13_device.template as<const std::uint8_t>(),
-                          layer.w2_device.template as<const std::uint8_t>(),
-                          {layer.w13_scales_device.template as<const float>(), layer.experts,
-                           2 * layer.inter / 128, layer.hidden / 128},
-                          {layer.w2_scales_device.template as<const float>(), layer.experts,
-                           layer.hidden / 128, layer.inter / 128},
-                          layer.experts,
-                          layer.hidden,
-                          layer.inter};
-    const std::size_t bytes = fused_moe_workspace_bytes<T>(tokens, top_k, w);
-    DeviceBuffer workspace = this->template poisoned<float>(bytes / sizeof(float));
-    fused_moe<T>(this->runtime(), out.as<T>(), x_device.as<const T>(),
-                 weights_device.as<const float>(), ids_device.as<const int>(), tokens, top_k, w,
-                 workspace.data(), bytes);
-    const std::vector<T> got = this->template download<T>(out, std::size_t(tokens) * layer.hidden);
+    auto in = this->make_tokens(tokens, layer.hidden, ids, weights);
+    this->run_layer(in, top_k, weights_of(layer), options);
+    const std::vector<T> &x = in.x;
+    const std::vector<T> got =
+        this->template download<T>(in.out, std::size_t(tokens) * layer.hidden);
     if (check.empty()) {
       check.resize(tokens);
       std::iota(check.begin(), check.end(), 0);
@@ -380,6 +453,22 @@ TYPED_TEST(MoeFp8GpuTest, EmptyExpertsOneExpertWithAllRaggedCountsAndTokensRoute
   ids[3 * 5 + 1] = 8;
   ids[3 * 5 + 2] = 1000;
   this->check_fp8_layer(layer, 181, 3, ids, weights, {}, "ragged, token 5 routed nowhere");
+}
+
+// FusedMoeOptions::validate with FP8 weights, as for the 16-bit layer.
+TYPED_TEST(MoeFp8GpuTest, ValidateRefusesAnIdOutOfRangeBeforeLaunchingAndPassesMinusOne) {
+  const auto layer = this->make_fp8_layer(8, 256, 384);
+  std::vector<int> ids;
+  std::vector<float> weights;
+  this->random_routing(16, 3, {0, 1, 2, 3, 4, 5, 6, 7}, 22, ids, weights);
+  ids[3 * 5 + 2] = 1000;
+  auto in = this->make_tokens(16, layer.hidden, ids, weights);
+  this->expect_refused(
+      in, 3, this->weights_of(layer),
+      "kjit::ops::fused_moe: ids[5][2] is 1000, outside [0, 8) (-1 routes a slot nowhere)");
+  ids[3 * 5 + 2] = -1;
+  this->check_fp8_layer(layer, 16, 3, ids, weights, {}, "validated, -1 routes nowhere",
+                        {.validate = true});
 }
 
 // Smaller Mixtral-like (8 experts, top 2, inter 3.5 hidden) and fine-grained (64 experts, top 6)

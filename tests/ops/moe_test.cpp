@@ -238,6 +238,30 @@ TEST_F(MoeArguments, FusedMoeRefusesBadShapesAlignmentsAndWorkspaces) {
                       "kjit::ops::fused_moe: out and x overlap");
 }
 
+// What FusedMoeOptions::validate checks on the host copy of the ids: -1 routes a slot nowhere;
+// any other id outside [0, experts) is named by its token and slot.
+TEST(MoeExpertIds, MinusOneRoutesNowhereAndAnyOtherIdOutOfRangeIsABadArgument) {
+  EXPECT_NO_THROW(check_expert_ids(std::vector<int>{0, 7, -1, -1, 3, 5}, 2, 8));
+  EXPECT_NO_THROW(check_expert_ids(std::vector<int>{}, 6, 64));
+  expect_bad_argument(
+      [] {
+        check_expert_ids(std::vector<int>{0, 7, -1, 3, 8, 1}, 2, 8);
+      },
+      "kjit::ops::fused_moe: ids[2][0] is 8, outside [0, 8) (-1 routes a slot nowhere)");
+  expect_bad_argument(
+      [] {
+        check_expert_ids(std::vector<int>{0, 1, 2, -2, 3, 4}, 3, 8);
+      },
+      "kjit::ops::fused_moe: ids[1][0] is -2, outside [0, 8) (-1 routes a slot nowhere)");
+  expect_bad_argument(
+      [] {
+        check_expert_ids(std::vector<int>{0, 1, 2, 3, 4}, 2, 8);
+      },
+      "kjit::ops::fused_moe: 5 ids are not a whole number of tokens of 2");
+  expect_bad_argument([] { check_expert_ids(std::vector<int>{0}, 0, 8); },
+                      "kjit::ops::fused_moe: top_k is 0, must be positive");
+}
+
 TEST_F(MoeArguments, FusedMoeFp8RefusesScalesOfAnotherShapeUnscaledSizesAndMisalignedWeights) {
   const MoeWeightsFp8 layer{at<std::uint8_t>(0x20000),
                             at<std::uint8_t>(0x30000),

@@ -76,23 +76,41 @@ template <Element T> struct MoeWeights {
   int experts, hidden, inter;
 };
 
+// Expert ids [tokens, top_k] on the host: throws Error(bad_argument) with one line naming the
+// first id outside [0, experts) other than -1, the id that routes a slot nowhere (vLLM's
+// expert_map marks the experts of other ranks so). Throws too for top_k or experts below 1 and
+// ids not a whole number of tokens.
+void check_expert_ids(std::span<const int> ids, int top_k, int experts);
+
+// fused_moe's options beyond its tensors.
+struct FusedMoeOptions {
+  // Copy the ids to the host (after waiting for the device: they may come from moe_topk on any
+  // stream) and check_expert_ids them before launching. A debug mode, as DecodeBatch::validate
+  // is for attention's tables: without it an id out of range cannot throw from the device, and
+  // routes its slot nowhere as -1 does (moe_align counts it).
+  bool validate = false;
+};
+
 // The device workspace fused_moe needs for `tokens` tokens of top_k experts each.
 template <Element T>
 std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeights<T> &layer);
 
 // out[t] = sum over slots s of weights[t, s] * expert(ids[t, s])(x[t]), with
 // expert(e)(v) = w2[e] @ (silu(w_gate[e] @ v) * (w_up[e] @ v)): x and out [tokens, hidden],
-// weights (float) and ids [tokens, top_k]; a token whose ids all lie outside [0, experts) gets
-// zeros. Products accumulate in float; the gated intermediate and each expert's output are
-// rounded to T once each. Half and bfloat16 on sm_90a (H100, H200), where the grouped GEMM is
-// wgmma's, and on gfx942 and gfx950 (MI300, MI350), where it is MFMA's. Throws for a null pointer,
-// tokens < 0, top_k outside [1, experts], hidden or inter not positive multiples of 8, a matrix not
-// 16-byte aligned, a workspace smaller than fused_moe_workspace_bytes or not 256-byte aligned, out
-// overlapping x, or a device that is none of sm_90a, gfx942 and gfx950.
+// weights (float) and ids [tokens, top_k]; a slot whose id is -1 contributes nothing, and a token
+// whose ids are all -1 gets zeros (any other id outside [0, experts) is a caller's error:
+// FusedMoeOptions::validate throws for it; without it the slot is routed nowhere likewise).
+// Products accumulate in float; the gated intermediate and each expert's output are rounded to T
+// once each. Half and bfloat16 on sm_90a (H100, H200), where the grouped GEMM is wgmma's, and on
+// gfx942 and gfx950 (MI300, MI350), where it is MFMA's. Throws for a null pointer, tokens < 0,
+// top_k outside [1, experts], hidden or inter not positive multiples of 8, a matrix not 16-byte
+// aligned, a workspace smaller than fused_moe_workspace_bytes or not 256-byte aligned, out
+// overlapping x, a device that is none of sm_90a, gfx942 and gfx950, or with `options.validate`
+// an id as check_expert_ids says (nothing launched then).
 template <Element T>
 void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
                int top_k, const MoeWeights<T> &layer, void *workspace, std::size_t workspace_bytes,
-               Stream stream = nullptr);
+               Stream stream = nullptr, const FusedMoeOptions &options = {});
 
 // The same layer with e4m3 weights (e4m3fn bytes, encode_e4m3 makes them) and DeepSeek-V3's
 // float block scales, one per 128 x 128 block of each expert's matrix:
@@ -117,13 +135,12 @@ std::size_t fused_moe_workspace_bytes(int tokens, int top_k, const MoeWeightsFp8
 // and multiplied by the e4m3 weights on the tensor cores, each 128 of K summed apart and added to
 // float sums times both scales (DeepGEMM's promotion). x, out: T, half or bfloat16. Throws as
 // fused_moe does, and for hidden or inter not a positive multiple of 128 (the scale block), scales
-// of another shape or not 4-byte aligned, or e4m3 weights not 16-byte aligned. An id outside
-// [0, experts) routes its pair nowhere, as in fused_moe (the device cannot throw; moe_align
-// counts it).
+// of another shape or not 4-byte aligned, or e4m3 weights not 16-byte aligned. Ids and
+// `options.validate` as in fused_moe.
 template <Element T>
 void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
                int top_k, const MoeWeightsFp8 &layer, void *workspace, std::size_t workspace_bytes,
-               Stream stream = nullptr);
+               Stream stream = nullptr, const FusedMoeOptions &options = {});
 
 namespace reference {
 
