@@ -372,7 +372,8 @@ TYPED_TEST(GemmGpuTest, ClusteredSplitKWgmmaAndBothEpiloguesMatchTheReference) {
           variant.params.set("CLUSTER_N", layout.cluster_n);
           variant.params.set("EPILOGUE", layout.epilogue);
           variant.params.set("SPLIT_K", layout.split_k);
-          variant.params.set("SWAP_AB", 0); // TransposedWgmma... covers linear()'s SWAP_AB 1
+          variant.params.set("SWAP_AB", 0);   // TransposedWgmma... covers linear()'s SWAP_AB 1
+          variant.params.set("BLOCK_M", 128); // 64-row tiles are SWAP_AB's alone
           DeviceBuffer c = this->template poisoned<T>(c_count);
           detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
                                          b_on_device.as<T>(), s.m, s.n, s.k, b_kmajor);
