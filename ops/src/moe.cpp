@@ -33,8 +33,8 @@ constexpr int max_topk_experts = 512, max_align_experts = 256, max_top_k = 32, m
 // the gather, decode and prefill").
 constexpr int max_gathering_pairs = 2048;
 // fused_moe decodes (moe_decode_gate_up, moe_decode_down) up to this many tokens: at one token
-// the four launches of the grouped path, each GEMM one wave of tiles, read the fine-grained
-// layer's weights at 0.56 of the copy rate (BENCHMARKS.md, "fused_moe: a decode path").
+// they beat the grouped path's four launches, each GEMM one wave of mostly empty tiles
+// (BENCHMARKS.md, "fused_moe: a decode path for one token"); more tokens were not measured on them.
 constexpr int max_decode_tokens = 1;
 
 std::string str(std::int64_t value) { return std::to_string(value); }
@@ -287,8 +287,8 @@ template <Element T> const MoeDecodePlan &moe_decode_plan(Runtime &rt, int vec) 
       .first->second;
 }
 
-// fused_moe's decode path: one warp per output of each projection, gated [pairs, inter] in the
-// workspace between them.
+// fused_moe's decode path: a warp per output of the gate-up projection, a block per output of
+// the down one, gated [pairs, inter] in the workspace between them.
 template <Element T>
 void decode_layer(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
                   int top_k, const MoeWeights<T> &layer, T *gated, Stream stream) {
@@ -304,10 +304,12 @@ void decode_layer(Runtime &rt, T *out, const T *x, const float *weights, const i
   plan.gate_up->launch(
       {.grid = blocks(std::int64_t(pairs) * layer.inter), .block = threads, .stream = stream},
       gated, x, layer.w13, ids, pairs, top_k, layer.experts, layer.hidden, layer.inter);
-  plan.down->launch(
-      {.grid = blocks(std::int64_t(tokens) * layer.hidden), .block = threads, .stream = stream},
-      out, static_cast<const T *>(gated), layer.w2, weights, ids, tokens, top_k, layer.experts,
-      layer.hidden, layer.inter);
+  constexpr int down_threads = 128; // a block per output element (moe_routing.hip)
+  plan.down->launch({.grid = static_cast<unsigned>(tokens * layer.hidden),
+                     .block = down_threads,
+                     .stream = stream},
+                    out, static_cast<const T *>(gated), layer.w2, weights, ids, tokens, top_k,
+                    layer.experts, layer.hidden, layer.inter);
 }
 
 constexpr std::string_view layer_op = "fused_moe";

@@ -339,10 +339,10 @@ __global__ void moe_combine(T *KJIT_RESTRICT out, const T *KJIT_RESTRICT y_sorte
   }
 }
 
-// fused_moe for a token or two (decode), without the grouped GEMM's sort, padding and tiles: the
+// fused_moe at one token (decode), without the grouped GEMM's sort, padding and tiles: the
 // few experts' weights are streamed once, each row by one warp, as a matrix-vector product reads
-// them (BENCHMARKS.md, "fused_moe: a decode path"). moe_decode_gate_up: for pair p = token *
-// top_k + slot routed to expert e = ids[p] (nowhere where e is outside [0, experts)),
+// them (BENCHMARKS.md, "fused_moe: a decode path for one token"). moe_decode_gate_up: for pair p =
+// token * top_k + slot routed to expert e = ids[p] (nowhere where e is outside [0, experts)),
 //   gated[p, j] = silu(x[token] . w13[e * 2 inter + j]) * (x[token] . w13[e * 2 inter + inter + j])
 // one warp per (p, j); the rows of w13 are hidden long.
 template <typename T, int VEC>
@@ -381,8 +381,10 @@ __global__ void moe_decode_gate_up(T *KJIT_RESTRICT gated, const T *KJIT_RESTRIC
 }
 
 // The down projection and the weighted combine in one pass (moe_combine's sum, without a sorted
-// copy of each slot's output): one warp per (token, i), its lanes over the top_k slots' rows
-// of w2 (inter long) together, so that a warp's loads are all in flight at once:
+// copy of each slot's output): one block per (token, i), its threads over the top_k slots' rows
+// of w2 (inter long) together, so that each thread has few loads in series and a multiprocessor
+// holds many blocks' loads in flight (a warp per output, 16 warps a multiprocessor at the
+// fine-grained layer's 2048 outputs, was no faster than the grouped path: BENCHMARKS.md):
 //   out[token, i] = sum over slots s routed somewhere of
 //                   weights[p] * (gated[p] . w2[ids[p] * hidden + i]),  p = token * top_k + s
 template <typename T, int VEC>
@@ -391,15 +393,13 @@ __global__ void moe_decode_down(T *KJIT_RESTRICT out, const T *KJIT_RESTRICT gat
                                 const int *KJIT_RESTRICT ids, int tokens, int top_k, int experts,
                                 int hidden, int inter) {
   constexpr int W = KJIT_WARP_SIZE;
-  const long long output = static_cast<long long>(blockIdx.x) * (blockDim.x / W) + threadIdx.x / W;
-  const int lane = threadIdx.x % W;
-  if (output >= static_cast<long long>(tokens) * hidden)
-    return;
+  __shared__ float partial[1024 / W];
+  const long long output = blockIdx.x;
   const int token = static_cast<int>(output / hidden), i = static_cast<int>(output % hidden);
   const int chunks = inter / VEC; // of one slot's row
   float sum = 0.0f;
 #pragma unroll 4
-  for (int c = lane; c < top_k * chunks; c += W) {
+  for (int c = threadIdx.x; c < top_k * chunks; c += blockDim.x) {
     const int slot = c / chunks, at = (c - slot * chunks) * VEC;
     const long long pair = static_cast<long long>(token) * top_k + slot;
     const int e = ids[pair];
@@ -416,6 +416,12 @@ __global__ void moe_decode_down(T *KJIT_RESTRICT out, const T *KJIT_RESTRICT gat
     sum += weights[pair] * dot;
   }
   sum = kjit::warp_sum(sum);
-  if (lane == 0)
+  if (threadIdx.x % W == 0)
+    partial[threadIdx.x / W] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < static_cast<int>(blockDim.x) / W; ++w)
+      sum += partial[w];
     out[output] = kjit::from_float<T>(sum);
+  }
 }

@@ -320,7 +320,7 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   all.emplace_back(
       "moe_combine", routing, vec_params(),
       TemplateOptions{.arguments = {"T*", "const T*", "const float*", "const int*", "int", "int"}});
-  // fused_moe for a token or two: the weights read row by row, no sort (moe_routing.hip).
+  // fused_moe at one token: the weights read row by row, no sort (moe_routing.hip).
   all.emplace_back("moe_decode_gate_up", routing, vec_params(),
                    TemplateOptions{.arguments = {"T*", "const T*", "const T*", "const int*", "int",
                                                  "int", "int", "int", "int"}});
