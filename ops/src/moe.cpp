@@ -32,6 +32,10 @@ constexpr int max_topk_experts = 512, max_align_experts = 256, max_top_k = 32, m
 // slower than a moe_gather pass and TMA reads of the sorted rows (BENCHMARKS.md, "fused_moe:
 // the gather, decode and prefill").
 constexpr int max_gathering_pairs = 2048;
+// fused_moe decodes (moe_decode_gate_up, moe_decode_down) up to this many tokens: at one token
+// they beat the grouped path's four launches, each GEMM one wave of mostly empty tiles
+// (BENCHMARKS.md, "fused_moe: a decode path for one token"); more tokens were not measured on them.
+constexpr int max_decode_tokens = 1;
 
 std::string str(std::int64_t value) { return std::to_string(value); }
 
@@ -129,6 +133,10 @@ int group_m_for(int pairs, int experts) {
 } // namespace
 
 namespace detail {
+
+bool fused_moe_decodes(const jit::Target &target, int tokens) {
+  return tokens <= max_decode_tokens && !moe_mfma_serves(target);
+}
 
 // The heuristic: 128 output columns per tile (256 for the down projection) unless that leaves
 // most multiprocessors idle, judged at the pairs' power-of-two bucket (fused_moe's plans are
@@ -259,6 +267,49 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
                                                                     layer.experts, layer.hidden,
                                                                     layer.inter))};
   return plans.emplace(key, plan).first->second;
+}
+
+// The decode path's two kernels (moe_routing.hip) for an element type and vector width.
+struct MoeDecodePlan {
+  const Kernel *gate_up, *down;
+};
+
+template <Element T> const MoeDecodePlan &moe_decode_plan(Runtime &rt, int vec) {
+  thread_local std::map<std::tuple<std::uint64_t, int, int>, MoeDecodePlan> plans;
+  const std::tuple<std::uint64_t, int, int> key{rt.id(), detail::element_code<T>(), vec};
+  auto found = plans.find(key);
+  if (found != plans.end()) [[likely]]
+    return found->second;
+  static const Template &gate_up = templates::find("moe_decode_gate_up");
+  static const Template &down = templates::find("moe_decode_down");
+  const ParamValues params = {{"T", element_name<T>()}, {"VEC", vec}};
+  return plans.emplace(key, MoeDecodePlan{&rt.kernel(gate_up, params), &rt.kernel(down, params)})
+      .first->second;
+}
+
+// fused_moe's decode path: a warp per output of the gate-up projection, a block per output of
+// the down one, gated [pairs, inter] in the workspace between them.
+template <Element T>
+void decode_layer(Runtime &rt, T *out, const T *x, const float *weights, const int *ids, int tokens,
+                  int top_k, const MoeWeights<T> &layer, T *gated, Stream stream) {
+  const int vec = std::min(detail::vector_width(sizeof(T), layer.hidden, {x, layer.w13}),
+                           detail::vector_width(sizeof(T), layer.inter, {layer.w2, gated}));
+  const MoeDecodePlan &plan = moe_decode_plan<T>(rt, vec);
+  constexpr int threads = 256;
+  const int warps = threads / rt.default_device().target().warp_size();
+  const int pairs = tokens * top_k;
+  const auto blocks = [&](std::int64_t outputs) {
+    return static_cast<unsigned>((outputs + warps - 1) / warps);
+  };
+  plan.gate_up->launch(
+      {.grid = blocks(std::int64_t(pairs) * layer.inter), .block = threads, .stream = stream},
+      gated, x, layer.w13, ids, pairs, top_k, layer.experts, layer.hidden, layer.inter);
+  constexpr int down_threads = 128; // a block per output element (moe_routing.hip)
+  plan.down->launch({.grid = static_cast<unsigned>(tokens * layer.hidden),
+                     .block = down_threads,
+                     .stream = stream},
+                    out, static_cast<const T *>(gated), layer.w2, weights, ids, tokens, top_k,
+                    layer.experts, layer.hidden, layer.inter);
 }
 
 constexpr std::string_view layer_op = "fused_moe";
@@ -537,6 +588,8 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   const int pairs = tokens * top_k;
   validate_ids(rt, options, ids, pairs, top_k, layer.experts);
   const Workspace<T> w = carve<T>(workspace, tokens, top_k, layer);
+  if (detail::fused_moe_decodes(rt.default_device().target(), tokens))
+    return decode_layer(rt, out, x, weights, ids, tokens, top_k, layer, w.hidden, stream);
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
   const MoePlan &plan = moe_plan<T>(rt, layer, pairs, vec);

@@ -14,6 +14,11 @@ template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k);
 
+// Whether fused_moe with 16-bit weights takes its decode path on `target` for `tokens` tokens:
+// moe_decode_gate_up and moe_decode_down (moe_routing.hip) in place of moe_align, the two
+// grouped GEMMs and moe_combine. NVIDIA only (AMD keeps moe_gemm_mfma's path).
+bool fused_moe_decodes(const jit::Target &target, int tokens);
+
 // A variant compiled and allowed its shared memory, ready to launch.
 struct GroupedPlan {
   const Kernel *kernel;

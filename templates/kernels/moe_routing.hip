@@ -338,3 +338,90 @@ __global__ void moe_combine(T *KJIT_RESTRICT out, const T *KJIT_RESTRICT y_sorte
     kjit::store_vec(out + token * hidden + i, v);
   }
 }
+
+// fused_moe at one token (decode), without the grouped GEMM's sort, padding and tiles: the
+// few experts' weights are streamed once, each row by one warp, as a matrix-vector product reads
+// them (BENCHMARKS.md, "fused_moe: a decode path for one token"). moe_decode_gate_up: for pair p =
+// token * top_k + slot routed to expert e = ids[p] (nowhere where e is outside [0, experts)),
+//   gated[p, j] = silu(x[token] . w13[e * 2 inter + j]) * (x[token] . w13[e * 2 inter + inter + j])
+// one warp per (p, j); the rows of w13 are hidden long.
+template <typename T, int VEC>
+__global__ void moe_decode_gate_up(T *KJIT_RESTRICT gated, const T *KJIT_RESTRICT x,
+                                   const T *KJIT_RESTRICT w13, const int *KJIT_RESTRICT ids,
+                                   int pairs, int top_k, int experts, int hidden, int inter) {
+  constexpr int W = KJIT_WARP_SIZE;
+  const long long output = static_cast<long long>(blockIdx.x) * (blockDim.x / W) + threadIdx.x / W;
+  const int lane = threadIdx.x % W;
+  if (output >= static_cast<long long>(pairs) * inter)
+    return;
+  const int pair = static_cast<int>(output / inter), j = static_cast<int>(output % inter);
+  const int e = ids[pair];
+  if (e < 0 || e >= experts) // routed nowhere: moe_decode_down skips the slot
+    return;
+  const T *row = x + static_cast<long long>(pair / top_k) * hidden;
+  const T *gate = w13 + (static_cast<long long>(e) * 2 * inter + j) * hidden;
+  const T *up = gate + static_cast<long long>(inter) * hidden;
+  float g = 0.0f, u = 0.0f;
+#pragma unroll 4
+  for (int i = lane * VEC; i < hidden; i += W * VEC) {
+    float a[VEC], b[VEC], c[VEC];
+    kjit::to_floats(kjit::load_vec<VEC>(row + i), a);
+    kjit::to_floats(kjit::load_vec<VEC>(gate + i), b);
+    kjit::to_floats(kjit::load_vec<VEC>(up + i), c);
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) {
+      g += a[v] * b[v];
+      u += a[v] * c[v];
+    }
+  }
+  g = kjit::warp_sum(g);
+  u = kjit::warp_sum(u);
+  if (lane == 0)
+    gated[output] = kjit::from_float<T>(g / (1.0f + __expf(-g)) * u);
+}
+
+// The down projection and the weighted combine in one pass (moe_combine's sum, without a sorted
+// copy of each slot's output): one block per (token, i), its threads over the top_k slots' rows
+// of w2 (inter long) together, so that each thread has few loads in series and a multiprocessor
+// holds many blocks' loads in flight (a warp per output, 16 warps a multiprocessor at the
+// fine-grained layer's 2048 outputs, was no faster than the grouped path: BENCHMARKS.md):
+//   out[token, i] = sum over slots s routed somewhere of
+//                   weights[p] * (gated[p] . w2[ids[p] * hidden + i]),  p = token * top_k + s
+template <typename T, int VEC>
+__global__ void moe_decode_down(T *KJIT_RESTRICT out, const T *KJIT_RESTRICT gated,
+                                const T *KJIT_RESTRICT w2, const float *KJIT_RESTRICT weights,
+                                const int *KJIT_RESTRICT ids, int tokens, int top_k, int experts,
+                                int hidden, int inter) {
+  constexpr int W = KJIT_WARP_SIZE;
+  __shared__ float partial[1024 / W];
+  const long long output = blockIdx.x;
+  const int token = static_cast<int>(output / hidden), i = static_cast<int>(output % hidden);
+  const int chunks = inter / VEC; // of one slot's row
+  float sum = 0.0f;
+#pragma unroll 4
+  for (int c = threadIdx.x; c < top_k * chunks; c += blockDim.x) {
+    const int slot = c / chunks, at = (c - slot * chunks) * VEC;
+    const long long pair = static_cast<long long>(token) * top_k + slot;
+    const int e = ids[pair];
+    if (e < 0 || e >= experts)
+      continue;
+    float a[VEC], b[VEC];
+    kjit::to_floats(kjit::load_vec<VEC>(gated + pair * inter + at), a);
+    kjit::to_floats(kjit::load_vec<VEC>(w2 + (static_cast<long long>(e) * hidden + i) * inter + at),
+                    b);
+    float dot = 0.0f;
+#pragma unroll
+    for (int v = 0; v < VEC; ++v)
+      dot += a[v] * b[v];
+    sum += weights[pair] * dot;
+  }
+  sum = kjit::warp_sum(sum);
+  if (threadIdx.x % W == 0)
+    partial[threadIdx.x / W] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < static_cast<int>(blockDim.x) / W; ++w)
+      sum += partial[w];
+    out[output] = kjit::from_float<T>(sum);
+  }
+}

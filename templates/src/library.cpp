@@ -320,6 +320,13 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   all.emplace_back(
       "moe_combine", routing, vec_params(),
       TemplateOptions{.arguments = {"T*", "const T*", "const float*", "const int*", "int", "int"}});
+  // fused_moe at one token: the weights read row by row, no sort (moe_routing.hip).
+  all.emplace_back("moe_decode_gate_up", routing, vec_params(),
+                   TemplateOptions{.arguments = {"T*", "const T*", "const T*", "const int*", "int",
+                                                 "int", "int", "int", "int"}});
+  all.emplace_back("moe_decode_down", routing, vec_params(),
+                   TemplateOptions{.arguments = {"T*", "const T*", "const T*", "const float*",
+                                                 "const int*", "int", "int", "int", "int", "int"}});
   // GATED 1: the gate and up projections with silu_and_mul in the epilogue (BLOCK_N output
   // columns, a wgmma of twice as many); 0: the down projection. GATHER 1: A's rows are copied
   // from the tokens' rows (x, sorted_pairs, top_k), not read from a sorted A through map_a.

@@ -192,6 +192,9 @@ TYPED_TEST(MoeGpuTest,
       this->random_routing(tokens, 2, all, tokens, ids, weights);
       this->check_layer(layer, tokens, 2, ids, weights, {}, "ragged counts");
     }
+    // One token, fused_moe's decode path: one expert in both slots, a slot routed nowhere, none.
+    for (const std::vector<int> &one : {std::vector<int>{3, 3}, {-1, 4}, {-1, 8}})
+      this->check_layer(layer, 1, 2, one, {0.75f, 0.5f}, {}, "one token");
     this->random_routing(200, 2, {0, 5}, 9, ids, weights);
     this->check_layer(layer, 200, 2, ids, weights, {}, "experts 0 and 5 only");
     this->random_routing(130, 2, {1, 2, 4, 6, 7}, 10, ids, weights);

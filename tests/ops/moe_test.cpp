@@ -6,6 +6,7 @@
 #include "kjit/error.hpp"
 #include "kjit/ops/moe.hpp"
 #include "kjit/ops/quant.hpp"
+#include "ops/src/moe_gemm.hpp"
 #include "tests/ops/compile_support.hpp"
 #include "tests/support/private_config.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -318,6 +319,8 @@ TEST_F(OpsCompileTest, MoeRoutingKernelsCompileForGfx90aAndSm90) {
       EXPECT_TRUE(compiles("moe_topk", {{"T", type}, {"EXPERTS", 64}, {"TOPK", 6}}, target));
       EXPECT_TRUE(compiles("moe_gather", {{"T", type}}, target)) << type;
       EXPECT_TRUE(compiles("moe_combine", {{"T", type}}, target)) << type;
+      EXPECT_TRUE(compiles("moe_decode_gate_up", {{"T", type}}, target)) << type;
+      EXPECT_TRUE(compiles("moe_decode_down", {{"T", type}}, target)) << type;
     }
     EXPECT_TRUE(compiles(
         "moe_topk",
@@ -326,6 +329,15 @@ TEST_F(OpsCompileTest, MoeRoutingKernelsCompileForGfx90aAndSm90) {
   }
   EXPECT_TRUE(refused_before_compiling("moe_gemm_wgmma", "gfx942", "sm_90a"));
   EXPECT_TRUE(refused_before_compiling("moe_gemm_fp8", "gfx942", "sm_90a"));
+}
+
+// One token on NVIDIA takes the decode path (two row-by-row kernels); two tokens, and AMD at any
+// count, the grouped GEMMs.
+TEST(FusedMoeDecodes, OneTokenOnNvidiaOnly) {
+  EXPECT_TRUE(detail::fused_moe_decodes(jit::Target::parse("sm_90a"), 1));
+  EXPECT_FALSE(detail::fused_moe_decodes(jit::Target::parse("sm_90a"), 2));
+  EXPECT_FALSE(detail::fused_moe_decodes(jit::Target::parse("gfx942"), 1));
+  EXPECT_FALSE(detail::fused_moe_decodes(jit::Target::parse("gfx950"), 1));
 }
 
 // Every BLOCK_N of both projections, the gate-up one also gathering its rows (GATHER 1, what
