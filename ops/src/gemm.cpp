@@ -450,12 +450,12 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
     // BENCHMARKS.md, "linear at 16 to 128 rows with 64-row tiles of W"). The rows of A go in one
     // tile of 16, 32, 64 or 128, so that each tile of W is read once. Where W's tiles are half a
     // wave of 132 multiprocessors or fewer (4096 rows), 128 rows of A split K in two (K of 128
-    // steps or more) or else go in two tiles of 64 at 8 stages. On an H200 two tiles of A took
-    // from 1.0 to 1.3 times as long as the one tile from call to call (at 12 stages; 8 held
-    // still), one tile at 64 rows and K split at 128 did not; on an H100 those ran 0.96-0.98x as
-    // fast as two tiles at 12 stages, and 8 stages 0.96x (BENCHMARKS.md, "linear at 64 and 128
-    // rows on an H200"). K is split elsewhere only where W's tiles are a quarter of the
-    // multiprocessors or fewer and K long ("linear at 16 to 128 rows: SWAP_AB").
+    // steps or more) or else go in two tiles of 64 (one tile of 128 was slower on both cards).
+    // On an H200 two tiles of A took from 1.0 to 1.3 times as long as one from call to call; one
+    // tile at 64 rows, and K split at 128, held still, and ran 0.96-0.98x as fast as two tiles
+    // on an H100 (BENCHMARKS.md, "linear at 64 and 128 rows on an H200"). K is split elsewhere
+    // only where W's tiles are a quarter of the multiprocessors or fewer and K long ("linear at
+    // 16 to 128 rows: SWAP_AB").
     const int rows = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
     const long long tiles = divide_up(n, 64), steps = divide_up(k, wgmma_block_k);
     const bool half_wave = 2 * tiles <= 132, long_k = steps >= 2 * 64;
@@ -475,8 +475,7 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
                            {"BLOCK_M", 64}}};
     for (int stages : {12, 10, 8, 6, 5, 4}) {
       variant.params.set("STAGES", stages);
-      if ((block_n == rows || stages <= 8) &&
-          tmpl.tuning().shared_bytes(tmpl.bind(variant.params)) <= sm90_shared_bytes)
+      if (tmpl.tuning().shared_bytes(tmpl.bind(variant.params)) <= sm90_shared_bytes)
         break;
     }
     return variant;
