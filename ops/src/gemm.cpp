@@ -452,7 +452,7 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
     // wave of 132 multiprocessors or fewer (4096 rows), 128 rows of A split K in two (K of 128
     // steps or more) or else go in two tiles of 64 (one tile of 128 was slower on both cards).
     // On an H200 two tiles of A took from 1.0 to 1.3 times as long as one from call to call; one
-    // tile at 64 rows, and K split at 128, held still, and ran 0.96-0.98x as fast as two tiles
+    // tile at 64 rows, and K split at 128, held still, and ran 0.90-0.98x as fast as two tiles
     // on an H100 (BENCHMARKS.md, "linear at 64 and 128 rows on an H200"). K is split elsewhere
     // only where W's tiles are a quarter of the multiprocessors or fewer and K long ("linear at
     // 16 to 128 rows: SWAP_AB").
