@@ -428,7 +428,8 @@ struct Bench {
 
   // linear()'s gemm_wgmma variants around `heuristic` (a transposed one, SWAP_AB, at m <= 128):
   // tiles of 128 or 64 rows of W and of m / 4 to m rows of the activations (several narrow tiles
-  // read each tile of W), K in one piece or split in two; 128-row tiles of W at the deepest ring
+  // read each tile of W), K in one piece or split in two, 64-row tiles of W also in pairs
+  // (CLUSTER_M 2) at the deepest ring; 128-row tiles of W at the deepest ring
   // up to 8 stages (10 and 12 gained nothing, BENCHMARKS.md), 64-row ones (half the bytes a
   // stage) also at the deepest that fits 227 KiB of shared memory.
   static std::vector<ParamValues>
@@ -456,6 +457,13 @@ struct Bench {
           const std::int64_t deepest = params.get("STAGES").integer();
           if (params != heuristic.params)
             candidates.push_back(params);
+          // A pair of 64-row tiles of W sharing the activations' tile (each block copies half,
+          // multicast): half the bytes of A leave L2, which the tiles of W read once each.
+          ParamValues pair = params;
+          pair.set("CLUSTER_M", 2);
+          if (block_m == 64 && split_k == 1 && block_n >= 32 && fits(pair) &&
+              pair != heuristic.params)
+            candidates.push_back(pair);
           params.set("STAGES", 8);
           if (deepest > 8 && params != heuristic.params)
             candidates.push_back(params);

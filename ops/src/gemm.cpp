@@ -376,9 +376,9 @@ void launch_gemm_variant(Runtime &rt, const ChosenVariant &variant, T *c, const 
 template <Element T>
 ChosenVariant heuristic_gemm_variant(int m, int n, int k, bool b_kmajor, bool skinny_serves,
                                      bool splitk_serves, bool wgmma_serves) {
-  if (splitk_serves && m > linear_skinny_rows && !wgmma_serves)
+  if (!wgmma_serves && splitk_serves && m > linear_skinny_rows)
     return linear_splitk_variant<T>(m, n, k);
-  if (skinny_serves && (m <= linear_skinny_rows || !wgmma_serves))
+  if (!wgmma_serves && skinny_serves)
     return linear_skinny_variant<T>(m, n, k);
   return gemm_wgmma_variant<T>(m, n, k, b_kmajor);
 }
@@ -454,17 +454,21 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
   if (b_kmajor && m <= swap_ab_max_m) {
     // linear() at few rows: SWAP_AB, tiles of 64 rows of W (BLOCK_M 64, one consumer: twice the
     // tiles of 128 rows, which left most multiprocessors idle; 1.01-1.18x faster at every shape
-    // and row count on an H100), the rows of A in one tile of 16, 32, 64 or 128, or in two from
-    // 33 rows where twice W's tiles still fit one wave of 132 multiprocessors (4096 rows of W:
-    // 1.02-1.14x faster than one tile), the deepest ring up to 12 stages (0.99-1.09x the speed of
-    // 8). K is not split: in two it was 1.06-1.6x slower at the chosen tiles of every measured
-    // shape (BENCHMARKS.md, "linear at 16 to 128 rows with 64-row tiles of W"), kept only where
-    // W's tiles are a quarter of the multiprocessors or fewer and K long, as measured for 128-row
-    // tiles ("linear at 16 to 128 rows: SWAP_AB").
+    // and row count on an H100), the deepest ring up to 12 stages (0.99-1.09x the speed of 8;
+    // BENCHMARKS.md, "linear at 16 to 128 rows with 64-row tiles of W"). The rows of A go in one
+    // tile of 16, 32, 64 or 128, so that each tile of W is read once. Where W's tiles are half a
+    // wave of 132 multiprocessors or fewer (4096 rows), 128 rows of A split K in two (K of 128
+    // steps or more) or else go in two tiles of 64 (one tile of 128 was slower on both cards).
+    // On an H200 two tiles of A took from 1.0 to 1.3 times as long as one from call to call; one
+    // tile at 64 rows, and K split at 128, held still, and ran 0.90-0.98x as fast as two tiles
+    // on an H100 (BENCHMARKS.md, "linear at 64 and 128 rows on an H200"). K is split elsewhere
+    // only where W's tiles are a quarter of the multiprocessors or fewer and K long ("linear at
+    // 16 to 128 rows: SWAP_AB").
     const int rows = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
     const long long tiles = divide_up(n, 64), steps = divide_up(k, wgmma_block_k);
-    const int block_n = rows > 32 && 2 * tiles <= 132 ? rows / 2 : rows;
-    const int split_k = tiles * 4 <= 132 && steps >= 2 * 64 ? 2 : 1;
+    const bool half_wave = 2 * tiles <= 132, long_k = steps >= 2 * 64;
+    const int block_n = rows == 128 && half_wave && !long_k ? 64 : rows;
+    const int split_k = (tiles * 4 <= 132 || (rows == 128 && half_wave)) && long_k ? 2 : 1;
     ChosenVariant variant{&tmpl,
                           {{"T", element_name<T>()},
                            {"BLOCK_N", block_n},

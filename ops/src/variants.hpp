@@ -57,15 +57,16 @@ bool gemm_wgmma_serves(const jit::Target &target, const void *c, const void *a, 
 // linear() for at most this many rows of A: the weight-streaming kernel, linear_skinny.
 constexpr int linear_skinny_max_m = 64;
 template <Element T> ChosenVariant linear_skinny_variant(int m, int n, int k);
-// linear()'s heuristic on sm_90a: linear_skinny up to linear_skinny_rows rows, gemm_wgmma beyond
-// (transposed, SWAP_AB, up to swap_ab_max_m rows). With tiles of 64 rows of W, SWAP_AB was 1.1x
-// faster than linear_splitk at 16 rows of 4096-row weights on an H100 (BENCHMARKS.md, "linear at
-// 16 to 128 rows with 64-row tiles of W"), where linear_splitk had been the faster with 128-row
-// tiles; linear_splitk serves where gemm_wgmma does not.
+// linear() where gemm_wgmma does not serve: linear_skinny up to linear_skinny_rows rows,
+// linear_splitk beyond (sm_90 and newer). On sm_90a gemm_wgmma (SWAP_AB, 64-row tiles of W)
+// takes every row count: it was 1.1x faster than linear_splitk at 16 rows of 4096-row weights on
+// an H100 (BENCHMARKS.md, "linear at 16 to 128 rows with 64-row tiles of W"), and 1.01-1.04x
+// faster than linear_skinny at 1 to 8 rows of every measured weight on an H200 ("linear at 64
+// and 128 rows on an H200").
 constexpr int linear_skinny_rows = 8;
 // The heuristic's variant for a GEMM (b_kmajor: linear()'s W) of m rows (bucketed), among the
-// kernels that serve it: linear_skinny up to linear_skinny_rows rows, gemm_wgmma beyond; where
-// gemm_wgmma does not serve, linear_splitk (sm_90 and newer) or linear_skinny (sm_80) instead.
+// kernels that serve it: gemm_wgmma where it serves; else linear_skinny up to linear_skinny_rows
+// rows and linear_splitk (sm_90 and newer) beyond, or linear_skinny (sm_80).
 template <Element T>
 ChosenVariant heuristic_gemm_variant(int m, int n, int k, bool b_kmajor, bool skinny_serves,
                                      bool splitk_serves, bool wgmma_serves);
@@ -73,7 +74,8 @@ ChosenVariant heuristic_gemm_variant(int m, int n, int k, bool b_kmajor, bool sk
 // many rows of A, on sm_90 and newer; a tuning record may choose it up to there.
 constexpr int linear_splitk_max_m = 128;
 // gemm_wgmma_variant for a K-major B (linear()) computes C's transpose (SWAP_AB) up to this many
-// rows of A (BLOCK_N 16 to 128, from 33 rows two tiles of them on weights of 4224 rows or fewer).
+// rows of A (BLOCK_N 16 to 128; from 65 rows two tiles of 64 on weights of 4224 rows or fewer
+// and K under 8192).
 constexpr int swap_ab_max_m = 128;
 template <Element T> ChosenVariant linear_splitk_variant(int m, int n, int k);
 template <Element T>

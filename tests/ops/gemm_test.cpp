@@ -213,16 +213,16 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
   const detail::ChosenVariant splitk = detail::linear_splitk_variant<BFloat16>(16, 8192, 8192);
   EXPECT_EQ(splitk.integer("ROW_BLOCKS"), 2);
   EXPECT_EQ(splitk.integer("SPLITS"), 4);
-  // Which kernel: linear_skinny up to 8 rows, gemm_wgmma from 9 on every weight (linear_splitk
-  // at 16 rows of 4096-row weights before 64-row tiles of W), linear_splitk beyond 8 rows and
-  // linear_skinny up to 8 where gemm_wgmma does not serve.
+  // Which kernel: gemm_wgmma at every row count of every weight where it serves (linear_skinny
+  // up to 8 rows before the H200's sweep), else linear_skinny up to 8 rows and linear_splitk
+  // beyond.
   const auto kernel = [](int m, int n, int k, bool wgmma_serves) {
     return detail::heuristic_gemm_variant<BFloat16>(m, n, k, true, m <= 64, true, wgmma_serves)
         .tmpl->name();
   };
   for (const auto &[n, k] : {std::pair{4096, 4096}, {8192, 8192}, {4096, 14336}}) {
-    EXPECT_EQ(kernel(8, n, k, true), "linear_skinny") << n << " x " << k;
-    EXPECT_EQ(kernel(9, n, k, true), "gemm_wgmma") << n << " x " << k;
+    EXPECT_EQ(kernel(1, n, k, true), "gemm_wgmma") << n << " x " << k;
+    EXPECT_EQ(kernel(8, n, k, true), "gemm_wgmma") << n << " x " << k;
     EXPECT_EQ(kernel(16, n, k, true), "gemm_wgmma") << n << " x " << k;
     EXPECT_EQ(kernel(128, n, k, true), "gemm_wgmma") << n << " x " << k;
     EXPECT_EQ(kernel(8, n, k, false), "linear_skinny") << n << " x " << k;
@@ -232,17 +232,20 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
                 .integer("SWAP_AB"),
             0);
   // W's rows as wgmma's 64-row side (SWAP_AB) up to 128 rows of A, 64 rows of W a tile; the
-  // rows of A in one tile of 16, 32, 64 or 128, or two from 33 rows where 2 x W's tiles are 132
-  // or fewer; K split in two only for 33 or fewer tiles of W and 128 or more steps of K; the
-  // deepest ring up to 12 stages that shared memory holds.
+  // rows of A in one tile of 16, 32, 64 or 128, except 128 rows where 2 x W's tiles are 132 or
+  // fewer: K split in two where it has 128 or more steps, else two tiles of 64 rows of A (two
+  // tiles from 33 rows before the H200's sweep); K split in two also for 33 or fewer tiles of W
+  // and 128 or more steps of K; the deepest ring up to 12 stages that shared memory holds.
   for (const auto &[m, n, k, block_n, split_k, stages] : {std::tuple{9, 4096, 4096, 16, 1, 12},
                                                           {16, 4096, 14336, 16, 1, 12},
                                                           {20, 8192, 8192, 32, 1, 12},
                                                           {64, 8192, 8192, 64, 1, 12},
-                                                          {64, 4096, 4096, 32, 1, 12},
+                                                          {64, 4096, 4096, 64, 1, 12},
+                                                          {64, 4096, 14336, 64, 1, 12},
+                                                          {128, 4096, 4096, 64, 1, 12},
                                                           {128, 8192, 8192, 128, 1, 8},
-                                                          {128, 4096, 14336, 64, 1, 12},
-                                                          {100, 2048, 8192, 64, 2, 12},
+                                                          {128, 4096, 14336, 128, 2, 8},
+                                                          {100, 2048, 8192, 128, 2, 8},
                                                           {100, 2048, 8128, 64, 1, 12}}) {
     const detail::ChosenVariant wgmma = detail::gemm_wgmma_variant<Half>(m, n, k, true);
     EXPECT_EQ(wgmma.integer("SWAP_AB"), 1) << m << " x " << n << " x " << k;
@@ -260,7 +263,8 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(1024, 8192, 8192, true).integer("SPLIT_K"), 1);
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(256, 4096, 1984, true).integer("SPLIT_K"), 1);
   EXPECT_EQ(detail::gemm_wgmma_variant<Half>(256, 4096, 2048, true).integer("SPLIT_K"), 2);
-  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 4096, 8192, true).integer("SPLIT_K"), 1);
+  // 128 rows of a 4096-row weight with K of 128 steps: one tile of A, K split in two.
+  EXPECT_EQ(detail::gemm_wgmma_variant<Half>(128, 4096, 8192, true).integer("SPLIT_K"), 2);
 }
 
 TEST(GemmTensorCores, HalfAndBFloat16OnNvidiaSm80AndNewerAndOnAmdGfx942AndGfx950) {
