@@ -243,11 +243,10 @@ template <Element T> GemmPlan make_gemm_plan(Runtime &rt, const detail::ChosenVa
   const int block_n = variant.integer("BLOCK_N");
   const int cluster_m = variant.integer("CLUSTER_M"), cluster_n = variant.integer("CLUSTER_N");
   const int split_k = variant.integer("SPLIT_K");
-  const auto shared_bytes = static_cast<unsigned>(
-      variant.tmpl->tuning().shared_bytes(variant.tmpl->bind(variant.params)));
-  // BLOCK_M as bound: a variant may leave it at its default.
-  const auto block_m =
-      static_cast<int>(variant.tmpl->bind(variant.params).values().get("BLOCK_M").integer());
+  // As bound: a variant may leave BLOCK_M at its default.
+  const auto bound = variant.tmpl->bind(variant.params);
+  const auto shared_bytes = static_cast<unsigned>(variant.tmpl->tuning().shared_bytes(bound));
+  const auto block_m = static_cast<int>(bound.values().get("BLOCK_M").integer());
   return {&kernel, WgmmaLaunch{.block_m = block_m,
                                .block_n = block_n,
                                .cluster_m = cluster_m,
