@@ -6,7 +6,8 @@
 // (with --skinny-fp8: at 8192 x 8192, m = 1 and 8). With --skinny-fp8, KJIT_BENCH_SPLITK_SWEEP
 // and KJIT_BENCH_WGMMA_SWEEP add the fastest linear_splitk variant (m <= 32, bfloat16) and
 // transposed gemm_wgmma variant (m >= 16: tiles of W and of A, K splits, stages, each also on a
-// line of its own) to each linear row, and KJIT_BENCH_LINEAR_ONLY stops after the linear table.
+// line of its own) to each linear row, KJIT_BENCH_LINEAR_M (say "64,128") times those rows of A
+// alone, and KJIT_BENCH_LINEAR_ONLY stops after the linear table.
 // --fp8 times only gemm_fp8, each of its variants on DeepGEMM's shapes; --fp8-forms its forms as a
 // user calls them and the per-tensor tile widths.
 //
@@ -404,10 +405,10 @@ struct Bench {
       for (const ParamValues &params : candidates) {
         const ops::detail::ChosenVariant variant{wgmma.tmpl, params};
         char name[64];
-        std::snprintf(name, sizeof name, "SW%d BM%d BN%d SK%d ST%d CM%d",
-                      variant.integer("SWAP_AB"), variant.integer("BLOCK_M"),
-                      variant.integer("BLOCK_N"), variant.integer("SPLIT_K"),
-                      variant.integer("STAGES"), variant.integer("CLUSTER_M"));
+        std::snprintf(
+            name, sizeof name, "SW%d BM%d BN%d SK%d ST%d CM%d CN%d", variant.integer("SWAP_AB"),
+            variant.integer("BLOCK_M"), variant.integer("BLOCK_N"), variant.integer("SPLIT_K"),
+            variant.integer("STAGES"), variant.integer("CLUSTER_M"), variant.integer("CLUSTER_N"));
         const double us = variant_us(variant);
         std::printf("| wgmma variant | %s | %d x %d | %d | %s | %.2f |\n",
                     std::string(element_name<T>()).c_str(), k, n, m, name, us);
@@ -428,8 +429,10 @@ struct Bench {
 
   // linear()'s gemm_wgmma variants around `heuristic` (a transposed one, SWAP_AB, at m <= 128):
   // tiles of 128 or 64 rows of W and of m / 4 to m rows of the activations (several narrow tiles
-  // read each tile of W), K in one piece or split in two, 64-row tiles of W also in pairs
-  // (CLUSTER_M 2) at the deepest ring; 128-row tiles of W at the deepest ring
+  // read each tile of W), K in one piece or split in two (128-row tiles of W also in four: a
+  // 4096-row weight's 32 tiles on 128 multiprocessors), 64-row tiles of W also in pairs
+  // (CLUSTER_M 2) and tiles of the activations in pairs (CLUSTER_N 2) at the deepest ring;
+  // 128-row tiles of W at the deepest ring
   // up to 8 stages (10 and 12 gained nothing, BENCHMARKS.md), 64-row ones (half the bytes a
   // stage) also at the deepest that fits 227 KiB of shared memory.
   static std::vector<ParamValues>
@@ -440,34 +443,48 @@ struct Bench {
       return tmpl.tuning().fits(tmpl.bind(params), "sm_90a").empty() &&
              tmpl.tuning().shared_bytes(tmpl.bind(params)) <= 227 * 1024;
     };
-    for (int block_m : {128, 64})
-      for (int block_n : {16, 32, 64, 128})
-        for (int split_k : {1, 2}) {
-          if (block_n >= 2 * m || 4 * block_n < m)
-            continue;
-          ParamValues params = heuristic.params;
-          params.set("BLOCK_M", block_m);
-          params.set("BLOCK_N", block_n);
-          params.set("SPLIT_K", split_k);
-          for (int stages : {12, 10, 8, 6, 5, 4}) {
-            params.set("STAGES", stages);
-            if ((block_m == 64 || stages <= 8) && fits(params))
-              break;
+    for (int swap_ab : {1, 0})
+      for (int block_m : {128, 64})
+        for (int block_n : {16, 32, 64, 128})
+          for (int split_k : {1, 2, 4}) {
+            // K in four only with 128-row tiles of W: half the tiles, each read by four blocks.
+            // Untransposed (SWAP_AB 0: the rows of A in one 128-row tile, two consumers, tiles
+            // of BLOCK_N rows of W) from 64 rows of A, K in one piece or two.
+            if (swap_ab == 1
+                    ? block_n >= 2 * m || 4 * block_n < m || (split_k == 4 && block_m != 128)
+                    : m < 64 || block_m != 128 || block_n < 32 || split_k == 4)
+              continue;
+            ParamValues params = heuristic.params;
+            params.set("SWAP_AB", swap_ab);
+            params.set("BLOCK_M", block_m);
+            params.set("BLOCK_N", block_n);
+            params.set("SPLIT_K", split_k);
+            for (int stages : {12, 10, 8, 6, 5, 4}) {
+              params.set("STAGES", stages);
+              if ((block_m == 64 || stages <= 8) && fits(params))
+                break;
+            }
+            const std::int64_t deepest = params.get("STAGES").integer();
+            if (params != heuristic.params)
+              candidates.push_back(params);
+            // A pair of 64-row tiles of W sharing the activations' tile (each block copies half,
+            // multicast): half the bytes of A leave L2, which the tiles of W read once each.
+            ParamValues pair = params;
+            pair.set("CLUSTER_M", 2);
+            if (block_m == 64 && split_k == 1 && block_n >= 32 && fits(pair) &&
+                pair != heuristic.params)
+              candidates.push_back(pair);
+            // A pair of tiles of the activations sharing W's 64-row tile (multicast): each tile of
+            // W leaves L2 once where the rows of A take two tiles.
+            ParamValues shared_w = params;
+            shared_w.set("CLUSTER_N", 2);
+            if (block_m == 64 && split_k == 1 && block_n < m && fits(shared_w) &&
+                shared_w != heuristic.params)
+              candidates.push_back(shared_w);
+            params.set("STAGES", 8);
+            if (deepest > 8 && params != heuristic.params)
+              candidates.push_back(params);
           }
-          const std::int64_t deepest = params.get("STAGES").integer();
-          if (params != heuristic.params)
-            candidates.push_back(params);
-          // A pair of 64-row tiles of W sharing the activations' tile (each block copies half,
-          // multicast): half the bytes of A leave L2, which the tiles of W read once each.
-          ParamValues pair = params;
-          pair.set("CLUSTER_M", 2);
-          if (block_m == 64 && split_k == 1 && block_n >= 32 && fits(pair) &&
-              pair != heuristic.params)
-            candidates.push_back(pair);
-          params.set("STAGES", 8);
-          if (deepest > 8 && params != heuristic.params)
-            candidates.push_back(params);
-        }
     return candidates;
   }
 
@@ -706,6 +723,28 @@ struct Bench {
   }
 };
 
+// The rows of A the linear table times: KJIT_BENCH_LINEAR_M's comma-separated list (a sweep of
+// one row count takes seconds, of all of them minutes), else 1 to 128 in powers of two.
+std::vector<int> linear_rows_asked() {
+  const char *asked = std::getenv("KJIT_BENCH_LINEAR_M");
+  if (asked == nullptr || *asked == '\0')
+    return {1, 2, 4, 8, 16, 32, 64, 128};
+  std::vector<int> rows;
+  for (const char *p = asked; *p != '\0';) {
+    char *end = nullptr;
+    const long m = std::strtol(p, &end, 10);
+    if (end == p || m < 1 || m > 128)
+      throw Error(Errc::bad_argument,
+                  std::string("KJIT_BENCH_LINEAR_M: rows from 1 to 128, comma-separated, not ") +
+                      asked);
+    rows.push_back(static_cast<int>(m));
+    p = *end == ',' ? end + 1 : end;
+    if (*end != ',' && *end != '\0')
+      throw Error(Errc::bad_argument, std::string("KJIT_BENCH_LINEAR_M: not a list: ") + asked);
+  }
+  return rows;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -739,9 +778,10 @@ int main(int argc, char **argv) {
       const bool splitk_sweep = std::getenv("KJIT_BENCH_SPLITK_SWEEP") != nullptr;
       const bool wgmma_sweep = std::getenv("KJIT_BENCH_WGMMA_SWEEP") != nullptr;
       const int shapes[][2] = {{4096, 4096}, {8192, 8192}, {14336, 4096}}; // K x N
+      const std::vector<int> rows = linear_rows_asked();
       for (const auto &[k, n] : shapes) {
         auto bf16 = bench.linear_operands<BFloat16>(128, n, k);
-        for (int m : {1, 2, 4, 8, 16, 32, 64, 128})
+        for (int m : rows)
           bench.linear_candidates_row<BFloat16>(bf16, m, n, k, splitk_sweep && m <= 32,
                                                 wgmma_sweep);
       }
@@ -750,7 +790,7 @@ int main(int argc, char **argv) {
           bench.skinny_sweep<BFloat16>(m, 8192, 8192);
       for (const auto &[k, n] : shapes) {
         auto fp16 = bench.linear_operands<Half>(128, n, k);
-        for (int m : {1, 2, 4, 8, 16, 32, 64, 128})
+        for (int m : rows)
           bench.linear_candidates_row<Half>(fp16, m, n, k, /*sweep=*/false, wgmma_sweep);
       }
       if (std::getenv("KJIT_BENCH_LINEAR_ONLY") != nullptr) // the linear table alone

@@ -4,8 +4,21 @@ per-token int8 / fp8 quantisation, counting the bytes the same way (each tensor 
 once). Times with CUDA events: the median of 5 batches per operation. Prints one table.
 
     python3 bench/python/gemm_torch.py
+    python3 bench/python/gemm_torch.py --linear [M,M,...]
+
+--linear: `kjit.ops.linear` against `torch.nn.functional.linear` in the same process instead, at
+weights (K x N) 4096 x 4096, 8192 x 8192 and 14336 x 4096, bfloat16 and float16, m = 1, 2, 4, 8,
+16, 32, 64 and 128 rows (or the rows listed), each as a user calls it (the output allocated).
+Each way is timed two ways, in turns (torch, kjit, torch, ...: a drift of the card's speed
+touches both): 100 calls captured in one CUDA graph and replayed (the device's time per call,
+as a decode step under CUDA graphs sees it), and 100 calls eagerly (the host's time per call
+counts where it is longer than the device's). The calls go round copies of the weight over 256
+MiB or more, so that L2 serves none of it. Needs the kjit package (PYTHONPATH, KJIT_C_LIBRARY).
+Before timing, kjit's result (output poisoned with NaN) is checked against float32 torch within
+one unit in the last place of the output's largest value; a miss is printed and exits 1.
 """
 import statistics
+import sys
 
 
 def median_ms(torch, run, launches):
@@ -81,6 +94,106 @@ def matmul_rows(torch):
                   f"| {2 * size**3 / ms * 1e-9:.1f} TFLOP/s |")
 
 
+LINEAR_WEIGHTS = ((4096, 4096), (8192, 8192), (14336, 4096))  # K x N
+LINEAR_ROWS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def graph_of(torch, call, launches):
+    """`launches` calls of call(i) captured in one CUDA graph, after one eager call (which
+    compiles kjit's variant for the shape: a capture may compile nothing)."""
+    call(0)
+    torch.cuda.synchronize()
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            for i in range(launches):
+                call(i)
+    torch.cuda.synchronize()
+    return graph
+
+
+def ms_in_turns(torch, runs, launches, rounds=5):
+    """The median over `rounds` of each run's time per call (run() makes `launches` calls), the
+    runs timed in turns within each round."""
+    samples = [[] for _ in runs]
+    for run in runs:  # warm
+        run()
+    torch.cuda.synchronize()
+    for _ in range(rounds):
+        for index, run in enumerate(runs):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            samples[index].append(start.elapsed_time(end) / launches)
+    return [statistics.median(s) for s in samples]
+
+
+def linear_agrees(torch, kjit_ops, x, weight):
+    """kjit.ops.linear into a NaN-poisoned output, within one unit in the last place of the
+    output's largest value of float32 torch (a rounding of each output and float sums)."""
+    out = torch.full((x.shape[0], weight.shape[0]), float("nan"), device="cuda", dtype=x.dtype)
+    kjit_ops.linear(x, weight, out=out)
+    exact = x.float() @ weight.float().t()
+    ulp = exact.abs().max().item() * (2.0**-7 if x.dtype == torch.bfloat16 else 2.0**-10)
+    error = (out.float() - exact).abs().max().item()  # NaN (an unwritten output) fails too
+    return error <= ulp, error, ulp
+
+
+def linear_compare_rows(torch, rows):
+    import torch.nn.functional as F
+
+    import kjit.ops as kjit_ops
+
+    launches = 100
+    print("| K x N | m | dtype | torch graph us | kjit graph us | torch / kjit (graph) "
+          "| torch eager us | kjit eager us | torch / kjit (eager) |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    agree = True
+    for k, n in LINEAR_WEIGHTS:
+        for dtype in (torch.bfloat16, torch.float16):
+            weight_bytes = n * k * 2
+            copies = max(1, (256 << 20) // weight_bytes + 1)
+            weights = [torch.rand(n, k, device="cuda", dtype=dtype) * 2 - 1 for _ in range(copies)]
+            for m in rows:
+                x = torch.rand(m, k, device="cuda", dtype=dtype) * 2 - 1
+                ok, error, ulp = linear_agrees(torch, kjit_ops, x, weights[0])
+                if not ok:
+                    print(f"kjit.ops.linear {k} x {n}, m {m}, {dtype}: error {error} over "
+                          f"the bound {ulp}")
+                    agree = False
+                ways = (lambda i: F.linear(x, weights[i % copies]),
+                        lambda i: kjit_ops.linear(x, weights[i % copies]))
+                try:
+                    graphs = [graph_of(torch, way, launches) for way in ways]
+                except Exception as error:  # a refused capture: say so, time the rest
+                    print(f"| {k} x {n} | {m} | {dtype} | capture failed: {error} |")
+                    agree = False
+                    continue
+                turn = [0]
+
+                def eager(way):
+                    def run():
+                        for _ in range(launches):
+                            turn[0] += 1
+                            way(turn[0])
+                    return run
+
+                graph_ms = ms_in_turns(torch, [g.replay for g in graphs], launches)
+                eager_ms = ms_in_turns(torch, [eager(way) for way in ways], launches)
+                print(f"| {k} x {n} | {m} | {str(dtype).replace('torch.', '')} "
+                      f"| {graph_ms[0] * 1e3:.2f} | {graph_ms[1] * 1e3:.2f} "
+                      f"| {graph_ms[0] / graph_ms[1]:.2f} | {eager_ms[0] * 1e3:.2f} "
+                      f"| {eager_ms[1] * 1e3:.2f} | {eager_ms[0] / eager_ms[1]:.2f} |")
+                del graphs
+            del weights
+    if not agree:
+        raise SystemExit(1)
+
+
 def cuda_torch():
     """torch with a CUDA device, after printing which; else prints why not and exits 0 (nothing
     to compare against)."""
@@ -98,6 +211,10 @@ def cuda_torch():
 
 if __name__ == "__main__":
     torch = cuda_torch()
+    if len(sys.argv) > 1 and sys.argv[1] == "--linear":
+        listed = sys.argv[2] if len(sys.argv) > 2 else ""
+        linear_compare_rows(torch, [int(m) for m in listed.split(",")] if listed else LINEAR_ROWS)
+        raise SystemExit(0)
     print("| op | shape | dtype | ms | GB/s or rate |\n| --- | --- | --- | --- | --- |")
     rotary_rows(torch)
     quant_rows(torch)

@@ -324,11 +324,12 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
     std::swap(m, n);
   }
   // A's tile is copied in boxes of 64 rows (halves of a block's own 128-row tile, or of the tile a
-  // pair along N shares);
-  // a block of a pair along M copies half of the K-major B's tile (an MN-major B's 64-column
-  // boxes are split by count).
+  // pair along N shares; a 64-row tile's halves, 32 rows, in such a pair); a block of a pair along
+  // M copies half of the K-major B's tile (an MN-major B's 64-column boxes are split by count).
+  const auto a_box_rows =
+      static_cast<std::uint32_t>(wgmma.cluster_n > 1 ? wgmma.block_m / 2 : wgmma_block_m / 2);
   const TensorMap map_a = tensor_maps().get(
-      device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k), 64, 64});
+      device, {element, a, std::uint64_t(m), std::uint64_t(k), row_bytes(k), a_box_rows, 64});
   const TensorMap map_b =
       b_kmajor
           ? tensor_maps().get(device, {element, b, std::uint64_t(n), std::uint64_t(k), row_bytes(k),

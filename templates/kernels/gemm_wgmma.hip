@@ -44,9 +44,11 @@
 // transposed place. For linear() at few rows: W's rows fill wgmma's 64-row side, and the rows of
 // A are its N side, as narrow as BLOCK_N 16, so a stage holds little besides W.
 //
-// BLOCK_M 64 (SWAP_AB, CLUSTER_N 1) makes tiles of 64 rows of A, one consumer's: the second
-// consumer warpgroup idles. Twice the tiles of 128 rows, for a product whose tiles of 128 rows
-// leave most multiprocessors idle (linear() on a weight of 4096 rows: 32 tiles).
+// BLOCK_M 64 (SWAP_AB) makes tiles of 64 rows of A, one consumer's: the second consumer
+// warpgroup idles. Twice the tiles of 128 rows, for a product whose tiles of 128 rows leave most
+// multiprocessors idle (linear() on a weight of 4096 rows: 32 tiles). With CLUSTER_N 2 the pair
+// shares A's 64-row tile, each block copying 32 rows of it (the launch's boxes of A are then 32
+// rows): the two tiles of the activations read each tile of W from L2 once.
 #if KJIT_HIP
 #error "kjit gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a); on AMD targets use gemm"
 #else
@@ -263,9 +265,9 @@ __device__ inline void place_tile(int t, int tiles_m, int tiles_n, int &tile_m, 
 // setmaxnreg redistributes, 40 to the producer and 232 to each consumer.
 // SHAPE_M, SHAPE_N and SHAPE_K other than 0 make that size a compile-time constant (the launch
 // passes the same value), so the tile counts, the K loop's trip count and the epilogue's bounds
-// fold; 0 takes the argument. The launch gives A's map boxes of 64 rows (a tile's halves) and a
-// K-major B's of BLOCK_N / CLUSTER_M rows (the halves each block of a pair copies), and C's of
-// 64 x 64.
+// fold; 0 takes the argument. The launch gives A's map boxes of 64 rows (a tile's halves; 32,
+// the halves of a 64-row tile, for BLOCK_M 64 in a pair along N) and a K-major B's of BLOCK_N /
+// CLUSTER_M rows (the halves each block of a pair copies), and C's of 64 x 64.
 template <typename T, int BLOCK_N, int STAGES, int B_KMAJOR, int GROUP_M, int CLUSTER_M,
           int CLUSTER_N, int EPILOGUE, int SPLIT_K, int SWAP_AB, int BLOCK_M, int SHAPE_M,
           int SHAPE_N, int SHAPE_K>
@@ -303,9 +305,8 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(!SWAP_AB || (B_KMAJOR && EPILOGUE == 0),
                 "SWAP_AB takes a K-major B and EPILOGUE 0 (C's transposed stores)");
   constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
-  static_assert(BLOCK_M == 128 || (BLOCK_M == 64 && SWAP_AB && CLUSTER_N == 1),
-                "BLOCK_M of 128, or 64 with SWAP_AB and CLUSTER_N 1 (a pair along N shares A's "
-                "tile in halves)");
+  static_assert(BLOCK_M == 128 || (BLOCK_M == 64 && SWAP_AB),
+                "BLOCK_M of 128, or 64 with SWAP_AB");
   constexpr int BM = BLOCK_M, CONSUMERS = BM / 64; // a consumer warpgroup per 64 rows of A
   static_assert(CLUSTER_M >= 1 && CLUSTER_N >= 1 && CLUSTER <= 2, "clusters of 1 or 2 blocks");
   static_assert(SPLIT_K == 1 || (CLUSTER == 1 && EPILOGUE == 0 && BLOCK_N <= 128),

@@ -250,9 +250,8 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
     if ((block_n < 64 || integer_value(instance, "SWAP_AB") == 1) &&
         (!register_epilogue || integer_value(instance, "B_KMAJOR") == 0))
       return "BLOCK_N below 64 and SWAP_AB take EPILOGUE 0 and B_KMAJOR 1";
-    if (integer_value(instance, "BLOCK_M") == 64 &&
-        (integer_value(instance, "SWAP_AB") == 0 || integer_value(instance, "CLUSTER_N") > 1))
-      return "BLOCK_M 64 takes SWAP_AB 1 and CLUSTER_N 1";
+    if (integer_value(instance, "BLOCK_M") == 64 && integer_value(instance, "SWAP_AB") == 0)
+      return "BLOCK_M 64 takes SWAP_AB 1";
     return "";
   };
   // The stages (BLOCK_M rows of A and BLOCK_N of B, 64 of K, 2 bytes each), C's four 64 x 64 boxes

@@ -387,7 +387,9 @@ TYPED_TEST(GemmGpuTest, ClusteredSplitKWgmmaAndBothEpiloguesMatchTheReference) {
 // 1 to 128 rows: the heuristic's variant, every K split (BLOCK_N 16 with 8 splits: fewer float4s
 // of sums a thread than splits), a wider tile than the rows need, and clusters of two tiles of W
 // sharing the activations' copies, each also with tiles of 64 rows of W (BLOCK_M 64, one
-// consumer), against the fp64 reference with a poisoned C. Rows of A that
+// consumer), 128-row tiles of W with K split in four (BLOCK_N 128) and in two (BLOCK_N 64), and
+// pairs of tiles of the activations sharing W's copies (CLUSTER_N 2) with 64- and 128-row tiles
+// of W, against the fp64 reference with a poisoned C. Rows of A that
 // are odd (a pair's second element past C), past a tile, a single row; rows of W past a tile;
 // K not a multiple of a step, and splits with no K.
 TYPED_TEST(GemmGpuTest, TransposedWgmmaMatchesTheReferenceOnRaggedShapes) {
@@ -397,10 +399,13 @@ TYPED_TEST(GemmGpuTest, TransposedWgmmaMatchesTheReferenceOnRaggedShapes) {
                  << " on " << this->device().target().id();
   struct Layout {
     int block_n, cluster_m, split_k, block_m; // 0: the heuristic's
+    int cluster_n = 1;
   };
-  const Layout layouts[] = {{0, 1, 0, 0},  {0, 1, 1, 0},   {0, 1, 2, 0},    {0, 1, 4, 0},
-                            {0, 1, 8, 0},  {128, 1, 2, 0}, {0, 2, 1, 0},    {0, 1, 1, 64},
-                            {0, 1, 2, 64}, {0, 1, 8, 64},  {128, 1, 1, 64}, {0, 2, 1, 64}};
+  const Layout layouts[] = {
+      {0, 1, 0, 0},      {0, 1, 1, 0},      {0, 1, 2, 0},     {0, 1, 4, 0},    {0, 1, 8, 0},
+      {128, 1, 2, 0},    {0, 2, 1, 0},      {0, 1, 1, 64},    {0, 1, 2, 64},   {0, 1, 8, 64},
+      {128, 1, 1, 64},   {0, 2, 1, 64},     {128, 1, 4, 128}, {64, 1, 2, 128}, {16, 1, 1, 64, 2},
+      {64, 1, 1, 64, 2}, {32, 1, 1, 128, 2}};
   const GemmShape shapes[] = {{1, 264, 1000},   {13, 136, 4104},  {16, 4104, 1032},
                               {29, 520, 200},   {64, 2056, 256},  {77, 136, 72},
                               {100, 264, 1000}, {128, 4104, 1032}};
@@ -422,15 +427,16 @@ TYPED_TEST(GemmGpuTest, TransposedWgmmaMatchesTheReferenceOnRaggedShapes) {
       if (layout.block_m > 0)
         variant.params.set("BLOCK_M", layout.block_m);
       variant.params.set("CLUSTER_M", layout.cluster_m);
-      if (layout.cluster_m > 1)
+      variant.params.set("CLUSTER_N", layout.cluster_n);
+      if (layout.cluster_m * layout.cluster_n > 1)
         variant.params.set("SPLIT_K", 1);
-      if (layout.block_n > 0 || layout.split_k > 0 || layout.cluster_m > 1)
+      if (layout.block_n > 0 || layout.split_k > 0 || layout.cluster_m * layout.cluster_n > 1)
         variant.params.set("STAGES", 4); // fits every layout's shared memory
       SCOPED_TRACE(::testing::Message()
                    << s.m << " x " << s.n << " x " << s.k << ", BLOCK_M "
                    << variant.integer("BLOCK_M") << ", BLOCK_N " << variant.integer("BLOCK_N")
                    << ", SPLIT_K " << variant.integer("SPLIT_K") << ", CLUSTER_M "
-                   << layout.cluster_m);
+                   << layout.cluster_m << ", CLUSTER_N " << layout.cluster_n);
       DeviceBuffer c = this->template poisoned<T>(c_count);
       detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
                                      w_on_device.as<T>(), s.m, s.n, s.k, true);

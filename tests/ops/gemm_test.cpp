@@ -174,19 +174,20 @@ TEST(GemmWgmmaRules, NarrowTilesAndSwapAbTakeTheRegisterEpilogueAndAKMajorB) {
             5 * 192 * 128 + 128 * 64 * 4 + 16 + 1024 + 5 * 16);
 }
 
-// Tiles of 64 rows (BLOCK_M 64, one consumer) serve SWAP_AB alone, without pairs along N (which
-// share A's tile in halves of 64 rows); their stages and sums hold 64 rows.
-TEST(GemmWgmmaRules, HalfTilesTakeSwapAbAndNoPairAlongN) {
+// Tiles of 64 rows (BLOCK_M 64, one consumer) serve SWAP_AB alone, also in pairs along N (which
+// share A's tile in halves of 32 rows); their stages and sums hold 64 rows.
+TEST(GemmWgmmaRules, HalfTilesTakeSwapAb) {
   const Template &wgmma = templates::find("gemm_wgmma");
   const auto params = [](int swap_ab, int cluster_n) {
     return ParamValues{{"T", "half"},        {"BLOCK_M", 64},          {"BLOCK_N", 32},
                        {"STAGES", 12},       {"EPILOGUE", 0},          {"B_KMAJOR", 1},
                        {"SWAP_AB", swap_ab}, {"CLUSTER_N", cluster_n}, {"SPLIT_K", 1}};
   };
-  const std::string refusal = "BLOCK_M 64 takes SWAP_AB 1 and CLUSTER_N 1";
+  const std::string refusal = "BLOCK_M 64 takes SWAP_AB 1";
   EXPECT_EQ(gemm_wgmma_refusal(params(1, 1)), "");
+  EXPECT_EQ(gemm_wgmma_refusal(params(1, 2)), "");
   EXPECT_EQ(gemm_wgmma_refusal(params(0, 1)), refusal);
-  EXPECT_EQ(gemm_wgmma_refusal(params(1, 2)), refusal);
+  EXPECT_EQ(gemm_wgmma_refusal(params(0, 2)), refusal);
   EXPECT_TRUE(wgmma.param("BLOCK_M")->param.is_tunable());
   ParamValues split = params(1, 1);
   split.set("SPLIT_K", 2);
