@@ -15,7 +15,8 @@
 // GEMM's GROUP_M on the gated rows. --fp8 times
 // fused_moe with e4m3 weights and 128 x 128 block scales (bfloat16 activations) on both layers at
 // the same counts, against the bfloat16 fused_moe and kjit's dense bfloat16 GEMM (TFLOP/s), and
-// a copy of the e4m3 weight bytes the tokens touch (the decode's rate).
+// a copy of the e4m3 weight bytes the tokens touch (the decode's rate). --tiles times the grouped
+// GEMMs' tile shapes at decode sizes (Bench::tiles).
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -278,6 +279,57 @@ struct Bench {
     }
   }
 
+  // --tiles: the grouped GEMMs' tile widths at a decode size (the gate-up GEMM gathering the
+  // tokens' rows, both in the static order, as fused_moe runs them there) on the same routing,
+  // each timed twice in turn (the run's spread shows between the rounds): BLOCK_N 64 and 128 for
+  // the gate-up GEMM, 128 and 256 for the down one, at the heuristic's stages for the width.
+  template <Element T> void tiles(const Layer &layer, int tokens) {
+    const int pairs = tokens * layer.top_k;
+    std::set<int> touched;
+    DeviceBuffer ids = routed(layer, tokens, touched);
+    const std::size_t rows = moe_align_rows(pairs, layer.experts, 128);
+    DeviceBuffer w13 = filled<T>(std::size_t(layer.experts) * 2 * layer.inter * layer.hidden, 0.02);
+    DeviceBuffer w2 = filled<T>(std::size_t(layer.experts) * layer.hidden * layer.inter, 0.02);
+    DeviceBuffer x = filled<T>(std::size_t(tokens) * layer.hidden, 1.0);
+    DeviceBuffer h = filled<T>(rows * layer.inter, 1.0);
+    DeviceBuffer y = device.allocate(rows * layer.hidden * sizeof(T));
+    DeviceBuffer sorted = device.allocate(rows * 4), blocks = device.allocate(rows / 128 * 4),
+                 positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8);
+    const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
+                                 totals.as<int>()};
+    moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
+    const int launches = tokens >= 256 ? 5 : 20;
+    for (int round = 0; round < 2; ++round)
+      for (const bool gated : {true, false})
+        for (const int block_n : gated ? std::vector<int>{64, 128} : std::vector<int>{128, 256}) {
+          const int wgmma_n = block_n * (gated ? 2 : 1);
+          ops::detail::ChosenVariant variant = ops::detail::grouped_gemm_variant<T>(
+              rt, gated, gated, pairs, layer.experts, gated ? layer.inter : layer.hidden,
+              gated ? layer.hidden : layer.inter);
+          variant.params.set("BLOCK_N", block_n);
+          variant.params.set("STAGES", wgmma_n == 256 ? 4 : 6);
+          const int n = gated ? layer.inter : layer.hidden, k = gated ? layer.hidden : layer.inter;
+          const double ms = median_ms_per_launch(device, launches, [&] {
+            ops::detail::grouped_gemm<T>(rt, variant, gated ? h.as<T>() : y.as<T>(),
+                                         gated ? x.as<const T>() : h.as<const T>(),
+                                         gated ? w13.as<const T>() : w2.as<const T>(), rows,
+                                         alignment, layer.experts, n, k, layer.top_k, nullptr,
+                                         nullptr);
+          });
+          const double weight_bytes =
+              (gated ? 2.0 : 1.0) * touched.size() * layer.hidden * layer.inter * sizeof(T);
+          std::printf("| %s | %d | %s | %d | %d | %.3f | %.0f |\n", layer.name, tokens,
+                      gated ? "gate-up" : "down", block_n,
+                      static_cast<int>(variant.integer("STAGES")), ms, weight_bytes / ms * 1e-6);
+          std::fflush(stdout);
+        }
+    // As the table's "copy GB/s": a copy of half the bytes moves them all (read and written).
+    const double weight_bytes = 3.0 * touched.size() * layer.hidden * layer.inter * sizeof(T);
+    const double copy = copy_ms(static_cast<std::size_t>(weight_bytes / 2));
+    std::printf("| %s | %d | copy of the weights touched | | | %.3f | %.0f |\n", layer.name, tokens,
+                copy, weight_bytes / copy * 1e-6);
+  }
+
   // A layer's experts, weights scaled as nn.Linear initialises them.
   template <Element T> struct Experts {
     DeviceBuffer w13, w2;
@@ -447,14 +499,16 @@ struct Bench {
 int main(int argc, char **argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
-  if (argc > 1 && !sweep && mode != "--profile" &&
-      mode != "--fp8") { // tools/gpu-check asks for --help
+  if (argc > 1 && !sweep && mode != "--profile" && mode != "--fp8" &&
+      mode != "--tiles") { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--sweep | --breakdown | --profile | --fp8]\n  prints fused_moe's table against "
+        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles]\n  prints fused_moe's "
+        "table against "
         "kjit's dense GEMM and a copy; --breakdown fused_moe against each of its launches alone "
         "at 1, 256 and 4096 tokens, --sweep that and the grouped GEMM's variants, --profile "
         "fused_moe and the dense GEMMs once each at 4096 tokens (for ncu), --fp8 fused_moe with "
-        "e4m3 weights against the bfloat16 one, the dense GEMM and a copy of its weight bytes\n",
+        "e4m3 weights against the bfloat16 one, the dense GEMM and a copy of its weight bytes, "
+        "--tiles the grouped GEMMs' tile shapes at 16 and 256 tokens against a copy\n",
         argv[0]);
     return 0;
   }
@@ -471,6 +525,14 @@ int main(int argc, char **argv) {
     if (mode == "--profile") {
       for (const Layer &layer : layers)
         bench.profile<BFloat16>(layer);
+      return 0;
+    }
+    if (mode == "--tiles") {
+      std::printf("| layer | tokens | GEMM | BLOCK_N | STAGES | ms | weight GB/s |\n"
+                  "| --- | --- | --- | --- | --- | --- | --- |\n");
+      for (const Layer &layer : layers)
+        for (int tokens : {16, 256})
+          bench.tiles<BFloat16>(layer, tokens);
       return 0;
     }
     if (mode == "--fp8") {

@@ -134,15 +134,34 @@ int group_m_for(int pairs, int experts) {
 
 namespace detail {
 
+int grouped_block_n(std::int64_t pairs, int experts, int n, int wide, int multiprocessors) {
+  // The wide tiles' count against the multiprocessors, at the most tiles of rows the bucket can
+  // take: fewer tiles than multiprocessors leave some idle.
+  const std::int64_t most_rows =
+      divide_up(pairs, moe_block_m) + std::min<std::int64_t>(experts, pairs);
+  if (most_rows * divide_up(n, wide) < multiprocessors)
+    return wide / 2;
+  if (pairs > max_gathering_pairs)
+    return wide;
+  // Decode: the tiles of rows routing uniformly at random fills, on average: the experts
+  // touched (each pair drawing one of `experts`), each its share of the pairs in tiles of rows.
+  const double touched = experts * (1 - std::pow(1 - 1.0 / experts, static_cast<double>(pairs)));
+  const double rows = touched * std::ceil(pairs / touched / moe_block_m);
+  const auto last_wave_fill = [&](int block_n) {
+    const double tiles = rows * divide_up(n, block_n);
+    return tiles / (std::ceil(tiles / multiprocessors) * multiprocessors);
+  };
+  return last_wave_fill(wide / 2) > last_wave_fill(wide) + 0.05 ? wide / 2 : wide;
+}
+
 bool fused_moe_decodes(const jit::Target &target, int tokens) {
   return tokens <= max_decode_tokens && !moe_mfma_serves(target);
 }
 
-// The heuristic: 128 output columns per tile (256 for the down projection) unless that leaves
-// most multiprocessors idle, judged at the pairs' power-of-two bucket (fused_moe's plans are
-// kept per bucket). Stages: for a wgmma of 256 columns 3 where K is long (4096 and more), else
-// 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100). GROUP_M:
-// group_m_for.
+// The heuristic: grouped_block_n's columns per tile, judged at the pairs' power-of-two bucket
+// (fused_moe's plans are kept per bucket). Stages: for a wgmma of 256 columns 3 where K is long
+// (4096 and more), else 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100).
+// GROUP_M: group_m_for.
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k) {
@@ -150,11 +169,8 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
     return moe_mfma_variant<T>(gated, pairs, experts, n, rt.default_device().multiprocessors());
   static const Template &tmpl = templates::find("moe_gemm_wgmma");
   const std::int64_t bucket = detail::rows_bucket(pairs);
-  const long long blocks =
-      detail::divide_up(bucket, moe_block_m) + std::min<std::int64_t>(experts, bucket);
-  const int multiprocessors = rt.default_device().multiprocessors();
-  const int wide = gated ? 128 : 256;
-  const int block_n = blocks * detail::divide_up(n, wide) >= multiprocessors ? wide : wide / 2;
+  const int block_n =
+      grouped_block_n(bucket, experts, n, gated ? 128 : 256, rt.default_device().multiprocessors());
   const int wgmma_n = block_n * (gated ? 2 : 1);
   detail::ChosenVariant variant{&tmpl,
                                 {{"T", element_name<T>()},

@@ -14,6 +14,13 @@ template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k);
 
+// The grouped GEMM's output columns per tile on sm_90a for `pairs` pairs (the plan's power-of-two
+// bucket) over `experts` experts and n columns: `wide` (128 gated, 256 down), or half of it where
+// the wide tiles leave multiprocessors idle, or, at the decode sizes where the gate-up GEMM
+// gathers (up to 2048 pairs), where half-width tiles fill the last wave better by more than 5% of
+// the waves' slots (BENCHMARKS.md, "fused_moe: decode tiles filling the last wave").
+int grouped_block_n(std::int64_t pairs, int experts, int n, int wide, int multiprocessors);
+
 // Whether fused_moe with 16-bit weights takes its decode path on `target` for `tokens` tokens:
 // moe_decode_gate_up and moe_decode_down (moe_routing.hip) in place of moe_align, the two
 // grouped GEMMs and moe_combine. NVIDIA only (AMD keeps moe_gemm_mfma's path).

@@ -5,6 +5,7 @@
 // reference's cost). fused_moe with FP8 weights likewise (MoeFp8GpuTest), on smaller layers of
 // both kinds: its weights ~N(0, 0.02) quantised per 128 x 128 block, scales amax / 448.
 #include "kjit/ops/quant.hpp"
+#include "ops/src/moe_gemm.hpp"
 #include "tests/ops/gpu_support.hpp"
 
 #include <algorithm>
@@ -206,6 +207,114 @@ TYPED_TEST(MoeGpuTest,
       ids[t * 2] = -1, ids[t * 2 + 1] = t % 2 == 0 ? 8 : -5; // routed nowhere at all
     ids[3] = -1;                                             // token 1: one slot only
     this->check_layer(layer, 40, 2, ids, weights, {}, "tokens routed nowhere");
+  }
+}
+
+// The grouped GEMM alone (detail::grouped_gemm, the heuristic's variants): the gate-up
+// projection gathering the tokens' rows (GATHER 1) and reading sorted rows by TMA in the dynamic
+// tile order (padding rows poisoned: no row of a tile may leak into another), then the down
+// projection on its output, each against double precision: gated[p, j] = silu(x . gate_j) *
+// (x . up_j) for pair p's token, y[p, i] = gated[p] . w2_i (the device's gated rows, as
+// rounded). Bounds: eps(T) of the sum of |terms| per product, the silu_and_mul's product twice
+// that, and the rounding of the result. Inter 320 is not a multiple of 128.
+TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPadding) {
+  using T = TypeParam;
+  if (this->device().target().id() != "sm_90a")
+    GTEST_SKIP() << "moe_gemm_wgmma runs on sm_90a only; this device is "
+                 << this->device().target().id();
+  constexpr int experts = 8, top_k = 2, tokens = 700, hidden = 256, inter = 320;
+  const auto layer = this->make_layer(experts, hidden, inter);
+  std::vector<int> ids, all(experts);
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<float> weights;
+  this->random_routing(tokens, top_k, all, 12, ids, weights);
+  for (int t = 0; t < tokens; t += 5)
+    ids[t * top_k] = 6; // expert 6 takes many rows (ragged counts), expert 7 none:
+  for (int &id : ids)
+    id = id == 7 ? 1 : id;
+  const int pairs = tokens * top_k;
+  typename MoeGpuTest<T>::Tokens in = this->make_tokens(tokens, hidden, ids, weights);
+  const std::vector<T> &x = in.x;
+  // Each pair's products in double: gated [pairs, inter] and its bound.
+  std::vector<double> gated(std::size_t(pairs) * inter), gated_bound(gated.size());
+  for (int p = 0; p < pairs; ++p)
+    for (int j = 0; j < inter; ++j) {
+      double g = 0, u = 0, g_abs = 0, u_abs = 0;
+      const std::size_t gate = (std::size_t(ids[p]) * 2 * inter + j) * hidden;
+      const std::size_t up = gate + std::size_t(inter) * hidden;
+      for (int h = 0; h < hidden; ++h) {
+        const double a = to_double(x[std::size_t(p / top_k) * hidden + h]);
+        g += a * to_double(layer.w13[gate + h]);
+        u += a * to_double(layer.w13[up + h]);
+        g_abs += std::fabs(a * to_double(layer.w13[gate + h]));
+        u_abs += std::fabs(a * to_double(layer.w13[up + h]));
+      }
+      const double silu = g / (1 + std::exp(-g));
+      gated[std::size_t(p) * inter + j] = silu * u;
+      gated_bound[std::size_t(p) * inter + j] =
+          2 * epsilon<T>() * (g_abs * std::fabs(u) + std::fabs(silu) * u_abs) +
+          epsilon<T>() * std::fabs(silu * u);
+    }
+  const std::size_t rows = moe_align_rows(pairs, experts, 128);
+  DeviceBuffer sorted = this->device().allocate(rows * 4),
+               blocks = this->device().allocate(rows / 128 * 4),
+               positions = this->device().allocate(std::size_t(pairs) * 4),
+               totals = this->device().allocate(8), schedule = this->device().allocate(4);
+  const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
+                               totals.as<int>()};
+  Runtime &rt = this->runtime();
+  moe_align(rt, alignment, in.ids.template as<const int>(), pairs, experts, 128);
+  for (const int gather : {1, 0}) {
+    SCOPED_TRACE("GATHER " + std::to_string(gather));
+    std::vector<int> row_of(pairs);
+    positions.read(row_of.data(), row_of.size() * sizeof(int));
+    // GATHER 0 reads the sorted rows: the tokens' rows placed on the host (padding poisoned).
+    std::vector<T> x_sorted = kjit::testing::poisoned<T>(rows * hidden);
+    for (int p = 0; p < pairs; ++p)
+      std::copy_n(x.begin() + std::size_t(p / top_k) * hidden, hidden,
+                  x_sorted.begin() + std::size_t(row_of[p]) * hidden);
+    DeviceBuffer a_sorted = this->template upload<T>(x_sorted);
+    DeviceBuffer h = this->template poisoned<T>(rows * inter);
+    DeviceBuffer y = this->template poisoned<T>(rows * hidden);
+    auto up = detail::grouped_gemm_variant<T>(rt, true, gather == 1, pairs, experts, inter, hidden);
+    auto down = detail::grouped_gemm_variant<T>(rt, false, false, pairs, experts, hidden, inter);
+    int *order = gather == 1 ? nullptr : schedule.as<int>(); // GATHER 0: the dynamic order
+    detail::grouped_gemm<T>(rt, up, h.as<T>(),
+                            gather == 1 ? in.x_device.template as<const T>()
+                                        : a_sorted.template as<const T>(),
+                            layer.w13_device.template as<const T>(), rows, alignment, experts,
+                            inter, hidden, top_k, order, nullptr);
+    detail::grouped_gemm<T>(rt, down, y.as<T>(), h.as<const T>(),
+                            layer.w2_device.template as<const T>(), rows, alignment, experts,
+                            hidden, inter, top_k, order, nullptr);
+    const std::vector<T> h_got = this->template download<T>(h, rows * inter);
+    const std::vector<T> y_got = this->template download<T>(y, rows * hidden);
+    std::size_t wrong = 0;
+    for (int p = 0; p < pairs; ++p) {
+      const std::size_t r = row_of[p];
+      for (int j = 0; j < inter; ++j) {
+        const double got = to_double(h_got[r * inter + j]);
+        const std::size_t at = std::size_t(p) * inter + j;
+        if (!(std::fabs(got - gated[at]) <= gated_bound[at]) && ++wrong <= 5)
+          ADD_FAILURE() << "gate-up, pair " << p << " [" << j << "] got " << got << ", expected "
+                        << gated[at] << " within " << gated_bound[at];
+      }
+      for (int i = 0; i < hidden; ++i) {
+        double sum = 0, magnitude = 0;
+        for (int j = 0; j < inter; ++j) {
+          const double term = to_double(h_got[r * inter + j]) *
+                              to_double(layer.w2[(std::size_t(ids[p]) * hidden + i) * inter + j]);
+          sum += term;
+          magnitude += std::fabs(term);
+        }
+        const double got = to_double(y_got[r * hidden + i]);
+        const double bound = epsilon<T>() * (magnitude + std::fabs(sum));
+        if (!(std::fabs(got - sum) <= bound) && ++wrong <= 5)
+          ADD_FAILURE() << "down, pair " << p << " [" << i << "] got " << got << ", expected "
+                        << sum << " within " << bound;
+      }
+    }
+    EXPECT_EQ(wrong, 0u);
   }
 }
 

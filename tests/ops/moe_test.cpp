@@ -340,6 +340,22 @@ TEST(FusedMoeDecodes, OneTokenOnNvidiaOnly) {
   EXPECT_FALSE(detail::fused_moe_decodes(jit::Target::parse("gfx950"), 1));
 }
 
+// The grouped GEMM's width (132 multiprocessors, an H100's and H200's). Prefill and the
+// Mixtral-like layer's decode keep the wide tiles; the fine-grained layer's gate-up GEMM at 256
+// tokens (2048 pairs: 64 tiles of rows, 704 of 128 columns, 5.3 waves) takes 64 columns (10.7
+// waves), its down GEMM at 16 tokens 128; where the wide tiles are fewer than the
+// multiprocessors, half width, as before.
+TEST(GroupedBlockN, HalfWidthWhereItFillsTheLastWaveOrTheMultiprocessors) {
+  EXPECT_EQ(detail::grouped_block_n(2048, 64, 1408, 128, 132), 64);   // fine-grained gate-up
+  EXPECT_EQ(detail::grouped_block_n(2048, 64, 2048, 256, 132), 256);  // and down
+  EXPECT_EQ(detail::grouped_block_n(128, 64, 1408, 128, 132), 128);   // 16 tokens: 4.7 waves
+  EXPECT_EQ(detail::grouped_block_n(128, 64, 2048, 256, 132), 128);   // 3.4 waves against 6.7
+  EXPECT_EQ(detail::grouped_block_n(512, 8, 14336, 128, 132), 128);   // Mixtral-like gate-up
+  EXPECT_EQ(detail::grouped_block_n(512, 8, 4096, 256, 132), 256);    // and down
+  EXPECT_EQ(detail::grouped_block_n(32768, 64, 1408, 128, 132), 128); // prefill
+  EXPECT_EQ(detail::grouped_block_n(2, 8, 384, 128, 132), 64);        // 3 x 3 wide tiles
+}
+
 // Every BLOCK_N of both projections, the gate-up one also gathering its rows (GATHER 1, what
 // fused_moe launches), through ptxas's report (wgmma_compiles_cleanly).
 TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
