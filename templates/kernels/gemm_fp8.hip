@@ -67,7 +67,8 @@ template <int BLOCK_N> __device__ constexpr bool within_two_scale_blocks() {
 
 } // namespace kjit_gemm_fp8
 
-// One block per multiprocessor: 40 registers to the producer, 232 to each consumer.
+// One block per multiprocessor: 40 registers to the producer, 232 to each consumer (32 and 240
+// for block scales at 256 columns, whose sums take 192).
 template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M, int CLUSTER_M, int PINGPONG,
           int OVERLAP>
 __global__ void __launch_bounds__(384, 1)
@@ -79,13 +80,21 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
                 "wgmma N a multiple of 16 (halves of whole swizzle atoms) from 64 to 256");
   static_assert(SCALING >= 0 && SCALING <= 2, "SCALING 0 (tensor), 1 (rows) or 2 (blocks)");
-  static_assert(SCALING != 2 || (BLOCK_N <= 160 && within_two_scale_blocks<BLOCK_N>()),
+  static_assert(SCALING != 2 || BLOCK_N == 256 ||
+                    (BLOCK_N <= 160 && within_two_scale_blocks<BLOCK_N>()),
                 "block scales: a tile's columns meet at most two blocks of B's scales, and the "
-                "promoted sums need BLOCK_N registers a thread");
+                "promoted sums need BLOCK_N registers a thread (256: in halves, below)");
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks along M");
   static_assert(
       !OVERLAP || SCALING != 2 || BLOCK_N <= 128,
       "OVERLAP keeps two k-blocks' sums beside the promoted ones: BLOCK_N of at most 128");
+  // Block scales at 256 columns: each k-block is multiplied in two halves of 128 columns, one
+  // scale block of B each, and each half's 64 sums a thread are promoted before the next half
+  // is issued; 128 promoted sums and 64 of a half fit a consumer's 232 registers where a whole
+  // k-block's 128 would not. The tile reads B's stage once per k-block, as per tensor's 256
+  // columns do (BENCHMARKS.md: 1447 TFLOP/s there against 1204-1258 at 128 columns).
+  constexpr bool HALVES = SCALING == 2 && BLOCK_N == 256;
+  constexpr int BATCH_N = HALVES ? BLOCK_N / 2 : BLOCK_N; // the columns of one wgmma batch
   constexpr int A_BYTES = BM * BK, B_BYTES = BLOCK_N * BK, STAGE = A_BYTES + B_BYTES;
   // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
   // barriers. The launch asks for the alignment's slack (gemm_fp8.cpp).
@@ -122,7 +131,10 @@ __global__ void __launch_bounds__(384, 1)
     tile_m = tile_m * CLUSTER_M + static_cast<int>(rank);
   };
   if (warpgroup == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if constexpr (HALVES)
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 32;");
+    else
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (thread == 0) {
       int s = 0;
       unsigned phase = 0;
@@ -154,7 +166,10 @@ __global__ void __launch_bounds__(384, 1)
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if constexpr (HALVES)
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+    else
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int consumer = warpgroup - 1, rows = consumer * 64; // this consumer's rows of the tile
     const int warp = thread / 32, lane = thread % 32;
     // The stage's slot is free for the cluster's producers once this consumer is done with it.
@@ -207,8 +222,9 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int i = 0; i < BLOCK_N / 2; ++i)
           acc[i] = 0.0f;
-        // The next stage's four k32 steps into `into`, summed from zero.
-        const auto issue = [&](float(&into)[BLOCK_N / 2]) {
+        // The next stage's four k32 steps into `into`, summed from zero: the tile's columns, or
+        // with HALVES those of half `half`.
+        const auto issue = [&](float(&into)[BATCH_N / 2], int half = 0) {
           barrier_wait(&full[s], phase);
           const unsigned char *a_stage = stages + s * STAGE;
           // PINGPONG: the consumers issue their batches in turns, consumer 0's k-block kb,
@@ -219,7 +235,8 @@ __global__ void __launch_bounds__(384, 1)
             named_barrier_sync(consumer == 0 ? 1 : 2);
           first_turn = false;
           wgmma_fence();
-          stage_product<BLOCK_N>(into, a_stage + rows * 128, a_stage + A_BYTES, false);
+          stage_product<BATCH_N>(into, a_stage + rows * 128, a_stage + A_BYTES + half * BATCH_N * BK,
+                                 false);
           wgmma_commit();
           if (PINGPONG)
             named_barrier_arrive(consumer == 0 ? 2 : 1); // the other consumer's turn
@@ -244,8 +261,32 @@ __global__ void __launch_bounds__(384, 1)
             phase ^= 1;
           }
         };
-        float part[BLOCK_N / 2];
-        if (!OVERLAP) {
+        float part[BATCH_N / 2];
+        if constexpr (HALVES) {
+          // acc's registers of half h: column groups 16h to 16h + 15, the scale block first / 128
+          // + h (a 256-column tile starts at a multiple of 128).
+          const auto promote_half = [&](int half, float lo, float hi) {
+#pragma unroll
+            for (int i = 0; i < BATCH_N / 2; i += 4) {
+              acc[half * (BATCH_N / 2) + i] += lo * part[i];
+              acc[half * (BATCH_N / 2) + i + 1] += lo * part[i + 1];
+              acc[half * (BATCH_N / 2) + i + 2] += hi * part[i + 2];
+              acc[half * (BATCH_N / 2) + i + 3] += hi * part[i + 3];
+            }
+          };
+          for (int kb = 0; kb < k_blocks; ++kb) {
+            const Scales now = next;
+            next = load_scales(kb + 1);
+            issue(part, 0);
+            wgmma_wait<0>();
+            promote_half(0, now.lo * now.b0, now.hi * now.b0);
+            issue(part, 1);
+            wgmma_wait<0>();
+            release(s);
+            promote_half(1, now.lo * now.b1, now.hi * now.b1);
+            advance();
+          }
+        } else if (!OVERLAP) {
           for (int kb = 0; kb < k_blocks; ++kb) {
             const Scales now = next;
             next = load_scales(kb + 1);

@@ -559,10 +559,12 @@ void add_fp8_gemm(std::vector<Template> &all) {
   };
   rules.shared_bytes = shared_bytes;
   rules.fits = [shared_bytes](const Instance &instance, std::string_view) -> std::string {
-    if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "BLOCK_N") > 160)
-      return "block scales take BLOCK_N of at most 160 (the promoted sums' registers)";
+    const std::int64_t block_n = integer_value(instance, "BLOCK_N");
+    if (integer_value(instance, "SCALING") == 2 && block_n > 160 && block_n != 256)
+      return "block scales take BLOCK_N of at most 160, or 256 in halves (the promoted sums' "
+             "registers)";
     if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "OVERLAP") == 1 &&
-        integer_value(instance, "BLOCK_N") > 128)
+        block_n > 128)
       return "OVERLAP keeps two k-blocks' sums: BLOCK_N of at most 128";
     if (shared_bytes(instance) > 227 * 1024)
       return "the stages need more than 227 KiB of shared memory";

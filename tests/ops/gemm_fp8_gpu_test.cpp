@@ -204,7 +204,7 @@ TEST_F(GemmFp8GpuTest, BlockScaledMatchesTheReferenceOnRaggedAndDeepSeekLikeShap
 }
 
 // Each tile width block scales take, with and without clusters, turns and two k-blocks' sums
-// at once: widths that do not divide
+// at once (256 columns in halves): widths that do not divide
 // 128 put two blocks of B's scales in a tile (at every offset a width's tiles start at), N is no
 // multiple of any width, and 300 or 1400 rows leave a cluster's second tile past M; 1400 x 2112
 // makes more tiles than blocks, so each block takes several.
@@ -229,7 +229,9 @@ TEST_F(GemmFp8GpuTest, BlockScaledTileWidthsAndClustersMatchTheReference) {
                             {64, 6, 1, 0},
                             {128, 6, 1, 1, 1},
                             {128, 5, 2, 0, 1},
-                            {64, 7, 1, 1, 1}}) {
+                            {64, 7, 1, 1, 1},
+                            {256, 4, 1, 0},
+                            {256, 4, 2, 1}}) {
       SCOPED_TRACE(::testing::Message() << "BLOCK_N " << v.block_n << " CLUSTER_M " << v.cluster_m
                                         << " PINGPONG " << v.pingpong << " OVERLAP " << v.overlap
                                         << ", " << s.m << " x " << s.n << " x " << s.k);
