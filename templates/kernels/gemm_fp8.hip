@@ -235,8 +235,8 @@ __global__ void __launch_bounds__(384, 1)
             named_barrier_sync(consumer == 0 ? 1 : 2);
           first_turn = false;
           wgmma_fence();
-          stage_product<BATCH_N>(into, a_stage + rows * 128, a_stage + A_BYTES + half * BATCH_N * BK,
-                                 false);
+          stage_product<BATCH_N>(into, a_stage + rows * 128,
+                                 a_stage + A_BYTES + half * BATCH_N * BK, false);
           wgmma_commit();
           if (PINGPONG)
             named_barrier_arrive(consumer == 0 ? 2 : 1); // the other consumer's turn
