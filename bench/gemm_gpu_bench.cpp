@@ -599,20 +599,23 @@ struct Bench {
       ops::detail::ChosenVariant variant;
     };
     std::vector<Candidate> candidates = {{"block scales (the operator's variant)", heuristic}};
-    for (const auto &[label, block_n, stages, cluster_m, pingpong, overlap] :
-         {std::tuple{"block scales BN128 S6 C2 P0 O1", 128, 6, 2, 0, 1},
-          {"block scales BN128 S6 C1 P0 O1", 128, 6, 1, 0, 1},
-          {"block scales BN256 S4 C1 P0 O0 (halves)", 256, 4, 1, 0, 0},
-          {"block scales BN256 S4 C1 P1 O0 (halves)", 256, 4, 1, 1, 0},
-          {"block scales BN256 S4 C2 P0 O0 (halves)", 256, 4, 2, 0, 0},
-          {"block scales BN256 S4 C2 P1 O0 (halves)", 256, 4, 2, 1, 0},
-          {"block scales BN256 S3 C2 P1 O0 (halves)", 256, 3, 2, 1, 0}}) {
+    for (const auto &[label, block_n, stages, cluster_m, pingpong, overlap, a_registers] :
+         {std::tuple{"block scales BN128 S6 C2 P0 O1", 128, 6, 2, 0, 1, 0},
+          {"block scales BN128 S6 C1 P0 O1", 128, 6, 1, 0, 1, 0},
+          {"block scales BN256 S4 C1 P0 O0 (halves)", 256, 4, 1, 0, 0, 0},
+          {"block scales BN256 S4 C1 P1 O0 (halves)", 256, 4, 1, 1, 0, 0},
+          {"block scales BN256 S4 C2 P0 O0 (halves)", 256, 4, 2, 0, 0, 0},
+          {"block scales BN256 S4 C2 P1 O0 (halves)", 256, 4, 2, 1, 0, 0},
+          {"block scales BN256 S4 C1 P0 O0 (halves, A in registers)", 256, 4, 1, 0, 0, 1},
+          {"block scales BN256 S4 C2 P0 O0 (halves, A in registers)", 256, 4, 2, 0, 0, 1},
+          {"block scales BN256 S4 C2 P1 O0 (halves, A in registers)", 256, 4, 2, 1, 0, 1}}) {
       ops::detail::ChosenVariant variant = heuristic;
       variant.params.set("BLOCK_N", block_n);
       variant.params.set("STAGES", stages);
       variant.params.set("CLUSTER_M", cluster_m);
       variant.params.set("PINGPONG", pingpong);
       variant.params.set("OVERLAP", overlap);
+      variant.params.set("A_REGISTERS", a_registers);
       candidates.push_back({label, variant});
     }
     // The per-tensor operator's variant, through the same launch (scales of ones either way).

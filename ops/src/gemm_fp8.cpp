@@ -125,7 +125,8 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
            {"GROUP_M", 8},
            {"CLUSTER_M", tiles_m >= 4 ? 2 : 1},
            {"PINGPONG", block && tiles_m == 1 ? 1 : 0},
-           {"OVERLAP", block ? 1 : 0}}};
+           {"OVERLAP", block ? 1 : 0},
+           {"A_REGISTERS", 0}}};
 }
 
 struct Fp8Plan {

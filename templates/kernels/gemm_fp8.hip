@@ -38,6 +38,24 @@ constexpr int BM = 128, BK = 128; // BK: 128 bytes of e4m3, one swizzle row and 
 
 using kjit::hopper::WgmmaE4m3;
 
+// A's fragments of one stage's four k32 steps on this consumer's 64 rows (`a_rows`, rows of 128
+// bytes in the 128-byte swizzle, a multiple of 8 rows from the 1024-aligned stage), as
+// WgmmaE4m3Registers takes them: lane l of warp w gives ldmatrix the row 16w + l % 8 + 8 (l / 8 %
+// 2) and the 16 bytes 16 (l / 16) of each step, whose 16-byte chunk the swizzle moved to its index
+// xor the row's (l % 8).
+__device__ inline void load_a_fragments(unsigned (&a)[BK / 32][4], const unsigned char *a_rows,
+                                        int warp, int lane) {
+  const int row = 16 * warp + lane % 8 + 8 * (lane / 8 % 2);
+  const unsigned base = kjit::hopper::shared_address(a_rows + row * BK);
+#pragma unroll
+  for (int kk = 0; kk < BK / 32; ++kk) {
+    const int chunk = (2 * kk + lane / 16) ^ (lane % 8);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a[kk][0]), "=r"(a[kk][1]), "=r"(a[kk][2]), "=r"(a[kk][3])
+                 : "r"(base + 16 * chunk));
+  }
+}
+
 // One stage's four k32 steps on this consumer's 64 rows: d = (or +=) A B.
 template <int BLOCK_N>
 __device__ inline void stage_product(float (&d)[BLOCK_N / 2], const unsigned char *a_rows,
@@ -70,7 +88,7 @@ template <int BLOCK_N> __device__ constexpr bool within_two_scale_blocks() {
 // One block per multiprocessor: 40 registers to the producer, 232 to each consumer (32 and 240
 // for block scales at 256 columns, whose sums take 192).
 template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M, int CLUSTER_M, int PINGPONG,
-          int OVERLAP>
+          int OVERLAP, int A_REGISTERS>
 __global__ void __launch_bounds__(384, 1)
     gemm_fp8(bfloat16 *KJIT_RESTRICT d, const float *KJIT_RESTRICT scale_a,
              const float *KJIT_RESTRICT scale_b, const __grid_constant__ kjit::TensorMap map_a,
@@ -95,6 +113,9 @@ __global__ void __launch_bounds__(384, 1)
   // columns do (BENCHMARKS.md: 1447 TFLOP/s there against 1204-1258 at 128 columns).
   constexpr bool HALVES = SCALING == 2 && BLOCK_N == 256;
   constexpr int BATCH_N = HALVES ? BLOCK_N / 2 : BLOCK_N; // the columns of one wgmma batch
+  // A_REGISTERS: the halves take A's k-block from 16 registers a thread, loaded once from shared
+  // memory (ldmatrix) for both, instead of each half's wgmma reading it there again.
+  static_assert(!A_REGISTERS || HALVES, "A_REGISTERS serves block scales at 256 columns");
   constexpr int A_BYTES = BM * BK, B_BYTES = BLOCK_N * BK, STAGE = A_BYTES + B_BYTES;
   // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
   // barriers. The launch asks for the alignment's slack (gemm_fp8.cpp).
@@ -224,6 +245,7 @@ __global__ void __launch_bounds__(384, 1)
           acc[i] = 0.0f;
         // The next stage's four k32 steps into `into`, summed from zero: the tile's columns, or
         // with HALVES those of half `half`.
+        unsigned fragments[BK / 32][4]; // A_REGISTERS: this k-block's A, loaded by half 0
         const auto issue = [&](float(&into)[BATCH_N / 2], int half = 0) {
           barrier_wait(&full[s], phase);
           const unsigned char *a_stage = stages + s * STAGE;
@@ -234,9 +256,20 @@ __global__ void __launch_bounds__(384, 1)
           if (PINGPONG && (consumer == 1 || !first_turn))
             named_barrier_sync(consumer == 0 ? 1 : 2);
           first_turn = false;
-          wgmma_fence();
-          stage_product<BATCH_N>(into, a_stage + rows * 128,
-                                 a_stage + A_BYTES + half * BATCH_N * BK, false);
+          const unsigned char *b_half = a_stage + A_BYTES + half * BATCH_N * BK;
+          if constexpr (A_REGISTERS) {
+            if (half == 0)
+              load_a_fragments(fragments, a_stage + rows * 128, warp, lane);
+            wgmma_fence(); // after the fragments' writes, which wgmma reads
+#pragma unroll
+            for (int kk = 0; kk < BK / 32; ++kk)
+              WgmmaE4m3Registers<BATCH_N>::run(into, fragments[kk],
+                                               kjit::hopper::descriptor(b_half + kk * 32, 16, 1024),
+                                               kk > 0);
+          } else {
+            wgmma_fence();
+            stage_product<BATCH_N>(into, a_stage + rows * 128, b_half, false);
+          }
           wgmma_commit();
           if (PINGPONG)
             named_barrier_arrive(consumer == 0 ? 2 : 1); // the other consumer's turn

@@ -566,6 +566,9 @@ void add_fp8_gemm(std::vector<Template> &all) {
     if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "OVERLAP") == 1 &&
         block_n > 128)
       return "OVERLAP keeps two k-blocks' sums: BLOCK_N of at most 128";
+    if (integer_value(instance, "A_REGISTERS") == 1 &&
+        (integer_value(instance, "SCALING") != 2 || block_n != 256))
+      return "A_REGISTERS serves block scales at BLOCK_N 256 (its halves share A's registers)";
     if (shared_bytes(instance) > 227 * 1024)
       return "the stages need more than 227 KiB of shared memory";
     return "";
@@ -582,7 +585,8 @@ void add_fp8_gemm(std::vector<Template> &all) {
           {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
           {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
           {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
-          {"OVERLAP", ParamSchema::one_of({0, 1}, 1).tunable()}},
+          {"OVERLAP", ParamSchema::one_of({0, 1}, 1).tunable()},
+          {"A_REGISTERS", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)},
                                   {"kjit/hopper_fp8.h", std::string(embedded::hopper_fp8_h)}},
                       .arguments = {"bfloat16*", "const float*", "const float*",

@@ -10,7 +10,9 @@ Each of the N / 2 f32 accumulator registers is one asm operand, the reason it is
                                               (KJIT_WGMMA_RS_N*); the N values moe_wgmma (128,
                                               256) and flash_attention (64, 128) use
     tools/generate/wgmma_wrappers.py --fp8    templates/prelude/kjit/hopper_fp8.h: m64nNk32, e4m3
-                                              inputs (K-major both: fp8 has no transposed operands)
+                                              inputs (K-major both: fp8 has no transposed operands),
+                                              A from shared memory (KJIT_WGMMA_E4M3_N*) or from
+                                              four registers (KJIT_WGMMA_E4M3_RS_N*)
     tools/generate/wgmma_wrappers.py --gemm   templates/kernels/gemm_wgmma.hip's own block
                                               (KJIT_WGMMA_N16..N256), until it includes hopper.h
 """
@@ -21,6 +23,8 @@ REGISTER_A = (64, 128)
 # gemm_fp8's tile widths: besides the powers of two, the widths that fill an H100's 132
 # multiprocessors in whole waves on DeepSeek-V3's shapes (BENCHMARKS.md, fp8b and fp8c helpers).
 FP8_N = (64, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256)
+# gemm_fp8's halves of a 256-column tile with A from registers (block scales).
+FP8_REGISTER_A = (128,)
 
 
 def accumulators(n):
@@ -55,6 +59,17 @@ def fp8_wrapper(n):
     print('               : "l"(a), "l"(b), "r"(accumulate))')
 
 
+def fp8_register_a_wrapper(n):
+    # A from four registers of four e4m3 each (a warp's 16 rows of m64nNk32, ldmatrix's layout).
+    regs, registers, outputs = accumulators(n)
+    a, b, scale = regs, regs + 4, regs + 5
+    print(f"#define KJIT_WGMMA_E4M3_RS_N{n}                                                                  \\")
+    print(f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3" \\')
+    print(f'               " {{{registers}}}, {{%{a},%{a + 1},%{a + 2},%{a + 3}}}, %{b}, p, 1, 1;\\n}}\\n" \\')
+    print(f"               : {outputs} \\")
+    print('               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate))')
+
+
 def gemm_wrapper(n):
     regs, registers, outputs = accumulators(n)
     a, b, scale, trans = regs, regs + 1, regs + 2, regs + 3
@@ -68,6 +83,8 @@ def gemm_wrapper(n):
 if "--fp8" in sys.argv[1:]:
     for n in FP8_N:
         fp8_wrapper(n)
+    for n in FP8_REGISTER_A:
+        fp8_register_a_wrapper(n)
 elif "--gemm" in sys.argv[1:]:
     for n in (16, 32, 64, 128, 256):
         gemm_wrapper(n)
