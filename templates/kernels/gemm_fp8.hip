@@ -85,8 +85,8 @@ template <int BLOCK_N> __device__ constexpr bool within_two_scale_blocks() {
 
 } // namespace kjit_gemm_fp8
 
-// One block per multiprocessor: 40 registers to the producer, 232 to each consumer (32 and 240
-// for block scales at 256 columns, whose sums take 192).
+// One block per multiprocessor: 40 registers to the producer, 232 to each consumer (the launch's
+// 168 a thread redistributed: a consumer may take only what the producer gives up).
 template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M, int CLUSTER_M, int PINGPONG,
           int OVERLAP, int A_REGISTERS>
 __global__ void __launch_bounds__(384, 1)
@@ -152,10 +152,7 @@ __global__ void __launch_bounds__(384, 1)
     tile_m = tile_m * CLUSTER_M + static_cast<int>(rank);
   };
   if (warpgroup == 0) {
-    if constexpr (HALVES)
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 32;");
-    else
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (thread == 0) {
       int s = 0;
       unsigned phase = 0;
@@ -187,10 +184,7 @@ __global__ void __launch_bounds__(384, 1)
       }
     }
   } else {
-    if constexpr (HALVES)
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-    else
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int consumer = warpgroup - 1, rows = consumer * 64; // this consumer's rows of the tile
     const int warp = thread / 32, lane = thread % 32;
     // The stage's slot is free for the cluster's producers once this consumer is done with it.
@@ -307,9 +301,10 @@ __global__ void __launch_bounds__(384, 1)
               acc[half * (BATCH_N / 2) + i + 3] += hi * part[i + 3];
             }
           };
+          // The k-block's scales load as it starts, their latency under half 0's batch: loaded a
+          // k-block ahead, they took the registers whose lack spilled at 232 a thread.
           for (int kb = 0; kb < k_blocks; ++kb) {
-            const Scales now = next;
-            next = load_scales(kb + 1);
+            const Scales now = load_scales(kb);
             issue(part, 0);
             wgmma_wait<0>();
             promote_half(0, now.lo * now.b0, now.hi * now.b0);
