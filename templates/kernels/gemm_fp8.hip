@@ -243,6 +243,9 @@ __global__ void __launch_bounds__(384, 1)
         const auto issue = [&](float(&into)[BATCH_N / 2], int half = 0) {
           barrier_wait(&full[s], phase);
           const unsigned char *a_stage = stages + s * STAGE;
+          // A_REGISTERS: the fragments load before the turn, whose window they would lengthen.
+          if (A_REGISTERS && half == 0)
+            load_a_fragments(fragments, a_stage + rows * 128, warp, lane);
           // PINGPONG: the consumers issue their batches in turns, consumer 0's k-block kb,
           // consumer 1's, consumer 0's kb + 1..., so that each one's promotion runs while the
           // other's batch keeps the tensor cores busy; issued at once they finish at once and
@@ -252,8 +255,6 @@ __global__ void __launch_bounds__(384, 1)
           first_turn = false;
           const unsigned char *b_half = a_stage + A_BYTES + half * BATCH_N * BK;
           if constexpr (A_REGISTERS) {
-            if (half == 0)
-              load_a_fragments(fragments, a_stage + rows * 128, warp, lane);
             wgmma_fence(); // after the fragments' writes, which wgmma reads
 #pragma unroll
             for (int kk = 0; kk < BK / 32; ++kk)
