@@ -49,25 +49,21 @@ def hopper_wrapper(name, n, a_operands, a_inputs):
     print(f'               : {a_inputs}, "l"(b), "r"(accumulate), "n"(TRANS_B))')
 
 
-def fp8_wrapper(n):
+def fp8_wrapper(n, register_a=False):
+    # A from shared memory (a descriptor), or from four registers of four e4m3 each (a warp's 16
+    # rows of m64nNk32, ldmatrix's layout).
     regs, registers, outputs = accumulators(n)
-    a, b, scale = regs, regs + 1, regs + 2
-    print(f"#define KJIT_WGMMA_E4M3_N{n}                                                                     \\")
+    a_operands = 4 if register_a else 1
+    a = ",".join(f"%{regs + i}" for i in range(a_operands))
+    a = "{" + a + "}" if register_a else a
+    a_inputs = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3])' if register_a else '"l"(a)'
+    b, scale = regs + a_operands, regs + a_operands + 1
+    name = f"KJIT_WGMMA_E4M3_{'RS_' if register_a else ''}N{n}"
+    print(f"#define {name}" + " " * 69 + "\\")
     print(f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3" \\')
-    print(f'               " {{{registers}}}, %{a}, %{b}, p, 1, 1;\\n}}\\n" \\')
+    print(f'               " {{{registers}}}, {a}, %{b}, p, 1, 1;\\n}}\\n" \\')
     print(f"               : {outputs} \\")
-    print('               : "l"(a), "l"(b), "r"(accumulate))')
-
-
-def fp8_register_a_wrapper(n):
-    # A from four registers of four e4m3 each (a warp's 16 rows of m64nNk32, ldmatrix's layout).
-    regs, registers, outputs = accumulators(n)
-    a, b, scale = regs, regs + 4, regs + 5
-    print(f"#define KJIT_WGMMA_E4M3_RS_N{n}                                                                  \\")
-    print(f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3" \\')
-    print(f'               " {{{registers}}}, {{%{a},%{a + 1},%{a + 2},%{a + 3}}}, %{b}, p, 1, 1;\\n}}\\n" \\')
-    print(f"               : {outputs} \\")
-    print('               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate))')
+    print(f'               : {a_inputs}, "l"(b), "r"(accumulate))')
 
 
 def gemm_wrapper(n):
@@ -84,7 +80,7 @@ if "--fp8" in sys.argv[1:]:
     for n in FP8_N:
         fp8_wrapper(n)
     for n in FP8_REGISTER_A:
-        fp8_register_a_wrapper(n)
+        fp8_wrapper(n, register_a=True)
 elif "--gemm" in sys.argv[1:]:
     for n in (16, 32, 64, 128, 256):
         gemm_wrapper(n)
