@@ -85,8 +85,7 @@ template <int BLOCK_N> __device__ constexpr bool within_two_scale_blocks() {
 
 } // namespace kjit_gemm_fp8
 
-// One block per multiprocessor: 40 registers to the producer, 232 to each consumer (the launch's
-// 168 a thread redistributed: a consumer may take only what the producer gives up).
+// One block per multiprocessor: 40 registers to the producer, 232 to each consumer.
 template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M, int CLUSTER_M, int PINGPONG,
           int OVERLAP, int A_REGISTERS>
 __global__ void __launch_bounds__(384, 1)
@@ -116,6 +115,13 @@ __global__ void __launch_bounds__(384, 1)
   // A_REGISTERS: the halves take A's k-block from 16 registers a thread, loaded once from shared
   // memory (ldmatrix) for both, instead of each half's wgmma reading it there again.
   static_assert(!A_REGISTERS || HALVES, "A_REGISTERS serves block scales at 256 columns");
+  // The launch gives each of the 384 threads 168 registers; the consumers' setmaxnreg.inc waits
+  // until the producer's dec has freed what it asks for, forever if that is more (240 against 32
+  // hung on the H100, BENCHMARKS.md).
+  constexpr int PRODUCER_REGISTERS = 40, CONSUMER_REGISTERS = 232, LAUNCH_REGISTERS = 168;
+  static_assert(2 * (CONSUMER_REGISTERS - LAUNCH_REGISTERS) <=
+                    LAUNCH_REGISTERS - PRODUCER_REGISTERS,
+                "the consumers take more registers than the producer gives up");
   constexpr int A_BYTES = BM * BK, B_BYTES = BLOCK_N * BK, STAGE = A_BYTES + B_BYTES;
   // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
   // barriers. The launch asks for the alignment's slack (gemm_fp8.cpp).
@@ -152,7 +158,7 @@ __global__ void __launch_bounds__(384, 1)
     tile_m = tile_m * CLUSTER_M + static_cast<int>(rank);
   };
   if (warpgroup == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGISTERS));
     if (thread == 0) {
       int s = 0;
       unsigned phase = 0;
@@ -184,7 +190,7 @@ __global__ void __launch_bounds__(384, 1)
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGISTERS));
     const int consumer = warpgroup - 1, rows = consumer * 64; // this consumer's rows of the tile
     const int warp = thread / 32, lane = thread % 32;
     // The stage's slot is free for the cluster's producers once this consumer is done with it.
