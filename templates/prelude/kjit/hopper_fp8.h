@@ -1,7 +1,8 @@
 // Hopper (sm_90a) fp8 helpers for templates that multiply e4m3 operands with wgmma: the
 // m64nNk32 e4m3 x e4m3 products from shared memory (WgmmaE4m3<N>) or with A from registers
 // (WgmmaE4m3Registers<N>), and the 1 x 128 block quantisation of a warp's 128 values (scale =
-// amax / 448, as DeepSeek-V3 and gemm_fp8_blockscale take them). gemm_fp8.hip and moe_wgmma_fp8.hip include it (as kjit/hopper_fp8.h).
+// amax / 448, as DeepSeek-V3 and gemm_fp8_blockscale take them). gemm_fp8.hip and moe_wgmma_fp8.hip
+// include it (as kjit/hopper_fp8.h).
 #pragma once
 
 #if KJIT_CUDA
