@@ -9,7 +9,8 @@
 // line of its own) to each linear row, KJIT_BENCH_LINEAR_M (say "64,128") times those rows of A
 // alone, and KJIT_BENCH_LINEAR_ONLY stops after the linear table.
 // --fp8 times only gemm_fp8, each of its variants on DeepGEMM's shapes; --fp8-forms its forms as a
-// user calls them and the per-tensor tile widths.
+// user calls them and the per-tensor tile widths; --fp8-rounds the block-scaled candidates in
+// interleaved rounds at DeepGEMM's three 4096-row shapes.
 //
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
@@ -567,6 +568,7 @@ struct Bench {
             params.set("CLUSTER_M", cluster_m);
             params.set("PINGPONG", pingpong);
             params.set("OVERLAP", overlap);
+            params.set("A_REGISTERS", block && block_n == 256 ? 1 : 0); // the halves' A
             int fitting = 0; // the deepest STAGES that fits, and the one below it
             for (int stages = 3; stages <= 7; ++stages) {
               params.set("STAGES", stages);
@@ -603,31 +605,33 @@ struct Bench {
   }
 
   // The block-scaled promotions at 4096 x 7168 x 16384 in interleaved rounds, each timed as
-  // fp8_row times the operator (batches of two launches), beside the per-tensor operator: the
+  // The block-scaled variants at m x n x k in interleaved rounds, each timed as fp8_row times the
+  // operator (batches of two launches), beside the operator's variant and the per-tensor one: the
   // sweeps' long runs heat the device (their figures fall about 15% below the same variant's
   // timed first), so a comparison of promotions takes them in turns.
-  void fp8_rounds(Fp8Operands &ops) {
-    const int m = 4096, n = 7168, k = 16384;
+  void fp8_rounds(Fp8Operands &ops, int m, int n, int k) {
     const double flop = 2.0 * m * n * static_cast<double>(k);
     const ops::detail::ChosenVariant heuristic = ops::detail::gemm_fp8_variant(true, false, m, n);
     struct Candidate {
       std::string label;
       ops::detail::ChosenVariant variant;
     };
-    std::vector<Candidate> candidates;
-    for (const auto &[label, block_n, stages, pingpong, overlap] :
-         {std::tuple{"block scales BN128 S5 C1 P0 O0 (main's variant)", 128, 5, 0, 0},
-          {"block scales BN128 S6 C1 P0 O0", 128, 6, 0, 0},
-          {"block scales BN128 S6 C1 P1 O0", 128, 6, 1, 0},
-          {"block scales BN128 S6 C1 P0 O1", 128, 6, 0, 1},
-          {"block scales BN128 S6 C1 P1 O1", 128, 6, 1, 1},
-          {"block scales BN160 S6 C1 P1 O0", 160, 6, 1, 0}}) {
+    std::vector<Candidate> candidates = {{"block scales (the operator's variant)", heuristic}};
+    for (const auto &[label, block_n, stages, cluster_m, pingpong, overlap, a_registers] :
+         {std::tuple{"block scales BN128 S6 C2 P0 O1", 128, 6, 2, 0, 1, 0},
+          {"block scales BN128 S6 C1 P0 O1", 128, 6, 1, 0, 1, 0},
+          {"block scales BN256 S4 C1 P0 O0 (halves)", 256, 4, 1, 0, 0, 0},
+          {"block scales BN256 S4 C2 P1 O0 (halves)", 256, 4, 2, 1, 0, 0},
+          {"block scales BN256 S4 C1 P0 O0 (halves, A in registers)", 256, 4, 1, 0, 0, 1},
+          {"block scales BN256 S4 C1 P1 O0 (halves, A in registers)", 256, 4, 1, 1, 0, 1},
+          {"block scales BN256 S4 C2 P0 O0 (halves, A in registers)", 256, 4, 2, 0, 0, 1}}) {
       ops::detail::ChosenVariant variant = heuristic;
       variant.params.set("BLOCK_N", block_n);
       variant.params.set("STAGES", stages);
-      variant.params.set("CLUSTER_M", 1);
+      variant.params.set("CLUSTER_M", cluster_m);
       variant.params.set("PINGPONG", pingpong);
       variant.params.set("OVERLAP", overlap);
+      variant.params.set("A_REGISTERS", a_registers);
       candidates.push_back({label, variant});
     }
     // The per-tensor operator's variant, through the same launch (scales of ones either way).
@@ -751,14 +755,17 @@ int main(int argc, char **argv) {
   const bool clusters_only = argc == 2 && std::string(argv[1]) == "--clusters";
   const bool skinny_fp8 = argc == 2 && std::string(argv[1]) == "--skinny-fp8";
   const bool fp8_forms = argc == 2 && std::string(argv[1]) == "--fp8-forms";
-  const bool fp8_only = fp8_forms || (argc == 2 && std::string(argv[1]) == "--fp8");
+  const bool fp8_rounds = argc == 2 && std::string(argv[1]) == "--fp8-rounds";
+  const bool fp8_only = fp8_forms || fp8_rounds || (argc == 2 && std::string(argv[1]) == "--fp8");
   if (argc > 1 && !clusters_only && !skinny_fp8 && !fp8_only) { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--clusters | --skinny-fp8 | --fp8 | --fp8-forms]\n  prints the operators' "
+        "usage: %s [--clusters | --skinny-fp8 | --fp8 | --fp8-forms | --fp8-rounds]\n  prints the "
+        "operators' "
         "GEMM TFLOP/s and bandwidth table; --clusters only gemm_wgmma's cluster and epilogue "
         "layouts; --skinny-fp8 only linear() at m = 1..128 against its candidates and gemm_fp8 "
         "on DeepGEMM's shapes; --fp8 only gemm_fp8, every variant of it timed; --fp8-forms "
-        "only gemm_fp8's forms and the per-tensor tile widths\n",
+        "only gemm_fp8's forms and the per-tensor tile widths; --fp8-rounds only the block-scaled "
+        "variants in interleaved rounds at DeepGEMM's three 4096-row shapes\n",
         argv[0]);
     return 0;
   }
@@ -805,8 +812,14 @@ int main(int argc, char **argv) {
         bench.fp8_form_rows(fp8);
         return 0;
       }
+      if (fp8_rounds) {
+        for (const auto &[m, n, k] :
+             {std::tuple{4096, 7168, 16384}, {4096, 4096, 7168}, {4096, 2112, 7168}})
+          bench.fp8_rounds(fp8, m, n, k);
+        return 0;
+      }
       if (fp8_only)
-        bench.fp8_rounds(fp8);
+        bench.fp8_rounds(fp8, 4096, 7168, 16384);
       bench.fp8_rows(fp8, fp8_only);
       return 0;
     }

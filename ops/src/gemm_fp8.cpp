@@ -105,12 +105,29 @@ int wave_fitted_block_n(int tiles_m, int n) {
 // faster at m = 64 and 128, 2% slower at some; nothing on top of OVERLAP from 4096 rows). The
 // widths between (96-160) suit the waves of some shapes, but their promotion picks between two
 // scale blocks per column group, which cost more than the waves saved in every shape measured.
-// Clusters of two blocks share B's columns from 4 row tiles, every form.
+// From 4 row tiles, block scales take 256 columns in halves (HALVES in gemm_fp8.hip) where their
+// waves cost less than 128's by wave_fitted_block_n's measure: A's k-block from registers for both
+// halves, no turns, no clusters, as many stages as fit (the fastest halves in the fp8d helper's
+// rounds at 4096 x 7168 x 16384 and 4096 x 4096 x 7168; at 4096 x 2112 x 7168, a tie by the
+// measure, 128 columns ran faster). Clusters of two blocks share B's columns from 4 row tiles in
+// every other variant.
+bool block_scales_in_halves(int tiles_m, int n) {
+  const auto cost = [&](int block_n) {
+    const long long tiles = static_cast<long long>(tiles_m) * detail::divide_up(n, block_n);
+    return (tiles + 131) / 132 * (block_n + 64);
+  };
+  return tiles_m >= 4 && cost(256) < cost(128);
+}
+
 detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
   const int tiles_m = detail::divide_up(m, block_m);
   int block_n = 0, stages = 0;
   const bool block = scaling == Scaling::block;
-  if (block) {
+  const bool halves = block && block_scales_in_halves(tiles_m, n);
+  if (halves) {
+    block_n = 256;
+    stages = fitting_stages(block_n);
+  } else if (block) {
     block_n = tiles_m == 1 ? 64 : 128;
     stages = 6;
   } else {
@@ -123,9 +140,10 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
            {"STAGES", stages},
            {"SCALING", static_cast<int>(scaling)},
            {"GROUP_M", 8},
-           {"CLUSTER_M", tiles_m >= 4 ? 2 : 1},
+           {"CLUSTER_M", tiles_m >= 4 && !halves ? 2 : 1},
            {"PINGPONG", block && tiles_m == 1 ? 1 : 0},
-           {"OVERLAP", block ? 1 : 0}}};
+           {"OVERLAP", block && !halves ? 1 : 0},
+           {"A_REGISTERS", halves ? 1 : 0}}};
 }
 
 struct Fp8Plan {

@@ -38,6 +38,24 @@ constexpr int BM = 128, BK = 128; // BK: 128 bytes of e4m3, one swizzle row and 
 
 using kjit::hopper::WgmmaE4m3;
 
+// A's fragments of one stage's four k32 steps on this consumer's 64 rows (`a_rows`, rows of 128
+// bytes in the 128-byte swizzle, a multiple of 8 rows from the 1024-aligned stage), as
+// WgmmaE4m3Registers takes them: lane l of warp w gives ldmatrix the row 16w + l % 8 + 8 (l / 8 %
+// 2) and the 16 bytes 16 (l / 16) of each step, whose 16-byte chunk the swizzle moved to its index
+// xor the row's (l % 8).
+__device__ inline void load_a_fragments(unsigned (&a)[BK / 32][4], const unsigned char *a_rows,
+                                        int warp, int lane) {
+  const int row = 16 * warp + lane % 8 + 8 * (lane / 8 % 2);
+  const unsigned base = kjit::hopper::shared_address(a_rows + row * BK);
+#pragma unroll
+  for (int kk = 0; kk < BK / 32; ++kk) {
+    const int chunk = (2 * kk + lane / 16) ^ (lane % 8);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a[kk][0]), "=r"(a[kk][1]), "=r"(a[kk][2]), "=r"(a[kk][3])
+                 : "r"(base + 16 * chunk));
+  }
+}
+
 // One stage's four k32 steps on this consumer's 64 rows: d = (or +=) A B.
 template <int BLOCK_N>
 __device__ inline void stage_product(float (&d)[BLOCK_N / 2], const unsigned char *a_rows,
@@ -69,7 +87,7 @@ template <int BLOCK_N> __device__ constexpr bool within_two_scale_blocks() {
 
 // One block per multiprocessor: 40 registers to the producer, 232 to each consumer.
 template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M, int CLUSTER_M, int PINGPONG,
-          int OVERLAP>
+          int OVERLAP, int A_REGISTERS>
 __global__ void __launch_bounds__(384, 1)
     gemm_fp8(bfloat16 *KJIT_RESTRICT d, const float *KJIT_RESTRICT scale_a,
              const float *KJIT_RESTRICT scale_b, const __grid_constant__ kjit::TensorMap map_a,
@@ -79,13 +97,31 @@ __global__ void __launch_bounds__(384, 1)
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
                 "wgmma N a multiple of 16 (halves of whole swizzle atoms) from 64 to 256");
   static_assert(SCALING >= 0 && SCALING <= 2, "SCALING 0 (tensor), 1 (rows) or 2 (blocks)");
-  static_assert(SCALING != 2 || (BLOCK_N <= 160 && within_two_scale_blocks<BLOCK_N>()),
+  static_assert(SCALING != 2 || BLOCK_N == 256 ||
+                    (BLOCK_N <= 160 && within_two_scale_blocks<BLOCK_N>()),
                 "block scales: a tile's columns meet at most two blocks of B's scales, and the "
-                "promoted sums need BLOCK_N registers a thread");
+                "promoted sums need BLOCK_N registers a thread (256: in halves, below)");
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks along M");
   static_assert(
       !OVERLAP || SCALING != 2 || BLOCK_N <= 128,
       "OVERLAP keeps two k-blocks' sums beside the promoted ones: BLOCK_N of at most 128");
+  // Block scales at 256 columns: each k-block is multiplied in two halves of 128 columns, one
+  // scale block of B each, and each half's 64 sums a thread are promoted before the next half
+  // is issued; 128 promoted sums and 64 of a half fit a consumer's 232 registers where a whole
+  // k-block's 128 would not. The tile reads B's stage once per k-block, as per tensor's 256
+  // columns do (BENCHMARKS.md: 1447 TFLOP/s there against 1204-1258 at 128 columns).
+  constexpr bool HALVES = SCALING == 2 && BLOCK_N == 256;
+  constexpr int BATCH_N = HALVES ? BLOCK_N / 2 : BLOCK_N; // the columns of one wgmma batch
+  // A_REGISTERS: the halves take A's k-block from 16 registers a thread, loaded once from shared
+  // memory (ldmatrix) for both, instead of each half's wgmma reading it there again.
+  static_assert(!A_REGISTERS || HALVES, "A_REGISTERS serves block scales at 256 columns");
+  // The launch gives each of the 384 threads 168 registers; the consumers' setmaxnreg.inc waits
+  // until the producer's dec has freed what it asks for, forever if that is more (240 against 32
+  // hung on the H100, BENCHMARKS.md).
+  constexpr int PRODUCER_REGISTERS = 40, CONSUMER_REGISTERS = 232, LAUNCH_REGISTERS = 168;
+  static_assert(2 * (CONSUMER_REGISTERS - LAUNCH_REGISTERS) <=
+                    LAUNCH_REGISTERS - PRODUCER_REGISTERS,
+                "the consumers take more registers than the producer gives up");
   constexpr int A_BYTES = BM * BK, B_BYTES = BLOCK_N * BK, STAGE = A_BYTES + B_BYTES;
   // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
   // barriers. The launch asks for the alignment's slack (gemm_fp8.cpp).
@@ -122,7 +158,7 @@ __global__ void __launch_bounds__(384, 1)
     tile_m = tile_m * CLUSTER_M + static_cast<int>(rank);
   };
   if (warpgroup == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGISTERS));
     if (thread == 0) {
       int s = 0;
       unsigned phase = 0;
@@ -154,7 +190,7 @@ __global__ void __launch_bounds__(384, 1)
       }
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGISTERS));
     const int consumer = warpgroup - 1, rows = consumer * 64; // this consumer's rows of the tile
     const int warp = thread / 32, lane = thread % 32;
     // The stage's slot is free for the cluster's producers once this consumer is done with it.
@@ -207,10 +243,15 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int i = 0; i < BLOCK_N / 2; ++i)
           acc[i] = 0.0f;
-        // The next stage's four k32 steps into `into`, summed from zero.
-        const auto issue = [&](float(&into)[BLOCK_N / 2]) {
+        // The next stage's four k32 steps into `into`, summed from zero: the tile's columns, or
+        // with HALVES those of half `half`.
+        unsigned fragments[BK / 32][4]; // A_REGISTERS: this k-block's A, loaded by half 0
+        const auto issue = [&](float(&into)[BATCH_N / 2], int half = 0) {
           barrier_wait(&full[s], phase);
           const unsigned char *a_stage = stages + s * STAGE;
+          // A_REGISTERS: the fragments load before the turn, whose window they would lengthen.
+          if (A_REGISTERS && half == 0)
+            load_a_fragments(fragments, a_stage + rows * 128, warp, lane);
           // PINGPONG: the consumers issue their batches in turns, consumer 0's k-block kb,
           // consumer 1's, consumer 0's kb + 1..., so that each one's promotion runs while the
           // other's batch keeps the tensor cores busy; issued at once they finish at once and
@@ -218,8 +259,18 @@ __global__ void __launch_bounds__(384, 1)
           if (PINGPONG && (consumer == 1 || !first_turn))
             named_barrier_sync(consumer == 0 ? 1 : 2);
           first_turn = false;
-          wgmma_fence();
-          stage_product<BLOCK_N>(into, a_stage + rows * 128, a_stage + A_BYTES, false);
+          const unsigned char *b_half = a_stage + A_BYTES + half * BATCH_N * BK;
+          if constexpr (A_REGISTERS) {
+            wgmma_fence(); // after the fragments' writes, which wgmma reads
+#pragma unroll
+            for (int kk = 0; kk < BK / 32; ++kk)
+              WgmmaE4m3Registers<BATCH_N>::run(into, fragments[kk],
+                                               kjit::hopper::descriptor(b_half + kk * 32, 16, 1024),
+                                               kk > 0);
+          } else {
+            wgmma_fence();
+            stage_product<BATCH_N>(into, a_stage + rows * 128, b_half, false);
+          }
           wgmma_commit();
           if (PINGPONG)
             named_barrier_arrive(consumer == 0 ? 2 : 1); // the other consumer's turn
@@ -244,8 +295,33 @@ __global__ void __launch_bounds__(384, 1)
             phase ^= 1;
           }
         };
-        float part[BLOCK_N / 2];
-        if (!OVERLAP) {
+        float part[BATCH_N / 2];
+        if constexpr (HALVES) {
+          // acc's registers of half h: column groups 16h to 16h + 15, the scale block first / 128
+          // + h (a 256-column tile starts at a multiple of 128).
+          const auto promote_half = [&](int half, float lo, float hi) {
+#pragma unroll
+            for (int i = 0; i < BATCH_N / 2; i += 4) {
+              acc[half * (BATCH_N / 2) + i] += lo * part[i];
+              acc[half * (BATCH_N / 2) + i + 1] += lo * part[i + 1];
+              acc[half * (BATCH_N / 2) + i + 2] += hi * part[i + 2];
+              acc[half * (BATCH_N / 2) + i + 3] += hi * part[i + 3];
+            }
+          };
+          // The k-block's scales load as it starts, their latency under half 0's batch: loaded a
+          // k-block ahead, they took the registers whose lack spilled at 232 a thread.
+          for (int kb = 0; kb < k_blocks; ++kb) {
+            const Scales now = load_scales(kb);
+            issue(part, 0);
+            wgmma_wait<0>();
+            promote_half(0, now.lo * now.b0, now.hi * now.b0);
+            issue(part, 1);
+            wgmma_wait<0>();
+            release(s);
+            promote_half(1, now.lo * now.b1, now.hi * now.b1);
+            advance();
+          }
+        } else if (!OVERLAP) {
           for (int kb = 0; kb < k_blocks; ++kb) {
             const Scales now = next;
             next = load_scales(kb + 1);

@@ -558,11 +558,16 @@ void add_fp8_gemm(std::vector<Template> &all) {
   };
   rules.shared_bytes = shared_bytes;
   rules.fits = [shared_bytes](const Instance &instance, std::string_view) -> std::string {
-    if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "BLOCK_N") > 160)
-      return "block scales take BLOCK_N of at most 160 (the promoted sums' registers)";
+    const std::int64_t block_n = integer_value(instance, "BLOCK_N");
+    if (integer_value(instance, "SCALING") == 2 && block_n > 160 && block_n != 256)
+      return "block scales take BLOCK_N of at most 160, or 256 in halves (the promoted sums' "
+             "registers)";
     if (integer_value(instance, "SCALING") == 2 && integer_value(instance, "OVERLAP") == 1 &&
-        integer_value(instance, "BLOCK_N") > 128)
+        block_n > 128)
       return "OVERLAP keeps two k-blocks' sums: BLOCK_N of at most 128";
+    if (integer_value(instance, "A_REGISTERS") == 1 &&
+        (integer_value(instance, "SCALING") != 2 || block_n != 256))
+      return "A_REGISTERS serves block scales at BLOCK_N 256 (its halves share A's registers)";
     if (shared_bytes(instance) > 227 * 1024)
       return "the stages need more than 227 KiB of shared memory";
     return "";
@@ -579,7 +584,8 @@ void add_fp8_gemm(std::vector<Template> &all) {
           {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
           {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
           {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
-          {"OVERLAP", ParamSchema::one_of({0, 1}, 1).tunable()}},
+          {"OVERLAP", ParamSchema::one_of({0, 1}, 1).tunable()},
+          {"A_REGISTERS", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)},
                                   {"kjit/hopper_fp8.h", std::string(embedded::hopper_fp8_h)}},
                       .arguments = {"bfloat16*", "const float*", "const float*",

@@ -204,7 +204,7 @@ TEST_F(GemmFp8GpuTest, BlockScaledMatchesTheReferenceOnRaggedAndDeepSeekLikeShap
 }
 
 // Each tile width block scales take, with and without clusters, turns and two k-blocks' sums
-// at once: widths that do not divide
+// at once (256 columns in halves, A from shared memory or registers): widths that do not divide
 // 128 put two blocks of B's scales in a tile (at every offset a width's tiles start at), N is no
 // multiple of any width, and 300 or 1400 rows leave a cluster's second tile past M; 1400 x 2112
 // makes more tiles than blocks, so each block takes several.
@@ -213,7 +213,7 @@ TEST_F(GemmFp8GpuTest, BlockScaledTileWidthsAndClustersMatchTheReference) {
     GTEST_SKIP() << why;
   std::mt19937 rng(13);
   struct Variant {
-    int block_n, stages, cluster_m, pingpong, overlap = 0;
+    int block_n, stages, cluster_m, pingpong, overlap = 0, a_registers = 0;
   };
   // 640 of K is five k-blocks, 256 two: OVERLAP's pairs of batches end either way.
   for (const Shape s : {Shape{300, 520, 640}, {1400, 2112, 256}}) {
@@ -229,16 +229,22 @@ TEST_F(GemmFp8GpuTest, BlockScaledTileWidthsAndClustersMatchTheReference) {
                             {64, 6, 1, 0},
                             {128, 6, 1, 1, 1},
                             {128, 5, 2, 0, 1},
-                            {64, 7, 1, 1, 1}}) {
-      SCOPED_TRACE(::testing::Message() << "BLOCK_N " << v.block_n << " CLUSTER_M " << v.cluster_m
-                                        << " PINGPONG " << v.pingpong << " OVERLAP " << v.overlap
-                                        << ", " << s.m << " x " << s.n << " x " << s.k);
+                            {64, 7, 1, 1, 1},
+                            {256, 4, 1, 0},
+                            {256, 4, 2, 1},
+                            {256, 4, 1, 0, 0, 1},
+                            {256, 4, 2, 1, 0, 1}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "BLOCK_N " << v.block_n << " CLUSTER_M " << v.cluster_m << " PINGPONG "
+                   << v.pingpong << " OVERLAP " << v.overlap << " A_REGISTERS " << v.a_registers
+                   << ", " << s.m << " x " << s.n << " x " << s.k);
       detail::ChosenVariant variant = detail::gemm_fp8_variant(true, false, s.m, s.n);
       variant.params.set("BLOCK_N", v.block_n);
       variant.params.set("STAGES", v.stages);
       variant.params.set("CLUSTER_M", v.cluster_m);
       variant.params.set("PINGPONG", v.pingpong);
       variant.params.set("OVERLAP", v.overlap);
+      variant.params.set("A_REGISTERS", v.a_registers);
       operands.check([&](BFloat16 *d, auto *a, auto *sa, auto *b, auto *sb) {
         detail::launch_gemm_fp8_variant(runtime(), variant, d, a, sa, b, sb, s.m, s.n, s.k);
       });

@@ -10,7 +10,9 @@ Each of the N / 2 f32 accumulator registers is one asm operand, the reason it is
                                               (KJIT_WGMMA_RS_N*); the N values moe_wgmma (128,
                                               256) and flash_attention (64, 128) use
     tools/generate/wgmma_wrappers.py --fp8    templates/prelude/kjit/hopper_fp8.h: m64nNk32, e4m3
-                                              inputs (K-major both: fp8 has no transposed operands)
+                                              inputs (K-major both: fp8 has no transposed operands),
+                                              A from shared memory (KJIT_WGMMA_E4M3_N*) or from
+                                              four registers (KJIT_WGMMA_E4M3_RS_N*)
     tools/generate/wgmma_wrappers.py --gemm   templates/kernels/gemm_wgmma.hip's own block
                                               (KJIT_WGMMA_N16..N256), until it includes hopper.h
 """
@@ -21,6 +23,8 @@ REGISTER_A = (64, 128)
 # gemm_fp8's tile widths: besides the powers of two, the widths that fill an H100's 132
 # multiprocessors in whole waves on DeepSeek-V3's shapes (BENCHMARKS.md, fp8b and fp8c helpers).
 FP8_N = (64, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256)
+# gemm_fp8's halves of a 256-column tile with A from registers (block scales).
+FP8_REGISTER_A = (128,)
 
 
 def accumulators(n):
@@ -45,14 +49,21 @@ def hopper_wrapper(name, n, a_operands, a_inputs):
     print(f'               : {a_inputs}, "l"(b), "r"(accumulate), "n"(TRANS_B))')
 
 
-def fp8_wrapper(n):
+def fp8_wrapper(n, register_a=False):
+    # A from shared memory (a descriptor), or from four registers of four e4m3 each (a warp's 16
+    # rows of m64nNk32, ldmatrix's layout).
     regs, registers, outputs = accumulators(n)
-    a, b, scale = regs, regs + 1, regs + 2
-    print(f"#define KJIT_WGMMA_E4M3_N{n}                                                                     \\")
+    a_operands = 4 if register_a else 1
+    a = ",".join(f"%{regs + i}" for i in range(a_operands))
+    a = "{" + a + "}" if register_a else a
+    a_inputs = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3])' if register_a else '"l"(a)'
+    b, scale = regs + a_operands, regs + a_operands + 1
+    name = f"KJIT_WGMMA_E4M3_{'RS_' if register_a else ''}N{n}"
+    print(f"#define {name}" + " " * 69 + "\\")
     print(f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3" \\')
-    print(f'               " {{{registers}}}, %{a}, %{b}, p, 1, 1;\\n}}\\n" \\')
+    print(f'               " {{{registers}}}, {a}, %{b}, p, 1, 1;\\n}}\\n" \\')
     print(f"               : {outputs} \\")
-    print('               : "l"(a), "l"(b), "r"(accumulate))')
+    print(f'               : {a_inputs}, "l"(b), "r"(accumulate))')
 
 
 def gemm_wrapper(n):
@@ -68,6 +79,8 @@ def gemm_wrapper(n):
 if "--fp8" in sys.argv[1:]:
     for n in FP8_N:
         fp8_wrapper(n)
+    for n in FP8_REGISTER_A:
+        fp8_wrapper(n, register_a=True)
 elif "--gemm" in sys.argv[1:]:
     for n in (16, 32, 64, 128, 256):
         gemm_wrapper(n)
