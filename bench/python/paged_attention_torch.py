@@ -11,11 +11,13 @@ kjit package) against torch on the same data, on one GPU, in one process:
 - KV write: reshape_and_cache of 16k tokens (8 kv heads, head dim 128, bf16) to shuffled slots,
   bytes read plus written over the time, against the same copy rate and against the same run's
   copy of as many bytes.
-- A split decode's breakdown: the decode kernel alone, the merge kernel alone, both.
-- With KJIT_ATTENTION_BEFORE=<attention_decode.hip>:<kv_cache.hip> of an earlier version, those
-  kernels too, compiled as templates of their own and launched as that version launched them: the
-  same run's "before" figures. KJIT_DECODE_SOURCES=label=path,... times other sources of the
-  decode kernel the same way. KJIT_BENCH_QUICK=1 leaves out the sweeps of the tunables.
+- Split counts of a split decode (one launch: the last split's block of a head merges).
+- With KJIT_ATTENTION_BEFORE=<attention_decode.hip>:<kv_cache.hip> of an earlier version (one whose
+  decode is followed by a paged_attention_merge kernel, main before dec4), those kernels too,
+  compiled as templates of their own and launched as that version launched them: the same run's
+  "before" figures, with the decode kernel alone beside them. KJIT_DECODE_SOURCES=label=path,...
+  times other sources of that form the same way. KJIT_BENCH_QUICK=1 leaves out the sweeps of the
+  tunables.
 
 Times: the best of 5 bursts of ~25 ms (ops_torch.seconds_per_call), CUDA events.
 
@@ -55,7 +57,7 @@ def ring_bytes(v, warp, fp8):
 def shared_bytes(v, head_dim, fp8):
     """ops/src/attention_decode.cpp's decode_shared_bytes on NVIDIA: the ring or the warps'
     states merged after it, whichever is larger."""
-    return max(ring_bytes(v, 32, fp8), 4 + v["warps"] * v["group"] * (2 + head_dim) * 4)
+    return max(ring_bytes(v, 32, fp8), 8 + v["warps"] * v["group"] * (2 + head_dim) * 4)
 
 
 def decode_variant(warp, q_heads, kv_heads, fp8):
@@ -93,11 +95,16 @@ def split_decode(sms, resident, blocks, max_len, may_split=True, split_cost=32):
 
 
 def merge_threads(splits, head_dim, warp=32):
-    """ops/src/attention_decode.cpp's merge_threads: head_dim / 4 threads per group of splits, a
-    group per split up to 256 threads, in whole warps."""
+    """The merge kernel's block in main before dec4 (the "before" launches): head_dim / 4 threads
+    per group of splits, a group per split up to 256 threads, in whole warps."""
     columns = head_dim // 4
     whole = max(1, warp // columns)
     return min(256 // columns, cdiv(splits, whole) * whole) * columns
+
+
+# The stamp of the direct launches' split flags: one for every launch, as a CUDA graph replays a
+# launch; each launch leaves its flags 0 (attention_decode.hip).
+STAMP = 0x6b6a69745f646563
 
 
 class Decode:
@@ -144,33 +151,43 @@ class Decode:
             "T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": head_dim, "PAGE": page,
             "GROUP": v["group"], "WARPS": v["warps"], "UNROLL": v["unroll"],
             "LOADS": v["loads"], "STAGES": v["stages"]})
-        rows = batch * q_heads * self.splits
-        self.partial_out = torch.empty(rows * head_dim, device=dev, dtype=torch.float32)
-        self.partial_lse = torch.empty(rows, device=dev, dtype=torch.float32)
-        self.merge = rt.kernel(kjit.Template.builtin("paged_attention_merge"),
-                               {"T": "bfloat16", "HEAD_DIM": head_dim})
+        self.workspace()
+        self.merge = None  # an earlier version's merge kernel (time_decode_source)
         self.args = (self.scale * LOG2E * self.k_scale, self.v_scale,
                      q_heads, kv_heads, self.num_blocks, self.max_blocks, self.partition, ctx)
 
-    def decode(self):
-        """The decode kernel alone (with several splits, the partial results)."""
-        split = self.splits > 1
-        self.kernel(self.out, self.partial_out if split else 0, self.partial_lse if split else 0,
-                    self.q, self.k, self.v, self.tables, self.lens, *self.args,
-                    grid=self.grid, block=self.block, shared_bytes=self.shared_bytes)
+    def workspace(self):
+        """The split results and the merge's flags (zero, as every launch leaves them)."""
+        rows = self.batch * self.q_heads * self.splits
+        self.partial_out = torch.empty(rows * self.head_dim, device="cuda", dtype=torch.float32)
+        self.partial_lse = torch.empty(rows, device="cuda", dtype=torch.float32)
+        self.done = torch.zeros(self.grid[0] * self.batch * self.splits, device="cuda",
+                                dtype=torch.int64)
 
-    def merge_kernel(self):
-        self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
-                   grid=self.batch * self.q_heads, block=merge_threads(self.splits, self.head_dim))
+    def decode(self):
+        """The decode kernel alone: with several splits, the partial results and their merge;
+        an earlier version's (self.merge) writes the partial results alone."""
+        split = self.splits > 1
+        partials = (self.partial_out if split else 0, self.partial_lse if split else 0)
+        if self.merge:
+            self.kernel(self.out, *partials, self.q, self.k, self.v, self.tables, self.lens,
+                        *self.args, grid=self.grid, block=self.block,
+                        shared_bytes=self.shared_bytes)
+        else:
+            self.kernel(self.out, *partials, self.done if split else 0, self.q, self.k, self.v,
+                        self.tables, self.lens, *self.args, STAMP if split else 0,
+                        grid=self.grid, block=self.block, shared_bytes=self.shared_bytes)
 
     def __call__(self):
         self.decode()
-        if self.splits > 1:
-            self.merge_kernel()
+        if self.merge and self.splits > 1:
+            self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
+                       grid=self.batch * self.q_heads,
+                       block=merge_threads(self.splits, self.head_dim))
 
     def op(self):
         """The whole call through kjit.ops (the C++ wrapper: its plan, its workspace from torch's
-        allocator, the merge): what a user times. Its first call also lets the plan's kernel take
+        allocator, never zeroed): what a user times. Its first call also lets the plan's kernel take
         a ring past 48 KiB (Kernel::allow_shared_bytes), which direct launches of it would need."""
         kjit.ops.paged_attention_decode(self.q, self.k, self.v, self.tables, self.lens,
                                         scale=self.scale,
@@ -268,20 +285,32 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
 DECODE_PARAMS = {"T": ["half", "bfloat16"], "KV_FP8": [0, 1], "HEAD_DIM": [64, 128],
                  "PAGE": [16, 32], "GROUP": range(1, 9), "WARPS": [2, 4, 8], "UNROLL": [1, 2, 4],
                  "LOADS": [1, 2], "STAGES": [2, 3, 4]}
+# The decode kernel's arguments in main before dec4, whose splits a merge kernel combined.
 DECODE_ARGUMENTS = ["T*", "float*", "float*", "const T*", "const void*", "const void*",
                     "const int*", "const int*", "float", "float", "int", "int", "int", "int",
                     "int", "int"]
+MERGE_ARGUMENTS = ["T*", "const float*", "const float*", "int"]
+
+
+def source_templates(label, source):
+    """The decode and merge kernels of an attention_decode.hip of main before dec4, as templates
+    of their own."""
+    decode = kjit.Template(f"paged_attention_decode_{label}", source, params=DECODE_PARAMS,
+                           kernel="paged_attention_decode", arguments=DECODE_ARGUMENTS)
+    merge = kjit.Template(f"paged_attention_merge_{label}", source,
+                          params={"T": ["half", "bfloat16"], "HEAD_DIM": [64, 128]},
+                          kernel="paged_attention_merge", arguments=MERGE_ARGUMENTS)
+    return decode, merge
 
 
 def before_kernels(path):
     """The kernels of an earlier attention_decode.hip and kv_cache.hip (their paths joined by ':',
     KJIT_ATTENTION_BEFORE), compiled as templates of their own: the same run's figures before a
-    change (main at 82ef5b6: dec2's kernels, whose ring is static shared memory of at most 48
-    KiB); time_decode_source launches the decode as that version's wrapper did."""
+    change (main before dec4: a decode kernel, then a merge kernel); time_decode_source launches
+    the decode as that version's wrapper did. Also whether its ring is dynamic shared memory."""
     decode_path, write_path = path.split(":")
-    decode = kjit.Template("paged_attention_decode_before", open(decode_path).read(),
-                           params=DECODE_PARAMS, kernel="paged_attention_decode",
-                           arguments=DECODE_ARGUMENTS)
+    source = open(decode_path).read()
+    decode = source_templates("before", source)
     write = kjit.Template("reshape_and_cache_before", open(write_path).read(),
                           params={"T": ["half", "bfloat16"], "KV_FP8": [0, 1],
                                   "HEAD_DIM": range(8, 1025), "ROPE": [0, 1, 2],
@@ -291,14 +320,16 @@ def before_kernels(path):
                           arguments=["const T*", "const T*", "void*", "void*", "const long long*",
                                      "const long long*", "const T*", "int", "float", "float",
                                      "int", "long long", "long long", "long long", "int"])
-    return decode, write
+    return decode, write, "extern __shared__" in source
 
 
-def time_decode_source(rt, label, decode, copy, dynamic=False):
-    """The decode kernel of another attention_decode.hip (`decode`, a Template of its own) at the
-    four shapes, launched as main's wrapper (82ef5b6) launches its kernel: decode_variant's ring,
-    the split model's counts for 3 blocks a multiprocessor, the merge of this run's source. A
-    source whose ring is dynamic shared memory gets it at launch."""
+def time_decode_source(rt, label, templates, copy, dynamic=False):
+    """The decode and merge kernels of another attention_decode.hip (`templates`, from
+    source_templates) at the four shapes, launched as main's wrapper before dec4 launched them:
+    decode_variant's ring, the split model's counts for 3 blocks a multiprocessor, then the merge
+    kernel; a split shape's decode kernel is timed alone too. A source whose ring is dynamic
+    shared memory gets it at launch."""
+    decode, merge = templates
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for batch, ctx, fp8 in ((64, 4096, False), (1, 32768, False), (256, 1024, False),
                             (64, 4096, True)):
@@ -312,21 +343,26 @@ def time_decode_source(rt, label, decode, copy, dynamic=False):
                                          "LOADS": v["loads"], "STAGES": v["stages"]})
         case.shared_bytes = shared_bytes(v, 128, fp8) if dynamic else 0
         case.args = case.args[:-2] + (partition, ctx)
-        rows = batch * case.q_heads * splits
-        case.partial_out = torch.empty(rows * case.head_dim, device="cuda", dtype=torch.float32)
-        case.partial_lse = torch.empty(rows, device="cuda", dtype=torch.float32)
+        case.merge = rt.kernel(merge, {"T": "bfloat16", "HEAD_DIM": 128})
+        case.workspace()
         err, ok = reference_error(case)
         t = seconds_per_call(torch, case)
+        alone = ""
+        if splits > 1:
+            t_decode = seconds_per_call(torch, case.decode)
+            alone = (f" (the decode kernel alone {t_decode * 1e6:.1f} us, "
+                     f"{100 * case.kv_bytes() / t_decode / copy:.0f}%)")
         print(f"{label}: decode batch {batch} ctx {ctx} {'fp8' if fp8 else 'bf16'} (splits "
               f"{splits}, STAGES {v['stages']}): fp32 check {'ok' if ok else 'FAILED'}; "
-              f"{t * 1e6:.1f} us, {100 * case.kv_bytes() / t / copy:.0f}% of copy", flush=True)
+              f"{t * 1e6:.1f} us, {100 * case.kv_bytes() / t / copy:.0f}% of copy{alone}",
+              flush=True)
         del case
         torch.cuda.empty_cache()
 
 
 def time_before(rt, path, copy):
-    decode, write = before_kernels(path)
-    time_decode_source(rt, "before", decode, copy)
+    decode, write, dynamic = before_kernels(path)
+    time_decode_source(rt, "before", decode, copy, dynamic)
     for fp8, rope in ((False, False), (False, True), (True, False)):
         rate, same = write_case(rt, fp8=fp8, rope=rope, before=write)
         print(f"before: reshape_and_cache 16384 tokens {'fp8' if fp8 else 'bf16'}"
@@ -401,25 +437,19 @@ def main():
                 row += f" splits{splits} failed ({str(error).splitlines()[0][:60]})"
         print(row, flush=True)
         torch.cuda.empty_cache()
-    # Where a split decode's time goes: the decode kernel alone, the merge kernel alone, then both,
-    # over split counts.
-    for batch, ctx, counts in ((1, 32768, (32, 47) if quick else (24, 32, 40, 48)),
-                               (64, 4096, (3,) if quick else (2, 3, 4))):
+    # Split counts of the one-launch decode, each checked against the fp32 reference.
+    for batch, ctx, counts in ((1, 32768, (16, 24, 32, 40, 44, 48, 64)),
+                               (64, 4096, (2, 3, 4))):
+        row = f"splits batch {batch} ctx {ctx}:"
         for splits in counts:
             case = Decode(rt, batch, ctx, splits=splits)
-            if splits in (3, 32):
-                err, ok = reference_error(case)
-                failed |= not ok
-                print(f"check batch {batch} ctx {ctx} splits {case.splits}: "
-                      f"{'ok' if ok else 'FAILED'} ({err:.2e})", flush=True)
-            us = {"decode": seconds_per_call(torch, case.decode),
-                  "merge": seconds_per_call(torch, case.merge_kernel)}
-            us["both"] = seconds_per_call(torch, case)
-            print(f"breakdown batch {batch} ctx {ctx} splits {case.splits}: " + ", ".join(
-                f"{k} {t * 1e6:.1f} us" + (f" ({100 * case.kv_bytes() / t / copy:.0f}%)"
-                                           if k in ("decode", "both") else "")
-                for k, t in us.items()), flush=True)
+            err, ok = reference_error(case)
+            failed |= not ok
+            t = seconds_per_call(torch, case)
+            row += (f" {case.splits}: {t * 1e6:.1f} us {100 * case.kv_bytes() / t / copy:.0f}%"
+                    f"{'' if ok else ' FAILED'};")
             del case
+        print(row, flush=True)
         torch.cuda.empty_cache()
     row = "sweep fp8 batch 64 ctx 4096:"
     for unroll, loads, stages in () if quick else ((2, 2, 4), (2, 1, 4), (4, 1, 4), (4, 2, 2),
@@ -449,10 +479,8 @@ def main():
     for item in filter(None, os.environ.get("KJIT_DECODE_SOURCES", "").split(",")):
         label, path = item.split("=", 1)
         source = open(path).read()
-        decode = kjit.Template(f"paged_attention_decode_{label}", source,
-                               params=DECODE_PARAMS, kernel="paged_attention_decode",
-                               arguments=DECODE_ARGUMENTS)
-        time_decode_source(rt, label, decode, copy, dynamic="extern __shared__" in source)
+        time_decode_source(rt, label, source_templates(label, source), copy,
+                           dynamic="extern __shared__" in source)
     return 1 if failed else 0
 
 
