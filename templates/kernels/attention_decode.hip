@@ -106,34 +106,55 @@ template <int N> __device__ inline void wait() {}
 // Combines the `splits` partial results of the rows [first_row, first_row + heads) (a sequence's
 // q heads): out = sum_s w_s partial_s / sum_s w_s with w_s = 2^(lse_s - max lse). A split that saw
 // no token (lse -inf) weighs 0; a NaN (a bad table) makes the row NaN. A thread per 4 columns of a
-// row; the log2-sum-exps are read twice (the max, then the weights), from L2.
+// row. This is the launch's tail, a chain of L2 round trips: each thread loads AHEAD splits at once
+// and folds them into a running max, sum and output (rescaled when the max grows), so 32 splits
+// take two round trips, not one per split.
 template <typename T, int HEAD_DIM, int THREADS>
 __device__ inline void merge_splits(T *KJIT_RESTRICT out, const float *KJIT_RESTRICT partial_out,
                                     const float *KJIT_RESTRICT partial_lse, long long first_row,
                                     int heads, int splits) {
-  constexpr int COLUMNS = HEAD_DIM / 4;
+  constexpr int COLUMNS = HEAD_DIM / 4, AHEAD = 16;
   for (int i = threadIdx.x; i < heads * COLUMNS; i += THREADS) {
     const long long row = first_row + i / COLUMNS;
     const int column = i % COLUMNS;
     const float *lse = partial_lse + row * splits;
     const float *part = partial_out + row * splits * HEAD_DIM + column * 4;
-    float top = -infinity();
+    float top = -infinity(), sum = 0.0f, value[4] = {};
     bool failed = false;
-    for (int s = 0; s < splits; ++s) {
-      const float x = lse[s];
-      failed = failed || x != x;
-      top = fmaxf(top, x);
-    }
-    float sum = 0.0f, value[4] = {};
-#pragma unroll 4
-    for (int s = 0; s < splits; ++s) {
-      const float x = lse[s];
-      const kjit::Vec<float, 4> p = kjit::load_vec<4>(part + static_cast<long long>(s) * HEAD_DIM);
-      const float weight = x == -infinity() ? 0.0f : kjit::fast_exp2(x - top);
-      sum += weight;
+    for (int first = 0; first < splits; first += AHEAD) {
+      float x[AHEAD];
+      kjit::Vec<float, 4> p[AHEAD];
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        value[e] += weight * p.at[e];
+      for (int k = 0; k < AHEAD; ++k) {
+        const int s = first + k;
+        x[k] = s < splits ? lse[s] : -infinity();
+        if (s < splits)
+          p[k] = kjit::load_vec<4>(part + static_cast<long long>(s) * HEAD_DIM);
+      }
+      float grown = top;
+#pragma unroll
+      for (int k = 0; k < AHEAD; ++k) {
+        failed = failed || x[k] != x[k];
+        grown = fmaxf(grown, x[k]);
+      }
+      if (grown > top) {
+        const float alpha = kjit::fast_exp2(top - grown); // 0 while top is -inf (sum is 0 too)
+        sum *= alpha;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          value[e] *= alpha;
+        top = grown;
+      }
+#pragma unroll
+      for (int k = 0; k < AHEAD; ++k) {
+        if (x[k] == -infinity())
+          continue;
+        const float weight = kjit::fast_exp2(x[k] - top);
+        sum += weight;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          value[e] += weight * p[k].at[e];
+      }
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e)
@@ -435,23 +456,30 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE, KJIT_DECODE_MIN_BLOCKS(
   }
   if (splits == 1)
     return;
-  // This split's results, then its flag (after every thread's fence); then the flags of the
-  // others, read after a fence in each reader, so that of two blocks finishing at once at least
-  // one sees the other's flag (SC fences): some block of the heads always merges. Two may: they
-  // write the same values.
+  // This split's results (every thread's, past the barrier), then its flag, then the flags of the
+  // others, read by one thread after an SC fence: of two blocks finishing at once at least one
+  // sees the other's flag, so some block of the heads always merges. Two may: they write the
+  // same values.
   volatile unsigned long long *flags =
       done + (static_cast<long long>(seq) * gridDim.x + blockIdx.x) * splits;
-  __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
+    __threadfence();
     flags[split] = call;
-    merge.merges = 1;
+    __threadfence();
+    constexpr int AHEAD = 16; // flags read at once
+    bool all = true;
+    for (int first = 0; first < splits; first += AHEAD) {
+      unsigned long long seen[AHEAD];
+#pragma unroll
+      for (int k = 0; k < AHEAD; ++k)
+        seen[k] = first + k < splits ? flags[first + k] : call;
+#pragma unroll
+      for (int k = 0; k < AHEAD; ++k)
+        all = all && seen[k] == call;
+    }
+    merge.merges = all ? 1 : 0;
   }
-  __syncthreads();
-  __threadfence();
-  for (int s = threadIdx.x; s < splits; s += THREADS)
-    if (flags[s] != call)
-      merge.merges = 0;
   __syncthreads();
   if (merge.merges == 0)
     return;
