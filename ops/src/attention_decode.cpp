@@ -24,11 +24,12 @@ constexpr std::string_view op = "paged_attention_decode";
 // start-up stop being small beside the split's own reads.
 constexpr int min_partition = 256;
 // What a block costs beside its tokens (q, the ring's first copies, the final merge), in tokens,
-// a split launch's merge (a second kernel, the partial results written and read) as a fraction of
-// the decode's time, and each split's share of the merge's reads and of the blocks' start-up, in
-// tokens: the values that pick the fastest split count of the H200 sweeps in BENCHMARKS.md at
-// batch 64 x 4k (3 splits), 256 x 1k (none) and 1 x 32k (32: two blocks a multiprocessor in one
-// wave read as fast as three, and the merge has fewer splits to read).
+// a split launch's merge (the partial results written and read, each block's flag, the last
+// block's tail) as a fraction of the decode's time, and each split's share of the merge's reads and
+// of the blocks' start-up, in tokens: the values that pick the fastest split count of the H200
+// sweeps in BENCHMARKS.md at batch 64 x 4k (3 splits), 256 x 1k (none) and 1 x 32k (32: two blocks
+// a multiprocessor in one wave read as fast as three, and the merge has fewer splits to read). With
+// the merge in the decode launch the H100's sweep still picks 32 and 3 (BENCHMARKS.md, dec4).
 constexpr int block_overhead = 64;
 constexpr double merge_cost = 0.05;
 constexpr int split_cost = 32;
