@@ -1,5 +1,5 @@
 #!/bin/bash
-# paged decode (dec4), run 1: the PagedAttention GPU tests (the two-call case too), then the quick
+# paged decode (dec4), runs 1 and 2 (the same script): the PagedAttention GPU tests (the two-call case too), then the quick
 # bench (no tunables sweeps; the split-count sweep of the one-launch decode), main's kernels as
 # "before" (decode kernel, then the merge kernel), in the same process.
 D=.dev-dec4
