@@ -11,13 +11,14 @@ kjit package) against torch on the same data, on one GPU, in one process:
 - KV write: reshape_and_cache of 16k tokens (8 kv heads, head dim 128, bf16) to shuffled slots,
   bytes read plus written over the time, against the same copy rate and against the same run's
   copy of as many bytes.
-- Split counts of a split decode (one launch: the last split's block of a head merges).
-- With KJIT_ATTENTION_BEFORE=<attention_decode.hip>:<kv_cache.hip> of an earlier version (one whose
-  decode is followed by a paged_attention_merge kernel, main before dec4), those kernels too,
-  compiled as templates of their own and launched as that version launched them: the same run's
-  "before" figures, with the decode kernel alone beside them. KJIT_DECODE_SOURCES=label=path,...
-  times other sources of that form the same way. KJIT_BENCH_QUICK=1 leaves out the sweeps of the
-  tunables.
+- A split decode's breakdown: the decode kernel alone, the merge kernel alone, both.
+- With KJIT_ATTENTION_BEFORE=<attention_decode.hip>:<kv_cache.hip> of an earlier version, those
+  kernels too, compiled as templates of their own and launched as that version launched them: the
+  same run's "before" figures, with the decode kernel alone beside them. KJIT_DECODE_SOURCES=
+  label=path,... times other sources the same way: of main's form (a decode kernel, then
+  paged_attention_merge) or of the merge-in-the-launch form (dec4's, measured and not kept:
+  bench/results/h100-2026-11-26-dec4-s27/attention_decode_fused.hip). KJIT_BENCH_QUICK=1 leaves
+  out the sweeps of the tunables.
 
 Times: the best of 5 bursts of ~25 ms (ops_torch.seconds_per_call), CUDA events.
 
@@ -57,7 +58,7 @@ def ring_bytes(v, warp, fp8):
 def shared_bytes(v, head_dim, fp8):
     """ops/src/attention_decode.cpp's decode_shared_bytes on NVIDIA: the ring or the warps'
     states merged after it, whichever is larger."""
-    return max(ring_bytes(v, 32, fp8), 8 + v["warps"] * v["group"] * (2 + head_dim) * 4)
+    return max(ring_bytes(v, 32, fp8), 4 + v["warps"] * v["group"] * (2 + head_dim) * 4)
 
 
 def decode_variant(warp, q_heads, kv_heads, fp8):
@@ -95,15 +96,15 @@ def split_decode(sms, resident, blocks, max_len, may_split=True, split_cost=32):
 
 
 def merge_threads(splits, head_dim, warp=32):
-    """The merge kernel's block in main before dec4 (the "before" launches): head_dim / 4 threads
-    per group of splits, a group per split up to 256 threads, in whole warps."""
+    """ops/src/attention_decode.cpp's merge_threads: head_dim / 4 threads per group of splits, a
+    group per split up to 256 threads, in whole warps."""
     columns = head_dim // 4
     whole = max(1, warp // columns)
     return min(256 // columns, cdiv(splits, whole) * whole) * columns
 
 
-# The stamp of the direct launches' split flags: one for every launch, as a CUDA graph replays a
-# launch; each launch leaves its flags 0 (attention_decode.hip).
+# The stamp of a merge-in-the-launch source's split flags: one for every launch, as a CUDA graph
+# replays a launch; each launch leaves its flags 0.
 STAMP = 0x6b6a69745f646563
 
 
@@ -152,12 +153,14 @@ class Decode:
             "GROUP": v["group"], "WARPS": v["warps"], "UNROLL": v["unroll"],
             "LOADS": v["loads"], "STAGES": v["stages"]})
         self.workspace()
-        self.merge = None  # an earlier version's merge kernel (time_decode_source)
+        self.merge = rt.kernel(kjit.Template.builtin("paged_attention_merge"),
+                               {"T": "bfloat16", "HEAD_DIM": head_dim})
         self.args = (self.scale * LOG2E * self.k_scale, self.v_scale,
                      q_heads, kv_heads, self.num_blocks, self.max_blocks, self.partition, ctx)
 
     def workspace(self):
-        """The split results and the merge's flags (zero, as every launch leaves them)."""
+        """The split results, and a merge-in-the-launch source's flags (zero, as every launch
+        leaves them)."""
         rows = self.batch * self.q_heads * self.splits
         self.partial_out = torch.empty(rows * self.head_dim, device="cuda", dtype=torch.float32)
         self.partial_lse = torch.empty(rows, device="cuda", dtype=torch.float32)
@@ -165,8 +168,8 @@ class Decode:
                                 dtype=torch.int64)
 
     def decode(self):
-        """The decode kernel alone: with several splits, the partial results and their merge;
-        an earlier version's (self.merge) writes the partial results alone."""
+        """The decode kernel alone: with several splits, the partial results (which self.merge
+        combines; a merge-in-the-launch source, self.merge None, combines them itself)."""
         split = self.splits > 1
         partials = (self.partial_out if split else 0, self.partial_lse if split else 0)
         if self.merge:
@@ -178,16 +181,18 @@ class Decode:
                         self.tables, self.lens, *self.args, STAMP if split else 0,
                         grid=self.grid, block=self.block, shared_bytes=self.shared_bytes)
 
+    def merge_kernel(self):
+        self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
+                   grid=self.batch * self.q_heads, block=merge_threads(self.splits, self.head_dim))
+
     def __call__(self):
         self.decode()
         if self.merge and self.splits > 1:
-            self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
-                       grid=self.batch * self.q_heads,
-                       block=merge_threads(self.splits, self.head_dim))
+            self.merge_kernel()
 
     def op(self):
         """The whole call through kjit.ops (the C++ wrapper: its plan, its workspace from torch's
-        allocator, never zeroed): what a user times. Its first call also lets the plan's kernel take
+        allocator, the merge): what a user times. Its first call also lets the plan's kernel take
         a ring past 48 KiB (Kernel::allow_shared_bytes), which direct launches of it would need."""
         kjit.ops.paged_attention_decode(self.q, self.k, self.v, self.tables, self.lens,
                                         scale=self.scale,
@@ -285,18 +290,27 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
 DECODE_PARAMS = {"T": ["half", "bfloat16"], "KV_FP8": [0, 1], "HEAD_DIM": [64, 128],
                  "PAGE": [16, 32], "GROUP": range(1, 9), "WARPS": [2, 4, 8], "UNROLL": [1, 2, 4],
                  "LOADS": [1, 2], "STAGES": [2, 3, 4]}
-# The decode kernel's arguments in main before dec4, whose splits a merge kernel combined.
+# The decode kernel's arguments (its splits combined by paged_attention_merge).
 DECODE_ARGUMENTS = ["T*", "float*", "float*", "const T*", "const void*", "const void*",
                     "const int*", "const int*", "float", "float", "int", "int", "int", "int",
                     "int", "int"]
 MERGE_ARGUMENTS = ["T*", "const float*", "const float*", "int"]
 
 
+# The arguments of dec4's merge-in-the-launch form of the decode kernel (not kept).
+FUSED_ARGUMENTS = DECODE_ARGUMENTS[:3] + ["unsigned long long*"] + DECODE_ARGUMENTS[3:] + [
+    "unsigned long long"]
+
+
 def source_templates(label, source):
-    """The decode and merge kernels of an attention_decode.hip of main before dec4, as templates
-    of their own."""
+    """The decode and merge kernels of an attention_decode.hip, as templates of their own; the
+    merge is None for a source whose decode merges in its launch (dec4's)."""
+    fused = "paged_attention_merge" not in source
     decode = kjit.Template(f"paged_attention_decode_{label}", source, params=DECODE_PARAMS,
-                           kernel="paged_attention_decode", arguments=DECODE_ARGUMENTS)
+                           kernel="paged_attention_decode",
+                           arguments=FUSED_ARGUMENTS if fused else DECODE_ARGUMENTS)
+    if fused:
+        return decode, None
     merge = kjit.Template(f"paged_attention_merge_{label}", source,
                           params={"T": ["half", "bfloat16"], "HEAD_DIM": [64, 128]},
                           kernel="paged_attention_merge", arguments=MERGE_ARGUMENTS)
@@ -306,8 +320,8 @@ def source_templates(label, source):
 def before_kernels(path):
     """The kernels of an earlier attention_decode.hip and kv_cache.hip (their paths joined by ':',
     KJIT_ATTENTION_BEFORE), compiled as templates of their own: the same run's figures before a
-    change (main before dec4: a decode kernel, then a merge kernel); time_decode_source launches
-    the decode as that version's wrapper did. Also whether its ring is dynamic shared memory."""
+    change; time_decode_source launches the decode as that version's wrapper did. Also whether its
+    ring is dynamic shared memory."""
     decode_path, write_path = path.split(":")
     source = open(decode_path).read()
     decode = source_templates("before", source)
@@ -325,9 +339,9 @@ def before_kernels(path):
 
 def time_decode_source(rt, label, templates, copy, dynamic=False):
     """The decode and merge kernels of another attention_decode.hip (`templates`, from
-    source_templates) at the four shapes, launched as main's wrapper before dec4 launched them:
-    decode_variant's ring, the split model's counts for 3 blocks a multiprocessor, then the merge
-    kernel; a split shape's decode kernel is timed alone too. A source whose ring is dynamic
+    source_templates) at the four shapes, launched as the wrapper launches them: decode_variant's
+    ring, the split model's counts for 3 blocks a multiprocessor, then the merge kernel where the
+    source has one (its decode kernel is then timed alone too). A source whose ring is dynamic
     shared memory gets it at launch."""
     decode, merge = templates
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -341,14 +355,16 @@ def time_decode_source(rt, label, templates, copy, dynamic=False):
         case.kernel = rt.kernel(decode, {"T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": 128,
                                          "PAGE": 16, "GROUP": 4, "WARPS": 4, "UNROLL": 2,
                                          "LOADS": v["loads"], "STAGES": v["stages"]})
-        case.shared_bytes = shared_bytes(v, 128, fp8) if dynamic else 0
+        # The merge-in-the-launch form keeps one more flag in its shared Merge.
+        extra = 4 if merge is None else 0
+        case.shared_bytes = shared_bytes(v, 128, fp8) + extra if dynamic else 0
         case.args = case.args[:-2] + (partition, ctx)
-        case.merge = rt.kernel(merge, {"T": "bfloat16", "HEAD_DIM": 128})
+        case.merge = merge and rt.kernel(merge, {"T": "bfloat16", "HEAD_DIM": 128})
         case.workspace()
         err, ok = reference_error(case)
         t = seconds_per_call(torch, case)
         alone = ""
-        if splits > 1:
+        if splits > 1 and case.merge:
             t_decode = seconds_per_call(torch, case.decode)
             alone = (f" (the decode kernel alone {t_decode * 1e6:.1f} us, "
                      f"{100 * case.kv_bytes() / t_decode / copy:.0f}%)")
@@ -437,19 +453,25 @@ def main():
                 row += f" splits{splits} failed ({str(error).splitlines()[0][:60]})"
         print(row, flush=True)
         torch.cuda.empty_cache()
-    # Split counts of the one-launch decode, each checked against the fp32 reference.
-    for batch, ctx, counts in ((1, 32768, (16, 24, 32, 40, 44, 48, 64)),
-                               (64, 4096, (2, 3, 4))):
-        row = f"splits batch {batch} ctx {ctx}:"
+    # Where a split decode's time goes: the decode kernel alone, the merge kernel alone, then both,
+    # over split counts.
+    for batch, ctx, counts in ((1, 32768, (32, 47) if quick else (24, 32, 40, 48)),
+                               (64, 4096, (3,) if quick else (2, 3, 4))):
         for splits in counts:
             case = Decode(rt, batch, ctx, splits=splits)
-            err, ok = reference_error(case)
-            failed |= not ok
-            t = seconds_per_call(torch, case)
-            row += (f" {case.splits}: {t * 1e6:.1f} us {100 * case.kv_bytes() / t / copy:.0f}%"
-                    f"{'' if ok else ' FAILED'};")
+            if splits in (3, 32):
+                err, ok = reference_error(case)
+                failed |= not ok
+                print(f"check batch {batch} ctx {ctx} splits {case.splits}: "
+                      f"{'ok' if ok else 'FAILED'} ({err:.2e})", flush=True)
+            us = {"decode": seconds_per_call(torch, case.decode),
+                  "merge": seconds_per_call(torch, case.merge_kernel)}
+            us["both"] = seconds_per_call(torch, case)
+            print(f"breakdown batch {batch} ctx {ctx} splits {case.splits}: " + ", ".join(
+                f"{k} {t * 1e6:.1f} us" + (f" ({100 * case.kv_bytes() / t / copy:.0f}%)"
+                                           if k in ("decode", "both") else "")
+                for k, t in us.items()), flush=True)
             del case
-        print(row, flush=True)
         torch.cuda.empty_cache()
     row = "sweep fp8 batch 64 ctx 4096:"
     for unroll, loads, stages in () if quick else ((2, 2, 4), (2, 1, 4), (4, 1, 4), (4, 2, 2),

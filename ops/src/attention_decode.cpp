@@ -10,7 +10,6 @@
 #include <climits>
 #include <cmath>
 #include <limits>
-#include <random>
 #include <string>
 #include <unordered_map>
 
@@ -24,12 +23,11 @@ constexpr std::string_view op = "paged_attention_decode";
 // start-up stop being small beside the split's own reads.
 constexpr int min_partition = 256;
 // What a block costs beside its tokens (q, the ring's first copies, the final merge), in tokens,
-// a split launch's merge (the partial results written and read, each block's flag, the last
-// block's tail) as a fraction of the decode's time, and each split's share of the merge's reads and
-// of the blocks' start-up, in tokens: the values that pick the fastest split count of the H200
-// sweeps in BENCHMARKS.md at batch 64 x 4k (3 splits), 256 x 1k (none) and 1 x 32k (32: two blocks
-// a multiprocessor in one wave read as fast as three, and the merge has fewer splits to read). With
-// the merge in the decode launch the H100's sweep still picks 32 and 3 (BENCHMARKS.md, dec4).
+// a split launch's merge (a second kernel, the partial results written and read) as a fraction of
+// the decode's time, and each split's share of the merge's reads and of the blocks' start-up, in
+// tokens: the values that pick the fastest split count of the H200 sweeps in BENCHMARKS.md at
+// batch 64 x 4k (3 splits), 256 x 1k (none) and 1 x 32k (32: two blocks a multiprocessor in one
+// wave read as fast as three, and the merge has fewer splits to read).
 constexpr int block_overhead = 64;
 constexpr double merge_cost = 0.05;
 constexpr int split_cost = 32;
@@ -43,20 +41,6 @@ int max_len(const PagedKvCache &cache, const DecodeBatch &batch) {
 }
 
 std::string to_string(std::int64_t value) { return std::to_string(value); }
-
-// The stamp a split launch's blocks mark their flags with (attention_decode.hip): 64 bits of a
-// per-thread generator seeded once from std::random_device (splitmix64), never 0, which the
-// kernel's merge leaves in every flag. A workspace the caller never zeroed holds it by chance
-// with probability 2^-64 per flag.
-std::uint64_t call_stamp() {
-  thread_local std::uint64_t state =
-      (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
-  std::uint64_t z = state += 0x9e3779b97f4a7c15u;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  z ^= z >> 31;
-  return z != 0 ? z : 1;
-}
 
 void check_shape(int q_heads, const PagedKvCache &cache, const DecodeBatch &batch) {
   detail::require(batch.batch > 0 && q_heads > 0 && cache.kv_heads > 0 && cache.num_blocks > 0 &&
@@ -144,8 +128,8 @@ int decode_ring_limit(bool nvidia) { return nvidia ? 64 * 1024 : 48 * 1024; }
 int decode_shared_bytes(const DecodePlan &plan, bool nvidia, bool fp8, int head_dim) {
   if (!nvidia)
     return 0;
-  // Merge: two flags, then each warp's max, sum and head_dim outputs for each head of the group.
-  const int merge = 8 + plan.warps * plan.group * (2 + head_dim) * 4;
+  // Merge: a flag, then each warp's max, sum and head_dim outputs for each head of the group.
+  const int merge = 4 + plan.warps * plan.group * (2 + head_dim) * 4;
   return std::max(decode_ring_bytes(plan, 32, fp8), merge);
 }
 
@@ -156,6 +140,15 @@ int resident_blocks(int registers, int threads, int shared_bytes) {
   const int by_registers = 16384 / warp_registers * 4 / warps;
   const int by_shared = 228 * 1024 / (shared_bytes + 1024);
   return std::max(1, std::min({by_registers, by_shared, 2048 / threads, 32}));
+}
+
+int merge_threads(int splits, int head_dim, int warp_size) {
+  // attention_decode.hip's MERGE_THREADS; a group of splits is head_dim / 4 threads.
+  constexpr int most_threads = 256;
+  const int columns = head_dim / 4;
+  const int whole = std::max(1, warp_size / columns); // groups that make whole warps
+  const int groups = std::min(most_threads / columns, divide_up(splits, whole) * whole);
+  return groups * columns;
 }
 
 void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch, int q_heads,
@@ -185,21 +178,10 @@ void split_decode(DecodePlan &plan, int multiprocessors, int resident, int batch
       plan.partition = partition;
     }
   }
-  plan.workspace_bytes = 0;
-  if (plan.splits > 1) {
-    const DecodeWorkspaceLayout layout =
-        decode_workspace_layout(batch, q_heads, kv_heads * plan.chunks, head_dim, plan.splits);
-    plan.workspace_bytes = layout.done + layout.flags * sizeof(std::uint64_t);
-  }
-}
-
-DecodeWorkspaceLayout decode_workspace_layout(int batch, int q_heads, int blocks_per_seq,
-                                              int head_dim, int splits) {
-  const std::size_t rows = static_cast<std::size_t>(batch) * q_heads * splits;
-  const std::size_t lse = rows * head_dim * sizeof(float);
-  const std::size_t flag = sizeof(std::uint64_t);
-  const std::size_t done = (lse + rows * sizeof(float) + flag - 1) / flag * flag;
-  return {lse, done, static_cast<std::size_t>(batch) * blocks_per_seq * splits};
+  plan.workspace_bytes = plan.splits > 1
+                             ? static_cast<std::size_t>(batch) * q_heads * plan.splits *
+                                   (static_cast<std::size_t>(head_dim) + 1) * sizeof(float)
+                             : 0;
 }
 
 } // namespace detail
@@ -424,16 +406,10 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
   constexpr float log2e = 1.4426950408889634f;
   const float k_factor = fp8 ? cache.k_scale : 1.0f;
   const float v_factor = fp8 ? cache.v_scale : 1.0f;
-  float *partial_out = nullptr, *partial_lse = nullptr;
-  unsigned long long *done = nullptr;
-  if (plan.splits > 1) {
-    const detail::DecodeWorkspaceLayout layout = detail::decode_workspace_layout(
-        batch.batch, q_heads, cache.kv_heads * plan.chunks, cache.head_dim, plan.splits);
-    auto *bytes = static_cast<unsigned char *>(workspace.data);
-    partial_out = reinterpret_cast<float *>(bytes);
-    partial_lse = reinterpret_cast<float *>(bytes + layout.lse);
-    done = reinterpret_cast<unsigned long long *>(bytes + layout.done);
-  }
+  float *partial_out = static_cast<float *>(workspace.data);
+  float *partial_lse = plan.splits > 1 ? partial_out + static_cast<std::size_t>(batch.batch) *
+                                                           q_heads * plan.splits * cache.head_dim
+                                       : nullptr;
   const Dim3 grid(static_cast<unsigned>(cache.kv_heads * plan.chunks),
                   static_cast<unsigned>(batch.batch), static_cast<unsigned>(plan.splits));
   const int warp = device.target().warp_size();
@@ -441,11 +417,20 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
                  .block = static_cast<unsigned>(plan.warps * warp),
                  .shared_bytes = launch.shared_bytes,
                  .stream = stream},
-                out, partial_out, partial_lse, done, q, static_cast<const void *>(cache.k),
+                out, partial_out, partial_lse, q, static_cast<const void *>(cache.k),
                 static_cast<const void *>(cache.v), batch.block_tables, batch.seq_lens,
                 scale * log2e * k_factor, v_factor, q_heads, cache.kv_heads, cache.num_blocks,
-                batch.max_blocks, plan.partition, len,
-                static_cast<unsigned long long>(plan.splits > 1 ? call_stamp() : 0));
+                batch.max_blocks, plan.partition, len);
+  if (plan.splits == 1)
+    return;
+  static const Template &merge = templates::find("paged_attention_merge");
+  rt.kernel(merge, {{"T", element_name<T>()}, {"HEAD_DIM", cache.head_dim}})
+      .launch(
+          {.grid = static_cast<unsigned>(batch.batch * q_heads),
+           .block = static_cast<unsigned>(detail::merge_threads(plan.splits, cache.head_dim, warp)),
+           .stream = stream},
+          out, static_cast<const float *>(partial_out), static_cast<const float *>(partial_lse),
+          plan.splits);
 }
 
 namespace reference {

@@ -17,7 +17,7 @@ struct DecodePlan {
   int stages;    // steps of K and V in the shared-memory ring (STAGES)
   int splits;    // blocks along the sequence (flash-decoding); 1: out written directly
   int partition; // tokens per split
-  std::size_t workspace_bytes; // decode_workspace_layout's parts; 0 for one split
+  std::size_t workspace_bytes; // partial outputs and log-sum-exps; 0 for one split
 };
 
 // The kernel's parameters for a GQA ratio on a target of `warp_size` lanes; one split. Its ring
@@ -54,15 +54,9 @@ int decode_shared_bytes(const DecodePlan &plan, bool nvidia, bool fp8, int head_
 // reserved per block, 2048 threads, 32 blocks: Hopper's and Ampere's limits).
 int resident_blocks(int registers, int threads, int shared_bytes);
 
-// Where a split launch's workspace keeps its parts: the partial outputs [batch * q_heads * splits,
-// head_dim] floats from byte 0, their log2-sum-exps from byte `lse`, and from byte `done` (8-byte
-// aligned) `flags` 64-bit flags, one per (sequence, block of heads, split), which the kernel's
-// merge reads (attention_decode.hip).
-struct DecodeWorkspaceLayout {
-  std::size_t lse, done, flags;
-};
-DecodeWorkspaceLayout decode_workspace_layout(int batch, int q_heads, int blocks_per_seq,
-                                              int head_dim, int splits);
+// paged_attention_merge's block: head_dim / 4 threads per group of splits, a group per split up
+// to 256 threads, in whole warps.
+int merge_threads(int splits, int head_dim, int warp_size);
 
 // Splits the sequences (plan.splits, plan.partition, plan.workspace_bytes) so that the blocks,
 // `resident` at once on each of `multiprocessors`, run in whole waves of equal blocks. `max_len`:

@@ -525,11 +525,13 @@ void add_attention_decode(std::vector<Template> &all) {
                              {"UNROLL", ParamSchema::one_of({1, 2, 4}, 2).tunable()},
                              {"LOADS", ParamSchema::one_of({1, 2}, 1).tunable()},
                              {"STAGES", ParamSchema::one_of({2, 3, 4}, 3).tunable()}},
-      TemplateOptions{.arguments = {"T*", "float*", "float*", "unsigned long long*", "const T*",
-                                    "const void*", "const void*", "const int*", "const int*",
-                                    "float", "float", "int", "int", "int", "int", "int", "int",
-                                    "unsigned long long"},
+      TemplateOptions{.arguments = {"T*", "float*", "float*", "const T*", "const void*",
+                                    "const void*", "const int*", "const int*", "float", "float",
+                                    "int", "int", "int", "int", "int", "int"},
                       .tuning = decode_rules});
+  all.emplace_back("paged_attention_merge", std::string(embedded::attention_decode_hip),
+                   std::vector<ParamDecl>{{"T", element()}, {"HEAD_DIM", head_dim()}},
+                   TemplateOptions{.arguments = {"T*", "const float*", "const float*", "int"}});
   all.emplace_back(
       "reshape_and_cache", std::string(embedded::kv_cache_hip),
       std::vector<ParamDecl>{{"T", element()},

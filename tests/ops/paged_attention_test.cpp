@@ -24,6 +24,7 @@ TEST_F(OpsCompileTest, PagedDecodeVariantsCompileForAmdAndNvidia) {
                          {{"HEAD_DIM", 64}, {"PAGE", 32}, {"GROUP", 8}, {"UNROLL", 2}}, target));
     EXPECT_TRUE(compiles("paged_attention_decode",
                          {{"GROUP", 1}, {"WARPS", 2}, {"LOADS", 2}, {"STAGES", 2}}, target));
+    EXPECT_TRUE(compiles("paged_attention_merge", {{"HEAD_DIM", 64}}, target));
     EXPECT_TRUE(compiles("reshape_and_cache", {{"T", "half"}}, target));
     EXPECT_TRUE(compiles("reshape_and_cache",
                          {{"KV_FP8", 1}, {"ROPE", 1}, {"ROTARY_DIM", 128}, {"VEC", 8}}, target));
@@ -224,8 +225,8 @@ TEST(PagedDecodePlan, TheLaunchTakesTheRingOrTheWarpsStatesWhicheverIsLarger) {
   shallow.unroll = 1;
   shallow.stages = 2;
   EXPECT_EQ(detail::decode_ring_bytes(shallow, 32, false), 8 * 1024);
-  // Two flags, then 4 warps' max, sum and 128 outputs for 8 heads.
-  EXPECT_EQ(detail::decode_shared_bytes(shallow, true, false, 128), 8 + 4 * 8 * 130 * 4);
+  // A flag, then 4 warps' max, sum and 128 outputs for 8 heads.
+  EXPECT_EQ(detail::decode_shared_bytes(shallow, true, false, 128), 4 + 4 * 8 * 130 * 4);
 }
 
 // The tuning table's record for a decode shape replaces the heuristic's tunables: stored in a
@@ -297,8 +298,7 @@ TEST(PagedDecodePlan, SplitsSoThatTheBlocksRunInWholeWaves) {
   EXPECT_GE(std::int64_t{one.splits} * one.partition, 32768);
   EXPECT_LT(std::int64_t{one.splits - 1} * one.partition, 32768) << "no split is empty";
   EXPECT_EQ(one.partition % 64, 0);
-  // The partial outputs and log2-sum-exps of 32 heads, then a flag per kv head and split.
-  EXPECT_EQ(one.workspace_bytes, std::size_t{32} * one.splits * (128 + 1) * 4 + 8 * one.splits * 8);
+  EXPECT_EQ(one.workspace_bytes, std::size_t{32} * one.splits * (128 + 1) * 4);
   // A batch whose blocks fill the places exactly once (99 x 8 = 2 x 396): no split.
   const detail::DecodePlan whole = split(2, 99, 4096);
   EXPECT_EQ(whole.splits, 1);
@@ -321,18 +321,13 @@ TEST(PagedDecodePlan, SplitsSoThatTheBlocksRunInWholeWaves) {
   EXPECT_EQ(split(3, 1, 300).splits, 1);
 }
 
-// The flags start 8-byte aligned after the log2-sum-exps, one per (sequence, block of heads,
-// split).
-TEST(PagedDecodePlan, TheWorkspaceKeepsTheFlagsAlignedAfterThePartialResults) {
-  // 1 sequence, 3 q heads, 3 splits: 9 rows of 64 floats, 9 log2-sum-exps (36 bytes), then 4
-  // bytes of padding.
-  const detail::DecodeWorkspaceLayout odd = detail::decode_workspace_layout(1, 3, 1, 64, 3);
-  EXPECT_EQ(odd.lse, 9u * 64 * 4);
-  EXPECT_EQ(odd.done, 9u * 64 * 4 + 40);
-  EXPECT_EQ(odd.flags, 3u);
-  const detail::DecodeWorkspaceLayout two = detail::decode_workspace_layout(2, 32, 16, 128, 4);
-  EXPECT_EQ(two.done % 8, 0u);
-  EXPECT_EQ(two.flags, 2u * 16 * 4);
+TEST(PagedDecodePlan, TheMergeHasAGroupOfThreadsPerSplitInWholeWarps) {
+  EXPECT_EQ(detail::merge_threads(3, 128, 32), 96);   // 3 groups of 32 columns
+  EXPECT_EQ(detail::merge_threads(32, 128, 32), 256); // at most 8 groups
+  EXPECT_EQ(detail::merge_threads(3, 128, 64), 128);  // wave 64: groups in pairs
+  EXPECT_EQ(detail::merge_threads(3, 64, 32), 64);    // 16 columns: groups in pairs
+  EXPECT_EQ(detail::merge_threads(3, 64, 64), 64);    // wave 64: groups in fours
+  EXPECT_EQ(detail::merge_threads(100, 64, 64), 256); // at most 16 groups of 16
 }
 
 // Two q heads sharing one kv head of head_dim 2, pages of 2 tokens, scale 1. The sequence's

@@ -63,11 +63,8 @@ struct DecodeBatch {
   bool validate = false;
 };
 
-// Scratch device memory for split-KV (flash-decoding): partial outputs, their log-sum-exps and a
-// flag per split, which the call marks with a stamp of its own and leaves 0. Its contents before a
-// call do not matter (no zeroing), so a CUDA graph may capture the call and replay it; two calls
-// that may run at once need two workspaces. Null: one split per sequence, always correct, slower
-// for few long sequences.
+// Scratch device memory for split-KV (flash-decoding): partial outputs and their log-sum-exps.
+// Null: one split per sequence, always correct, slower for few long sequences.
 struct DecodeWorkspace {
   void *data = nullptr;
   std::size_t bytes = 0;
