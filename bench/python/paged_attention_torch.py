@@ -17,8 +17,8 @@ kjit package) against torch on the same data, on one GPU, in one process:
   same run's "before" figures, with the decode kernel alone beside them. KJIT_DECODE_SOURCES=
   label=path,... times other sources the same way: of main's form (a decode kernel, then
   paged_attention_merge) or of the merge-in-the-launch form (dec4's, measured and not kept:
-  bench/results/h100-2026-11-26-dec4-s27/attention_decode_fused.hip). KJIT_BENCH_QUICK=1 leaves
-  out the sweeps of the tunables.
+  bench/results/h100-2026-11-26-dec4-s27/attention_decode_fused.patch on attention_decode.hip at
+  169352d). KJIT_BENCH_QUICK=1 leaves out the sweeps of the tunables.
 
 Times: the best of 5 bursts of ~25 ms (ops_torch.seconds_per_call), CUDA events.
 
