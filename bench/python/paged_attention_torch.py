@@ -14,8 +14,11 @@ kjit package) against torch on the same data, on one GPU, in one process:
 - A split decode's breakdown: the decode kernel alone, the merge kernel alone, both.
 - With KJIT_ATTENTION_BEFORE=<attention_decode.hip>:<kv_cache.hip> of an earlier version, those
   kernels too, compiled as templates of their own and launched as that version launched them: the
-  same run's "before" figures. KJIT_DECODE_SOURCES=label=path,... times other sources of the
-  decode kernel the same way. KJIT_BENCH_QUICK=1 leaves out the sweeps of the tunables.
+  same run's "before" figures, with the decode kernel alone beside them. KJIT_DECODE_SOURCES=
+  label=path,... times other sources the same way: of main's form (a decode kernel, then
+  paged_attention_merge) or of the merge-in-the-launch form (dec4's, measured and not kept:
+  bench/results/h100-2026-11-26-dec4-s27/attention_decode_fused.patch on attention_decode.hip at
+  169352d). KJIT_BENCH_QUICK=1 leaves out the sweeps of the tunables.
 
 Times: the best of 5 bursts of ~25 ms (ops_torch.seconds_per_call), CUDA events.
 
@@ -100,6 +103,11 @@ def merge_threads(splits, head_dim, warp=32):
     return min(256 // columns, cdiv(splits, whole) * whole) * columns
 
 
+# The stamp of a merge-in-the-launch source's split flags: one for every launch, as a CUDA graph
+# replays a launch; each launch leaves its flags 0.
+STAMP = 0x6b6a69745f646563
+
+
 class Decode:
     def __init__(self, rt, batch, ctx, q_heads=32, kv_heads=8, head_dim=128, page=16, fp8=False,
                  warps=None, unroll=None, loads=None, stages=None, splits=None):
@@ -144,20 +152,34 @@ class Decode:
             "T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": head_dim, "PAGE": page,
             "GROUP": v["group"], "WARPS": v["warps"], "UNROLL": v["unroll"],
             "LOADS": v["loads"], "STAGES": v["stages"]})
-        rows = batch * q_heads * self.splits
-        self.partial_out = torch.empty(rows * head_dim, device=dev, dtype=torch.float32)
-        self.partial_lse = torch.empty(rows, device=dev, dtype=torch.float32)
+        self.workspace()
         self.merge = rt.kernel(kjit.Template.builtin("paged_attention_merge"),
                                {"T": "bfloat16", "HEAD_DIM": head_dim})
         self.args = (self.scale * LOG2E * self.k_scale, self.v_scale,
                      q_heads, kv_heads, self.num_blocks, self.max_blocks, self.partition, ctx)
 
+    def workspace(self):
+        """The split results, and a merge-in-the-launch source's flags (zero, as every launch
+        leaves them)."""
+        rows = self.batch * self.q_heads * self.splits
+        self.partial_out = torch.empty(rows * self.head_dim, device="cuda", dtype=torch.float32)
+        self.partial_lse = torch.empty(rows, device="cuda", dtype=torch.float32)
+        self.done = torch.zeros(self.grid[0] * self.batch * self.splits, device="cuda",
+                                dtype=torch.int64)
+
     def decode(self):
-        """The decode kernel alone (with several splits, the partial results)."""
+        """The decode kernel alone: with several splits, the partial results (which self.merge
+        combines; a merge-in-the-launch source, self.merge None, combines them itself)."""
         split = self.splits > 1
-        self.kernel(self.out, self.partial_out if split else 0, self.partial_lse if split else 0,
-                    self.q, self.k, self.v, self.tables, self.lens, *self.args,
-                    grid=self.grid, block=self.block, shared_bytes=self.shared_bytes)
+        partials = (self.partial_out if split else 0, self.partial_lse if split else 0)
+        if self.merge:
+            self.kernel(self.out, *partials, self.q, self.k, self.v, self.tables, self.lens,
+                        *self.args, grid=self.grid, block=self.block,
+                        shared_bytes=self.shared_bytes)
+        else:
+            self.kernel(self.out, *partials, self.done if split else 0, self.q, self.k, self.v,
+                        self.tables, self.lens, *self.args, STAMP if split else 0,
+                        grid=self.grid, block=self.block, shared_bytes=self.shared_bytes)
 
     def merge_kernel(self):
         self.merge(self.out, self.partial_out, self.partial_lse, self.splits,
@@ -165,7 +187,7 @@ class Decode:
 
     def __call__(self):
         self.decode()
-        if self.splits > 1:
+        if self.merge and self.splits > 1:
             self.merge_kernel()
 
     def op(self):
@@ -268,20 +290,41 @@ def write_case(rt, tokens=16384, kv_heads=8, head_dim=128, page=16, fp8=False, r
 DECODE_PARAMS = {"T": ["half", "bfloat16"], "KV_FP8": [0, 1], "HEAD_DIM": [64, 128],
                  "PAGE": [16, 32], "GROUP": range(1, 9), "WARPS": [2, 4, 8], "UNROLL": [1, 2, 4],
                  "LOADS": [1, 2], "STAGES": [2, 3, 4]}
+# The decode kernel's arguments (its splits combined by paged_attention_merge).
 DECODE_ARGUMENTS = ["T*", "float*", "float*", "const T*", "const void*", "const void*",
                     "const int*", "const int*", "float", "float", "int", "int", "int", "int",
                     "int", "int"]
+MERGE_ARGUMENTS = ["T*", "const float*", "const float*", "int"]
+
+
+# The arguments of dec4's merge-in-the-launch form of the decode kernel (not kept).
+FUSED_ARGUMENTS = DECODE_ARGUMENTS[:3] + ["unsigned long long*"] + DECODE_ARGUMENTS[3:] + [
+    "unsigned long long"]
+
+
+def source_templates(label, source):
+    """The decode and merge kernels of an attention_decode.hip, as templates of their own; the
+    merge is None for a source whose decode merges in its launch (dec4's)."""
+    fused = "paged_attention_merge" not in source
+    decode = kjit.Template(f"paged_attention_decode_{label}", source, params=DECODE_PARAMS,
+                           kernel="paged_attention_decode",
+                           arguments=FUSED_ARGUMENTS if fused else DECODE_ARGUMENTS)
+    if fused:
+        return decode, None
+    merge = kjit.Template(f"paged_attention_merge_{label}", source,
+                          params={"T": ["half", "bfloat16"], "HEAD_DIM": [64, 128]},
+                          kernel="paged_attention_merge", arguments=MERGE_ARGUMENTS)
+    return decode, merge
 
 
 def before_kernels(path):
     """The kernels of an earlier attention_decode.hip and kv_cache.hip (their paths joined by ':',
     KJIT_ATTENTION_BEFORE), compiled as templates of their own: the same run's figures before a
-    change (main at 82ef5b6: dec2's kernels, whose ring is static shared memory of at most 48
-    KiB); time_decode_source launches the decode as that version's wrapper did."""
+    change; time_decode_source launches the decode as that version's wrapper did. Also whether its
+    ring is dynamic shared memory."""
     decode_path, write_path = path.split(":")
-    decode = kjit.Template("paged_attention_decode_before", open(decode_path).read(),
-                           params=DECODE_PARAMS, kernel="paged_attention_decode",
-                           arguments=DECODE_ARGUMENTS)
+    source = open(decode_path).read()
+    decode = source_templates("before", source)
     write = kjit.Template("reshape_and_cache_before", open(write_path).read(),
                           params={"T": ["half", "bfloat16"], "KV_FP8": [0, 1],
                                   "HEAD_DIM": range(8, 1025), "ROPE": [0, 1, 2],
@@ -291,14 +334,16 @@ def before_kernels(path):
                           arguments=["const T*", "const T*", "void*", "void*", "const long long*",
                                      "const long long*", "const T*", "int", "float", "float",
                                      "int", "long long", "long long", "long long", "int"])
-    return decode, write
+    return decode, write, "extern __shared__" in source
 
 
-def time_decode_source(rt, label, decode, copy, dynamic=False):
-    """The decode kernel of another attention_decode.hip (`decode`, a Template of its own) at the
-    four shapes, launched as main's wrapper (82ef5b6) launches its kernel: decode_variant's ring,
-    the split model's counts for 3 blocks a multiprocessor, the merge of this run's source. A
-    source whose ring is dynamic shared memory gets it at launch."""
+def time_decode_source(rt, label, templates, copy, dynamic=False):
+    """The decode and merge kernels of another attention_decode.hip (`templates`, from
+    source_templates) at the four shapes, launched as the wrapper launches them: decode_variant's
+    ring, the split model's counts for 3 blocks a multiprocessor, then the merge kernel where the
+    source has one (its decode kernel is then timed alone too). A source whose ring is dynamic
+    shared memory gets it at launch."""
+    decode, merge = templates
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for batch, ctx, fp8 in ((64, 4096, False), (1, 32768, False), (256, 1024, False),
                             (64, 4096, True)):
@@ -310,23 +355,30 @@ def time_decode_source(rt, label, decode, copy, dynamic=False):
         case.kernel = rt.kernel(decode, {"T": "bfloat16", "KV_FP8": int(fp8), "HEAD_DIM": 128,
                                          "PAGE": 16, "GROUP": 4, "WARPS": 4, "UNROLL": 2,
                                          "LOADS": v["loads"], "STAGES": v["stages"]})
-        case.shared_bytes = shared_bytes(v, 128, fp8) if dynamic else 0
+        # The merge-in-the-launch form keeps one more flag in its shared Merge.
+        extra = 4 if merge is None else 0
+        case.shared_bytes = shared_bytes(v, 128, fp8) + extra if dynamic else 0
         case.args = case.args[:-2] + (partition, ctx)
-        rows = batch * case.q_heads * splits
-        case.partial_out = torch.empty(rows * case.head_dim, device="cuda", dtype=torch.float32)
-        case.partial_lse = torch.empty(rows, device="cuda", dtype=torch.float32)
+        case.merge = merge and rt.kernel(merge, {"T": "bfloat16", "HEAD_DIM": 128})
+        case.workspace()
         err, ok = reference_error(case)
         t = seconds_per_call(torch, case)
+        alone = ""
+        if splits > 1 and case.merge:
+            t_decode = seconds_per_call(torch, case.decode)
+            alone = (f" (the decode kernel alone {t_decode * 1e6:.1f} us, "
+                     f"{100 * case.kv_bytes() / t_decode / copy:.0f}%)")
         print(f"{label}: decode batch {batch} ctx {ctx} {'fp8' if fp8 else 'bf16'} (splits "
               f"{splits}, STAGES {v['stages']}): fp32 check {'ok' if ok else 'FAILED'}; "
-              f"{t * 1e6:.1f} us, {100 * case.kv_bytes() / t / copy:.0f}% of copy", flush=True)
+              f"{t * 1e6:.1f} us, {100 * case.kv_bytes() / t / copy:.0f}% of copy{alone}",
+              flush=True)
         del case
         torch.cuda.empty_cache()
 
 
 def time_before(rt, path, copy):
-    decode, write = before_kernels(path)
-    time_decode_source(rt, "before", decode, copy)
+    decode, write, dynamic = before_kernels(path)
+    time_decode_source(rt, "before", decode, copy, dynamic)
     for fp8, rope in ((False, False), (False, True), (True, False)):
         rate, same = write_case(rt, fp8=fp8, rope=rope, before=write)
         print(f"before: reshape_and_cache 16384 tokens {'fp8' if fp8 else 'bf16'}"
@@ -449,10 +501,8 @@ def main():
     for item in filter(None, os.environ.get("KJIT_DECODE_SOURCES", "").split(",")):
         label, path = item.split("=", 1)
         source = open(path).read()
-        decode = kjit.Template(f"paged_attention_decode_{label}", source,
-                               params=DECODE_PARAMS, kernel="paged_attention_decode",
-                               arguments=DECODE_ARGUMENTS)
-        time_decode_source(rt, label, decode, copy, dynamic="extern __shared__" in source)
+        time_decode_source(rt, label, source_templates(label, source), copy,
+                           dynamic="extern __shared__" in source)
     return 1 if failed else 0
 
 

@@ -1,7 +1,7 @@
 // paged_attention_decode and reshape_and_cache on the device against the double-precision
 // references: ragged lengths (0, 1, not multiples of the page), shuffled non-contiguous block
 // tables, GQA 1, 4, 8 and 12, MQA, split-KV (tens of splits at batch 1 and 2), fp8 caches, poisoned
-// outputs and workspaces, and bad tables.
+// outputs and workspaces, a workspace used twice, and bad tables.
 #include "kjit/runtime/tuning_table.hpp"
 #include "ops/src/paged_attention_plan.hpp"
 #include "tests/ops/gpu_support.hpp"
@@ -180,6 +180,49 @@ TYPED_TEST(PagedAttentionGpuTest, DecodeMatchesTheReference) {
     // sums of up to 4k terms: well under 2^-12 of the largest value; then one rounding to T.
     const double largest = c.fp8 ? 448 * v_scale : 1.0;
     EXPECT_TRUE(gpu_testing::all_close(got, expected, largest * 0x1p-12, epsilon<T>()));
+  }
+}
+
+// A split launch's merge is decided by flags in the workspace, which the launch leaves clear: two
+// calls on one workspace (poisoned once, as a caller's scratch is) with other queries and freshly
+// poisoned outputs both match the reference, at tens of splits and at 3.
+TYPED_TEST(PagedAttentionGpuTest, TwoCallsOnOneWorkspaceAreBothRight) {
+  using T = TypeParam;
+  const int q_heads = 32, kv_heads = 8, head_dim = 128, page = 16;
+  std::mt19937 rng(1127);
+  for (const std::vector<int> &lens : {std::vector<int>{20011}, std::vector<int>{800, 37}}) {
+    SCOPED_TRACE("longest " + std::to_string(lens[0]));
+    const int batch = static_cast<int>(lens.size());
+    const Tables t = shuffled_tables(lens, page, rng);
+    const HostCache host = random_cache<T>(
+        static_cast<std::size_t>(t.num_blocks) * page * kv_heads * head_dim, false, 1, 1, rng);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+    DecodeBuffers buffers = decode_buffers(
+        this->device(), host, std::vector<T>(std::size_t{1} * batch * q_heads * head_dim), t);
+    const PagedKvCache cache{
+        buffers.k.as<void>(), buffers.v.as<void>(), t.num_blocks, page, kv_heads, head_dim};
+    const DecodeBatch decode{buffers.tables.as<std::int32_t>(), buffers.lens.as<std::int32_t>(),
+                             batch, t.max_blocks};
+    const std::size_t bytes =
+        paged_attention_workspace_bytes(this->runtime(), q_heads, cache, decode);
+    ASSERT_GT(bytes, 0u) << "the shape must split";
+    DeviceBuffer workspace = poisoned_bytes(this->device(), bytes);
+    for (int call = 0; call < 2; ++call) {
+      SCOPED_TRACE("call " + std::to_string(call));
+      const auto q = gpu_testing::random_elements<T>(
+          static_cast<std::size_t>(batch) * q_heads * head_dim, rng, -1.0, 1.0);
+      buffers.q = to_device(this->device(), q);
+      buffers.out = poisoned_bytes(this->device(), q.size() * sizeof(T));
+      paged_attention_decode<T>(this->runtime(), buffers.out.as<T>(), buffers.q.as<T>(), q_heads,
+                                cache, decode, static_cast<float>(scale),
+                                {workspace.as<void>(), bytes});
+      EXPECT_TRUE(gpu_testing::all_close(
+          this->template download<T>(buffers.out, q.size()),
+          reference::paged_attention_decode(gpu_testing::to_doubles(q), host.k, host.v, t.tables,
+                                            t.lens, q_heads, kv_heads, head_dim, page, t.max_blocks,
+                                            scale),
+          0x1p-12, epsilon<T>()));
+    }
   }
 }
 
