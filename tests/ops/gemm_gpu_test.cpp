@@ -196,9 +196,10 @@ TYPED_TEST(GemmGpuTest, LinearSplitkVariantsMatchTheReferenceOnRaggedShapes) {
 
 // A tuning record for the shape decides what linear() and gemm() launch: the planted winner is
 // what the call compiled (asking for it again compiles nothing), the heuristic's variant is not
-// (asking for it compiles it), and the result still matches the reference. Covered: a
-// linear_skinny record with other tunables, a gemm_wgmma record that takes an m <= 64 linear()
-// away from linear_skinny, and a gemm_wgmma record for gemm().
+// (asking for it compiles it), and the result still matches the reference. On sm_90a the
+// heuristic takes gemm_wgmma from one row. Covered: a linear_skinny record, which takes a 16-row
+// linear() away from gemm_wgmma; a gemm_wgmma record for an 8-row linear() with other tunables
+// than the heuristic's; and a gemm_wgmma record for gemm().
 TYPED_TEST(GemmGpuTest, ATuningRecordForTheShapeChoosesWhatRuns) {
   using T = TypeParam;
   if (!serves_wgmma<T>(this->device()))
@@ -273,10 +274,7 @@ TYPED_TEST(GemmGpuTest, ATuningRecordForTheShapeChoosesWhatRuns) {
     const std::uint64_t compiled = rt.counters().compiled;
     rt.kernel(*p.tmpl, planted);
     EXPECT_EQ(rt.counters().compiled, compiled) << "the call did not build the planted winner";
-    const detail::ChosenVariant heuristic =
-        p.linear && p.m <= detail::linear_skinny_max_m
-            ? detail::linear_skinny_variant<T>(p.m, p.n, p.k)
-            : detail::gemm_wgmma_variant<T>(p.m, p.n, p.k, p.linear);
+    const detail::ChosenVariant heuristic = detail::gemm_wgmma_variant<T>(p.m, p.n, p.k, p.linear);
     ASSERT_NE(heuristic.params, planted);
     rt.kernel(*heuristic.tmpl, heuristic.params);
     EXPECT_EQ(rt.counters().compiled, compiled + 1) << "the call built the heuristic's variant";
