@@ -195,8 +195,11 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
              {"BLOCK_N", 64}}};
   }
   // Two consumer warpgroups of 64 rows taking turns, key tiles of 128 and two stages:
-  // FlashAttention-3's 128 x 128 tiles for head dim 128, PERSISTENT as persistent_walk says.
+  // FlashAttention-3's 128 x 128 tiles for head dim 128, PERSISTENT as persistent_walk says, and
+  // for a persistent walk two q tiles, with which each item's last products overlap the next
+  // item's first scores (BENCHMARKS.md, issue 27 pre4).
   static const Template &tmpl = templates::find("flash_attention");
+  const bool persistent = persistent_walk(shape);
   return {&tmpl,
           {{"T", element_name<T>()},
            {"HEAD_DIM", shape.head_dim},
@@ -205,9 +208,9 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
            {"BLOCK_N", 128},
            {"STAGES", 2},
            {"PINGPONG", 1},
-           {"PERSISTENT", persistent_walk(shape) ? 1 : 0},
+           {"PERSISTENT", persistent ? 1 : 0},
            {"PAGED", 0},
-           {"Q_BUFFERS", 1}}};
+           {"Q_BUFFERS", persistent ? 2 : 1}}};
 }
 
 template <Element T>
