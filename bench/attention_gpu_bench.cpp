@@ -7,6 +7,7 @@
 // KJIT_ATTENTION_BEFORE=<flash_attention.hip of an earlier version> adds a row for that source's
 // kernel with the wrapper's parameters of that version (PERSISTENT as now, Q_BUFFERS 1), compiled
 // in the same process as a template of its own: the same run's figure before a change.
+// KJIT_ATTENTION_SEQLEN=<n> keeps the rows of that sequence length alone.
 // bench/python/attention_torch.py times torch's scaled_dot_product_attention backends on the same
 // shapes; run both in one session to compare.
 //
@@ -84,9 +85,12 @@ int main() {
     struct Row {
       int seqlen, q_heads, kv_heads;
     };
+    const char *only_seqlen = std::getenv("KJIT_ATTENTION_SEQLEN");
     std::mt19937 rng(1);
     for (const Row row : {Row{1024, 16, 16}, {4096, 16, 16}, {16384, 16, 16}, {4096, 32, 8}})
       for (bool causal : {false, true}) {
+        if (only_seqlen && *only_seqlen && std::atoi(only_seqlen) != row.seqlen)
+          continue;
         const int batch = tokens / row.seqlen;
         std::vector<int> cu(batch + 1);
         for (int b = 0; b <= batch; ++b)

@@ -293,11 +293,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     int first, head, sequence, q_start, q_length, k_start, k_length, offset, tiles;
     bool refused;
   };
+  // t < items, at most INT_MAX (the launch refuses more): 32-bit divisions, which the consumers
+  // do for every item on their way to its first products.
   const auto item = [&](long long t) {
     Item it;
-    it.first = (row_tiles - 1 - static_cast<int>(t % row_tiles)) * BLOCK_M;
-    it.head = static_cast<int>(t / row_tiles % q_heads);
-    it.sequence = static_cast<int>(t / row_tiles / q_heads);
+    const int n = static_cast<int>(t), rest = n / row_tiles;
+    it.first = (row_tiles - 1 - (n - rest * row_tiles)) * BLOCK_M;
+    it.head = rest % q_heads;
+    it.sequence = rest / q_heads;
     it.q_start = cu_seqlens_q[it.sequence];
     it.q_length = cu_seqlens_q[it.sequence + 1] - it.q_start;
     it.refused = false;
