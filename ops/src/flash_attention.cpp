@@ -335,8 +335,9 @@ ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int pag
   // copied as TMA boxes (PAGED 1: 1.33-1.36x the producer's row copies), of 16 by the producer's
   // threads (PAGED 2: 1.02-1.09x TMA's twice as many boxes) with two q tiles, so that the thread
   // that copies q does not hold up the others' next tile (Q_BUFFERS 2: 1.04-1.09x one tile where
-  // a block walks several items, which pages of 32 and the contiguous kernel do not gain; H200,
-  // BENCHMARKS.md).
+  // a block walks several items, which pages of 32 do not gain; H200, BENCHMARKS.md; PAGED
+  // variants do not carry an item's last products into the next item, as the contiguous kernel
+  // does with two q tiles).
   ChosenVariant variant = flash_attention_variant<T>(jit::Target::parse("sm_90a"), shape);
   const bool row_copies = page_size < 32;
   variant.params.set("PAGED", row_copies ? 2 : 1);
