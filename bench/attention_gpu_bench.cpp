@@ -4,6 +4,10 @@
 // PERSISTENT, key tiles of 64, a persistent walk with the other Q_BUFFERS) and
 // flash_attention_paged on the same k and v seen as a paged cache of 16- and 32-token pages in
 // shuffled tables (chunked prefill's form, every key new), with its Q_BUFFERS and the other.
+// KJIT_ATTENTION_BEFORE=<flash_attention.hip of an earlier version> adds a row for that source's
+// kernel with the wrapper's parameters of that version (PERSISTENT as now, Q_BUFFERS 1), compiled
+// in the same process as a template of its own: the same run's figure before a change.
+// KJIT_ATTENTION_SEQLEN=<n> keeps the rows of that sequence length alone.
 // bench/python/attention_torch.py times torch's scaled_dot_product_attention backends on the same
 // shapes; run both in one session to compare.
 //
@@ -18,9 +22,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,11 +48,35 @@ DeviceBuffer random_bf16(const Device &device, std::size_t count, std::mt19937 &
   return buffer;
 }
 
+// The template of KJIT_ATTENTION_BEFORE's source, with flash_attention's parameters and options
+// under a name of its own (so that plans and cache entries do not mix); null where unset.
+std::unique_ptr<Template> before_template() {
+  const char *path = std::getenv("KJIT_ATTENTION_BEFORE");
+  if (!path || !*path)
+    return nullptr;
+  std::ifstream file(path);
+  if (!file)
+    throw Error(Errc::bad_argument, std::string("KJIT_ATTENTION_BEFORE: cannot read ") + path);
+  std::stringstream source;
+  source << file.rdbuf();
+  const Template &now = templates::find("flash_attention");
+  return std::make_unique<Template>("flash_attention_before", source.str(), now.params(),
+                                    TemplateOptions{.kernel = now.kernel(),
+                                                    .source_name = "flash_attention_before.hip",
+                                                    .headers = now.headers(),
+                                                    .include_dirs = now.include_dirs(),
+                                                    .compile_options = now.compile_options(),
+                                                    .arguments = now.arguments(),
+                                                    .tuning = now.tuning(),
+                                                    .targets = now.targets()});
+}
+
 } // namespace
 
 int main() {
   try {
     Runtime rt;
+    const std::unique_ptr<Template> before = before_template();
     const Device &device = rt.default_device();
     std::printf("device: %s (%s)\n", device.name().c_str(), device.target().id().c_str());
     std::printf("%-22s %-8s %-6s %-6s %-8s %10s %10s\n", "variant", "seqlen", "heads", "kv",
@@ -53,9 +85,12 @@ int main() {
     struct Row {
       int seqlen, q_heads, kv_heads;
     };
+    const char *only_seqlen = std::getenv("KJIT_ATTENTION_SEQLEN");
     std::mt19937 rng(1);
     for (const Row row : {Row{1024, 16, 16}, {4096, 16, 16}, {16384, 16, 16}, {4096, 32, 8}})
       for (bool causal : {false, true}) {
+        if (only_seqlen && *only_seqlen && std::atoi(only_seqlen) != row.seqlen)
+          continue;
         const int batch = tokens / row.seqlen;
         std::vector<int> cu(batch + 1);
         for (int b = 0; b <= batch; ++b)
@@ -92,6 +127,11 @@ int main() {
         variants[2].second.params.set("BLOCK_N", 64);
         variants[3].second.params.set("PERSISTENT", 1);
         variants[3].second.params.set("Q_BUFFERS", other_q_buffers);
+        if (before) {
+          ops::detail::ChosenVariant earlier{before.get(), chosen.params};
+          earlier.params.set("Q_BUFFERS", 1);
+          variants.emplace_back("before", earlier);
+        }
         std::vector<std::pair<std::string, std::function<void()>>> runs;
         for (const auto &entry : variants)
           runs.emplace_back(entry.first, [&, variant = entry.second] {

@@ -5,9 +5,10 @@ each forced with sdpa_kernel). q, k and v are [batch, seqlen, heads, 128] tensor
 [batch, heads, seqlen, 128], the layout kjit's [tokens, heads, 128] arrays have. FLOPs as
 FlashAttention counts them. Times with CUDA events: the median of 5 batches. Prints one table.
 
-    python3 bench/python/attention_torch.py
+    python3 bench/python/attention_torch.py [SEQLEN]   # SEQLEN: that sequence length's rows alone
 """
 import math
+import sys
 
 from gemm_torch import median_ms  # bench/python, this script's directory
 
@@ -22,7 +23,10 @@ def main():
     tokens, head_dim = 16384, 128
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
                 ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    only = int(sys.argv[1]) if len(sys.argv) > 1 else None
     for seqlen, q_heads, kv_heads in ((1024, 16, 16), (4096, 16, 16), (16384, 16, 16), (4096, 32, 8)):
+        if only is not None and seqlen != only:
+            continue
         batch = tokens // seqlen
         q = torch.rand(batch, seqlen, q_heads, head_dim, device="cuda", dtype=torch.bfloat16) * 2 - 1
         k = torch.rand(batch, seqlen, kv_heads, head_dim, device="cuda", dtype=torch.bfloat16) * 2 - 1

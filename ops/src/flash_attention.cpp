@@ -195,8 +195,11 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
              {"BLOCK_N", 64}}};
   }
   // Two consumer warpgroups of 64 rows taking turns, key tiles of 128 and two stages:
-  // FlashAttention-3's 128 x 128 tiles for head dim 128, PERSISTENT as persistent_walk says.
+  // FlashAttention-3's 128 x 128 tiles for head dim 128, PERSISTENT as persistent_walk says, and
+  // for a persistent walk two q tiles, with which each item's last products overlap the next
+  // item's first scores (BENCHMARKS.md, issue 27 pre4).
   static const Template &tmpl = templates::find("flash_attention");
+  const bool persistent = persistent_walk(shape);
   return {&tmpl,
           {{"T", element_name<T>()},
            {"HEAD_DIM", shape.head_dim},
@@ -205,9 +208,9 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
            {"BLOCK_N", 128},
            {"STAGES", 2},
            {"PINGPONG", 1},
-           {"PERSISTENT", persistent_walk(shape) ? 1 : 0},
+           {"PERSISTENT", persistent ? 1 : 0},
            {"PAGED", 0},
-           {"Q_BUFFERS", 1}}};
+           {"Q_BUFFERS", persistent ? 2 : 1}}};
 }
 
 template <Element T>
@@ -332,8 +335,9 @@ ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int pag
   // copied as TMA boxes (PAGED 1: 1.33-1.36x the producer's row copies), of 16 by the producer's
   // threads (PAGED 2: 1.02-1.09x TMA's twice as many boxes) with two q tiles, so that the thread
   // that copies q does not hold up the others' next tile (Q_BUFFERS 2: 1.04-1.09x one tile where
-  // a block walks several items, which pages of 32 and the contiguous kernel do not gain; H200,
-  // BENCHMARKS.md).
+  // a block walks several items, which pages of 32 do not gain; H200, BENCHMARKS.md; PAGED
+  // variants do not carry an item's last products into the next item, as the contiguous kernel
+  // does with two q tiles).
   ChosenVariant variant = flash_attention_variant<T>(jit::Target::parse("sm_90a"), shape);
   const bool row_copies = page_size < 32;
   variant.params.set("PAGED", row_copies ? 2 : 1);

@@ -153,33 +153,78 @@ template <int N> __device__ inline void scale_rows(float (&o)[N], const float (&
     o[i] *= alpha[i / 2 % 2];
 }
 
-// out = O / the row's sum (0 for a row that saw no key; NaN where `poisoned`: a paged sequence
-// whose length or pages the kernel refused), stored in pairs from registers: only rows of the
-// sequence, and of the matrix whatever cu_seqlens_q holds.
+// Where a thread's two rows of an item go: row0's head_dim elements of out (row0 + 8's are a
+// row of out further), which of the two are stored (bit h: row0 + 8h; only rows of the sequence,
+// and of the matrix whatever cu_seqlens_q holds), and their scales: 1 / the row's sum (0 for a
+// row that saw no key; NaN where `poisoned`: a paged sequence whose length or pages the kernel
+// refused). Few registers, so that a consumer holds them while it starts the next item.
+template <typename T> struct OutputRows {
+  T *first;
+  unsigned stored;
+  float scale[2];
+};
+
+template <typename T, int BLOCK_N>
+__device__ inline OutputRows<T>
+output_rows(T *out, const OnlineSoftmax<BLOCK_N> &softmax, int row0, int q_length, int q_start,
+            int total_q, long long row_elements, int column, bool poisoned = false) {
+  OutputRows<T> rows;
+  rows.stored = 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float total = row_sum(softmax.sum[h]);
+    rows.scale[h] = poisoned ? __int_as_float(0x7fffffff) : total > 0.f ? 1.f / total : 0.f;
+    const int row = row0 + 8 * h;
+    const long long at = static_cast<long long>(q_start) + row; // in 64 bits: never wraps
+    if (row < q_length && at >= 0 && at < total_q)
+      rows.stored |= 1u << h;
+  }
+  rows.first = out + (static_cast<long long>(q_start) + row0) * row_elements + column;
+  return rows;
+}
+
+// out = O times the rows' scales, stored in pairs from registers.
+template <typename T, int HEAD_DIM>
+__device__ inline void store_output(const OutputRows<T> &rows, const float (&o)[HEAD_DIM / 2],
+                                    long long row_elements) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!(rows.stored >> h & 1u))
+      continue;
+    T *out_row = rows.first + 8 * h * row_elements;
+#pragma unroll
+    for (int jj = 0; jj < HEAD_DIM / 8; ++jj)
+      *reinterpret_cast<typename kjit::Pairs<T>::type *>(out_row + 8 * jj) = kjit::Pairs<T>::pack(
+          o[4 * jj + 2 * h] * rows.scale[h], o[4 * jj + 2 * h + 1] * rows.scale[h]);
+  }
+}
+
+// What a row that saw no key gets: its scale times 0 (0, or NaN where poisoned).
+template <typename T, int HEAD_DIM>
+__device__ inline void fill_output(const OutputRows<T> &rows, long long row_elements) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (!(rows.stored >> h & 1u))
+      continue;
+    const float value = rows.scale[h] * 0.f;
+#pragma unroll
+    for (int jj = 0; jj < HEAD_DIM / 8; ++jj)
+      *reinterpret_cast<typename kjit::Pairs<T>::type *>(
+          rows.first + 8 * h * row_elements + 8 * jj) = kjit::Pairs<T>::pack(value, value);
+  }
+}
+
+// Both at once, for a row of head `head` of q_heads.
 template <typename T, int HEAD_DIM, int BLOCK_N>
 __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
                                   const OnlineSoftmax<BLOCK_N> &softmax, int row0, int q_length,
                                   int q_start, int total_q, int q_heads, int head, int lane,
                                   bool poisoned = false) {
-  float scale[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float total = row_sum(softmax.sum[h]);
-    scale[h] = poisoned ? __int_as_float(0x7fffffff) : total > 0.f ? 1.f / total : 0.f;
-  }
   const long long row_elements = static_cast<long long>(q_heads) * HEAD_DIM;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row0 + 8 * h;
-    const long long at = static_cast<long long>(q_start) + row; // in 64 bits: never wraps
-    if (row >= q_length || at < 0 || at >= total_q)
-      continue;
-    T *out_row = out + at * row_elements + head * HEAD_DIM + 2 * (lane % 4);
-#pragma unroll
-    for (int jj = 0; jj < HEAD_DIM / 8; ++jj)
-      *reinterpret_cast<typename kjit::Pairs<T>::type *>(out_row + 8 * jj) =
-          kjit::Pairs<T>::pack(o[4 * jj + 2 * h] * scale[h], o[4 * jj + 2 * h + 1] * scale[h]);
-  }
+  store_output<T, HEAD_DIM>(output_rows<T, BLOCK_N>(out, softmax, row0, q_length, q_start, total_q,
+                                                    row_elements, head * HEAD_DIM + 2 * (lane % 4),
+                                                    poisoned),
+                            o, row_elements);
 }
 
 } // namespace kjit_flash_attention
@@ -235,6 +280,11 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
   static_assert(PAGED >= 0 && PAGED <= 2, "PAGED 0, 1 or 2");
   static_assert(Q_BUFFERS == 1 || Q_BUFFERS == 2, "one or two q tiles");
+  // With two q tiles the next item's q is in before this item's last products, so a consumer
+  // issues those products after the next item's first scores (see `pending` below). Not PAGED:
+  // there the state it keeps across items (and the pages' checks) spill past the consumers'
+  // registers and serialise wgmma.
+  constexpr bool OVERLAP = Q_BUFFERS == 2 && !PAGED;
   constexpr bool ROW_COPIES = PAGED == 2; // the producer's 128 threads copy k and v
 
   // Item t's rows, head, sequence and extent; `tiles` k and v tiles (0: its rows see no key);
@@ -243,11 +293,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     int first, head, sequence, q_start, q_length, k_start, k_length, offset, tiles;
     bool refused;
   };
+  // t < items, at most INT_MAX (the launch refuses more): 32-bit divisions, which the consumers
+  // do for every item on their way to its first products.
   const auto item = [&](long long t) {
     Item it;
-    it.first = (row_tiles - 1 - static_cast<int>(t % row_tiles)) * BLOCK_M;
-    it.head = static_cast<int>(t / row_tiles % q_heads);
-    it.sequence = static_cast<int>(t / row_tiles / q_heads);
+    const int n = static_cast<int>(t), rest = n / row_tiles;
+    it.first = (row_tiles - 1 - (n - rest * row_tiles)) * BLOCK_M;
+    it.head = rest % q_heads;
+    it.sequence = rest / q_heads;
     it.q_start = cu_seqlens_q[it.sequence];
     it.q_length = cu_seqlens_q[it.sequence + 1] - it.q_start;
     it.refused = false;
@@ -503,8 +556,70 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     };
 
+    const auto first_row = [&](const Item &it) { // this thread's first row (the other: + 8)
+      return it.first + consumer * 64 + warp * 16 + lane / 4;
+    };
+#pragma unroll
+    for (int i = 0; i < HEAD_DIM / 2; ++i)
+      o[i] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < BLOCK_N / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        p[kk][r] = 0u;
+
+    // The item whose last products, O += P V for its last v tile (in `last_stage`, P in p), are
+    // not issued yet: OVERLAP issues them in the next item's first turn, after that item's first
+    // scores, so that the tensor cores do them while the new scores' softmax runs. The turns of
+    // PINGPONG run on across such a chain of items: consumer 1 arrives once as a chain starts and
+    // consumer 0 not after the chain's last products (`flush`), so every arrival is waited for.
+    // Its tile is the one before the ring's `stage` (held, with its rows' places, in few
+    // registers: the first turn of the next item needs all but a few of them). OVERLAP issues
+    // those products in every item's first turn, pending or not (then on a P of zeros or the
+    // last item's, stored nowhere and cleared), so that which wgmma groups are in flight never
+    // depends on a branch: ptxas would serialise them.
+    bool pending = false;
+    OutputRows<T> last_rows = {out, 0u, {0.f, 0.f}};
+    int last_valid = 0; // PAGED 1: its last tile's keys
     int stage = 0, qb = 0;
     unsigned phase = 0, q_phase = 0;
+    const long long row_elements = static_cast<long long>(q_heads) * HEAD_DIM;
+    const auto last_stage = [&] { return stage == 0 ? STAGES - 1 : stage - 1; };
+    // The pending item's v tile is in (PAGED 1: zeros over its rows past the keys).
+    const auto wait_last_values = [&] {
+      barrier_wait(&v_full[last_stage()], stage == 0 ? phase ^ 1 : phase);
+    };
+    const auto clear_last_values = [&] { clear_rows_past(last_stage(), last_valid); };
+    // Its products done: frees the stage, stores its rows (none where nothing was pending) and
+    // clears O for the next item.
+    const auto store_last = [&] {
+      if (pending)
+        release(&v_empty[last_stage()]);
+      store_output<T, HEAD_DIM>(last_rows, o, row_elements);
+#pragma unroll
+      for (int i = 0; i < HEAD_DIM / 2; ++i)
+        o[i] = 0.f;
+      pending = false;
+      last_rows.stored = 0;
+    };
+    // The pending item's last products alone, the chain's last turn (OVERLAP: issued whether or
+    // not one is pending).
+    const auto flush = [&] {
+      if (!OVERLAP && !pending)
+        return;
+      if (pending) {
+        wait_last_values();
+        fence_copies();
+        clear_last_values();
+        my_turn();
+      }
+      issue_output(last_stage());
+      if (pending && consumer == 0)
+        your_turn();
+      wgmma_wait<0>();
+      store_last();
+    };
+
     for (long long round = 0; round * blocks < items; ++round) {
       const long long t = nth(round);
       if (t >= items)
@@ -513,87 +628,100 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
       if (it.first >= it.q_length)
         continue;
       bool poisoned = it.refused;
+      if (it.tiles == 0) { // its rows see no key: zeros (NaN where poisoned); O is not touched
+        fill_output<T, HEAD_DIM>(
+            output_rows<T, BLOCK_N>(out, OnlineSoftmax<BLOCK_N>(), first_row(it), it.q_length,
+                                    it.q_start, total_q, row_elements,
+                                    it.head * HEAD_DIM + 2 * (lane % 4), poisoned),
+            row_elements);
+        continue;
+      }
       // PAGED: stage `at`'s k tile named a refused page (read before k_empty[at] is released).
       const auto check_pages = [&](int at) {
         if (PAGED)
           poisoned |= bad_page[at] == static_cast<int>(t);
       };
-      const int row0 = it.first + consumer * 64 + warp * 16 + lane / 4; // and row0 + 8
+      const int row0 = first_row(it); // and row0 + 8
       const auto mask = [&](int j) {
         mask_scores<BLOCK_N, CAUSAL>(s, j * BLOCK_N, it.k_length, it.first + consumer * 64, row0,
                                      it.offset, lane);
       };
-#pragma unroll
-      for (int i = 0; i < HEAD_DIM / 2; ++i)
-        o[i] = 0.f;
       OnlineSoftmax<BLOCK_N> softmax;
-      if (it.tiles > 0) {
-        float alpha[2];
-        unsigned long long *const q_release = &q_empty[qb];
-        barrier_wait(&q_full[qb], q_phase);
-        q_rows = q_tile + qb * Q_BYTES + consumer * 64 * 128;
-        if (++qb == Q_BUFFERS) {
-          qb = 0;
-          q_phase ^= 1;
-        }
-        if (consumer == 1)
-          your_turn();
-        barrier_wait(&k_full[stage], phase);
-        check_pages(stage);
-        fence_copies();
-        my_turn();
-        issue_scores(stage);
-        your_turn();
+      float alpha[2];
+      unsigned long long *const q_release = &q_empty[qb];
+      barrier_wait(&q_full[qb], q_phase);
+      q_rows = q_tile + qb * Q_BYTES + consumer * 64 * 128;
+      if (++qb == Q_BUFFERS) {
+        qb = 0;
+        q_phase ^= 1;
+      }
+      if (!pending && consumer == 1)
+        your_turn(); // a chain starts
+      barrier_wait(&k_full[stage], phase);
+      check_pages(stage);
+      if (pending)
+        wait_last_values();
+      fence_copies();
+      if (pending)
+        clear_last_values();
+      my_turn();
+      issue_scores(stage);
+      if (OVERLAP)
+        issue_output(last_stage());
+      your_turn();
+      if (OVERLAP)
+        wgmma_wait<1>(); // the scores are in; the last item's products may still run
+      else
         wgmma_wait<0>();
-        release(&k_empty[stage]);
-        if (it.tiles == 1)
-          release(q_release); // q's last read
-        mask(0);
-        softmax.step(s, scale_log2, alpha);
-        to_probabilities<T, BLOCK_N>(s, p);
-        for (int j = 1; j < it.tiles; ++j) {
-          const int previous = stage;
-          const unsigned previous_phase = phase;
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
-          barrier_wait(&k_full[stage], phase);
-          check_pages(stage);
-          barrier_wait(&v_full[previous], previous_phase);
-          fence_copies();
-          my_turn();
-          issue_scores(stage);
-          issue_output(previous);
-          your_turn();
-          wgmma_wait<1>(); // the scores are in; P_{j-1} V_{j-1} may still run
-          release(&k_empty[stage]);
-          if (j == it.tiles - 1)
-            release(q_release);
-          mask(j);
-          softmax.step(s, scale_log2, alpha);
-          wgmma_wait<0>();
-          release(&v_empty[previous]);
-          scale_rows(o, alpha);
-          to_probabilities<T, BLOCK_N>(s, p);
-        }
-        barrier_wait(&v_full[stage], phase);
-        fence_copies();
-        clear_rows_past(stage, it.k_length - (it.tiles - 1) * BLOCK_N);
-        my_turn();
-        issue_output(stage);
-        if (consumer == 0)
-          your_turn();
+      release(&k_empty[stage]);
+      if (it.tiles == 1)
+        release(q_release); // q's last read
+      mask(0);
+      softmax.step(s, scale_log2, alpha);
+      if (OVERLAP) {
         wgmma_wait<0>();
-        release(&v_empty[stage]);
+        store_last();
+      }
+      to_probabilities<T, BLOCK_N>(s, p);
+      for (int j = 1; j < it.tiles; ++j) {
+        const int previous = stage;
+        const unsigned previous_phase = phase;
         if (++stage == STAGES) {
           stage = 0;
           phase ^= 1;
         }
+        barrier_wait(&k_full[stage], phase);
+        check_pages(stage);
+        barrier_wait(&v_full[previous], previous_phase);
+        fence_copies();
+        my_turn();
+        issue_scores(stage);
+        issue_output(previous);
+        your_turn();
+        wgmma_wait<1>(); // the scores are in; P_{j-1} V_{j-1} may still run
+        release(&k_empty[stage]);
+        if (j == it.tiles - 1)
+          release(q_release);
+        mask(j);
+        softmax.step(s, scale_log2, alpha);
+        wgmma_wait<0>();
+        release(&v_empty[previous]);
+        scale_rows(o, alpha);
+        to_probabilities<T, BLOCK_N>(s, p);
       }
-      store_rows<T, HEAD_DIM, BLOCK_N>(out, o, softmax, row0, it.q_length, it.q_start, total_q,
-                                       q_heads, it.head, lane, poisoned);
+      pending = true;
+      last_rows =
+          output_rows<T, BLOCK_N>(out, softmax, row0, it.q_length, it.q_start, total_q,
+                                  row_elements, it.head * HEAD_DIM + 2 * (lane % 4), poisoned);
+      last_valid = it.k_length - (it.tiles - 1) * BLOCK_N;
+      if (++stage == STAGES) {
+        stage = 0;
+        phase ^= 1;
+      }
+      if (!OVERLAP)
+        flush();
     }
+    flush();
   }
 }
 

@@ -66,6 +66,9 @@ protected:
         // 384 tiles of rows, more than a persistent launch's blocks: each walks several items
         // (Q_BUFFERS 2 alternates its q tiles).
         {{1000, 700, 520}, {1000, 700, 520}, 16, 2, 64, true},
+        // 384 items again, most of the first sequence's seeing no key: between items whose last
+        // products wait for the next item's first scores (Q_BUFFERS 2), items with none.
+        {{1500, 700}, {100, 700}, 16, 2, 64, true},
     };
     std::mt19937 rng(27);
     for (const Case &c : cases) {

@@ -171,7 +171,7 @@ TEST(FlashAttentionVariant, WgmmaOnSm90aAndMmaSyncElsewhere) {
 
 // The measured choices (BENCHMARKS.md): a persistent walk without a mask and, under one, for
 // sequences up to 4k rows; pages of 32 as TMA boxes, of 16 copied by the producer's threads with
-// two q tiles; one q tile for contiguous keys.
+// two q tiles; two q tiles for contiguous keys where the walk is persistent.
 TEST(FlashAttentionVariant, PersistentWalkAndPageCopiesFollowTheMeasurements) {
   const auto persistent = [](bool causal, int max_seqlen_q) {
     AttentionShape shape = small_shape(1, 16384, 16384, 16, 16, causal);
@@ -188,7 +188,13 @@ TEST(FlashAttentionVariant, PersistentWalkAndPageCopiesFollowTheMeasurements) {
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 16).integer("Q_BUFFERS"), 2);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("PAGED"), 1);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("Q_BUFFERS"), 1);
+  // Two q tiles (and the overlap of items they bring) for a persistent walk, one for a block per
+  // tile.
   EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), shape)
+                .integer("Q_BUFFERS"),
+            2);
+  const AttentionShape long_causal = small_shape(1, 16384, 16384, 16, 16, true);
+  EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), long_causal)
                 .integer("Q_BUFFERS"),
             1);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).tmpl->name(), "flash_attention");
