@@ -191,11 +191,9 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
   if (variant.tmpl->name() == "moe_gemm_mfma")
     return make_moe_mfma_plan(rt, variant);
   const bool gated = variant.integer("GATED") == 1;
-  const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
-  // The stages, the slack to align them to 1024 bytes, two mbarriers per stage, the tile ring's
-  // four mbarriers and two slots.
+  const int block_n = variant.integer("BLOCK_N");
   const auto shared_bytes = static_cast<unsigned>(
-      stages * (moe_block_m + block_n * (gated ? 2 : 1)) * 64 * 2 + 1024 + stages * 16 + 40);
+      variant.tmpl->tuning().shared_bytes(variant.tmpl->bind(variant.params)));
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.allow_shared_bytes(shared_bytes);
   return {&kernel, block_n, gated, variant.integer("GATHER") == 1, shared_bytes};

@@ -358,6 +358,21 @@ TEST(GroupedBlockN, HalfWidthWhereItFillsTheLastWaveOrTheMultiprocessors) {
 
 // Every BLOCK_N of both projections, the gate-up one also gathering its rows (GATHER 1, what
 // fused_moe launches), through ptxas's report (wgmma_compiles_cleanly).
+// A tuner tries only the grouped GEMM's variants whose stages fit a block's 227 KiB: a wgmma of
+// 256 columns holds 48 KiB a stage, so four stages, not five or six.
+TEST(MoeGemmWgmmaRules, StagesPastTheSharedMemoryDoNotFit) {
+  const Template &grouped = templates::find("moe_gemm_wgmma");
+  const auto fits = [&](int block_n, int gated, int stages) {
+    return grouped.tuning().fits(
+        grouped.bind({{"BLOCK_N", block_n}, {"GATED", gated}, {"STAGES", stages}}), "sm_90a");
+  };
+  EXPECT_EQ(fits(128, 1, 4), "");
+  EXPECT_EQ(fits(256, 0, 4), "");
+  EXPECT_EQ(fits(128, 0, 6), "");
+  EXPECT_EQ(fits(128, 1, 5), "the stages need more than 227 KiB of shared memory");
+  EXPECT_EQ(fits(256, 0, 6), "the stages need more than 227 KiB of shared memory");
+}
+
 TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   std::unique_ptr<jit::Compiler> nvrtc;
   try {
