@@ -84,12 +84,16 @@ int fitting_stages(int block_n) {
 // 256's rate, BENCHMARKS.md). 4096 x 2112 takes 176 columns (3 full waves; 256 columns make
 // 2.2 waves, the third mostly idle); where one row of tiles makes less than a wave, the
 // narrowest tiles spread B's stream over the most multiprocessors.
+long long waves_cost(int tiles_m, int n, int block_n) {
+  const long long tiles = static_cast<long long>(tiles_m) * detail::divide_up(n, block_n);
+  return (tiles + 131) / 132 * (block_n + 64);
+}
+
 int wave_fitted_block_n(int tiles_m, int n) {
   int best = 256;
   long long best_cost = 0;
   for (int block_n : {256, 240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 64}) {
-    const long long tiles = static_cast<long long>(tiles_m) * detail::divide_up(n, block_n);
-    const long long cost = (tiles + 131) / 132 * (block_n + 64);
+    const long long cost = waves_cost(tiles_m, n, block_n);
     if (best_cost == 0 || cost < best_cost) {
       best = block_n;
       best_cost = cost;
@@ -106,17 +110,13 @@ int wave_fitted_block_n(int tiles_m, int n) {
 // widths between (96-160) suit the waves of some shapes, but their promotion picks between two
 // scale blocks per column group, which cost more than the waves saved in every shape measured.
 // From 4 row tiles, block scales take 256 columns in halves (HALVES in gemm_fp8.hip) where their
-// waves cost less than 128's by wave_fitted_block_n's measure: A's k-block from registers for both
+// waves cost less than 128's by waves_cost: A's k-block from registers for both
 // halves, no turns, no clusters, as many stages as fit (the fastest halves in the fp8d helper's
 // rounds at 4096 x 7168 x 16384 and 4096 x 4096 x 7168; at 4096 x 2112 x 7168, a tie by the
 // measure, 128 columns ran faster). Clusters of two blocks share B's columns from 4 row tiles in
 // every other variant.
 bool block_scales_in_halves(int tiles_m, int n) {
-  const auto cost = [&](int block_n) {
-    const long long tiles = static_cast<long long>(tiles_m) * detail::divide_up(n, block_n);
-    return (tiles + 131) / 132 * (block_n + 64);
-  };
-  return tiles_m >= 4 && cost(256) < cost(128);
+  return tiles_m >= 4 && waves_cost(tiles_m, n, 256) < waves_cost(tiles_m, n, 128);
 }
 
 detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
@@ -155,11 +155,10 @@ struct Fp8Plan {
 
 Fp8Plan make_fp8_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
-  const int block_n = variant.integer("BLOCK_N"), stages = variant.integer("STAGES");
+  const int block_n = variant.integer("BLOCK_N");
   const int cluster_m = variant.integer("CLUSTER_M");
-  // The stages, the slack to align them to 1024 bytes, and two mbarriers per stage.
-  const auto shared_bytes =
-      static_cast<unsigned>(stages * (block_m + block_n) * block_k + 1024 + stages * 16);
+  const auto shared_bytes = static_cast<unsigned>(
+      variant.tmpl->tuning().shared_bytes(variant.tmpl->bind(variant.params)));
   kernel.allow_shared_bytes(shared_bytes);
   // Clusters are placed whole within a GPC: the driver counts the pairs that fit at once.
   const int grid_limit =

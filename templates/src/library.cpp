@@ -330,18 +330,18 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   // columns, a wgmma of twice as many); 0: the down projection. GATHER 1: A's rows are copied
   // from the tokens' rows (x, sorted_pairs, top_k), not read from a sorted A through map_a.
   TuningRules moe_rules;
+  const auto wgmma_columns = [](const Instance &instance) {
+    return integer_value(instance, "BLOCK_N") * (integer_value(instance, "GATED") + 1);
+  };
   // The stages (128 rows of A, a wgmma's columns of B, 64 of K, 2 bytes each), the slack to align
   // them to 1024 bytes, two mbarriers per stage, the tile ring's four mbarriers and two slots.
-  moe_rules.shared_bytes = [](const Instance &instance) -> std::int64_t {
-    const std::int64_t stages = integer_value(instance, "STAGES"),
-                       wgmma_n = integer_value(instance, "BLOCK_N") *
-                                 (integer_value(instance, "GATED") + 1);
-    return stages * (128 + wgmma_n) * 64 * 2 + 1024 + stages * 16 + 40;
+  moe_rules.shared_bytes = [wgmma_columns](const Instance &instance) -> std::int64_t {
+    const std::int64_t stages = integer_value(instance, "STAGES");
+    return stages * (128 + wgmma_columns(instance)) * 64 * 2 + 1024 + stages * 16 + 40;
   };
-  moe_rules.fits = [shared_bytes = moe_rules.shared_bytes](const Instance &instance,
-                                                           std::string_view) -> std::string {
-    const std::int64_t wgmma_n =
-        integer_value(instance, "BLOCK_N") * (integer_value(instance, "GATED") + 1);
+  moe_rules.fits = [wgmma_columns, shared_bytes = moe_rules.shared_bytes](
+                       const Instance &instance, std::string_view) -> std::string {
+    const std::int64_t wgmma_n = wgmma_columns(instance);
     if (wgmma_n != 128 && wgmma_n != 256)
       return "BLOCK_N makes a wgmma of " + std::to_string(wgmma_n) + " columns, not 128 or 256";
     if (shared_bytes(instance) > 227 * 1024)
