@@ -112,9 +112,9 @@ __global__ void __launch_bounds__(384, 1)
   // columns do (BENCHMARKS.md: 1447 TFLOP/s there against 1204-1258 at 128 columns).
   constexpr bool HALVES = SCALING == 2 && BLOCK_N == 256;
   // QUARTERS: the 256 columns in four pieces of 64 instead, in two sets of 32 sums a thread,
-  // pieces 0 to 2 each promoted while the next one's batch runs (the halves wait for each batch,
-  // the tensor cores idle for this consumer while it promotes). The same 192 sum registers as the
-  // halves; 3-7% slower than them where measured (BENCHMARKS.md, fp8e helper), so a tunable.
+  // each piece promoted while the next one's batch runs (the halves wait for each batch: the
+  // tensor cores idle for this consumer while it promotes). The same 192 sum registers as the
+  // halves.
   static_assert(!QUARTERS || (HALVES && !PINGPONG),
                 "QUARTERS serves block scales at 256 columns, without turns");
   // The columns of one wgmma batch.
@@ -332,14 +332,18 @@ __global__ void __launch_bounds__(384, 1)
               advance();
             }
           } else {
-            // Pieces alternate between `part` (even) and `other` (odd); pieces 0 to 2 are each
-            // promoted once the next one is issued, so that only piece 3's promotion leaves the
-            // tensor cores without this consumer's work. Each k-block's batches are issued and
-            // retired within it: carried across k-blocks, ptxas serialised every wgmma (C7514).
+            // Pieces alternate between `part` (even) and `other` (odd), each promoted while the
+            // next one's batch runs: pieces 0 to 2 once the next is issued (wgmma_wait<1>), piece
+            // 3 once it has retired and the next k-block's piece 0 is issued. Piece 3 retires
+            // before piece 0 is issued (it may read the fragments that piece 0 reloads), and the
+            // loop leaves after piece 3's issue, not at its top: with piece 3 in flight across
+            // the loop's edge, or the loop entered past a test, ptxas serialised every wgmma
+            // (C7514). A k-block's scales load as its piece 0 is issued.
             float other[BATCH_N / 2];
-            for (int kb = 0; kb < k_blocks; ++kb) {
-              issue(part, 0);
-              const Scales now = load_scales(kb); // latency under piece 0's batch
+            issue(part, 0);
+            Scales now = load_scales(0);
+            int held = s; // the stage of the k-block in flight
+            for (int kb = 1;; ++kb) {
               issue(other, 1);
               wgmma_wait<1>();
               promote_piece(0, part, now.lo * now.b0, now.hi * now.b0);
@@ -349,11 +353,21 @@ __global__ void __launch_bounds__(384, 1)
               issue(other, 3);
               wgmma_wait<1>();
               promote_piece(2, part, now.lo * now.b1, now.hi * now.b1);
+              if (kb == k_blocks)
+                break;
+              const float lo = now.lo * now.b1, hi = now.hi * now.b1; // piece 3's
               wgmma_wait<0>();
-              release(s);
-              promote_piece(3, other, now.lo * now.b1, now.hi * now.b1);
+              release(held);
               advance();
+              held = s;
+              issue(part, 0);
+              now = load_scales(kb);
+              promote_piece(3, other, lo, hi);
             }
+            wgmma_wait<0>();
+            release(held);
+            promote_piece(3, other, now.lo * now.b1, now.hi * now.b1);
+            advance();
           }
         } else if (!OVERLAP) {
           for (int kb = 0; kb < k_blocks; ++kb) {
