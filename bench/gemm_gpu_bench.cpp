@@ -569,10 +569,7 @@ struct Bench {
             params.set("PINGPONG", pingpong);
             params.set("OVERLAP", overlap);
             params.set("A_REGISTERS", block && block_n == 256 ? 1 : 0); // the halves' A
-            params.set("QUARTERS", block && block_n == 256 && pingpong == 0
-                                       ? heuristic.integer("QUARTERS")
-                                       : 0); // the operator's pieces where they fit
-            int fitting = 0;                 // the deepest STAGES that fits, and the one below it
+            int fitting = 0; // the deepest STAGES that fits, and the one below it
             for (int stages = 3; stages <= 7; ++stages) {
               params.set("STAGES", stages);
               if (heuristic.tmpl->tuning().fits(heuristic.tmpl->bind(params), "sm_90a").empty())
@@ -619,21 +616,21 @@ struct Bench {
       ops::detail::ChosenVariant variant;
     };
     std::vector<Candidate> candidates = {{"block scales (the operator's variant)", heuristic}};
-    // Main's operator variant (the halves) second, next to the operator's, then the quarters.
-    for (const auto &[label, block_n, stages, cluster_m, overlap, a_registers, quarters] :
-         {std::tuple{"block scales BN256 S4 C1 P0 (halves, A in registers)", 256, 4, 1, 0, 1, 0},
-          {"block scales BN256 S4 C1 P0 (quarters, A in registers)", 256, 4, 1, 0, 1, 1},
-          {"block scales BN256 S4 C2 P0 (quarters, A in registers)", 256, 4, 2, 0, 1, 1},
-          {"block scales BN256 S4 C1 P0 (quarters, A from shared memory)", 256, 4, 1, 0, 0, 1},
-          {"block scales BN128 S6 C2 P0 O1", 128, 6, 2, 1, 0, 0}}) {
+    for (const auto &[label, block_n, stages, cluster_m, pingpong, overlap, a_registers] :
+         {std::tuple{"block scales BN128 S6 C2 P0 O1", 128, 6, 2, 0, 1, 0},
+          {"block scales BN128 S6 C1 P0 O1", 128, 6, 1, 0, 1, 0},
+          {"block scales BN256 S4 C1 P0 O0 (halves)", 256, 4, 1, 0, 0, 0},
+          {"block scales BN256 S4 C2 P1 O0 (halves)", 256, 4, 2, 1, 0, 0},
+          {"block scales BN256 S4 C1 P0 O0 (halves, A in registers)", 256, 4, 1, 0, 0, 1},
+          {"block scales BN256 S4 C1 P1 O0 (halves, A in registers)", 256, 4, 1, 1, 0, 1},
+          {"block scales BN256 S4 C2 P0 O0 (halves, A in registers)", 256, 4, 2, 0, 0, 1}}) {
       ops::detail::ChosenVariant variant = heuristic;
       variant.params.set("BLOCK_N", block_n);
       variant.params.set("STAGES", stages);
       variant.params.set("CLUSTER_M", cluster_m);
-      variant.params.set("PINGPONG", 0);
+      variant.params.set("PINGPONG", pingpong);
       variant.params.set("OVERLAP", overlap);
       variant.params.set("A_REGISTERS", a_registers);
-      variant.params.set("QUARTERS", quarters);
       candidates.push_back({label, variant});
     }
     // The per-tensor operator's variant, through the same launch (scales of ones either way).

@@ -113,9 +113,8 @@ int wave_fitted_block_n(int tiles_m, int n) {
 // waves cost less than 128's by waves_cost: A's k-block from registers for both
 // halves, no turns, no clusters, as many stages as fit (the fastest halves in the fp8d helper's
 // rounds at 4096 x 7168 x 16384 and 4096 x 4096 x 7168; at 4096 x 2112 x 7168, a tie by the
-// measure, 128 columns ran faster), each k-block in four 64-column pieces (QUARTERS), each
-// promoted while the next one's batch runs (fp8e helper's rounds). Clusters of two blocks share
-// B's columns from 4 row tiles in every other variant.
+// measure, 128 columns ran faster). Clusters of two blocks share B's columns from 4 row tiles in
+// every other variant.
 bool block_scales_in_halves(int tiles_m, int n) {
   return tiles_m >= 4 && waves_cost(tiles_m, n, 256) < waves_cost(tiles_m, n, 128);
 }
@@ -144,8 +143,7 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
            {"CLUSTER_M", tiles_m >= 4 && !halves ? 2 : 1},
            {"PINGPONG", block && tiles_m == 1 ? 1 : 0},
            {"OVERLAP", block && !halves ? 1 : 0},
-           {"A_REGISTERS", halves ? 1 : 0},
-           {"QUARTERS", halves ? 1 : 0}}};
+           {"A_REGISTERS", halves ? 1 : 0}}};
 }
 
 struct Fp8Plan {

@@ -87,7 +87,7 @@ template <int BLOCK_N> __device__ constexpr bool within_two_scale_blocks() {
 
 // One block per multiprocessor: 40 registers to the producer, 232 to each consumer.
 template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M, int CLUSTER_M, int PINGPONG,
-          int OVERLAP, int A_REGISTERS, int QUARTERS>
+          int OVERLAP, int A_REGISTERS>
 __global__ void __launch_bounds__(384, 1)
     gemm_fp8(bfloat16 *KJIT_RESTRICT d, const float *KJIT_RESTRICT scale_a,
              const float *KJIT_RESTRICT scale_b, const __grid_constant__ kjit::TensorMap map_a,
@@ -111,14 +111,7 @@ __global__ void __launch_bounds__(384, 1)
   // k-block's 128 would not. The tile reads B's stage once per k-block, as per tensor's 256
   // columns do (BENCHMARKS.md: 1447 TFLOP/s there against 1204-1258 at 128 columns).
   constexpr bool HALVES = SCALING == 2 && BLOCK_N == 256;
-  // QUARTERS: the 256 columns in four pieces of 64 instead, in two sets of 32 sums a thread,
-  // each piece promoted while the next one's batch runs (the halves wait for each batch: the
-  // tensor cores idle for this consumer while it promotes). The same 192 sum registers as the
-  // halves.
-  static_assert(!QUARTERS || (HALVES && !PINGPONG),
-                "QUARTERS serves block scales at 256 columns, without turns");
-  // The columns of one wgmma batch.
-  constexpr int BATCH_N = QUARTERS ? BLOCK_N / 4 : HALVES ? BLOCK_N / 2 : BLOCK_N;
+  constexpr int BATCH_N = HALVES ? BLOCK_N / 2 : BLOCK_N; // the columns of one wgmma batch
   // A_REGISTERS: the halves take A's k-block from 16 registers a thread, loaded once from shared
   // memory (ldmatrix) for both, instead of each half's wgmma reading it there again.
   static_assert(!A_REGISTERS || HALVES, "A_REGISTERS serves block scales at 256 columns");
@@ -251,13 +244,13 @@ __global__ void __launch_bounds__(384, 1)
         for (int i = 0; i < BLOCK_N / 2; ++i)
           acc[i] = 0.0f;
         // The next stage's four k32 steps into `into`, summed from zero: the tile's columns, or
-        // with HALVES those of piece `piece` (a half; with QUARTERS a quarter).
-        unsigned fragments[BK / 32][4]; // A_REGISTERS: this k-block's A, loaded by piece 0
-        const auto issue = [&](float(&into)[BATCH_N / 2], int piece = 0) {
+        // with HALVES those of half `half`.
+        unsigned fragments[BK / 32][4]; // A_REGISTERS: this k-block's A, loaded by half 0
+        const auto issue = [&](float(&into)[BATCH_N / 2], int half = 0) {
           barrier_wait(&full[s], phase);
           const unsigned char *a_stage = stages + s * STAGE;
           // A_REGISTERS: the fragments load before the turn, whose window they would lengthen.
-          if (A_REGISTERS && piece == 0)
+          if (A_REGISTERS && half == 0)
             load_a_fragments(fragments, a_stage + rows * 128, warp, lane);
           // PINGPONG: the consumers issue their batches in turns, consumer 0's k-block kb,
           // consumer 1's, consumer 0's kb + 1..., so that each one's promotion runs while the
@@ -266,17 +259,17 @@ __global__ void __launch_bounds__(384, 1)
           if (PINGPONG && (consumer == 1 || !first_turn))
             named_barrier_sync(consumer == 0 ? 1 : 2);
           first_turn = false;
-          const unsigned char *b_piece = a_stage + A_BYTES + piece * BATCH_N * BK;
+          const unsigned char *b_half = a_stage + A_BYTES + half * BATCH_N * BK;
           if constexpr (A_REGISTERS) {
             wgmma_fence(); // after the fragments' writes, which wgmma reads
 #pragma unroll
             for (int kk = 0; kk < BK / 32; ++kk)
-              WgmmaE4m3Registers<BATCH_N>::run(
-                  into, fragments[kk], kjit::hopper::descriptor(b_piece + kk * 32, 16, 1024),
-                  kk > 0);
+              WgmmaE4m3Registers<BATCH_N>::run(into, fragments[kk],
+                                               kjit::hopper::descriptor(b_half + kk * 32, 16, 1024),
+                                               kk > 0);
           } else {
             wgmma_fence();
-            stage_product<BATCH_N>(into, a_stage + rows * 128, b_piece, false);
+            stage_product<BATCH_N>(into, a_stage + rows * 128, b_half, false);
           }
           wgmma_commit();
           if (PINGPONG)
@@ -304,69 +297,28 @@ __global__ void __launch_bounds__(384, 1)
         };
         float part[BATCH_N / 2];
         if constexpr (HALVES) {
-          // acc's registers of piece p (of BATCH_N columns): column groups from p BATCH_N / 8, the
-          // scale block first / 128 + p BATCH_N / 128 (a 256-column tile starts at a multiple of
-          // 128).
-          const auto promote_piece = [&](int piece, const float(&from)[BATCH_N / 2], float lo,
-                                         float hi) {
+          // acc's registers of half h: column groups 16h to 16h + 15, the scale block first / 128
+          // + h (a 256-column tile starts at a multiple of 128).
+          const auto promote_half = [&](int half, float lo, float hi) {
 #pragma unroll
             for (int i = 0; i < BATCH_N / 2; i += 4) {
-              acc[piece * (BATCH_N / 2) + i] += lo * from[i];
-              acc[piece * (BATCH_N / 2) + i + 1] += lo * from[i + 1];
-              acc[piece * (BATCH_N / 2) + i + 2] += hi * from[i + 2];
-              acc[piece * (BATCH_N / 2) + i + 3] += hi * from[i + 3];
+              acc[half * (BATCH_N / 2) + i] += lo * part[i];
+              acc[half * (BATCH_N / 2) + i + 1] += lo * part[i + 1];
+              acc[half * (BATCH_N / 2) + i + 2] += hi * part[i + 2];
+              acc[half * (BATCH_N / 2) + i + 3] += hi * part[i + 3];
             }
           };
-          if constexpr (!QUARTERS) {
-            // The k-block's scales load as it starts, their latency under half 0's batch: loaded
-            // a k-block ahead, they took the registers whose lack spilled at 232 a thread.
-            for (int kb = 0; kb < k_blocks; ++kb) {
-              const Scales now = load_scales(kb);
-              issue(part, 0);
-              wgmma_wait<0>();
-              promote_piece(0, part, now.lo * now.b0, now.hi * now.b0);
-              issue(part, 1);
-              wgmma_wait<0>();
-              release(s);
-              promote_piece(1, part, now.lo * now.b1, now.hi * now.b1);
-              advance();
-            }
-          } else {
-            // Pieces alternate between `part` (even) and `other` (odd), each promoted while the
-            // next one's batch runs: pieces 0 to 2 once the next is issued (wgmma_wait<1>), piece
-            // 3 once it has retired and the next k-block's piece 0 is issued. Piece 3 retires
-            // before piece 0 is issued (it may read the fragments that piece 0 reloads), and the
-            // loop leaves after piece 3's issue, not at its top: with piece 3 in flight across
-            // the loop's edge, or the loop entered past a test, ptxas serialised every wgmma
-            // (C7514). A k-block's scales load as its piece 0 is issued.
-            float other[BATCH_N / 2];
+          // The k-block's scales load as it starts, their latency under half 0's batch: loaded a
+          // k-block ahead, they took the registers whose lack spilled at 232 a thread.
+          for (int kb = 0; kb < k_blocks; ++kb) {
+            const Scales now = load_scales(kb);
             issue(part, 0);
-            Scales now = load_scales(0);
-            int held = s; // the stage of the k-block in flight
-            for (int kb = 1;; ++kb) {
-              issue(other, 1);
-              wgmma_wait<1>();
-              promote_piece(0, part, now.lo * now.b0, now.hi * now.b0);
-              issue(part, 2);
-              wgmma_wait<1>();
-              promote_piece(1, other, now.lo * now.b0, now.hi * now.b0);
-              issue(other, 3);
-              wgmma_wait<1>();
-              promote_piece(2, part, now.lo * now.b1, now.hi * now.b1);
-              if (kb == k_blocks)
-                break;
-              const float lo = now.lo * now.b1, hi = now.hi * now.b1; // piece 3's
-              wgmma_wait<0>();
-              release(held);
-              advance();
-              held = s;
-              issue(part, 0);
-              now = load_scales(kb);
-              promote_piece(3, other, lo, hi);
-            }
             wgmma_wait<0>();
-            release(held);
-            promote_piece(3, other, now.lo * now.b1, now.hi * now.b1);
+            promote_half(0, now.lo * now.b0, now.hi * now.b0);
+            issue(part, 1);
+            wgmma_wait<0>();
+            release(s);
+            promote_half(1, now.lo * now.b1, now.hi * now.b1);
             advance();
           }
         } else if (!OVERLAP) {

@@ -579,10 +579,6 @@ void add_fp8_gemm(std::vector<Template> &all) {
     if (integer_value(instance, "A_REGISTERS") == 1 &&
         (integer_value(instance, "SCALING") != 2 || block_n != 256))
       return "A_REGISTERS serves block scales at BLOCK_N 256 (its halves share A's registers)";
-    if (integer_value(instance, "QUARTERS") == 1 &&
-        (integer_value(instance, "SCALING") != 2 || block_n != 256 ||
-         integer_value(instance, "PINGPONG") == 1))
-      return "QUARTERS serves block scales at BLOCK_N 256, without PINGPONG";
     if (shared_bytes(instance) > 227 * 1024)
       return "the stages need more than 227 KiB of shared memory";
     return "";
@@ -600,8 +596,7 @@ void add_fp8_gemm(std::vector<Template> &all) {
           {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
           {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
           {"OVERLAP", ParamSchema::one_of({0, 1}, 1).tunable()},
-          {"A_REGISTERS", ParamSchema::one_of({0, 1}, 0).tunable()},
-          {"QUARTERS", ParamSchema::one_of({0, 1}, 0).tunable()}},
+          {"A_REGISTERS", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)},
                                   {"kjit/hopper_fp8.h", std::string(embedded::hopper_fp8_h)}},
                       .arguments = {"bfloat16*", "const float*", "const float*",

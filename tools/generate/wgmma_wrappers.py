@@ -23,9 +23,8 @@ REGISTER_A = (64, 128)
 # gemm_fp8's tile widths: besides the powers of two, the widths that fill an H100's 132
 # multiprocessors in whole waves on DeepSeek-V3's shapes (BENCHMARKS.md, fp8b and fp8c helpers).
 FP8_N = (64, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256)
-# gemm_fp8's halves (128) and quarters (64) of a 256-column tile with A from registers (block
-# scales).
-FP8_REGISTER_A = (64, 128)
+# gemm_fp8's halves of a 256-column tile with A from registers (block scales).
+FP8_REGISTER_A = (128,)
 
 
 def accumulators(n):
