@@ -178,11 +178,12 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
                                  {"STAGES", wgmma_n == 256 ? (k >= 4096 ? 3 : 4) : 6},
                                  {"GATED", gated ? 1 : 0},
                                  {"GROUP_M", group_m_for(pairs, experts)},
-                                 {"GATHER", gather ? 1 : 0}}};
+                                 {"GATHER", gather ? 1 : 0},
+                                 {"PINGPONG", 0}}};
   const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
   const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
   if (const auto winner = detail::tuned_winner(rt, tmpl, problem, extents))
-    for (const char *name : {"BLOCK_N", "STAGES", "GROUP_M"})
+    for (const char *name : {"BLOCK_N", "STAGES", "GROUP_M", "PINGPONG"})
       variant.params.set(name, detail::winner_value(*winner, name, variant.integer(name)));
   return variant;
 }
@@ -202,7 +203,7 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
                     const MoeAlignment &alignment, int experts, int n, int k, int top_k,
-                    int *schedule, Stream stream) {
+                    int *schedule, Stream stream, int most_blocks) {
   if (moe_mfma_serves(plan.kernel->device().target()))
     return launch_moe_mfma(plan, c, a, w, rows, alignment, n, k, stream);
   const TensorMapElement element =
@@ -216,8 +217,8 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
   // Persistent: at most one block per multiprocessor, no more than the tiles can use.
   const long long tiles =
       static_cast<long long>(rows / moe_block_m) * detail::divide_up(n, plan.block_n);
-  const auto blocks = static_cast<unsigned>(
-      std::max<long long>(1, std::min<long long>(tiles, device.multiprocessors())));
+  const auto blocks = static_cast<unsigned>(std::max<long long>(
+      1, std::min<long long>(tiles, most_blocks > 0 ? most_blocks : device.multiprocessors())));
   if (schedule != nullptr)
     device.fill(schedule, 0, sizeof(int), stream);
   plan.kernel->launch(
@@ -229,9 +230,9 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
 template <Element T>
 void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
                   std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
-                  int top_k, int *schedule, Stream stream) {
+                  int top_k, int *schedule, Stream stream, int most_blocks) {
   launch_grouped(make_grouped_plan(rt, variant), c, a, w, rows, alignment, experts, n, k, top_k,
-                 schedule, stream);
+                 schedule, stream, most_blocks);
 }
 
 } // namespace detail
@@ -923,10 +924,10 @@ KJIT_INSTANTIATE_ROUTING(BFloat16)
                                                                  int, int);                        \
   template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
                                           std::size_t, const MoeAlignment &, int, int, int, int,   \
-                                          int *, Stream);                                          \
+                                          int *, Stream, int);                                     \
   template void detail::grouped_gemm<T>(Runtime &, const detail::ChosenVariant &, T *, const T *,  \
                                         const T *, std::size_t, const MoeAlignment &, int, int,    \
-                                        int, int, int *, Stream);
+                                        int, int, int *, Stream, int);
 KJIT_INSTANTIATE_GROUPED(Half)
 KJIT_INSTANTIATE_GROUPED(BFloat16)
 #undef KJIT_INSTANTIATE_GROUPED

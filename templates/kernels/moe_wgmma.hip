@@ -24,9 +24,14 @@
 // tensor (the up half, the next expert); their columns lie past n and are not stored.
 //
 // The pipeline is gemm_wgmma's (see there): a producer warpgroup issues the copies into a ring of
-// STAGES stages guarded by "full" and "empty" mbarriers, two consumer warpgroups take 64 rows
-// each of the 128-row tile, the grid is persistent over the tiles in GROUP_M-row groups (taken
-// in a static or a dynamic order, below). C is stored from registers, in pairs.
+// STAGES stages guarded by "full" and "empty" mbarriers, the grid is persistent over the tiles in
+// GROUP_M-row groups (taken in a static or a dynamic order, below). C is stored from registers,
+// in pairs. The two consumer warpgroups share the tiles one of two ways:
+//   PINGPONG 0: both take each tile, 64 rows each; the tensor cores idle while they store it.
+//   PINGPONG 1: they take the block's tiles in turns, all 128 rows each (two wgmma of 64 rows,
+//               a wgmma of 128 columns only). The producer fills the ring in tile order, so one
+//               consumer's tile is loaded only as the other's mainloop ends: each consumer's
+//               epilogue (the silu_and_mul and the stores) runs under the other's MMAs.
 #if KJIT_HIP
 #error "kjit moe_gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a)"
 #else
@@ -59,9 +64,41 @@ __device__ inline void arrive_when_copied(unsigned long long *bar) {
                : "memory");
 }
 
+// x * sigmoid(x) with the hardware's approximate exp and reciprocal (activation.hip's FAST form):
+// the result is rounded to 16 bits. x far below 0 gives -0 (exp overflows, its reciprocal is 0).
+__device__ inline float silu(float x) {
+  return x * kjit::fast_reciprocal(1.0f + kjit::fast_exp(-x));
+}
+
+// Stores the 64 rows [row0 - lane / 4 - 16 warp, ...) of a tile that one warpgroup's wgmma
+// accumulated in acc (register 4j + 2h + e of m64nNk16 is row 16 warp + lane / 4 + 8h, column
+// 8j + 2 (lane % 4) + e); GATED: C = silu(gate) * up, the up column's accumulator BLOCK_N / 2
+// past the gate's. n is even (the tensor maps' rows are 16-byte multiples), so a pair starting
+// inside C ends inside it: one 4-byte store.
+template <typename T, int BLOCK_N, int GATED, int ACCUMULATORS>
+__device__ inline void store_rows(T *c, const float (&acc)[ACCUMULATORS], long long row0,
+                                  int column0, int n) {
+#pragma unroll
+  for (int j = 0; j < BLOCK_N / 8; ++j) {
+    const int column = column0 + 8 * j;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+      if (GATED) {
+        constexpr int UP = 4 * (BLOCK_N / 8); // the up column's accumulator, past the gate's
+        v0 = silu(v0) * acc[UP + 4 * j + 2 * h];
+        v1 = silu(v1) * acc[UP + 4 * j + 2 * h + 1];
+      }
+      if (column < n)
+        *reinterpret_cast<typename kjit::Pairs<T>::type *>(c + (row0 + 8 * h) * n + column) =
+            kjit::Pairs<T>::pack(v0, v1);
+    }
+  }
+}
+
 } // namespace kjit_moe_gemm
 
-template <typename T, int BLOCK_N, int STAGES, int GATED, int GROUP_M, int GATHER>
+template <typename T, int BLOCK_N, int STAGES, int GATED, int GROUP_M, int GATHER, int PINGPONG>
 __global__ void __launch_bounds__(384, 1)
     moe_gemm_wgmma(T *KJIT_RESTRICT c, const __grid_constant__ kjit::TensorMap map_a,
                    const __grid_constant__ kjit::TensorMap map_b,
@@ -72,6 +109,8 @@ __global__ void __launch_bounds__(384, 1)
   constexpr int BM = 128, BK = 64; // BK: one 128-byte swizzle row of 16-bit elements
   constexpr int WN = GATED ? 2 * BLOCK_N : BLOCK_N; // wgmma's N
   static_assert(WN == 128 || WN == 256, "wgmma N of 128 or 256");
+  static_assert(!PINGPONG || WN == 128,
+                "a consumer's 128 rows of 256 columns outgrow its registers");
   constexpr int A_BYTES = BM * BK * 2, B_BYTES = WN * BK * 2, STAGE = A_BYTES + B_BYTES;
   // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
   // barriers. The launch asks for the alignment's slack (moe.cpp).
@@ -92,7 +131,7 @@ __global__ void __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       barrier_init(&full[s], GATHER ? 1 + 128 : 1); // and each producer thread's rows
-      barrier_init(&empty[s], 2);                   // one arrival per consumer
+      barrier_init(&empty[s], PINGPONG ? 1 : 2);    // one arrival per consumer of the tile
     }
     for (int slot = 0; slot < 2; ++slot) {
       barrier_init(&tile_full[slot], 1);
@@ -154,9 +193,11 @@ __global__ void __launch_bounds__(384, 1)
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    const int rows = (warpgroup - 1) * 64; // this consumer's rows of the tile
+    const int consumer = warpgroup - 1;
     const int warp = thread / 32, lane = thread % 32;
-    float acc[WN / 2];
+    // PINGPONG 0: this consumer's 64 rows of each tile; 1: both halves of its own tiles.
+    constexpr int HALVES = PINGPONG ? 2 : 1;
+    float acc[HALVES][WN / 2];
     int s = 0, slot = 0;
     unsigned phase = 0, tile_phase = 0;
     for (int i = 0;; ++i) {
@@ -173,8 +214,15 @@ __global__ void __launch_bounds__(384, 1)
       }
       if (t >= tiles)
         break;
+      if (PINGPONG && i % 2 != consumer) { // the other consumer's tile: pass over its stages
+        const int passed = s + k_blocks;
+        s = passed % STAGES;
+        phase ^= (passed / STAGES) & 1;
+        continue;
+      }
       int tile_m, tile_n;
       place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
+      const int rows = PINGPONG ? 0 : consumer * 64; // the first of this consumer's rows
       int previous = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
         barrier_wait(&full[s], phase);
@@ -185,8 +233,11 @@ __global__ void __launch_bounds__(384, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
-          WgmmaShared<T, WN, 0>::run(acc, descriptor(a_stage + kk * 32, 16, 1024),
-                                     descriptor(b_stage + kk * 32, 16, 1024), kb > 0 || kk > 0);
+#pragma unroll
+          for (int half = 0; half < HALVES; ++half)
+            WgmmaShared<T, WN, 0>::run(acc[half],
+                                       descriptor(a_stage + half * 64 * 128 + kk * 32, 16, 1024),
+                                       descriptor(b_stage + kk * 32, 16, 1024), kb > 0 || kk > 0);
         wgmma_commit();
         wgmma_wait<1>(); // the previous stage's batch is done: release it
         if (previous >= 0 && thread == 0)
@@ -200,26 +251,11 @@ __global__ void __launch_bounds__(384, 1)
       wgmma_wait<0>();
       if (previous >= 0 && thread == 0)
         barrier_arrive(&empty[previous]);
-      // n is even (the tensor maps' rows are 16-byte multiples), so a pair starting inside C
-      // ends inside it: one 4-byte store.
       const long long row0 = static_cast<long long>(tile_m) * BM + rows + warp * 16 + lane / 4;
       const int column0 = tile_n * BLOCK_N + 2 * (lane % 4);
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; ++j) {
-        const int column = column0 + 8 * j;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-          if (GATED) {
-            constexpr int UP = 4 * (BLOCK_N / 8); // the up column's accumulator, past the gate's
-            v0 = v0 / (1.0f + __expf(-v0)) * acc[UP + 4 * j + 2 * h];
-            v1 = v1 / (1.0f + __expf(-v1)) * acc[UP + 4 * j + 2 * h + 1];
-          }
-          if (column < n)
-            *reinterpret_cast<typename kjit::Pairs<T>::type *>(c + (row0 + 8 * h) * n + column) =
-                kjit::Pairs<T>::pack(v0, v1);
-        }
-      }
+      for (int half = 0; half < HALVES; ++half)
+        kjit_moe_gemm::store_rows<T, BLOCK_N, GATED>(c, acc[half], row0 + half * 64, column0, n);
     }
   }
 }

@@ -329,6 +329,8 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   // GATED 1: the gate and up projections with silu_and_mul in the epilogue (BLOCK_N output
   // columns, a wgmma of twice as many); 0: the down projection. GATHER 1: A's rows are copied
   // from the tokens' rows (x, sorted_pairs, top_k), not read from a sorted A through map_a.
+  // PINGPONG 1: the two consumers take whole tiles in turns, one's epilogue under the other's
+  // MMAs (a wgmma of 128 columns only: 128 rows of 256 outgrow a consumer's registers).
   TuningRules moe_rules;
   const auto wgmma_columns = [](const Instance &instance) {
     return integer_value(instance, "BLOCK_N") * (integer_value(instance, "GATED") + 1);
@@ -344,6 +346,8 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
     const std::int64_t wgmma_n = wgmma_columns(instance);
     if (wgmma_n != 128 && wgmma_n != 256)
       return "BLOCK_N makes a wgmma of " + std::to_string(wgmma_n) + " columns, not 128 or 256";
+    if (integer_value(instance, "PINGPONG") == 1 && wgmma_n != 128)
+      return "PINGPONG takes a wgmma of 128 columns, not " + std::to_string(wgmma_n);
     if (shared_bytes(instance) > 227 * 1024)
       return "the stages need more than 227 KiB of shared memory";
     return "";
@@ -355,7 +359,8 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                              {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 4).tunable()},
                              {"GATED", ParamSchema::one_of({0, 1}, 1)},
                              {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
-                             {"GATHER", ParamSchema::one_of({0, 1}, 0)}},
+                             {"GATHER", ParamSchema::one_of({0, 1}, 0)},
+                             {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = {HeaderFile{"kjit/hopper.h", std::string(embedded::hopper_h)}},
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const int*", "const int*", "int", "int", "const T*",

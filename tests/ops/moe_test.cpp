@@ -373,6 +373,21 @@ TEST(MoeGemmWgmmaRules, StagesPastTheSharedMemoryDoNotFit) {
   EXPECT_EQ(fits(256, 0, 6), "the stages need more than 227 KiB of shared memory");
 }
 
+// PINGPONG gives each consumer a whole tile of 128 rows: its accumulators for a wgmma of 256
+// columns would outgrow its registers, so only 128 columns (gate-up BLOCK_N 64, down 128) fit.
+TEST(MoeGemmWgmmaRules, PingpongFitsAWgmmaOf128ColumnsOnly) {
+  const Template &grouped = templates::find("moe_gemm_wgmma");
+  const auto fits = [&](int block_n, int gated) {
+    return grouped.tuning().fits(
+        grouped.bind({{"BLOCK_N", block_n}, {"GATED", gated}, {"STAGES", 4}, {"PINGPONG", 1}}),
+        "sm_90a");
+  };
+  EXPECT_EQ(fits(64, 1), "");
+  EXPECT_EQ(fits(128, 0), "");
+  EXPECT_EQ(fits(128, 1), "PINGPONG takes a wgmma of 128 columns, not 256");
+  EXPECT_EQ(fits(256, 0), "PINGPONG takes a wgmma of 128 columns, not 256");
+}
+
 TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   std::unique_ptr<jit::Compiler> nvrtc;
   try {
@@ -387,14 +402,16 @@ TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
         const int wgmma_n = block_n * (gated + 1);
         for (int stages : {3, 4, 6})
           for (int gather = 0; gather <= gated; ++gather)
-            if ((wgmma_n == 256 && stages <= 4) || (wgmma_n == 128 && stages == 6)) {
-              const auto source = tmpl.bind({{"T", type},
-                                             {"BLOCK_N", block_n},
-                                             {"STAGES", stages},
-                                             {"GATED", gated},
-                                             {"GATHER", gather}});
-              EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, source));
-            }
+            for (int pingpong = 0; pingpong <= (wgmma_n == 128 ? 1 : 0); ++pingpong)
+              if ((wgmma_n == 256 && stages <= 4) || (wgmma_n == 128 && stages == 6)) {
+                const auto source = tmpl.bind({{"T", type},
+                                               {"BLOCK_N", block_n},
+                                               {"STAGES", stages},
+                                               {"GATED", gated},
+                                               {"GATHER", gather},
+                                               {"PINGPONG", pingpong}});
+                EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, source));
+              }
       }
 }
 
