@@ -403,10 +403,11 @@ struct Bench {
   };
 
   // --prefill: each grouped GEMM alone at 4096 tokens, on sorted rows in the dynamic tile order
-  // (as fused_moe runs them there; the rows filled, not gathered), in three forms against kjit's
+  // (as fused_moe runs them there; the rows filled, not gathered), in four forms against kjit's
   // dense GEMM of its FLOPs, twice in turn (the run's spread shows between the rounds): the
-  // heuristic's variant, then tiles of 128 x 128 products per consumer (gate-up BLOCK_N 64, down
-  // 128, 6 stages) with the consumers sharing each tile (PINGPONG 0) or taking them in turns (1).
+  // heuristic's variant with C stored through shared memory and from registers (EPILOGUE 1 and
+  // 0), then the consumers taking tiles of 128 x 128 products in turns (PINGPONG 1; gate-up
+  // BLOCK_N 64, down 128, 6 stages), both ways of storing.
   template <Element T> void prefill(const Layer &layer) {
     constexpr int tokens = 4096;
     const int pairs = tokens * layer.top_k;
@@ -430,17 +431,18 @@ struct Bench {
         const double dense_ms = median_ms_per_launch(
             device, 5, [&] { gated ? dense.run_gate_up() : dense.run_down(); });
         const double gemm_flops = gated ? 2 * flops : flops;
-        std::printf("| %s | %s | dense linear() | | | %.3f | %.0f | 1.00 |\n", layer.name,
+        std::printf("| %s | %s | dense linear() | | | | | %.3f | %.0f | 1.00 |\n", layer.name,
                     gated ? "gate-up" : "down", dense_ms, gemm_flops / dense_ms * 1e-9);
         const int n = gated ? layer.inter : layer.hidden, k = gated ? layer.hidden : layer.inter;
         const auto heuristic =
             ops::detail::grouped_gemm_variant<T>(rt, gated, false, pairs, layer.experts, n, k);
-        for (int form = 0; form < 3; ++form) {
+        for (int form = 0; form < 4; ++form) {
           ops::detail::ChosenVariant variant = heuristic;
-          if (form > 0) {
+          variant.params.set("EPILOGUE", form % 2 == 0 ? 1 : 0);
+          if (form >= 2) {
             variant.params.set("BLOCK_N", gated ? 64 : 128);
             variant.params.set("STAGES", 6);
-            variant.params.set("PINGPONG", form - 1);
+            variant.params.set("PINGPONG", 1);
           }
           const double ms = median_ms_per_launch(device, 5, [&] {
             ops::detail::grouped_gemm<T>(
@@ -449,11 +451,12 @@ struct Bench {
                 gated ? weights.w13.template as<const T>() : weights.w2.template as<const T>(),
                 rows, alignment, layer.experts, n, k, layer.top_k, schedule.as<int>(), nullptr);
           });
-          std::printf("| %s | %s | %s | %d | %d | %d | %.3f | %.0f | %.2f |\n", layer.name,
-                      gated ? "gate-up" : "down", form == 0 ? "heuristic" : "128 x 128",
+          std::printf("| %s | %s | %s | %d | %d | %d | %d | %.3f | %.0f | %.2f |\n", layer.name,
+                      gated ? "gate-up" : "down", form < 2 ? "heuristic" : "128 x 128",
                       static_cast<int>(variant.integer("BLOCK_N")),
                       static_cast<int>(variant.integer("STAGES")),
-                      static_cast<int>(variant.integer("PINGPONG")), ms, gemm_flops / ms * 1e-9,
+                      static_cast<int>(variant.integer("PINGPONG")),
+                      static_cast<int>(variant.integer("EPILOGUE")), ms, gemm_flops / ms * 1e-9,
                       dense_ms / ms);
           std::fflush(stdout);
         }
@@ -603,8 +606,9 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (mode == "--prefill") {
-      std::printf("| layer | GEMM | form | BLOCK_N | STAGES | PINGPONG | ms | TFLOP/s | of dense "
-                  "(time) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      std::printf("| layer | GEMM | form | BLOCK_N | STAGES | PINGPONG | EPILOGUE | ms | TFLOP/s | "
+                  "of dense (time) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+                  "|\n");
       for (const Layer &layer : layers)
         bench.prefill<BFloat16>(layer);
       return 0;

@@ -32,6 +32,7 @@ struct GroupedPlan {
   int block_n;
   bool gated, gather;
   unsigned shared_bytes;
+  bool epilogue = false; // C stored through shared memory by the copy engine (EPILOGUE 1)
 };
 GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant);
 // `schedule`: null, or one device int through which a variant that does not gather takes its
