@@ -16,7 +16,8 @@
 // fused_moe with e4m3 weights and 128 x 128 block scales (bfloat16 activations) on both layers at
 // the same counts, against the bfloat16 fused_moe and kjit's dense bfloat16 GEMM (TFLOP/s), and
 // a copy of the e4m3 weight bytes the tokens touch (the decode's rate). --tiles times the grouped
-// GEMMs' tile shapes at decode sizes (Bench::tiles).
+// GEMMs' tile shapes at decode sizes (Bench::tiles), --prefill each grouped GEMM's forms at 4096
+// tokens against the dense GEMM of its FLOPs (Bench::prefill).
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -387,13 +388,80 @@ struct Bench {
           gate_up(b.device.allocate(std::size_t(p) * 2 * l.inter * sizeof(T))),
           gated(b.filled<T>(std::size_t(p) * l.inter, 1.0)),
           down(b.device.allocate(std::size_t(p) * l.hidden * sizeof(T))) {}
-    void run() {
+    void run_gate_up() {
       linear<T>(bench.rt, gate_up.as<T>(), a.as<const T>(), weights.w13.template as<const T>(),
                 pairs, 2 * layer.inter, layer.hidden);
+    }
+    void run_down() {
       linear<T>(bench.rt, down.as<T>(), gated.as<const T>(), weights.w2.template as<const T>(),
                 pairs, layer.hidden, layer.inter);
     }
+    void run() {
+      run_gate_up();
+      run_down();
+    }
   };
+
+  // --prefill: each grouped GEMM alone at 4096 tokens, on sorted rows in the dynamic tile order
+  // (as fused_moe runs them there; the rows filled, not gathered), in four forms against kjit's
+  // dense GEMM of its FLOPs, twice in turn (the run's spread shows between the rounds): the
+  // heuristic's variant with C stored through shared memory and from registers (EPILOGUE 1 and
+  // 0), then the consumers taking tiles of 128 x 128 products in turns (PINGPONG 1; gate-up
+  // BLOCK_N 64, down 128, 6 stages), both ways of storing.
+  template <Element T> void prefill(const Layer &layer) {
+    constexpr int tokens = 4096;
+    const int pairs = tokens * layer.top_k;
+    std::set<int> touched;
+    DeviceBuffer ids = routed(layer, tokens, touched);
+    const std::size_t rows = moe_align_rows(pairs, layer.experts, 128);
+    DeviceBuffer sorted = device.allocate(rows * 4), blocks = device.allocate(rows / 128 * 4),
+                 positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8),
+                 schedule = device.allocate(sizeof(int));
+    const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
+                                 totals.as<int>()};
+    moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
+    const Experts<T> weights = experts<T>(layer);
+    Dense<T> dense(*this, layer, weights, pairs);
+    DeviceBuffer x_sorted = filled<T>(rows * layer.hidden, 1.0);
+    DeviceBuffer h = filled<T>(rows * layer.inter, 1.0);
+    DeviceBuffer y = device.allocate(rows * layer.hidden * sizeof(T));
+    const double flops = 2.0 * pairs * layer.hidden * layer.inter; // the down GEMM's; gate-up 2x
+    for (int round = 0; round < 2; ++round)
+      for (const bool gated : {true, false}) {
+        const double dense_ms = median_ms_per_launch(
+            device, 5, [&] { gated ? dense.run_gate_up() : dense.run_down(); });
+        const double gemm_flops = gated ? 2 * flops : flops;
+        std::printf("| %s | %s | dense linear() | | | | | %.3f | %.0f | 1.00 |\n", layer.name,
+                    gated ? "gate-up" : "down", dense_ms, gemm_flops / dense_ms * 1e-9);
+        const int n = gated ? layer.inter : layer.hidden, k = gated ? layer.hidden : layer.inter;
+        const auto heuristic =
+            ops::detail::grouped_gemm_variant<T>(rt, gated, false, pairs, layer.experts, n, k);
+        for (int form = 0; form < 4; ++form) {
+          ops::detail::ChosenVariant variant = heuristic;
+          variant.params.set("EPILOGUE", form % 2 == 0 ? 1 : 0);
+          if (form >= 2) {
+            variant.params.set("BLOCK_N", gated ? 64 : 128);
+            variant.params.set("STAGES", 6);
+            variant.params.set("PINGPONG", 1);
+          }
+          const double ms = median_ms_per_launch(device, 5, [&] {
+            ops::detail::grouped_gemm<T>(
+                rt, variant, gated ? h.as<T>() : y.as<T>(),
+                gated ? x_sorted.as<const T>() : h.as<const T>(),
+                gated ? weights.w13.template as<const T>() : weights.w2.template as<const T>(),
+                rows, alignment, layer.experts, n, k, layer.top_k, schedule.as<int>(), nullptr);
+          });
+          std::printf("| %s | %s | %s | %d | %d | %d | %d | %.3f | %.0f | %.2f |\n", layer.name,
+                      gated ? "gate-up" : "down", form < 2 ? "heuristic" : "128 x 128",
+                      static_cast<int>(variant.integer("BLOCK_N")),
+                      static_cast<int>(variant.integer("STAGES")),
+                      static_cast<int>(variant.integer("PINGPONG")),
+                      static_cast<int>(variant.integer("EPILOGUE")), ms, gemm_flops / ms * 1e-9,
+                      dense_ms / ms);
+          std::fflush(stdout);
+        }
+      }
+  }
 
   // fused_moe and the dense GEMMs once each at 4096 tokens, for a profiler (--profile).
   template <Element T> void profile(const Layer &layer) {
@@ -499,16 +567,18 @@ struct Bench {
 int main(int argc, char **argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
-  if (argc > 1 && !sweep && mode != "--profile" && mode != "--fp8" &&
-      mode != "--tiles") { // tools/gpu-check asks for --help
+  if (argc > 1 && !sweep && mode != "--profile" && mode != "--fp8" && mode != "--tiles" &&
+      mode != "--prefill") { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles]\n  prints fused_moe's "
+        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill]\n  prints "
+        "fused_moe's "
         "table against "
         "kjit's dense GEMM and a copy; --breakdown fused_moe against each of its launches alone "
         "at 1, 256 and 4096 tokens, --sweep that and the grouped GEMM's variants, --profile "
         "fused_moe and the dense GEMMs once each at 4096 tokens (for ncu), --fp8 fused_moe with "
         "e4m3 weights against the bfloat16 one, the dense GEMM and a copy of its weight bytes, "
-        "--tiles the grouped GEMMs' tile shapes at 16 and 256 tokens against a copy\n",
+        "--tiles the grouped GEMMs' tile shapes at 16 and 256 tokens against a copy, --prefill "
+        "each grouped GEMM's forms at 4096 tokens against the dense GEMM of its FLOPs\n",
         argv[0]);
     return 0;
   }
@@ -533,6 +603,14 @@ int main(int argc, char **argv) {
       for (const Layer &layer : layers)
         for (int tokens : {16, 256})
           bench.tiles<BFloat16>(layer, tokens);
+      return 0;
+    }
+    if (mode == "--prefill") {
+      std::printf("| layer | GEMM | form | BLOCK_N | STAGES | PINGPONG | EPILOGUE | ms | TFLOP/s | "
+                  "of dense (time) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+                  "|\n");
+      for (const Layer &layer : layers)
+        bench.prefill<BFloat16>(layer);
       return 0;
     }
     if (mode == "--fp8") {

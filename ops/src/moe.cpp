@@ -161,7 +161,10 @@ bool fused_moe_decodes(const jit::Target &target, int tokens) {
 // The heuristic: grouped_block_n's columns per tile, judged at the pairs' power-of-two bucket
 // (fused_moe's plans are kept per bucket). Stages: for a wgmma of 256 columns 3 where K is long
 // (4096 and more), else 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100).
-// GROUP_M: group_m_for.
+// GROUP_M: group_m_for. EPILOGUE 1 (C through shared memory) above the gathering sizes, where
+// it made both GEMMs of both layers faster at 4096 tokens; the decode sizes keep EPILOGUE 0 (not
+// measured there). PINGPONG 0: taking tiles of 128 x 128 in turns was slower (BENCHMARKS.md,
+// "fused_moe prefill: the grouped GEMMs' stores through shared memory").
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k) {
@@ -178,11 +181,13 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
                                  {"STAGES", wgmma_n == 256 ? (k >= 4096 ? 3 : 4) : 6},
                                  {"GATED", gated ? 1 : 0},
                                  {"GROUP_M", group_m_for(pairs, experts)},
-                                 {"GATHER", gather ? 1 : 0}}};
+                                 {"GATHER", gather ? 1 : 0},
+                                 {"PINGPONG", 0},
+                                 {"EPILOGUE", pairs > max_gathering_pairs ? 1 : 0}}};
   const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
   const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
   if (const auto winner = detail::tuned_winner(rt, tmpl, problem, extents))
-    for (const char *name : {"BLOCK_N", "STAGES", "GROUP_M"})
+    for (const char *name : {"BLOCK_N", "STAGES", "GROUP_M", "PINGPONG", "EPILOGUE"})
       variant.params.set(name, detail::winner_value(*winner, name, variant.integer(name)));
   return variant;
 }
@@ -196,13 +201,15 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
       variant.tmpl->tuning().shared_bytes(variant.tmpl->bind(variant.params)));
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.allow_shared_bytes(shared_bytes);
-  return {&kernel, block_n, gated, variant.integer("GATHER") == 1, shared_bytes};
+  return {&kernel,      block_n,
+          gated,        variant.integer("GATHER") == 1,
+          shared_bytes, variant.integer("EPILOGUE") == 1};
 }
 
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
                     const MoeAlignment &alignment, int experts, int n, int k, int top_k,
-                    int *schedule, Stream stream) {
+                    int *schedule, Stream stream, int most_blocks) {
   if (moe_mfma_serves(plan.kernel->device().target()))
     return launch_moe_mfma(plan, c, a, w, rows, alignment, n, k, stream);
   const TensorMapElement element =
@@ -213,25 +220,27 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
       plan.gather ? TensorMap{} : map_of(device, element, a, rows, k, moe_block_m);
   const TensorMap map_w = map_of(
       device, element, w, std::uint64_t(experts) * n * (plan.gated ? 2 : 1), k, plan.block_n);
+  // EPILOGUE 1 stores C [rows, n] in boxes of 64 x 64.
+  const TensorMap map_c = plan.epilogue ? map_of(device, element, c, rows, n, 64) : TensorMap{};
   // Persistent: at most one block per multiprocessor, no more than the tiles can use.
   const long long tiles =
       static_cast<long long>(rows / moe_block_m) * detail::divide_up(n, plan.block_n);
-  const auto blocks = static_cast<unsigned>(
-      std::max<long long>(1, std::min<long long>(tiles, device.multiprocessors())));
+  const auto blocks = static_cast<unsigned>(std::max<long long>(
+      1, std::min<long long>(tiles, most_blocks > 0 ? most_blocks : device.multiprocessors())));
   if (schedule != nullptr)
     device.fill(schedule, 0, sizeof(int), stream);
   plan.kernel->launch(
       {.grid = blocks, .block = moe_threads, .shared_bytes = plan.shared_bytes, .stream = stream},
       c, map_a, map_w, alignment.block_experts, alignment.totals, n, k, a, alignment.sorted_pairs,
-      top_k, schedule);
+      top_k, schedule, map_c);
 }
 
 template <Element T>
 void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
                   std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
-                  int top_k, int *schedule, Stream stream) {
+                  int top_k, int *schedule, Stream stream, int most_blocks) {
   launch_grouped(make_grouped_plan(rt, variant), c, a, w, rows, alignment, experts, n, k, top_k,
-                 schedule, stream);
+                 schedule, stream, most_blocks);
 }
 
 } // namespace detail
@@ -923,10 +932,10 @@ KJIT_INSTANTIATE_ROUTING(BFloat16)
                                                                  int, int);                        \
   template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
                                           std::size_t, const MoeAlignment &, int, int, int, int,   \
-                                          int *, Stream);                                          \
+                                          int *, Stream, int);                                     \
   template void detail::grouped_gemm<T>(Runtime &, const detail::ChosenVariant &, T *, const T *,  \
                                         const T *, std::size_t, const MoeAlignment &, int, int,    \
-                                        int, int, int *, Stream);
+                                        int, int, int *, Stream, int);
 KJIT_INSTANTIATE_GROUPED(Half)
 KJIT_INSTANTIATE_GROUPED(BFloat16)
 #undef KJIT_INSTANTIATE_GROUPED

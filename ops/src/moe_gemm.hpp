@@ -32,14 +32,17 @@ struct GroupedPlan {
   int block_n;
   bool gated, gather;
   unsigned shared_bytes;
+  bool epilogue = false; // C stored through shared memory by the copy engine (EPILOGUE 1)
 };
 GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant);
 // `schedule`: null, or one device int through which a variant that does not gather takes its
 // tiles in a dynamic order (zeroed on `stream` before the launch; moe_wgmma.hip).
+// `most_blocks`: the persistent grid's cap (0: one block per multiprocessor), which tests lower
+// to make every block walk many tiles.
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
                     const MoeAlignment &alignment, int experts, int n, int k, int top_k,
-                    int *schedule, Stream stream);
+                    int *schedule, Stream stream, int most_blocks = 0);
 
 // Launches `variant` over the blocks `alignment` (of moe_align_rows(pairs, experts, 128) rows)
 // holds; w is experts' weights, [experts * n, k] or, gated, [experts * 2n, k]. a is A [rows, k],
@@ -47,6 +50,6 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
 template <Element T>
 void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
                   std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,
-                  int top_k, int *schedule, Stream stream);
+                  int top_k, int *schedule, Stream stream, int most_blocks = 0);
 
 } // namespace kjit::ops::detail

@@ -24,9 +24,20 @@
 // tensor (the up half, the next expert); their columns lie past n and are not stored.
 //
 // The pipeline is gemm_wgmma's (see there): a producer warpgroup issues the copies into a ring of
-// STAGES stages guarded by "full" and "empty" mbarriers, two consumer warpgroups take 64 rows
-// each of the 128-row tile, the grid is persistent over the tiles in GROUP_M-row groups (taken
-// in a static or a dynamic order, below). C is stored from registers, in pairs.
+// STAGES stages guarded by "full" and "empty" mbarriers, the grid is persistent over the tiles in
+// GROUP_M-row groups (taken in a static or a dynamic order, below). The two consumer warpgroups
+// share the tiles one of two ways:
+//   PINGPONG 0: both take each tile, 64 rows each; the tensor cores idle while they store it.
+//   PINGPONG 1: they take the block's tiles in turns, all 128 rows each (two wgmma of 64 rows,
+//               a wgmma of 128 columns only). The producer fills the ring in tile order, so one
+//               consumer's tile is loaded only as the other's mainloop ends: each consumer's
+//               epilogue (the silu_and_mul and the stores) runs under the other's MMAs.
+// They store C one of two ways:
+//   EPILOGUE 0: pairs from registers, each warp's store 8 rows of 16 bytes.
+//   EPILOGUE 1: through shared memory: each consumer writes 64 x 64 boxes of its rows in the
+//               128-byte swizzle (conflict-free) into one of its two buffers, and the copy engine
+//               stores the box to C (through map_c, whose bounds drop columns past n) while the
+//               next is written.
 #if KJIT_HIP
 #error "kjit moe_gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a)"
 #else
@@ -59,26 +70,112 @@ __device__ inline void arrive_when_copied(unsigned long long *bar) {
                : "memory");
 }
 
+// x * sigmoid(x) with the hardware's approximate exp and reciprocal (activation.hip's FAST form):
+// the result is rounded to 16 bits. x far below 0 gives -0 (exp overflows, its reciprocal is 0).
+__device__ inline float silu(float x) {
+  return x * kjit::fast_reciprocal(1.0f + kjit::fast_exp(-x));
+}
+
+// The values of C's columns from accumulators at and at + 1: those (GATED: silu of those, the
+// gate's, times the up columns', UP registers past them).
+template <int GATED, int UP, int ACCUMULATORS>
+__device__ inline void output_pair(const float (&acc)[ACCUMULATORS], int at, float &v0, float &v1) {
+  v0 = acc[at];
+  v1 = acc[at + 1];
+  if (GATED) {
+    v0 = silu(v0) * acc[UP + at];
+    v1 = silu(v1) * acc[UP + at + 1];
+  }
+}
+
+// EPILOGUE 0: stores the 64 rows [row0 - lane / 4 - 16 warp, ...) of a tile that one warpgroup's
+// wgmma accumulated in acc (register 4j + 2h + e of m64nNk16 is row 16 warp + lane / 4 + 8h, column
+// 8j + 2 (lane % 4) + e); GATED: C = silu(gate) * up, the up column's accumulator BLOCK_N / 2
+// past the gate's. n is even (the tensor maps' rows are 16-byte multiples), so a pair starting
+// inside C ends inside it: one 4-byte store.
+template <typename T, int BLOCK_N, int GATED, int ACCUMULATORS>
+__device__ inline void store_rows(T *c, const float (&acc)[ACCUMULATORS], long long row0,
+                                  int column0, int n) {
+#pragma unroll
+  for (int j = 0; j < BLOCK_N / 8; ++j) {
+    const int column = column0 + 8 * j;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float v0, v1;
+      output_pair<GATED, 4 * (BLOCK_N / 8)>(acc, 4 * j + 2 * h, v0, v1);
+      if (column < n)
+        *reinterpret_cast<typename kjit::Pairs<T>::type *>(c + (row0 + 8 * h) * n + column) =
+            kjit::Pairs<T>::pack(v0, v1);
+    }
+  }
+}
+
+// EPILOGUE 1: the same 64 rows, starting at row `row` of C, through shared memory: box after
+// box of 64 columns into this consumer's two 8 KiB `buffers` (`buffer` the next to write), the
+// copy engine storing each. A box's row r holds column 8j + 2 (lane % 4) in 16-byte chunk
+// j ^ (r % 8), as the 128-byte swizzle lays it: the warp's 8 rows of a store fall on 8 distinct
+// chunks, all 32 banks. Boxes starting at or past n are skipped.
+template <typename T, int BLOCK_N, int GATED, int ACCUMULATORS>
+__device__ inline void store_boxes(const kjit::TensorMap *map_c, unsigned char *buffers,
+                                   int &buffer, const float (&acc)[ACCUMULATORS], int row,
+                                   int column, int n, int consumer, int thread) {
+  using namespace kjit::hopper;
+  const int warp = thread / 32, lane = thread % 32;
+#pragma unroll
+  for (int box = 0; box < BLOCK_N / 64; ++box) {
+    if (column + box * 64 >= n)
+      break;
+    unsigned char *to = buffers + buffer * 8192;
+    if (thread == 0) // the store that read this buffer, two boxes ago, has read it
+      bulk_wait_read<1>();
+    named_barrier_sync(1 + consumer, 128);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float v0, v1;
+        output_pair<GATED, 4 * (BLOCK_N / 8)>(acc, 4 * (8 * box + j) + 2 * h, v0, v1);
+        const int r = warp * 16 + lane / 4 + 8 * h;
+        *reinterpret_cast<typename kjit::Pairs<T>::type *>(
+            to + r * 128 + ((j ^ (r % 8)) * 16) + 4 * (lane % 4)) = kjit::Pairs<T>::pack(v0, v1);
+      }
+    fence_async_shared(); // this thread's writes, before the copy engine reads them
+    named_barrier_sync(1 + consumer, 128);
+    if (thread == 0) {
+      store_box(map_c, to, column + box * 64, row);
+      bulk_commit();
+    }
+    buffer ^= 1;
+  }
+}
+
 } // namespace kjit_moe_gemm
 
-template <typename T, int BLOCK_N, int STAGES, int GATED, int GROUP_M, int GATHER>
+template <typename T, int BLOCK_N, int STAGES, int GATED, int GROUP_M, int GATHER, int PINGPONG,
+          int EPILOGUE>
 __global__ void __launch_bounds__(384, 1)
     moe_gemm_wgmma(T *KJIT_RESTRICT c, const __grid_constant__ kjit::TensorMap map_a,
                    const __grid_constant__ kjit::TensorMap map_b,
                    const int *KJIT_RESTRICT block_experts, const int *KJIT_RESTRICT totals, int n,
                    int k, const T *KJIT_RESTRICT x, const int *KJIT_RESTRICT sorted_pairs,
-                   int top_k, int *KJIT_RESTRICT schedule) {
+                   int top_k, int *KJIT_RESTRICT schedule,
+                   const __grid_constant__ kjit::TensorMap map_c) {
   using namespace kjit::hopper;
   constexpr int BM = 128, BK = 64; // BK: one 128-byte swizzle row of 16-bit elements
   constexpr int WN = GATED ? 2 * BLOCK_N : BLOCK_N; // wgmma's N
   static_assert(WN == 128 || WN == 256, "wgmma N of 128 or 256");
+  static_assert(!PINGPONG || WN == 128,
+                "a consumer's 128 rows of 256 columns outgrow its registers");
   constexpr int A_BYTES = BM * BK * 2, B_BYTES = WN * BK * 2, STAGE = A_BYTES + B_BYTES;
-  // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
-  // barriers. The launch asks for the alignment's slack (moe.cpp).
+  // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), EPILOGUE 1's
+  // two buffers of 64 x 64 per consumer, then the barriers. The launch asks for the alignment's
+  // slack (moe.cpp).
+  constexpr int BOX = 64 * 64 * 2, EPILOGUE_BYTES = EPILOGUE ? 2 * 2 * BOX : 0;
   extern __shared__ unsigned char shared_raw[];
   unsigned char *stages = reinterpret_cast<unsigned char *>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
-  unsigned long long *full = reinterpret_cast<unsigned long long *>(stages + STAGES * STAGE);
+  unsigned char *epilogue = stages + STAGES * STAGE;
+  unsigned long long *full = reinterpret_cast<unsigned long long *>(epilogue + EPILOGUE_BYTES);
   unsigned long long *empty = full + STAGES;
   // The tiles' order: static (block b takes tiles b, b + gridDim.x, ...) or, where `schedule` is
   // given (GATHER 0; the launch zeroes it), dynamic: the producer takes each next tile from the
@@ -92,7 +189,7 @@ __global__ void __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       barrier_init(&full[s], GATHER ? 1 + 128 : 1); // and each producer thread's rows
-      barrier_init(&empty[s], 2);                   // one arrival per consumer
+      barrier_init(&empty[s], PINGPONG ? 1 : 2);    // one arrival per consumer of the tile
     }
     for (int slot = 0; slot < 2; ++slot) {
       barrier_init(&tile_full[slot], 1);
@@ -154,9 +251,12 @@ __global__ void __launch_bounds__(384, 1)
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    const int rows = (warpgroup - 1) * 64; // this consumer's rows of the tile
+    const int consumer = warpgroup - 1;
     const int warp = thread / 32, lane = thread % 32;
-    float acc[WN / 2];
+    // PINGPONG 0: this consumer's 64 rows of each tile; 1: both halves of its own tiles.
+    constexpr int HALVES = PINGPONG ? 2 : 1;
+    float acc[HALVES][WN / 2];
+    int buffer = 0; // EPILOGUE 1: this consumer's buffer to write next
     int s = 0, slot = 0;
     unsigned phase = 0, tile_phase = 0;
     for (int i = 0;; ++i) {
@@ -171,22 +271,35 @@ __global__ void __launch_bounds__(384, 1)
           tile_phase ^= 1;
         }
       }
-      if (t >= tiles)
+      if (t >= tiles) {
+        if (EPILOGUE && thread == 0) // the stores read shared memory until they are done
+          bulk_wait<0>();
         break;
+      }
+      if (PINGPONG && i % 2 != consumer) { // the other consumer's tile: pass over its stages
+        const int passed = s + k_blocks;
+        s = passed % STAGES;
+        phase ^= (passed / STAGES) & 1;
+        continue;
+      }
       int tile_m, tile_n;
       place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
+      const int rows = PINGPONG ? 0 : consumer * 64; // the first of this consumer's rows
       int previous = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
         barrier_wait(&full[s], phase);
         if (GATHER) // the rows cp.async wrote (the generic proxy) before wgmma reads them
-          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+          fence_async_shared();
         const unsigned char *a_stage = stages + s * STAGE + rows * 128;
         const unsigned char *b_stage = stages + s * STAGE + A_BYTES;
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
-          WgmmaShared<T, WN, 0>::run(acc, descriptor(a_stage + kk * 32, 16, 1024),
-                                     descriptor(b_stage + kk * 32, 16, 1024), kb > 0 || kk > 0);
+#pragma unroll
+          for (int half = 0; half < HALVES; ++half)
+            WgmmaShared<T, WN, 0>::run(acc[half],
+                                       descriptor(a_stage + half * 64 * 128 + kk * 32, 16, 1024),
+                                       descriptor(b_stage + kk * 32, 16, 1024), kb > 0 || kk > 0);
         wgmma_commit();
         wgmma_wait<1>(); // the previous stage's batch is done: release it
         if (previous >= 0 && thread == 0)
@@ -200,26 +313,16 @@ __global__ void __launch_bounds__(384, 1)
       wgmma_wait<0>();
       if (previous >= 0 && thread == 0)
         barrier_arrive(&empty[previous]);
-      // n is even (the tensor maps' rows are 16-byte multiples), so a pair starting inside C
-      // ends inside it: one 4-byte store.
       const long long row0 = static_cast<long long>(tile_m) * BM + rows + warp * 16 + lane / 4;
       const int column0 = tile_n * BLOCK_N + 2 * (lane % 4);
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; ++j) {
-        const int column = column0 + 8 * j;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-          if (GATED) {
-            constexpr int UP = 4 * (BLOCK_N / 8); // the up column's accumulator, past the gate's
-            v0 = v0 / (1.0f + __expf(-v0)) * acc[UP + 4 * j + 2 * h];
-            v1 = v1 / (1.0f + __expf(-v1)) * acc[UP + 4 * j + 2 * h + 1];
-          }
-          if (column < n)
-            *reinterpret_cast<typename kjit::Pairs<T>::type *>(c + (row0 + 8 * h) * n + column) =
-                kjit::Pairs<T>::pack(v0, v1);
-        }
-      }
+      for (int half = 0; half < HALVES; ++half)
+        if (EPILOGUE)
+          kjit_moe_gemm::store_boxes<T, BLOCK_N, GATED>(
+              &map_c, epilogue + consumer * 2 * BOX, buffer, acc[half],
+              tile_m * BM + rows + half * 64, tile_n * BLOCK_N, n, consumer, thread);
+        else
+          kjit_moe_gemm::store_rows<T, BLOCK_N, GATED>(c, acc[half], row0 + half * 64, column0, n);
     }
   }
 }

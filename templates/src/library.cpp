@@ -329,21 +329,28 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   // GATED 1: the gate and up projections with silu_and_mul in the epilogue (BLOCK_N output
   // columns, a wgmma of twice as many); 0: the down projection. GATHER 1: A's rows are copied
   // from the tokens' rows (x, sorted_pairs, top_k), not read from a sorted A through map_a.
+  // PINGPONG 1: the two consumers take whole tiles in turns, one's epilogue under the other's
+  // MMAs (a wgmma of 128 columns only: 128 rows of 256 outgrow a consumer's registers).
+  // EPILOGUE 1: C is stored through shared memory by the copy engine (map_c), 0: from registers.
   TuningRules moe_rules;
   const auto wgmma_columns = [](const Instance &instance) {
     return integer_value(instance, "BLOCK_N") * (integer_value(instance, "GATED") + 1);
   };
   // The stages (128 rows of A, a wgmma's columns of B, 64 of K, 2 bytes each), the slack to align
-  // them to 1024 bytes, two mbarriers per stage, the tile ring's four mbarriers and two slots.
+  // them to 1024 bytes, EPILOGUE 1's two boxes of 64 x 64 per consumer, two mbarriers per stage,
+  // the tile ring's four mbarriers and two slots.
   moe_rules.shared_bytes = [wgmma_columns](const Instance &instance) -> std::int64_t {
     const std::int64_t stages = integer_value(instance, "STAGES");
-    return stages * (128 + wgmma_columns(instance)) * 64 * 2 + 1024 + stages * 16 + 40;
+    const std::int64_t epilogue = integer_value(instance, "EPILOGUE") * 2 * 2 * 64 * 64 * 2;
+    return stages * (128 + wgmma_columns(instance)) * 64 * 2 + 1024 + epilogue + stages * 16 + 40;
   };
   moe_rules.fits = [wgmma_columns, shared_bytes = moe_rules.shared_bytes](
                        const Instance &instance, std::string_view) -> std::string {
     const std::int64_t wgmma_n = wgmma_columns(instance);
     if (wgmma_n != 128 && wgmma_n != 256)
       return "BLOCK_N makes a wgmma of " + std::to_string(wgmma_n) + " columns, not 128 or 256";
+    if (integer_value(instance, "PINGPONG") == 1 && wgmma_n != 128)
+      return "PINGPONG takes a wgmma of 128 columns, not " + std::to_string(wgmma_n);
     if (shared_bytes(instance) > 227 * 1024)
       return "the stages need more than 227 KiB of shared memory";
     return "";
@@ -355,11 +362,13 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                              {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 4).tunable()},
                              {"GATED", ParamSchema::one_of({0, 1}, 1)},
                              {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
-                             {"GATHER", ParamSchema::one_of({0, 1}, 0)}},
+                             {"GATHER", ParamSchema::one_of({0, 1}, 0)},
+                             {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
+                             {"EPILOGUE", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = {HeaderFile{"kjit/hopper.h", std::string(embedded::hopper_h)}},
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const int*", "const int*", "int", "int", "const T*",
-                                    "const int*", "int", "int*"},
+                                    "const int*", "int", "int*", "const kjit::TensorMap"},
                       .tuning = moe_rules,
                       .targets = {"sm_90a"}});
   // fused_moe with e4m3 weights and 128 x 128 block scales (moe_wgmma_fp8.hip): the activations'

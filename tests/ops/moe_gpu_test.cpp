@@ -216,7 +216,10 @@ TYPED_TEST(MoeGpuTest,
 // projection on its output, each against double precision: gated[p, j] = silu(x . gate_j) *
 // (x . up_j) for pair p's token, y[p, i] = gated[p] . w2_i (the device's gated rows, as
 // rounded). Bounds: eps(T) of the sum of |terms| per product, the silu_and_mul's product twice
-// that, and the rounding of the result. Inter 320 is not a multiple of 128.
+// that, and the rounding of the result. Inter 320 is not a multiple of 128. Each way with the
+// consumers sharing each tile (PINGPONG 0) or taking whole tiles in turns (PINGPONG 1), and C
+// stored from registers (EPILOGUE 0) or through shared memory by the copy engine (EPILOGUE 1,
+// whose boxes of 64 columns end past inter's 320 in the last tile of 128).
 TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPadding) {
   using T = TypeParam;
   if (this->device().target().id() != "sm_90a")
@@ -264,8 +267,13 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
                                totals.as<int>()};
   Runtime &rt = this->runtime();
   moe_align(rt, alignment, in.ids.template as<const int>(), pairs, experts, 128);
-  for (const int gather : {1, 0}) {
-    SCOPED_TRACE("GATHER " + std::to_string(gather));
+  struct Form {
+    int gather, pingpong, epilogue;
+  };
+  for (const auto &[gather, pingpong, epilogue] :
+       {Form{1, 0, 0}, {0, 0, 0}, {1, 1, 0}, {0, 1, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 1}}) {
+    SCOPED_TRACE("GATHER " + std::to_string(gather) + ", PINGPONG " + std::to_string(pingpong) +
+                 ", EPILOGUE " + std::to_string(epilogue));
     std::vector<int> row_of(pairs);
     positions.read(row_of.data(), row_of.size() * sizeof(int));
     // GATHER 0 reads the sorted rows: the tokens' rows placed on the host (padding poisoned).
@@ -278,15 +286,26 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
     DeviceBuffer y = this->template poisoned<T>(rows * hidden);
     auto up = detail::grouped_gemm_variant<T>(rt, true, gather == 1, pairs, experts, inter, hidden);
     auto down = detail::grouped_gemm_variant<T>(rt, false, false, pairs, experts, hidden, inter);
+    for (auto *variant : {&up, &down}) { // PINGPONG: each consumer a tile of 128 x 128 products
+      variant->params.set("EPILOGUE", epilogue);
+      if (variant->integer("PINGPONG") != pingpong) {
+        variant->params.set("PINGPONG", pingpong);
+        variant->params.set("BLOCK_N", variant == &up ? 64 : 128);
+        variant->params.set("STAGES", 6);
+      }
+    }
     int *order = gather == 1 ? nullptr : schedule.as<int>(); // GATHER 0: the dynamic order
+    // Seven blocks, each walking a dozen tiles or more: PINGPONG's consumers take turns, and a
+    // tile's stages follow another's in the ring.
+    constexpr int most_blocks = 7;
     detail::grouped_gemm<T>(rt, up, h.as<T>(),
                             gather == 1 ? in.x_device.template as<const T>()
                                         : a_sorted.template as<const T>(),
                             layer.w13_device.template as<const T>(), rows, alignment, experts,
-                            inter, hidden, top_k, order, nullptr);
+                            inter, hidden, top_k, order, nullptr, most_blocks);
     detail::grouped_gemm<T>(rt, down, y.as<T>(), h.as<const T>(),
                             layer.w2_device.template as<const T>(), rows, alignment, experts,
-                            hidden, inter, top_k, order, nullptr);
+                            hidden, inter, top_k, order, nullptr, most_blocks);
     const std::vector<T> h_got = this->template download<T>(h, rows * inter);
     const std::vector<T> y_got = this->template download<T>(y, rows * hidden);
     std::size_t wrong = 0;

@@ -371,6 +371,34 @@ TEST(MoeGemmWgmmaRules, StagesPastTheSharedMemoryDoNotFit) {
   EXPECT_EQ(fits(128, 0, 6), "");
   EXPECT_EQ(fits(128, 1, 5), "the stages need more than 227 KiB of shared memory");
   EXPECT_EQ(fits(256, 0, 6), "the stages need more than 227 KiB of shared memory");
+  // EPILOGUE 1's 32 KiB of boxes fit beside four stages of 48 KiB or six of 32 KiB.
+  const auto fits_storing_through_shared = [&](int block_n, int gated, int stages) {
+    const Instance instance =
+        grouped.bind({{"BLOCK_N", block_n}, {"GATED", gated}, {"STAGES", stages}, {"EPILOGUE", 1}});
+    EXPECT_EQ(grouped.tuning().shared_bytes(instance),
+              grouped.tuning().shared_bytes(
+                  grouped.bind({{"BLOCK_N", block_n}, {"GATED", gated}, {"STAGES", stages}})) +
+                  32768);
+    return grouped.tuning().fits(instance, "sm_90a");
+  };
+  EXPECT_EQ(fits_storing_through_shared(128, 1, 4), "");
+  EXPECT_EQ(fits_storing_through_shared(256, 0, 4), "");
+  EXPECT_EQ(fits_storing_through_shared(64, 1, 6), "");
+}
+
+// PINGPONG gives each consumer a whole tile of 128 rows: its accumulators for a wgmma of 256
+// columns would outgrow its registers, so only 128 columns (gate-up BLOCK_N 64, down 128) fit.
+TEST(MoeGemmWgmmaRules, PingpongFitsAWgmmaOf128ColumnsOnly) {
+  const Template &grouped = templates::find("moe_gemm_wgmma");
+  const auto fits = [&](int block_n, int gated) {
+    return grouped.tuning().fits(
+        grouped.bind({{"BLOCK_N", block_n}, {"GATED", gated}, {"STAGES", 4}, {"PINGPONG", 1}}),
+        "sm_90a");
+  };
+  EXPECT_EQ(fits(64, 1), "");
+  EXPECT_EQ(fits(128, 0), "");
+  EXPECT_EQ(fits(128, 1), "PINGPONG takes a wgmma of 128 columns, not 256");
+  EXPECT_EQ(fits(256, 0), "PINGPONG takes a wgmma of 128 columns, not 256");
 }
 
 TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
@@ -387,14 +415,18 @@ TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
         const int wgmma_n = block_n * (gated + 1);
         for (int stages : {3, 4, 6})
           for (int gather = 0; gather <= gated; ++gather)
-            if ((wgmma_n == 256 && stages <= 4) || (wgmma_n == 128 && stages == 6)) {
-              const auto source = tmpl.bind({{"T", type},
-                                             {"BLOCK_N", block_n},
-                                             {"STAGES", stages},
-                                             {"GATED", gated},
-                                             {"GATHER", gather}});
-              EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, source));
-            }
+            for (int pingpong = 0; pingpong <= (wgmma_n == 128 ? 1 : 0); ++pingpong)
+              for (int epilogue : {0, 1})
+                if ((wgmma_n == 256 && stages <= 4) || (wgmma_n == 128 && stages == 6)) {
+                  const auto source = tmpl.bind({{"T", type},
+                                                 {"BLOCK_N", block_n},
+                                                 {"STAGES", stages},
+                                                 {"GATED", gated},
+                                                 {"GATHER", gather},
+                                                 {"PINGPONG", pingpong},
+                                                 {"EPILOGUE", epilogue}});
+                  EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(*nvrtc, source));
+                }
       }
 }
 

@@ -175,5 +175,34 @@ __device__ inline void place_tile(int t, int tiles_m, int tiles_n, int &tile_m, 
   tile_n = t % per_group / rows;
 }
 
+// Stores through the copy engine: the box at `from` (written by the threads in the generic
+// proxy, then made visible to the copy engine by fence_async_shared) to `map` at (column, row);
+// the engine drops the parts of the box past the tensor's edges. Each thread's stores go in
+// bulk groups: bulk_commit closes one, bulk_wait_read<N> waits until at most N of them still read
+// shared memory (their buffers may then be rewritten), bulk_wait<0> until all have written.
+__device__ inline void fence_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+__device__ inline void store_box(const kjit::TensorMap *map, const void *from, int column,
+                                 int row) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(shared_address(from)), "r"(column), "r"(row)
+               : "memory");
+}
+__device__ inline void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <int PENDING> __device__ inline void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
+}
+template <int PENDING> __device__ inline void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(PENDING) : "memory");
+}
+
+// A barrier of `threads` threads (a multiple of 32) on hardware barrier `id` (1 to 15; 0 is
+// __syncthreads'), e.g. one warpgroup's.
+__device__ inline void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 } // namespace kjit::hopper
 #endif
