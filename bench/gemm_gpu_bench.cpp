@@ -7,7 +7,10 @@
 // and KJIT_BENCH_WGMMA_SWEEP add the fastest linear_splitk variant (m <= 32, bfloat16) and
 // transposed gemm_wgmma variant (m >= 16: tiles of W and of A, K splits, stages, each also on a
 // line of its own) to each linear row, KJIT_BENCH_LINEAR_M (say "64,128") times those rows of A
-// alone, and KJIT_BENCH_LINEAR_ONLY stops after the linear table.
+// alone, KJIT_BENCH_LINEAR_WEIGHTS (say "4096x4096") those weights (K x N) alone,
+// KJIT_BENCH_LINEAR_LAUNCHES (default 100) sets the launches of each timed batch (1 under a
+// profiler: each variant then runs 6 times), and KJIT_BENCH_LINEAR_ONLY stops after the linear
+// table.
 // --fp8 times only gemm_fp8, each of its variants on DeepGEMM's shapes; --fp8-forms its forms as a
 // user calls them and the per-tensor tile widths; --fp8-rounds the block-scaled candidates in
 // interleaved rounds at DeepGEMM's three 4096-row shapes.
@@ -51,6 +54,29 @@ template <Element T> DeviceBuffer random_on(const Device &device, std::size_t co
   DeviceBuffer buffer = device.allocate(count * sizeof(T));
   buffer.write(host.data(), host.size() * sizeof(T));
   return buffer;
+}
+
+// The launches of each batch the linear table times: KJIT_BENCH_LINEAR_LAUNCHES, else 100.
+int linear_launches() {
+  const char *asked = std::getenv("KJIT_BENCH_LINEAR_LAUNCHES");
+  if (asked == nullptr || *asked == '\0')
+    return 100;
+  char *end = nullptr;
+  const long launches = std::strtol(asked, &end, 10);
+  if (end == asked || *end != '\0' || launches < 1 || launches > 10000)
+    throw Error(Errc::bad_argument,
+                std::string("KJIT_BENCH_LINEAR_LAUNCHES: a count from 1 to 10000, not ") + asked);
+  return static_cast<int>(launches);
+}
+
+// Whether the linear table times the weight of k x n: KJIT_BENCH_LINEAR_WEIGHTS names it
+// ("4096x4096,14336x4096"), or is unset.
+bool linear_weight_asked(int k, int n) {
+  const char *asked = std::getenv("KJIT_BENCH_LINEAR_WEIGHTS");
+  if (asked == nullptr || *asked == '\0')
+    return true;
+  const std::string list = std::string(",") + asked + ",";
+  return list.find("," + std::to_string(k) + "x" + std::to_string(n) + ",") != std::string::npos;
 }
 
 struct Bench {
@@ -329,7 +355,7 @@ struct Bench {
     const std::size_t copies = ops.weights.size();
     std::size_t next = 0;
     const auto time = [&](const std::function<void(const T *)> &run) {
-      return 1e3 * median_ms_per_launch(device, 100, [&] {
+      return 1e3 * median_ms_per_launch(device, linear_launches(), [&] {
                run(ops.weights[next++ % copies].template as<const T>());
              });
     };
@@ -456,6 +482,8 @@ struct Bench {
                     : m < 64 || block_m != 128 || block_n < 32 || split_k == 4)
               continue;
             ParamValues params = heuristic.params;
+            params.set("CLUSTER_M", 1); // pairs below, and only where K is whole
+            params.set("CLUSTER_N", 1);
             params.set("SWAP_AB", swap_ab);
             params.set("BLOCK_M", block_m);
             params.set("BLOCK_N", block_n);
@@ -786,6 +814,8 @@ int main(int argc, char **argv) {
       const int shapes[][2] = {{4096, 4096}, {8192, 8192}, {14336, 4096}}; // K x N
       const std::vector<int> rows = linear_rows_asked();
       for (const auto &[k, n] : shapes) {
+        if (!linear_weight_asked(k, n))
+          continue;
         auto bf16 = bench.linear_operands<BFloat16>(128, n, k);
         for (int m : rows)
           bench.linear_candidates_row<BFloat16>(bf16, m, n, k, splitk_sweep && m <= 32,
@@ -795,6 +825,8 @@ int main(int argc, char **argv) {
         for (int m : {1, 8})
           bench.skinny_sweep<BFloat16>(m, 8192, 8192);
       for (const auto &[k, n] : shapes) {
+        if (!linear_weight_asked(k, n))
+          continue;
         auto fp16 = bench.linear_operands<Half>(128, n, k);
         for (int m : rows)
           bench.linear_candidates_row<Half>(fp16, m, n, k, /*sweep=*/false, wgmma_sweep);

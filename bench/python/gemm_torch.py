@@ -4,11 +4,12 @@ per-token int8 / fp8 quantisation, counting the bytes the same way (each tensor 
 once). Times with CUDA events: the median of 5 batches per operation. Prints one table.
 
     python3 bench/python/gemm_torch.py
-    python3 bench/python/gemm_torch.py --linear [M,M,...]
+    python3 bench/python/gemm_torch.py --linear [M,M,...] [KxN,KxN,...]
 
 --linear: `kjit.ops.linear` against `torch.nn.functional.linear` in the same process instead, at
-weights (K x N) 4096 x 4096, 8192 x 8192 and 14336 x 4096, bfloat16 and float16, m = 1, 2, 4, 8,
-16, 32, 64 and 128 rows (or the rows listed), each as a user calls it (the output allocated).
+weights (K x N) 4096 x 4096, 8192 x 8192 and 14336 x 4096 (or the weights listed, "4096x4096"),
+bfloat16 and float16, m = 1, 2, 4, 8, 16, 32, 64 and 128 rows (or the rows listed), each as a
+user calls it (the output allocated).
 Each way is timed two ways, in turns (torch, kjit, torch, ...: a drift of the card's speed
 touches both): 100 calls captured in one CUDA graph and replayed (the device's time per call,
 as a decode step under CUDA graphs sees it), and 100 calls eagerly (the host's time per call
@@ -143,7 +144,7 @@ def linear_agrees(torch, kjit_ops, x, weight):
     return error <= ulp, error, ulp
 
 
-def linear_compare_rows(torch, rows):
+def linear_compare_rows(torch, rows, weights_kn):
     import torch.nn.functional as F
 
     import kjit.ops as kjit_ops
@@ -153,7 +154,7 @@ def linear_compare_rows(torch, rows):
           "| torch eager us | kjit eager us | torch / kjit (eager) |\n"
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     agree = True
-    for k, n in LINEAR_WEIGHTS:
+    for k, n in weights_kn:
         for dtype in (torch.bfloat16, torch.float16):
             weight_bytes = n * k * 2
             copies = max(1, (256 << 20) // weight_bytes + 1)
@@ -213,7 +214,10 @@ if __name__ == "__main__":
     torch = cuda_torch()
     if len(sys.argv) > 1 and sys.argv[1] == "--linear":
         listed = sys.argv[2] if len(sys.argv) > 2 else ""
-        linear_compare_rows(torch, [int(m) for m in listed.split(",")] if listed else LINEAR_ROWS)
+        weights = sys.argv[3] if len(sys.argv) > 3 else ""
+        linear_compare_rows(torch, [int(m) for m in listed.split(",")] if listed else LINEAR_ROWS,
+                            [tuple(int(x) for x in kn.split("x")) for kn in weights.split(",")]
+                            if weights else LINEAR_WEIGHTS)
         raise SystemExit(0)
     print("| op | shape | dtype | ms | GB/s or rate |\n| --- | --- | --- | --- | --- |")
     rotary_rows(torch)

@@ -458,7 +458,8 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
     // BENCHMARKS.md, "linear at 16 to 128 rows with 64-row tiles of W"). The rows of A go in one
     // tile of 16, 32, 64 or 128, so that each tile of W is read once. Where W's tiles are half a
     // wave of 132 multiprocessors or fewer (4096 rows), 128 rows of A split K in two (K of 128
-    // steps or more) or else go in two tiles of 64 (one tile of 128 was slower on both cards).
+    // steps or more) or else go in two tiles of 64 (one tile of 128 was slower on both cards),
+    // in pairs (below).
     // On an H200 two tiles of A took from 1.0 to 1.3 times as long as one from call to call; one
     // tile at 64 rows, and K split at 128, held still, and ran 0.90-0.98x as fast as two tiles
     // on an H100 (BENCHMARKS.md, "linear at 64 and 128 rows on an H200"). K is split elsewhere
@@ -467,7 +468,14 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
     const int rows = m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128;
     const long long tiles = divide_up(n, 64), steps = divide_up(k, wgmma_block_k);
     const bool half_wave = 2 * tiles <= 132, long_k = steps >= 2 * 64;
-    const int block_n = rows == 128 && half_wave && !long_k ? 64 : rows;
+    // There, with K short (4096 x 4096), the two 64-row tiles of A run in pairs of blocks that
+    // share each tile of W (CLUSTER_N 2), as cuBLAS does at that shape: from CUDA graphs on an
+    // H200, 1.16-1.22x faster in bfloat16 (1.01-1.02x in half) than the two tiles' blocks
+    // reading W apart. cuBLAS's layout at 64 rows (32-row tiles of A in pairs sharing A's tile)
+    // ran 0.88x as fast as one tile of 64 (BENCHMARKS.md, "linear at 128 rows in pairs of
+    // blocks, as cuBLAS runs it").
+    const bool pairs = rows == 128 && half_wave && !long_k;
+    const int block_n = pairs ? 64 : rows;
     const int split_k = (tiles * 4 <= 132 || (rows == 128 && half_wave)) && long_k ? 2 : 1;
     ChosenVariant variant{&tmpl,
                           {{"T", element_name<T>()},
@@ -476,7 +484,7 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
                            {"B_KMAJOR", 1},
                            {"GROUP_M", 8},
                            {"CLUSTER_M", 1},
-                           {"CLUSTER_N", 1},
+                           {"CLUSTER_N", pairs ? 2 : 1},
                            {"EPILOGUE", 0},
                            {"SPLIT_K", split_k},
                            {"SWAP_AB", 1},

@@ -398,11 +398,11 @@ TYPED_TEST(GemmGpuTest, TransposedWgmmaMatchesTheReferenceOnRaggedShapes) {
     GTEST_SKIP() << "gemm_wgmma serves half and bfloat16 on sm_90a; this is " << element_name<T>()
                  << " on " << this->device().target().id();
   struct Layout {
-    int block_n, cluster_m, split_k, block_m; // 0: the heuristic's
+    int block_n, cluster_m, split_k, block_m; // 0: the heuristic's (cluster_m: both clusters)
     int cluster_n = 1;
   };
   const Layout layouts[] = {
-      {0, 1, 0, 0},      {0, 1, 1, 0},      {0, 1, 2, 0},     {0, 1, 4, 0},    {0, 1, 8, 0},
+      {0, 0, 0, 0},      {0, 1, 1, 0},      {0, 1, 2, 0},     {0, 1, 4, 0},    {0, 1, 8, 0},
       {128, 1, 2, 0},    {0, 2, 1, 0},      {0, 1, 1, 64},    {0, 1, 2, 64},   {0, 1, 8, 64},
       {128, 1, 1, 64},   {0, 2, 1, 64},     {128, 1, 4, 128}, {64, 1, 2, 128}, {16, 1, 1, 64, 2},
       {64, 1, 1, 64, 2}, {32, 1, 1, 128, 2}};
@@ -426,8 +426,10 @@ TYPED_TEST(GemmGpuTest, TransposedWgmmaMatchesTheReferenceOnRaggedShapes) {
         variant.params.set("SPLIT_K", layout.split_k);
       if (layout.block_m > 0)
         variant.params.set("BLOCK_M", layout.block_m);
-      variant.params.set("CLUSTER_M", layout.cluster_m);
-      variant.params.set("CLUSTER_N", layout.cluster_n);
+      if (layout.cluster_m > 0) {
+        variant.params.set("CLUSTER_M", layout.cluster_m);
+        variant.params.set("CLUSTER_N", layout.cluster_n);
+      }
       if (layout.cluster_m * layout.cluster_n > 1)
         variant.params.set("SPLIT_K", 1);
       if (layout.block_n > 0 || layout.split_k > 0 || layout.cluster_m * layout.cluster_n > 1)
@@ -436,7 +438,8 @@ TYPED_TEST(GemmGpuTest, TransposedWgmmaMatchesTheReferenceOnRaggedShapes) {
                    << s.m << " x " << s.n << " x " << s.k << ", BLOCK_M "
                    << variant.integer("BLOCK_M") << ", BLOCK_N " << variant.integer("BLOCK_N")
                    << ", SPLIT_K " << variant.integer("SPLIT_K") << ", CLUSTER_M "
-                   << layout.cluster_m << ", CLUSTER_N " << layout.cluster_n);
+                   << variant.integer("CLUSTER_M") << ", CLUSTER_N "
+                   << variant.integer("CLUSTER_N"));
       DeviceBuffer c = this->template poisoned<T>(c_count);
       detail::launch_gemm_variant<T>(this->runtime(), variant, c.as<T>(), a_on_device.as<T>(),
                                      w_on_device.as<T>(), s.m, s.n, s.k, true);
