@@ -113,7 +113,8 @@ using AttentionTypes = ::testing::Types<Half, BFloat16>;
 TYPED_TEST_SUITE(FlashAttentionGpuTest, AttentionTypes);
 
 // On sm_90a flash_attention() (the wgmma kernel, persistent without a mask, a block per tile of
-// rows with one), the same with the other PERSISTENT, and persistent with the other Q_BUFFERS; on
+// rows with one), the same with the other PERSISTENT, persistent with the other Q_BUFFERS, and
+// with the other STAGE_O (the output through shared memory and bulk copies, or not); on
 // NVIDIA sm_80 and newer the mma.sync kernel, which the others get. Empty where none runs.
 template <Element T>
 std::vector<std::pair<std::string, Attention<T>>> kernels(Runtime &rt, const jit::Target &target) {
@@ -142,6 +143,9 @@ std::vector<std::pair<std::string, Attention<T>>> kernels(Runtime &rt, const jit
                             variant(target, [](detail::ChosenVariant &chosen) {
                               chosen.params.set("PERSISTENT", 1);
                               chosen.params.set("Q_BUFFERS", 3 - chosen.integer("Q_BUFFERS"));
+                            }));
+    attentions.emplace_back("the other STAGE_O", variant(target, [](detail::ChosenVariant &chosen) {
+                              chosen.params.set("STAGE_O", 1 - chosen.integer("STAGE_O"));
                             }));
   }
   if (target.vendor() == Vendor::nvidia && detail::nvidia_compute_capability(target) >= 80)

@@ -81,6 +81,31 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   EXPECT_GT(compiled, 8);
 }
 
+// STAGE_O 1 (the output through shared memory and bulk copies), both types, head dims and masks,
+// with PERSISTENT 1 and two q tiles (an item's last products carried into the next item) and with
+// a block per tile and one q tile.
+TEST(FlashAttentionCompile, StagedOutputVariantsCompileCleanly) {
+  const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
+  if (!nvrtc)
+    GTEST_SKIP() << "NVRTC is not available";
+  const Template &tmpl = templates::find("flash_attention");
+  for (const char *type : {"half", "bfloat16"})
+    for (int head_dim : {64, 128})
+      for (int causal : {0, 1})
+        for (int persistent : {0, 1})
+          EXPECT_TRUE(
+              compile_testing::wgmma_compiles_cleanly(*nvrtc,
+                                                      tmpl.bind({{"T", type},
+                                                                 {"HEAD_DIM", head_dim},
+                                                                 {"CAUSAL", causal},
+                                                                 {"PERSISTENT", persistent},
+                                                                 {"Q_BUFFERS", 1 + persistent},
+                                                                 {"STAGE_O", 1}}),
+                                                      jit::Target::parse("sm_90a")))
+              << type << " HEAD_DIM " << head_dim << " CAUSAL " << causal << " PERSISTENT "
+              << persistent;
+}
+
 // PAGED 1 and 2 (k and v pages copied by TMA, or rows by the producer's threads, block tables
 // read within the producer's 40 registers): the wrapper's tunables (Q_BUFFERS 2 with PAGED 2),
 // both PERSISTENT, and key tiles of 64 (two or four pages).
@@ -188,15 +213,19 @@ TEST(FlashAttentionVariant, PersistentWalkAndPageCopiesFollowTheMeasurements) {
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 16).integer("Q_BUFFERS"), 2);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("PAGED"), 1);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("Q_BUFFERS"), 1);
-  // Two q tiles (and the overlap of items they bring) for a persistent walk, one for a block per
-  // tile.
-  EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), shape)
-                .integer("Q_BUFFERS"),
-            2);
+  // Two q tiles (and the overlap of items they bring) and the output through shared memory for a
+  // persistent walk, one q tile and the output from registers for a block per tile; paged
+  // prefill stores from registers.
+  const detail::ChosenVariant walk =
+      detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), shape);
+  EXPECT_EQ(walk.integer("Q_BUFFERS"), 2);
+  EXPECT_EQ(walk.integer("STAGE_O"), 1);
   const AttentionShape long_causal = small_shape(1, 16384, 16384, 16, 16, true);
-  EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), long_causal)
-                .integer("Q_BUFFERS"),
-            1);
+  const detail::ChosenVariant per_tile =
+      detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), long_causal);
+  EXPECT_EQ(per_tile.integer("Q_BUFFERS"), 1);
+  EXPECT_EQ(per_tile.integer("STAGE_O"), 0);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 16).integer("STAGE_O"), 0);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).tmpl->name(), "flash_attention");
 }
 
