@@ -198,7 +198,8 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
   // FlashAttention-3's 128 x 128 tiles for head dim 128, PERSISTENT as persistent_walk says, and
   // for a persistent walk two q tiles, with which each item's last products overlap the next
   // item's first scores (BENCHMARKS.md, issue 27 pre4), and the output through shared memory
-  // and bulk copies (STAGE_O; issue 27 pre5).
+  // and bulk copies at every row (STAGE_O: 1.02-1.04x stores from registers, a block per tile
+  // at 16k causal too; issue 27 pre5).
   static const Template &tmpl = templates::find("flash_attention");
   const bool persistent = persistent_walk(shape);
   return {&tmpl,
@@ -212,7 +213,7 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
            {"PERSISTENT", persistent ? 1 : 0},
            {"PAGED", 0},
            {"Q_BUFFERS", persistent ? 2 : 1},
-           {"STAGE_O", persistent ? 1 : 0}}};
+           {"STAGE_O", 1}}};
 }
 
 template <Element T>
@@ -344,7 +345,7 @@ ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int pag
   const bool row_copies = page_size < 32;
   variant.params.set("PAGED", row_copies ? 2 : 1);
   variant.params.set("Q_BUFFERS", row_copies ? 2 : 1);
-  variant.params.set("STAGE_O", 0); // not measured paged
+  variant.params.set("STAGE_O", 0); // not measured for pages
   return variant;
 }
 
