@@ -1,13 +1,15 @@
 // kjit_attention_gpu_bench: flash_attention's TFLOP/s on FlashAttention-3's prefill protocol:
 // 16k tokens in all as sequences of 1k, 4k and 16k, 16 heads of dim 128, bf16, causal and not,
 // plus GQA 32/8 rows; each row for the wrapper's variant, its tunables' alternatives (the other
-// PERSISTENT, key tiles of 64, a persistent walk with the other Q_BUFFERS) and
+// PERSISTENT, key tiles of 64, a persistent walk with the other Q_BUFFERS, the other STAGE_O) and
 // flash_attention_paged on the same k and v seen as a paged cache of 16- and 32-token pages in
 // shuffled tables (chunked prefill's form, every key new), with its Q_BUFFERS and the other.
 // KJIT_ATTENTION_BEFORE=<flash_attention.hip of an earlier version> adds a row for that source's
-// kernel with the wrapper's parameters of that version (PERSISTENT as now, Q_BUFFERS 1), compiled
-// in the same process as a template of its own: the same run's figure before a change.
-// KJIT_ATTENTION_SEQLEN=<n> keeps the rows of that sequence length alone.
+// kernel with the wrapper's parameters and STAGE_O 0 (a source from before STAGE_O gets it as a
+// parameter it ignores), compiled in the same process as a template of its own: the same run's
+// figure before a change.
+// KJIT_ATTENTION_SEQLEN=<n> keeps the rows of that sequence length alone;
+// KJIT_ATTENTION_VARIANTS=<name>,<name>... the variants of those names alone ("default,before").
 // bench/python/attention_torch.py times torch's scaled_dot_product_attention backends on the same
 // shapes; run both in one session to compare.
 //
@@ -57,10 +59,16 @@ std::unique_ptr<Template> before_template() {
   std::ifstream file(path);
   if (!file)
     throw Error(Errc::bad_argument, std::string("KJIT_ATTENTION_BEFORE: cannot read ") + path);
-  std::stringstream source;
-  source << file.rdbuf();
+  std::stringstream read;
+  read << file.rdbuf();
+  std::string source = read.str();
+  const std::string before_stage_o = "int PAGED, int Q_BUFFERS>";
+  if (source.find("int STAGE_O") == std::string::npos &&
+      source.find(before_stage_o) != std::string::npos)
+    source.replace(source.find(before_stage_o), before_stage_o.size(),
+                   "int PAGED, int Q_BUFFERS, int STAGE_O>");
   const Template &now = templates::find("flash_attention");
-  return std::make_unique<Template>("flash_attention_before", source.str(), now.params(),
+  return std::make_unique<Template>("flash_attention_before", source, now.params(),
                                     TemplateOptions{.kernel = now.kernel(),
                                                     .source_name = "flash_attention_before.hip",
                                                     .headers = now.headers(),
@@ -86,6 +94,16 @@ int main() {
       int seqlen, q_heads, kv_heads;
     };
     const char *only_seqlen = std::getenv("KJIT_ATTENTION_SEQLEN");
+    const char *only_variants = std::getenv("KJIT_ATTENTION_VARIANTS");
+    const auto wanted = [&](const std::string &name) {
+      if (!only_variants || !*only_variants)
+        return true;
+      std::stringstream names(only_variants);
+      for (std::string each; std::getline(names, each, ',');)
+        if (each == name)
+          return true;
+      return false;
+    };
     std::mt19937 rng(1);
     for (const Row row : {Row{1024, 16, 16}, {4096, 16, 16}, {16384, 16, 16}, {4096, 32, 8}})
       for (bool causal : {false, true}) {
@@ -118,18 +136,21 @@ int main() {
             ops::detail::flash_attention_variant<BFloat16>(device.target(), shape);
         const int other_persistent = 1 - chosen.integer("PERSISTENT");
         const int other_q_buffers = 3 - chosen.integer("Q_BUFFERS");
+        const int other_stage_o = 1 - chosen.integer("STAGE_O");
         std::vector<std::pair<std::string, ops::detail::ChosenVariant>> variants = {
             {"default", chosen},
             {"PERSISTENT=" + std::to_string(other_persistent), chosen},
             {"BLOCK_N=64", chosen},
-            {"PERSISTENT=1 Q_BUFFERS=" + std::to_string(other_q_buffers), chosen}};
+            {"PERSISTENT=1 Q_BUFFERS=" + std::to_string(other_q_buffers), chosen},
+            {"STAGE_O=" + std::to_string(other_stage_o), chosen}};
         variants[1].second.params.set("PERSISTENT", other_persistent);
         variants[2].second.params.set("BLOCK_N", 64);
         variants[3].second.params.set("PERSISTENT", 1);
         variants[3].second.params.set("Q_BUFFERS", other_q_buffers);
+        variants[4].second.params.set("STAGE_O", other_stage_o);
         if (before) {
           ops::detail::ChosenVariant earlier{before.get(), chosen.params};
-          earlier.params.set("Q_BUFFERS", 1);
+          earlier.params.set("STAGE_O", 0);
           variants.emplace_back("before", earlier);
         }
         std::vector<std::pair<std::string, std::function<void()>>> runs;
@@ -182,6 +203,8 @@ int main() {
                             });
         }
         for (const auto &[name, run] : runs) {
+          if (!wanted(name))
+            continue;
           run();
           device.synchronize();
           const double flops =

@@ -5,7 +5,9 @@ each forced with sdpa_kernel). q, k and v are [batch, seqlen, heads, 128] tensor
 [batch, heads, seqlen, 128], the layout kjit's [tokens, heads, 128] arrays have. FLOPs as
 FlashAttention counts them. Times with CUDA events: the median of 5 batches. Prints one table.
 
-    python3 bench/python/attention_torch.py [SEQLEN]   # SEQLEN: that sequence length's rows alone
+    python3 bench/python/attention_torch.py [SEQLEN [BACKENDS]]
+        # SEQLEN: that sequence length's rows alone (0: every row); BACKENDS: those of
+        # flash,cudnn,efficient alone (for rounds interleaved with kjit's at one row)
 """
 import math
 import sys
@@ -23,7 +25,9 @@ def main():
     tokens, head_dim = 16384, 128
     backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
                 ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
-    only = int(sys.argv[1]) if len(sys.argv) > 1 else None
+    only = int(sys.argv[1]) if len(sys.argv) > 1 and int(sys.argv[1]) else None
+    if len(sys.argv) > 2:
+        backends = [entry for entry in backends if entry[0] in sys.argv[2].split(",")]
     for seqlen, q_heads, kv_heads in ((1024, 16, 16), (4096, 16, 16), (16384, 16, 16), (4096, 32, 8)):
         if only is not None and seqlen != only:
             continue

@@ -74,7 +74,7 @@ AttentionPlan make_plan(Runtime &rt, const detail::ChosenVariant &variant) {
   const int consumers = variant.integer("CONSUMERS"), block_n = variant.integer("BLOCK_N");
   const auto shared_bytes = static_cast<unsigned>(templates::flash_attention_shared_bytes(
       variant.integer("HEAD_DIM"), consumers, block_n, variant.integer("STAGES"),
-      variant.integer("Q_BUFFERS")));
+      variant.integer("Q_BUFFERS"), variant.integer("STAGE_O")));
   kernel.allow_shared_bytes(shared_bytes);
   return {&kernel,
           true,
@@ -197,7 +197,9 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
   // Two consumer warpgroups of 64 rows taking turns, key tiles of 128 and two stages:
   // FlashAttention-3's 128 x 128 tiles for head dim 128, PERSISTENT as persistent_walk says, and
   // for a persistent walk two q tiles, with which each item's last products overlap the next
-  // item's first scores (BENCHMARKS.md, issue 27 pre4).
+  // item's first scores (BENCHMARKS.md, issue 27 pre4), and the output through shared memory
+  // and bulk copies at every row (STAGE_O: 1.02-1.04x stores from registers, a block per tile
+  // at 16k causal too; issue 27 pre5).
   static const Template &tmpl = templates::find("flash_attention");
   const bool persistent = persistent_walk(shape);
   return {&tmpl,
@@ -210,7 +212,8 @@ ChosenVariant flash_attention_variant(const jit::Target &target, const Attention
            {"PINGPONG", 1},
            {"PERSISTENT", persistent ? 1 : 0},
            {"PAGED", 0},
-           {"Q_BUFFERS", persistent ? 2 : 1}}};
+           {"Q_BUFFERS", persistent ? 2 : 1},
+           {"STAGE_O", 1}}};
 }
 
 template <Element T>
@@ -342,6 +345,7 @@ ChosenVariant flash_attention_paged_variant(const AttentionShape &shape, int pag
   const bool row_copies = page_size < 32;
   variant.params.set("PAGED", row_copies ? 2 : 1);
   variant.params.set("Q_BUFFERS", row_copies ? 2 : 1);
+  variant.params.set("STAGE_O", 0); // not measured for pages
   return variant;
 }
 

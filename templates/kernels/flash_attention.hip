@@ -214,6 +214,61 @@ __device__ inline void fill_output(const OutputRows<T> &rows, long long row_elem
   }
 }
 
+// STAGE_O: a consumer's 64 rows of out in shared memory, each row's HEAD_DIM elements contiguous
+// (one bulk copy takes a row to out) and, within a group of 8 rows, each row 16 bytes further
+// round the banks than the one before (stmatrix's eight rows of 16 bytes fall on distinct banks),
+// the groups 8 * ROW_BYTES + 7 * 16 bytes apart. templates/attention.hpp counts the same bytes.
+template <int HEAD_DIM> struct StagedRows {
+  static constexpr int ROW_BYTES = HEAD_DIM * 2, GROUP_BYTES = 8 * ROW_BYTES + 7 * 16,
+                       BYTES = 8 * GROUP_BYTES;
+  __device__ static int offset(int row) {
+    return row / 8 * GROUP_BYTES + row % 8 * (ROW_BYTES + 16);
+  }
+};
+
+// store_output through `staged` (this consumer's StagedRows), for all 128 threads of a consumer
+// warpgroup, `barrier` its named barrier: the scaled pairs written with stmatrix (8 rows of 16
+// bytes each of 4 matrices an instruction, rather than 4 bytes of 8 rows a store), then each
+// stored row (bit h of `stored`: lane h of the four that hold it) copied to out with one bulk copy
+// that leaves the consumer free to go on (FlashAttention-3's epilogue, rows in place of its
+// tensor map, whose box would write past a sequence's last row). The last call's copies have read
+// the rows before they are written again.
+template <typename T, int HEAD_DIM>
+__device__ inline void store_output_staged(const OutputRows<T> &rows,
+                                           const float (&o)[HEAD_DIM / 2], long long row_elements,
+                                           unsigned char *staged, int barrier, int warp, int lane) {
+  using Staged = StagedRows<HEAD_DIM>;
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  asm volatile("bar.sync %0, 128;" ::"r"(barrier) : "memory");
+  // Lane 8g + i gives row i of matrix g: rows 8 (g % 2) + i of the warp's 16, columns 8 (g / 2)
+  // onwards of each 16; the thread's pairs of those matrices are its registers 4j + 2h + e.
+  const int g = lane / 8;
+  const unsigned at =
+      shared_address(staged + Staged::offset(warp * 16 + g % 2 * 8 + lane % 8) + g / 2 * 16);
+#pragma unroll
+  for (int m = 0; m < HEAD_DIM / 16; ++m) {
+    unsigned pairs[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      pairs[r] =
+          pack<T>(o[8 * m + 2 * r] * rows.scale[r % 2], o[8 * m + 2 * r + 1] * rows.scale[r % 2]);
+    asm volatile(
+        "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(at + 32 * m),
+        "r"(pairs[0]), "r"(pairs[1]), "r"(pairs[2]), "r"(pairs[3])
+        : "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // for the bulk copies' reads
+  asm volatile("bar.sync %0, 128;" ::"r"(barrier) : "memory");
+  const int h = lane % 4;
+  if (h < 2 && (rows.stored >> h & 1u))
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(
+                     rows.first - 2 * h + 8 * h * row_elements),
+                 "r"(shared_address(staged + Staged::offset(warp * 16 + lane / 4 + 8 * h))),
+                 "n"(Staged::ROW_BYTES)
+                 : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
 // Both at once, for a row of head `head` of q_heads.
 template <typename T, int HEAD_DIM, int BLOCK_N>
 __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
@@ -258,8 +313,12 @@ __device__ inline void store_rows(T *out, const float (&o)[HEAD_DIM / 2],
 // for refused pages), reading k_cache and v_cache (the caches' pointers) rather than the maps:
 // FlashAttention-3 and FlashInfer load small pages so, a box of 16 or 32 rows being slow to
 // copy. Unpaged, block_tables, k_cache and v_cache are null and max_blocks and page_size 0.
+//
+// STAGE_O 1 stores an item's output through shared memory (store_output_staged: stmatrix, then a
+// bulk copy a row) rather than from registers: a consumer spends a few instructions on it and
+// goes on to its next products while the copy engine writes out.
 template <typename T, int HEAD_DIM, int CAUSAL, int CONSUMERS, int BLOCK_N, int STAGES,
-          int PINGPONG, int PERSISTENT, int PAGED, int Q_BUFFERS>
+          int PINGPONG, int PERSISTENT, int PAGED, int Q_BUFFERS, int STAGE_O>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     flash_attention(T *KJIT_RESTRICT out, const __grid_constant__ kjit::TensorMap map_q,
                     const __grid_constant__ kjit::TensorMap map_k,
@@ -280,6 +339,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
   static_assert(PAGED >= 0 && PAGED <= 2, "PAGED 0, 1 or 2");
   static_assert(Q_BUFFERS == 1 || Q_BUFFERS == 2, "one or two q tiles");
+  static_assert(STAGE_O == 0 || STAGE_O == 1, "out from registers or through shared memory");
   // With two q tiles the next item's q is in before this item's last products, so a consumer
   // issues those products after the next item's first scores (see `pending` below). Not PAGED:
   // there the state it keeps across items (and the pages' checks) spill past the consumers'
@@ -327,13 +387,16 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
   };
 
   // Dynamic shared memory, 1024-byte aligned (the swizzle's period; the launch asks for the
-  // slack): Q_BUFFERS q tiles, STAGES k tiles, STAGES v tiles, then the barriers.
+  // slack): Q_BUFFERS q tiles, STAGES k tiles, STAGES v tiles, STAGE_O: each consumer's rows of
+  // out (StagedRows), then the barriers.
   extern __shared__ unsigned char shared_raw[];
   unsigned char *q_tile = reinterpret_cast<unsigned char *>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
   unsigned char *k_stages = q_tile + Q_BUFFERS * Q_BYTES;
   unsigned char *v_stages = k_stages + STAGES * KV_BYTES;
-  unsigned long long *q_full = reinterpret_cast<unsigned long long *>(v_stages + STAGES * KV_BYTES);
+  unsigned char *o_staged = v_stages + STAGES * KV_BYTES;
+  constexpr int O_STAGED_BYTES = STAGE_O ? CONSUMERS * StagedRows<HEAD_DIM>::BYTES : 0;
+  unsigned long long *q_full = reinterpret_cast<unsigned long long *>(o_staged + O_STAGED_BYTES);
   unsigned long long *q_empty = q_full + Q_BUFFERS;
   unsigned long long *k_full = q_empty + Q_BUFFERS, *k_empty = k_full + STAGES;
   unsigned long long *v_full = k_empty + STAGES, *v_empty = v_full + STAGES;
@@ -595,7 +658,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     const auto store_last = [&] {
       if (pending)
         release(&v_empty[last_stage()]);
-      store_output<T, HEAD_DIM>(last_rows, o, row_elements);
+      if (STAGE_O && pending) // the same in every thread of the consumer, as its barrier needs
+        store_output_staged<T, HEAD_DIM>(last_rows, o, row_elements,
+                                         o_staged + consumer * StagedRows<HEAD_DIM>::BYTES,
+                                         4 + consumer, warp, lane);
+      else
+        store_output<T, HEAD_DIM>(last_rows, o, row_elements);
 #pragma unroll
       for (int i = 0; i < HEAD_DIM / 2; ++i)
         o[i] = 0.f;
@@ -722,6 +790,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
         flush();
     }
     flush();
+    if (STAGE_O) // the bulk copies done before the block's shared memory goes
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
   }
 }
 

@@ -403,8 +403,9 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
 // flight, PINGPONG 1: two consumers issue their products in turns, PERSISTENT 1: a block per
 // multiprocessor walks the items, PAGED 1 or 2: k and v come from a paged cache through block
 // tables, copied by TMA a page at a time (1) or by the producer's threads a key at a time (2),
-// Q_BUFFERS 2: the next item's q is copied while this one's is read (flash_attention.hip, as its
-// kernel flash_attention_mma is below).
+// Q_BUFFERS 2: the next item's q is copied while this one's is read, STAGE_O 1: the output goes
+// through shared memory and bulk copies (flash_attention.hip, as its kernel flash_attention_mma
+// is below).
 void add_attention(std::vector<Template> &all) {
   const std::vector<HeaderFile> headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)},
                                            {"kjit/mma_sync.h", std::string(embedded::mma_sync_h)}};
@@ -413,7 +414,7 @@ void add_attention(std::vector<Template> &all) {
     return flash_attention_shared_bytes(
         integer_value(instance, "HEAD_DIM"), integer_value(instance, "CONSUMERS"),
         integer_value(instance, "BLOCK_N"), integer_value(instance, "STAGES"),
-        integer_value(instance, "Q_BUFFERS"));
+        integer_value(instance, "Q_BUFFERS"), integer_value(instance, "STAGE_O"));
   };
   rules.threads = [](const Instance &instance) {
     return 128 * (integer_value(instance, "CONSUMERS") + 1);
@@ -439,7 +440,8 @@ void add_attention(std::vector<Template> &all) {
                              {"PINGPONG", ParamSchema::one_of({0, 1}, 1).tunable()},
                              {"PERSISTENT", ParamSchema::one_of({0, 1}, 1).tunable()},
                              {"PAGED", ParamSchema::one_of({0, 1, 2}, 0)},
-                             {"Q_BUFFERS", ParamSchema::one_of({1, 2}, 1).tunable()}},
+                             {"Q_BUFFERS", ParamSchema::one_of({1, 2}, 1).tunable()},
+                             {"STAGE_O", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = headers,
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const kjit::TensorMap", "const int*", "const int*", "int",

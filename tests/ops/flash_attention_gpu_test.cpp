@@ -113,7 +113,9 @@ using AttentionTypes = ::testing::Types<Half, BFloat16>;
 TYPED_TEST_SUITE(FlashAttentionGpuTest, AttentionTypes);
 
 // On sm_90a flash_attention() (the wgmma kernel, persistent without a mask, a block per tile of
-// rows with one), the same with the other PERSISTENT, and persistent with the other Q_BUFFERS; on
+// rows with one), the same with the other PERSISTENT (and the q tiles the wrapper takes for that
+// walk), persistent with the other Q_BUFFERS, and with the other STAGE_O (the output through
+// shared memory and bulk copies, or from registers); on
 // NVIDIA sm_80 and newer the mma.sync kernel, which the others get. Empty where none runs.
 template <Element T>
 std::vector<std::pair<std::string, Attention<T>>> kernels(Runtime &rt, const jit::Target &target) {
@@ -136,12 +138,17 @@ std::vector<std::pair<std::string, Attention<T>>> kernels(Runtime &rt, const jit
                             });
     attentions.emplace_back("the other PERSISTENT",
                             variant(target, [](detail::ChosenVariant &chosen) {
-                              chosen.params.set("PERSISTENT", 1 - chosen.integer("PERSISTENT"));
+                              const int other = 1 - chosen.integer("PERSISTENT");
+                              chosen.params.set("PERSISTENT", other);
+                              chosen.params.set("Q_BUFFERS", 1 + other);
                             }));
     attentions.emplace_back("PERSISTENT 1 with the other Q_BUFFERS",
                             variant(target, [](detail::ChosenVariant &chosen) {
                               chosen.params.set("PERSISTENT", 1);
                               chosen.params.set("Q_BUFFERS", 3 - chosen.integer("Q_BUFFERS"));
+                            }));
+    attentions.emplace_back("the other STAGE_O", variant(target, [](detail::ChosenVariant &chosen) {
+                              chosen.params.set("STAGE_O", 1 - chosen.integer("STAGE_O"));
                             }));
   }
   if (target.vendor() == Vendor::nvidia && detail::nvidia_compute_capability(target) >= 80)

@@ -37,10 +37,10 @@ std::string refusal(const std::function<void()> &call) {
   return "no error";
 }
 
-// Every variant the wrapper launches on sm_90a (both types, head dims, masks) and, for bfloat16,
-// every combination of the tunables that the template's tuning rule lets a tuner try (those
-// other than PERSISTENT and Q_BUFFERS with their defaults, 1; PERSISTENT 0 and Q_BUFFERS 2 with
-// the others' defaults).
+// Every variant the wrapper launches on sm_90a (both types, head dims, masks, both PERSISTENT
+// with STAGE_O 1) and, for bfloat16, every combination of the tunables that the template's
+// tuning rule lets a tuner try (those other than PERSISTENT, Q_BUFFERS and STAGE_O with their
+// defaults, 1, 1 and 0; PERSISTENT 0 and Q_BUFFERS 2 with the others' defaults).
 TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
   const std::unique_ptr<jit::Compiler> nvrtc = compile_testing::nvrtc_or_null();
   if (!nvrtc)
@@ -55,29 +55,34 @@ TEST(FlashAttentionCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
             for (int stages : {2, 3})
               for (int pingpong : {0, 1})
                 for (int persistent : {0, 1})
-                  for (int q_buffers : {1, 2}) {
-                    const Instance instance = tmpl.bind({{"T", type},
-                                                         {"HEAD_DIM", head_dim},
-                                                         {"CAUSAL", causal},
-                                                         {"CONSUMERS", consumers},
-                                                         {"BLOCK_N", block_n},
-                                                         {"STAGES", stages},
-                                                         {"PINGPONG", pingpong},
-                                                         {"PERSISTENT", persistent},
-                                                         {"Q_BUFFERS", q_buffers}});
-                    const bool defaults =
-                        consumers == 2 && block_n == 128 && stages == 2 && pingpong == 1;
-                    // Other tunables with PERSISTENT 1 (bfloat16); PERSISTENT 0 and Q_BUFFERS 2
-                    // at the defaults.
-                    if (!tmpl.tuning().fits(instance, "sm_90a").empty() ||
-                        (type != std::string("bfloat16") && !(defaults && persistent == 1)) ||
-                        (persistent == 0 && !defaults) ||
-                        (q_buffers == 2 && !(defaults && persistent == 1)))
-                      continue;
-                    ++compiled;
-                    EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
-                        *nvrtc, instance, jit::Target::parse("sm_90a")));
-                  }
+                  for (int q_buffers : {1, 2})
+                    for (int stage_o : {0, 1}) {
+                      const Instance instance = tmpl.bind({{"T", type},
+                                                           {"HEAD_DIM", head_dim},
+                                                           {"CAUSAL", causal},
+                                                           {"CONSUMERS", consumers},
+                                                           {"BLOCK_N", block_n},
+                                                           {"STAGES", stages},
+                                                           {"PINGPONG", pingpong},
+                                                           {"PERSISTENT", persistent},
+                                                           {"Q_BUFFERS", q_buffers},
+                                                           {"STAGE_O", stage_o}});
+                      const bool defaults =
+                          consumers == 2 && block_n == 128 && stages == 2 && pingpong == 1;
+                      // STAGE_O 1: the wrapper's two (both types). Else other tunables with
+                      // PERSISTENT 1 (bfloat16); PERSISTENT 0 and Q_BUFFERS 2 at the defaults.
+                      const bool wrapper = defaults && q_buffers == 1 + persistent;
+                      if (!tmpl.tuning().fits(instance, "sm_90a").empty() ||
+                          (stage_o == 1 && !wrapper) ||
+                          (stage_o == 0 &&
+                           ((type != std::string("bfloat16") && !(defaults && persistent == 1)) ||
+                            (persistent == 0 && !defaults) ||
+                            (q_buffers == 2 && !(defaults && persistent == 1)))))
+                        continue;
+                      ++compiled;
+                      EXPECT_TRUE(compile_testing::wgmma_compiles_cleanly(
+                          *nvrtc, instance, jit::Target::parse("sm_90a")));
+                    }
   EXPECT_GT(compiled, 8);
 }
 
@@ -189,14 +194,17 @@ TEST(FlashAttentionVariant, PersistentWalkAndPageCopiesFollowTheMeasurements) {
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("PAGED"), 1);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).integer("Q_BUFFERS"), 1);
   // Two q tiles (and the overlap of items they bring) for a persistent walk, one for a block per
-  // tile.
-  EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), shape)
-                .integer("Q_BUFFERS"),
-            2);
+  // tile; the output through shared memory for both, from registers for paged prefill.
+  const detail::ChosenVariant walk =
+      detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), shape);
+  EXPECT_EQ(walk.integer("Q_BUFFERS"), 2);
+  EXPECT_EQ(walk.integer("STAGE_O"), 1);
   const AttentionShape long_causal = small_shape(1, 16384, 16384, 16, 16, true);
-  EXPECT_EQ(detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), long_causal)
-                .integer("Q_BUFFERS"),
-            1);
+  const detail::ChosenVariant per_tile =
+      detail::flash_attention_variant<Half>(jit::Target::parse("sm_90a"), long_causal);
+  EXPECT_EQ(per_tile.integer("Q_BUFFERS"), 1);
+  EXPECT_EQ(per_tile.integer("STAGE_O"), 1);
+  EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 16).integer("STAGE_O"), 0);
   EXPECT_EQ(detail::flash_attention_paged_variant<Half>(shape, 32).tmpl->name(), "flash_attention");
 }
 
