@@ -226,6 +226,34 @@ TEST_P(FakeDevices, ClustersLaunchThroughLaunchKernelExOnCudaAndAreRefusedOnHip)
   EXPECT_EQ(counters_->launches, launches + 2);
 }
 
+// A launch that may overlap the previous kernel goes through cuLaunchKernelEx with programmatic
+// stream serialization alone on CUDA (no cluster attribute for a cluster of one block), beside a
+// cluster's dimension where there is one; on HIP, which has no such launch, it is a plain launch.
+TEST_P(FakeDevices, AnOverlappingLaunchAsksForProgrammaticSerializationOnCudaAlone) {
+  const Device &device = found_[0];
+  Loaded scale = load_scale(device);
+  std::vector<float> x(512, 1.0f);
+  DeviceBuffer buffer = device.allocate(x.size() * sizeof(float));
+  buffer.write(std::span(x));
+  const int launches = counters_->launches, cluster_launches = counters_->cluster_launches,
+            overlapped = counters_->overlapped_launches;
+  scale.kernel.launch({.grid = 2, .block = 256, .overlap_previous = true}, buffer.as<float>(), 2.0f,
+                      512);
+  EXPECT_EQ(counters_->launches, launches + 1);
+  EXPECT_EQ(counters_->cluster_launches, cluster_launches);
+  EXPECT_EQ(counters_->overlapped_launches, overlapped + (hip() ? 0 : 1));
+  if (!hip()) {
+    scale.kernel.launch({.grid = 2, .block = 256, .cluster = 2, .overlap_previous = true},
+                        buffer.as<float>(), 2.0f, 512);
+    EXPECT_EQ(counters_->cluster_launches, cluster_launches + 1);
+    EXPECT_EQ(counters_->overlapped_launches, overlapped + 2);
+  }
+  device.synchronize();
+  buffer.read(std::span(x));
+  EXPECT_EQ(x[0], hip() ? 2.0f : 4.0f);
+  EXPECT_EQ(x[511], hip() ? 2.0f : 4.0f);
+}
+
 TEST_P(FakeDevices, DriverRefusalsNameTheCallTheDeviceAndTheReason) {
   auto summary_of = [](auto action) {
     try {
