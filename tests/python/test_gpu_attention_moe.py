@@ -391,7 +391,7 @@ def test_paged_attention_decode_against_torch(dtype, kv, lengths, q_heads, kv_he
     assert_within(again, expected, largest * 2 ** -12 + eps * expected.abs())
 
 
-def test_a_split_decode_replayed_from_a_cuda_graph_matches_the_reference():
+def test_a_split_paged_decode_captured_in_a_cuda_graph_matches_the_reference():
     """A decode split over the context (its merge a programmatic dependent launch on sm_90, behind
     the split kernel's tail) captured in a CUDA graph after its warm-up: replays with new queries
     in the captured buffer, each into a poisoned output, match the float64 reference."""
