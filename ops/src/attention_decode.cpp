@@ -428,7 +428,9 @@ void paged_attention_decode(Runtime &rt, T *out, const T *q, int q_heads, const 
       .launch(
           {.grid = static_cast<unsigned>(batch.batch * q_heads),
            .block = static_cast<unsigned>(detail::merge_threads(plan.splits, cache.head_dim, warp)),
-           .stream = stream},
+           .stream = stream,
+           // Its launch behind the decode's tail (attention_decode.hip: griddepcontrol).
+           .overlap_previous = detail::nvidia_compute_capability(device.target()) >= 90},
           out, static_cast<const float *>(partial_out), static_cast<const float *>(partial_lse),
           plan.splits);
 }

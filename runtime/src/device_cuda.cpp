@@ -140,11 +140,14 @@ DriverResult encode_tensor_map(void *map, const TensorMapShape &shape) {
 // CUlaunchAttribute and CUlaunchConfig (cuda.h, CUDA 12.0): an attribute is an id, padding and
 // a 64-byte value union, of which the cluster dimension uses the first three unsigned ints.
 constexpr int launch_attribute_cluster_dimension = 4; // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, whose value is an int (1: allowed).
+constexpr int launch_attribute_programmatic_serialization = 6;
 struct LaunchAttribute {
   int id;
   char pad[8 - sizeof(int)];
   union {
     unsigned dimension[3];
+    int programmatic;
     char bytes[64];
   } value;
 };
@@ -168,13 +171,22 @@ LaunchExConfig cluster_config(Dim3 grid, Dim3 block, Dim3 cluster, unsigned shar
   return {grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, &attribute, 1};
 }
 
+// The cluster dimension only for a cluster of more than one block (a driver may refuse the
+// attribute on a GPU without clusters), then programmatic stream serialization if asked.
 DriverResult launch_cluster(void *function, Dim3 grid, Dim3 block, Dim3 cluster,
-                            unsigned shared_bytes, void *stream, void **params) {
+                            bool overlap_previous, unsigned shared_bytes, void *stream,
+                            void **params) {
   if (cuda.launch_kernel_ex.function == nullptr)
     return driver_lacks_call;
-  LaunchAttribute attribute;
-  const LaunchExConfig config =
-      cluster_config(grid, block, cluster, shared_bytes, stream, attribute);
+  LaunchAttribute attributes[2];
+  LaunchExConfig config = cluster_config(grid, block, cluster, shared_bytes, stream, attributes[0]);
+  config.attribute_count = cluster.x * cluster.y * cluster.z != 1 ? 1 : 0;
+  if (overlap_previous) {
+    LaunchAttribute &overlap = attributes[config.attribute_count++];
+    overlap = {};
+    overlap.id = launch_attribute_programmatic_serialization;
+    overlap.value.programmatic = 1;
+  }
   return cuda.launch_kernel_ex(&config, function, params, nullptr);
 }
 

@@ -116,11 +116,13 @@ struct DriverApi {
   DriverCall<DriverResult(float *milliseconds, void *start, void *end)> event_elapsed;
   // Shared memory a block may use without opting in, in bytes.
   DriverCall<DriverResult(int device, std::size_t *bytes)> shared_bytes_per_block;
-  // A launch in thread-block clusters of `cluster` blocks (cuLaunchKernelEx with the cluster
-  // dimension attribute); no function on a backend without clusters. Returns driver_lacks_call
-  // where the driver has no such entry point.
+  // A launch with attributes (cuLaunchKernelEx): thread-block clusters of `cluster` blocks (none
+  // for {1, 1, 1}) and, with `overlap_previous`, programmatic stream serialization (see
+  // LaunchConfig); no function on a backend without clusters. Returns driver_lacks_call where the
+  // driver has no such entry point.
   DriverCall<DriverResult(void *function, Dim3 grid, Dim3 block, Dim3 cluster,
-                          unsigned shared_bytes, void *stream, void **params)>
+                          bool overlap_previous, unsigned shared_bytes, void *stream,
+                          void **params)>
       launch_cluster;
   // How many clusters of `cluster` blocks of `function` can run at once on the device
   // (cuOccupancyMaxActiveClusters); no function on a backend without clusters, driver_lacks_call

@@ -154,13 +154,23 @@ void Kernel::launch_packed(const LaunchConfig &config, void **args) const {
     check_cluster(state, name_, config);
   detail::ScopedContext current(state);
   const auto &api = *state.api;
-  const detail::DriverResult result =
-      clustered ? api.launch_cluster(function_, grid, block, cluster, config.shared_bytes,
-                                     config.stream, args)
-                : api.launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                    config.shared_bytes, config.stream, args, nullptr);
+  const auto plain = [&] {
+    return api.launch_kernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                             config.shared_bytes, config.stream, args, nullptr);
+  };
+  // An overlap is a hint (LaunchConfig): without cuLaunchKernelEx (HIP, an old driver) the launch
+  // is an ordinary one.
+  bool extended = clustered || (config.overlap_previous && api.launch_cluster.function != nullptr);
+  detail::DriverResult result =
+      extended ? api.launch_cluster(function_, grid, block, cluster, config.overlap_previous,
+                                    config.shared_bytes, config.stream, args)
+               : plain();
+  if (result == detail::driver_lacks_call && !clustered) [[unlikely]] {
+    extended = false;
+    result = plain();
+  }
   if (result != 0) [[unlikely]]
-    launch_failed(state, clustered ? api.launch_cluster.symbol : api.launch_kernel.symbol, name_,
+    launch_failed(state, extended ? api.launch_cluster.symbol : api.launch_kernel.symbol, name_,
                   config, result);
 }
 

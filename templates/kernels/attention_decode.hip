@@ -29,7 +29,8 @@
 //
 // Split-KV (flash-decoding): gridDim.z splits of `partition` tokens each. With one split the block
 // writes out; with several it writes its normalised partial output and its log2-sum-exp to the
-// workspace, and paged_attention_merge combines a head's splits.
+// workspace, and paged_attention_merge, launched on NVIDIA sm_90 as a programmatic dependent
+// launch (below), combines a head's splits.
 //
 // Inputs the host cannot see (device-side tables) are checked here, never trusted: a sequence
 // whose length is negative or past `len_limit` (the table's capacity, or what the splits cover),
@@ -98,6 +99,23 @@ __device__ inline void commit() {}
 template <int N> __device__ inline void wait() {}
 #endif
 
+// Programmatic dependent launch (NVIDIA sm_90 and newer; no-ops elsewhere and in a launch made
+// without it): the host launches paged_attention_merge with LaunchConfig::overlap_previous, so its
+// blocks may start once every decode block has let them (let_dependents_start, early in the
+// decode), and wait in wait_for_previous_grid until the decode has completed and its partial
+// results are visible: the merge's launch happens behind the decode's tail.
+#if KJIT_CUDA && __CUDA_ARCH__ >= 900
+__device__ inline void let_dependents_start() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+__device__ inline void wait_for_previous_grid() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+#else
+__device__ inline void let_dependents_start() {}
+__device__ inline void wait_for_previous_grid() {}
+#endif
+
 constexpr int MERGE_THREADS = 256; // paged_attention_merge's largest block
 
 } // namespace kjit_paged
@@ -109,7 +127,7 @@ constexpr int MERGE_THREADS = 256; // paged_attention_merge's largest block
 // GQA 4 to 204 (two blocks); GROUP 8 would spill. (HIP reads the second argument as waves per
 // execution unit: 1, its default.)
 #if KJIT_CUDA
-#define KJIT_DECODE_MIN_BLOCKS(GROUP, LOADS) ((GROUP) * ((LOADS) * 8 + 4) <= 80 ? 3 : 1)
+#define KJIT_DECODE_MIN_BLOCKS(GROUP, LOADS) ((GROUP) * ((LOADS)*8 + 4) <= 80 ? 3 : 1)
 #else
 #define KJIT_DECODE_MIN_BLOCKS(GROUP, LOADS) 1
 #endif
@@ -218,6 +236,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE, KJIT_DECODE_MIN_BLOCKS(
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s)
     fetch(s, begin + s * STEP);
+  let_dependents_start();
 
   // Chunk c of a thread holds elements (c * TPT + sub) * VEC ... + VEC of the row, so that each
   // load of the TPT threads of a token reads TPT * VEC contiguous elements.
@@ -409,6 +428,7 @@ __global__ void __launch_bounds__(kjit_paged::MERGE_THREADS)
   constexpr int COLUMNS = HEAD_DIM / 4;
   constexpr int MOST_GROUPS = MERGE_THREADS / COLUMNS;
   constexpr int AHEAD = 8;
+  wait_for_previous_grid(); // the decode's partial results
   const long long row = blockIdx.x;
   const int groups = static_cast<int>(blockDim.x) / COLUMNS;
   const int column = threadIdx.x % COLUMNS, group = threadIdx.x / COLUMNS;

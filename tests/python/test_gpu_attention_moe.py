@@ -391,6 +391,37 @@ def test_paged_attention_decode_against_torch(dtype, kv, lengths, q_heads, kv_he
     assert_within(again, expected, largest * 2 ** -12 + eps * expected.abs())
 
 
+def test_a_split_paged_decode_captured_in_a_cuda_graph_matches_the_reference():
+    """A decode split over the context (its merge a programmatic dependent launch on sm_90, behind
+    the split kernel's tail) captured in a CUDA graph after its warm-up: replays with new queries
+    in the captured buffer, each into a poisoned output, match the float64 reference."""
+    torch.manual_seed(0)
+    lengths, page, q_heads, kv_heads, head_dim = [20011, 3], 16, 32, 8, 128
+    tables, num_blocks = paged_tables(lengths, page)
+    shape = (num_blocks, page, kv_heads, head_dim)
+    k_cache = (torch.rand(shape, device=DEVICE) * 2 - 1).to(torch.bfloat16)
+    v_cache = (torch.rand(shape, device=DEVICE) * 2 - 1).to(torch.bfloat16)
+    lens = torch.tensor(lengths, dtype=torch.int32, device=DEVICE)
+    q = torch.empty(len(lengths), q_heads, head_dim, device=DEVICE, dtype=torch.bfloat16)
+    out = torch.empty_like(q)
+
+    def call():
+        return ops.paged_attention_decode(q, k_cache, v_cache, tables, lens, out=out)
+    item = warmup_item_named_by_a_capture(call)
+    torch.cuda.synchronize()
+    kjit.warmup([item])
+    graph, _ = capture(call)
+    eps = torch.finfo(torch.bfloat16).eps
+    for replay in range(2):
+        q.copy_(torch.rand(q.shape, device=DEVICE) * 2 - 1)
+        out.copy_(poisoned(q.shape, torch.bfloat16))
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = reference_decode(q, k_cache.double(), v_cache.double(), tables, lengths,
+                                    head_dim ** -0.5)
+        assert_within(out, expected, 2 ** -12 + eps * expected.abs())
+
+
 def test_paged_attention_decode_bad_tables_give_nan_or_the_error_naming_them():
     """A table entry past the cache and a length past the table: NaN for those sequences alone,
     never a read outside the cache; with validate=True, kjit.BadArgument naming the entry."""

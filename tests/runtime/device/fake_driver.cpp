@@ -220,12 +220,14 @@ int cuLaunchKernel(void *function, unsigned grid_x, unsigned, unsigned, unsigned
                    unsigned block_y, unsigned block_z, unsigned, void *, void **params, void **) {
   return launch(function, grid_x, block_x, block_y, block_z, params, current_device);
 }
-// cuda.h's CUlaunchConfig with one CUlaunchAttribute: only the cluster dimension (id 4) is
-// accepted, and the grid must be a multiple of it, as the real driver checks.
+// cuda.h's CUlaunchConfig with its CUlaunchAttributes: only the cluster dimension (id 4), whose
+// grid must be a multiple of it as the real driver checks, and programmatic stream serialization
+// (id 6, value 1) are accepted, each at most once.
 struct FakeLaunchAttribute {
   int id;
-  unsigned value[18];
+  unsigned value[17]; // the id's padding, then the 64-byte value: 72 bytes as cuda.h's
 };
+static_assert(sizeof(FakeLaunchAttribute) == 72);
 struct FakeLaunchConfig {
   unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
   void *stream;
@@ -233,18 +235,29 @@ struct FakeLaunchConfig {
   unsigned attribute_count;
 };
 int cuLaunchKernelEx(const FakeLaunchConfig *config, void *function, void **params, void **) {
-  if (config->attribute_count != 1 || config->attributes[0].id != 4)
-    return invalid_value;
-  const unsigned *cluster = config->attributes[0].value + 1; // after the id's padding
-  if (config->grid_x % cluster[0] != 0 || config->grid_y % cluster[1] != 0 ||
-      config->grid_z % cluster[2] != 0)
+  const unsigned *cluster = nullptr;
+  bool overlap = false;
+  for (unsigned i = 0; i < config->attribute_count; ++i) {
+    const FakeLaunchAttribute &attribute = config->attributes[i];
+    const unsigned *value = attribute.value + 1; // after the id's padding
+    if (attribute.id == 4 && cluster == nullptr)
+      cluster = value;
+    else if (attribute.id == 6 && !overlap && value[0] == 1)
+      overlap = true;
+    else
+      return invalid_value;
+  }
+  if (cluster != nullptr && (config->grid_x % cluster[0] != 0 || config->grid_y % cluster[1] != 0 ||
+                             config->grid_z % cluster[2] != 0))
     return invalid_value;
   const int result = launch(function, config->grid_x, config->block_x, config->block_y,
                             config->block_z, params, current_device);
-  if (result == success) {
+  if (result == success && cluster != nullptr) {
     ++counters.cluster_launches;
     counters.cluster_blocks = cluster[0] * cluster[1] * cluster[2];
   }
+  if (result == success && overlap)
+    ++counters.overlapped_launches;
   return result;
 }
 int cuFuncGetAttribute(int *value, int attribute, void *function) {

@@ -12,6 +12,7 @@ struct FakeDriverCounters {
   std::atomic<int> launches{0};            // cuLaunchKernel, hipModuleLaunchKernel (accepted)
   std::atomic<int> cluster_launches{0};    // of them, through cuLaunchKernelEx with a cluster
   std::atomic<unsigned> cluster_blocks{0}; // the last cluster's x * y * z
+  std::atomic<int> overlapped_launches{0}; // of them, with programmatic stream serialization
   std::atomic<int> module_unloads{0};      // with the module's device current
   std::atomic<int> frees{0};               // with the memory's device current
 };

@@ -63,6 +63,14 @@ protected:
     return {std::move(module), std::move(kernel)};
   }
 
+  // 512 floats of 1 on `device`, for the launch tests' scale kernel.
+  static DeviceBuffer ones(const Device &device) {
+    const std::vector<float> x(512, 1.0f);
+    DeviceBuffer buffer = device.allocate(x.size() * sizeof(float));
+    buffer.write(std::span(x));
+    return buffer;
+  }
+
   // Launches scale on `device` over n elements from a fresh buffer and checks the result.
   void scale_on(const Device &device, const Kernel &kernel, int n) {
     std::vector<float> x(static_cast<std::size_t>(n) + 8);
@@ -188,9 +196,7 @@ TEST_P(FakeDevices, WrongArgumentsNeverReachTheDriver) {
 TEST_P(FakeDevices, ClustersLaunchThroughLaunchKernelExOnCudaAndAreRefusedOnHip) {
   const Device &device = found_[0];
   Loaded scale = load_scale(device);
-  std::vector<float> x(512, 1.0f);
-  DeviceBuffer buffer = device.allocate(x.size() * sizeof(float));
-  buffer.write(std::span(x));
+  DeviceBuffer buffer = ones(device);
   const int launches = counters_->launches, cluster_launches = counters_->cluster_launches;
   scale.kernel.launch({.grid = 2, .block = 256, .cluster = 1}, buffer.as<float>(), 2.0f, 512);
   EXPECT_EQ(counters_->launches, launches + 1);
@@ -216,6 +222,7 @@ TEST_P(FakeDevices, ClustersLaunchThroughLaunchKernelExOnCudaAndAreRefusedOnHip)
   EXPECT_EQ(counters_->cluster_launches, cluster_launches + 1);
   EXPECT_EQ(counters_->cluster_blocks, 2u);
   device.synchronize();
+  std::vector<float> x(512);
   buffer.read(std::span(x));
   EXPECT_EQ(x[0], 4.0f);
   EXPECT_EQ(x[511], 4.0f);
@@ -224,6 +231,33 @@ TEST_P(FakeDevices, ClustersLaunchThroughLaunchKernelExOnCudaAndAreRefusedOnHip)
   EXPECT_EQ(refusal({.grid = Dim3(2, 2), .block = 256, .cluster = Dim3(1, 0)}),
             "scale: the cluster (1, 0, 1) does not divide the grid (2, 2, 1)");
   EXPECT_EQ(counters_->launches, launches + 2);
+}
+
+// A launch that may overlap the previous kernel goes through cuLaunchKernelEx with programmatic
+// stream serialization alone on CUDA (no cluster attribute for a cluster of one block), beside a
+// cluster's dimension where there is one; on HIP, which has no such launch, it is a plain launch.
+TEST_P(FakeDevices, AnOverlappingLaunchAsksForProgrammaticSerializationOnCudaAlone) {
+  const Device &device = found_[0];
+  Loaded scale = load_scale(device);
+  DeviceBuffer buffer = ones(device);
+  const int launches = counters_->launches, cluster_launches = counters_->cluster_launches,
+            overlapped = counters_->overlapped_launches;
+  scale.kernel.launch({.grid = 2, .block = 256, .overlap_previous = true}, buffer.as<float>(), 2.0f,
+                      512);
+  EXPECT_EQ(counters_->launches, launches + 1);
+  EXPECT_EQ(counters_->cluster_launches, cluster_launches);
+  EXPECT_EQ(counters_->overlapped_launches, overlapped + (hip() ? 0 : 1));
+  if (!hip()) {
+    scale.kernel.launch({.grid = 2, .block = 256, .cluster = 2, .overlap_previous = true},
+                        buffer.as<float>(), 2.0f, 512);
+    EXPECT_EQ(counters_->cluster_launches, cluster_launches + 1);
+    EXPECT_EQ(counters_->overlapped_launches, overlapped + 2);
+  }
+  device.synchronize();
+  std::vector<float> x(512);
+  buffer.read(std::span(x));
+  EXPECT_EQ(x[0], hip() ? 2.0f : 4.0f);
+  EXPECT_EQ(x[511], hip() ? 2.0f : 4.0f);
 }
 
 TEST_P(FakeDevices, DriverRefusalsNameTheCallTheDeviceAndTheReason) {

@@ -104,6 +104,16 @@ struct LaunchConfig {
   // on one GPC and reach each other's shared memory); each of the grid's dimensions a multiple of
   // the cluster's. {1, 1, 1}, the default, launches without clusters.
   Dim3 cluster = Dim3(1, 1, 1);
+  // Programmatic dependent launch (NVIDIA sm_90 and newer: cuLaunchKernelEx with
+  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): the launch may start while the
+  // stream's previous kernel still runs, once that kernel's blocks have all run
+  // griddepcontrol.launch_dependents or exited; the kernel must run griddepcontrol.wait (which
+  // returns when the previous kernel has completed and its writes are visible) before it reads
+  // what that kernel writes. It hides the launch's start behind the previous kernel's tail. A
+  // hint: where the device or driver has no such launch (HIP, a driver without cuLaunchKernelEx)
+  // the launch waits for the previous kernel as any other, which a kernel written for either
+  // computes the same.
+  bool overlap_previous = false;
 };
 
 // A code object loaded onto one device; unloaded (on that device's context) on destruction.
@@ -148,7 +158,8 @@ public:
 
   // Launches the kernel with `args` after checking them against the signature (see
   // KernelSignature::check): exactly one launch call to the driver (cuLaunchKernel,
-  // hipModuleLaunchKernel; cuLaunchKernelEx for a cluster of more than one block) with the
+  // hipModuleLaunchKernel; cuLaunchKernelEx for a cluster of more than one block or for
+  // overlap_previous) with the
   // device's context current, and no allocation. Asynchronous: a fault inside the kernel surfaces
   // at the next synchronising call. Throws Error(bad_argument) before touching the driver (also
   // for a cluster that does not divide the grid, or any cluster on HIP, which has none),
