@@ -341,12 +341,15 @@ void launch_gemm_plan(const GemmPlan &plan, T *c, const T *a, const T *b, int m,
       static_cast<long long>(detail::divide_up(m, wgmma.block_m * wgmma.cluster_m)) *
       detail::divide_up(n, wgmma.block_n * wgmma.cluster_n);
   const auto blocks = static_cast<unsigned>(std::min<long long>(pairs * cluster, wgmma.grid_limit));
-  plan.kernel->launch({.grid = blocks,
-                       .block = wgmma_threads,
-                       .shared_bytes = wgmma.shared_bytes,
-                       .stream = stream,
-                       .cluster = Dim3(static_cast<unsigned>(cluster))},
-                      c, map_c, map_a, map_b, m, n, k);
+  plan.kernel->launch(
+      {.grid = blocks,
+       .block = wgmma_threads,
+       .shared_bytes = wgmma.shared_bytes,
+       .stream = stream,
+       .cluster = Dim3(static_cast<unsigned>(cluster)),
+       // Its start behind the previous kernel's tail (gemm_wgmma.hip: griddepcontrol).
+       .overlap_previous = true},
+      c, map_c, map_a, map_b, m, n, k);
 }
 
 } // namespace

@@ -29,8 +29,10 @@
 //
 // Split-KV (flash-decoding): gridDim.z splits of `partition` tokens each. With one split the block
 // writes out; with several it writes its normalised partial output and its log2-sum-exp to the
-// workspace, and paged_attention_merge, launched on NVIDIA sm_90 as a programmatic dependent
-// launch (below), combines a head's splits.
+// workspace, and paged_attention_merge combines a head's splits. On NVIDIA sm_90 the merge is a
+// programmatic dependent launch: each decode block lets it start once its first copies are out
+// (kjit::let_dependents_start), and it waits for the decode's partial results
+// (kjit::wait_for_previous_grid), so that its launch happens behind the decode's tail.
 //
 // Inputs the host cannot see (device-side tables) are checked here, never trusted: a sequence
 // whose length is negative or past `len_limit` (the table's capacity, or what the splits cover),
@@ -97,23 +99,6 @@ template <typename V> __device__ inline void copy_async(V *to, const V *from, bo
 }
 __device__ inline void commit() {}
 template <int N> __device__ inline void wait() {}
-#endif
-
-// Programmatic dependent launch (NVIDIA sm_90 and newer; no-ops elsewhere and in a launch made
-// without it): the host launches paged_attention_merge with LaunchConfig::overlap_previous, so its
-// blocks may start once every decode block has let them (let_dependents_start, early in the
-// decode), and wait in wait_for_previous_grid until the decode has completed and its partial
-// results are visible: the merge's launch happens behind the decode's tail.
-#if KJIT_CUDA && __CUDA_ARCH__ >= 900
-__device__ inline void let_dependents_start() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
-__device__ inline void wait_for_previous_grid() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-#else
-__device__ inline void let_dependents_start() {}
-__device__ inline void wait_for_previous_grid() {}
 #endif
 
 constexpr int MERGE_THREADS = 256; // paged_attention_merge's largest block
@@ -236,7 +221,7 @@ __global__ void __launch_bounds__(WARPS *KJIT_WARP_SIZE, KJIT_DECODE_MIN_BLOCKS(
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s)
     fetch(s, begin + s * STEP);
-  let_dependents_start();
+  kjit::let_dependents_start();
 
   // Chunk c of a thread holds elements (c * TPT + sub) * VEC ... + VEC of the row, so that each
   // load of the TPT threads of a token reads TPT * VEC contiguous elements.
@@ -428,7 +413,7 @@ __global__ void __launch_bounds__(kjit_paged::MERGE_THREADS)
   constexpr int COLUMNS = HEAD_DIM / 4;
   constexpr int MOST_GROUPS = MERGE_THREADS / COLUMNS;
   constexpr int AHEAD = 8;
-  wait_for_previous_grid(); // the decode's partial results
+  kjit::wait_for_previous_grid(); // the decode's partial results
   const long long row = blockIdx.x;
   const int groups = static_cast<int>(blockDim.x) / COLUMNS;
   const int column = threadIdx.x % COLUMNS, group = threadIdx.x / COLUMNS;

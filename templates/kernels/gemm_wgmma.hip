@@ -344,6 +344,12 @@ __global__ void __launch_bounds__(384, 1)
     cluster_sync();
   else
     __syncthreads();
+  // gemm.cpp launches with LaunchConfig::overlap_previous: the making of the barriers above may
+  // run while the stream's previous kernel finishes; the next kernel's blocks may start as soon as
+  // all of this grid's have got here; every global access below (A, B, C) waits for the previous
+  // kernel's results.
+  kjit::let_dependents_start();
+  kjit::wait_for_previous_grid();
 
   // A cluster takes pairs of tiles: super-tiles of CLUSTER_M x CLUSTER_N tiles in the grouped
   // order, its blocks one tile each. A pair's tile past the matrix is still computed (its peer

@@ -285,4 +285,21 @@ __device__ inline float fast_reciprocal(float x) { return __builtin_amdgcn_rcpf(
 #endif
 __device__ inline float fast_exp(float x) { return fast_exp2(x * 1.44269504088896341f); }
 
+// Programmatic dependent launch (NVIDIA sm_90 and newer; no-ops elsewhere, and in a launch made
+// without it): a kernel the host launches with LaunchConfig::overlap_previous may start its blocks
+// once every block of the stream's previous kernel has run let_dependents_start (or exited), and
+// must run wait_for_previous_grid, which returns when that kernel has completed and its writes are
+// visible, before it touches what that kernel may write.
+#if KJIT_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ inline void let_dependents_start() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+__device__ inline void wait_for_previous_grid() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+#else
+__device__ inline void let_dependents_start() {}
+__device__ inline void wait_for_previous_grid() {}
+#endif
+
 } // namespace kjit
