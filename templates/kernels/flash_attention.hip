@@ -238,8 +238,8 @@ __device__ inline void store_output_staged(const OutputRows<T> &rows,
                                            const float (&o)[HEAD_DIM / 2], long long row_elements,
                                            unsigned char *staged, int barrier, int warp, int lane) {
   using Staged = StagedRows<HEAD_DIM>;
-  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-  asm volatile("bar.sync %0, 128;" ::"r"(barrier) : "memory");
+  bulk_wait_read<0>();
+  named_barrier_sync(barrier, 128);
   // Lane 8g + i gives row i of matrix g: rows 8 (g % 2) + i of the warp's 16, columns 8 (g / 2)
   // onwards of each 16; the thread's pairs of those matrices are its registers 4j + 2h + e.
   const int g = lane / 8;
@@ -257,8 +257,8 @@ __device__ inline void store_output_staged(const OutputRows<T> &rows,
         "r"(pairs[0]), "r"(pairs[1]), "r"(pairs[2]), "r"(pairs[3])
         : "memory");
   }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // for the bulk copies' reads
-  asm volatile("bar.sync %0, 128;" ::"r"(barrier) : "memory");
+  fence_async_shared(); // for the bulk copies' reads
+  named_barrier_sync(barrier, 128);
   const int h = lane % 4;
   if (h < 2 && (rows.stored >> h & 1u))
     asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(
@@ -266,7 +266,7 @@ __device__ inline void store_output_staged(const OutputRows<T> &rows,
                  "r"(shared_address(staged + Staged::offset(warp * 16 + lane / 4 + 8 * h))),
                  "n"(Staged::ROW_BYTES)
                  : "memory");
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  bulk_commit();
 }
 
 // Both at once, for a row of head `head` of q_heads.
@@ -791,7 +791,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
     }
     flush();
     if (STAGE_O) // the bulk copies done before the block's shared memory goes
-      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+      bulk_wait<0>();
   }
 }
 
