@@ -53,62 +53,15 @@
 #error "kjit gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a); on AMD targets use gemm"
 #else
 
-namespace kjit {
-struct alignas(64) TensorMap { // the driver's CUtensorMap, opaque
-  unsigned long long opaque[16];
-};
-} // namespace kjit
+#include "kjit/hopper.h"
 
 namespace kjit_gemm_wgmma {
 
+using namespace kjit::hopper;
+
 constexpr int BK = 64; // one 128-byte swizzle row of 16-bit elements
 
-__device__ inline unsigned shared_address(const void *p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// mbarriers: init, arrive, arrive announcing the bytes the copy engine will deliver, and a wait
-// for the phase of the given parity to complete.
-__device__ inline void barrier_init(unsigned long long *bar, int arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)),
-               "r"(arrivals));
-}
-__device__ inline void barrier_arrive(unsigned long long *bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)));
-}
-__device__ inline void barrier_expect_bytes(unsigned long long *bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-                   shared_address(bar)),
-               "r"(bytes));
-}
-__device__ inline void barrier_wait(unsigned long long *bar, unsigned parity) {
-  asm volatile("{\n.reg .pred done;\nWAIT_%=:\n"
-               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-               "@!done bra WAIT_%=;\n}\n" ::"r"(shared_address(bar)),
-               "r"(parity));
-}
-
-// Cluster barriers (all threads of every block of the cluster) and this block's rank in it.
-__device__ inline void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
-}
-__device__ inline unsigned cluster_rank() {
-  unsigned rank;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-  return rank;
-}
-// An arrival on the barrier at `bar`'s offset in the shared memory of the cluster's block `rank`.
-// With the default (CTA-scope) release, as for the local barriers: what it orders is the
-// consumer's wgmma reads, complete by wgmma.wait_group, before the peer's copy engine writes; a
-// cluster-scope release fence here would stall the consumer's warpgroup on every stage.
-__device__ inline void barrier_arrive_in(unsigned long long *bar, unsigned rank) {
-  asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(
-                   shared_address(bar)),
-               "r"(rank)
-               : "memory");
-}
-
+// The split-K reduction's exchange between the blocks of a cluster (kjit/hopper.h has the rest).
 // As barrier_arrive_in, but releasing at cluster scope this thread's earlier writes (and those
 // its warpgroup's barrier ordered before them) to the peer that waits with barrier_wait_cluster.
 __device__ inline void barrier_arrive_released_in(unsigned long long *bar, unsigned rank) {
@@ -139,124 +92,6 @@ __device__ inline float4 load_from_block(const float4 *p, unsigned rank) {
                : "r"(remote)
                : "memory");
   return v;
-}
-
-// The box of `map` at (column, row) into `to`, completing on `bar`.
-__device__ inline void copy_box(void *to, const kjit::TensorMap *map, unsigned long long *bar,
-                                int column, int row) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-               " [%0], [%1, {%3, %4}], [%2];" ::"r"(shared_address(to)),
-               "l"(reinterpret_cast<unsigned long long>(map)), "r"(shared_address(bar)),
-               "r"(column), "r"(row)
-               : "memory");
-}
-
-// copy_box into the same offset of every block of the cluster in `blocks` (a bit per rank),
-// completing on the barrier at `bar`'s offset in each.
-__device__ inline void multicast_box(void *to, const kjit::TensorMap *map, unsigned long long *bar,
-                                     int column, int row, unsigned short blocks) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-               ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(shared_address(to)),
-               "l"(reinterpret_cast<unsigned long long>(map)), "r"(shared_address(bar)),
-               "r"(column), "r"(row), "h"(blocks)
-               : "memory");
-}
-
-// The box of shared memory at `from` to `map` at (column, row), in this thread's bulk group;
-// the copy engine drops what lies past the matrix's edges.
-__device__ inline void store_box(const kjit::TensorMap *map, const void *from, int column, int row) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
-                   reinterpret_cast<unsigned long long>(map)),
-               "r"(shared_address(from)), "r"(column), "r"(row)
-               : "memory");
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-// Until at most PENDING of this thread's bulk groups still read their shared memory.
-template <int PENDING> __device__ inline void stores_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
-}
-// The 128 threads of warpgroup `id` (named barrier 1 + id; 0 is __syncthreads').
-__device__ inline void warpgroup_sync(int id) {
-  asm volatile("bar.sync %0, 128;" ::"r"(1 + id) : "memory");
-}
-
-// A wgmma shared-memory descriptor with the 128-byte swizzle (layout type 1 in bits 62-63):
-// start address, leading and stride byte offsets, each in 16-byte units. K-major tiles (rows of
-// 64 elements, 128 bytes) use stride 1024 between groups of 8 rows; the leading offset is unused.
-// An MN-major B tile is BLOCK_N / 64 column blocks of BK rows of 128 bytes: leading offset from
-// one column block to the next, stride 1024 between groups of 8 rows of K.
-__device__ inline unsigned long long descriptor(const void *start, unsigned leading,
-                                                unsigned stride) {
-  return (unsigned long long)((shared_address(start) & 0x3FFFF) >> 4) |
-         ((unsigned long long)((leading >> 4) & 0x3FFF) << 16) |
-         ((unsigned long long)((stride >> 4) & 0x3FFF) << 32) | (1ull << 62);
-}
-
-// Generated by tools/generate/wgmma_wrappers.py --gemm.
-#define KJIT_WGMMA_N16(TYPE)                                                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32." TYPE \
-               "." TYPE " {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, 0, %11;\n}\n" \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]) \
-               : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_B))
-#define KJIT_WGMMA_N32(TYPE)                                                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\nwgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE \
-               "." TYPE " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, %19;\n}\n" \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) \
-               : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_B))
-#define KJIT_WGMMA_N64(TYPE)                                                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\nwgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE \
-               "." TYPE " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, %35;\n}\n" \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
-               : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_B))
-#define KJIT_WGMMA_N128(TYPE)                                                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE \
-               "." TYPE " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, %67;\n}\n" \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
-               : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_B))
-#define KJIT_WGMMA_N256(TYPE)                                                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\nwgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE \
-               "." TYPE " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p, 1, 1, 0, %131;\n}\n" \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
-               : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_B))
-// End of generated code.
-
-// d += A B (accumulate != 0) or d = A B, for one m64nNk16 step of warpgroup-wide wgmma.
-template <typename T, int N, int TRANS_B> struct Wgmma;
-#define KJIT_WGMMA_SPECIALISE(N)                                                                   \
-  template <int TRANS_B> struct Wgmma<half, N, TRANS_B> {                                          \
-    __device__ static void run(float (&d)[N / 2], unsigned long long a, unsigned long long b,      \
-                               int accumulate) {                                                   \
-      KJIT_WGMMA_N##N("f16");                                                                      \
-    }                                                                                              \
-  };                                                                                               \
-  template <int TRANS_B> struct Wgmma<bfloat16, N, TRANS_B> {                                      \
-    __device__ static void run(float (&d)[N / 2], unsigned long long a, unsigned long long b,      \
-                               int accumulate) {                                                   \
-      KJIT_WGMMA_N##N("bf16");                                                                     \
-    }                                                                                              \
-  };
-KJIT_WGMMA_SPECIALISE(16)
-KJIT_WGMMA_SPECIALISE(32)
-KJIT_WGMMA_SPECIALISE(64)
-KJIT_WGMMA_SPECIALISE(128)
-KJIT_WGMMA_SPECIALISE(256)
-#undef KJIT_WGMMA_SPECIALISE
-
-__device__ inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ inline void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-template <int PENDING> __device__ inline void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(PENDING) : "memory");
-}
-
-// Tile t of the grouped order: GROUP_M rows of tiles sweep the columns together.
-template <int GROUP_M>
-__device__ inline void place_tile(int t, int tiles_m, int tiles_n, int &tile_m, int &tile_n) {
-  const int per_group = GROUP_M * tiles_n, first = t / per_group * GROUP_M;
-  const int rows = min(tiles_m - first, GROUP_M);
-  tile_m = first + t % per_group % rows;
-  tile_n = t % per_group / rows;
 }
 
 } // namespace kjit_gemm_wgmma
@@ -461,7 +296,7 @@ __global__ void __launch_bounds__(384, 1)
           const unsigned long long b = B_KMAJOR
                                            ? descriptor(b_stage + kk * 32, 16, 1024)
                                            : descriptor(b_stage + kk * 16 * 128, COLUMN_BLOCK, 1024);
-          Wgmma<T, BLOCK_N, B_KMAJOR ? 0 : 1>::run(acc, a, b, kb > kb_begin || kk > 0);
+          WgmmaShared<T, BLOCK_N, B_KMAJOR ? 0 : 1>::run(acc, a, b, kb > kb_begin || kk > 0);
         }
         wgmma_commit();
         wgmma_wait<1>(); // the previous stage's batch is done: release it
@@ -486,12 +321,12 @@ __global__ void __launch_bounds__(384, 1)
         const int tiles_done = (t - first_pair) / pair_stride;
         if (tiles_done > 0 && thread == 0) // the peers have read the previous tile's sums
           barrier_wait_cluster(done, (tiles_done - 1) & 1);
-        warpgroup_sync(consumer);
+        named_barrier_sync(1 + consumer, 128);
 #pragma unroll
         for (int q = 0; q < Q; ++q)
           sums[(consumer * Q + q) * 128 + thread] =
               make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
-        warpgroup_sync(consumer);
+        named_barrier_sync(1 + consumer, 128);
         if (thread == 0)
           for (unsigned block = 0; block < SPLIT_K; ++block)
             barrier_arrive_released_in(ready, block);
@@ -516,7 +351,7 @@ __global__ void __launch_bounds__(384, 1)
           store_pair(row0, column, total.x, total.y);
           store_pair(row0 + 8, column, total.z, total.w);
         }
-        warpgroup_sync(consumer); // every thread has read the peers' sums
+        named_barrier_sync(1 + consumer, 128); // every thread has read the peers' sums
         if (thread == 0)
           for (unsigned block = 0; block < SPLIT_K; ++block)
             barrier_arrive_released_in(done, block);
@@ -532,8 +367,8 @@ __global__ void __launch_bounds__(384, 1)
           // and the buffer's last store must be the one before the latest.
           unsigned char *buffer = c_boxes + (consumer * 2 + stored++ % 2) * C_BOX;
           if (thread == 0)
-            stores_read<1>(); // the store that last read this buffer (two boxes ago) is done
-          warpgroup_sync(consumer);
+            bulk_wait_read<1>(); // the store that last read this buffer (two boxes ago) is done
+          named_barrier_sync(1 + consumer, 128);
 #pragma unroll
           for (int jj = 0; jj < 8; ++jj)
 #pragma unroll
@@ -545,10 +380,12 @@ __global__ void __launch_bounds__(384, 1)
                   kjit::Pairs<T>::pack(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
             }
           // The copy engine reads what ordinary stores wrote: fence, then the store by one thread.
-          asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-          warpgroup_sync(consumer);
-          if (thread == 0)
+          fence_async_shared();
+          named_barrier_sync(1 + consumer, 128);
+          if (thread == 0) {
             store_box(&map_c, buffer, first_column, first_row);
+            bulk_commit();
+          }
         }
       } else {
         const int row0 = first_row + warp * 16 + lane / 4;
@@ -561,7 +398,7 @@ __global__ void __launch_bounds__(384, 1)
       }
     }
     if (EPILOGUE && thread == 0)
-      stores_read<0>(); // the boxes' shared memory lives until the copy engine has read it
+      bulk_wait_read<0>(); // the boxes' shared memory lives until the copy engine has read it
   }
   if (CLUSTER * SPLIT_K > 1)
     cluster_sync(); // no block leaves while a peer may still copy into it, arrive on it or read it

@@ -7,18 +7,17 @@ Each of the N / 2 f32 accumulator registers is one asm operand, the reason it is
                                               (K-major, or MN-major with TRANS_B 1) and A either
                                               from shared memory as well (KJIT_WGMMA_SS_N*) or
                                               from four registers of packed pairs
-                                              (KJIT_WGMMA_RS_N*); the N values moe_wgmma (128,
-                                              256) and flash_attention (64, 128) use
+                                              (KJIT_WGMMA_RS_N*); the N values gemm_wgmma (16 to
+                                              256), moe_wgmma (128, 256) and flash_attention (64,
+                                              128) use
     tools/generate/wgmma_wrappers.py --fp8    templates/prelude/kjit/hopper_fp8.h: m64nNk32, e4m3
                                               inputs (K-major both: fp8 has no transposed operands),
                                               A from shared memory (KJIT_WGMMA_E4M3_N*) or from
                                               four registers (KJIT_WGMMA_E4M3_RS_N*)
-    tools/generate/wgmma_wrappers.py --gemm   templates/kernels/gemm_wgmma.hip's own block
-                                              (KJIT_WGMMA_N16..N256), until it includes hopper.h
 """
 import sys
 
-SHARED_A = (64, 128, 256)
+SHARED_A = (16, 32, 64, 128, 256)
 REGISTER_A = (64, 128)
 # gemm_fp8's tile widths: besides the powers of two, the widths that fill an H100's 132
 # multiprocessors in whole waves on DeepSeek-V3's shapes (BENCHMARKS.md, fp8b and fp8c helpers).
@@ -66,24 +65,12 @@ def fp8_wrapper(n, register_a=False):
     print(f'               : {a_inputs}, "l"(b), "r"(accumulate))')
 
 
-def gemm_wrapper(n):
-    regs, registers, outputs = accumulators(n)
-    a, b, scale, trans = regs, regs + 1, regs + 2, regs + 3
-    print(f"#define KJIT_WGMMA_N{n}(TYPE)                                                                   \\")
-    print(f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k16.f32." TYPE \\')
-    print(f'               "." TYPE " {{{registers}}}, %{a}, %{b}, p, 1, 1, 0, %{trans};\\n}}\\n" \\')
-    print(f"               : {outputs} \\")
-    print('               : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_B))')
-
 
 if "--fp8" in sys.argv[1:]:
     for n in FP8_N:
         fp8_wrapper(n)
     for n in FP8_REGISTER_A:
         fp8_wrapper(n, register_a=True)
-elif "--gemm" in sys.argv[1:]:
-    for n in (16, 32, 64, 128, 256):
-        gemm_wrapper(n)
 else:
     for n in SHARED_A:
         hopper_wrapper(f"KJIT_WGMMA_SS_N{n}", n, 1, '"l"(a)')
