@@ -15,42 +15,9 @@
 #error "kjit gemm_mma: mma.sync is NVIDIA's (sm_80 and newer); on AMD targets use the gemm template"
 #else
 #include "kjit/gemm_staging.h"
+#include "kjit/mma_sync.h"
 
 namespace kjit_gemm_mma {
-
-template <typename T> struct Mma;
-template <> struct Mma<half> {
-  __device__ static void run(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-template <> struct Mma<bfloat16> {
-  __device__ static void run(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-
-// Four 8 x 8 matrices of 16-bit elements from shared memory: lanes 8i..8i+7 give the addresses
-// of matrix i's 8 rows (16 bytes each, 16-byte aligned), and lane 4g + t receives in r[i] the
-// elements (g, 2t) and (g, 2t + 1) of matrix i (row, column), the lower in the low half; with
-// TRANSPOSE, (2t, g) and (2t + 1, g).
-template <bool TRANSPOSE> __device__ inline void ldmatrix_x4(unsigned (&r)[4], const void *row) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
-  if (TRANSPOSE)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(address));
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(address));
-}
 
 // 16 bytes read once: past L1, so that what is reused (the activations) stays there.
 template <typename T> __device__ inline uint4 load_streaming(const T *p) {
@@ -112,7 +79,7 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
       const int matrix = lane / 8, row = lane % 8;
 #pragma unroll
       for (int i = 0; i < TILES_M; ++i) {
-        kjit_gemm_mma::ldmatrix_x4<false>(
+        kjit::mma_sync::ldmatrix_x4<false>(
             a_frag[i],
             a_tile + (warp_row + i * 16 + (matrix % 2) * 8 + row) * LD + kk + (matrix / 2) * 8);
       }
@@ -122,7 +89,7 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
         const T *rows =
             b_tile + (kk + (matrix % 2) * 8 + row) * B_LD + warp_col + j * 8 + (matrix / 2) * 8;
         unsigned pairs[4];
-        kjit_gemm_mma::ldmatrix_x4<true>(pairs, rows);
+        kjit::mma_sync::ldmatrix_x4<true>(pairs, rows);
         b_frag[j][0] = pairs[0];
         b_frag[j][1] = pairs[1];
         b_frag[j + 1][0] = pairs[2];
@@ -132,7 +99,7 @@ __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N, 2)
       for (int i = 0; i < TILES_M; ++i)
 #pragma unroll
         for (int j = 0; j < TILES_N; ++j)
-          kjit_gemm_mma::Mma<T>::run(acc[i][j], a_frag[i], b_frag[j]);
+          kjit::mma_sync::Mma<T>::run(acc[i][j], a_frag[i], b_frag[j][0], b_frag[j][1]);
     }
     __syncthreads(); // the next stage overwrites the tiles
   }
@@ -222,8 +189,8 @@ __global__ void __launch_bounds__(32 * WARPS)
           const uint4 &lo = w_frag[u][i][0], &hi = w_frag[u][i][1], &x = a_frag[u][j];
           const unsigned a0[4] = {lo.x, hi.x, lo.y, hi.y}, b0[2] = {x.x, x.y};
           const unsigned a1[4] = {lo.z, hi.z, lo.w, hi.w}, b1[2] = {x.z, x.w};
-          kjit_gemm_mma::Mma<T>::run(acc[i][j], a0, b0);
-          kjit_gemm_mma::Mma<T>::run(acc[i][j], a1, b1);
+          kjit::mma_sync::Mma<T>::run(acc[i][j], a0, b0[0], b0[1]);
+          kjit::mma_sync::Mma<T>::run(acc[i][j], a1, b1[0], b1[1]);
         }
   };
   // Steps of whole chunks, then at most one checked step for this warp's remaining chunks (fewer
@@ -395,8 +362,8 @@ __global__ void __launch_bounds__(32 * WARPS)
         for (int i = 0; i < ROW_BLOCKS; ++i) {
           const uint4 &lo = w_now[u][i][0], &hi = w_now[u][i][1];
           const unsigned a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
-          kjit_gemm_mma::Mma<T>::run(acc[i][j], a0, b0);
-          kjit_gemm_mma::Mma<T>::run(acc[i][j], a1, b1);
+          kjit::mma_sync::Mma<T>::run(acc[i][j], a0, b0[0], b0[1]);
+          kjit::mma_sync::Mma<T>::run(acc[i][j], a1, b1[0], b1[1]);
         }
       }
     __syncthreads(); // every warp is done with this buffer before the slice after next fills it

@@ -162,6 +162,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   const ParamSchema block = ParamSchema::one_of({16, 32, 64, 128, 256}, 128);
   const ParamSchema thread = ParamSchema::one_of({1, 2, 4, 8}, 8);
   const HeaderFile gemm_staging{"kjit/gemm_staging.h", std::string(embedded::gemm_staging_h)};
+  const HeaderFile mma_sync{"kjit/mma_sync.h", std::string(embedded::mma_sync_h)};
   all.emplace_back("gemm", std::string(embedded::gemm_hip),
                    std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "half")},
                                           {"BLOCK_M", block},
@@ -182,7 +183,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
   };
   // NVIDIA's (mma.sync, sm_80 and newer), with 32-lane warps.
   all.emplace_back("gemm_mma", std::string(embedded::gemm_mma_hip), tensor_core_params("WARPS", 4),
-                   TemplateOptions{.headers = {gemm_staging},
+                   TemplateOptions{.headers = {gemm_staging, mma_sync},
                                    .arguments = gemm_arguments,
                                    .targets = {"sm_80+"}});
   // AMD's matrix cores (MFMA, gfx942 and gfx950), with 64-lane wavefronts.
@@ -201,7 +202,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"WARPS", ParamSchema::one_of({2, 4, 8, 16}, 8).tunable()},
                              {"UNROLL", ParamSchema::one_of({1, 2, 4, 8}, 4).tunable()}},
       TemplateOptions{
-          .headers = {gemm_staging}, .arguments = gemm_arguments, .targets = {"sm_80+"}});
+          .headers = {gemm_staging, mma_sync}, .arguments = gemm_arguments, .targets = {"sm_80+"}});
   // A @ W^T for tens of rows of A (8 to 128), on sm_90 and newer: W streamed as by
   // linear_skinny, A staged once per block in shared memory (two slices in flight), K split over
   // the SPLITS blocks of a cluster that add their sums in distributed shared memory (gemm_mma.hip's
@@ -225,7 +226,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                              {"WARPS", ParamSchema::one_of({4, 8}, 4).tunable()},
                              {"K_SLICE", ParamSchema::one_of({64, 128, 256}, 128).tunable()},
                              {"SPLITS", ParamSchema::one_of({1, 2, 4, 8}, 4).tunable()}},
-      TemplateOptions{.headers = {gemm_staging},
+      TemplateOptions{.headers = {gemm_staging, mma_sync},
                       .arguments = gemm_arguments,
                       .tuning = splitk_rules,
                       .targets = {"sm_90+"}});

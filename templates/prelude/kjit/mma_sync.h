@@ -1,7 +1,6 @@
 // NVIDIA mma.sync (sm_80 and newer) helpers for templates that feed tensor cores from shared
 // memory by ldmatrix: m16n8k16 with float accumulators, and four 8 x 8 matrices per ldmatrix.
-// flash_attention.hip includes it (as kjit/mma_sync.h); gemm_mma.hip predates it and keeps its
-// own copies.
+// flash_attention.hip and gemm_mma.hip include it (as kjit/mma_sync.h).
 #pragma once
 
 #if KJIT_CUDA
