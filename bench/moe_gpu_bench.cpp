@@ -209,6 +209,18 @@ struct Bench {
       };
       row("moe_gather pass",
           median_ms_per_launch(device, launches, [&] { gather_rows(x, layer.top_k); }), 0);
+      // fused_moe's form (moe.cpp): 8 rows a block of 256 threads, 8 loads in flight a thread.
+      const Kernel &gather8 = rt.kernel(templates::find("moe_gather"),
+                                        {{"T", element_name<T>()}, {"VEC", 8}, {"ROWS", 8}});
+      row("moe_gather pass, 8 rows a block",
+          median_ms_per_launch(device, launches,
+                               [&] {
+                                 gather8.launch(
+                                     {.grid = static_cast<unsigned>(rows / 8), .block = 256},
+                                     x_sorted.as<T>(), x.as<const T>(), sorted.as<const int>(),
+                                     totals.as<const int>(), layer.top_k, layer.hidden, 128);
+                               }),
+          0);
       // The GEMM on sorted rows of different contents (the same addresses and tiles), to tell
       // what makes it slower on the tokens' rows than on a fill: rows filled afresh (padding
       // too), before and after; the tokens' rows (each token top_k times, zero padding); a row

@@ -80,11 +80,12 @@ template <int EXPERTS, int BLOCK_M> void check_align(const std::vector<int> &ids
   const int pairs = static_cast<int>(ids.size());
   const std::size_t rows = ::kjit::ops::moe_align_rows(pairs, EXPERTS, BLOCK_M);
   std::vector<int> sorted(rows, -7), blocks(rows / BLOCK_M, -7), positions(pairs, -7),
-      totals(2, -7);
-  emulation::launch({1}, {1024}, [&] {
+      totals(2, -7), schedule(2, -7);
+  emulation::launch({EXPERTS}, {1024}, [&] { // one block per expert (ops/src/moe.cpp)
     moe_align<EXPERTS, BLOCK_M>(sorted.data(), blocks.data(), positions.data(), totals.data(),
-                                ids.data(), pairs);
+                                ids.data(), pairs, schedule.data());
   });
+  EXPECT_EQ(schedule, std::vector<int>(2, 0)); // fused_moe's GEMMs' tile counters
   std::vector<int> valid_ids = ids; // the reference refuses ids out of range: they go nowhere
   int invalid = 0;
   for (int &id : valid_ids)
@@ -120,12 +121,14 @@ TEST(EmulatedMoeAlign, SortsStablyPadsAndSkipsExpertsWithoutPairs) {
   check_align<8, 16>(ids);
 }
 
+// 40 experts: more than a warp's lanes (each lane scans two in the starts' sum), and a block per
+// expert kept few (every emulated block meets 1024 threads at each shuffle).
 TEST(EmulatedMoeAlign, OneExpertTakingEveryPairAndIdsOutOfRangeRoutedNowhere) {
-  check_align<64, 128>(std::vector<int>(32 * 3, 17));
+  check_align<40, 128>(std::vector<int>(32 * 3, 37));
   std::vector<int> ids(32 * 2);
   for (std::size_t p = 0; p < ids.size(); ++p)
-    ids[p] = p % 7 == 0 ? -1 : p % 11 == 0 ? 64 : static_cast<int>(p % 5);
-  check_align<64, 16>(ids);
+    ids[p] = p % 7 == 0 ? -1 : p % 11 == 0 ? 40 : static_cast<int>(p % 5) * 9;
+  check_align<40, 16>(ids);
 }
 
 TEST(EmulatedMoeGatherCombine, GatherSortsRowsAndCombineSumsTheWeightedOutputs) {
