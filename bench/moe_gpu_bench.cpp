@@ -145,6 +145,24 @@ struct Bench {
       moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
     });
     row("moe_align", align_ms, 0);
+    // The kernel alone, launched as fused_moe launches it (no host checks), both ways of counting
+    // the experts' pairs (moe_routing.hip's COUNT).
+    for (const int count : {0, 1}) {
+      const Kernel &align =
+          rt.kernel(templates::find("moe_align"),
+                    {{"EXPERTS", layer.experts}, {"BLOCK_M", 128}, {"COUNT", count}});
+      row(count == 0 ? "moe_align kernel, COUNT 0 (matched lanes)"
+                     : "moe_align kernel, COUNT 1 (an atomic a pair)",
+          median_ms_per_launch(device, launches,
+                               [&] {
+                                 align.launch(
+                                     {.grid = static_cast<unsigned>(layer.experts), .block = 1024},
+                                     sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
+                                     totals.as<int>(), ids.as<const int>(), pairs,
+                                     static_cast<int *>(nullptr));
+                               }),
+          0);
+    }
     const double gate_up_flops = 4.0 * pairs * layer.inter * layer.hidden;
     const double down_flops = 2.0 * pairs * layer.inter * layer.hidden;
     {

@@ -232,12 +232,7 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
   if (schedule != nullptr && !schedule_zeroed)
     device.fill(schedule, 0, sizeof(int), stream);
   plan.kernel->launch(
-      {.grid = blocks,
-       .block = moe_threads,
-       .shared_bytes = plan.shared_bytes,
-       .stream = stream,
-       // Its start behind the previous kernel's tail (moe_wgmma.hip: griddepcontrol).
-       .overlap_previous = true},
+      {.grid = blocks, .block = moe_threads, .shared_bytes = plan.shared_bytes, .stream = stream},
       c, map_a, map_w, alignment.block_experts, alignment.totals, n, k, a, alignment.sorted_pairs,
       top_k, schedule, map_c);
 }
@@ -254,21 +249,11 @@ void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, c
 
 namespace {
 
-// Whether a kernel of the layer on this device starts behind the previous kernel's tail (a
-// programmatic dependent launch: NVIDIA sm_90 and newer).
-bool overlaps(const Kernel &kernel) {
-  return detail::nvidia_compute_capability(kernel.device().target()) >= 90;
-}
-
 // moe_align: one block per expert. `schedule` (may be null) gets two zeros: fused_moe's grouped
-// GEMMs' tile counters. Launched behind the previous kernel's tail (it waits for that kernel
-// before any global access).
+// GEMMs' tile counters, set without a memset each.
 void launch_align(const Kernel &kernel, const MoeAlignment &out, const int *ids, int pairs,
                   int experts, Stream stream, int *schedule = nullptr) {
-  kernel.launch({.grid = static_cast<unsigned>(experts),
-                 .block = 1024,
-                 .stream = stream,
-                 .overlap_previous = overlaps(kernel)},
+  kernel.launch({.grid = static_cast<unsigned>(experts), .block = 1024, .stream = stream},
                 out.sorted_pairs, out.block_experts, out.pair_positions, out.totals, ids, pairs,
                 schedule);
 }
@@ -639,21 +624,16 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
   const MoePlan &plan = moe_plan<T>(rt, layer, pairs, vec);
-  // The launches form a chain of programmatic dependent launches (LaunchConfig::
-  // overlap_previous): each kernel starts behind the previous one's tail and waits for its
-  // results before touching them (moe_routing.hip, moe_wgmma.hip). moe_align zeroes the GEMMs'
-  // tile counters, so that no memset breaks the chain.
   // Where the rows are gathered apart (many pairs), the GEMMs take their tiles in the dynamic
   // order, which keeps the blocks sharing an expert's weights in step (BENCHMARKS.md,
-  // "fused_moe: a dynamic tile order"): one counter each.
+  // "fused_moe: a dynamic tile order"): a counter each, zeroed by moe_align (no memsets).
   int *schedule = plan.gather != nullptr ? w.schedule : nullptr;
   launch_align(*plan.align, w.alignment, ids, pairs, layer.experts, stream, schedule);
   constexpr int row_threads = 128;
   if (plan.gather != nullptr) // else the gate-up GEMM gathers the rows of x in its loads
     plan.gather->launch({.grid = static_cast<unsigned>(rows / gather_rows),
                          .block = gather_threads,
-                         .stream = stream,
-                         .overlap_previous = overlaps(*plan.gather)},
+                         .stream = stream},
                         w.x_sorted, x, w.alignment.sorted_pairs, w.alignment.totals, top_k,
                         layer.hidden, moe_block_m);
   detail::launch_grouped<T>(plan.gate_up, w.hidden, plan.gather != nullptr ? w.x_sorted : x,
@@ -664,11 +644,9 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
                             layer.experts, layer.hidden, layer.inter, top_k,
                             schedule != nullptr ? schedule + 1 : nullptr, stream, 0,
                             /*schedule_zeroed=*/true);
-  plan.combine->launch({.grid = static_cast<unsigned>(tokens),
-                        .block = row_threads,
-                        .stream = stream,
-                        .overlap_previous = overlaps(*plan.combine)},
-                       out, y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
+  plan.combine->launch(
+      {.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
+      y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
 }
 
 template <Element T>

@@ -36,11 +36,10 @@ struct GroupedPlan {
 };
 GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant);
 // `schedule`: null, or one device int through which a variant that does not gather takes its
-// tiles in a dynamic order (zeroed on `stream` before the launch unless `schedule_zeroed`: the
-// previous kernel zeroed it, as fused_moe's moe_align does; moe_wgmma.hip).
+// tiles in a dynamic order (zeroed on `stream` before the launch unless `schedule_zeroed`: a
+// kernel before it zeroed it, as fused_moe's moe_align does; moe_wgmma.hip).
 // `most_blocks`: the persistent grid's cap (0: one block per multiprocessor), which tests lower
-// to make every block walk many tiles. On NVIDIA the launch overlaps the previous kernel's tail
-// (a programmatic dependent launch).
+// to make every block walk many tiles.
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
                     const MoeAlignment &alignment, int experts, int n, int k, int top_k,

@@ -238,24 +238,22 @@ __global__ void moe_topk(float *KJIT_RESTRICT weights, int *KJIT_RESTRICT ids,
 // and a pair of the block's expert goes after those of the lanes before it: the order within an
 // expert is the pairs'. Block 0 also writes the totals and the positions of the pairs routed
 // nowhere. Every block reads the ids (from L2 after the first): a single block's serial walk was
-// 0.05 ms at 24,576 pairs on an H100 (BENCHMARKS.md). `schedule`, where not null, gets two zeros
-// (fused_moe's grouped GEMMs' tile counters, moe_wgmma.hip), so that no memset breaks the chain
-// of programmatic dependent launches (moe.cpp).
-template <int EXPERTS, int BLOCK_M>
+// 0.05 ms at 24,576 pairs on an H100, this 0.010 (BENCHMARKS.md, moe7). `schedule`, where not
+// null, gets two zeros (fused_moe's grouped GEMMs' tile counters, moe_wgmma.hip) in place of a
+// memset each.
+template <int EXPERTS, int BLOCK_M, int COUNT = 1>
 __global__ void __launch_bounds__(1024)
     moe_align(int *KJIT_RESTRICT sorted_pairs, int *KJIT_RESTRICT block_experts,
               int *KJIT_RESTRICT pair_positions, int *KJIT_RESTRICT totals,
               const int *KJIT_RESTRICT ids, int pairs, int *KJIT_RESTRICT schedule) {
   using namespace kjit_moe;
-  constexpr int W = KJIT_WARP_SIZE, WARPS = 1024 / W, UNROLL = 4;
+  constexpr int W = KJIT_WARP_SIZE, WARPS = 1024 / W, UNROLL = 8;
   constexpr int PER = (EXPERTS + W - 1) / W; // experts per lane in the starts' scan
   __shared__ int count[EXPERTS];             // the pairs of each expert
   __shared__ int start[EXPERTS + 1];         // the first row of each expert's run
   __shared__ int before[WARPS]; // this expert's pairs in each warp's segment, then earlier
   __shared__ int invalid;
   const int expert = blockIdx.x, warp = threadIdx.x / W, lane = threadIdx.x % W;
-  kjit::wait_for_previous_grid(); // the ids, and the previous readers of the outputs, are done
-  kjit::let_dependents_start();
   for (int i = threadIdx.x; i < EXPERTS; i += blockDim.x)
     count[i] = 0;
   if (threadIdx.x == 0)
@@ -277,14 +275,16 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const bool in = first + u * W + lane < end, valid = in && e[u] >= 0 && e[u] < EXPERTS;
-#if KJIT_HIP // one atomic a pair: matching 64 lanes by shuffles costs more than it saves
-      if (valid)
-        atomicAdd(&count[e[u]], 1);
-#else // one atomic per expert and step: the last of its peers adds their count
-      const Peers same = peers(valid ? e[u] : -1);
-      if (valid && same.last)
-        atomicAdd(&count[e[u]], same.before + 1);
+#if !KJIT_HIP // one atomic per expert and step: the last of its peers adds their count
+      if (COUNT == 0) {
+        const Peers same = peers(valid ? e[u] : -1);
+        if (valid && same.last)
+          atomicAdd(&count[e[u]], same.before + 1);
+      } else
 #endif
+        // one atomic a pair (HIP: matching 64 lanes by shuffles costs more than it saves)
+        if (valid)
+          atomicAdd(&count[e[u]], 1);
       if (expert == 0 && in && !valid)
         atomicAdd(&invalid, 1);
       mine += rank(valid && e[u] == expert).total;
@@ -363,8 +363,6 @@ template <typename T, int VEC, int ROWS = 1>
 __global__ void moe_gather(T *KJIT_RESTRICT x_sorted, const T *KJIT_RESTRICT x,
                            const int *KJIT_RESTRICT sorted_pairs, const int *KJIT_RESTRICT totals,
                            int top_k, int hidden, int block_m) {
-  kjit::wait_for_previous_grid(); // moe_align's rows (fused_moe chains its launches: moe.cpp)
-  kjit::let_dependents_start();
   constexpr int UNROLL = 8;
   const int threads = blockDim.x / ROWS, lane = threadIdx.x % threads;
   const int row = blockIdx.x * ROWS + threadIdx.x / threads;
@@ -399,8 +397,6 @@ template <typename T, int VEC>
 __global__ void moe_combine(T *KJIT_RESTRICT out, const T *KJIT_RESTRICT y_sorted,
                             const float *KJIT_RESTRICT weights,
                             const int *KJIT_RESTRICT pair_positions, int top_k, int hidden) {
-  kjit::wait_for_previous_grid(); // the down GEMM's rows (fused_moe chains its launches: moe.cpp)
-  kjit::let_dependents_start();
   const long long token = blockIdx.x;
   for (int i = threadIdx.x * VEC; i < hidden; i += blockDim.x * VEC) {
     float sum[VEC] = {};

@@ -198,12 +198,6 @@ __global__ void __launch_bounds__(384, 1)
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
-  // moe.cpp launches with LaunchConfig::overlap_previous: the making of the barriers above may
-  // run while the stream's previous kernel finishes (in fused_moe, moe_align, moe_gather or the
-  // gate-up GEMM); the next kernel's blocks may launch at once, and take a multiprocessor as this
-  // grid's blocks leave; every global access below waits for the previous kernel's results.
-  kjit::let_dependents_start();
-  kjit::wait_for_previous_grid();
 
   const int tiles_m = totals[0], tiles_n = (n + BLOCK_N - 1) / BLOCK_N;
   const int tiles = tiles_m * tiles_n, k_blocks = (k + BK - 1) / BK;

@@ -307,7 +307,8 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   all.emplace_back(
       "moe_align", routing,
       std::vector<ParamDecl>{{"EXPERTS", ParamSchema::integer(1, 256, 8)},
-                             {"BLOCK_M", ParamSchema::one_of({16, 32, 64, 128}, 128)}},
+                             {"BLOCK_M", ParamSchema::one_of({16, 32, 64, 128}, 128)},
+                             {"COUNT", ParamSchema::one_of({0, 1}, 1)}},
       TemplateOptions{.arguments = {"int*", "int*", "int*", "int*", "const int*", "int", "int*"}});
   const auto vec_params = [&] {
     return std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "bfloat16")},

@@ -110,6 +110,19 @@ template <int EXPERTS, int BLOCK_M> void check_align(const std::vector<int> &ids
   EXPECT_EQ(positions, expected_positions);
 }
 
+// Two experts of eight take every pair (fused_moe's GPU test "experts 0 and 5 only"): the four
+// between them, and the two after, have no rows.
+TEST(EmulatedMoeAlign, TwoExpertsOfEightTakeEveryPair) {
+  std::mt19937 rng(9);
+  std::vector<int> ids(32 * 13);
+  for (std::size_t p = 0; p < ids.size(); p += 2) {
+    const bool swap = rng() % 2 == 1;
+    ids[p] = swap ? 5 : 0;
+    ids[p + 1] = swap ? 0 : 5;
+  }
+  check_align<8, 128>(ids);
+}
+
 TEST(EmulatedMoeAlign, SortsStablyPadsAndSkipsExpertsWithoutPairs) {
   std::mt19937 rng(6);
   // Ragged counts over 8 experts of which 2 and 5 get nothing; 64 pairs per warp segment.
@@ -121,14 +134,14 @@ TEST(EmulatedMoeAlign, SortsStablyPadsAndSkipsExpertsWithoutPairs) {
   check_align<8, 16>(ids);
 }
 
-// 40 experts: more than a warp's lanes (each lane scans two in the starts' sum), and a block per
-// expert kept few (every emulated block meets 1024 threads at each shuffle).
+// 40 experts: more than a warp's lanes (each lane scans two in the starts' sum); few blocks
+// otherwise (one per expert, every emulated block meeting 1024 threads at each shuffle).
 TEST(EmulatedMoeAlign, OneExpertTakingEveryPairAndIdsOutOfRangeRoutedNowhere) {
   check_align<40, 128>(std::vector<int>(32 * 3, 37));
   std::vector<int> ids(32 * 2);
   for (std::size_t p = 0; p < ids.size(); ++p)
-    ids[p] = p % 7 == 0 ? -1 : p % 11 == 0 ? 40 : static_cast<int>(p % 5) * 9;
-  check_align<40, 16>(ids);
+    ids[p] = p % 7 == 0 ? -1 : p % 11 == 0 ? 8 : static_cast<int>(p % 5);
+  check_align<8, 16>(ids);
 }
 
 TEST(EmulatedMoeGatherCombine, GatherSortsRowsAndCombineSumsTheWeightedOutputs) {
