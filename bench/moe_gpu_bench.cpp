@@ -145,6 +145,24 @@ struct Bench {
       moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
     });
     row("moe_align", align_ms, 0);
+    // The kernel alone, launched as fused_moe launches it (no host checks), both ways of counting
+    // the experts' pairs (moe_routing.hip's COUNT).
+    for (const int count : {0, 1}) {
+      const Kernel &align =
+          rt.kernel(templates::find("moe_align"),
+                    {{"EXPERTS", layer.experts}, {"BLOCK_M", 128}, {"COUNT", count}});
+      row(count == 0 ? "moe_align kernel, COUNT 0 (matched lanes)"
+                     : "moe_align kernel, COUNT 1 (an atomic a pair)",
+          median_ms_per_launch(device, launches,
+                               [&] {
+                                 align.launch(
+                                     {.grid = static_cast<unsigned>(layer.experts), .block = 1024},
+                                     sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
+                                     totals.as<int>(), ids.as<const int>(), pairs,
+                                     static_cast<int *>(nullptr));
+                               }),
+          0);
+    }
     const double gate_up_flops = 4.0 * pairs * layer.inter * layer.hidden;
     const double down_flops = 2.0 * pairs * layer.inter * layer.hidden;
     {
@@ -209,6 +227,18 @@ struct Bench {
       };
       row("moe_gather pass",
           median_ms_per_launch(device, launches, [&] { gather_rows(x, layer.top_k); }), 0);
+      // fused_moe's form (moe.cpp): 8 rows a block of 256 threads, 8 loads in flight a thread.
+      const Kernel &gather8 = rt.kernel(templates::find("moe_gather"),
+                                        {{"T", element_name<T>()}, {"VEC", 8}, {"ROWS", 8}});
+      row("moe_gather pass, 8 rows a block",
+          median_ms_per_launch(device, launches,
+                               [&] {
+                                 gather8.launch(
+                                     {.grid = static_cast<unsigned>(rows / 8), .block = 256},
+                                     x_sorted.as<T>(), x.as<const T>(), sorted.as<const int>(),
+                                     totals.as<const int>(), layer.top_k, layer.hidden, 128);
+                               }),
+          0);
       // The GEMM on sorted rows of different contents (the same addresses and tiles), to tell
       // what makes it slower on the tokens' rows than on a fill: rows filled afresh (padding
       // too), before and after; the tokens' rows (each token top_k times, zero padding); a row

@@ -36,6 +36,8 @@ constexpr int max_gathering_pairs = 2048;
 // they beat the grouped path's four launches, each GEMM one wave of mostly empty tiles
 // (BENCHMARKS.md, "fused_moe: a decode path for one token"); more tokens were not measured on them.
 constexpr int max_decode_tokens = 1;
+// moe_gather's rows a block, and its threads: a warp a row.
+constexpr int gather_rows = 8, gather_threads = 256;
 
 std::string str(std::int64_t value) { return std::to_string(value); }
 
@@ -91,7 +93,7 @@ template <Element T> struct Workspace {
   MoeAlignment alignment;
   T *x_sorted;   // the tokens' rows sorted by expert (many pairs); later each pair's expert output
   T *hidden;     // silu(gate) * up, [rows, inter]
-  int *schedule; // the grouped GEMMs' dynamic tile order's counter
+  int *schedule; // the grouped GEMMs' dynamic tile order's counters, one each
   std::size_t bytes;
 };
 
@@ -104,7 +106,7 @@ Workspace<T> carve(void *base, int tokens, int top_k, const MoeWeights<T> &layer
   w.alignment = carve_alignment(carve, pairs, rows);
   w.x_sorted = carve.take<T>(rows * layer.hidden);
   w.hidden = carve.take<T>(rows * layer.inter);
-  w.schedule = carve.take<int>(1);
+  w.schedule = carve.take<int>(2);
   w.bytes = carve.used();
   return w;
 }
@@ -209,7 +211,7 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
                     const MoeAlignment &alignment, int experts, int n, int k, int top_k,
-                    int *schedule, Stream stream, int most_blocks) {
+                    int *schedule, Stream stream, int most_blocks, bool schedule_zeroed) {
   if (moe_mfma_serves(plan.kernel->device().target()))
     return launch_moe_mfma(plan, c, a, w, rows, alignment, n, k, stream);
   const TensorMapElement element =
@@ -227,7 +229,7 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
       static_cast<long long>(rows / moe_block_m) * detail::divide_up(n, plan.block_n);
   const auto blocks = static_cast<unsigned>(std::max<long long>(
       1, std::min<long long>(tiles, most_blocks > 0 ? most_blocks : device.multiprocessors())));
-  if (schedule != nullptr)
+  if (schedule != nullptr && !schedule_zeroed)
     device.fill(schedule, 0, sizeof(int), stream);
   plan.kernel->launch(
       {.grid = blocks, .block = moe_threads, .shared_bytes = plan.shared_bytes, .stream = stream},
@@ -247,10 +249,13 @@ void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, c
 
 namespace {
 
+// moe_align: one block per expert. `schedule` (may be null) gets two zeros: fused_moe's grouped
+// GEMMs' tile counters, set without a memset each.
 void launch_align(const Kernel &kernel, const MoeAlignment &out, const int *ids, int pairs,
-                  Stream stream) {
-  kernel.launch({.grid = 1, .block = 1024, .stream = stream}, out.sorted_pairs, out.block_experts,
-                out.pair_positions, out.totals, ids, pairs);
+                  int experts, Stream stream, int *schedule = nullptr) {
+  kernel.launch({.grid = static_cast<unsigned>(experts), .block = 1024, .stream = stream},
+                out.sorted_pairs, out.block_experts, out.pair_positions, out.totals, ids, pairs,
+                schedule);
 }
 
 // What fused_moe launches for one layer shape, count of pairs (rounded up to a power of two)
@@ -282,7 +287,10 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
       bucket <= max_gathering_pairs && !detail::moe_mfma_serves(rt.default_device().target());
   const MoePlan plan{
       &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
-      gathering ? nullptr : &rt.kernel(gather, vector_params), &rt.kernel(combine, vector_params),
+      gathering
+          ? nullptr
+          : &rt.kernel(gather, {{"T", element_name<T>()}, {"VEC", vec}, {"ROWS", gather_rows}}),
+      &rt.kernel(combine, vector_params),
       detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, true, gathering, pairs,
                                                                     layer.experts, layer.inter,
                                                                     layer.hidden)),
@@ -561,7 +569,7 @@ void moe_align(Runtime &rt, const MoeAlignment &out, const int *ids, int pairs, 
                   [&] { return "block_m is " + str(block_m) + ", not 16, 32, 64 or 128"; });
   static const Template &tmpl = templates::find("moe_align");
   launch_align(rt.kernel(tmpl, {{"EXPERTS", experts}, {"BLOCK_M", block_m}}), out, ids, pairs,
-               stream);
+               experts, stream);
 }
 
 void check_expert_ids(std::span<const int> ids, int top_k, int experts) {
@@ -616,22 +624,26 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
   const MoePlan &plan = moe_plan<T>(rt, layer, pairs, vec);
-  launch_align(*plan.align, w.alignment, ids, pairs, stream);
-  constexpr int row_threads = 128;
-  if (plan.gather != nullptr) // else the gate-up GEMM gathers the rows of x in its loads
-    plan.gather->launch(
-        {.grid = static_cast<unsigned>(rows), .block = row_threads, .stream = stream}, w.x_sorted,
-        x, w.alignment.sorted_pairs, w.alignment.totals, top_k, layer.hidden, moe_block_m);
   // Where the rows are gathered apart (many pairs), the GEMMs take their tiles in the dynamic
   // order, which keeps the blocks sharing an expert's weights in step (BENCHMARKS.md,
-  // "fused_moe: a dynamic tile order").
+  // "fused_moe: a dynamic tile order"): a counter each, zeroed by moe_align (no memsets).
   int *schedule = plan.gather != nullptr ? w.schedule : nullptr;
+  launch_align(*plan.align, w.alignment, ids, pairs, layer.experts, stream, schedule);
+  constexpr int row_threads = 128;
+  if (plan.gather != nullptr) // else the gate-up GEMM gathers the rows of x in its loads
+    plan.gather->launch({.grid = static_cast<unsigned>(rows / gather_rows),
+                         .block = gather_threads,
+                         .stream = stream},
+                        w.x_sorted, x, w.alignment.sorted_pairs, w.alignment.totals, top_k,
+                        layer.hidden, moe_block_m);
   detail::launch_grouped<T>(plan.gate_up, w.hidden, plan.gather != nullptr ? w.x_sorted : x,
                             layer.w13, rows, w.alignment, layer.experts, layer.inter, layer.hidden,
-                            top_k, schedule, stream);
+                            top_k, schedule, stream, 0, /*schedule_zeroed=*/true);
   T *y_sorted = w.x_sorted; // the gathered rows are read by now
   detail::launch_grouped<T>(plan.down, y_sorted, w.hidden, layer.w2, rows, w.alignment,
-                            layer.experts, layer.hidden, layer.inter, top_k, schedule, stream);
+                            layer.experts, layer.hidden, layer.inter, top_k,
+                            schedule != nullptr ? schedule + 1 : nullptr, stream, 0,
+                            /*schedule_zeroed=*/true);
   plan.combine->launch(
       {.grid = static_cast<unsigned>(tokens), .block = row_threads, .stream = stream}, out,
       y_sorted, weights, w.alignment.pair_positions, top_k, layer.hidden);
@@ -684,7 +696,7 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {out, w.y_sorted});
   const MoePlanFp8 &plan = moe_plan_fp8<T>(rt, layer, pairs, vec);
-  launch_align(*plan.align, w.alignment, ids, pairs, stream);
+  launch_align(*plan.align, w.alignment, ids, pairs, layer.experts, stream);
   launch_quantize(*plan.quantize, w.x_q, w.x_scales, x, w.alignment, w.alignment.sorted_pairs, rows,
                   top_k, layer.hidden, stream);
   launch_fp8_gemm(plan.gate_up, w.hidden, w.x_q, w.x_scales, layer.w13, layer.w13_scales.data, rows,
@@ -932,7 +944,7 @@ KJIT_INSTANTIATE_ROUTING(BFloat16)
                                                                  int, int);                        \
   template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
                                           std::size_t, const MoeAlignment &, int, int, int, int,   \
-                                          int *, Stream, int);                                     \
+                                          int *, Stream, int, bool);                               \
   template void detail::grouped_gemm<T>(Runtime &, const detail::ChosenVariant &, T *, const T *,  \
                                         const T *, std::size_t, const MoeAlignment &, int, int,    \
                                         int, int, int *, Stream, int);

@@ -36,13 +36,15 @@ struct GroupedPlan {
 };
 GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant);
 // `schedule`: null, or one device int through which a variant that does not gather takes its
-// tiles in a dynamic order (zeroed on `stream` before the launch; moe_wgmma.hip).
+// tiles in a dynamic order (zeroed on `stream` before the launch unless `schedule_zeroed`: a
+// kernel before it zeroed it, as fused_moe's moe_align does; moe_wgmma.hip).
 // `most_blocks`: the persistent grid's cap (0: one block per multiprocessor), which tests lower
 // to make every block walk many tiles.
 template <Element T>
 void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::size_t rows,
                     const MoeAlignment &alignment, int experts, int n, int k, int top_k,
-                    int *schedule, Stream stream, int most_blocks = 0);
+                    int *schedule, Stream stream, int most_blocks = 0,
+                    bool schedule_zeroed = false);
 
 // Launches `variant` over the blocks `alignment` (of moe_align_rows(pairs, experts, 128) rows)
 // holds; w is experts' weights, [experts * n, k] or, gated, [experts * 2n, k]. a is A [rows, k],

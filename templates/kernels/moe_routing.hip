@@ -9,16 +9,17 @@
 //       fall in GROUPS equal groups, ranked by the sum of their two best choices (with a bias)
 //       or their best (without); only the TOPK_GROUP best groups are chosen from (DeepSeek-V3's
 //       grouped top-k). Equal values go to the lower index, as torch.topk gives them.
-//   moe_align<EXPERTS, BLOCK_M>(sorted_pairs, block_experts, pair_positions, totals, ids, pairs)
+//   moe_align<EXPERTS, BLOCK_M>(sorted_pairs, block_experts, pair_positions, totals, ids, pairs,
+//                               schedule)
 //       the token-expert pairs (pair p = token * top_k + slot, ids[p] its expert) sorted by
 //       expert, stably, each expert's run padded to a multiple of BLOCK_M rows: sorted_pairs[row]
 //       is a pair or -1 (padding); block_experts[b] the expert of rows [b BLOCK_M, (b+1) BLOCK_M);
 //       pair_positions[p] the pair's row (-1: its id lies outside [0, EXPERTS), routed nowhere);
 //       totals[0] the blocks, totals[1] the ids out of range. Experts without pairs take no
-//       block. One block of 1024 threads.
-//   moe_gather<T, VEC>(x_sorted, x, sorted_pairs, totals, top_k, hidden, block_m)
+//       block. EXPERTS blocks of 1024 threads; `schedule` (may be null) gets two zeros.
+//   moe_gather<T, VEC, ROWS>(x_sorted, x, sorted_pairs, totals, top_k, hidden, block_m)
 //       row r of x_sorted is the token row of sorted pair r (zeros for padding): the grouped
-//       GEMM's A, contiguous per expert. One block per row.
+//       GEMM's A, contiguous per expert. One block per ROWS rows.
 //   moe_combine<T, VEC>(out, y_sorted, weights, pair_positions, top_k, hidden)
 //       out[t] = sum over slots s of weights[t, s] * y_sorted[row of pair (t, s)], in float,
 //       rounded once; a token routed nowhere is zero. One block per token.
@@ -56,6 +57,33 @@ __device__ inline Peers peers(int value) {
 #else
   const unsigned same = __match_any_sync(0xffffffffu, value);
   return {__popc(same & ((1u << lane) - 1)), (same >> lane >> 1) == 0};
+#endif
+}
+
+// A warp's exclusive prefix sum: the sum of the values of the lanes before this one, and of all.
+struct Ranked {
+  int before, total;
+};
+__device__ inline Ranked rank_sum(int value) {
+  const int lane = threadIdx.x % KJIT_WARP_SIZE;
+  int before = 0, total = value; // total: of this lane's aligned group of `mask` lanes
+#pragma unroll
+  for (int mask = 1; mask < KJIT_WARP_SIZE; mask *= 2) {
+    const int other = kjit::shuffle_xor(total, mask);
+    if (lane & mask) // the other group comes before this lane's
+      before += other;
+    total += other;
+  }
+  return {before, total};
+}
+// The lanes before this one whose predicate holds, and all such lanes.
+__device__ inline Ranked rank(bool predicate) {
+#if KJIT_HIP
+  return rank_sum(predicate ? 1 : 0);
+#else
+  const int lane = threadIdx.x % KJIT_WARP_SIZE;
+  const unsigned bits = __ballot_sync(0xffffffffu, predicate);
+  return {__popc(bits & ((1u << lane) - 1)), __popc(bits)};
 #endif
 }
 
@@ -203,115 +231,165 @@ __global__ void moe_topk(float *KJIT_RESTRICT weights, int *KJIT_RESTRICT ids,
   }
 }
 
-// The pairs are cut into one contiguous segment per warp. A warp counts its segment's pairs
-// per expert; each expert's padded run is placed; each warp's share of the run follows the
-// earlier warps'; then each warp walks its segment in order, a warp-width at a time, and a pair
-// goes after the pairs of its expert that precede it: the order within an expert is the pairs'.
-template <int EXPERTS, int BLOCK_M>
+// One block per expert (EXPERTS blocks), each over every pair: the pairs are cut into one
+// contiguous segment per warp. Each block counts the pairs of every expert (for the runs' starts)
+// and the pairs of its own expert in each warp's segment; each warp's share of the block's run
+// follows the earlier warps'; then each warp walks its segment in order, a warp-width at a time,
+// and a pair of the block's expert goes after those of the lanes before it: the order within an
+// expert is the pairs'. Block 0 also writes the totals and the positions of the pairs routed
+// nowhere. Every block reads the ids (from L2 after the first): a single block's serial walk was
+// 0.05 ms at 24,576 pairs on an H100, this 0.010 (BENCHMARKS.md, moe7). `schedule`, where not
+// null, gets two zeros (fused_moe's grouped GEMMs' tile counters, moe_wgmma.hip) in place of a
+// memset each.
+template <int EXPERTS, int BLOCK_M, int COUNT = 1>
 __global__ void __launch_bounds__(1024)
     moe_align(int *KJIT_RESTRICT sorted_pairs, int *KJIT_RESTRICT block_experts,
               int *KJIT_RESTRICT pair_positions, int *KJIT_RESTRICT totals,
-              const int *KJIT_RESTRICT ids, int pairs) {
+              const int *KJIT_RESTRICT ids, int pairs, int *KJIT_RESTRICT schedule) {
   using namespace kjit_moe;
-  constexpr int W = KJIT_WARP_SIZE, WARPS = 1024 / W;
-  __shared__ int next[WARPS][EXPERTS]; // counts, then where the warp's next pair of e goes
-  __shared__ int start[EXPERTS + 1];   // the first row of each expert's run
+  constexpr int W = KJIT_WARP_SIZE, WARPS = 1024 / W, UNROLL = 8;
+  constexpr int PER = (EXPERTS + W - 1) / W; // experts per lane in the starts' scan
+  __shared__ int count[EXPERTS];             // the pairs of each expert
+  __shared__ int start[EXPERTS + 1];         // the first row of each expert's run
+  __shared__ int before[WARPS]; // this expert's pairs in each warp's segment, then earlier
   __shared__ int invalid;
-  const int warp = threadIdx.x / W, lane = threadIdx.x % W;
-  for (int i = threadIdx.x; i < WARPS * EXPERTS; i += blockDim.x)
-    next[i / EXPERTS][i % EXPERTS] = 0;
+  const int expert = blockIdx.x, warp = threadIdx.x / W, lane = threadIdx.x % W;
+  for (int i = threadIdx.x; i < EXPERTS; i += blockDim.x)
+    count[i] = 0;
   if (threadIdx.x == 0)
     invalid = 0;
+  if (expert == 0 && schedule != nullptr && threadIdx.x < 2)
+    schedule[threadIdx.x] = 0;
   __syncthreads();
   const int segment = (pairs + WARPS - 1) / WARPS, begin = warp * segment,
             end = min(pairs, begin + segment);
-  for (int first = begin; first < end; first += W) { // whole warps: peers() takes every lane
-    const int p = first + lane;
-    const int e = p < end ? ids[p] : -1;
-    const bool valid = e >= 0 && e < EXPERTS;
-#if KJIT_HIP // one atomic a pair: matching 64 lanes by shuffles costs more than it saves
-    if (valid)
-      atomicAdd(&next[warp][e], 1);
-#else // one atomic per expert and step: the last of its peers adds their count
-    const Peers same = peers(valid ? e : -1);
-    if (valid && same.last)
-      atomicAdd(&next[warp][e], same.before + 1);
+  int mine = 0; // this expert's pairs in the warp's segment (the same in every lane)
+  // Whole warps (the ranks and peers() take every lane), UNROLL loads in flight.
+  for (int first = begin; first < end; first += W * UNROLL) {
+    int e[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int p = first + u * W + lane;
+      e[u] = p < end ? ids[p] : -1;
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const bool in = first + u * W + lane < end, valid = in && e[u] >= 0 && e[u] < EXPERTS;
+#if !KJIT_HIP // one atomic per expert and step: the last of its peers adds their count
+      if (COUNT == 0) {
+        const Peers same = peers(valid ? e[u] : -1);
+        if (valid && same.last)
+          atomicAdd(&count[e[u]], same.before + 1);
+      } else
 #endif
-    if (p < end && !valid)
-      atomicAdd(&invalid, 1);
-  }
-  __syncthreads();
-  // Each expert's padded run (its count summed over the warps, in parallel), then their starts
-  // (one thread, a serial sum of EXPERTS values rather than of EXPERTS x WARPS counts).
-  for (int e = threadIdx.x; e < EXPERTS; e += blockDim.x) {
-    int count = 0;
-    for (int w = 0; w < WARPS; ++w)
-      count += next[w][e];
-    start[e + 1] = (count + BLOCK_M - 1) / BLOCK_M * BLOCK_M;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    start[0] = 0;
-    for (int e = 1; e <= EXPERTS; ++e)
-      start[e] += start[e - 1];
-    totals[0] = start[EXPERTS] / BLOCK_M;
-    totals[1] = invalid;
-  }
-  __syncthreads();
-  for (int e = threadIdx.x; e < EXPERTS; e += blockDim.x) {
-    int row = start[e];
-    for (int w = 0; w < WARPS; ++w) {
-      const int count = next[w][e];
-      next[w][e] = row;
-      row += count;
+        // one atomic a pair (HIP: matching 64 lanes by shuffles costs more than it saves)
+        if (valid)
+          atomicAdd(&count[e[u]], 1);
+      if (expert == 0 && in && !valid)
+        atomicAdd(&invalid, 1);
+      mine += rank(valid && e[u] == expert).total;
     }
-    for (; row < start[e + 1]; ++row)
-      sorted_pairs[row] = -1;
-    for (int b = start[e] / BLOCK_M; b < start[e + 1] / BLOCK_M; ++b)
-      block_experts[b] = e;
+  }
+  if (lane == 0)
+    before[warp] = mine;
+  __syncthreads();
+  // The runs' starts (each lane's PER experts after the earlier lanes') and the warps' shares of
+  // this expert's run (WARPS <= W). Every warp scans both (the CPU emulation meets the whole
+  // block at each shuffle); warp 0 writes the starts, warp 1 the shares.
+  int rows = 0;
+#pragma unroll
+  for (int i = 0; i < PER; ++i) {
+    const int e = lane * PER + i;
+    rows += e < EXPERTS ? (count[e] + BLOCK_M - 1) / BLOCK_M * BLOCK_M : 0;
+  }
+  const Ranked earlier = rank_sum(rows), share = rank_sum(lane < WARPS ? before[lane] : 0);
+  __syncthreads(); // every warp has read before[] before warp 1 rewrites it
+  if (warp == 0) {
+    int row = earlier.before;
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const int e = lane * PER + i;
+      if (e < EXPERTS) {
+        start[e] = row;
+        row += (count[e] + BLOCK_M - 1) / BLOCK_M * BLOCK_M;
+      }
+    }
+    if (lane == 0) {
+      start[EXPERTS] = earlier.total;
+      if (expert == 0) {
+        totals[0] = earlier.total / BLOCK_M;
+        totals[1] = invalid;
+      }
+    }
+  } else if (warp == 1 && lane < WARPS) {
+    before[lane] = share.before;
   }
   __syncthreads();
-  for (int first = begin; first < end; first += W) {
-    const int p = first + lane;
-    const int e = p < end ? ids[p] : -1;
-    const bool valid = p < end && e >= 0 && e < EXPERTS;
-    const Peers same = peers(valid ? e : -1); // the lanes before this one with the same expert
-    const int earlier = same.before;
-    const bool last = same.last;
-    if (valid) {
-      const int row = next[warp][e] + earlier;
-      sorted_pairs[row] = p;
-      pair_positions[p] = row;
-    } else if (p < end) {
-      pair_positions[p] = -1;
+  const int first_row = start[expert], used = count[expert], last_row = start[expert + 1];
+  if (used == 0 && expert != 0) // no pairs to place (block 0 still marks the ones routed nowhere)
+    return;
+  int row = first_row + before[warp];
+  for (int first = begin; first < end; first += W * UNROLL) {
+    int e[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int p = first + u * W + lane;
+      e[u] = p < end ? ids[p] : -1;
     }
-    warp_sync(); // every lane has read next[] before the last of each expert moves it on
-    if (valid && last)
-      next[warp][e] += earlier + 1;
-    warp_sync();
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int p = first + u * W + lane;
+      const bool in = p < end, match = in && e[u] == expert;
+      const Ranked r = rank(match);
+      if (match) {
+        sorted_pairs[row + r.before] = p;
+        pair_positions[p] = row + r.before;
+      } else if (expert == 0 && in && !(e[u] >= 0 && e[u] < EXPERTS)) {
+        pair_positions[p] = -1;
+      }
+      row += r.total;
+    }
   }
+  for (int r = first_row + used + threadIdx.x; r < last_row; r += blockDim.x)
+    sorted_pairs[r] = -1;
+  for (int b = first_row / BLOCK_M + threadIdx.x; b < last_row / BLOCK_M; b += blockDim.x)
+    block_experts[b] = expert;
 }
 
-template <typename T, int VEC>
+// ROWS rows a block, blockDim.x / ROWS threads a row, each thread's UNROLL loads in flight before
+// its stores (one block of 128 threads a row, two loads each, left the copy short of the
+// bandwidth: BENCHMARKS.md).
+template <typename T, int VEC, int ROWS = 1>
 __global__ void moe_gather(T *KJIT_RESTRICT x_sorted, const T *KJIT_RESTRICT x,
                            const int *KJIT_RESTRICT sorted_pairs, const int *KJIT_RESTRICT totals,
                            int top_k, int hidden, int block_m) {
-  const int row = blockIdx.x;
+  constexpr int UNROLL = 8;
+  const int threads = blockDim.x / ROWS, lane = threadIdx.x % threads;
+  const int row = blockIdx.x * ROWS + threadIdx.x / threads;
   if (row >= totals[0] * block_m)
     return;
   const int pair = sorted_pairs[row];
   T *to = x_sorted + static_cast<long long>(row) * hidden;
   const T *from = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * hidden;
-  for (int i = threadIdx.x * VEC; i < hidden; i += blockDim.x * VEC) {
-    kjit::Vec<T, VEC> v;
-    if (pair >= 0) {
-      v = kjit::load_vec<VEC>(from + i);
-    } else {
+  for (int first = lane * VEC; first < hidden; first += threads * VEC * UNROLL) {
+    kjit::Vec<T, VEC> v[UNROLL];
 #pragma unroll
-      for (int j = 0; j < VEC; ++j)
-        v.at[j] = kjit::from_float<T>(0.0f);
+    for (int u = 0; u < UNROLL; ++u) {
+      const int i = first + u * threads * VEC;
+      if (pair >= 0 && i < hidden) {
+        v[u] = kjit::load_vec<VEC>(from + i);
+      } else {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          v[u].at[j] = kjit::from_float<T>(0.0f);
+      }
     }
-    kjit::store_vec(to + i, v);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int i = first + u * threads * VEC;
+      if (i < hidden)
+        kjit::store_vec(to + i, v[u]);
+    }
   }
 }
 

@@ -309,13 +309,17 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   all.emplace_back(
       "moe_align", routing,
       std::vector<ParamDecl>{{"EXPERTS", ParamSchema::integer(1, 256, 8)},
-                             {"BLOCK_M", ParamSchema::one_of({16, 32, 64, 128}, 128)}},
-      TemplateOptions{.arguments = {"int*", "int*", "int*", "int*", "const int*", "int"}});
+                             {"BLOCK_M", ParamSchema::one_of({16, 32, 64, 128}, 128)},
+                             {"COUNT", ParamSchema::one_of({0, 1}, 1)}},
+      TemplateOptions{.arguments = {"int*", "int*", "int*", "int*", "const int*", "int", "int*"}});
   const auto vec_params = [&] {
     return std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "bfloat16")},
                                   {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 8)}};
   };
-  all.emplace_back("moe_gather", routing, vec_params(),
+  // ROWS: the rows a block copies (blockDim.x / ROWS threads each).
+  std::vector<ParamDecl> gather_params = vec_params();
+  gather_params.push_back({"ROWS", ParamSchema::one_of({1, 2, 4, 8, 16}, 1)});
+  all.emplace_back("moe_gather", routing, std::move(gather_params),
                    TemplateOptions{.arguments = {"T*", "const T*", "const int*", "const int*",
                                                  "int", "int", "int"}});
   all.emplace_back(

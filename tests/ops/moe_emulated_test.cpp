@@ -80,11 +80,12 @@ template <int EXPERTS, int BLOCK_M> void check_align(const std::vector<int> &ids
   const int pairs = static_cast<int>(ids.size());
   const std::size_t rows = ::kjit::ops::moe_align_rows(pairs, EXPERTS, BLOCK_M);
   std::vector<int> sorted(rows, -7), blocks(rows / BLOCK_M, -7), positions(pairs, -7),
-      totals(2, -7);
-  emulation::launch({1}, {1024}, [&] {
+      totals(2, -7), schedule(2, -7);
+  emulation::launch({EXPERTS}, {1024}, [&] { // one block per expert (ops/src/moe.cpp)
     moe_align<EXPERTS, BLOCK_M>(sorted.data(), blocks.data(), positions.data(), totals.data(),
-                                ids.data(), pairs);
+                                ids.data(), pairs, schedule.data());
   });
+  EXPECT_EQ(schedule, std::vector<int>(2, 0)); // fused_moe's GEMMs' tile counters
   std::vector<int> valid_ids = ids; // the reference refuses ids out of range: they go nowhere
   int invalid = 0;
   for (int &id : valid_ids)
@@ -109,6 +110,19 @@ template <int EXPERTS, int BLOCK_M> void check_align(const std::vector<int> &ids
   EXPECT_EQ(positions, expected_positions);
 }
 
+// Two experts of eight take every pair (fused_moe's GPU test "experts 0 and 5 only"): the four
+// between them, and the two after, have no rows.
+TEST(EmulatedMoeAlign, TwoExpertsOfEightTakeEveryPair) {
+  std::mt19937 rng(9);
+  std::vector<int> ids(32 * 13);
+  for (std::size_t p = 0; p < ids.size(); p += 2) {
+    const bool swap = rng() % 2 == 1;
+    ids[p] = swap ? 5 : 0;
+    ids[p + 1] = swap ? 0 : 5;
+  }
+  check_align<8, 128>(ids);
+}
+
 TEST(EmulatedMoeAlign, SortsStablyPadsAndSkipsExpertsWithoutPairs) {
   std::mt19937 rng(6);
   // Ragged counts over 8 experts of which 2 and 5 get nothing; 64 pairs per warp segment.
@@ -120,12 +134,14 @@ TEST(EmulatedMoeAlign, SortsStablyPadsAndSkipsExpertsWithoutPairs) {
   check_align<8, 16>(ids);
 }
 
+// 40 experts: more than a warp's lanes (each lane scans two in the starts' sum); few blocks
+// otherwise (one per expert, every emulated block meeting 1024 threads at each shuffle).
 TEST(EmulatedMoeAlign, OneExpertTakingEveryPairAndIdsOutOfRangeRoutedNowhere) {
-  check_align<64, 128>(std::vector<int>(32 * 3, 17));
+  check_align<40, 128>(std::vector<int>(32 * 3, 37));
   std::vector<int> ids(32 * 2);
   for (std::size_t p = 0; p < ids.size(); ++p)
-    ids[p] = p % 7 == 0 ? -1 : p % 11 == 0 ? 64 : static_cast<int>(p % 5);
-  check_align<64, 16>(ids);
+    ids[p] = p % 7 == 0 ? -1 : p % 11 == 0 ? 8 : static_cast<int>(p % 5);
+  check_align<8, 16>(ids);
 }
 
 TEST(EmulatedMoeGatherCombine, GatherSortsRowsAndCombineSumsTheWeightedOutputs) {

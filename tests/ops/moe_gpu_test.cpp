@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -207,6 +208,77 @@ TYPED_TEST(MoeGpuTest,
       ids[t * 2] = -1, ids[t * 2 + 1] = t % 2 == 0 ? 8 : -5; // routed nowhere at all
     ids[3] = -1;                                             // token 1: one slot only
     this->check_layer(layer, 40, 2, ids, weights, {}, "tokens routed nowhere");
+  }
+}
+
+// moe_align on the device (one block per expert; the warps' ranks by ballot, which the CPU
+// emulation in moe_emulated_test.cpp does not take) exactly against the reference, into poisoned
+// outputs: the fine-grained layer's 24,576 pairs and the Mixtral-like layer's 8,192 at 4096
+// tokens, ragged counts with experts left empty at a tile of 16 rows, one expert taking every
+// pair, ids out of range routed nowhere, and three pairs among 256 experts.
+TYPED_TEST(MoeGpuTest, AlignMatchesTheReferenceExactlyOnRaggedEmptyAndFullExperts) {
+  struct Case {
+    const char *what;
+    int experts, block_m;
+    std::vector<int> ids;
+  };
+  std::mt19937 rng(13);
+  const auto drawn = [&](int pairs, std::discrete_distribution<int> expert) {
+    std::vector<int> ids(pairs);
+    for (int &id : ids)
+      id = expert(rng);
+    return ids;
+  };
+  std::vector<double> uniform64(64, 1.0), uniform8(8, 1.0);
+  std::vector<double> ragged = {30, 10, 0, 5, 1, 0, 3, 51, 0, 0, 0, 7, 2, 0, 0, 40};
+  std::vector<int> out_of_range = drawn(3001, {uniform64.begin(), uniform64.end()});
+  for (std::size_t p = 0; p < out_of_range.size(); p += 7)
+    out_of_range[p] = p % 2 == 0 ? -1 : 64;
+  const std::vector<Case> cases = {
+      {"fine-grained, 4096 tokens", 64, 128, drawn(24576, {uniform64.begin(), uniform64.end()})},
+      {"Mixtral-like, 4096 tokens", 8, 128, drawn(8192, {uniform8.begin(), uniform8.end()})},
+      {"ragged, empty experts", 16, 16, drawn(5000, {ragged.begin(), ragged.end()})},
+      {"one expert takes every pair", 64, 128, std::vector<int>(4999, 63)},
+      {"ids out of range", 64, 64, out_of_range},
+      {"three pairs, 256 experts", 256, 128, {255, 0, 255}}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.what);
+    const int pairs = static_cast<int>(c.ids.size());
+    const std::size_t rows = moe_align_rows(pairs, c.experts, c.block_m);
+    const std::vector<int> poison(rows, -7);
+    DeviceBuffer ids = this->upload_bytes(c.ids.data(), c.ids.size() * sizeof(int));
+    DeviceBuffer sorted = this->upload_bytes(poison.data(), rows * sizeof(int)),
+                 blocks = this->upload_bytes(poison.data(), rows / c.block_m * sizeof(int)),
+                 positions = this->upload_bytes(poison.data(), pairs * sizeof(int)),
+                 totals = this->upload_bytes(poison.data(), 2 * sizeof(int));
+    moe_align(this->runtime(),
+              {sorted.as<int>(), blocks.as<int>(), positions.as<int>(), totals.as<int>()},
+              ids.as<const int>(), pairs, c.experts, c.block_m);
+    std::vector<int> valid = c.ids; // the reference refuses ids out of range: sorted last
+    int invalid = 0;
+    for (int &id : valid)
+      if (id < 0 || id >= c.experts)
+        ++invalid, id = c.experts;
+    const reference::Alignment expected = reference::moe_align(valid, c.experts + 1, c.block_m);
+    std::size_t used = 0; // the tiles of real experts
+    while (used < expected.block_experts.size() && expected.block_experts[used] < c.experts)
+      ++used;
+    std::vector<int> got_totals(2), got_sorted(used * c.block_m), got_blocks(used),
+        got_positions(pairs);
+    totals.read(got_totals.data(), 2 * sizeof(int));
+    sorted.read(got_sorted.data(), got_sorted.size() * sizeof(int));
+    blocks.read(got_blocks.data(), got_blocks.size() * sizeof(int));
+    positions.read(got_positions.data(), got_positions.size() * sizeof(int));
+    EXPECT_EQ(got_totals, (std::vector<int>{static_cast<int>(used), invalid}));
+    EXPECT_EQ(got_sorted, std::vector<int>(expected.sorted_pairs.begin(),
+                                           expected.sorted_pairs.begin() + used * c.block_m));
+    EXPECT_EQ(got_blocks, std::vector<int>(expected.block_experts.begin(),
+                                           expected.block_experts.begin() + used));
+    std::vector<int> expected_positions = expected.pair_positions;
+    for (int p = 0; p < pairs; ++p)
+      if (valid[p] == c.experts)
+        expected_positions[p] = -1;
+    EXPECT_EQ(got_positions, expected_positions);
   }
 }
 
