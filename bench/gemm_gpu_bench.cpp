@@ -573,13 +573,6 @@ struct Bench {
     });
     const ops::detail::ChosenVariant heuristic =
         ops::detail::gemm_fp8_variant(block, row_wise, m, n);
-    const auto name = [](const ops::detail::ChosenVariant &variant) {
-      return "BN" + std::to_string(variant.integer("BLOCK_N")) + " S" +
-             std::to_string(variant.integer("STAGES")) + " C" +
-             std::to_string(variant.integer("CLUSTER_M")) + " P" +
-             std::to_string(variant.integer("PINGPONG")) + " O" +
-             std::to_string(variant.integer("OVERLAP"));
-    };
     std::string best = "-";
     double best_ms = ms;
     if (sweep) {
@@ -619,60 +612,103 @@ struct Bench {
         });
         if (print_variants)
           std::printf("| gemm_fp8 %s variant %s | %d x %d x %d | %.4f | %.1f TFLOP/s | |\n", form,
-                      name(variant).c_str(), m, n, k, variant_ms, flop / variant_ms * 1e-9);
+                      fp8_name(variant).c_str(), m, n, k, variant_ms, flop / variant_ms * 1e-9);
         if (variant_ms < best_ms) {
           best_ms = variant_ms;
-          best = name(variant);
+          best = fp8_name(variant);
         }
       }
     }
     std::printf("| gemm_fp8 %s (%s) | %d x %d x %d | %.4f | %.1f TFLOP/s | best variant %s %.1f "
                 "TFLOP/s |\n",
-                form, name(heuristic).c_str(), m, n, k, ms, flop / ms * 1e-9, best.c_str(),
+                form, fp8_name(heuristic).c_str(), m, n, k, ms, flop / ms * 1e-9, best.c_str(),
                 flop / best_ms * 1e-9);
   }
 
-  // The block-scaled variants at m x n x k in interleaved rounds, each timed as fp8_row times the
-  // operator (batches of two launches), beside the operator's variant and the per-tensor one: the
-  // sweeps' long runs heat the device (their figures fall about 15% below the same variant's
-  // timed first), so a comparison of promotions takes them in turns.
+  // A gemm_fp8 variant's tunables, e.g. "BN256 S4 C1 P0 O0 A1 E1".
+  static std::string fp8_name(const ops::detail::ChosenVariant &variant) {
+    std::string text;
+    for (const auto &[key, label] : {std::pair{"BLOCK_N", "BN"},
+                                     {"STAGES", " S"},
+                                     {"CLUSTER_M", " C"},
+                                     {"PINGPONG", " P"},
+                                     {"OVERLAP", " O"},
+                                     {"A_REGISTERS", " A"},
+                                     {"EPILOGUE", " E"}})
+      text.append(label).append(std::to_string(variant.integer(key)));
+    return text;
+  }
+
+  // The block-scaled candidates at m x n x k in interleaved rounds, each timed as fp8_row times
+  // the operator (batches of launches) right after its baseline, main's variant of its form (the
+  // heuristic's variant with D from registers, EPILOGUE 0, launched without the programmatic
+  // dependent launch): the sweeps' long runs heat the device (their figures fall about 15% below
+  // the same variant's timed first), so each comparison is between neighbours.
   void fp8_rounds(Fp8Operands &ops, int m, int n, int k) {
     const double flop = 2.0 * m * n * static_cast<double>(k);
-    const ops::detail::ChosenVariant heuristic = ops::detail::gemm_fp8_variant(true, false, m, n);
+    struct Launched {
+      ops::detail::ChosenVariant variant;
+      bool overlap_previous;
+    };
     struct Candidate {
       std::string label;
-      ops::detail::ChosenVariant variant;
+      Launched baseline, candidate;
     };
-    std::vector<Candidate> candidates = {{"block scales (the operator's variant)", heuristic}};
-    for (const auto &[label, block_n, stages, cluster_m, pingpong, overlap, a_registers] :
-         {std::tuple{"block scales BN128 S6 C2 P0 O1", 128, 6, 2, 0, 1, 0},
-          {"block scales BN128 S6 C1 P0 O1", 128, 6, 1, 0, 1, 0},
-          {"block scales BN256 S4 C1 P0 O0 (halves)", 256, 4, 1, 0, 0, 0},
-          {"block scales BN256 S4 C2 P1 O0 (halves)", 256, 4, 2, 1, 0, 0},
-          {"block scales BN256 S4 C1 P0 O0 (halves, A in registers)", 256, 4, 1, 0, 0, 1},
-          {"block scales BN256 S4 C1 P1 O0 (halves, A in registers)", 256, 4, 1, 1, 0, 1},
-          {"block scales BN256 S4 C2 P0 O0 (halves, A in registers)", 256, 4, 2, 0, 0, 1}}) {
-      ops::detail::ChosenVariant variant = heuristic;
-      variant.params.set("BLOCK_N", block_n);
-      variant.params.set("STAGES", stages);
-      variant.params.set("CLUSTER_M", cluster_m);
-      variant.params.set("PINGPONG", pingpong);
-      variant.params.set("OVERLAP", overlap);
-      variant.params.set("A_REGISTERS", a_registers);
-      candidates.push_back({label, variant});
-    }
-    // The per-tensor operator's variant, through the same launch (scales of ones either way).
-    candidates.push_back(
-        {"per tensor (the operator's variant)", ops::detail::gemm_fp8_variant(false, false, m, n)});
+    const auto with = [](ops::detail::ChosenVariant variant, int epilogue) {
+      variant.params.set("EPILOGUE", epilogue);
+      return variant;
+    };
+    const ops::detail::ChosenVariant block = ops::detail::gemm_fp8_variant(true, false, m, n);
+    const ops::detail::ChosenVariant tensor = ops::detail::gemm_fp8_variant(false, false, m, n);
+    const Launched block_main{with(block, 0), false}, tensor_main{with(tensor, 0), false};
+    // The halves with A in registers and clusters of two (EPILOGUE 1 beside the halves' turns
+    // spills: the template refuses it).
+    ops::detail::ChosenVariant halves_clusters = with(block, 1);
+    for (const auto &[name, value] : {std::pair{"BLOCK_N", 256},
+                                      {"STAGES", 4},
+                                      {"CLUSTER_M", 2},
+                                      {"PINGPONG", 0},
+                                      {"OVERLAP", 0},
+                                      {"A_REGISTERS", 1}})
+      halves_clusters.params.set(name, value);
+    const std::vector<Candidate> candidates = {
+        {"block scales: the operator (" + fp8_name(block) + ", overlapping launch)",
+         block_main,
+         {block, true}},
+        {"block scales EPILOGUE 1, no overlapping launch", block_main, {with(block, 1), false}},
+        {"block scales EPILOGUE 0, overlapping launch", block_main, {with(block, 0), true}},
+        {"block scales EPILOGUE 1, overlapping launch", block_main, {with(block, 1), true}},
+        {"block scales halves A in registers C2 EPILOGUE 1, overlapping launch",
+         block_main,
+         {halves_clusters, true}},
+        {"per tensor: the operator (" + fp8_name(tensor) + ", overlapping launch)",
+         tensor_main,
+         {tensor, true}},
+        {"per tensor EPILOGUE 1, overlapping launch", tensor_main, {with(tensor, 1), true}}};
+    const auto time = [&](const Launched &launched) {
+      const double ms = median_ms_per_launch(device, 4, [&] {
+        ops::detail::launch_gemm_fp8_variant(rt, launched.variant, ops.d.as<BFloat16>(),
+                                             ops.a.as<std::uint8_t>(), ops.scale_a.as<float>(),
+                                             ops.b.as<std::uint8_t>(), ops.scale_b.as<float>(), m,
+                                             n, k, nullptr, launched.overlap_previous);
+      });
+      return flop / ms * 1e-9;
+    };
     for (int round = 1; round <= 3; ++round)
       for (const Candidate &candidate : candidates) {
-        const double ms = median_ms_per_launch(device, 2, [&] {
-          ops::detail::launch_gemm_fp8_variant(
-              rt, candidate.variant, ops.d.as<BFloat16>(), ops.a.as<std::uint8_t>(),
-              ops.scale_a.as<float>(), ops.b.as<std::uint8_t>(), ops.scale_b.as<float>(), m, n, k);
-        });
-        std::printf("| gemm_fp8 round %d %s | %d x %d x %d | %.4f | %.1f TFLOP/s | |\n", round,
-                    candidate.label.c_str(), m, n, k, ms, flop / ms * 1e-9);
+        const ops::detail::ChosenVariant &variant = candidate.candidate.variant;
+        if (const std::string why =
+                variant.tmpl->tuning().fits(variant.tmpl->bind(variant.params), "sm_90a");
+            !why.empty()) { // e.g. EPILOGUE 1 at a width that is no multiple of 64
+          if (round == 1)
+            std::printf("| gemm_fp8 %s | %d x %d x %d | not run: %s | | |\n",
+                        candidate.label.c_str(), m, n, k, why.c_str());
+          continue;
+        }
+        const double baseline = time(candidate.baseline), tflops = time(candidate.candidate);
+        std::printf("| gemm_fp8 round %d %s | %d x %d x %d | %.1f TFLOP/s | main's variant %.1f | "
+                    "%.3f |\n",
+                    round, candidate.label.c_str(), m, n, k, tflops, baseline, tflops / baseline);
       }
   }
 
