@@ -661,30 +661,23 @@ struct Bench {
     const ops::detail::ChosenVariant block = ops::detail::gemm_fp8_variant(true, false, m, n);
     const ops::detail::ChosenVariant tensor = ops::detail::gemm_fp8_variant(false, false, m, n);
     const Launched block_main{with(block, 0), false}, tensor_main{with(tensor, 0), false};
-    // The halves with A in registers and clusters of two (EPILOGUE 1 beside the halves' turns
-    // spills: the template refuses it).
-    ops::detail::ChosenVariant halves_clusters = with(block, 1);
-    for (const auto &[name, value] : {std::pair{"BLOCK_N", 256},
-                                      {"STAGES", 4},
-                                      {"CLUSTER_M", 2},
-                                      {"PINGPONG", 0},
-                                      {"OVERLAP", 0},
-                                      {"A_REGISTERS", 1}})
-      halves_clusters.params.set(name, value);
+    const ops::detail::ChosenVariant rows = ops::detail::gemm_fp8_variant(false, true, m, n);
+    // The operator's block-scaled variant with the tiles' groups of 16 rows instead of 8.
+    ops::detail::ChosenVariant group16 = block;
+    group16.params.set("GROUP_M", 16);
     const std::vector<Candidate> candidates = {
         {"block scales: the operator (" + fp8_name(block) + ", overlapping launch)",
          block_main,
          {block, true}},
-        {"block scales EPILOGUE 1, no overlapping launch", block_main, {with(block, 1), false}},
         {"block scales EPILOGUE 0, overlapping launch", block_main, {with(block, 0), true}},
-        {"block scales EPILOGUE 1, overlapping launch", block_main, {with(block, 1), true}},
-        {"block scales halves A in registers C2 EPILOGUE 1, overlapping launch",
-         block_main,
-         {halves_clusters, true}},
+        {"block scales EPILOGUE 1, no overlapping launch", block_main, {with(block, 1), false}},
+        {"block scales: the operator with GROUP_M 16", block_main, {group16, true}},
         {"per tensor: the operator (" + fp8_name(tensor) + ", overlapping launch)",
          tensor_main,
          {tensor, true}},
-        {"per tensor EPILOGUE 1, overlapping launch", tensor_main, {with(tensor, 1), true}}};
+        {"row-wise: the operator (" + fp8_name(rows) + ", overlapping launch)",
+         {with(rows, 0), false},
+         {rows, true}}};
     const auto time = [&](const Launched &launched) {
       const double ms = median_ms_per_launch(device, 4, [&] {
         ops::detail::launch_gemm_fp8_variant(rt, launched.variant, ops.d.as<BFloat16>(),

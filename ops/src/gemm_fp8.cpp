@@ -118,7 +118,7 @@ int wave_fitted_block_n(int tiles_m, int n) {
 // halves, no turns, no clusters, as many stages as fit (the fastest halves in the fp8d helper's
 // rounds at 4096 x 7168 x 16384 and 4096 x 4096 x 7168; at 4096 x 2112 x 7168, a tie by the
 // measure, 128 columns ran faster). Clusters of two blocks share B's columns from 4 row tiles in
-// every other variant.
+// every other variant. Every launch is a programmatic dependent one (launch_fp8).
 bool block_scales_in_halves(int tiles_m, int n) {
   return tiles_m >= 4 && waves_cost(tiles_m, n, 256) < waves_cost(tiles_m, n, 128);
 }
@@ -128,19 +128,22 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
   int block_n = 0, stages = 0;
   const bool block = scaling == Scaling::block;
   const bool halves = block && block_scales_in_halves(tiles_m, n);
-  // The halves store D through shared memory and the copy engine (EPILOGUE 1, in the 32 KiB
-  // their 4 stages leave): BENCHMARKS.md, fp8f helper.
-  const bool epilogue = halves;
   if (halves) {
     block_n = 256;
-    stages = fitting_stages(block_n, epilogue);
   } else if (block) {
     block_n = tiles_m == 1 ? 64 : 128;
     stages = 6;
   } else {
     block_n = wave_fitted_block_n(tiles_m, n);
-    stages = fitting_stages(block_n);
   }
+  // 256-column tiles, every form, store D through shared memory and the copy engine (EPILOGUE 1,
+  // in the 32 KiB their 4 stages leave): in the fp8f helper's rounds 1.02-1.04 of D from
+  // registers for the halves at 4096 x 7168 x 16384 and 1.05-1.10 at 4096 x 4096 x 7168, per
+  // tensor 1.06-1.07 and 1.14-1.17 (BENCHMARKS.md). Other widths are unmeasured (128 and 192
+  // would give up a stage) or take no boxes of 64 columns.
+  const bool epilogue = block_n == 256;
+  if (stages == 0)
+    stages = fitting_stages(block_n, epilogue);
   static const Template &tmpl = templates::find("gemm_fp8");
   return {&tmpl,
           {{"BLOCK_N", block_n},

@@ -112,6 +112,19 @@ TEST(GemmFp8Variant, ScaledFormsTakeTheTileWidthThatFillsTheWaves) {
   }
 }
 
+// 256-column tiles store D through shared memory and the copy engine (EPILOGUE 1), every form;
+// other widths from registers.
+TEST(GemmFp8Variant, TilesOf256ColumnsStoreThroughTheCopyEngine) {
+  for (const auto &[block, row_wise] : {std::pair{true, false}, {false, false}, {false, true}})
+    for (const auto &[m, n] : {std::pair{4096, 7168}, {4096, 4096}, {4096, 2112}, {64, 7168}}) {
+      const detail::ChosenVariant variant = detail::gemm_fp8_variant(block, row_wise, m, n);
+      EXPECT_EQ(variant.integer("EPILOGUE"), variant.integer("BLOCK_N") == 256 ? 1 : 0)
+          << m << " x " << n << " block " << block;
+      if (m == 4096 && n != 2112)
+        EXPECT_EQ(variant.integer("EPILOGUE"), 1) << m << " x " << n << " block " << block;
+    }
+}
+
 TEST(LinearSplitkCompile, TheHeuristicsVariantsCompileWithoutSpillsForSm90a) {
   for (int m : {17, 32, 64, 128}) {
     const detail::ChosenVariant variant = detail::linear_splitk_variant<BFloat16>(m, 4096, 4096);
