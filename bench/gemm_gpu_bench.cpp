@@ -665,6 +665,10 @@ struct Bench {
     // The operator's block-scaled variant with the tiles' groups of 16 rows instead of 8.
     ops::detail::ChosenVariant group16 = block;
     group16.params.set("GROUP_M", 16);
+    // Per tensor at 192 columns, the widest below 256 that takes EPILOGUE 1 (4 stages).
+    ops::detail::ChosenVariant tensor192 = with(tensor, 1);
+    tensor192.params.set("BLOCK_N", 192);
+    tensor192.params.set("STAGES", 4);
     const std::vector<Candidate> candidates = {
         {"block scales: the operator (" + fp8_name(block) + ", overlapping launch)",
          block_main,
@@ -675,6 +679,7 @@ struct Bench {
         {"per tensor: the operator (" + fp8_name(tensor) + ", overlapping launch)",
          tensor_main,
          {tensor, true}},
+        {"per tensor BN192 S4 EPILOGUE 1, overlapping launch", tensor_main, {tensor192, true}},
         {"row-wise: the operator (" + fp8_name(rows) + ", overlapping launch)",
          {with(rows, 0), false},
          {rows, true}}};
