@@ -85,19 +85,28 @@ int fitting_stages(int block_n, bool epilogue = false) {
 // Per tensor and row-wise: the tile width, of those the template declares, whose waves over
 // an H100's 132 multiprocessors take the least time, a tile's time taken as BLOCK_N + 64 (its
 // bytes of A and B per 128 of K over 128 x BLOCK_N products: 128 columns run at about 0.8 of
-// 256's rate, BENCHMARKS.md). 4096 x 2112 takes 176 columns (3 full waves; 256 columns make
-// 2.2 waves, the third mostly idle); where one row of tiles makes less than a wave, the
-// narrowest tiles spread B's stream over the most multiprocessors.
+// 256's rate, BENCHMARKS.md); where one row of tiles makes less than a wave, the narrowest
+// tiles spread B's stream over the most multiprocessors.
 long long waves_cost(int tiles_m, int n, int block_n) {
   const long long tiles = static_cast<long long>(tiles_m) * detail::divide_up(n, block_n);
   return (tiles + 131) / 132 * (block_n + 64);
 }
 
+// The widths whose tiles store D through shared memory and the copy engine (EPILOGUE 1), in the
+// fp8f helper's rounds 1.02-1.17 of the same tiles from registers at 256 columns (every form)
+// and 1.04-1.05 of 176 columns at 4096 x 2112 x 7168 at 192 (per tensor); BENCHMARKS.md. Other
+// widths are unmeasured (128 would give up a stage) or take no boxes of 64 columns.
+bool stores_through_copy_engine(int block_n) { return block_n == 256 || block_n == 192; }
+
+// Per tensor and row-wise: waves_cost's least, with the tiles that store through the copy engine
+// counted at 0.9 of their cost: 4096 x 2112 takes 192 columns (3 waves, the third two-thirds
+// full; 176 made 3 full waves from registers, 256 2.2 waves, the third mostly idle).
 int wave_fitted_block_n(int tiles_m, int n) {
   int best = 256;
   long long best_cost = 0;
   for (int block_n : {256, 240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 64}) {
-    const long long cost = waves_cost(tiles_m, n, block_n);
+    const long long cost =
+        waves_cost(tiles_m, n, block_n) * (stores_through_copy_engine(block_n) ? 9 : 10);
     if (best_cost == 0 || cost < best_cost) {
       best = block_n;
       best_cost = cost;
@@ -136,12 +145,9 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
   } else {
     block_n = wave_fitted_block_n(tiles_m, n);
   }
-  // 256-column tiles, every form, store D through shared memory and the copy engine (EPILOGUE 1,
-  // in the 32 KiB their 4 stages leave): in the fp8f helper's rounds 1.02-1.04 of D from
-  // registers for the halves at 4096 x 7168 x 16384 and 1.05-1.10 at 4096 x 4096 x 7168, per
-  // tensor 1.06-1.07 and 1.14-1.17 (BENCHMARKS.md). Other widths are unmeasured (128 and 192
-  // would give up a stage) or take no boxes of 64 columns.
-  const bool epilogue = block_n == 256;
+  // D through shared memory and the copy engine (EPILOGUE 1, in the 32 KiB that 4 stages leave)
+  // at 256 columns in every form and 192 (per tensor and row-wise).
+  const bool epilogue = stores_through_copy_engine(block_n);
   if (stages == 0)
     stages = fitting_stages(block_n, epilogue);
   static const Template &tmpl = templates::find("gemm_fp8");
