@@ -13,7 +13,8 @@
 // table.
 // --fp8 times only gemm_fp8, each of its variants on DeepGEMM's shapes; --fp8-forms its forms as a
 // user calls them and the per-tensor tile widths; --fp8-rounds the block-scaled candidates in
-// interleaved rounds at DeepGEMM's three 4096-row shapes.
+// interleaved rounds at DeepGEMM's three 4096-row shapes, --fp8-rounds-skinny at its 64- and
+// 128-row shapes.
 //
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
@@ -683,8 +684,10 @@ struct Bench {
         {"row-wise: the operator (" + fp8_name(rows) + ", overlapping launch)",
          {with(rows, 0), false},
          {rows, true}}};
+    // Batches of 20 ms or more where a launch is short (gemm_fp8_torch.py's count), else of 4.
+    const int launches = std::max(4, static_cast<int>(2e12 / flop / 20) + 1);
     const auto time = [&](const Launched &launched) {
-      const double ms = median_ms_per_launch(device, 4, [&] {
+      const double ms = median_ms_per_launch(device, launches, [&] {
         ops::detail::launch_gemm_fp8_variant(rt, launched.variant, ops.d.as<BFloat16>(),
                                              ops.a.as<std::uint8_t>(), ops.scale_a.as<float>(),
                                              ops.b.as<std::uint8_t>(), ops.scale_b.as<float>(), m,
@@ -816,17 +819,21 @@ int main(int argc, char **argv) {
   const bool clusters_only = argc == 2 && std::string(argv[1]) == "--clusters";
   const bool skinny_fp8 = argc == 2 && std::string(argv[1]) == "--skinny-fp8";
   const bool fp8_forms = argc == 2 && std::string(argv[1]) == "--fp8-forms";
-  const bool fp8_rounds = argc == 2 && std::string(argv[1]) == "--fp8-rounds";
+  const bool fp8_rounds_skinny = argc == 2 && std::string(argv[1]) == "--fp8-rounds-skinny";
+  const bool fp8_rounds =
+      fp8_rounds_skinny || (argc == 2 && std::string(argv[1]) == "--fp8-rounds");
   const bool fp8_only = fp8_forms || fp8_rounds || (argc == 2 && std::string(argv[1]) == "--fp8");
   if (argc > 1 && !clusters_only && !skinny_fp8 && !fp8_only) { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--clusters | --skinny-fp8 | --fp8 | --fp8-forms | --fp8-rounds]\n  prints the "
+        "usage: %s [--clusters | --skinny-fp8 | --fp8 | --fp8-forms | --fp8-rounds | "
+        "--fp8-rounds-skinny]\n  prints the "
         "operators' "
         "GEMM TFLOP/s and bandwidth table; --clusters only gemm_wgmma's cluster and epilogue "
         "layouts; --skinny-fp8 only linear() at m = 1..128 against its candidates and gemm_fp8 "
         "on DeepGEMM's shapes; --fp8 only gemm_fp8, every variant of it timed; --fp8-forms "
         "only gemm_fp8's forms and the per-tensor tile widths; --fp8-rounds only the block-scaled "
-        "variants in interleaved rounds at DeepGEMM's three 4096-row shapes\n",
+        "variants in interleaved rounds at DeepGEMM's three 4096-row shapes; --fp8-rounds-skinny "
+        "the same at its 64- and 128-row shapes\n",
         argv[0]);
     return 0;
   }
@@ -875,6 +882,12 @@ int main(int argc, char **argv) {
                                     std::size_t{4096} * 7168, std::size_t{4096} * 128);
       if (fp8_forms) {
         bench.fp8_form_rows(fp8);
+        return 0;
+      }
+      if (fp8_rounds_skinny) {
+        for (const auto &[m, n, k] :
+             {std::tuple{64, 2112, 7168}, {128, 2112, 7168}, {64, 7168, 16384}, {128, 7168, 16384}})
+          bench.fp8_rounds(fp8, m, n, k);
         return 0;
       }
       if (fp8_rounds) {
