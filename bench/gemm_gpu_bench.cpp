@@ -13,7 +13,8 @@
 // table.
 // --fp8 times only gemm_fp8, each of its variants on DeepGEMM's shapes; --fp8-forms its forms as a
 // user calls them and the per-tensor tile widths; --fp8-rounds the block-scaled candidates in
-// interleaved rounds at DeepGEMM's three 4096-row shapes.
+// interleaved rounds at DeepGEMM's three 4096-row shapes, --fp8-rounds-skinny at its 64- and
+// 128-row shapes.
 //
 // Every operator is launched once to compile and warm up; then the median of 5 batches, each
 // timed on the host from the first launch to the device's synchronisation, divided by its
@@ -573,13 +574,6 @@ struct Bench {
     });
     const ops::detail::ChosenVariant heuristic =
         ops::detail::gemm_fp8_variant(block, row_wise, m, n);
-    const auto name = [](const ops::detail::ChosenVariant &variant) {
-      return "BN" + std::to_string(variant.integer("BLOCK_N")) + " S" +
-             std::to_string(variant.integer("STAGES")) + " C" +
-             std::to_string(variant.integer("CLUSTER_M")) + " P" +
-             std::to_string(variant.integer("PINGPONG")) + " O" +
-             std::to_string(variant.integer("OVERLAP"));
-    };
     std::string best = "-";
     double best_ms = ms;
     if (sweep) {
@@ -619,60 +613,103 @@ struct Bench {
         });
         if (print_variants)
           std::printf("| gemm_fp8 %s variant %s | %d x %d x %d | %.4f | %.1f TFLOP/s | |\n", form,
-                      name(variant).c_str(), m, n, k, variant_ms, flop / variant_ms * 1e-9);
+                      fp8_name(variant).c_str(), m, n, k, variant_ms, flop / variant_ms * 1e-9);
         if (variant_ms < best_ms) {
           best_ms = variant_ms;
-          best = name(variant);
+          best = fp8_name(variant);
         }
       }
     }
     std::printf("| gemm_fp8 %s (%s) | %d x %d x %d | %.4f | %.1f TFLOP/s | best variant %s %.1f "
                 "TFLOP/s |\n",
-                form, name(heuristic).c_str(), m, n, k, ms, flop / ms * 1e-9, best.c_str(),
+                form, fp8_name(heuristic).c_str(), m, n, k, ms, flop / ms * 1e-9, best.c_str(),
                 flop / best_ms * 1e-9);
   }
 
-  // The block-scaled variants at m x n x k in interleaved rounds, each timed as fp8_row times the
-  // operator (batches of two launches), beside the operator's variant and the per-tensor one: the
-  // sweeps' long runs heat the device (their figures fall about 15% below the same variant's
-  // timed first), so a comparison of promotions takes them in turns.
+  // A gemm_fp8 variant's tunables, e.g. "BN256 S4 C1 P0 O0 A1 E1".
+  static std::string fp8_name(const ops::detail::ChosenVariant &variant) {
+    std::string text;
+    for (const auto &[key, label] : {std::pair{"BLOCK_N", "BN"},
+                                     {"STAGES", " S"},
+                                     {"CLUSTER_M", " C"},
+                                     {"PINGPONG", " P"},
+                                     {"OVERLAP", " O"},
+                                     {"A_REGISTERS", " A"},
+                                     {"EPILOGUE", " E"}})
+      text.append(label).append(std::to_string(variant.integer(key)));
+    return text;
+  }
+
+  // The block-scaled candidates at m x n x k in interleaved rounds, each timed as fp8_row times
+  // the operator (batches of launches) right after its baseline, main's variant of its form (the
+  // heuristic's variant with D from registers, EPILOGUE 0, launched without the programmatic
+  // dependent launch): the sweeps' long runs heat the device (their figures fall about 15% below
+  // the same variant's timed first), so each comparison is between neighbours.
   void fp8_rounds(Fp8Operands &ops, int m, int n, int k) {
     const double flop = 2.0 * m * n * static_cast<double>(k);
-    const ops::detail::ChosenVariant heuristic = ops::detail::gemm_fp8_variant(true, false, m, n);
+    struct Launched {
+      ops::detail::ChosenVariant variant;
+      bool overlap_previous;
+    };
     struct Candidate {
       std::string label;
-      ops::detail::ChosenVariant variant;
+      Launched baseline, candidate;
     };
-    std::vector<Candidate> candidates = {{"block scales (the operator's variant)", heuristic}};
-    for (const auto &[label, block_n, stages, cluster_m, pingpong, overlap, a_registers] :
-         {std::tuple{"block scales BN128 S6 C2 P0 O1", 128, 6, 2, 0, 1, 0},
-          {"block scales BN128 S6 C1 P0 O1", 128, 6, 1, 0, 1, 0},
-          {"block scales BN256 S4 C1 P0 O0 (halves)", 256, 4, 1, 0, 0, 0},
-          {"block scales BN256 S4 C2 P1 O0 (halves)", 256, 4, 2, 1, 0, 0},
-          {"block scales BN256 S4 C1 P0 O0 (halves, A in registers)", 256, 4, 1, 0, 0, 1},
-          {"block scales BN256 S4 C1 P1 O0 (halves, A in registers)", 256, 4, 1, 1, 0, 1},
-          {"block scales BN256 S4 C2 P0 O0 (halves, A in registers)", 256, 4, 2, 0, 0, 1}}) {
-      ops::detail::ChosenVariant variant = heuristic;
-      variant.params.set("BLOCK_N", block_n);
-      variant.params.set("STAGES", stages);
-      variant.params.set("CLUSTER_M", cluster_m);
-      variant.params.set("PINGPONG", pingpong);
-      variant.params.set("OVERLAP", overlap);
-      variant.params.set("A_REGISTERS", a_registers);
-      candidates.push_back({label, variant});
-    }
-    // The per-tensor operator's variant, through the same launch (scales of ones either way).
-    candidates.push_back(
-        {"per tensor (the operator's variant)", ops::detail::gemm_fp8_variant(false, false, m, n)});
+    const auto with = [](ops::detail::ChosenVariant variant, int epilogue) {
+      variant.params.set("EPILOGUE", epilogue);
+      return variant;
+    };
+    const ops::detail::ChosenVariant block = ops::detail::gemm_fp8_variant(true, false, m, n);
+    const ops::detail::ChosenVariant tensor = ops::detail::gemm_fp8_variant(false, false, m, n);
+    const Launched block_main{with(block, 0), false}, tensor_main{with(tensor, 0), false};
+    const ops::detail::ChosenVariant rows = ops::detail::gemm_fp8_variant(false, true, m, n);
+    // The operator's block-scaled variant with the tiles' groups of 16 rows instead of 8.
+    ops::detail::ChosenVariant group16 = block;
+    group16.params.set("GROUP_M", 16);
+    // Per tensor at 192 columns, the widest below 256 that takes EPILOGUE 1 (4 stages).
+    ops::detail::ChosenVariant tensor192 = with(tensor, 1);
+    tensor192.params.set("BLOCK_N", 192);
+    tensor192.params.set("STAGES", 4);
+    const std::vector<Candidate> candidates = {
+        {"block scales: the operator (" + fp8_name(block) + ", overlapping launch)",
+         block_main,
+         {block, true}},
+        {"block scales EPILOGUE 0, overlapping launch", block_main, {with(block, 0), true}},
+        {"block scales EPILOGUE 1, no overlapping launch", block_main, {with(block, 1), false}},
+        {"block scales: the operator with GROUP_M 16", block_main, {group16, true}},
+        {"per tensor: the operator (" + fp8_name(tensor) + ", overlapping launch)",
+         tensor_main,
+         {tensor, true}},
+        {"per tensor BN192 S4 EPILOGUE 1, overlapping launch", tensor_main, {tensor192, true}},
+        {"row-wise: the operator (" + fp8_name(rows) + ", overlapping launch)",
+         {with(rows, 0), false},
+         {rows, true}}};
+    // Batches of 20 ms or more where a launch is short (gemm_fp8_torch.py's count), else of 4.
+    const int launches = std::max(4, static_cast<int>(2e12 / flop / 20) + 1);
+    const auto time = [&](const Launched &launched) {
+      const double ms = median_ms_per_launch(device, launches, [&] {
+        ops::detail::launch_gemm_fp8_variant(rt, launched.variant, ops.d.as<BFloat16>(),
+                                             ops.a.as<std::uint8_t>(), ops.scale_a.as<float>(),
+                                             ops.b.as<std::uint8_t>(), ops.scale_b.as<float>(), m,
+                                             n, k, nullptr, launched.overlap_previous);
+      });
+      return flop / ms * 1e-9;
+    };
     for (int round = 1; round <= 3; ++round)
       for (const Candidate &candidate : candidates) {
-        const double ms = median_ms_per_launch(device, 2, [&] {
-          ops::detail::launch_gemm_fp8_variant(
-              rt, candidate.variant, ops.d.as<BFloat16>(), ops.a.as<std::uint8_t>(),
-              ops.scale_a.as<float>(), ops.b.as<std::uint8_t>(), ops.scale_b.as<float>(), m, n, k);
-        });
-        std::printf("| gemm_fp8 round %d %s | %d x %d x %d | %.4f | %.1f TFLOP/s | |\n", round,
-                    candidate.label.c_str(), m, n, k, ms, flop / ms * 1e-9);
+        const ops::detail::ChosenVariant &variant = candidate.candidate.variant;
+        if (const std::string why =
+                variant.tmpl->tuning().fits(variant.tmpl->bind(variant.params), "sm_90a");
+            !why.empty()) { // e.g. EPILOGUE 1 at a width that is no multiple of 64
+          if (round == 1)
+            std::printf("| gemm_fp8 %s | %d x %d x %d | not run: %s | | |\n",
+                        candidate.label.c_str(), m, n, k, why.c_str());
+          continue;
+        }
+        const double baseline = time(candidate.baseline), tflops = time(candidate.candidate);
+        std::printf("| gemm_fp8 round %d %s | %d x %d x %d | %.1f TFLOP/s | main's variant %.1f | "
+                    "%.3f |\n",
+                    round, candidate.label.c_str(), m, n, k, tflops, baseline, tflops / baseline);
       }
   }
 
@@ -782,17 +819,21 @@ int main(int argc, char **argv) {
   const bool clusters_only = argc == 2 && std::string(argv[1]) == "--clusters";
   const bool skinny_fp8 = argc == 2 && std::string(argv[1]) == "--skinny-fp8";
   const bool fp8_forms = argc == 2 && std::string(argv[1]) == "--fp8-forms";
-  const bool fp8_rounds = argc == 2 && std::string(argv[1]) == "--fp8-rounds";
+  const bool fp8_rounds_skinny = argc == 2 && std::string(argv[1]) == "--fp8-rounds-skinny";
+  const bool fp8_rounds =
+      fp8_rounds_skinny || (argc == 2 && std::string(argv[1]) == "--fp8-rounds");
   const bool fp8_only = fp8_forms || fp8_rounds || (argc == 2 && std::string(argv[1]) == "--fp8");
   if (argc > 1 && !clusters_only && !skinny_fp8 && !fp8_only) { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--clusters | --skinny-fp8 | --fp8 | --fp8-forms | --fp8-rounds]\n  prints the "
+        "usage: %s [--clusters | --skinny-fp8 | --fp8 | --fp8-forms | --fp8-rounds | "
+        "--fp8-rounds-skinny]\n  prints the "
         "operators' "
         "GEMM TFLOP/s and bandwidth table; --clusters only gemm_wgmma's cluster and epilogue "
         "layouts; --skinny-fp8 only linear() at m = 1..128 against its candidates and gemm_fp8 "
         "on DeepGEMM's shapes; --fp8 only gemm_fp8, every variant of it timed; --fp8-forms "
         "only gemm_fp8's forms and the per-tensor tile widths; --fp8-rounds only the block-scaled "
-        "variants in interleaved rounds at DeepGEMM's three 4096-row shapes\n",
+        "variants in interleaved rounds at DeepGEMM's three 4096-row shapes; --fp8-rounds-skinny "
+        "the same at its 64- and 128-row shapes\n",
         argv[0]);
     return 0;
   }
@@ -841,6 +882,12 @@ int main(int argc, char **argv) {
                                     std::size_t{4096} * 7168, std::size_t{4096} * 128);
       if (fp8_forms) {
         bench.fp8_form_rows(fp8);
+        return 0;
+      }
+      if (fp8_rounds_skinny) {
+        for (const auto &[m, n, k] :
+             {std::tuple{64, 2112, 7168}, {128, 2112, 7168}, {64, 7168, 16384}, {128, 7168, 16384}})
+          bench.fp8_rounds(fp8, m, n, k);
         return 0;
       }
       if (fp8_rounds) {

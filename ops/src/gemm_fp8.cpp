@@ -72,28 +72,41 @@ void require_hopper(std::string_view op, const jit::Target &target) {
                                               "gfx942 or gfx950 (fp8 MFMA)");
 }
 
-// Stages of (128 + block_n) x 128 bytes that fit in 227 KiB with the alignment's slack and the
-// barriers, at most the template's 7.
-int fitting_stages(int block_n) {
-  return std::min(7, (227 * 1024 - 1024 - 7 * 16) / ((block_m + block_n) * block_k));
+// EPILOGUE 1's shared memory: two 64 x 64 bfloat16 buffers per consumer.
+constexpr int epilogue_bytes = 2 * 2 * 64 * 64 * 2;
+
+// Stages of (128 + block_n) x 128 bytes that fit in 227 KiB with the alignment's slack, the
+// barriers and (epilogue) EPILOGUE 1's buffers, at most the template's 7.
+int fitting_stages(int block_n, bool epilogue = false) {
+  return std::min(7, (227 * 1024 - 1024 - 7 * 16 - (epilogue ? epilogue_bytes : 0)) /
+                         ((block_m + block_n) * block_k));
 }
 
 // Per tensor and row-wise: the tile width, of those the template declares, whose waves over
 // an H100's 132 multiprocessors take the least time, a tile's time taken as BLOCK_N + 64 (its
 // bytes of A and B per 128 of K over 128 x BLOCK_N products: 128 columns run at about 0.8 of
-// 256's rate, BENCHMARKS.md). 4096 x 2112 takes 176 columns (3 full waves; 256 columns make
-// 2.2 waves, the third mostly idle); where one row of tiles makes less than a wave, the
-// narrowest tiles spread B's stream over the most multiprocessors.
+// 256's rate, BENCHMARKS.md); where one row of tiles makes less than a wave, the narrowest
+// tiles spread B's stream over the most multiprocessors.
 long long waves_cost(int tiles_m, int n, int block_n) {
   const long long tiles = static_cast<long long>(tiles_m) * detail::divide_up(n, block_n);
   return (tiles + 131) / 132 * (block_n + 64);
 }
 
+// The widths whose tiles store D through shared memory and the copy engine (EPILOGUE 1), in the
+// fp8f helper's rounds 1.02-1.17 of the same tiles from registers at 256 columns (every form)
+// and 1.04-1.05 of 176 columns at 4096 x 2112 x 7168 at 192 (per tensor); BENCHMARKS.md. Other
+// widths are unmeasured (128 would give up a stage) or take no boxes of 64 columns.
+bool stores_through_copy_engine(int block_n) { return block_n == 256 || block_n == 192; }
+
+// Per tensor and row-wise: waves_cost's least, with the tiles that store through the copy engine
+// counted at 0.9 of their cost: 4096 x 2112 takes 192 columns (3 waves, the third two-thirds
+// full; 176 made 3 full waves from registers, 256 2.2 waves, the third mostly idle).
 int wave_fitted_block_n(int tiles_m, int n) {
   int best = 256;
   long long best_cost = 0;
   for (int block_n : {256, 240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 64}) {
-    const long long cost = waves_cost(tiles_m, n, block_n);
+    const long long cost =
+        waves_cost(tiles_m, n, block_n) * (stores_through_copy_engine(block_n) ? 9 : 10);
     if (best_cost == 0 || cost < best_cost) {
       best = block_n;
       best_cost = cost;
@@ -114,7 +127,7 @@ int wave_fitted_block_n(int tiles_m, int n) {
 // halves, no turns, no clusters, as many stages as fit (the fastest halves in the fp8d helper's
 // rounds at 4096 x 7168 x 16384 and 4096 x 4096 x 7168; at 4096 x 2112 x 7168, a tie by the
 // measure, 128 columns ran faster). Clusters of two blocks share B's columns from 4 row tiles in
-// every other variant.
+// every other variant. Every launch is a programmatic dependent one (launch_fp8).
 bool block_scales_in_halves(int tiles_m, int n) {
   return tiles_m >= 4 && waves_cost(tiles_m, n, 256) < waves_cost(tiles_m, n, 128);
 }
@@ -126,14 +139,17 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
   const bool halves = block && block_scales_in_halves(tiles_m, n);
   if (halves) {
     block_n = 256;
-    stages = fitting_stages(block_n);
   } else if (block) {
     block_n = tiles_m == 1 ? 64 : 128;
     stages = 6;
   } else {
     block_n = wave_fitted_block_n(tiles_m, n);
-    stages = fitting_stages(block_n);
   }
+  // D through shared memory and the copy engine (EPILOGUE 1, in the 32 KiB that 4 stages leave)
+  // at 256 columns in every form and 192 (per tensor and row-wise).
+  const bool epilogue = stores_through_copy_engine(block_n);
+  if (stages == 0)
+    stages = fitting_stages(block_n, epilogue);
   static const Template &tmpl = templates::find("gemm_fp8");
   return {&tmpl,
           {{"BLOCK_N", block_n},
@@ -143,12 +159,14 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
            {"CLUSTER_M", tiles_m >= 4 && !halves ? 2 : 1},
            {"PINGPONG", block && tiles_m == 1 ? 1 : 0},
            {"OVERLAP", block && !halves ? 1 : 0},
-           {"A_REGISTERS", halves ? 1 : 0}}};
+           {"A_REGISTERS", halves ? 1 : 0},
+           {"EPILOGUE", epilogue ? 1 : 0}}};
 }
 
 struct Fp8Plan {
   const Kernel *kernel;
   int block_n, cluster_m;
+  bool epilogue; // EPILOGUE 1: D through map_d
   unsigned shared_bytes;
   int grid_limit; // blocks that run at once (one per multiprocessor), a multiple of cluster_m
 };
@@ -169,7 +187,7 @@ Fp8Plan make_fp8_plan(Runtime &rt, const detail::ChosenVariant &variant) {
     return kernel.name() + " fits no cluster of " + std::to_string(cluster_m) + " blocks with " +
            std::to_string(shared_bytes) + " shared bytes each";
   });
-  return {&kernel, block_n, cluster_m, shared_bytes, grid_limit};
+  return {&kernel, block_n, cluster_m, variant.integer("EPILOGUE") == 1, shared_bytes, grid_limit};
 }
 
 // This thread's plan for the shape: the tuning table's winner (problem {SCALING}, extents m
@@ -217,8 +235,11 @@ const Fp8Plan &fp8_plan(Runtime &rt, Scaling scaling, int m, int n, int k) {
   }
 }
 
+// overlap_previous: a programmatic dependent launch (gemm_fp8.hip's griddepcontrol), its prologue
+// behind the stream's previous kernel's tail; off only to measure what it gives.
 void launch_fp8(const Fp8Plan &plan, BFloat16 *d, const std::uint8_t *a, const float *scale_a,
-                const std::uint8_t *b, const float *scale_b, int m, int n, int k, Stream stream) {
+                const std::uint8_t *b, const float *scale_b, int m, int n, int k, Stream stream,
+                bool overlap_previous = true) {
   const Device &device = plan.kernel->device();
   const auto rows = [](int count) { return static_cast<std::uint64_t>(count); };
   // A's box: half a tile's rows (the kernel skips a half past m).
@@ -228,14 +249,20 @@ void launch_fp8(const Fp8Plan &plan, BFloat16 *d, const std::uint8_t *a, const f
   const TensorMap map_b = detail::cached_tensor_map(
       device, {TensorMapElement::uint8, b, rows(n), rows(k), rows(k),
                static_cast<std::uint32_t>(plan.block_n / plan.cluster_m), block_k});
+  // EPILOGUE 1's D: boxes of 64 rows x 64 columns (128 bytes).
+  const TensorMap map_d =
+      plan.epilogue ? detail::cached_tensor_map(device, {TensorMapElement::bfloat16, d, rows(m),
+                                                         rows(n), rows(n) * 2, 64, 64})
+                    : TensorMap{};
   const long long blocks = static_cast<long long>(detail::divide_up(m, block_m * plan.cluster_m)) *
                            plan.cluster_m * detail::divide_up(n, plan.block_n);
   plan.kernel->launch({.grid = static_cast<unsigned>(std::min<long long>(blocks, plan.grid_limit)),
                        .block = threads,
                        .shared_bytes = plan.shared_bytes,
                        .stream = stream,
-                       .cluster = Dim3(static_cast<unsigned>(plan.cluster_m))},
-                      reinterpret_cast<void *>(d), scale_a, scale_b, map_a, map_b, m, n, k);
+                       .cluster = Dim3(static_cast<unsigned>(plan.cluster_m)),
+                       .overlap_previous = overlap_previous},
+                      reinterpret_cast<void *>(d), scale_a, scale_b, map_a, map_b, map_d, m, n, k);
 }
 
 } // namespace
@@ -277,14 +304,14 @@ void gemm_fp8_scaled(Runtime &rt, BFloat16 *d, const std::uint8_t *a, ScaleTenso
 void detail::launch_gemm_fp8_variant(Runtime &rt, const ChosenVariant &variant, BFloat16 *d,
                                      const std::uint8_t *a, const float *scale_a,
                                      const std::uint8_t *b, const float *scale_b, int m, int n,
-                                     int k, Stream stream) {
+                                     int k, Stream stream, bool overlap_previous) {
   // Plans by Runtime and variant, as fp8_plan keeps them by Runtime and shape.
   thread_local std::map<std::pair<std::uint64_t, std::string>, Fp8Plan> plans;
   const std::pair key{rt.id(), variant.tmpl->bind(variant.params).expression(Vendor::nvidia)};
   auto found = plans.find(key);
   if (found == plans.end())
     found = plans.emplace(key, make_fp8_plan(rt, variant)).first;
-  launch_fp8(found->second, d, a, scale_a, b, scale_b, m, n, k, stream);
+  launch_fp8(found->second, d, a, scale_a, b, scale_b, m, n, k, stream, overlap_previous);
 }
 
 detail::ChosenVariant detail::gemm_fp8_variant(bool block, bool row_wise, int m, int n) {

@@ -90,10 +90,12 @@ bool linear_skinny_serves(const jit::Target &target, const void *c, const void *
 // gemm_fp8's heuristic variant for block scales, else row-wise or per-tensor ones.
 ChosenVariant gemm_fp8_variant(bool block, bool row_wise, int m, int n);
 // Launches `variant` of gemm_fp8 as gemm_fp8_blockscale or gemm_fp8_scaled would, without their
-// checks: for tests and benchmarks that compare variants.
+// checks: for tests and benchmarks that compare variants. overlap_previous false launches it
+// without the programmatic dependent launch the operators use (to measure what that gives).
 void launch_gemm_fp8_variant(Runtime &rt, const ChosenVariant &variant, BFloat16 *d,
                              const std::uint8_t *a, const float *scale_a, const std::uint8_t *b,
-                             const float *scale_b, int m, int n, int k, Stream stream = nullptr);
+                             const float *scale_b, int m, int n, int k, Stream stream = nullptr,
+                             bool overlap_previous = true);
 // The tensor map of `shape` on `device`, encoded on its first use and kept for the process's life
 // (the GEMMs' maps: a warm call encodes none).
 TensorMap cached_tensor_map(const Device &device, const TensorMapShape &shape);

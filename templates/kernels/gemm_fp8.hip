@@ -67,15 +67,6 @@ __device__ inline void stage_product(float (&d)[BLOCK_N / 2], const unsigned cha
                             accumulate || kk > 0);
 }
 
-// Named barriers 1 and 2 between the two consumers (256 threads): one waits for its turn, the
-// other hands it over without waiting.
-__device__ inline void named_barrier_sync(int id) {
-  asm volatile("bar.sync %0, 256;" ::"r"(id) : "memory");
-}
-__device__ inline void named_barrier_arrive(int id) {
-  asm volatile("bar.arrive %0, 256;" ::"r"(id) : "memory");
-}
-
 // The 128-column blocks of B's scales that the 8-column groups of a BLOCK_N-wide tile meet: at
 // most two when the tile's first column, a multiple of gcd(BLOCK_N, 128), leaves room for it.
 __device__ constexpr int gcd(int a, int b) { return b == 0 ? a : gcd(b, a % b); }
@@ -86,12 +77,17 @@ template <int BLOCK_N> __device__ constexpr bool within_two_scale_blocks() {
 } // namespace kjit_gemm_fp8
 
 // One block per multiprocessor: 40 registers to the producer, 232 to each consumer.
+// EPILOGUE 0: each consumer stores its 64 rows of D from registers, pairs of columns (4 bytes) at
+// a time; 1: through shared memory, in boxes of 64 x 64 into two 8 KiB buffers per consumer that
+// the copy engine stores through map_d (kjit::hopper::store_boxes), so that the consumer's next
+// tile starts while the engine writes.
 template <int BLOCK_N, int STAGES, int SCALING, int GROUP_M, int CLUSTER_M, int PINGPONG,
-          int OVERLAP, int A_REGISTERS>
+          int OVERLAP, int A_REGISTERS, int EPILOGUE>
 __global__ void __launch_bounds__(384, 1)
     gemm_fp8(bfloat16 *KJIT_RESTRICT d, const float *KJIT_RESTRICT scale_a,
              const float *KJIT_RESTRICT scale_b, const __grid_constant__ kjit::TensorMap map_a,
-             const __grid_constant__ kjit::TensorMap map_b, int m, int n, int k) {
+             const __grid_constant__ kjit::TensorMap map_b,
+             const __grid_constant__ kjit::TensorMap map_d, int m, int n, int k) {
   using namespace kjit::hopper;
   using namespace kjit_gemm_fp8;
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
@@ -102,6 +98,8 @@ __global__ void __launch_bounds__(384, 1)
                 "block scales: a tile's columns meet at most two blocks of B's scales, and the "
                 "promoted sums need BLOCK_N registers a thread (256: in halves, below)");
   static_assert(CLUSTER_M == 1 || CLUSTER_M == 2, "clusters of 1 or 2 blocks along M");
+  static_assert(EPILOGUE == 0 || (EPILOGUE == 1 && BLOCK_N % 64 == 0),
+                "EPILOGUE 1 stores boxes of 64 columns: BLOCK_N a multiple of 64");
   static_assert(
       !OVERLAP || SCALING != 2 || BLOCK_N <= 128,
       "OVERLAP keeps two k-blocks' sums beside the promoted ones: BLOCK_N of at most 128");
@@ -123,12 +121,15 @@ __global__ void __launch_bounds__(384, 1)
                     LAUNCH_REGISTERS - PRODUCER_REGISTERS,
                 "the consumers take more registers than the producer gives up");
   constexpr int A_BYTES = BM * BK, B_BYTES = BLOCK_N * BK, STAGE = A_BYTES + B_BYTES;
-  // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then the
-  // barriers. The launch asks for the alignment's slack (gemm_fp8.cpp).
+  // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), EPILOGUE 1's
+  // two 64 x 64 buffers per consumer, then the barriers. The launch asks for the alignment's
+  // slack (gemm_fp8.cpp).
+  constexpr int BOX = 64 * 64 * 2, EPILOGUE_BYTES = EPILOGUE ? 2 * 2 * BOX : 0;
   extern __shared__ unsigned char shared_raw[];
   unsigned char *stages = reinterpret_cast<unsigned char *>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
-  unsigned long long *full = reinterpret_cast<unsigned long long *>(stages + STAGES * STAGE);
+  unsigned char *epilogue = stages + STAGES * STAGE;
+  unsigned long long *full = reinterpret_cast<unsigned long long *>(epilogue + EPILOGUE_BYTES);
   unsigned long long *empty = full + STAGES;
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
@@ -143,6 +144,12 @@ __global__ void __launch_bounds__(384, 1)
     cluster_sync();
   else
     __syncthreads();
+  // gemm_fp8.cpp launches with LaunchConfig::overlap_previous: the making of the barriers above
+  // may run while the stream's previous kernel finishes; the next kernel's blocks may start as
+  // soon as all of this grid's have got here; every global access below (A, B, the scales, D)
+  // waits for the previous kernel's results.
+  kjit::let_dependents_start();
+  kjit::wait_for_previous_grid();
 
   // A cluster takes pairs of vertically adjacent tiles in the grouped order, one each; the pair
   // shares B's columns, each block copying half of them into both. A pair's tile past the
@@ -205,6 +212,7 @@ __global__ void __launch_bounds__(384, 1)
       }
     };
     float acc[BLOCK_N / 2];
+    int buffer = 0; // EPILOGUE 1: this consumer's buffer to write next
     int s = 0;
     unsigned phase = 0;
     bool first_turn = true; // PINGPONG: consumer 0's first batch waits for no turn
@@ -257,7 +265,7 @@ __global__ void __launch_bounds__(384, 1)
           // other's batch keeps the tensor cores busy; issued at once they finish at once and
           // promote at once, the tensor cores idle meanwhile (BENCHMARKS.md, fp8b helper).
           if (PINGPONG && (consumer == 1 || !first_turn))
-            named_barrier_sync(consumer == 0 ? 1 : 2);
+            named_barrier_sync(consumer == 0 ? 1 : 2, 256);
           first_turn = false;
           const unsigned char *b_half = a_stage + A_BYTES + half * BATCH_N * BK;
           if constexpr (A_REGISTERS) {
@@ -273,7 +281,7 @@ __global__ void __launch_bounds__(384, 1)
           }
           wgmma_commit();
           if (PINGPONG)
-            named_barrier_arrive(consumer == 0 ? 2 : 1); // the other consumer's turn
+            named_barrier_arrive(consumer == 0 ? 2 : 1, 256); // the other consumer's turn
         };
         // acc += a k-block's sums `from` times their scales.
         const auto promote = [&](const float(&from)[BLOCK_N / 2], const Scales &scales) {
@@ -411,23 +419,39 @@ __global__ void __launch_bounds__(384, 1)
             acc[4 * j + 2 + e] *= tensor * rows_hi * columns[2 * j + e];
           }
       }
-      // n is even (the wrapper requires a multiple of 8), so a pair starting inside the matrix
-      // ends inside it: one 4-byte store.
+      if constexpr (EPILOGUE) {
+        const int first_row = tile_m * BM + rows;
+        // Rows past m (a cluster's tile past the matrix, or this consumer's half of the last
+        // tile) are dropped by the copy engine; a consumer with none inside stores nothing.
+        if (first_row < m)
+          store_boxes<bfloat16, BLOCK_N>(
+              &map_d, epilogue + consumer * 2 * BOX, buffer,
+              [&](int at, float &v0, float &v1) {
+                v0 = acc[at];
+                v1 = acc[at + 1];
+              },
+              first_row, tile_n * BLOCK_N, n, 3 + consumer, thread);
+      } else {
+        // n is even (the wrapper requires a multiple of 8), so a pair starting inside the matrix
+        // ends inside it: one 4-byte store.
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; ++j) {
-        const int column = column0 + 8 * j;
+        for (int j = 0; j < BLOCK_N / 8; ++j) {
+          const int column = column0 + 8 * j;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = row0 + 8 * h;
-          if (row < m && column < n)
-            *reinterpret_cast<typename kjit::Pairs<bfloat16>::type *>(
-                d + static_cast<long long>(row) * n + column) =
-                kjit::Pairs<bfloat16>::pack(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          for (int h = 0; h < 2; ++h) {
+            const int row = row0 + 8 * h;
+            if (row < m && column < n)
+              *reinterpret_cast<typename kjit::Pairs<bfloat16>::type *>(
+                  d + static_cast<long long>(row) * n + column) =
+                  kjit::Pairs<bfloat16>::pack(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          }
         }
       }
     }
     if (PINGPONG && SCALING == 2 && consumer == 0 && !first_turn)
-      named_barrier_sync(1); // consumer 1's last turn handed back: no arrival left pending
+      named_barrier_sync(1, 256); // consumer 1's last turn handed back: no arrival left pending
+    if (EPILOGUE && thread == 0)  // the stores read shared memory until they are done
+      bulk_wait<0>();
   }
   if (CLUSTER_M > 1)
     cluster_sync(); // no block leaves while its peer may still copy into it or arrive on it

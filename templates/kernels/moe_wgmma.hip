@@ -110,45 +110,6 @@ __device__ inline void store_rows(T *c, const float (&acc)[ACCUMULATORS], long l
   }
 }
 
-// EPILOGUE 1: the same 64 rows, starting at row `row` of C, through shared memory: box after
-// box of 64 columns into this consumer's two 8 KiB `buffers` (`buffer` the next to write), the
-// copy engine storing each. A box's row r holds column 8j + 2 (lane % 4) in 16-byte chunk
-// j ^ (r % 8), as the 128-byte swizzle lays it: the warp's 8 rows of a store fall on 8 distinct
-// chunks, all 32 banks. Boxes starting at or past n are skipped.
-template <typename T, int BLOCK_N, int GATED, int ACCUMULATORS>
-__device__ inline void store_boxes(const kjit::TensorMap *map_c, unsigned char *buffers,
-                                   int &buffer, const float (&acc)[ACCUMULATORS], int row,
-                                   int column, int n, int consumer, int thread) {
-  using namespace kjit::hopper;
-  const int warp = thread / 32, lane = thread % 32;
-#pragma unroll
-  for (int box = 0; box < BLOCK_N / 64; ++box) {
-    if (column + box * 64 >= n)
-      break;
-    unsigned char *to = buffers + buffer * 8192;
-    if (thread == 0) // the store that read this buffer, two boxes ago, has read it
-      bulk_wait_read<1>();
-    named_barrier_sync(1 + consumer, 128);
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float v0, v1;
-        output_pair<GATED, 4 * (BLOCK_N / 8)>(acc, 4 * (8 * box + j) + 2 * h, v0, v1);
-        const int r = warp * 16 + lane / 4 + 8 * h;
-        *reinterpret_cast<typename kjit::Pairs<T>::type *>(
-            to + r * 128 + ((j ^ (r % 8)) * 16) + 4 * (lane % 4)) = kjit::Pairs<T>::pack(v0, v1);
-      }
-    fence_async_shared(); // this thread's writes, before the copy engine reads them
-    named_barrier_sync(1 + consumer, 128);
-    if (thread == 0) {
-      store_box(map_c, to, column + box * 64, row);
-      bulk_commit();
-    }
-    buffer ^= 1;
-  }
-}
-
 } // namespace kjit_moe_gemm
 
 template <typename T, int BLOCK_N, int STAGES, int GATED, int GROUP_M, int GATHER, int PINGPONG,
@@ -318,9 +279,12 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
       for (int half = 0; half < HALVES; ++half)
         if (EPILOGUE)
-          kjit_moe_gemm::store_boxes<T, BLOCK_N, GATED>(
-              &map_c, epilogue + consumer * 2 * BOX, buffer, acc[half],
-              tile_m * BM + rows + half * 64, tile_n * BLOCK_N, n, consumer, thread);
+          store_boxes<T, BLOCK_N>(
+              &map_c, epilogue + consumer * 2 * BOX, buffer,
+              [&](int at, float &v0, float &v1) {
+                kjit_moe_gemm::output_pair<GATED, 4 * (BLOCK_N / 8)>(acc[half], at, v0, v1);
+              },
+              tile_m * BM + rows + half * 64, tile_n * BLOCK_N, n, 1 + consumer, thread);
         else
           kjit_moe_gemm::store_rows<T, BLOCK_N, GATED>(c, acc[half], row0 + half * 64, column0, n);
     }

@@ -579,10 +579,12 @@ void add_attention_decode(std::vector<Template> &all) {
 void add_fp8_gemm(std::vector<Template> &all) {
   TuningRules rules;
   const auto shared_bytes = [](const Instance &instance) -> std::int64_t {
-    // The stages (A's 128 x 128 bytes and B's BLOCK_N x 128), the 1024-byte alignment's slack and
-    // two mbarriers per stage.
+    // The stages (A's 128 x 128 bytes and B's BLOCK_N x 128), EPILOGUE 1's two 64 x 64 bfloat16
+    // buffers per consumer, the 1024-byte alignment's slack and two mbarriers per stage.
     const std::int64_t stages = integer_value(instance, "STAGES");
-    return stages * (128 + integer_value(instance, "BLOCK_N")) * 128 + 1024 + stages * 16;
+    return stages * (128 + integer_value(instance, "BLOCK_N")) * 128 +
+           (integer_value(instance, "EPILOGUE") == 1 ? 2 * 2 * 64 * 64 * 2 : 0) + 1024 +
+           stages * 16;
   };
   rules.shared_bytes = shared_bytes;
   rules.fits = [shared_bytes](const Instance &instance, std::string_view) -> std::string {
@@ -596,8 +598,13 @@ void add_fp8_gemm(std::vector<Template> &all) {
     if (integer_value(instance, "A_REGISTERS") == 1 &&
         (integer_value(instance, "SCALING") != 2 || block_n != 256))
       return "A_REGISTERS serves block scales at BLOCK_N 256 (its halves share A's registers)";
+    if (integer_value(instance, "EPILOGUE") == 1 && block_n % 64 != 0)
+      return "EPILOGUE 1 stores boxes of 64 columns: BLOCK_N a multiple of 64";
+    if (integer_value(instance, "EPILOGUE") == 1 && integer_value(instance, "SCALING") == 2 &&
+        block_n == 256 && integer_value(instance, "PINGPONG") == 1)
+      return "EPILOGUE 1 beside the halves' turns (PINGPONG) spills at 232 registers a consumer";
     if (shared_bytes(instance) > 227 * 1024)
-      return "the stages need more than 227 KiB of shared memory";
+      return "the stages (and EPILOGUE 1's buffers) need more than 227 KiB of shared memory";
     return "";
   };
   rules.threads = [](const Instance &) -> std::int64_t { return 384; };
@@ -613,12 +620,13 @@ void add_fp8_gemm(std::vector<Template> &all) {
           {"CLUSTER_M", ParamSchema::one_of({1, 2}, 1).tunable()},
           {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
           {"OVERLAP", ParamSchema::one_of({0, 1}, 1).tunable()},
-          {"A_REGISTERS", ParamSchema::one_of({0, 1}, 0).tunable()}},
+          {"A_REGISTERS", ParamSchema::one_of({0, 1}, 0).tunable()},
+          {"EPILOGUE", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = {{"kjit/hopper.h", std::string(embedded::hopper_h)},
                                   {"kjit/hopper_fp8.h", std::string(embedded::hopper_fp8_h)}},
                       .arguments = {"bfloat16*", "const float*", "const float*",
-                                    "const kjit::TensorMap", "const kjit::TensorMap", "int", "int",
-                                    "int"},
+                                    "const kjit::TensorMap", "const kjit::TensorMap",
+                                    "const kjit::TensorMap", "int", "int", "int"},
                       .tuning = rules,
                       .targets = {"sm_90a"}});
 }

@@ -204,7 +204,9 @@ TEST_F(GemmFp8GpuTest, BlockScaledMatchesTheReferenceOnRaggedAndDeepSeekLikeShap
 }
 
 // Each tile width block scales take, with and without clusters, turns and two k-blocks' sums
-// at once (256 columns in halves, A from shared memory or registers): widths that do not divide
+// at once (256 columns in halves, A from shared memory or registers), D stored from registers or
+// through shared memory and the copy engine (EPILOGUE 1: boxes past N skipped, rows past M and a
+// box's columns past N dropped by the engine): widths that do not divide
 // 128 put two blocks of B's scales in a tile (at every offset a width's tiles start at), N is no
 // multiple of any width, and 300 or 1400 rows leave a cluster's second tile past M; 1400 x 2112
 // makes more tiles than blocks, so each block takes several.
@@ -213,31 +215,23 @@ TEST_F(GemmFp8GpuTest, BlockScaledTileWidthsAndClustersMatchTheReference) {
     GTEST_SKIP() << why;
   std::mt19937 rng(13);
   struct Variant {
-    int block_n, stages, cluster_m, pingpong, overlap = 0, a_registers = 0;
+    int block_n, stages, cluster_m, pingpong, overlap = 0, a_registers = 0, epilogue = 0;
   };
   // 640 of K is five k-blocks, 256 two: OVERLAP's pairs of batches end either way.
   for (const Shape s : {Shape{300, 520, 640}, {1400, 2112, 256}}) {
     Fp8Case operands(*this, s, Form::block, rng);
-    for (const Variant v : {Variant{96, 7, 2, 1},
-                            {112, 7, 1, 0},
-                            {144, 6, 2, 1},
-                            {160, 6, 1, 1},
-                            {160, 6, 2, 0},
-                            {160, 5, 2, 1},
-                            {128, 5, 2, 0},
-                            {128, 6, 1, 1},
-                            {64, 6, 1, 0},
-                            {128, 6, 1, 1, 1},
-                            {128, 5, 2, 0, 1},
-                            {64, 7, 1, 1, 1},
-                            {256, 4, 1, 0},
-                            {256, 4, 2, 1},
-                            {256, 4, 1, 0, 0, 1},
-                            {256, 4, 2, 1, 0, 1}}) {
+    for (const Variant v :
+         {Variant{96, 7, 2, 1},    {112, 7, 1, 0},          {144, 6, 2, 1},
+          {160, 6, 1, 1},          {160, 6, 2, 0},          {160, 5, 2, 1},
+          {128, 5, 2, 0},          {128, 6, 1, 1},          {64, 6, 1, 0},
+          {128, 6, 1, 1, 1},       {128, 5, 2, 0, 1},       {64, 7, 1, 1, 1},
+          {256, 4, 1, 0},          {256, 4, 2, 1},          {256, 4, 1, 0, 0, 1},
+          {256, 4, 2, 1, 0, 1},    {256, 4, 1, 0, 0, 1, 1}, {256, 4, 2, 0, 0, 1, 1},
+          {256, 4, 1, 0, 0, 0, 1}, {128, 6, 1, 1, 1, 0, 1}, {64, 6, 2, 0, 1, 0, 1}}) {
       SCOPED_TRACE(::testing::Message()
                    << "BLOCK_N " << v.block_n << " CLUSTER_M " << v.cluster_m << " PINGPONG "
                    << v.pingpong << " OVERLAP " << v.overlap << " A_REGISTERS " << v.a_registers
-                   << ", " << s.m << " x " << s.n << " x " << s.k);
+                   << " EPILOGUE " << v.epilogue << ", " << s.m << " x " << s.n << " x " << s.k);
       detail::ChosenVariant variant = detail::gemm_fp8_variant(true, false, s.m, s.n);
       variant.params.set("BLOCK_N", v.block_n);
       variant.params.set("STAGES", v.stages);
@@ -245,6 +239,7 @@ TEST_F(GemmFp8GpuTest, BlockScaledTileWidthsAndClustersMatchTheReference) {
       variant.params.set("PINGPONG", v.pingpong);
       variant.params.set("OVERLAP", v.overlap);
       variant.params.set("A_REGISTERS", v.a_registers);
+      variant.params.set("EPILOGUE", v.epilogue);
       operands.check([&](BFloat16 *d, auto *a, auto *sa, auto *b, auto *sb) {
         detail::launch_gemm_fp8_variant(runtime(), variant, d, a, sa, b, sb, s.m, s.n, s.k);
       });
@@ -275,14 +270,21 @@ TEST_F(GemmFp8GpuTest, ScaledTileWidthsAndClustersMatchTheReference) {
   const Shape s{300, 2112, 272};
   for (const bool row_wise : {false, true}) {
     Fp8Case operands(*this, s, row_wise ? Form::rows : Form::tensor, rng);
-    for (const auto &[block_n, stages, cluster_m] :
-         {std::tuple{176, 5, 2}, {176, 5, 1}, {224, 4, 2}, {240, 4, 2}, {240, 4, 1}}) {
-      SCOPED_TRACE(::testing::Message() << "BLOCK_N " << block_n << " CLUSTER_M " << cluster_m
-                                        << (row_wise ? " row-wise" : " tensor"));
+    for (const auto &[block_n, stages, cluster_m, epilogue] : {std::tuple{176, 5, 2, 0},
+                                                               {176, 5, 1, 0},
+                                                               {224, 4, 2, 0},
+                                                               {240, 4, 2, 0},
+                                                               {240, 4, 1, 0},
+                                                               {256, 4, 2, 1},
+                                                               {192, 4, 1, 1}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "BLOCK_N " << block_n << " CLUSTER_M " << cluster_m << " EPILOGUE "
+                   << epilogue << (row_wise ? " row-wise" : " tensor"));
       detail::ChosenVariant variant = detail::gemm_fp8_variant(false, row_wise, s.m, s.n);
       variant.params.set("BLOCK_N", block_n);
       variant.params.set("STAGES", stages);
       variant.params.set("CLUSTER_M", cluster_m);
+      variant.params.set("EPILOGUE", epilogue);
       operands.check([&](BFloat16 *d, auto *a, auto *sa, auto *b, auto *sb) {
         detail::launch_gemm_fp8_variant(runtime(), variant, d, a, sa, b, sb, s.m, s.n, s.k);
       });

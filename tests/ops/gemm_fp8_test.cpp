@@ -44,12 +44,12 @@ void expect_clean_report(const std::string &log) {
 
 TEST(GemmFp8Compile, EveryScalingAndTileWidthCompilesCleanForSm90a) {
   struct Shape {
-    int scaling, block_n, stages, cluster_m, pingpong, overlap = 0, a_registers = 0;
+    int scaling, block_n, stages, cluster_m, pingpong, overlap = 0, a_registers = 0, epilogue = 0;
   };
   // Every width block scales take (two blocks of B's scales a tile from 96 up, the widest
   // promoted sums at 160, 256 in halves, A from shared memory or registers), with and without
   // clusters and turns, two k-blocks' sums at once (OVERLAP) at the widths that take it, and the
-  // other forms' extremes.
+  // other forms' extremes; D through shared memory and the copy engine (EPILOGUE 1) beside each.
   // clang-format off
   for (const Shape shape : {Shape{2, 64, 7, 1, 1}, {2, 96, 7, 2, 0}, {2, 112, 7, 1, 1},
                             {2, 128, 6, 1, 1}, {2, 128, 5, 2, 0}, {2, 144, 6, 2, 1},
@@ -58,7 +58,11 @@ TEST(GemmFp8Compile, EveryScalingAndTileWidthCompilesCleanForSm90a) {
                             {0, 64, 6, 2, 1}, {2, 128, 6, 1, 1, 1}, {2, 128, 6, 2, 0, 1},
                             {2, 64, 7, 1, 1, 1}, {1, 176, 5, 2, 0}, {1, 240, 4, 2, 0},
                             {0, 224, 4, 1, 0}, {2, 256, 4, 2, 1}, {2, 256, 4, 1, 0},
-                            {2, 256, 4, 2, 1, 0, 1}, {2, 256, 4, 1, 0, 0, 1}}) {
+                            {2, 256, 4, 2, 1, 0, 1}, {2, 256, 4, 1, 0, 0, 1},
+                            {2, 256, 4, 1, 0, 0, 1, 1}, {2, 256, 4, 2, 0, 0, 1, 1},
+                            {2, 256, 4, 1, 0, 0, 0, 1}, {2, 128, 6, 1, 1, 1, 0, 1},
+                            {2, 64, 6, 2, 1, 1, 0, 1}, {0, 256, 4, 2, 0, 0, 0, 1},
+                            {1, 192, 4, 1, 1, 0, 0, 1}}) {
     // clang-format on
     const std::optional<std::string> log =
         ptxas_report("gemm_fp8", {{"SCALING", shape.scaling},
@@ -67,11 +71,14 @@ TEST(GemmFp8Compile, EveryScalingAndTileWidthCompilesCleanForSm90a) {
                                   {"CLUSTER_M", shape.cluster_m},
                                   {"PINGPONG", shape.pingpong},
                                   {"OVERLAP", shape.overlap},
-                                  {"A_REGISTERS", shape.a_registers}});
+                                  {"A_REGISTERS", shape.a_registers},
+                                  {"EPILOGUE", shape.epilogue}});
     if (!log)
       GTEST_SKIP() << "NVRTC is not available";
     SCOPED_TRACE("SCALING " + std::to_string(shape.scaling) + " BLOCK_N " +
                  std::to_string(shape.block_n) + " CLUSTER_M " + std::to_string(shape.cluster_m) +
+                 " PINGPONG " + std::to_string(shape.pingpong) + " A_REGISTERS " +
+                 std::to_string(shape.a_registers) + " EPILOGUE " + std::to_string(shape.epilogue) +
                  "\n" + *log);
     expect_clean_report(*log);
   }
@@ -89,20 +96,36 @@ TEST(GemmFp8Variant, TheHeuristicsVariantsFitTheTemplatesRules) {
       }
 }
 
-// Per tensor and row-wise, the width whose waves over 132 multiprocessors cost least: whole
-// waves of 176 columns at 4096 x 2112 (256 left the third of three waves mostly idle), 256 where
-// it makes nearly whole waves, the narrowest where one row of tiles is less than a wave.
+// Per tensor and row-wise, the width whose waves over 132 multiprocessors cost least (those that
+// store through the copy engine at 0.9): 192 columns at 4096 x 2112 (176 made whole waves from
+// registers, 256 left the third of three waves mostly idle), 256 where it makes nearly whole
+// waves, the narrowest where one row of tiles is less than a wave.
 TEST(GemmFp8Variant, ScaledFormsTakeTheTileWidthThatFillsTheWaves) {
   const auto width = [](bool row_wise, int m, int n) {
     return detail::gemm_fp8_variant(false, row_wise, m, n).integer("BLOCK_N");
   };
   for (const bool row_wise : {false, true}) {
-    EXPECT_EQ(width(row_wise, 4096, 2112), 176);
+    EXPECT_EQ(width(row_wise, 4096, 2112), 192); // 176 before EPILOGUE 1 (fp8f)
     EXPECT_EQ(width(row_wise, 4096, 7168), 256);
     EXPECT_EQ(width(row_wise, 4096, 4096), 256);
     EXPECT_EQ(width(row_wise, 64, 7168), 64);
     EXPECT_EQ(width(row_wise, 128, 2112), 64);
   }
+}
+
+// 256- and 192-column tiles store D through shared memory and the copy engine (EPILOGUE 1), every
+// form; other widths from registers.
+TEST(GemmFp8Variant, TilesOf192And256ColumnsStoreThroughTheCopyEngine) {
+  for (const auto &[block, row_wise] : {std::pair{true, false}, {false, false}, {false, true}})
+    for (const auto &[m, n] : {std::pair{4096, 7168}, {4096, 4096}, {4096, 2112}, {64, 7168}}) {
+      const detail::ChosenVariant variant = detail::gemm_fp8_variant(block, row_wise, m, n);
+      const std::int64_t block_n = variant.integer("BLOCK_N");
+      EXPECT_EQ(variant.integer("EPILOGUE"), block_n == 256 || block_n == 192 ? 1 : 0)
+          << m << " x " << n << " block " << block;
+      if (m == 4096 && (n != 2112 || !block)) {
+        EXPECT_EQ(variant.integer("EPILOGUE"), 1) << m << " x " << n << " block " << block;
+      }
+    }
 }
 
 TEST(LinearSplitkCompile, TheHeuristicsVariantsCompileWithoutSpillsForSm90a) {

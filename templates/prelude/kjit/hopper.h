@@ -214,9 +214,54 @@ template <int PENDING> __device__ inline void bulk_wait() {
 }
 
 // A barrier of `threads` threads (a multiple of 32) on hardware barrier `id` (1 to 15; 0 is
-// __syncthreads'), e.g. one warpgroup's.
+// __syncthreads'), e.g. one warpgroup's; bar.arrive counts this thread in without waiting.
 __device__ inline void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ inline void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// A warpgroup's 64 rows x COLUMNS of 16-bit T, accumulated by m64nNk16 wgmma (register 4j + 2h + e
+// is row 16 warp + lane / 4 + 8h, column 8j + 2 (lane % 4) + e), stored to `map` (boxes of 64 x
+// 64, the 128-byte swizzle) at (column, row) through shared memory: box after box of 64 columns
+// into the warpgroup's two 8 KiB `buffers` (1024-aligned; `buffer` the next to write), the copy
+// engine storing each while the next is written. pair(4j + 2h, v0, v1) gives the two values of
+// registers 4j + 2h and 4j + 2h + 1. A box's row r holds column 8j + 2 (lane % 4) in 16-byte chunk
+// j ^ (r % 8), as the 128-byte swizzle lays it: the warp's 8 rows of a store fall on 8 distinct
+// chunks, all 32 banks. Boxes starting at or past n are skipped; the engine drops rows past the
+// map's. `barrier` is a named barrier of the warpgroup's 128 threads. Before the buffers are
+// given up (the kernel's end), thread 0 waits for the stores (bulk_wait<0>).
+template <typename T, int COLUMNS, typename Pair>
+__device__ inline void store_boxes(const kjit::TensorMap *map, unsigned char *buffers, int &buffer,
+                                   Pair pair, int row, int column, int n, int barrier, int thread) {
+  const int warp = thread / 32, lane = thread % 32;
+#pragma unroll
+  for (int box = 0; box < COLUMNS / 64; ++box) {
+    if (column + box * 64 >= n)
+      break;
+    unsigned char *to = buffers + buffer * 8192;
+    if (thread == 0) // the store that read this buffer, two boxes ago, has read it
+      bulk_wait_read<1>();
+    named_barrier_sync(barrier, 128);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float v0, v1;
+        pair(4 * (8 * box + j) + 2 * h, v0, v1);
+        const int r = warp * 16 + lane / 4 + 8 * h;
+        *reinterpret_cast<typename kjit::Pairs<T>::type *>(
+            to + r * 128 + ((j ^ (r % 8)) * 16) + 4 * (lane % 4)) = kjit::Pairs<T>::pack(v0, v1);
+      }
+    fence_async_shared(); // this thread's writes, before the copy engine reads them
+    named_barrier_sync(barrier, 128);
+    if (thread == 0) {
+      store_box(map, to, column + box * 64, row);
+      bulk_commit();
+    }
+    buffer ^= 1;
+  }
 }
 
 } // namespace kjit::hopper
