@@ -449,6 +449,81 @@ TYPED_TEST(GemmGpuTest, TransposedWgmmaMatchesTheReferenceOnRaggedShapes) {
   }
 }
 
+// A kernel that lets the stream's next kernel start at once (as gemm_wgmma does) and then, after
+// spinning for `cycles`, copies `words` 4-byte words: the slow predecessor of a programmatic
+// dependent launch.
+const Template
+    early_trigger_copy("early_trigger_copy", R"(
+__global__ void early_trigger_copy(unsigned *to, const unsigned *from, int words, long long cycles) {
+  kjit::let_dependents_start();
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < words; i += gridDim.x * blockDim.x)
+    to[i] = from[i];
+})",
+                       {}, {.arguments = {"unsigned*", "const unsigned*", "int", "long long"}});
+
+// linear() launches gemm_wgmma as a programmatic dependent launch (gemm.cpp): its blocks may start
+// while the stream's previous kernel still runs, once that kernel has let them, and must wait for
+// it before touching memory. Behind a kernel that lets them start at once and then spins for about
+// 0.5 ms: that kernel writes A, which linear() then reads (read after write), and reads the C that
+// linear() then overwrites (write after read); then two linear() in a row, the second reading the
+// first's C (an MLP's two projections). Into poisoned buffers, against the fp64 reference.
+TYPED_TEST(GemmGpuTest, LinearWaitsForTheKernelBeforeItToFinish) {
+  using T = TypeParam;
+  if (!serves_wgmma<T>(this->device()))
+    GTEST_SKIP() << "gemm_wgmma serves half and bfloat16 on sm_90a; this is " << element_name<T>()
+                 << " on " << this->device().target().id();
+  const Kernel &copy = this->runtime().kernel(early_trigger_copy, {});
+  const long long spin = 1'000'000; // cycles: about 0.5 ms at the H100's 1980 MHz
+  const auto copy_words = [&](DeviceBuffer &to, const DeviceBuffer &from, std::size_t elements) {
+    copy.launch({.grid = 4, .block = 256}, to.as<unsigned>(), from.as<const unsigned>(),
+                static_cast<int>(elements * sizeof(T) / 4), spin);
+  };
+  std::mt19937 rng(4242);
+  const GemmShape shapes[] = {{128, 4096, 1024}, {1000, 2048, 512}};
+  for (const GemmShape &s : shapes) {
+    SCOPED_TRACE(::testing::Message() << s.m << " x " << s.n << " x " << s.k);
+    const std::size_t a_count = static_cast<std::size_t>(s.m) * s.k;
+    const std::size_t c_count = static_cast<std::size_t>(s.m) * s.n;
+    const auto a = gpu_testing::random_elements<T>(a_count, rng, -1, 1);
+    const auto w = gpu_testing::random_elements<T>(static_cast<std::size_t>(s.n) * s.k, rng, -1, 1);
+    const auto w2 =
+        gpu_testing::random_elements<T>(static_cast<std::size_t>(s.k) * s.n, rng, -1, 1);
+    DeviceBuffer a_source = this->upload(a), w_on_device = this->upload(w);
+    DeviceBuffer w2_on_device = this->upload(w2);
+    DeviceBuffer a_on_device = this->template poisoned<T>(a_count);
+    DeviceBuffer c = this->template poisoned<T>(c_count);
+    const auto exact = reference::linear<T>(a, w, s.m, s.n, s.k);
+    const auto magnitudes = reference::linear<T>(magnitudes_of(a), magnitudes_of(w), s.m, s.n, s.k);
+
+    copy_words(a_on_device, a_source, a_count); // read after write
+    linear<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), w_on_device.as<T>(), s.m, s.n, s.k);
+    const auto first = this->template download<T>(c, c_count);
+    EXPECT_TRUE(within_accumulation_error(first, exact, magnitudes, s.k));
+
+    DeviceBuffer c_before = this->template poisoned<T>(c_count);
+    const auto a_other = gpu_testing::random_elements<T>(a_count, rng, -1, 1);
+    DeviceBuffer a_other_on_device = this->upload(a_other);
+    copy_words(c_before, c, c_count); // write after read
+    linear<T>(this->runtime(), c.as<T>(), a_other_on_device.as<T>(), w_on_device.as<T>(), s.m, s.n,
+              s.k);
+    const auto kept = this->template download<T>(c_before, c_count);
+    EXPECT_EQ(0, std::memcmp(kept.data(), first.data(), c_count * sizeof(T)))
+        << "linear() overwrote C before the kernel before it had read it";
+
+    DeviceBuffer c2 = this->template poisoned<T>(a_count);
+    linear<T>(this->runtime(), c.as<T>(), a_on_device.as<T>(), w_on_device.as<T>(), s.m, s.n, s.k);
+    linear<T>(this->runtime(), c2.as<T>(), c.as<T>(), w2_on_device.as<T>(), s.m, s.k, s.n);
+    const auto hidden = this->template download<T>(c, c_count);
+    const auto second = this->template download<T>(c2, a_count);
+    EXPECT_TRUE(within_accumulation_error(
+        second, reference::linear<T>(hidden, w2, s.m, s.k, s.n),
+        reference::linear<T>(magnitudes_of(hidden), magnitudes_of(w2), s.m, s.k, s.n), s.n));
+  }
+}
+
 // On a large ragged shape, every cluster and epilogue layout writes bit for bit what the
 // single-block register-epilogue kernel writes: each element's products are accumulated by the
 // same wgmma sequence and rounded once, whoever copied the tiles and however C is stored.
