@@ -523,7 +523,8 @@ struct Bench {
       return ops::detail::grouped_gemm_variant<T>(rt, true, form, pairs, layer.experts, layer.inter,
                                                   layer.hidden);
     };
-    const ops::detail::ChosenVariant sorted_up = variant(0), tma_up = variant(2);
+    const ops::detail::ChosenVariant sorted_up = variant(0), tma_up = variant(2),
+                                     tma128_up = variant(3);
     const auto gate_up = [&](const ops::detail::ChosenVariant &v, const T *a) {
       ops::detail::grouped_gemm<T>(rt, v, h.as<T>(), a, weights.w13.template as<const T>(), rows,
                                    alignment, layer.experts, layer.inter, layer.hidden, layer.top_k,
@@ -546,18 +547,23 @@ struct Bench {
       });
       const double tma_ms =
           median_ms_per_launch(device, 5, [&] { gate_up(tma_up, fused.x.template as<const T>()); });
+      const double tma128_ms = median_ms_per_launch(
+          device, 5, [&] { gate_up(tma128_up, fused.x.template as<const T>()); });
       row(round, "moe_gather pass", pass_ms, both_ms, 0);
       row(round, "gate-up GATHER 0 (sorted rows)", sorted_ms, both_ms, flops);
       row(round, "moe_gather + gate-up GATHER 0 (baseline)", both_ms, both_ms, flops);
-      row(round, "gate-up GATHER 2 (a TMA box a row)", tma_ms, both_ms, flops);
-      double layer_ms[2];
-      for (const int form : {0, 2}) {
+      row(round, "gate-up GATHER 2 (a TMA box a row, one warp issues)", tma_ms, both_ms, flops);
+      row(round, "gate-up GATHER 3 (a TMA box a row, 128 threads issue)", tma128_ms, both_ms,
+          flops);
+      double layer_ms[4];
+      for (const int form : {0, 2, 3}) {
         ops::detail::prefill_gather() = form;
-        layer_ms[form / 2] = median_ms_per_launch(device, 5, [&] { fused.run(); });
+        layer_ms[form] = median_ms_per_launch(device, 5, [&] { fused.run(); });
       }
       ops::detail::prefill_gather() = 0;
       row(round, "fused_moe, GATHER 0 (baseline)", layer_ms[0], layer_ms[0], 1.5 * flops);
-      row(round, "fused_moe, GATHER 2", layer_ms[1], layer_ms[0], 1.5 * flops);
+      row(round, "fused_moe, GATHER 2", layer_ms[2], layer_ms[0], 1.5 * flops);
+      row(round, "fused_moe, GATHER 3", layer_ms[3], layer_ms[0], 1.5 * flops);
     }
   }
 

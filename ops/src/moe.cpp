@@ -227,7 +227,7 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
   // so the extent `rows` (>= tokens) is never reached past the tokens.
   const TensorMap map_a =
       plan.gather == 1 ? TensorMap{}
-                       : map_of(device, element, a, rows, k, plan.gather == 2 ? 1 : moe_block_m);
+                       : map_of(device, element, a, rows, k, plan.gather >= 2 ? 1 : moe_block_m);
   const TensorMap map_w = map_of(
       device, element, w, std::uint64_t(experts) * n * (plan.gated ? 2 : 1), k, plan.block_n);
   // EPILOGUE 1 stores C [rows, n] in boxes of 64 x 64.

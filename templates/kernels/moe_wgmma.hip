@@ -151,6 +151,9 @@ __global__ void __launch_bounds__(384, 1)
   unsigned long long *tile_full = empty + STAGES, *tile_empty = tile_full + 2;
   volatile int *tile_ids = reinterpret_cast<volatile int *>(tile_empty + 2);
   const bool dynamic = GATHER != 1 && schedule != nullptr;
+  // GATHER 2: the producer's first warp issues the rows' boxes, 4 a lane; 3: all its 128 threads,
+  // one each (an experiment: is the first warp's issue the limit?).
+  constexpr int ISSUERS = GATHER == 3 ? 128 : 32, PER = 128 / ISSUERS;
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -171,7 +174,7 @@ __global__ void __launch_bounds__(384, 1)
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     // Thread 0 issues the TMA copies; GATHER 1: every thread its row of A, 2: the first warp.
-    if (GATHER == 1 || thread < (GATHER == 2 ? 32 : 1)) {
+    if (GATHER == 1 || GATHER == 3 || thread < (GATHER == 2 ? 32 : 1)) {
       int s = 0, slot = 0;
       unsigned phase = 0, tile_phase = 0;
       for (int i = 0;; ++i) {
@@ -186,6 +189,11 @@ __global__ void __launch_bounds__(384, 1)
           }
           if (GATHER == 2)
             t = __shfl_sync(0xffffffffu, t, 0);
+          if (GATHER == 3) { // the producer's threads read the slot, before it is written again
+            asm volatile("bar.sync 1, 128;" ::: "memory");
+            t = tile_ids[slot];
+            asm volatile("bar.sync 1, 128;" ::: "memory");
+          }
           if (++slot == 2) {
             slot = 0;
             tile_phase ^= 1;
@@ -199,11 +207,11 @@ __global__ void __launch_bounds__(384, 1)
         const int w_row = expert * (GATED ? 2 * n : n) + tile_n * BLOCK_N;
         const int pair = GATHER == 1 ? sorted_pairs[tile_m * BM + thread] : -1; // -1: padding
         const T *row = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * k;
-        int token[GATHER == 2 ? 4 : 1]; // GATHER 2: rows thread + 32 j's token (-1: padding)
-        if (GATHER == 2)
+        int token[PER]; // GATHER 2, 3: rows thread + ISSUERS j's token (-1: padding)
+        if (GATHER >= 2)
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int p = sorted_pairs[tile_m * BM + thread + 32 * j];
+          for (int j = 0; j < PER; ++j) {
+            const int p = sorted_pairs[tile_m * BM + thread + ISSUERS * j];
             token[j] = p < 0 ? -1 : p / top_k;
           }
         for (int kb = 0; kb < k_blocks; ++kb) {
@@ -217,11 +225,11 @@ __global__ void __launch_bounds__(384, 1)
             if (GATED) // the up rows of the same columns, after the gate rows
               copy_box(b_stage + BLOCK_N * 128, &map_b, &full[s], kb * BK, w_row + n);
           }
-          if (GATHER == 2) {
+          if (GATHER >= 2) {
             __syncwarp();
 #pragma unroll
-            for (int j = 0; j < 4; ++j)
-              copy_box(a_stage + (thread + 32 * j) * 128, &map_a, &full[s], kb * BK, token[j]);
+            for (int j = 0; j < PER; ++j)
+              copy_box(a_stage + (thread + ISSUERS * j) * 128, &map_a, &full[s], kb * BK, token[j]);
           }
           if (GATHER == 1) {
             kjit_moe_gemm::copy_row(a_stage + thread * 128, row, pair >= 0, kb * BK, k, thread);

@@ -369,7 +369,7 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                              {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 4).tunable()},
                              {"GATED", ParamSchema::one_of({0, 1}, 1)},
                              {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
-                             {"GATHER", ParamSchema::one_of({0, 1, 2}, 0)},
+                             {"GATHER", ParamSchema::one_of({0, 1, 2, 3}, 0)},
                              {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
                              {"EPILOGUE", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = {HeaderFile{"kjit/hopper.h", std::string(embedded::hopper_h)}},

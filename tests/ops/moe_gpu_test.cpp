@@ -353,7 +353,8 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
                                                    {0, 1, 1},
                                                    {2, 0, 0},
                                                    {2, 0, 1},
-                                                   {2, 1, 0}}) {
+                                                   {2, 1, 0},
+                                                   {3, 0, 1}}) {
     SCOPED_TRACE("GATHER " + std::to_string(gather) + ", PINGPONG " + std::to_string(pingpong) +
                  ", EPILOGUE " + std::to_string(epilogue));
     std::vector<int> row_of(pairs);

@@ -414,7 +414,7 @@ TEST(MoeGemmWgmmaCompile, NoSerialisedWgmmaNoIgnoredSetmaxnregNoSpills) {
       for (int block_n : {64, 128, 256}) {
         const int wgmma_n = block_n * (gated + 1);
         for (int stages : {3, 4, 6})
-          for (int gather = 0; gather <= 2 * gated; ++gather)
+          for (int gather = 0; gather <= 3 * gated; ++gather)
             for (int pingpong = 0; pingpong <= (wgmma_n == 128 ? 1 : 0); ++pingpong)
               for (int epilogue : {0, 1})
                 if ((wgmma_n == 256 && stages <= 4) || (wgmma_n == 128 && stages == 6)) {
