@@ -17,8 +17,7 @@
 // the same counts, against the bfloat16 fused_moe and kjit's dense bfloat16 GEMM (TFLOP/s), and
 // a copy of the e4m3 weight bytes the tokens touch (the decode's rate). --tiles times the grouped
 // GEMMs' tile shapes at decode sizes (Bench::tiles), --prefill each grouped GEMM's forms at 4096
-// tokens against the dense GEMM of its FLOPs (Bench::prefill), --gather2 the gate-up GEMM copying
-// the tokens' rows by TMA (GATHER 2) against a moe_gather pass and sorted rows (Bench::gather2).
+// tokens against the dense GEMM of its FLOPs (Bench::prefill).
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -494,79 +493,6 @@ struct Bench {
       }
   }
 
-  // --gather2: at 4096 tokens, the gate-up GEMM copying the tokens' rows by TMA boxes of one row
-  // (GATHER 2) against a moe_gather pass (fused_moe's form) then the GEMM on the sorted rows
-  // (GATHER 0), both in the dynamic tile order, and fused_moe in both forms
-  // (detail::prefill_gather), in three rounds in turn (the run's spread shows between them).
-  template <Element T> void gather2(const Layer &layer) {
-    constexpr int tokens = 4096;
-    const int pairs = tokens * layer.top_k;
-    const Experts<T> weights = experts<T>(layer);
-    Fused<T> fused(*this, layer, weights, tokens); // its routing, for the GEMMs too
-    const std::size_t rows = moe_align_rows(pairs, layer.experts, 128);
-    DeviceBuffer sorted = device.allocate(rows * 4), blocks = device.allocate(rows / 128 * 4),
-                 positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8),
-                 schedule = device.allocate(sizeof(int));
-    const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
-                                 totals.as<int>()};
-    moe_align(rt, alignment, fused.ids.template as<const int>(), pairs, layer.experts, 128);
-    DeviceBuffer x_sorted = device.allocate(rows * layer.hidden * sizeof(T));
-    DeviceBuffer h = device.allocate(rows * layer.inter * sizeof(T));
-    const Kernel &gather = rt.kernel(templates::find("moe_gather"),
-                                     {{"T", element_name<T>()}, {"VEC", 8}, {"ROWS", 8}});
-    const auto gather_rows = [&] {
-      gather.launch({.grid = static_cast<unsigned>(rows / 8), .block = 256}, x_sorted.as<T>(),
-                    fused.x.template as<const T>(), sorted.as<const int>(), totals.as<const int>(),
-                    layer.top_k, layer.hidden, 128);
-    };
-    const auto variant = [&](int form) {
-      return ops::detail::grouped_gemm_variant<T>(rt, true, form, pairs, layer.experts, layer.inter,
-                                                  layer.hidden);
-    };
-    const ops::detail::ChosenVariant sorted_up = variant(0), tma_up = variant(2),
-                                     tma128_up = variant(3);
-    const auto gate_up = [&](const ops::detail::ChosenVariant &v, const T *a) {
-      ops::detail::grouped_gemm<T>(rt, v, h.as<T>(), a, weights.w13.template as<const T>(), rows,
-                                   alignment, layer.experts, layer.inter, layer.hidden, layer.top_k,
-                                   schedule.as<int>(), nullptr);
-    };
-    const double flops = 4.0 * pairs * layer.inter * layer.hidden;
-    const auto row = [&](int round, const char *what, double ms, double baseline_ms, double f) {
-      std::printf("| %s | %s | %d | %s | %.3f | %.0f | %.3f |\n", layer.name,
-                  std::string(element_name<T>()).c_str(), round, what, ms, f / ms * 1e-9,
-                  baseline_ms / ms);
-      std::fflush(stdout);
-    };
-    for (int round = 0; round < 3; ++round) {
-      const double pass_ms = median_ms_per_launch(device, 5, gather_rows);
-      const double sorted_ms = median_ms_per_launch(
-          device, 5, [&] { gate_up(sorted_up, x_sorted.template as<const T>()); });
-      const double both_ms = median_ms_per_launch(device, 5, [&] {
-        gather_rows();
-        gate_up(sorted_up, x_sorted.template as<const T>());
-      });
-      const double tma_ms =
-          median_ms_per_launch(device, 5, [&] { gate_up(tma_up, fused.x.template as<const T>()); });
-      const double tma128_ms = median_ms_per_launch(
-          device, 5, [&] { gate_up(tma128_up, fused.x.template as<const T>()); });
-      row(round, "moe_gather pass", pass_ms, both_ms, 0);
-      row(round, "gate-up GATHER 0 (sorted rows)", sorted_ms, both_ms, flops);
-      row(round, "moe_gather + gate-up GATHER 0 (baseline)", both_ms, both_ms, flops);
-      row(round, "gate-up GATHER 2 (a TMA box a row, one warp issues)", tma_ms, both_ms, flops);
-      row(round, "gate-up GATHER 3 (a TMA box a row, 128 threads issue)", tma128_ms, both_ms,
-          flops);
-      double layer_ms[4];
-      for (const int form : {0, 2, 3}) {
-        ops::detail::prefill_gather() = form;
-        layer_ms[form] = median_ms_per_launch(device, 5, [&] { fused.run(); });
-      }
-      ops::detail::prefill_gather() = 0;
-      row(round, "fused_moe, GATHER 0 (baseline)", layer_ms[0], layer_ms[0], 1.5 * flops);
-      row(round, "fused_moe, GATHER 2", layer_ms[2], layer_ms[0], 1.5 * flops);
-      row(round, "fused_moe, GATHER 3", layer_ms[3], layer_ms[0], 1.5 * flops);
-    }
-  }
-
   // fused_moe and the dense GEMMs once each at 4096 tokens, for a profiler (--profile).
   template <Element T> void profile(const Layer &layer) {
     const Experts<T> weights = experts<T>(layer);
@@ -672,10 +598,9 @@ int main(int argc, char **argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
   if (argc > 1 && !sweep && mode != "--profile" && mode != "--fp8" && mode != "--tiles" &&
-      mode != "--prefill" && mode != "--gather2") { // tools/gpu-check asks for --help
+      mode != "--prefill") { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill | --gather2]\n "
-        " prints "
+        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill]\n  prints "
         "fused_moe's "
         "table against "
         "kjit's dense GEMM and a copy; --breakdown fused_moe against each of its launches alone "
@@ -683,8 +608,7 @@ int main(int argc, char **argv) {
         "fused_moe and the dense GEMMs once each at 4096 tokens (for ncu), --fp8 fused_moe with "
         "e4m3 weights against the bfloat16 one, the dense GEMM and a copy of its weight bytes, "
         "--tiles the grouped GEMMs' tile shapes at 16 and 256 tokens against a copy, --prefill "
-        "each grouped GEMM's forms at 4096 tokens against the dense GEMM of its FLOPs, --gather2 "
-        "the gate-up GEMM copying token rows by TMA against a moe_gather pass and sorted rows\n",
+        "each grouped GEMM's forms at 4096 tokens against the dense GEMM of its FLOPs\n",
         argv[0]);
     return 0;
   }
@@ -717,15 +641,6 @@ int main(int argc, char **argv) {
                   "|\n");
       for (const Layer &layer : layers)
         bench.prefill<BFloat16>(layer);
-      return 0;
-    }
-    if (mode == "--gather2") {
-      std::printf("| layer | type | round | what | ms | TFLOP/s | of baseline (time) |\n"
-                  "| --- | --- | --- | --- | --- | --- | --- |\n");
-      for (const Layer &layer : layers) {
-        bench.gather2<BFloat16>(layer);
-        bench.gather2<Half>(layer);
-      }
       return 0;
     }
     if (mode == "--fp8") {

@@ -156,11 +156,6 @@ int grouped_block_n(std::int64_t pairs, int experts, int n, int wide, int multip
   return last_wave_fill(wide / 2) > last_wave_fill(wide) + 0.05 ? wide / 2 : wide;
 }
 
-int &prefill_gather() {
-  static int form = 0;
-  return form;
-}
-
 bool fused_moe_decodes(const jit::Target &target, int tokens) {
   return tokens <= max_decode_tokens && !moe_mfma_serves(target);
 }
@@ -173,7 +168,7 @@ bool fused_moe_decodes(const jit::Target &target, int tokens) {
 // measured there). PINGPONG 0: taking tiles of 128 x 128 in turns was slower (BENCHMARKS.md,
 // "fused_moe prefill: the grouped GEMMs' stores through shared memory").
 template <Element T>
-ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int gather, int pairs, int experts,
+ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k) {
   if (moe_mfma_serves(rt.default_device().target())) // AMD: moe_mfma.cpp, which never gathers
     return moe_mfma_variant<T>(gated, pairs, experts, n, rt.default_device().multiprocessors());
@@ -188,7 +183,7 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int gather, int pair
                                  {"STAGES", wgmma_n == 256 ? (k >= 4096 ? 3 : 4) : 6},
                                  {"GATED", gated ? 1 : 0},
                                  {"GROUP_M", group_m_for(pairs, experts)},
-                                 {"GATHER", gather},
+                                 {"GATHER", gather ? 1 : 0},
                                  {"PINGPONG", 0},
                                  {"EPILOGUE", pairs > max_gathering_pairs ? 1 : 0}}};
   const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
@@ -209,7 +204,7 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.allow_shared_bytes(shared_bytes);
   return {&kernel,      block_n,
-          gated,        static_cast<int>(variant.integer("GATHER")),
+          gated,        variant.integer("GATHER") == 1,
           shared_bytes, variant.integer("EPILOGUE") == 1};
 }
 
@@ -222,12 +217,9 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
   const TensorMapElement element =
       std::is_same_v<T, BFloat16> ? TensorMapElement::bfloat16 : TensorMapElement::float16;
   const Device &device = plan.kernel->device();
-  // GATHER 1 reads the token rows a [tokens, k] itself (map_a unused); GATHER 2 through map_a in
-  // boxes of one row: it reads only rows pair / top_k < tokens and the padding's row -1 (zeros),
-  // so the extent `rows` (>= tokens) is never reached past the tokens.
+  // A gathering variant reads the token rows a [tokens, k] itself; its map_a is unused.
   const TensorMap map_a =
-      plan.gather == 1 ? TensorMap{}
-                       : map_of(device, element, a, rows, k, plan.gather >= 2 ? 1 : moe_block_m);
+      plan.gather ? TensorMap{} : map_of(device, element, a, rows, k, moe_block_m);
   const TensorMap map_w = map_of(
       device, element, w, std::uint64_t(experts) * n * (plan.gated ? 2 : 1), k, plan.block_n);
   // EPILOGUE 1 stores C [rows, n] in boxes of 64 x 64.
@@ -274,21 +266,15 @@ struct MoePlan {
   const Kernel *align, *gather, *combine; // gather: null where the gate-up GEMM gathers
   detail::GroupedPlan gate_up, down;
 };
-using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int, int, int>;
+using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int, int>;
 
 template <Element T>
 const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int vec) {
   thread_local std::map<MoePlanKey, MoePlan> plans;
   const std::int64_t bucket = detail::rows_bucket(pairs);
-  const MoePlanKey key{rt.id(),
-                       detail::element_code<T>(),
-                       layer.experts,
-                       layer.hidden,
-                       layer.inter,
-                       bucket,
-                       vec,
-                       group_m_for(pairs, layer.experts),
-                       detail::prefill_gather()};
+  const MoePlanKey key{
+      rt.id(), detail::element_code<T>(),        layer.experts, layer.hidden, layer.inter, bucket,
+      vec,     group_m_for(pairs, layer.experts)};
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;
@@ -297,12 +283,11 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
   static const Template &combine = templates::find("moe_combine");
   const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
   // moe_gemm_mfma (AMD) reads sorted rows only: moe_gather runs before it at every size.
-  // The gate-up GEMM's GATHER: 1 at the decode sizes, above them detail::prefill_gather().
-  const bool mfma = detail::moe_mfma_serves(rt.default_device().target());
-  const int gathering = mfma ? 0 : bucket <= max_gathering_pairs ? 1 : detail::prefill_gather();
+  const bool gathering =
+      bucket <= max_gathering_pairs && !detail::moe_mfma_serves(rt.default_device().target());
   const MoePlan plan{
       &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
-      gathering != 0
+      gathering
           ? nullptr
           : &rt.kernel(gather, {{"T", element_name<T>()}, {"VEC", vec}, {"ROWS", gather_rows}}),
       &rt.kernel(combine, vector_params),
@@ -498,15 +483,9 @@ struct MoePlanFp8 {
 template <Element T>
 const MoePlanFp8 &moe_plan_fp8(Runtime &rt, const MoeWeightsFp8 &layer, int pairs, int vec) {
   thread_local std::map<MoePlanKey, MoePlanFp8> plans;
-  const MoePlanKey key{rt.id(),
-                       detail::element_code<T>(),
-                       layer.experts,
-                       layer.hidden,
-                       layer.inter,
-                       detail::rows_bucket(pairs),
-                       vec,
-                       group_m_for(pairs, layer.experts),
-                       0}; // the FP8 GEMM reads sorted rows only
+  const MoePlanKey key{
+      rt.id(),     detail::element_code<T>(),  layer.experts, layer.hidden,
+      layer.inter, detail::rows_bucket(pairs), vec,           group_m_for(pairs, layer.experts)};
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;
@@ -645,10 +624,10 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
   const MoePlan &plan = moe_plan<T>(rt, layer, pairs, vec);
-  // Where the rows are not gathered by cp.async (many pairs), the GEMMs take their tiles in the
-  // dynamic order, which keeps the blocks sharing an expert's weights in step (BENCHMARKS.md,
+  // Where the rows are gathered apart (many pairs), the GEMMs take their tiles in the dynamic
+  // order, which keeps the blocks sharing an expert's weights in step (BENCHMARKS.md,
   // "fused_moe: a dynamic tile order"): a counter each, zeroed by moe_align (no memsets).
-  int *schedule = plan.gate_up.gather != 1 ? w.schedule : nullptr;
+  int *schedule = plan.gather != nullptr ? w.schedule : nullptr;
   launch_align(*plan.align, w.alignment, ids, pairs, layer.experts, stream, schedule);
   constexpr int row_threads = 128;
   if (plan.gather != nullptr) // else the gate-up GEMM gathers the rows of x in its loads
@@ -961,7 +940,7 @@ KJIT_INSTANTIATE_ROUTING(float)
 KJIT_INSTANTIATE_ROUTING(Half)
 KJIT_INSTANTIATE_ROUTING(BFloat16)
 #define KJIT_INSTANTIATE_GROUPED(T)                                                                \
-  template detail::ChosenVariant detail::grouped_gemm_variant<T>(Runtime &, bool, int, int, int,   \
+  template detail::ChosenVariant detail::grouped_gemm_variant<T>(Runtime &, bool, bool, int, int,  \
                                                                  int, int);                        \
   template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
                                           std::size_t, const MoeAlignment &, int, int, int, int,   \

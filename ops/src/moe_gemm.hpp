@@ -9,10 +9,9 @@ namespace kjit::ops::detail {
 // The grouped GEMM's variant for C [rows, n] = A [rows, k] @ W[expert]^T over `pairs` pairs
 // and `experts` experts: the tuning table's winner for the shape (problem {GATED, T}, extents
 // experts, k, m = rows_bucket(pairs), n), else the heuristic's. `gather`: A's rows are read
-// from the tokens' rows by the kernel (moe_wgmma.hip's GATHER 1, by cp.async; 2, by the copy
-// engine, a row a box); 0: A holds sorted rows.
+// from the tokens' rows by the kernel (moe_wgmma.hip's GATHER 1).
 template <Element T>
-ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int gather, int pairs, int experts,
+ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k);
 
 // The grouped GEMM's output columns per tile on sm_90a for `pairs` pairs (the plan's power-of-two
@@ -21,11 +20,6 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, int gather, int pair
 // gathers (up to 2048 pairs), where half-width tiles fill the last wave better by more than 5% of
 // the waves' slots (BENCHMARKS.md, "fused_moe: decode tiles filling the last wave").
 int grouped_block_n(std::int64_t pairs, int experts, int n, int wide, int multiprocessors);
-
-// The GATHER of fused_moe's gate-up GEMM above the decode sizes (more than 2048 pairs) on sm_90a:
-// 0 (a moe_gather pass, then sorted rows through TMA) or 2 (a TMA box a token row, no pass); a
-// process-wide setting that benchmarks change to time both in one run (plans are kept per form).
-int &prefill_gather();
 
 // Whether fused_moe with 16-bit weights takes its decode path on `target` for `tokens` tokens:
 // moe_decode_gate_up and moe_decode_down (moe_routing.hip) in place of moe_align, the two
@@ -36,8 +30,7 @@ bool fused_moe_decodes(const jit::Target &target, int tokens);
 struct GroupedPlan {
   const Kernel *kernel;
   int block_n;
-  bool gated;
-  int gather; // moe_wgmma.hip's GATHER
+  bool gated, gather;
   unsigned shared_bytes;
   bool epilogue = false; // C stored through shared memory by the copy engine (EPILOGUE 1)
 };
@@ -55,8 +48,7 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
 
 // Launches `variant` over the blocks `alignment` (of moe_align_rows(pairs, experts, 128) rows)
 // holds; w is experts' weights, [experts * n, k] or, gated, [experts * 2n, k]. a is A [rows, k],
-// or for a gathering variant the tokens' rows [tokens, k] of pairs token * top_k + slot
-// (tokens <= rows).
+// or for a gathering variant the tokens' rows [tokens, k] of pairs token * top_k + slot.
 template <Element T>
 void grouped_gemm(Runtime &rt, const ChosenVariant &variant, T *c, const T *a, const T *w,
                   std::size_t rows, const MoeAlignment &alignment, int experts, int n, int k,

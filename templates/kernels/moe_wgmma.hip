@@ -10,13 +10,7 @@
 //             the gated rows for the down projection);
 //   GATHER 1: row r is the token row x[sorted_pairs[r] / top_k] (zeros for padding), copied by
 //             the producer warpgroup's 128 threads with cp.async, one row each, into the layout
-//             TMA's 128-byte swizzle gives (map_a is unused): no gathered copy of the tokens;
-//   GATHER 2: row r is the same token row, copied by the copy engine: map_a is x [tokens, k] in
-//             boxes of 64 columns by 1 row, each landing at its row's 128 bytes of the 1024-byte
-//             aligned stage (the 128-byte swizzle is a function of the shared address, so a row
-//             alone lands as a 128-row box would place it); a padding row is the box at row -1,
-//             out of the tensor: zeros, its bytes counted all the same. The producer's first warp
-//             issues them, 4 rows a lane, all completing on the stage's "full" barrier.
+//             TMA's 128-byte swizzle gives (map_a is unused): no gathered copy of the tokens.
 // The weights of all experts lie in one row-major tensor, nn.Linear's layout per expert, read
 // through one tensor map of its rows:
 //   GATED 0: W [experts * n, k]; C [rows, n] (the down projection);
@@ -145,21 +139,18 @@ __global__ void __launch_bounds__(384, 1)
   unsigned long long *full = reinterpret_cast<unsigned long long *>(epilogue + EPILOGUE_BYTES);
   unsigned long long *empty = full + STAGES;
   // The tiles' order: static (block b takes tiles b, b + gridDim.x, ...) or, where `schedule` is
-  // given (GATHER 0 or 2; the launch zeroes it), dynamic: the producer takes each next tile from
-  // the counter, so that the blocks running at once stay a window of consecutive tiles, and hands
-  // it to the consumers through a ring of two slots (tile_full, tile_empty).
+  // given (GATHER 0; the launch zeroes it), dynamic: the producer takes each next tile from the
+  // counter, so that the blocks running at once stay a window of consecutive tiles, and hands it
+  // to the consumers through a ring of two slots (tile_full, tile_empty).
   unsigned long long *tile_full = empty + STAGES, *tile_empty = tile_full + 2;
   volatile int *tile_ids = reinterpret_cast<volatile int *>(tile_empty + 2);
-  const bool dynamic = GATHER != 1 && schedule != nullptr;
-  // GATHER 2: the producer's first warp issues the rows' boxes, 4 a lane; 3: all its 128 threads,
-  // one each (an experiment: is the first warp's issue the limit?).
-  constexpr int ISSUERS = GATHER == 3 ? 128 : 32, PER = 128 / ISSUERS;
+  const bool dynamic = !GATHER && schedule != nullptr;
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      barrier_init(&full[s], GATHER == 1 ? 1 + 128 : 1); // and each producer thread's rows
-      barrier_init(&empty[s], PINGPONG ? 1 : 2);         // one arrival per consumer of the tile
+      barrier_init(&full[s], GATHER ? 1 + 128 : 1); // and each producer thread's rows
+      barrier_init(&empty[s], PINGPONG ? 1 : 2);    // one arrival per consumer of the tile
     }
     for (int slot = 0; slot < 2; ++slot) {
       barrier_init(&tile_full[slot], 1);
@@ -173,27 +164,17 @@ __global__ void __launch_bounds__(384, 1)
   const int tiles = tiles_m * tiles_n, k_blocks = (k + BK - 1) / BK;
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    // Thread 0 issues the TMA copies; GATHER 1: every thread its row of A, 2: the first warp.
-    if (GATHER == 1 || GATHER == 3 || thread < (GATHER == 2 ? 32 : 1)) {
+    if (GATHER || thread == 0) { // thread 0 issues the TMA copies, every thread its row of A
       int s = 0, slot = 0;
       unsigned phase = 0, tile_phase = 0;
       for (int i = 0;; ++i) {
         int t = blockIdx.x + i * gridDim.x;
         if (dynamic) {
-          if (thread == 0) {
-            t = atomicAdd(schedule, 1);
-            barrier_wait(&tile_empty[slot], tile_phase ^ 1);
-            tile_ids[slot] = t;
-            asm volatile("" ::: "memory"); // written before the arrival
-            barrier_arrive(&tile_full[slot]);
-          }
-          if (GATHER == 2)
-            t = __shfl_sync(0xffffffffu, t, 0);
-          if (GATHER == 3) { // the producer's threads read the slot, before it is written again
-            asm volatile("bar.sync 1, 128;" ::: "memory");
-            t = tile_ids[slot];
-            asm volatile("bar.sync 1, 128;" ::: "memory");
-          }
+          t = atomicAdd(schedule, 1);
+          barrier_wait(&tile_empty[slot], tile_phase ^ 1);
+          tile_ids[slot] = t;
+          asm volatile("" ::: "memory"); // written before the arrival
+          barrier_arrive(&tile_full[slot]);
           if (++slot == 2) {
             slot = 0;
             tile_phase ^= 1;
@@ -205,33 +186,20 @@ __global__ void __launch_bounds__(384, 1)
         place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
         const int expert = block_experts[tile_m];
         const int w_row = expert * (GATED ? 2 * n : n) + tile_n * BLOCK_N;
-        const int pair = GATHER == 1 ? sorted_pairs[tile_m * BM + thread] : -1; // -1: padding
+        const int pair = GATHER ? sorted_pairs[tile_m * BM + thread] : -1; // -1: padding
         const T *row = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * k;
-        int token[PER]; // GATHER 2, 3: rows thread + ISSUERS j's token (-1: padding)
-        if (GATHER >= 2)
-#pragma unroll
-          for (int j = 0; j < PER; ++j) {
-            const int p = sorted_pairs[tile_m * BM + thread + ISSUERS * j];
-            token[j] = p < 0 ? -1 : p / top_k;
-          }
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
           if (thread == 0) {
-            barrier_expect_bytes(&full[s], GATHER == 1 ? B_BYTES : STAGE);
+            barrier_expect_bytes(&full[s], GATHER ? B_BYTES : STAGE);
             if (!GATHER)
               copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
             copy_box(b_stage, &map_b, &full[s], kb * BK, w_row);
             if (GATED) // the up rows of the same columns, after the gate rows
               copy_box(b_stage + BLOCK_N * 128, &map_b, &full[s], kb * BK, w_row + n);
           }
-          if (GATHER >= 2) {
-            __syncwarp();
-#pragma unroll
-            for (int j = 0; j < PER; ++j)
-              copy_box(a_stage + (thread + ISSUERS * j) * 128, &map_a, &full[s], kb * BK, token[j]);
-          }
-          if (GATHER == 1) {
+          if (GATHER) {
             kjit_moe_gemm::copy_row(a_stage + thread * 128, row, pair >= 0, kb * BK, k, thread);
             kjit_moe_gemm::arrive_when_copied(&full[s]);
           }
@@ -281,7 +249,7 @@ __global__ void __launch_bounds__(384, 1)
       int previous = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
         barrier_wait(&full[s], phase);
-        if (GATHER == 1) // the rows cp.async wrote (the generic proxy) before wgmma reads them
+        if (GATHER) // the rows cp.async wrote (the generic proxy) before wgmma reads them
           fence_async_shared();
         const unsigned char *a_stage = stages + s * STAGE + rows * 128;
         const unsigned char *b_stage = stages + s * STAGE + A_BYTES;

@@ -334,8 +334,7 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                                                  "const int*", "int", "int", "int", "int", "int"}});
   // GATED 1: the gate and up projections with silu_and_mul in the epilogue (BLOCK_N output
   // columns, a wgmma of twice as many); 0: the down projection. GATHER 1: A's rows are copied
-  // from the tokens' rows (x, sorted_pairs, top_k), not read from a sorted A through map_a;
-  // GATHER 2: likewise, a row a TMA box through map_a (x in boxes of one row).
+  // from the tokens' rows (x, sorted_pairs, top_k), not read from a sorted A through map_a.
   // PINGPONG 1: the two consumers take whole tiles in turns, one's epilogue under the other's
   // MMAs (a wgmma of 128 columns only: 128 rows of 256 outgrow a consumer's registers).
   // EPILOGUE 1: C is stored through shared memory by the copy engine (map_c), 0: from registers.
@@ -369,7 +368,7 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                              {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 4).tunable()},
                              {"GATED", ParamSchema::one_of({0, 1}, 1)},
                              {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
-                             {"GATHER", ParamSchema::one_of({0, 1, 2, 3}, 0)},
+                             {"GATHER", ParamSchema::one_of({0, 1}, 0)},
                              {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
                              {"EPILOGUE", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = {HeaderFile{"kjit/hopper.h", std::string(embedded::hopper_h)}},
