@@ -1,7 +1,5 @@
 #!/bin/bash
 # moe8 call 2: GATHER 3 (128 threads issue the row boxes) beside GATHER 2 and the baseline.
-# forms, the layers at 4096 tokens both ways), then --gather2 (GATHER 2 against a moe_gather pass
-# + GATHER 0, and fused_moe both ways, three rounds in turn, both layers, both types).
 set -o pipefail
 cd "$(dirname "$0")/bundle"
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm --format=csv > $OUT/device2.txt 2>&1
