@@ -28,7 +28,8 @@
 //
 // EPILOGUE 1 stores C through shared memory: each consumer writes 64 x 64 boxes of its rows,
 // in the 128-byte swizzle (no bank conflicts), into one of two buffers, and the copy engine
-// stores the box while the next is written. EPILOGUE 0 stores pairs from registers.
+// stores the box while the next is written (kjit::hopper::store_boxes). EPILOGUE 0 stores pairs
+// from registers.
 //
 // SPLIT_K > 1 (with clusters of one tile: CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0, BLOCK_N 128
 // or less) is for few rows of A, where the tiles are fewer than the multiprocessors and the kernel is bound
@@ -276,7 +277,7 @@ __global__ void __launch_bounds__(384, 1)
     float acc[BLOCK_N / 2];
     int s = 0;
     unsigned phase = 0;
-    int stored = 0; // EPILOGUE 1: boxes this consumer has stored; they alternate between buffers
+    int buffer = 0; // EPILOGUE 1: this consumer's buffer to write next
     for (int t = first_pair; t < pairs; t += pair_stride) {
       int tile_m, tile_n;
       place(t, tile_m, tile_n);
@@ -356,37 +357,14 @@ __global__ void __launch_bounds__(384, 1)
           for (unsigned block = 0; block < SPLIT_K; ++block)
             barrier_arrive_released_in(done, block);
       } else if (EPILOGUE) {
-        // Box b holds columns 64b..64b+63: j from 8b; row r's 16-byte chunk q lies at chunk
-        // q ^ (r % 8) of its 128 bytes, as the copy engine's 128-byte swizzle reads it.
-#pragma unroll
-        for (int box = 0; box < BLOCK_N / 64; ++box) {
-          const int first_column = tile_n * BLOCK_N + box * 64;
-          if (first_row >= m || first_column >= n) // the same for the whole warpgroup
-            continue;
-          // By the count of boxes stored, not the box's index: boxes past the edge are skipped,
-          // and the buffer's last store must be the one before the latest.
-          unsigned char *buffer = c_boxes + (consumer * 2 + stored++ % 2) * C_BOX;
-          if (thread == 0)
-            bulk_wait_read<1>(); // the store that last read this buffer (two boxes ago) is done
-          named_barrier_sync(1 + consumer, 128);
-#pragma unroll
-          for (int jj = 0; jj < 8; ++jj)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int j = box * 8 + jj, row = warp * 16 + lane / 4 + 8 * h;
-              const int byte = (8 * jj + 2 * (lane % 4)) * 2;
-              *reinterpret_cast<typename kjit::Pairs<T>::type *>(
-                  buffer + row * 128 + ((byte / 16) ^ (row % 8)) * 16 + byte % 16) =
-                  kjit::Pairs<T>::pack(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-            }
-          // The copy engine reads what ordinary stores wrote: fence, then the store by one thread.
-          fence_async_shared();
-          named_barrier_sync(1 + consumer, 128);
-          if (thread == 0) {
-            store_box(&map_c, buffer, first_column, first_row);
-            bulk_commit();
-          }
-        }
+        if (first_row < m) // the same for the whole warpgroup
+          store_boxes<T, BLOCK_N>(
+              &map_c, c_boxes + consumer * 2 * C_BOX, buffer,
+              [&](int at, float &v0, float &v1) {
+                v0 = acc[at];
+                v1 = acc[at + 1];
+              },
+              first_row, tile_n * BLOCK_N, n, 1 + consumer, thread);
       } else {
         const int row0 = first_row + warp * 16 + lane / 4;
         const int column0 = tile_n * BLOCK_N + 2 * (lane % 4);

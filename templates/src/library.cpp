@@ -49,6 +49,10 @@ std::int64_t integer_value(const Instance &instance, std::string_view name) {
   return instance.values().get(name).integer();
 }
 
+// EPILOGUE 1's shared memory in the Hopper GEMMs (gemm_wgmma, gemm_fp8, moe_gemm_wgmma): two
+// buffers of 64 x 64 16-bit elements for each of the two consumers (kjit::hopper::store_boxes).
+constexpr std::int64_t store_boxes_bytes = 2 * 2 * 64 * 64 * 2;
+
 // A vector access is at most 16 bytes (the prelude's widest load).
 std::string vector_fits(const Instance &instance) {
   const std::int64_t bytes = integer_value(instance, "VEC") * element_bytes(instance);
@@ -263,7 +267,7 @@ void add_rotary_quant_gemm(std::vector<Template> &all,
                        block_m = integer_value(instance, "BLOCK_M"),
                        stages = integer_value(instance, "STAGES");
     return stages * (block_m + block_n) * 64 * 2 +
-           integer_value(instance, "EPILOGUE") * 4 * 64 * 64 * 2 +
+           integer_value(instance, "EPILOGUE") * store_boxes_bytes +
            (integer_value(instance, "SPLIT_K") > 1 ? block_m * block_n * 4 + 16 : 0) + 1024 +
            stages * 16;
   };
@@ -347,7 +351,7 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   // the tile ring's four mbarriers and two slots.
   moe_rules.shared_bytes = [wgmma_columns](const Instance &instance) -> std::int64_t {
     const std::int64_t stages = integer_value(instance, "STAGES");
-    const std::int64_t epilogue = integer_value(instance, "EPILOGUE") * 2 * 2 * 64 * 64 * 2;
+    const std::int64_t epilogue = integer_value(instance, "EPILOGUE") * store_boxes_bytes;
     return stages * (128 + wgmma_columns(instance)) * 64 * 2 + 1024 + epilogue + stages * 16 + 40;
   };
   moe_rules.fits = [wgmma_columns, shared_bytes = moe_rules.shared_bytes](
@@ -583,8 +587,7 @@ void add_fp8_gemm(std::vector<Template> &all) {
     // buffers per consumer, the 1024-byte alignment's slack and two mbarriers per stage.
     const std::int64_t stages = integer_value(instance, "STAGES");
     return stages * (128 + integer_value(instance, "BLOCK_N")) * 128 +
-           (integer_value(instance, "EPILOGUE") == 1 ? 2 * 2 * 64 * 64 * 2 : 0) + 1024 +
-           stages * 16;
+           (integer_value(instance, "EPILOGUE") == 1 ? store_boxes_bytes : 0) + 1024 + stages * 16;
   };
   rules.shared_bytes = shared_bytes;
   rules.fits = [shared_bytes](const Instance &instance, std::string_view) -> std::string {
