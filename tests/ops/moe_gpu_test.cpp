@@ -368,17 +368,10 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
     struct Form {
       int gather, pingpong, epilogue, skip_up, skip_down;
     };
-    for (const auto &[gather, pingpong, epilogue, skip_up, skip_down] : {Form{1, 0, 0, 1, 1},
-                                                                         {0, 0, 0, 1, 1},
-                                                                         {1, 1, 0, 1, 1},
-                                                                         {0, 1, 0, 1, 1},
-                                                                         {1, 0, 1, 1, 1},
-                                                                         {0, 0, 1, 1, 1},
-                                                                         {0, 1, 1, 1, 1},
-                                                                         {1, 0, 0, 0, 0},
-                                                                         {0, 0, 1, 0, 0},
-                                                                         {1, 0, 0, 1, 0},
-                                                                         {0, 0, 1, 1, 0}}) {
+    const Form forms[] = {{1, 0, 0, 1, 1}, {0, 0, 0, 1, 1}, {1, 1, 0, 1, 1},
+                          {0, 1, 0, 1, 1}, {1, 0, 1, 1, 1}, {0, 0, 1, 1, 1},
+                          {0, 1, 1, 1, 1}, {0, 0, 1, 0, 0}, {0, 0, 1, 1, 0}};
+    for (const auto &[gather, pingpong, epilogue, skip_up, skip_down] : forms) {
       SCOPED_TRACE("GATHER " + std::to_string(gather) + ", PINGPONG " + std::to_string(pingpong) +
                    ", EPILOGUE " + std::to_string(epilogue) + ", SKIP_PADDING " +
                    std::to_string(skip_up) + " / " + std::to_string(skip_down));
