@@ -16,8 +16,9 @@
 // fused_moe with e4m3 weights and 128 x 128 block scales (bfloat16 activations) on both layers at
 // the same counts, against the bfloat16 fused_moe and kjit's dense bfloat16 GEMM (TFLOP/s), and
 // a copy of the e4m3 weight bytes the tokens touch (the decode's rate). --tiles times the grouped
-// GEMMs' tile shapes at decode sizes (Bench::tiles), --prefill each grouped GEMM's forms at 4096
-// tokens against the dense GEMM of its FLOPs (Bench::prefill).
+// GEMMs' tile shapes at decode sizes (Bench::tiles), --prefill the grouped GEMMs with and without
+// skipping all-padding halves of tiles, alone at 4096 tokens and in the layer at 16, 256 and 4096
+// (Bench::prefill), against the dense GEMM of their FLOPs.
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -27,6 +28,7 @@
 #include "ops/src/moe_gemm.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -432,65 +434,126 @@ struct Bench {
     }
   };
 
-  // --prefill: each grouped GEMM alone at 4096 tokens, on sorted rows in the dynamic tile order
-  // (as fused_moe runs them there; the rows filled, not gathered), in four forms against kjit's
-  // dense GEMM of its FLOPs, twice in turn (the run's spread shows between the rounds): the
-  // heuristic's variant with C stored through shared memory and from registers (EPILOGUE 1 and
-  // 0), then the consumers taking tiles of 128 x 128 products in turns (PINGPONG 1; gate-up
-  // BLOCK_N 64, down 128, 6 stages), both ways of storing.
+  // --prefill: the grouped GEMMs with consumer 1 passing over all-padding halves of tiles
+  // (SKIP_PADDING 1) against without (0), in three rounds, the candidates' order turned each round
+  // (the run's spread shows between the rounds). At 4096 tokens each GEMM alone on sorted rows in
+  // the dynamic tile order (as fused_moe runs them there; the rows filled, not gathered) against
+  // kjit's dense GEMM of its FLOPs. At 16, 256 and 4096 tokens the layer: fused_moe (the
+  // heuristic's form) and its launches one after another as fused_moe makes them (moe_align, the
+  // moe_gather pass where the gate-up GEMM does not gather, both GEMMs, moe_combine) with either
+  // form of both GEMMs, against the dense GEMMs of its FLOPs.
   template <Element T> void prefill(const Layer &layer) {
-    constexpr int tokens = 4096;
-    const int pairs = tokens * layer.top_k;
-    std::set<int> touched;
-    DeviceBuffer ids = routed(layer, tokens, touched);
-    const std::size_t rows = moe_align_rows(pairs, layer.experts, 128);
-    DeviceBuffer sorted = device.allocate(rows * 4), blocks = device.allocate(rows / 128 * 4),
-                 positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8),
-                 schedule = device.allocate(sizeof(int));
-    const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
-                                 totals.as<int>()};
-    moe_align(rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
     const Experts<T> weights = experts<T>(layer);
-    Dense<T> dense(*this, layer, weights, pairs);
-    DeviceBuffer x_sorted = filled<T>(rows * layer.hidden, 1.0);
-    DeviceBuffer h = filled<T>(rows * layer.inter, 1.0);
-    DeviceBuffer y = device.allocate(rows * layer.hidden * sizeof(T));
-    const double flops = 2.0 * pairs * layer.hidden * layer.inter; // the down GEMM's; gate-up 2x
-    for (int round = 0; round < 2; ++round)
-      for (const bool gated : {true, false}) {
-        const double dense_ms = median_ms_per_launch(
-            device, 5, [&] { gated ? dense.run_gate_up() : dense.run_down(); });
-        const double gemm_flops = gated ? 2 * flops : flops;
-        std::printf("| %s | %s | dense linear() | | | | | %.3f | %.0f | 1.00 |\n", layer.name,
-                    gated ? "gate-up" : "down", dense_ms, gemm_flops / dense_ms * 1e-9);
-        const int n = gated ? layer.inter : layer.hidden, k = gated ? layer.hidden : layer.inter;
-        const auto heuristic =
-            ops::detail::grouped_gemm_variant<T>(rt, gated, false, pairs, layer.experts, n, k);
-        for (int form = 0; form < 4; ++form) {
-          ops::detail::ChosenVariant variant = heuristic;
-          variant.params.set("EPILOGUE", form % 2 == 0 ? 1 : 0);
-          if (form >= 2) {
-            variant.params.set("BLOCK_N", gated ? 64 : 128);
-            variant.params.set("STAGES", 6);
-            variant.params.set("PINGPONG", 1);
-          }
-          const double ms = median_ms_per_launch(device, 5, [&] {
-            ops::detail::grouped_gemm<T>(
-                rt, variant, gated ? h.as<T>() : y.as<T>(),
-                gated ? x_sorted.as<const T>() : h.as<const T>(),
-                gated ? weights.w13.template as<const T>() : weights.w2.template as<const T>(),
-                rows, alignment, layer.experts, n, k, layer.top_k, schedule.as<int>(), nullptr);
-          });
-          std::printf("| %s | %s | %s | %d | %d | %d | %d | %.3f | %.0f | %.2f |\n", layer.name,
-                      gated ? "gate-up" : "down", form < 2 ? "heuristic" : "128 x 128",
-                      static_cast<int>(variant.integer("BLOCK_N")),
-                      static_cast<int>(variant.integer("STAGES")),
-                      static_cast<int>(variant.integer("PINGPONG")),
-                      static_cast<int>(variant.integer("EPILOGUE")), ms, gemm_flops / ms * 1e-9,
-                      dense_ms / ms);
-          std::fflush(stdout);
-        }
+    const std::string type(element_name<T>());
+    for (const int tokens : {4096, 256, 16}) {
+      const int pairs = tokens * layer.top_k;
+      Fused<T> fused(*this, layer, weights, tokens);
+      const std::size_t rows = moe_align_rows(pairs, layer.experts, 128);
+      DeviceBuffer sorted = device.allocate(rows * 4), blocks = device.allocate(rows / 128 * 4),
+                   positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8),
+                   schedule = device.allocate(2 * sizeof(int));
+      const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
+                                   totals.as<int>()};
+      moe_align(rt, alignment, fused.ids.template as<const int>(), pairs, layer.experts, 128);
+      // The tiles of rows, and those whose second 64 rows are all padding.
+      std::vector<int> sorted_host(rows);
+      sorted.read(sorted_host.data(), rows * 4);
+      int tiles = 0, idle = 0; // totals[0]: the tiles moe_align filled
+      totals.read(&tiles, sizeof(int));
+      for (std::size_t r = 0; r < std::size_t(tiles) * 128; r += 128)
+        idle += sorted_host[r + 64] < 0 ? 1 : 0;
+      std::printf("| %s | %s | %d tokens: %d tiles of 128 rows over %zu padded rows, %d of them "
+                  "with rows 64-127 all padding | | | | |\n",
+                  layer.name, type.c_str(), tokens, tiles, rows, idle);
+      Dense<T> dense(*this, layer, weights, pairs);
+      DeviceBuffer x_sorted = filled<T>(rows * layer.hidden, 1.0);
+      DeviceBuffer h = filled<T>(rows * layer.inter, 1.0);
+      DeviceBuffer y = device.allocate(rows * layer.hidden * sizeof(T));
+      const double flops = 2.0 * pairs * layer.hidden * layer.inter; // the down GEMM's; gate-up 2x
+      // fused_moe's plan, as moe.cpp makes it (moe_plan, fused_moe): gathering in the gate-up
+      // GEMM's loads up to 2048 pairs, else a moe_gather pass and the dynamic tile order.
+      const bool gathering = std::bit_ceil(static_cast<unsigned>(pairs)) <= 2048u;
+      const int vec = 8;
+      const Kernel &align =
+          rt.kernel(templates::find("moe_align"), {{"EXPERTS", layer.experts}, {"BLOCK_M", 128}});
+      const Kernel &gather = rt.kernel(templates::find("moe_gather"),
+                                       {{"T", element_name<T>()}, {"VEC", vec}, {"ROWS", 8}});
+      const Kernel &combine =
+          rt.kernel(templates::find("moe_combine"), {{"T", element_name<T>()}, {"VEC", vec}});
+      ops::detail::GroupedPlan up[2], down[2]; // by SKIP_PADDING
+      for (const int skip : {0, 1}) {
+        auto up_variant = ops::detail::grouped_gemm_variant<T>(
+            rt, true, gathering, pairs, layer.experts, layer.inter, layer.hidden);
+        auto down_variant = ops::detail::grouped_gemm_variant<T>(
+            rt, false, false, pairs, layer.experts, layer.hidden, layer.inter);
+        up_variant.params.set("SKIP_PADDING", skip);
+        down_variant.params.set("SKIP_PADDING", skip);
+        up[skip] = ops::detail::make_grouped_plan(rt, up_variant);
+        down[skip] = ops::detail::make_grouped_plan(rt, down_variant);
       }
+      int *order = gathering ? nullptr : schedule.as<int>();
+      const auto run_layer = [&](int skip) {
+        align.launch({.grid = static_cast<unsigned>(layer.experts), .block = 1024},
+                     sorted.as<int>(), blocks.as<int>(), positions.as<int>(), totals.as<int>(),
+                     fused.ids.template as<const int>(), pairs, order);
+        if (!gathering)
+          gather.launch({.grid = static_cast<unsigned>(rows / 8), .block = 256}, x_sorted.as<T>(),
+                        fused.x.template as<const T>(), sorted.as<const int>(),
+                        totals.as<const int>(), layer.top_k, layer.hidden, 128);
+        ops::detail::launch_grouped<T>(
+            up[skip], h.as<T>(),
+            gathering ? fused.x.template as<const T>() : x_sorted.as<const T>(),
+            weights.w13.template as<const T>(), rows, alignment, layer.experts, layer.inter,
+            layer.hidden, layer.top_k, order, nullptr, 0, true);
+        ops::detail::launch_grouped<T>(down[skip], y.as<T>(), h.as<const T>(),
+                                       weights.w2.template as<const T>(), rows, alignment,
+                                       layer.experts, layer.hidden, layer.inter, layer.top_k,
+                                       order != nullptr ? order + 1 : nullptr, nullptr, 0, true);
+        combine.launch({.grid = static_cast<unsigned>(tokens), .block = 128},
+                       fused.out.template as<T>(), y.as<const T>(),
+                       fused.routing.template as<const float>(), positions.as<const int>(),
+                       layer.top_k, layer.hidden);
+      };
+      const int launches = tokens >= 256 ? 5 : 20;
+      const auto print = [&](int round, const char *what, const char *skip, double ms,
+                             double of_flops, double baseline_ms) {
+        std::printf("| %s | %s | %d | %d | %s | %s | %.3f | %.0f | %.2f |\n", layer.name,
+                    type.c_str(), tokens, round, what, skip, ms, of_flops / ms * 1e-9,
+                    baseline_ms / ms);
+        std::fflush(stdout);
+      };
+      for (int round = 0; round < 3; ++round) {
+        const int first = round % 2; // the form timed first this round
+        if (tokens == 4096)
+          for (const bool gated : {true, false}) {
+            const double dense_ms = median_ms_per_launch(
+                device, 5, [&] { gated ? dense.run_gate_up() : dense.run_down(); });
+            const double gemm_flops = gated ? 2 * flops : flops;
+            print(round, gated ? "gate-up: dense linear()" : "down: dense linear()", "", dense_ms,
+                  gemm_flops, dense_ms);
+            for (const int skip : {first, 1 - first}) {
+              const double ms = median_ms_per_launch(device, 5, [&] {
+                ops::detail::launch_grouped<T>(
+                    gated ? up[skip] : down[skip], gated ? h.as<T>() : y.as<T>(),
+                    gated ? x_sorted.as<const T>() : h.as<const T>(),
+                    gated ? weights.w13.template as<const T>() : weights.w2.template as<const T>(),
+                    rows, alignment, layer.experts, gated ? layer.inter : layer.hidden,
+                    gated ? layer.hidden : layer.inter, layer.top_k, schedule.as<int>(), nullptr);
+              });
+              print(round, gated ? "gate-up GEMM alone" : "down GEMM alone", skip ? "1" : "0", ms,
+                    gemm_flops, dense_ms);
+            }
+          }
+        const double dense_ms = median_ms_per_launch(device, launches, [&] { dense.run(); });
+        print(round, "layer: dense linear() x2", "", dense_ms, 3 * flops, dense_ms);
+        print(round, "layer: fused_moe", "heuristic",
+              median_ms_per_launch(device, launches, [&] { fused.run(); }), 3 * flops, dense_ms);
+        for (const int skip : {first, 1 - first})
+          print(round, "layer: its launches", skip ? "1" : "0",
+                median_ms_per_launch(device, launches, [&] { run_layer(skip); }), 3 * flops,
+                dense_ms);
+      }
+    }
   }
 
   // fused_moe and the dense GEMMs once each at 4096 tokens, for a profiler (--profile).
@@ -572,9 +635,10 @@ struct Bench {
           device.allocate(fused_moe_workspace_bytes<BFloat16>(tokens, layer.top_k, fp8.view));
       const int launches = tokens >= 256 ? 5 : 20;
       const double fp8_ms = median_ms_per_launch(device, launches, [&] {
-        fused_moe<BFloat16>(rt, fused.out.as<BFloat16>(), fused.x.as<const BFloat16>(),
-                            fused.routing.as<const float>(), fused.ids.as<const int>(), tokens,
-                            layer.top_k, fp8.view, workspace.data(), workspace.size());
+        fused_moe<BFloat16>(
+            rt, fused.out.template as<BFloat16>(), fused.x.template as<const BFloat16>(),
+            fused.routing.template as<const float>(), fused.ids.template as<const int>(), tokens,
+            layer.top_k, fp8.view, workspace.data(), workspace.size());
       });
       const double bf16_ms = median_ms_per_launch(device, launches, [&] { fused.run(); });
       Dense<BFloat16> dense(*this, layer, weights, pairs);
@@ -608,7 +672,8 @@ int main(int argc, char **argv) {
         "fused_moe and the dense GEMMs once each at 4096 tokens (for ncu), --fp8 fused_moe with "
         "e4m3 weights against the bfloat16 one, the dense GEMM and a copy of its weight bytes, "
         "--tiles the grouped GEMMs' tile shapes at 16 and 256 tokens against a copy, --prefill "
-        "each grouped GEMM's forms at 4096 tokens against the dense GEMM of its FLOPs\n",
+        "the grouped GEMMs with and without skipping all-padding halves of tiles (SKIP_PADDING), "
+        "alone at 4096 tokens and in the layer at 16, 256 and 4096, against the dense GEMM\n",
         argv[0]);
     return 0;
   }
@@ -636,11 +701,12 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (mode == "--prefill") {
-      std::printf("| layer | GEMM | form | BLOCK_N | STAGES | PINGPONG | EPILOGUE | ms | TFLOP/s | "
-                  "of dense (time) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-                  "|\n");
-      for (const Layer &layer : layers)
+      std::printf("| layer | type | tokens | round | what | SKIP_PADDING | ms | TFLOP/s | of "
+                  "dense (time) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      for (const Layer &layer : layers) {
         bench.prefill<BFloat16>(layer);
+        bench.prefill<Half>(layer);
+      }
       return 0;
     }
     if (mode == "--fp8") {

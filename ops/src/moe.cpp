@@ -189,7 +189,8 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
   const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
   const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
   if (const auto winner = detail::tuned_winner(rt, tmpl, problem, extents))
-    for (const char *name : {"BLOCK_N", "STAGES", "GROUP_M", "PINGPONG", "EPILOGUE"})
+    for (const char *name :
+         {"BLOCK_N", "STAGES", "GROUP_M", "PINGPONG", "EPILOGUE", "SKIP_PADDING"})
       variant.params.set(name, detail::winner_value(*winner, name, variant.integer(name)));
   return variant;
 }

@@ -38,6 +38,12 @@
 //               128-byte swizzle (conflict-free) into one of its two buffers, and the copy engine
 //               stores the box to C (through map_c, whose bounds drop columns past n) while the
 //               next is written.
+// SKIP_PADDING 1 (PINGPONG 0): in an expert's last tile whose pairs end within its first 64 rows
+// (moe_align places an expert's pairs first, then -1 for padding), consumer 1's rows are all
+// padding: it passes over the tile's stages (waiting for each and releasing it, as the ring's
+// protocol asks) with no wgmma and no stores, so the tile takes consumer 0's MMAs alone. C's
+// padding rows of such a tile are left as they were: nothing reads them (the down GEMM's rows of
+// them feed only its own padding rows, which it skips alike; moe_combine reads the pairs' rows).
 #if KJIT_HIP
 #error "kjit moe_gemm_wgmma: wgmma and TMA are NVIDIA Hopper's (sm_90a)"
 #else
@@ -113,7 +119,7 @@ __device__ inline void store_rows(T *c, const float (&acc)[ACCUMULATORS], long l
 } // namespace kjit_moe_gemm
 
 template <typename T, int BLOCK_N, int STAGES, int GATED, int GROUP_M, int GATHER, int PINGPONG,
-          int EPILOGUE>
+          int EPILOGUE, int SKIP_PADDING>
 __global__ void __launch_bounds__(384, 1)
     moe_gemm_wgmma(T *KJIT_RESTRICT c, const __grid_constant__ kjit::TensorMap map_a,
                    const __grid_constant__ kjit::TensorMap map_b,
@@ -246,6 +252,18 @@ __global__ void __launch_bounds__(384, 1)
       int tile_m, tile_n;
       place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
       const int rows = PINGPONG ? 0 : consumer * 64; // the first of this consumer's rows
+      if (SKIP_PADDING && !PINGPONG && consumer == 1 && sorted_pairs[tile_m * BM + 64] < 0) {
+        for (int kb = 0; kb < k_blocks; ++kb) { // all padding: only the ring's protocol
+          barrier_wait(&full[s], phase); // the stage's use, before this arrival counts for it
+          if (thread == 0)
+            barrier_arrive(&empty[s]);
+          if (++s == STAGES) {
+            s = 0;
+            phase ^= 1;
+          }
+        }
+        continue;
+      }
       int previous = -1;
       for (int kb = 0; kb < k_blocks; ++kb) {
         barrier_wait(&full[s], phase);

@@ -342,6 +342,8 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   // PINGPONG 1: the two consumers take whole tiles in turns, one's epilogue under the other's
   // MMAs (a wgmma of 128 columns only: 128 rows of 256 outgrow a consumer's registers).
   // EPILOGUE 1: C is stored through shared memory by the copy engine (map_c), 0: from registers.
+  // SKIP_PADDING 1: with PINGPONG 0, consumer 1 skips the MMAs and stores of a tile's second 64
+  // rows where they are all padding (sorted_pairs -1).
   TuningRules moe_rules;
   const auto wgmma_columns = [](const Instance &instance) {
     return integer_value(instance, "BLOCK_N") * (integer_value(instance, "GATED") + 1);
@@ -374,7 +376,8 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                              {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
                              {"GATHER", ParamSchema::one_of({0, 1}, 0)},
                              {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
-                             {"EPILOGUE", ParamSchema::one_of({0, 1}, 0).tunable()}},
+                             {"EPILOGUE", ParamSchema::one_of({0, 1}, 0).tunable()},
+                             {"SKIP_PADDING", ParamSchema::one_of({0, 1}, 1).tunable()}},
       TemplateOptions{.headers = {HeaderFile{"kjit/hopper.h", std::string(embedded::hopper_h)}},
                       .arguments = {"T*", "const kjit::TensorMap", "const kjit::TensorMap",
                                     "const int*", "const int*", "int", "int", "const T*",

@@ -291,7 +291,12 @@ TYPED_TEST(MoeGpuTest, AlignMatchesTheReferenceExactlyOnRaggedEmptyAndFullExpert
 // that, and the rounding of the result. Inter 320 is not a multiple of 128. Each way with the
 // consumers sharing each tile (PINGPONG 0) or taking whole tiles in turns (PINGPONG 1), and C
 // stored from registers (EPILOGUE 0) or through shared memory by the copy engine (EPILOGUE 1,
-// whose boxes of 64 columns end past inter's 320 in the last tile of 128).
+// whose boxes of 64 columns end past inter's 320 in the last tile of 128). SKIP_PADDING 1 (the
+// default) against 0, and the gate-up GEMM skipping while the down GEMM does not: the down GEMM
+// then reads the gated rows' poisoned padding rows, which must reach no pair's row. Two
+// routings: random with ragged counts and an empty expert, and exact counts whose last tiles
+// hold 72, 64, 65, 1, 128 (full), 1 and 45 real rows; where SKIP_PADDING 1 takes a tile's rows
+// 64-127 for padding (all -1 in sorted_pairs), h and y keep their poison there (the skip ran).
 TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPadding) {
   using T = TypeParam;
   if (this->device().target().id() != "sm_90a")
@@ -299,113 +304,150 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
                  << this->device().target().id();
   constexpr int experts = 8, top_k = 2, tokens = 700, hidden = 256, inter = 320;
   const auto layer = this->make_layer(experts, hidden, inter);
-  std::vector<int> ids, all(experts);
+  std::vector<int> random_ids, all(experts);
   std::iota(all.begin(), all.end(), 0);
   std::vector<float> weights;
-  this->random_routing(tokens, top_k, all, 12, ids, weights);
+  this->random_routing(tokens, top_k, all, 12, random_ids, weights);
   for (int t = 0; t < tokens; t += 5)
-    ids[t * top_k] = 6; // expert 6 takes many rows (ragged counts), expert 7 none:
-  for (int &id : ids)
+    random_ids[t * top_k] = 6; // expert 6 takes many rows (ragged counts), expert 7 none:
+  for (int &id : random_ids)
     id = id == 7 ? 1 : id;
   const int pairs = tokens * top_k;
-  typename MoeGpuTest<T>::Tokens in = this->make_tokens(tokens, hidden, ids, weights);
-  const std::vector<T> &x = in.x;
-  // Each pair's products in double: gated [pairs, inter] and its bound.
-  std::vector<double> gated(std::size_t(pairs) * inter), gated_bound(gated.size());
-  for (int p = 0; p < pairs; ++p)
-    for (int j = 0; j < inter; ++j) {
-      double g = 0, u = 0, g_abs = 0, u_abs = 0;
-      const std::size_t gate = (std::size_t(ids[p]) * 2 * inter + j) * hidden;
-      const std::size_t up = gate + std::size_t(inter) * hidden;
-      for (int h = 0; h < hidden; ++h) {
-        const double a = to_double(x[std::size_t(p / top_k) * hidden + h]);
-        g += a * to_double(layer.w13[gate + h]);
-        u += a * to_double(layer.w13[up + h]);
-        g_abs += std::fabs(a * to_double(layer.w13[gate + h]));
-        u_abs += std::fabs(a * to_double(layer.w13[up + h]));
-      }
-      const double silu = g / (1 + std::exp(-g));
-      gated[std::size_t(p) * inter + j] = silu * u;
-      gated_bound[std::size_t(p) * inter + j] =
-          2 * epsilon<T>() * (g_abs * std::fabs(u) + std::fabs(silu) * u_abs) +
-          epsilon<T>() * std::fabs(silu * u);
-    }
-  const std::size_t rows = moe_align_rows(pairs, experts, 128);
-  DeviceBuffer sorted = this->device().allocate(rows * 4),
-               blocks = this->device().allocate(rows / 128 * 4),
-               positions = this->device().allocate(std::size_t(pairs) * 4),
-               totals = this->device().allocate(8), schedule = this->device().allocate(4);
-  const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
-                               totals.as<int>()};
-  Runtime &rt = this->runtime();
-  moe_align(rt, alignment, in.ids.template as<const int>(), pairs, experts, 128);
-  struct Form {
-    int gather, pingpong, epilogue;
-  };
-  for (const auto &[gather, pingpong, epilogue] :
-       {Form{1, 0, 0}, {0, 0, 0}, {1, 1, 0}, {0, 1, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 1}}) {
-    SCOPED_TRACE("GATHER " + std::to_string(gather) + ", PINGPONG " + std::to_string(pingpong) +
-                 ", EPILOGUE " + std::to_string(epilogue));
-    std::vector<int> row_of(pairs);
-    positions.read(row_of.data(), row_of.size() * sizeof(int));
-    // GATHER 0 reads the sorted rows: the tokens' rows placed on the host (padding poisoned).
-    std::vector<T> x_sorted = kjit::testing::poisoned<T>(rows * hidden);
+  // Pairs per expert whose last tiles of 128 rows hold 72, 64, 65, 1, 128, none, 1 and 45 rows.
+  std::vector<int> exact_ids;
+  for (const auto &[expert, count] :
+       {std::pair{0, 200}, {1, 64}, {2, 65}, {3, 1}, {4, 128}, {5, 0}, {6, 129}, {7, 813}})
+    exact_ids.insert(exact_ids.end(), count, expert);
+  ASSERT_EQ(exact_ids.size(), std::size_t(pairs));
+  std::shuffle(exact_ids.begin(), exact_ids.end(), std::mt19937(5));
+  for (const bool exact : {false, true}) {
+    SCOPED_TRACE(exact ? "exact counts" : "random routing");
+    const std::vector<int> &ids = exact ? exact_ids : random_ids;
+    typename MoeGpuTest<T>::Tokens in = this->make_tokens(tokens, hidden, ids, weights);
+    const std::vector<T> &x = in.x;
+    // Each pair's products in double: gated [pairs, inter] and its bound.
+    std::vector<double> gated(std::size_t(pairs) * inter), gated_bound(gated.size());
     for (int p = 0; p < pairs; ++p)
-      std::copy_n(x.begin() + std::size_t(p / top_k) * hidden, hidden,
-                  x_sorted.begin() + std::size_t(row_of[p]) * hidden);
-    DeviceBuffer a_sorted = this->template upload<T>(x_sorted);
-    DeviceBuffer h = this->template poisoned<T>(rows * inter);
-    DeviceBuffer y = this->template poisoned<T>(rows * hidden);
-    auto up = detail::grouped_gemm_variant<T>(rt, true, gather == 1, pairs, experts, inter, hidden);
-    auto down = detail::grouped_gemm_variant<T>(rt, false, false, pairs, experts, hidden, inter);
-    for (auto *variant : {&up, &down}) { // PINGPONG: each consumer a tile of 128 x 128 products
-      variant->params.set("EPILOGUE", epilogue);
-      if (variant->integer("PINGPONG") != pingpong) {
-        variant->params.set("PINGPONG", pingpong);
-        variant->params.set("BLOCK_N", variant == &up ? 64 : 128);
-        variant->params.set("STAGES", 6);
-      }
-    }
-    int *order = gather == 1 ? nullptr : schedule.as<int>(); // GATHER 0: the dynamic order
-    // Seven blocks, each walking a dozen tiles or more: PINGPONG's consumers take turns, and a
-    // tile's stages follow another's in the ring.
-    constexpr int most_blocks = 7;
-    detail::grouped_gemm<T>(rt, up, h.as<T>(),
-                            gather == 1 ? in.x_device.template as<const T>()
-                                        : a_sorted.template as<const T>(),
-                            layer.w13_device.template as<const T>(), rows, alignment, experts,
-                            inter, hidden, top_k, order, nullptr, most_blocks);
-    detail::grouped_gemm<T>(rt, down, y.as<T>(), h.as<const T>(),
-                            layer.w2_device.template as<const T>(), rows, alignment, experts,
-                            hidden, inter, top_k, order, nullptr, most_blocks);
-    const std::vector<T> h_got = this->template download<T>(h, rows * inter);
-    const std::vector<T> y_got = this->template download<T>(y, rows * hidden);
-    std::size_t wrong = 0;
-    for (int p = 0; p < pairs; ++p) {
-      const std::size_t r = row_of[p];
       for (int j = 0; j < inter; ++j) {
-        const double got = to_double(h_got[r * inter + j]);
-        const std::size_t at = std::size_t(p) * inter + j;
-        if (!(std::fabs(got - gated[at]) <= gated_bound[at]) && ++wrong <= 5)
-          ADD_FAILURE() << "gate-up, pair " << p << " [" << j << "] got " << got << ", expected "
-                        << gated[at] << " within " << gated_bound[at];
-      }
-      for (int i = 0; i < hidden; ++i) {
-        double sum = 0, magnitude = 0;
-        for (int j = 0; j < inter; ++j) {
-          const double term = to_double(h_got[r * inter + j]) *
-                              to_double(layer.w2[(std::size_t(ids[p]) * hidden + i) * inter + j]);
-          sum += term;
-          magnitude += std::fabs(term);
+        double g = 0, u = 0, g_abs = 0, u_abs = 0;
+        const std::size_t gate = (std::size_t(ids[p]) * 2 * inter + j) * hidden;
+        const std::size_t up = gate + std::size_t(inter) * hidden;
+        for (int h = 0; h < hidden; ++h) {
+          const double a = to_double(x[std::size_t(p / top_k) * hidden + h]);
+          g += a * to_double(layer.w13[gate + h]);
+          u += a * to_double(layer.w13[up + h]);
+          g_abs += std::fabs(a * to_double(layer.w13[gate + h]));
+          u_abs += std::fabs(a * to_double(layer.w13[up + h]));
         }
-        const double got = to_double(y_got[r * hidden + i]);
-        const double bound = epsilon<T>() * (magnitude + std::fabs(sum));
-        if (!(std::fabs(got - sum) <= bound) && ++wrong <= 5)
-          ADD_FAILURE() << "down, pair " << p << " [" << i << "] got " << got << ", expected "
-                        << sum << " within " << bound;
+        const double silu = g / (1 + std::exp(-g));
+        gated[std::size_t(p) * inter + j] = silu * u;
+        gated_bound[std::size_t(p) * inter + j] =
+            2 * epsilon<T>() * (g_abs * std::fabs(u) + std::fabs(silu) * u_abs) +
+            epsilon<T>() * std::fabs(silu * u);
       }
+    const std::size_t rows = moe_align_rows(pairs, experts, 128);
+    DeviceBuffer sorted = this->device().allocate(rows * 4),
+                 blocks = this->device().allocate(rows / 128 * 4),
+                 positions = this->device().allocate(std::size_t(pairs) * 4),
+                 totals = this->device().allocate(8), schedule = this->device().allocate(4);
+    const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
+                                 totals.as<int>()};
+    Runtime &rt = this->runtime();
+    moe_align(rt, alignment, in.ids.template as<const int>(), pairs, experts, 128);
+    // The rows SKIP_PADDING 1 passes over: 64-127 of each tile whose row 64 is padding.
+    std::vector<int> sorted_host(rows);
+    sorted.read(sorted_host.data(), rows * 4);
+    int tiles = 0; // totals[0]: the tiles moe_align filled (the rows past them are not written)
+    totals.read(&tiles, sizeof(int));
+    std::vector<std::size_t> skipped;
+    for (std::size_t r = 0; r < std::size_t(tiles) * 128; r += 128)
+      if (sorted_host[r + 64] < 0)
+        skipped.push_back(r + 64);
+    if (exact) // experts 1, 3, 6 and 7 (not 2: its row 64 is a pair)
+      EXPECT_EQ(skipped.size(), 4u);
+    struct Form {
+      int gather, pingpong, epilogue, skip_up, skip_down;
+    };
+    const Form forms[] = {{1, 0, 0, 1, 1}, {0, 0, 0, 1, 1}, {1, 1, 0, 1, 1},
+                          {0, 1, 0, 1, 1}, {1, 0, 1, 1, 1}, {0, 0, 1, 1, 1},
+                          {0, 1, 1, 1, 1}, {0, 0, 1, 0, 0}, {0, 0, 1, 1, 0}};
+    for (const auto &[gather, pingpong, epilogue, skip_up, skip_down] : forms) {
+      SCOPED_TRACE("GATHER " + std::to_string(gather) + ", PINGPONG " + std::to_string(pingpong) +
+                   ", EPILOGUE " + std::to_string(epilogue) + ", SKIP_PADDING " +
+                   std::to_string(skip_up) + " / " + std::to_string(skip_down));
+      std::vector<int> row_of(pairs);
+      positions.read(row_of.data(), row_of.size() * sizeof(int));
+      // GATHER 0 reads the sorted rows: the tokens' rows placed on the host (padding poisoned).
+      std::vector<T> x_sorted = kjit::testing::poisoned<T>(rows * hidden);
+      for (int p = 0; p < pairs; ++p)
+        std::copy_n(x.begin() + std::size_t(p / top_k) * hidden, hidden,
+                    x_sorted.begin() + std::size_t(row_of[p]) * hidden);
+      DeviceBuffer a_sorted = this->template upload<T>(x_sorted);
+      DeviceBuffer h = this->template poisoned<T>(rows * inter);
+      DeviceBuffer y = this->template poisoned<T>(rows * hidden);
+      auto up =
+          detail::grouped_gemm_variant<T>(rt, true, gather == 1, pairs, experts, inter, hidden);
+      auto down = detail::grouped_gemm_variant<T>(rt, false, false, pairs, experts, hidden, inter);
+      for (auto *variant : {&up, &down}) { // PINGPONG: each consumer a tile of 128 x 128 products
+        variant->params.set("EPILOGUE", epilogue);
+        variant->params.set("SKIP_PADDING", variant == &up ? skip_up : skip_down);
+        if (variant->integer("PINGPONG") != pingpong) {
+          variant->params.set("PINGPONG", pingpong);
+          variant->params.set("BLOCK_N", variant == &up ? 64 : 128);
+          variant->params.set("STAGES", 6);
+        }
+      }
+      int *order = gather == 1 ? nullptr : schedule.as<int>(); // GATHER 0: the dynamic order
+      // Seven blocks, each walking a dozen tiles or more: PINGPONG's consumers take turns, and a
+      // tile's stages follow another's in the ring.
+      constexpr int most_blocks = 7;
+      detail::grouped_gemm<T>(rt, up, h.as<T>(),
+                              gather == 1 ? in.x_device.template as<const T>()
+                                          : a_sorted.template as<const T>(),
+                              layer.w13_device.template as<const T>(), rows, alignment, experts,
+                              inter, hidden, top_k, order, nullptr, most_blocks);
+      detail::grouped_gemm<T>(rt, down, y.as<T>(), h.as<const T>(),
+                              layer.w2_device.template as<const T>(), rows, alignment, experts,
+                              hidden, inter, top_k, order, nullptr, most_blocks);
+      const std::vector<T> h_got = this->template download<T>(h, rows * inter);
+      const std::vector<T> y_got = this->template download<T>(y, rows * hidden);
+      std::size_t wrong = 0;
+      for (int p = 0; p < pairs; ++p) {
+        const std::size_t r = row_of[p];
+        for (int j = 0; j < inter; ++j) {
+          const double got = to_double(h_got[r * inter + j]);
+          const std::size_t at = std::size_t(p) * inter + j;
+          if (!(std::fabs(got - gated[at]) <= gated_bound[at]) && ++wrong <= 5)
+            ADD_FAILURE() << "gate-up, pair " << p << " [" << j << "] got " << got << ", expected "
+                          << gated[at] << " within " << gated_bound[at];
+        }
+        for (int i = 0; i < hidden; ++i) {
+          double sum = 0, magnitude = 0;
+          for (int j = 0; j < inter; ++j) {
+            const double term = to_double(h_got[r * inter + j]) *
+                                to_double(layer.w2[(std::size_t(ids[p]) * hidden + i) * inter + j]);
+            sum += term;
+            magnitude += std::fabs(term);
+          }
+          const double got = to_double(y_got[r * hidden + i]);
+          const double bound = epsilon<T>() * (magnitude + std::fabs(sum));
+          if (!(std::fabs(got - sum) <= bound) && ++wrong <= 5)
+            ADD_FAILURE() << "down, pair " << p << " [" << i << "] got " << got << ", expected "
+                          << sum << " within " << bound;
+        }
+      }
+      EXPECT_EQ(wrong, 0u);
+      // PINGPONG 0 with SKIP_PADDING 1 leaves the padding halves as they were: poison.
+      std::size_t written = 0;
+      for (const std::size_t first : skipped)
+        for (std::size_t r = first; r < first + 64; ++r) {
+          for (int j = 0; j < inter && pingpong == 0 && skip_up == 1; ++j)
+            written += kjit::testing::is_poison(h_got[r * inter + j]) ? 0 : 1;
+          for (int i = 0; i < hidden && pingpong == 0 && skip_down == 1; ++i)
+            written += kjit::testing::is_poison(y_got[r * hidden + i]) ? 0 : 1;
+        }
+      EXPECT_EQ(written, 0u);
     }
-    EXPECT_EQ(wrong, 0u);
   }
 }
 
