@@ -551,6 +551,9 @@ struct Bench {
         gemm(sorted_up, st->x_sorted.template as<T>());
       });
       const double gather_ms = median_ms_per_launch(device, 5, [&] { gemm(gather_up, x); });
+      ops::detail::ChosenVariant warp_up = gather_up; // GATHER 2: the first warp copies A
+      warp_up.params.set("GATHER", 2);
+      const double warp_ms = median_ms_per_launch(device, 5, [&] { gemm(warp_up, x); });
       ops::detail::set_gathering_pairs(2048);
       const double fused_pass_ms = median_ms_per_launch(device, 5, [&] { st->fused->run(); });
       ops::detail::set_gathering_pairs(std::numeric_limits<int>::max());
@@ -560,11 +563,13 @@ struct Bench {
       std::printf("| %d | %s | %s | gate-up: pass + GATHER 0 (pass, GEMM alone) | %.3f (%.3f, "
                   "%.3f) | 1.00 |\n"
                   "| %d | %s | %s | gate-up: GATHER 1 | %.3f | %.2f |\n"
+                  "| %d | %s | %s | gate-up: GATHER 2 (one warp copies) | %.3f | %.2f |\n"
                   "| %d | %s | %s | fused_moe, pass (of dense) | %.3f (%.2f) | 1.00 |\n"
                   "| %d | %s | %s | fused_moe, gathering (of dense) | %.3f (%.2f) | %.2f |\n"
                   "| %d | %s | %s | dense linear() | %.3f | |\n",
                   round, layer.name, type, both_ms, pass_ms, sorted_ms, round, layer.name, type,
-                  gather_ms, both_ms / gather_ms, round, layer.name, type, fused_pass_ms,
+                  gather_ms, both_ms / gather_ms, round, layer.name, type, warp_ms,
+                  both_ms / warp_ms, round, layer.name, type, fused_pass_ms,
                   dense_ms / fused_pass_ms, round, layer.name, type, fused_gather_ms,
                   dense_ms / fused_gather_ms, fused_pass_ms / fused_gather_ms, round, layer.name,
                   type, dense_ms);

@@ -213,7 +213,7 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.allow_shared_bytes(shared_bytes);
   return {&kernel,      block_n,
-          gated,        variant.integer("GATHER") == 1,
+          gated,        variant.integer("GATHER") > 0,
           shared_bytes, variant.integer("EPILOGUE") == 1};
 }
 

@@ -349,7 +349,7 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   moe_rules.shared_bytes = [wgmma_columns](const Instance &instance) -> std::int64_t {
     const std::int64_t stages = integer_value(instance, "STAGES");
     const std::int64_t epilogue = integer_value(instance, "EPILOGUE") * 2 * 2 * 64 * 64 * 2;
-    const std::int64_t tokens = integer_value(instance, "GATHER") * 128 * 4;
+    const std::int64_t tokens = integer_value(instance, "GATHER") > 0 ? 128 * 4 : 0;
     return stages * (128 + wgmma_columns(instance)) * 64 * 2 + 1024 + epilogue + stages * 16 + 48 +
            tokens;
   };
@@ -371,7 +371,7 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                              {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 4).tunable()},
                              {"GATED", ParamSchema::one_of({0, 1}, 1)},
                              {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
-                             {"GATHER", ParamSchema::one_of({0, 1}, 0)},
+                             {"GATHER", ParamSchema::one_of({0, 1, 2}, 0)},
                              {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
                              {"EPILOGUE", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = {HeaderFile{"kjit/hopper.h", std::string(embedded::hopper_h)}},

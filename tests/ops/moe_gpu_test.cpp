@@ -353,7 +353,8 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
                                                             {0, 1, 0, true},
                                                             {1, 0, 1, true},
                                                             {0, 0, 1, true},
-                                                            {0, 1, 1, true}}) {
+                                                            {0, 1, 1, true},
+                                                            {2, 0, 1, true}}) {
     SCOPED_TRACE("GATHER " + std::to_string(gather) + ", PINGPONG " + std::to_string(pingpong) +
                  ", EPILOGUE " + std::to_string(epilogue) +
                  (dynamic ? ", dynamic order" : ", static order"));
@@ -367,7 +368,8 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
     DeviceBuffer a_sorted = this->template upload<T>(x_sorted);
     DeviceBuffer h = this->template poisoned<T>(rows * inter);
     DeviceBuffer y = this->template poisoned<T>(rows * hidden);
-    auto up = detail::grouped_gemm_variant<T>(rt, true, gather == 1, pairs, experts, inter, hidden);
+    auto up = detail::grouped_gemm_variant<T>(rt, true, gather > 0, pairs, experts, inter, hidden);
+    up.params.set("GATHER", gather);
     auto down = detail::grouped_gemm_variant<T>(rt, false, false, pairs, experts, hidden, inter);
     for (auto *variant : {&up, &down}) { // PINGPONG: each consumer a tile of 128 x 128 products
       variant->params.set("EPILOGUE", epilogue);
@@ -382,8 +384,8 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
     // tile's stages follow another's in the ring.
     constexpr int most_blocks = 7;
     detail::grouped_gemm<T>(rt, up, h.as<T>(),
-                            gather == 1 ? in.x_device.template as<const T>()
-                                        : a_sorted.template as<const T>(),
+                            gather > 0 ? in.x_device.template as<const T>()
+                                       : a_sorted.template as<const T>(),
                             layer.w13_device.template as<const T>(), rows, alignment, experts,
                             inter, hidden, top_k, order, nullptr, most_blocks);
     detail::grouped_gemm<T>(rt, down, y.as<T>(), h.as<const T>(),
