@@ -17,9 +17,7 @@
 // the same counts, against the bfloat16 fused_moe and kjit's dense bfloat16 GEMM (TFLOP/s), and
 // a copy of the e4m3 weight bytes the tokens touch (the decode's rate). --tiles times the grouped
 // GEMMs' tile shapes at decode sizes (Bench::tiles), --prefill each grouped GEMM's forms at 4096
-// tokens against the dense GEMM of its FLOPs (Bench::prefill), --gather the gate-up GEMM
-// gathering the tokens' rows in its loads against a moe_gather pass, and fused_moe both ways, at
-// 4096 tokens (Bench::gather_case).
+// tokens against the dense GEMM of its FLOPs (Bench::prefill).
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -32,8 +30,6 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <limits>
-#include <memory>
 #include <numeric>
 #include <random>
 #include <set>
@@ -497,86 +493,6 @@ struct Bench {
       }
   }
 
-  // --gather: at 4096 tokens, the gate-up GEMM gathering the tokens' rows in its loads (GATHER 1)
-  // against a moe_gather pass (fused_moe's form, 8 rows a block) then the GEMM reading the sorted
-  // rows (GATHER 0), both the heuristic's prefill variant otherwise (the dynamic tile order,
-  // EPILOGUE 1), each timed as one sequence; then fused_moe both ways
-  // (detail::set_gathering_pairs) against kjit's dense GEMMs of its FLOPs. `rounds` rounds, each
-  // taking every layer and type in turn (gather_case's closures keep their buffers).
-  template <Element T> std::function<void(int)> gather_case(const Layer &layer) {
-    constexpr int tokens = 4096;
-    struct State {
-      Experts<T> weights;
-      std::unique_ptr<Fused<T>> fused;
-      std::unique_ptr<Dense<T>> dense;
-      DeviceBuffer sorted, blocks, positions, totals, schedule, x_sorted, h;
-    };
-    const int pairs = tokens * layer.top_k;
-    const std::size_t rows = moe_align_rows(pairs, layer.experts, 128);
-    auto st = std::make_shared<State>(
-        State{experts<T>(layer), nullptr, nullptr, device.allocate(rows * 4),
-              device.allocate(rows / 128 * 4), device.allocate(std::size_t(pairs) * 4),
-              device.allocate(8), device.allocate(sizeof(int)),
-              device.allocate(rows * layer.hidden * sizeof(T)),
-              device.allocate(rows * layer.inter * sizeof(T))});
-    st->fused = std::make_unique<Fused<T>>(*this, layer, st->weights, tokens);
-    st->dense = std::make_unique<Dense<T>>(*this, layer, st->weights, pairs);
-    const MoeAlignment alignment{st->sorted.template as<int>(), st->blocks.template as<int>(),
-                                 st->positions.template as<int>(), st->totals.template as<int>()};
-    moe_align(rt, alignment, st->fused->ids.template as<const int>(), pairs, layer.experts, 128);
-    return [this, st, &layer, pairs, rows, alignment](int round) {
-      const auto sorted_up = ops::detail::grouped_gemm_variant<T>(
-          rt, true, false, pairs, layer.experts, layer.inter, layer.hidden);
-      const auto gather_up = ops::detail::grouped_gemm_variant<T>(
-          rt, true, true, pairs, layer.experts, layer.inter, layer.hidden);
-      const Kernel &gather8 = rt.kernel(templates::find("moe_gather"),
-                                        {{"T", element_name<T>()}, {"VEC", 8}, {"ROWS", 8}});
-      const T *x = st->fused->x.template as<const T>();
-      const auto pass = [&] {
-        gather8.launch({.grid = static_cast<unsigned>(rows / 8), .block = 256},
-                       st->x_sorted.template as<T>(), x, st->sorted.template as<const int>(),
-                       st->totals.template as<const int>(), layer.top_k, layer.hidden, 128);
-      };
-      const auto gemm = [&](const ops::detail::ChosenVariant &variant, const T *a) {
-        ops::detail::grouped_gemm<T>(rt, variant, st->h.template as<T>(), a,
-                                     st->weights.w13.template as<const T>(), rows, alignment,
-                                     layer.experts, layer.inter, layer.hidden, layer.top_k,
-                                     st->schedule.template as<int>(), nullptr);
-      };
-      const double pass_ms = median_ms_per_launch(device, 5, pass);
-      const double sorted_ms =
-          median_ms_per_launch(device, 5, [&] { gemm(sorted_up, st->x_sorted.template as<T>()); });
-      const double both_ms = median_ms_per_launch(device, 5, [&] {
-        pass();
-        gemm(sorted_up, st->x_sorted.template as<T>());
-      });
-      const double gather_ms = median_ms_per_launch(device, 5, [&] { gemm(gather_up, x); });
-      ops::detail::ChosenVariant warp_up = gather_up; // GATHER 2: the first warp copies A
-      warp_up.params.set("GATHER", 2);
-      const double warp_ms = median_ms_per_launch(device, 5, [&] { gemm(warp_up, x); });
-      ops::detail::set_gathering_pairs(2048);
-      const double fused_pass_ms = median_ms_per_launch(device, 5, [&] { st->fused->run(); });
-      ops::detail::set_gathering_pairs(std::numeric_limits<int>::max());
-      const double fused_gather_ms = median_ms_per_launch(device, 5, [&] { st->fused->run(); });
-      const double dense_ms = median_ms_per_launch(device, 5, [&] { st->dense->run(); });
-      const char *type = element_name<T>().data();
-      std::printf("| %d | %s | %s | gate-up: pass + GATHER 0 (pass, GEMM alone) | %.3f (%.3f, "
-                  "%.3f) | 1.00 |\n"
-                  "| %d | %s | %s | gate-up: GATHER 1 | %.3f | %.2f |\n"
-                  "| %d | %s | %s | gate-up: GATHER 2 (one warp copies) | %.3f | %.2f |\n"
-                  "| %d | %s | %s | fused_moe, pass (of dense) | %.3f (%.2f) | 1.00 |\n"
-                  "| %d | %s | %s | fused_moe, gathering (of dense) | %.3f (%.2f) | %.2f |\n"
-                  "| %d | %s | %s | dense linear() | %.3f | |\n",
-                  round, layer.name, type, both_ms, pass_ms, sorted_ms, round, layer.name, type,
-                  gather_ms, both_ms / gather_ms, round, layer.name, type, warp_ms,
-                  both_ms / warp_ms, round, layer.name, type, fused_pass_ms,
-                  dense_ms / fused_pass_ms, round, layer.name, type, fused_gather_ms,
-                  dense_ms / fused_gather_ms, fused_pass_ms / fused_gather_ms, round, layer.name,
-                  type, dense_ms);
-      std::fflush(stdout);
-    };
-  }
-
   // fused_moe and the dense GEMMs once each at 4096 tokens, for a profiler (--profile).
   template <Element T> void profile(const Layer &layer) {
     const Experts<T> weights = experts<T>(layer);
@@ -682,10 +598,9 @@ int main(int argc, char **argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
   if (argc > 1 && !sweep && mode != "--profile" && mode != "--fp8" && mode != "--tiles" &&
-      mode != "--prefill" && mode != "--gather") { // tools/gpu-check asks for --help
+      mode != "--prefill") { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill | --gather]\n  "
-        "prints "
+        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill]\n  prints "
         "fused_moe's "
         "table against "
         "kjit's dense GEMM and a copy; --breakdown fused_moe against each of its launches alone "
@@ -693,9 +608,7 @@ int main(int argc, char **argv) {
         "fused_moe and the dense GEMMs once each at 4096 tokens (for ncu), --fp8 fused_moe with "
         "e4m3 weights against the bfloat16 one, the dense GEMM and a copy of its weight bytes, "
         "--tiles the grouped GEMMs' tile shapes at 16 and 256 tokens against a copy, --prefill "
-        "each grouped GEMM's forms at 4096 tokens against the dense GEMM of its FLOPs, --gather "
-        "the gate-up GEMM gathering its rows against a moe_gather pass and fused_moe both ways at "
-        "4096 tokens, in three rounds\n",
+        "each grouped GEMM's forms at 4096 tokens against the dense GEMM of its FLOPs\n",
         argv[0]);
     return 0;
   }
@@ -728,19 +641,6 @@ int main(int argc, char **argv) {
                   "|\n");
       for (const Layer &layer : layers)
         bench.prefill<BFloat16>(layer);
-      return 0;
-    }
-    if (mode == "--gather") {
-      std::printf("| round | layer | type | what | ms | of the baseline (time) |\n"
-                  "| --- | --- | --- | --- | --- | --- |\n");
-      std::vector<std::function<void(int)>> cases;
-      for (const Layer &layer : layers) {
-        cases.push_back(bench.gather_case<BFloat16>(layer));
-        cases.push_back(bench.gather_case<Half>(layer));
-      }
-      for (int round = 0; round < 3; ++round)
-        for (const auto &run : cases)
-          run(round);
       return 0;
     }
     if (mode == "--fp8") {

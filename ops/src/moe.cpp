@@ -11,10 +11,8 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <numeric>
 #include <string>
@@ -29,16 +27,11 @@ namespace {
 // The grouped GEMM's tile of rows (moe_gemm_wgmma's BM) and its threads.
 constexpr int moe_block_m = 128, moe_threads = 384;
 constexpr int max_topk_experts = 512, max_align_experts = 256, max_top_k = 32, max_groups = 64;
-// Above this many pairs (prefill) the grouped GEMMs take the prefill forms: the wide tiles,
-// C stored through shared memory (EPILOGUE 1) and the dynamic tile order; at or below it the
-// decode ones.
-constexpr int max_decode_pairs = 2048;
-// Up to this many pairs the gate-up GEMM gathers the tokens' rows in its loads (GATHER 1) in
-// place of a moe_gather pass and TMA reads of the sorted rows: every count, now that eight
-// threads copy a row (coalesced; a row a thread was slower than the pass at 4096 tokens,
-// BENCHMARKS.md, "fused_moe: the gather, decode and prefill"). detail::set_gathering_pairs
-// changes it for the process (a benchmark timing both ways).
-std::atomic<int> max_gathering_pairs{std::numeric_limits<int>::max()};
+// Up to this many pairs the gate-up GEMM gathers the tokens' rows in its loads (GATHER 1): one
+// launch fewer, no slower a GEMM. With many more (4096 tokens) its cp.async copies made the GEMM
+// slower than a moe_gather pass and TMA reads of the sorted rows (BENCHMARKS.md, "fused_moe:
+// the gather, decode and prefill").
+constexpr int max_gathering_pairs = 2048;
 // fused_moe decodes (moe_decode_gate_up, moe_decode_down) up to this many tokens: at one token
 // they beat the grouped path's four launches, each GEMM one wave of mostly empty tiles
 // (BENCHMARKS.md, "fused_moe: a decode path for one token"); more tokens were not measured on them.
@@ -143,8 +136,6 @@ int group_m_for(int pairs, int experts) {
 
 namespace detail {
 
-int set_gathering_pairs(int pairs) { return max_gathering_pairs.exchange(pairs); }
-
 int grouped_block_n(std::int64_t pairs, int experts, int n, int wide, int multiprocessors) {
   // The wide tiles' count against the multiprocessors, at the most tiles of rows the bucket can
   // take: fewer tiles than multiprocessors leave some idle.
@@ -152,7 +143,7 @@ int grouped_block_n(std::int64_t pairs, int experts, int n, int wide, int multip
       divide_up(pairs, moe_block_m) + std::min<std::int64_t>(experts, pairs);
   if (most_rows * divide_up(n, wide) < multiprocessors)
     return wide / 2;
-  if (pairs > max_decode_pairs)
+  if (pairs > max_gathering_pairs)
     return wide;
   // Decode: the tiles of rows routing uniformly at random fills, on average: the experts
   // touched (each pair drawing one of `experts`), each its share of the pairs in tiles of rows.
@@ -172,7 +163,7 @@ bool fused_moe_decodes(const jit::Target &target, int tokens) {
 // The heuristic: grouped_block_n's columns per tile, judged at the pairs' power-of-two bucket
 // (fused_moe's plans are kept per bucket). Stages: for a wgmma of 256 columns 3 where K is long
 // (4096 and more), else 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100).
-// GROUP_M: group_m_for. EPILOGUE 1 (C through shared memory) above the decode sizes, where
+// GROUP_M: group_m_for. EPILOGUE 1 (C through shared memory) above the gathering sizes, where
 // it made both GEMMs of both layers faster at 4096 tokens; the decode sizes keep EPILOGUE 0 (not
 // measured there). PINGPONG 0: taking tiles of 128 x 128 in turns was slower (BENCHMARKS.md,
 // "fused_moe prefill: the grouped GEMMs' stores through shared memory").
@@ -194,7 +185,7 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
                                  {"GROUP_M", group_m_for(pairs, experts)},
                                  {"GATHER", gather ? 1 : 0},
                                  {"PINGPONG", 0},
-                                 {"EPILOGUE", pairs > max_decode_pairs ? 1 : 0}}};
+                                 {"EPILOGUE", pairs > max_gathering_pairs ? 1 : 0}}};
   const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
   const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
   if (const auto winner = detail::tuned_winner(rt, tmpl, problem, extents))
@@ -213,7 +204,7 @@ GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
   const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   kernel.allow_shared_bytes(shared_bytes);
   return {&kernel,      block_n,
-          gated,        variant.integer("GATHER") > 0,
+          gated,        variant.integer("GATHER") == 1,
           shared_bytes, variant.integer("EPILOGUE") == 1};
 }
 
@@ -275,18 +266,15 @@ struct MoePlan {
   const Kernel *align, *gather, *combine; // gather: null where the gate-up GEMM gathers
   detail::GroupedPlan gate_up, down;
 };
-using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int, int, bool>;
+using MoePlanKey = std::tuple<std::uint64_t, int, int, int, int, std::int64_t, int, int>;
 
 template <Element T>
 const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int vec) {
   thread_local std::map<MoePlanKey, MoePlan> plans;
   const std::int64_t bucket = detail::rows_bucket(pairs);
-  // moe_gemm_mfma (AMD) reads sorted rows only: moe_gather runs before it at every size.
-  const bool gathering =
-      bucket <= max_gathering_pairs && !detail::moe_mfma_serves(rt.default_device().target());
   const MoePlanKey key{
-      rt.id(), detail::element_code<T>(),         layer.experts, layer.hidden, layer.inter, bucket,
-      vec,     group_m_for(pairs, layer.experts), gathering};
+      rt.id(), detail::element_code<T>(),        layer.experts, layer.hidden, layer.inter, bucket,
+      vec,     group_m_for(pairs, layer.experts)};
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;
@@ -294,6 +282,9 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
   static const Template &gather = templates::find("moe_gather");
   static const Template &combine = templates::find("moe_combine");
   const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
+  // moe_gemm_mfma (AMD) reads sorted rows only: moe_gather runs before it at every size.
+  const bool gathering =
+      bucket <= max_gathering_pairs && !detail::moe_mfma_serves(rt.default_device().target());
   const MoePlan plan{
       &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
       gathering
@@ -494,8 +485,7 @@ const MoePlanFp8 &moe_plan_fp8(Runtime &rt, const MoeWeightsFp8 &layer, int pair
   thread_local std::map<MoePlanKey, MoePlanFp8> plans;
   const MoePlanKey key{
       rt.id(),     detail::element_code<T>(),  layer.experts, layer.hidden,
-      layer.inter, detail::rows_bucket(pairs), vec,           group_m_for(pairs, layer.experts),
-      false};
+      layer.inter, detail::rows_bucket(pairs), vec,           group_m_for(pairs, layer.experts)};
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;
@@ -634,10 +624,10 @@ void fused_moe(Runtime &rt, T *out, const T *x, const float *weights, const int 
   const std::size_t rows = moe_align_rows(pairs, layer.experts, moe_block_m);
   const int vec = detail::vector_width(sizeof(T), layer.hidden, {x, out, w.x_sorted});
   const MoePlan &plan = moe_plan<T>(rt, layer, pairs, vec);
-  // At prefill sizes the GEMMs take their tiles in the dynamic order, which keeps the blocks
-  // sharing an expert's weights in step (BENCHMARKS.md, "fused_moe: a dynamic tile order"): a
-  // counter each, zeroed by moe_align (no memsets). The decode sizes keep the static order.
-  int *schedule = pairs > max_decode_pairs ? w.schedule : nullptr;
+  // Where the rows are gathered apart (many pairs), the GEMMs take their tiles in the dynamic
+  // order, which keeps the blocks sharing an expert's weights in step (BENCHMARKS.md,
+  // "fused_moe: a dynamic tile order"): a counter each, zeroed by moe_align (no memsets).
+  int *schedule = plan.gather != nullptr ? w.schedule : nullptr;
   launch_align(*plan.align, w.alignment, ids, pairs, layer.experts, stream, schedule);
   constexpr int row_threads = 128;
   if (plan.gather != nullptr) // else the gate-up GEMM gathers the rows of x in its loads

@@ -26,11 +26,6 @@ int grouped_block_n(std::int64_t pairs, int experts, int n, int wide, int multip
 // grouped GEMMs and moe_combine. NVIDIA only (AMD keeps moe_gemm_mfma's path).
 bool fused_moe_decodes(const jit::Target &target, int tokens);
 
-// Sets the most pairs at which fused_moe's gate-up GEMM gathers the tokens' rows in its loads
-// (GATHER 1) rather than after a moe_gather pass, for every later call in this process (plans
-// are kept per choice); returns the limit before. For benchmarks timing both ways.
-int set_gathering_pairs(int pairs);
-
 // A variant compiled and allowed its shared memory, ready to launch.
 struct GroupedPlan {
   const Kernel *kernel;
@@ -40,8 +35,8 @@ struct GroupedPlan {
   bool epilogue = false; // C stored through shared memory by the copy engine (EPILOGUE 1)
 };
 GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant);
-// `schedule`: null, or one device int through which the variant takes its tiles in a dynamic
-// order (zeroed on `stream` before the launch unless `schedule_zeroed`: a
+// `schedule`: null, or one device int through which a variant that does not gather takes its
+// tiles in a dynamic order (zeroed on `stream` before the launch unless `schedule_zeroed`: a
 // kernel before it zeroed it, as fused_moe's moe_align does; moe_wgmma.hip).
 // `most_blocks`: the persistent grid's cap (0: one block per multiprocessor), which tests lower
 // to make every block walk many tiles.

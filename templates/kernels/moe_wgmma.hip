@@ -9,14 +9,8 @@
 //   GATHER 0: A [rows, k] holds them, read through the tensor map map_a (moe_gather's output, or
 //             the gated rows for the down projection);
 //   GATHER 1: row r is the token row x[sorted_pairs[r] / top_k] (zeros for padding), copied by
-//             the producer warpgroup's 128 threads with cp.async into the layout TMA's 128-byte
-//             swizzle gives (map_a is unused): no gathered copy of the tokens. Eight threads
-//             copy a row's 128 bytes of a stage (thread t chunk t % 8 of rows t / 8 + 16 j,
-//             j < 8), so that a warp's copy reads 4 whole rows of 128 bytes (coalesced), not 16
-//             bytes of 32 rows;
-//   GATHER 2: the same copies by the producer's first warp alone (rows t / 8 + 4 j, j < 32),
-//             the other three idle: an experiment (fewer threads spinning on the ring's
-//             barriers, 32 arrivals a stage, not 128).
+//             the producer warpgroup's 128 threads with cp.async, one row each, into the layout
+//             TMA's 128-byte swizzle gives (map_a is unused): no gathered copy of the tokens.
 // The weights of all experts lie in one row-major tensor, nn.Linear's layout per expert, read
 // through one tensor map of its rows:
 //   GATED 0: W [experts * n, k]; C [rows, n] (the down projection);
@@ -51,26 +45,20 @@
 
 namespace kjit_moe_gemm {
 
-// GATHER 1 and 2: this thread's 16-byte chunk `chunk` of columns [column, column + 64) of the
-// rows first + STEP j (j < 128 / STEP; STEP: the copying threads / 8), whose token rows of x are
-// tokens[row] (the tile's table in shared memory, -1 a padding
-// row: read per stage, not held in the producer's 40 registers), into their 128 bytes of a stage
-// at `to` as TMA's 128-byte swizzle lays them: chunk c of row r at chunk c ^ (r % 8). A chunk past
-// k, and a padding row's, is zeros: a source size of 0 reads nothing (the address stays a valid
-// one all the same).
-template <int STEP, typename T>
-__device__ inline void copy_chunks(unsigned char *to, const T *x, const int *tokens, int chunk,
-                                   int first, int column, int k) {
-  const int at = column + chunk * 8; // k is a multiple of 8: a chunk is all in or all out
-  const unsigned stage = kjit::hopper::shared_address(to);
-#pragma unroll 8
-  for (int j = 0; j < 128 / STEP; ++j) {
-    const int row = first + STEP * j, token = tokens[row];
-    const bool inside = token >= 0 && at < k;
-    const T *from = inside ? x + static_cast<long long>(token) * k + at : x;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(stage + row * 128 +
-                                                                       (chunk ^ (row % 8)) * 16),
-                 "l"(from), "r"(inside ? 16 : 0)
+// Columns [column, column + 64) of one row of A (`from`; a padding row where !present) into
+// its 128 bytes of a stage at `to`, as TMA's 128-byte swizzle lays them: 16-byte chunk c of row
+// r at chunk c ^ (r % 8). Chunks past k, and a padding row's, are zeros: a source size of 0
+// reads nothing (from stays a valid address all the same).
+template <typename T>
+__device__ inline void copy_row(unsigned char *to, const T *from, bool present, int column, int k,
+                                int row) {
+#pragma unroll
+  for (int chunk = 0; chunk < 8; ++chunk) {
+    const int at = column + chunk * 8; // k is a multiple of 8: a chunk is all in or all out
+    const bool inside = present && at < k;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(
+                     kjit::hopper::shared_address(to + ((chunk ^ (row % 8)) * 16))),
+                 "l"(inside ? from + at : from), "r"(inside ? 16 : 0)
                  : "memory");
   }
 }
@@ -151,25 +139,18 @@ __global__ void __launch_bounds__(384, 1)
   unsigned long long *full = reinterpret_cast<unsigned long long *>(epilogue + EPILOGUE_BYTES);
   unsigned long long *empty = full + STAGES;
   // The tiles' order: static (block b takes tiles b, b + gridDim.x, ...) or, where `schedule` is
-  // given (the launch zeroes it), dynamic: the producer's thread 0 takes each next tile from the
+  // given (GATHER 0; the launch zeroes it), dynamic: the producer takes each next tile from the
   // counter, so that the blocks running at once stay a window of consecutive tiles, and hands it
-  // to the consumers through a ring of two slots (tile_full, tile_empty) and, GATHER 1, to the
-  // other producer threads through two slots of its own (`handed`, in turns, behind a named
-  // barrier of the producer's 128 threads: slot i % 2 is written again only after every
-  // producer thread has passed tile i + 1's barrier, so has read it).
+  // to the consumers through a ring of two slots (tile_full, tile_empty).
   unsigned long long *tile_full = empty + STAGES, *tile_empty = tile_full + 2;
   volatile int *tile_ids = reinterpret_cast<volatile int *>(tile_empty + 2);
-  volatile int *handed = tile_ids + 2;
-  int *row_tokens = const_cast<int *>(handed + 2); // GATHER 1, 2: the tile's 128 rows' tokens
-  // The producer threads copying A's rows (GATHER 1: all 128, 2: the first warp), 8 a row.
-  constexpr int COPIERS = GATHER == 2 ? 32 : 128;
-  const bool dynamic = schedule != nullptr;
+  const bool dynamic = !GATHER && schedule != nullptr;
 
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      barrier_init(&full[s], GATHER ? 1 + COPIERS : 1); // and each copying thread's chunks
-      barrier_init(&empty[s], PINGPONG ? 1 : 2);        // one arrival per consumer of the tile
+      barrier_init(&full[s], GATHER ? 1 + 128 : 1); // and each producer thread's rows
+      barrier_init(&empty[s], PINGPONG ? 1 : 2);    // one arrival per consumer of the tile
     }
     for (int slot = 0; slot < 2; ++slot) {
       barrier_init(&tile_full[slot], 1);
@@ -183,28 +164,20 @@ __global__ void __launch_bounds__(384, 1)
   const int tiles = tiles_m * tiles_n, k_blocks = (k + BK - 1) / BK;
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (GATHER ? thread < COPIERS : thread == 0) { // thread 0 issues the TMA copies
+    if (GATHER || thread == 0) { // thread 0 issues the TMA copies, every thread its row of A
       int s = 0, slot = 0;
       unsigned phase = 0, tile_phase = 0;
       for (int i = 0;; ++i) {
         int t = blockIdx.x + i * gridDim.x;
         if (dynamic) {
-          if (thread == 0) {
-            t = atomicAdd(schedule, 1);
-            barrier_wait(&tile_empty[slot], tile_phase ^ 1);
-            tile_ids[slot] = t;
-            asm volatile("" ::: "memory"); // written before the arrival
-            barrier_arrive(&tile_full[slot]);
-            if (GATHER)
-              handed[i % 2] = t;
-            if (++slot == 2) {
-              slot = 0;
-              tile_phase ^= 1;
-            }
-          }
-          if (GATHER) {
-            named_barrier_sync(3, COPIERS); // the consumers' store_boxes take 1 and 2
-            t = handed[i % 2];
+          t = atomicAdd(schedule, 1);
+          barrier_wait(&tile_empty[slot], tile_phase ^ 1);
+          tile_ids[slot] = t;
+          asm volatile("" ::: "memory"); // written before the arrival
+          barrier_arrive(&tile_full[slot]);
+          if (++slot == 2) {
+            slot = 0;
+            tile_phase ^= 1;
           }
         }
         if (t >= tiles)
@@ -213,19 +186,8 @@ __global__ void __launch_bounds__(384, 1)
         place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
         const int expert = block_experts[tile_m];
         const int w_row = expert * (GATED ? 2 * n : n) + tile_n * BLOCK_N;
-        // GATHER 1: the tile's table of tokens (-1: padding), a row each thread, written once
-        // every producer thread has copied the last tile's rows (read it) and read before any
-        // copies; each thread copies chunk thread % 8 of rows thread / 8 + 16 j.
-        const int chunk = thread % 8, first = thread / 8;
-        if (GATHER) {
-          named_barrier_sync(3, COPIERS);
-#pragma unroll
-          for (int r = thread; r < BM; r += COPIERS) {
-            const int pair = sorted_pairs[tile_m * BM + r];
-            row_tokens[r] = pair < 0 ? -1 : pair / top_k;
-          }
-          named_barrier_sync(3, COPIERS);
-        }
+        const int pair = GATHER ? sorted_pairs[tile_m * BM + thread] : -1; // -1: padding
+        const T *row = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * k;
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
@@ -238,8 +200,7 @@ __global__ void __launch_bounds__(384, 1)
               copy_box(b_stage + BLOCK_N * 128, &map_b, &full[s], kb * BK, w_row + n);
           }
           if (GATHER) {
-            kjit_moe_gemm::copy_chunks<COPIERS / 8>(a_stage, x, row_tokens, chunk, first, kb * BK,
-                                                    k);
+            kjit_moe_gemm::copy_row(a_stage + thread * 128, row, pair >= 0, kb * BK, k, thread);
             kjit_moe_gemm::arrive_when_copied(&full[s]);
           }
           if (++s == STAGES) {

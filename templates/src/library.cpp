@@ -344,14 +344,11 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
   };
   // The stages (128 rows of A, a wgmma's columns of B, 64 of K, 2 bytes each), the slack to align
   // them to 1024 bytes, EPILOGUE 1's two boxes of 64 x 64 per consumer, two mbarriers per stage,
-  // the tile ring's four mbarriers and two slots, the producer's two slots, and GATHER 1's table
-  // of a tile's 128 tokens.
+  // the tile ring's four mbarriers and two slots.
   moe_rules.shared_bytes = [wgmma_columns](const Instance &instance) -> std::int64_t {
     const std::int64_t stages = integer_value(instance, "STAGES");
     const std::int64_t epilogue = integer_value(instance, "EPILOGUE") * 2 * 2 * 64 * 64 * 2;
-    const std::int64_t tokens = integer_value(instance, "GATHER") > 0 ? 128 * 4 : 0;
-    return stages * (128 + wgmma_columns(instance)) * 64 * 2 + 1024 + epilogue + stages * 16 + 48 +
-           tokens;
+    return stages * (128 + wgmma_columns(instance)) * 64 * 2 + 1024 + epilogue + stages * 16 + 40;
   };
   moe_rules.fits = [wgmma_columns, shared_bytes = moe_rules.shared_bytes](
                        const Instance &instance, std::string_view) -> std::string {
@@ -371,7 +368,7 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                              {"STAGES", ParamSchema::one_of({3, 4, 5, 6}, 4).tunable()},
                              {"GATED", ParamSchema::one_of({0, 1}, 1)},
                              {"GROUP_M", ParamSchema::one_of({1, 2, 4, 8, 16}, 8).tunable()},
-                             {"GATHER", ParamSchema::one_of({0, 1, 2}, 0)},
+                             {"GATHER", ParamSchema::one_of({0, 1}, 0)},
                              {"PINGPONG", ParamSchema::one_of({0, 1}, 0).tunable()},
                              {"EPILOGUE", ParamSchema::one_of({0, 1}, 0).tunable()}},
       TemplateOptions{.headers = {HeaderFile{"kjit/hopper.h", std::string(embedded::hopper_h)}},

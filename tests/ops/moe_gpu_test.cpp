@@ -189,9 +189,7 @@ TYPED_TEST(MoeGpuTest,
     std::vector<int> all(8), ids;
     std::iota(all.begin(), all.end(), 0);
     std::vector<float> weights;
-    // 1100 tokens: 2200 pairs, past 2048: the prefill forms (the dynamic tile order, C stored
-    // through shared memory), the gate-up GEMM gathering the rows in its loads (hidden 136: a
-    // stage's chunks past k are zeros).
+    // 1100 tokens: 2200 pairs, past max_gathering_pairs: a moe_gather pass and TMA reads.
     for (int tokens : {1, 16, 256, 300, 1100}) {
       this->random_routing(tokens, 2, all, tokens, ids, weights);
       this->check_layer(layer, tokens, 2, ids, weights, {}, "ragged counts");
@@ -286,8 +284,7 @@ TYPED_TEST(MoeGpuTest, AlignMatchesTheReferenceExactlyOnRaggedEmptyAndFullExpert
 
 // The grouped GEMM alone (detail::grouped_gemm, the heuristic's variants): the gate-up
 // projection gathering the tokens' rows (GATHER 1) and reading sorted rows by TMA in the dynamic
-// tile order, GATHER 1 also in the static one (padding rows poisoned: no row of a tile may leak
-// into another; the producer threads sharing the dynamic order's tiles), then the down
+// tile order (padding rows poisoned: no row of a tile may leak into another), then the down
 // projection on its output, each against double precision: gated[p, j] = silu(x . gate_j) *
 // (x . up_j) for pair p's token, y[p, i] = gated[p] . w2_i (the device's gated rows, as
 // rounded). Bounds: eps(T) of the sum of |terms| per product, the silu_and_mul's product twice
@@ -344,20 +341,11 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
   moe_align(rt, alignment, in.ids.template as<const int>(), pairs, experts, 128);
   struct Form {
     int gather, pingpong, epilogue;
-    bool dynamic;
   };
-  for (const auto &[gather, pingpong, epilogue, dynamic] : {Form{1, 0, 0, false},
-                                                            {1, 0, 0, true},
-                                                            {0, 0, 0, true},
-                                                            {1, 1, 0, true},
-                                                            {0, 1, 0, true},
-                                                            {1, 0, 1, true},
-                                                            {0, 0, 1, true},
-                                                            {0, 1, 1, true},
-                                                            {2, 0, 1, true}}) {
+  for (const auto &[gather, pingpong, epilogue] :
+       {Form{1, 0, 0}, {0, 0, 0}, {1, 1, 0}, {0, 1, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 1}}) {
     SCOPED_TRACE("GATHER " + std::to_string(gather) + ", PINGPONG " + std::to_string(pingpong) +
-                 ", EPILOGUE " + std::to_string(epilogue) +
-                 (dynamic ? ", dynamic order" : ", static order"));
+                 ", EPILOGUE " + std::to_string(epilogue));
     std::vector<int> row_of(pairs);
     positions.read(row_of.data(), row_of.size() * sizeof(int));
     // GATHER 0 reads the sorted rows: the tokens' rows placed on the host (padding poisoned).
@@ -368,8 +356,7 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
     DeviceBuffer a_sorted = this->template upload<T>(x_sorted);
     DeviceBuffer h = this->template poisoned<T>(rows * inter);
     DeviceBuffer y = this->template poisoned<T>(rows * hidden);
-    auto up = detail::grouped_gemm_variant<T>(rt, true, gather > 0, pairs, experts, inter, hidden);
-    up.params.set("GATHER", gather);
+    auto up = detail::grouped_gemm_variant<T>(rt, true, gather == 1, pairs, experts, inter, hidden);
     auto down = detail::grouped_gemm_variant<T>(rt, false, false, pairs, experts, hidden, inter);
     for (auto *variant : {&up, &down}) { // PINGPONG: each consumer a tile of 128 x 128 products
       variant->params.set("EPILOGUE", epilogue);
@@ -379,13 +366,13 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
         variant->params.set("STAGES", 6);
       }
     }
-    int *order = dynamic ? schedule.as<int>() : nullptr;
+    int *order = gather == 1 ? nullptr : schedule.as<int>(); // GATHER 0: the dynamic order
     // Seven blocks, each walking a dozen tiles or more: PINGPONG's consumers take turns, and a
     // tile's stages follow another's in the ring.
     constexpr int most_blocks = 7;
     detail::grouped_gemm<T>(rt, up, h.as<T>(),
-                            gather > 0 ? in.x_device.template as<const T>()
-                                       : a_sorted.template as<const T>(),
+                            gather == 1 ? in.x_device.template as<const T>()
+                                        : a_sorted.template as<const T>(),
                             layer.w13_device.template as<const T>(), rows, alignment, experts,
                             inter, hidden, top_k, order, nullptr, most_blocks);
     detail::grouped_gemm<T>(rt, down, y.as<T>(), h.as<const T>(),
