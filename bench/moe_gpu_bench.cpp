@@ -32,6 +32,7 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -74,10 +75,52 @@ __global__ void fill_e4m3(unsigned char *to, long long n, int seed) {
 // bound of a pass that writes n vectors); moe_gather_zero_padding is moe_gather<T, 8, 8> as it
 // was before moe11 (padding rows written as zeros), a warp a row, 8 loads in flight a thread.
 const char *const gather_source = R"(
-__global__ void store16(uint4 *KJIT_RESTRICT to, long long n) {
+__global__ void store16(uint4 *KJIT_RESTRICT to, long long n, unsigned value) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x)
-    to[i] = make_uint4(0, 0, 0, 0);
+    to[i] = make_uint4(value, value, value, value);
+}
+// R rows a block of 32 threads, lane r < R copying row r by the copy engine: one bulk copy of the
+// token's row into shared memory (its own mbarrier counting the bytes), then one bulk copy out of
+// it into the sorted row (hidden * sizeof(T) a multiple of 16; R * that bytes of dynamic shared
+// memory). Padding rows are not written.
+template <typename T, int R>
+__global__ void moe_gather_bulk(T *KJIT_RESTRICT x_sorted, const T *KJIT_RESTRICT x,
+                                const int *KJIT_RESTRICT sorted_pairs,
+                                const int *KJIT_RESTRICT totals, int top_k, int hidden,
+                                int block_m) {
+  extern __shared__ __align__(128) unsigned char staged[];
+  __shared__ __align__(8) unsigned long long barriers[R];
+  const int lane = threadIdx.x;
+  const int row = blockIdx.x * R + lane;
+  if (lane >= R || row >= totals[0] * block_m)
+    return;
+  const int pair = sorted_pairs[row];
+  if (pair < 0)
+    return;
+  const unsigned bytes = hidden * sizeof(T);
+  const unsigned buffer = static_cast<unsigned>(__cvta_generic_to_shared(staged + lane * bytes));
+  const unsigned barrier = static_cast<unsigned>(__cvta_generic_to_shared(&barriers[lane]));
+  const T *from = x + static_cast<long long>(pair / top_k) * hidden;
+  T *to = x_sorted + static_cast<long long>(row) * hidden;
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(barrier) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+               "[%3];" ::"r"(buffer),
+               "l"(from), "r"(bytes), "r"(barrier)
+               : "memory");
+  asm volatile("{\n .reg .pred done;\n WAIT_%=:\n"
+               " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+               " @!done bra WAIT_%=;\n}" ::"r"(barrier)
+               : "memory");
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(to),
+               "r"(buffer), "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 template <typename T>
 __global__ void moe_gather_zero_padding(T *KJIT_RESTRICT x_sorted, const T *KJIT_RESTRICT x,
@@ -114,7 +157,13 @@ __global__ void moe_gather_zero_padding(T *KJIT_RESTRICT x_sorted, const T *KJIT
   }
 })";
 const Template store16_template("store16", gather_source, {},
-                                TemplateOptions{.arguments = {"uint4*", "long long"}});
+                                TemplateOptions{.arguments = {"uint4*", "long long", "unsigned"}});
+const Template bulk_gather_template("moe_gather_bulk", gather_source,
+                                    {{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")},
+                                     {"R", ParamSchema::one_of({2, 4, 8}, 8)}},
+                                    TemplateOptions{.arguments = {"T*", "const T*", "const int*",
+                                                                  "const int*", "int", "int",
+                                                                  "int"}});
 const Template
     zero_padding_gather_template("moe_gather_zero_padding", gather_source,
                                  {{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")}},
@@ -607,13 +656,14 @@ struct Bench {
     }
   }
 
-  // --gather: the moe_gather pass at 4096 tokens in its forms, three rounds in turn (the order
+  // --gather: the moe_gather pass at 4096 tokens in its forms, four rounds in turn (the order
   // turned each round), against a copy of the bytes it writes (copy16: each read from and written
   // to memory) and a write-only pass of them (store16): the form before moe11 (padding rows
-  // written as zeros, 8 rows a block), and padding rows left alone at 4, 8 and 16 rows a block
-  // (ROWS, a warp a row) with plain or streaming stores (STORE). Then the layer: fused_moe and its
-  // launches one after another as fused_moe makes them, with the gather before moe11 or the
-  // candidates, against kjit's dense GEMMs of its FLOPs.
+  // written as zeros, 8 rows a block), and padding rows left alone at 8 and 16 rows a block
+  // (ROWS, a warp a row) with each CACHE (plain, streaming stores, and evict-last loads too), or by
+  // the copy engine (moe_gather_bulk), each first checked against the host's gather. Then the
+  // layer: fused_moe and its launches one after another as fused_moe makes them, with the gather
+  // before moe11 or the candidates, against kjit's dense GEMMs of its FLOPs.
   template <Element T> void gather(const Layer &layer) {
     constexpr int tokens = 4096;
     const Experts<T> weights = experts<T>(layer);
@@ -643,38 +693,74 @@ struct Bench {
     DeviceBuffer y = device.allocate(rows * layer.hidden * sizeof(T));
     const Kernel &copy = rt.kernel(kjit::bench::copy16_template(), {});
     const Kernel &store = rt.kernel(store16_template, {});
-    const auto vectors_pass = [&](bool read, std::size_t bytes) {
+    const auto vectors_pass = [&](bool read, std::size_t bytes, unsigned value = 0) {
       const long long n = static_cast<long long>(bytes / 16);
       const unsigned grid = static_cast<unsigned>(std::min<long long>(n / 256 + 1, 65536));
       if (read)
         copy.launch({.grid = grid, .block = 256}, copy_from.as<const void>(), x_sorted.data(), n);
       else
-        store.launch({.grid = grid, .block = 256}, x_sorted.data(), n);
+        store.launch({.grid = grid, .block = 256}, x_sorted.data(), n, value);
     };
     struct Form {
-      const char *name;
+      std::string name;
       const Kernel *kernel;
-      int rows; // a block's
+      int rows;              // a block's
+      unsigned threads;      // a block's
+      unsigned shared_bytes; // dynamic
+      bool zero_padding;
     };
-    const Kernel &before = rt.kernel(zero_padding_gather_template, {{"T", type}});
-    std::vector<Form> forms = {{"moe_gather before moe11 (zero padding), ROWS 8", &before, 8}};
-    for (const auto &[rows_a_block, streaming, name] :
-         {std::tuple{8, 0, "padding left alone, ROWS 8, STORE 0 (fused_moe's)"},
-          {4, 0, "padding left alone, ROWS 4, STORE 0"},
-          {16, 0, "padding left alone, ROWS 16, STORE 0"},
-          {8, 1, "padding left alone, ROWS 8, STORE 1 (st.global.cs)"},
-          {16, 1, "padding left alone, ROWS 16, STORE 1 (st.global.cs)"}})
+    std::vector<Form> forms = {{"moe_gather before moe11 (zero padding), ROWS 8",
+                                &rt.kernel(zero_padding_gather_template, {{"T", type}}), 8, 256, 0,
+                                true}};
+    for (const auto &[rows_a_block, cache] :
+         {std::pair{8, 0}, {16, 0}, {8, 1}, {16, 1}, {8, 2}, {16, 2}})
       forms.push_back(
-          {name,
+          {"padding left alone, ROWS " + std::to_string(rows_a_block) + ", CACHE " +
+               std::to_string(cache) + (rows_a_block == 8 && cache == 0 ? " (fused_moe's)" : ""),
            &rt.kernel(templates::find("moe_gather"),
-                      {{"T", type}, {"VEC", 8}, {"ROWS", rows_a_block}, {"STORE", streaming}}),
-           rows_a_block});
+                      {{"T", type}, {"VEC", 8}, {"ROWS", rows_a_block}, {"CACHE", cache}}),
+           rows_a_block, static_cast<unsigned>(32 * rows_a_block), 0, false});
+    // The copy engine's form: 32 KB of rows staged a block.
+    const int bulk_rows = static_cast<int>(32768 / row_bytes);
+    forms.push_back({"padding left alone, bulk copies (cp.async.bulk), " +
+                         std::to_string(bulk_rows) + " rows a block",
+                     &rt.kernel(bulk_gather_template, {{"T", type}, {"R", bulk_rows}}), bulk_rows,
+                     32, static_cast<unsigned>(bulk_rows * row_bytes), false});
     const auto run_gather = [&](const Form &form) {
       form.kernel->launch({.grid = static_cast<unsigned>(rows / form.rows),
-                           .block = static_cast<unsigned>(32 * form.rows)},
+                           .block = form.threads,
+                           .shared_bytes = form.shared_bytes},
                           x_sorted.as<T>(), fused.x.template as<const T>(), sorted.as<const int>(),
                           totals.as<const int>(), layer.top_k, layer.hidden, 128);
     };
+    // Each form once on poisoned sorted rows (all bits set: NaN), against the host's gather: a
+    // pair's row is its token's, a padding row zeros (before moe11) or still poison.
+    {
+      std::vector<int> sorted_host(rows);
+      sorted.read(sorted_host.data(), rows * 4);
+      std::vector<unsigned char> x_host(std::size_t(tokens) * row_bytes), got(all_bytes);
+      fused.x.read(x_host.data(), x_host.size());
+      for (const Form &form : forms) {
+        vectors_pass(false, all_bytes, 0xffffffffu);
+        run_gather(form);
+        x_sorted.read(got.data(), all_bytes);
+        int wrong = 0;
+        for (std::size_t r = 0; r < std::size_t(tiles) * 128; ++r) {
+          const unsigned char *row = got.data() + r * row_bytes;
+          if (sorted_host[r] >= 0)
+            wrong += std::memcmp(row, x_host.data() + (sorted_host[r] / layer.top_k) * row_bytes,
+                                 row_bytes) != 0;
+          else
+            wrong += !std::all_of(row, row + row_bytes, [&](unsigned char b) {
+              return b == (form.zero_padding ? 0 : 0xff);
+            });
+        }
+        std::printf(
+            "| %s | %s | check | %s | %s | | |\n", layer.name, type.c_str(), form.name.c_str(),
+            wrong == 0 ? "every row right" : (std::to_string(wrong) + " rows WRONG").c_str());
+        std::fflush(stdout);
+      }
+    }
     // fused_moe's launches at 4096 tokens (moe_plan): moe_align, a gather pass, both GEMMs on the
     // sorted rows in the dynamic tile order, moe_combine.
     const Kernel &align =
@@ -715,7 +801,10 @@ struct Bench {
                   baseline_ms / ms, baseline);
       std::fflush(stdout);
     };
-    for (int round = 0; round < 3; ++round) {
+    // The layer with: the gather before moe11, fused_moe's, the best two alone in call 1
+    // (ROWS 16 with streaming stores, with evict-last loads too) and the bulk copies.
+    const std::vector<std::size_t> layer_forms = {0, 1, 4, 6, forms.size() - 1};
+    for (int round = 0; round < 4; ++round) {
       const double copy_all =
           median_ms_per_launch(device, 20, [&] { vectors_pass(true, all_bytes); });
       const double copy_pairs =
@@ -730,21 +819,18 @@ struct Bench {
             copy_pairs, "the pairs' copy");
       for (std::size_t i = 0; i < forms.size(); ++i) {
         const Form &form = forms[(i + round) % forms.size()];
-        const bool zeroing = &form == &forms[0];
         const double ms = median_ms_per_launch(device, 20, [&] { run_gather(form); });
-        print(round, form.name, ms, zeroing ? all_bytes : pair_bytes,
-              zeroing ? copy_all : copy_pairs, zeroing ? "every row's copy" : "the pairs' copy");
+        print(round, form.name, ms, form.zero_padding ? all_bytes : pair_bytes,
+              form.zero_padding ? copy_all : copy_pairs,
+              form.zero_padding ? "every row's copy" : "the pairs' copy");
       }
       const double dense_ms = median_ms_per_launch(device, 5, [&] { dense.run(); });
       print(round, "layer: dense linear() x2 (baseline)", dense_ms, 0, dense_ms, "dense");
       print(round, "layer: fused_moe", median_ms_per_launch(device, 5, [&] { fused.run(); }), 0,
             dense_ms, "dense");
-      // Before moe11, fused_moe's form and streaming stores, in turned order each round.
-      const std::vector<std::size_t> layer_forms =
-          round % 2 == 0 ? std::vector<std::size_t>{0, 1, 4} : std::vector<std::size_t>{4, 1, 0};
-      for (const std::size_t f : layer_forms) {
-        const Form &form = forms[f];
-        print(round, std::string("layer: its launches, ") + form.name,
+      for (std::size_t i = 0; i < layer_forms.size(); ++i) {
+        const Form &form = forms[layer_forms[(i + round) % layer_forms.size()]];
+        print(round, "layer: its launches, " + form.name,
               median_ms_per_launch(device, 5, [&] { run_layer(form); }), 0, dense_ms, "dense");
       }
     }
