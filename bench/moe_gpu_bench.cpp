@@ -18,8 +18,9 @@
 // a copy of the e4m3 weight bytes the tokens touch (the decode's rate). --tiles times the grouped
 // GEMMs' tile shapes at decode sizes (Bench::tiles), --prefill the grouped GEMMs with and without
 // skipping all-padding halves of tiles, alone at 4096 tokens and in the layer at 16, 256 and 4096
-// (Bench::prefill), against the dense GEMM of their FLOPs; --gather the moe_gather pass's forms at
-// 4096 tokens against a copy of the bytes it writes, and the layer with each (Bench::gather).
+// (Bench::prefill), against the dense GEMM of their FLOPs; --gather-pass the moe_gather pass's
+// forms at 4096 tokens against a copy of the bytes it writes, and the layer with each
+// (Bench::gather).
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -71,7 +72,7 @@ __global__ void fill_e4m3(unsigned char *to, long long n, int seed) {
     to[i] = (unsigned char)(((h >> 32) & 0x80) | ((h >> 40) % 0x7f));
   }
 })";
-// --gather's baselines and its earlier form: store16 writes n 16-byte zeros (the write-only
+// --gather-pass's baselines and its earlier form: store16 writes n 16-byte zeros (the write-only
 // bound of a pass that writes n vectors); moe_gather_zero_padding is moe_gather<T, 8, 8> as it
 // was before moe11 (padding rows written as zeros), a warp a row, 8 loads in flight a thread.
 const char *const gather_source = R"(
@@ -343,8 +344,9 @@ struct Bench {
           0);
       // The GEMM on sorted rows of different contents (the same addresses and tiles), to tell
       // what makes it slower on the tokens' rows than on a fill: rows filled afresh (padding
-      // too), before and after; the tokens' rows (each token top_k times, zero padding); a row
-      // of its own per pair (gathered from [pairs, hidden] with top_k 1, zero padding).
+      // too), before and after; the tokens' rows (each token top_k times; the padding rows keep
+      // the fill, moe_gather does not write them); a row of its own per pair (gathered from
+      // [pairs, hidden] with top_k 1, padding likewise).
       const auto time_sorted = [&](const char *what) {
         row(what,
             time_gemm(sorted_up, h.as<T>(), x_sorted.as<const T>(), w13.as<const T>(), layer.inter,
@@ -398,7 +400,7 @@ struct Bench {
                       name, tokens, down_ms, down_flops / down_ms * 1e-9);
           std::fflush(stdout);
         }
-      // The down GEMM's tile order on the gated rows the gate-up GEMM left in h (zero padding).
+      // The down GEMM's tile order on the gated rows the gate-up GEMM left in h.
       for (const int group_m : {1, 4, 8, 16}) {
         ops::detail::ChosenVariant variant = down;
         variant.params.set("GROUP_M", group_m);
@@ -507,6 +509,23 @@ struct Bench {
     }
   };
 
+  // fused_moe's alignment (moe_align at 128 rows a tile) of `pairs` pairs routed by `ids`, its
+  // buffers kept, with the two GEMMs' tile counters of the dynamic order.
+  struct Aligned {
+    std::size_t rows;
+    DeviceBuffer sorted, blocks, positions, totals, schedule;
+    MoeAlignment alignment;
+    Aligned(Bench &b, const Layer &layer, const DeviceBuffer &ids, int pairs)
+        : rows(moe_align_rows(pairs, layer.experts, 128)), sorted(b.device.allocate(rows * 4)),
+          blocks(b.device.allocate(rows / 128 * 4)),
+          positions(b.device.allocate(std::size_t(pairs) * 4)), totals(b.device.allocate(8)),
+          schedule(b.device.allocate(2 * sizeof(int))), alignment{
+                                                            sorted.as<int>(), blocks.as<int>(),
+                                                            positions.as<int>(), totals.as<int>()} {
+      moe_align(b.rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
+    }
+  };
+
   // The dense GEMMs of the same FLOPs as `pairs` pairs: one expert's weights over every pair's
   // row, [2 inter, hidden] then [hidden, inter].
   template <Element T> struct Dense {
@@ -548,13 +567,12 @@ struct Bench {
     for (const int tokens : {4096, 256, 16}) {
       const int pairs = tokens * layer.top_k;
       Fused<T> fused(*this, layer, weights, tokens);
-      const std::size_t rows = moe_align_rows(pairs, layer.experts, 128);
-      DeviceBuffer sorted = device.allocate(rows * 4), blocks = device.allocate(rows / 128 * 4),
-                   positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8),
-                   schedule = device.allocate(2 * sizeof(int));
-      const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
-                                   totals.as<int>()};
-      moe_align(rt, alignment, fused.ids.template as<const int>(), pairs, layer.experts, 128);
+      Aligned aligned(*this, layer, fused.ids, pairs);
+      const std::size_t rows = aligned.rows;
+      DeviceBuffer &sorted = aligned.sorted, &blocks = aligned.blocks,
+                   &positions = aligned.positions, &totals = aligned.totals,
+                   &schedule = aligned.schedule;
+      const MoeAlignment &alignment = aligned.alignment;
       // The tiles of rows, and those whose second 64 rows are all padding.
       std::vector<int> sorted_host(rows);
       sorted.read(sorted_host.data(), rows * 4);
@@ -656,12 +674,12 @@ struct Bench {
     }
   }
 
-  // --gather: the moe_gather pass at 4096 tokens in its forms, four rounds in turn (the order
+  // --gather-pass: the moe_gather pass at 4096 tokens in its forms, four rounds in turn (the order
   // turned each round), against a copy of the bytes it writes (copy16: each read from and written
   // to memory) and a write-only pass of them (store16): the form before moe11 (padding rows
   // written as zeros, 8 rows a block), and padding rows left alone at 8 and 16 rows a block
-  // (ROWS, a warp a row) with each CACHE (plain, streaming stores, and evict-last loads too), or by
-  // the copy engine (moe_gather_bulk), each first checked against the host's gather. Then the
+  // (ROWS, a warp a row) with plain or streaming stores (CACHE), or by the copy engine
+  // (moe_gather_bulk), each first checked against the host's gather. Then the
   // layer: fused_moe and its launches one after another as fused_moe makes them, with the gather
   // before moe11 or the candidates, against kjit's dense GEMMs of its FLOPs.
   template <Element T> void gather(const Layer &layer) {
@@ -671,13 +689,11 @@ struct Bench {
     const int pairs = tokens * layer.top_k;
     Fused<T> fused(*this, layer, weights, tokens);
     Dense<T> dense(*this, layer, weights, pairs);
-    const std::size_t rows = moe_align_rows(pairs, layer.experts, 128);
-    DeviceBuffer sorted = device.allocate(rows * 4), blocks = device.allocate(rows / 128 * 4),
-                 positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8),
-                 schedule = device.allocate(2 * sizeof(int));
-    const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
-                                 totals.as<int>()};
-    moe_align(rt, alignment, fused.ids.template as<const int>(), pairs, layer.experts, 128);
+    Aligned aligned(*this, layer, fused.ids, pairs);
+    const std::size_t rows = aligned.rows;
+    DeviceBuffer &sorted = aligned.sorted, &blocks = aligned.blocks, &positions = aligned.positions,
+                 &totals = aligned.totals, &schedule = aligned.schedule;
+    const MoeAlignment &alignment = aligned.alignment;
     int tiles = 0; // totals[0]: the tiles moe_align filled
     totals.read(&tiles, sizeof(int));
     const std::size_t row_bytes = std::size_t(layer.hidden) * sizeof(T);
@@ -712,8 +728,7 @@ struct Bench {
     std::vector<Form> forms = {{"moe_gather before moe11 (zero padding), ROWS 8",
                                 &rt.kernel(zero_padding_gather_template, {{"T", type}}), 8, 256, 0,
                                 true}};
-    for (const auto &[rows_a_block, cache] :
-         {std::pair{8, 0}, {16, 0}, {8, 1}, {16, 1}, {8, 2}, {16, 2}})
+    for (const auto &[rows_a_block, cache] : {std::pair{8, 0}, {16, 0}, {8, 1}, {16, 1}})
       forms.push_back(
           {"padding left alone, ROWS " + std::to_string(rows_a_block) + ", CACHE " +
                std::to_string(cache) + (rows_a_block == 8 && cache == 0 ? " (fused_moe's)" : ""),
@@ -801,9 +816,9 @@ struct Bench {
                   baseline_ms / ms, baseline);
       std::fflush(stdout);
     };
-    // The layer with: the gather before moe11, fused_moe's, the best two alone in call 1
-    // (ROWS 16 with streaming stores, with evict-last loads too) and the bulk copies.
-    const std::vector<std::size_t> layer_forms = {0, 1, 4, 6, forms.size() - 1};
+    // The layer with: the gather before moe11, fused_moe's, the best alone in moe11's call
+    // (ROWS 16 with streaming stores) and the bulk copies.
+    const std::vector<std::size_t> layer_forms = {0, 1, 4, forms.size() - 1};
     for (int round = 0; round < 4; ++round) {
       const double copy_all =
           median_ms_per_launch(device, 20, [&] { vectors_pass(true, all_bytes); });
@@ -940,13 +955,14 @@ struct Bench {
 
 int main(int argc, char **argv) {
   const std::string mode = argc >= 2 ? argv[1] : "";
-  // --gather's layers: "fine", "mixtral" or both.
+  // --gather-pass's layers: "fine", "mixtral" or both.
   const std::string only = argc >= 3 ? argv[2] : "";
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
   if (argc > 1 && !sweep && mode != "--profile" && mode != "--fp8" && mode != "--tiles" &&
-      mode != "--prefill" && mode != "--gather") { // tools/gpu-check asks for --help
+      mode != "--prefill" && mode != "--gather-pass") { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill | --gather]\n  "
+        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill | "
+        "--gather-pass]\n  "
         "prints "
         "fused_moe's "
         "table against "
@@ -957,8 +973,8 @@ int main(int argc, char **argv) {
         "--tiles the grouped GEMMs' tile shapes at 16 and 256 tokens against a copy, --prefill "
         "the grouped GEMMs with and without skipping all-padding halves of tiles (SKIP_PADDING), "
         "alone at 4096 tokens and in the layer at 16, 256 and 4096, against the dense GEMM, "
-        "--gather the moe_gather pass's forms at 4096 tokens against a copy of the bytes it "
-        "writes, and the layer with each against the dense GEMM\n",
+        "--gather-pass [fine | mixtral] the moe_gather pass's forms at 4096 tokens, each checked, "
+        "against a copy of the bytes it writes, and the layer with each against the dense GEMM\n",
         argv[0]);
     return 0;
   }
@@ -985,7 +1001,7 @@ int main(int argc, char **argv) {
           bench.tiles<BFloat16>(layer, tokens);
       return 0;
     }
-    if (mode == "--gather") {
+    if (mode == "--gather-pass") {
       std::printf("| layer | type | round | what | ms | rate | of baseline (time) |\n| --- | --- | "
                   "--- | --- | --- | --- | --- |\n");
       if (only != "mixtral")

@@ -36,9 +36,11 @@ constexpr int max_gathering_pairs = 2048;
 // they beat the grouped path's four launches, each GEMM one wave of mostly empty tiles
 // (BENCHMARKS.md, "fused_moe: a decode path for one token"); more tokens were not measured on them.
 constexpr int max_decode_tokens = 1;
-// moe_gather's rows a block, and its threads (a warp a row), and its CACHE: streaming stores,
-// which leave the tokens' rows in L2 (BENCHMARKS.md, "moe_gather at the copy's speed").
-constexpr int gather_rows = 16, gather_threads = 512, gather_cache = 1;
+// moe_gather's rows a block, and its threads: a warp a row. Plain stores (CACHE 0): 16 rows a
+// block with streaming stores ran the pass 9-12% faster alone on the H100, but were neither
+// checked on the device nor timed in the layer (BENCHMARKS.md, "moe_gather: padding rows left
+// alone").
+constexpr int gather_rows = 8, gather_threads = 256, gather_cache = 0;
 
 std::string str(std::int64_t value) { return std::to_string(value); }
 

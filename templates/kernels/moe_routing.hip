@@ -359,31 +359,14 @@ __global__ void __launch_bounds__(1024)
 // ROWS rows a block, blockDim.x / ROWS threads a row, each thread's UNROLL loads in flight before
 // its stores (one block of 128 threads a row, two loads each, left the copy short of the
 // bandwidth: BENCHMARKS.md). A padding row is not written: the grouped GEMM reads it into its own
-// padding row of C only, which nothing reads (moe_wgmma.hip, SKIP_PADDING). CACHE, on NVIDIA with
-// 16-byte vectors (HIP loads and stores plainly): 0 plain loads and stores; 1 streaming stores
-// (st.global.cs, evict-first: the gate-up GEMM reads each row once, and the tokens' rows, each
-// read top_k times, should stay in L2); 2 those and the tokens' rows loaded with an L2 evict-last
-// policy.
-template <int CACHE, typename T, int VEC>
-__device__ inline kjit::Vec<T, VEC> load_token(const T *from) {
-#if !KJIT_HIP
-  if constexpr (CACHE == 2 && sizeof(kjit::Vec<T, VEC>) == 16) {
-    unsigned long long policy;
-    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-    kjit::Vec<T, VEC> v;
-    unsigned *u = reinterpret_cast<unsigned *>(&v);
-    asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(u[0]), "=r"(u[1]), "=r"(u[2]), "=r"(u[3])
-                 : "l"(from), "l"(policy));
-    return v;
-  }
-#endif
-  return kjit::load_vec<VEC>(from);
-}
+// padding row of C only, which nothing reads (moe_wgmma.hip, SKIP_PADDING). CACHE 1: streaming
+// stores on NVIDIA with 16-byte vectors (st.global.cs, evict-first: the gate-up GEMM reads each
+// row once, and the tokens' rows, each read top_k times, should stay in L2); HIP, and CACHE 0,
+// store plainly.
 template <int CACHE, typename T, int VEC>
 __device__ inline void store_gathered(T *to, const kjit::Vec<T, VEC> &v) {
 #if !KJIT_HIP
-  if constexpr (CACHE >= 1 && sizeof(v) == 16) {
+  if constexpr (CACHE == 1 && sizeof(v) == 16) {
     __stcs(reinterpret_cast<uint4 *>(to), *reinterpret_cast<const uint4 *>(&v));
     return;
   }
@@ -411,7 +394,7 @@ __global__ void moe_gather(T *KJIT_RESTRICT x_sorted, const T *KJIT_RESTRICT x,
     for (int u = 0; u < UNROLL; ++u) {
       const int i = first + u * threads * VEC;
       if (i < hidden)
-        v[u] = load_token<CACHE, T, VEC>(from + i);
+        v[u] = kjit::load_vec<VEC>(from + i);
     }
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {

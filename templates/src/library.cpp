@@ -321,11 +321,10 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
                                   {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 8)}};
   };
   // ROWS: the rows a block copies (blockDim.x / ROWS threads each); CACHE 1: streaming stores
-  // (NVIDIA's st.global.cs), 2: those and the tokens' rows loaded with an L2 evict-last policy
-  // (HIP loads and stores plainly).
+  // (NVIDIA's st.global.cs; HIP stores plainly).
   std::vector<ParamDecl> gather_params = vec_params();
   gather_params.push_back({"ROWS", ParamSchema::one_of({1, 2, 4, 8, 16}, 1)});
-  gather_params.push_back({"CACHE", ParamSchema::one_of({0, 1, 2}, 0)});
+  gather_params.push_back({"CACHE", ParamSchema::one_of({0, 1}, 0)});
   all.emplace_back("moe_gather", routing, std::move(gather_params),
                    TemplateOptions{.arguments = {"T*", "const T*", "const int*", "const int*",
                                                  "int", "int", "int"}});
