@@ -18,7 +18,9 @@
 // a copy of the e4m3 weight bytes the tokens touch (the decode's rate). --tiles times the grouped
 // GEMMs' tile shapes at decode sizes (Bench::tiles), --prefill the grouped GEMMs with and without
 // skipping all-padding halves of tiles, alone at 4096 tokens and in the layer at 16, 256 and 4096
-// (Bench::prefill), against the dense GEMM of their FLOPs.
+// (Bench::prefill), against the dense GEMM of their FLOPs; --gather-pass the moe_gather pass's
+// forms at 4096 tokens against a copy of the bytes it writes, and the layer with each
+// (Bench::gather).
 //
 // Each is launched once to compile and warm up, then the median of 5 batches of launches, each
 // timed on the host from the first launch to the device's synchronisation.
@@ -31,6 +33,7 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -69,6 +72,56 @@ __global__ void fill_e4m3(unsigned char *to, long long n, int seed) {
     to[i] = (unsigned char)(((h >> 32) & 0x80) | ((h >> 40) % 0x7f));
   }
 })";
+// --gather-pass's baselines and its earlier form: store16 writes n 16-byte zeros (the write-only
+// bound of a pass that writes n vectors); moe_gather_zero_padding is moe_gather<T, 8, 8> as it
+// was before moe11 (padding rows written as zeros), a warp a row, 8 loads in flight a thread.
+const char *const gather_source = R"(
+__global__ void store16(uint4 *KJIT_RESTRICT to, long long n, unsigned value) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    to[i] = make_uint4(value, value, value, value);
+}
+template <typename T>
+__global__ void moe_gather_zero_padding(T *KJIT_RESTRICT x_sorted, const T *KJIT_RESTRICT x,
+                                        const int *KJIT_RESTRICT sorted_pairs,
+                                        const int *KJIT_RESTRICT totals, int top_k, int hidden,
+                                        int block_m) {
+  constexpr int VEC = 8, ROWS = 8, UNROLL = 8;
+  const int threads = blockDim.x / ROWS, lane = threadIdx.x % threads;
+  const int row = blockIdx.x * ROWS + threadIdx.x / threads;
+  if (row >= totals[0] * block_m)
+    return;
+  const int pair = sorted_pairs[row];
+  T *to = x_sorted + static_cast<long long>(row) * hidden;
+  const T *from = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * hidden;
+  for (int first = lane * VEC; first < hidden; first += threads * VEC * UNROLL) {
+    kjit::Vec<T, VEC> v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int i = first + u * threads * VEC;
+      if (pair >= 0 && i < hidden) {
+        v[u] = kjit::load_vec<VEC>(from + i);
+      } else {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          v[u].at[j] = kjit::from_float<T>(0.0f);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int i = first + u * threads * VEC;
+      if (i < hidden)
+        kjit::store_vec(to + i, v[u]);
+    }
+  }
+})";
+const Template store16_template("store16", gather_source, {},
+                                TemplateOptions{.arguments = {"uint4*", "long long", "unsigned"}});
+const Template
+    zero_padding_gather_template("moe_gather_zero_padding", gather_source,
+                                 {{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")}},
+                                 TemplateOptions{.arguments = {"T*", "const T*", "const int*",
+                                                               "const int*", "int", "int", "int"}});
 const Template fill_template("fill_hashed", fill_source,
                              {{"T", ParamSchema::type({"half", "bfloat16"}, "bfloat16")}},
                              TemplateOptions{.arguments = {"T*", "long long", "float", "int"}});
@@ -243,8 +296,9 @@ struct Bench {
           0);
       // The GEMM on sorted rows of different contents (the same addresses and tiles), to tell
       // what makes it slower on the tokens' rows than on a fill: rows filled afresh (padding
-      // too), before and after; the tokens' rows (each token top_k times, zero padding); a row
-      // of its own per pair (gathered from [pairs, hidden] with top_k 1, zero padding).
+      // too), before and after; the tokens' rows (each token top_k times; the padding rows keep
+      // the fill, moe_gather does not write them); a row of its own per pair (gathered from
+      // [pairs, hidden] with top_k 1, padding likewise).
       const auto time_sorted = [&](const char *what) {
         row(what,
             time_gemm(sorted_up, h.as<T>(), x_sorted.as<const T>(), w13.as<const T>(), layer.inter,
@@ -298,7 +352,7 @@ struct Bench {
                       name, tokens, down_ms, down_flops / down_ms * 1e-9);
           std::fflush(stdout);
         }
-      // The down GEMM's tile order on the gated rows the gate-up GEMM left in h (zero padding).
+      // The down GEMM's tile order on the gated rows the gate-up GEMM left in h.
       for (const int group_m : {1, 4, 8, 16}) {
         ops::detail::ChosenVariant variant = down;
         variant.params.set("GROUP_M", group_m);
@@ -407,6 +461,23 @@ struct Bench {
     }
   };
 
+  // fused_moe's alignment (moe_align at 128 rows a tile) of `pairs` pairs routed by `ids`, its
+  // buffers kept, with the two GEMMs' tile counters of the dynamic order.
+  struct Aligned {
+    std::size_t rows;
+    DeviceBuffer sorted, blocks, positions, totals, schedule;
+    MoeAlignment alignment;
+    Aligned(Bench &b, const Layer &layer, const DeviceBuffer &ids, int pairs)
+        : rows(moe_align_rows(pairs, layer.experts, 128)), sorted(b.device.allocate(rows * 4)),
+          blocks(b.device.allocate(rows / 128 * 4)),
+          positions(b.device.allocate(std::size_t(pairs) * 4)), totals(b.device.allocate(8)),
+          schedule(b.device.allocate(2 * sizeof(int))), alignment{
+                                                            sorted.as<int>(), blocks.as<int>(),
+                                                            positions.as<int>(), totals.as<int>()} {
+      moe_align(b.rt, alignment, ids.as<const int>(), pairs, layer.experts, 128);
+    }
+  };
+
   // The dense GEMMs of the same FLOPs as `pairs` pairs: one expert's weights over every pair's
   // row, [2 inter, hidden] then [hidden, inter].
   template <Element T> struct Dense {
@@ -448,13 +519,12 @@ struct Bench {
     for (const int tokens : {4096, 256, 16}) {
       const int pairs = tokens * layer.top_k;
       Fused<T> fused(*this, layer, weights, tokens);
-      const std::size_t rows = moe_align_rows(pairs, layer.experts, 128);
-      DeviceBuffer sorted = device.allocate(rows * 4), blocks = device.allocate(rows / 128 * 4),
-                   positions = device.allocate(std::size_t(pairs) * 4), totals = device.allocate(8),
-                   schedule = device.allocate(2 * sizeof(int));
-      const MoeAlignment alignment{sorted.as<int>(), blocks.as<int>(), positions.as<int>(),
-                                   totals.as<int>()};
-      moe_align(rt, alignment, fused.ids.template as<const int>(), pairs, layer.experts, 128);
+      Aligned aligned(*this, layer, fused.ids, pairs);
+      const std::size_t rows = aligned.rows;
+      DeviceBuffer &sorted = aligned.sorted, &blocks = aligned.blocks,
+                   &positions = aligned.positions, &totals = aligned.totals,
+                   &schedule = aligned.schedule;
+      const MoeAlignment &alignment = aligned.alignment;
       // The tiles of rows, and those whose second 64 rows are all padding.
       std::vector<int> sorted_host(rows);
       sorted.read(sorted_host.data(), rows * 4);
@@ -552,6 +622,174 @@ struct Bench {
           print(round, "layer: its launches", skip ? "1" : "0",
                 median_ms_per_launch(device, launches, [&] { run_layer(skip); }), 3 * flops,
                 dense_ms);
+      }
+    }
+  }
+
+  // --gather-pass: the moe_gather pass at 4096 tokens in its forms, four rounds in turn (the order
+  // turned each round), against a copy of the bytes it writes (copy16: each read from and written
+  // to memory) and a write-only pass of them (store16): the form before moe11 (padding rows
+  // written as zeros, 8 rows a block), and padding rows left alone at 8 and 16 rows a block
+  // (ROWS, a warp a row) with plain or streaming stores (CACHE), each first checked against the
+  // host's gather. Then the
+  // layer: fused_moe and its launches one after another as fused_moe makes them, with the gather
+  // before moe11 or the candidates, against kjit's dense GEMMs of its FLOPs.
+  template <Element T> void gather(const Layer &layer) {
+    constexpr int tokens = 4096;
+    const Experts<T> weights = experts<T>(layer);
+    const std::string type(element_name<T>());
+    const int pairs = tokens * layer.top_k;
+    Fused<T> fused(*this, layer, weights, tokens);
+    Dense<T> dense(*this, layer, weights, pairs);
+    Aligned aligned(*this, layer, fused.ids, pairs);
+    const std::size_t rows = aligned.rows;
+    DeviceBuffer &sorted = aligned.sorted, &blocks = aligned.blocks, &positions = aligned.positions,
+                 &totals = aligned.totals, &schedule = aligned.schedule;
+    const MoeAlignment &alignment = aligned.alignment;
+    int tiles = 0; // totals[0]: the tiles moe_align filled
+    totals.read(&tiles, sizeof(int));
+    const std::size_t row_bytes = std::size_t(layer.hidden) * sizeof(T);
+    const std::size_t all_bytes = std::size_t(tiles) * 128 * row_bytes,
+                      pair_bytes = std::size_t(pairs) * row_bytes;
+    std::printf("| %s | %s | %d tokens: %d tiles, %d rows, %d of them pairs' (%.1f MB) and %d "
+                "padding (%.1f MB) | | | | |\n",
+                layer.name, type.c_str(), tokens, tiles, tiles * 128, pairs, pair_bytes * 1e-6,
+                tiles * 128 - pairs, (all_bytes - pair_bytes) * 1e-6);
+    DeviceBuffer x_sorted = filled<T>(rows * layer.hidden, 1.0);
+    DeviceBuffer copy_from = filled<T>(rows * layer.hidden, 1.0);
+    DeviceBuffer h = filled<T>(rows * layer.inter, 1.0);
+    DeviceBuffer y = device.allocate(rows * layer.hidden * sizeof(T));
+    const Kernel &copy = rt.kernel(kjit::bench::copy16_template(), {});
+    const Kernel &store = rt.kernel(store16_template, {});
+    const auto vectors_pass = [&](bool read, std::size_t bytes, unsigned value = 0) {
+      const long long n = static_cast<long long>(bytes / 16);
+      const unsigned grid = static_cast<unsigned>(std::min<long long>(n / 256 + 1, 65536));
+      if (read)
+        copy.launch({.grid = grid, .block = 256}, copy_from.as<const void>(), x_sorted.data(), n);
+      else
+        store.launch({.grid = grid, .block = 256}, x_sorted.data(), n, value);
+    };
+    struct Form {
+      std::string name;
+      const Kernel *kernel;
+      int rows;         // a block's
+      unsigned threads; // a block's
+      bool zero_padding;
+    };
+    std::vector<Form> forms = {{"moe_gather before moe11 (zero padding), ROWS 8",
+                                &rt.kernel(zero_padding_gather_template, {{"T", type}}), 8, 256,
+                                true}};
+    for (const auto &[rows_a_block, cache] : {std::pair{8, 0}, {16, 0}, {8, 1}, {16, 1}})
+      forms.push_back(
+          {"padding left alone, ROWS " + std::to_string(rows_a_block) + ", CACHE " +
+               std::to_string(cache) + (rows_a_block == 8 && cache == 0 ? " (fused_moe's)" : ""),
+           &rt.kernel(templates::find("moe_gather"),
+                      {{"T", type}, {"VEC", 8}, {"ROWS", rows_a_block}, {"CACHE", cache}}),
+           rows_a_block, static_cast<unsigned>(32 * rows_a_block), false});
+    const auto run_gather = [&](const Form &form) {
+      form.kernel->launch({.grid = static_cast<unsigned>(rows / form.rows), .block = form.threads},
+                          x_sorted.as<T>(), fused.x.template as<const T>(), sorted.as<const int>(),
+                          totals.as<const int>(), layer.top_k, layer.hidden, 128);
+    };
+    // Each form once on poisoned sorted rows (all bits set: NaN), against the host's gather: a
+    // pair's row is its token's, a padding row zeros (before moe11) or still poison.
+    {
+      std::vector<int> sorted_host(rows);
+      sorted.read(sorted_host.data(), rows * 4);
+      std::vector<unsigned char> x_host(std::size_t(tokens) * row_bytes), got(all_bytes);
+      fused.x.read(x_host.data(), x_host.size());
+      for (const Form &form : forms) {
+        vectors_pass(false, all_bytes, 0xffffffffu);
+        run_gather(form);
+        x_sorted.read(got.data(), all_bytes);
+        int wrong = 0;
+        for (std::size_t r = 0; r < std::size_t(tiles) * 128; ++r) {
+          const unsigned char *row = got.data() + r * row_bytes;
+          if (sorted_host[r] >= 0)
+            wrong += std::memcmp(row, x_host.data() + (sorted_host[r] / layer.top_k) * row_bytes,
+                                 row_bytes) != 0;
+          else
+            wrong += !std::all_of(row, row + row_bytes, [&](unsigned char b) {
+              return b == (form.zero_padding ? 0 : 0xff);
+            });
+        }
+        std::printf(
+            "| %s | %s | check | %s | %s | | |\n", layer.name, type.c_str(), form.name.c_str(),
+            wrong == 0 ? "every row right" : (std::to_string(wrong) + " rows WRONG").c_str());
+        std::fflush(stdout);
+      }
+    }
+    // fused_moe's launches at 4096 tokens (moe_plan): moe_align, a gather pass, both GEMMs on the
+    // sorted rows in the dynamic tile order, moe_combine.
+    const Kernel &align =
+        rt.kernel(templates::find("moe_align"), {{"EXPERTS", layer.experts}, {"BLOCK_M", 128}});
+    const Kernel &combine = rt.kernel(templates::find("moe_combine"), {{"T", type}, {"VEC", 8}});
+    const ops::detail::GroupedPlan up = ops::detail::make_grouped_plan(
+        rt, ops::detail::grouped_gemm_variant<T>(rt, true, false, pairs, layer.experts, layer.inter,
+                                                 layer.hidden));
+    const ops::detail::GroupedPlan down = ops::detail::make_grouped_plan(
+        rt, ops::detail::grouped_gemm_variant<T>(rt, false, false, pairs, layer.experts,
+                                                 layer.hidden, layer.inter));
+    int *order = schedule.as<int>();
+    const auto run_layer = [&](const Form &form) {
+      align.launch({.grid = static_cast<unsigned>(layer.experts), .block = 1024}, sorted.as<int>(),
+                   blocks.as<int>(), positions.as<int>(), totals.as<int>(),
+                   fused.ids.template as<const int>(), pairs, order);
+      run_gather(form);
+      ops::detail::launch_grouped<T>(up, h.as<T>(), x_sorted.as<const T>(),
+                                     weights.w13.template as<const T>(), rows, alignment,
+                                     layer.experts, layer.inter, layer.hidden, layer.top_k, order,
+                                     nullptr, 0, true);
+      ops::detail::launch_grouped<T>(
+          down, y.as<T>(), h.as<const T>(), weights.w2.template as<const T>(), rows, alignment,
+          layer.experts, layer.hidden, layer.inter, layer.top_k, order + 1, nullptr, 0, true);
+      combine.launch({.grid = static_cast<unsigned>(tokens), .block = 128},
+                     fused.out.template as<T>(), y.as<const T>(),
+                     fused.routing.template as<const float>(), positions.as<const int>(),
+                     layer.top_k, layer.hidden);
+    };
+    const double flops = 6.0 * pairs * layer.hidden * layer.inter; // both GEMMs
+    const auto print = [&](int round, const std::string &what, double ms, double bytes,
+                           double baseline_ms, const char *baseline) {
+      std::printf("| %s | %s | %d | %s | %.4f | %s | %.2f of %s |\n", layer.name, type.c_str(),
+                  round, what.c_str(), ms,
+                  bytes > 0
+                      ? (std::to_string(static_cast<int>(bytes / ms * 1e-6)) + " GB/s").c_str()
+                      : (std::to_string(static_cast<int>(flops / ms * 1e-9)) + " TFLOP/s").c_str(),
+                  baseline_ms / ms, baseline);
+      std::fflush(stdout);
+    };
+    // The layer with: the gather before moe11, fused_moe's, and the best alone in moe11's call
+    // (ROWS 16 with streaming stores).
+    const std::vector<std::size_t> layer_forms = {0, 1, 4};
+    for (int round = 0; round < 4; ++round) {
+      const double copy_all =
+          median_ms_per_launch(device, 20, [&] { vectors_pass(true, all_bytes); });
+      const double copy_pairs =
+          median_ms_per_launch(device, 20, [&] { vectors_pass(true, pair_bytes); });
+      const double store_pairs =
+          median_ms_per_launch(device, 20, [&] { vectors_pass(false, pair_bytes); });
+      print(round, "copy16 of every row's bytes (baseline)", copy_all, all_bytes, copy_all,
+            "that copy");
+      print(round, "copy16 of the pairs' rows' bytes (baseline)", copy_pairs, pair_bytes,
+            copy_pairs, "that copy");
+      print(round, "store16 of the pairs' rows' bytes (write-only bound)", store_pairs, pair_bytes,
+            copy_pairs, "the pairs' copy");
+      for (std::size_t i = 0; i < forms.size(); ++i) {
+        const Form &form = forms[(i + round) % forms.size()];
+        const double ms = median_ms_per_launch(device, 20, [&] { run_gather(form); });
+        print(round, form.name, ms, form.zero_padding ? all_bytes : pair_bytes,
+              form.zero_padding ? copy_all : copy_pairs,
+              form.zero_padding ? "every row's copy" : "the pairs' copy");
+      }
+      const double dense_ms = median_ms_per_launch(device, 5, [&] { dense.run(); });
+      print(round, "layer: dense linear() x2 (baseline)", dense_ms, 0, dense_ms, "dense");
+      print(round, "layer: fused_moe", median_ms_per_launch(device, 5, [&] { fused.run(); }), 0,
+            dense_ms, "dense");
+      for (std::size_t i = 0; i < layer_forms.size(); ++i) {
+        const Form &form = forms[layer_forms[(i + round) % layer_forms.size()]];
+        print(round, "layer: its launches, " + form.name,
+              median_ms_per_launch(device, 5, [&] { run_layer(form); }), 0, dense_ms, "dense");
       }
     }
   }
@@ -659,12 +897,16 @@ struct Bench {
 } // namespace
 
 int main(int argc, char **argv) {
-  const std::string mode = argc == 2 ? argv[1] : "";
+  const std::string mode = argc >= 2 ? argv[1] : "";
+  // --gather-pass's layers: "fine", "mixtral" or both.
+  const std::string only = argc >= 3 ? argv[2] : "";
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
   if (argc > 1 && !sweep && mode != "--profile" && mode != "--fp8" && mode != "--tiles" &&
-      mode != "--prefill") { // tools/gpu-check asks for --help
+      mode != "--prefill" && mode != "--gather-pass") { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill]\n  prints "
+        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill | "
+        "--gather-pass]\n  "
+        "prints "
         "fused_moe's "
         "table against "
         "kjit's dense GEMM and a copy; --breakdown fused_moe against each of its launches alone "
@@ -673,7 +915,9 @@ int main(int argc, char **argv) {
         "e4m3 weights against the bfloat16 one, the dense GEMM and a copy of its weight bytes, "
         "--tiles the grouped GEMMs' tile shapes at 16 and 256 tokens against a copy, --prefill "
         "the grouped GEMMs with and without skipping all-padding halves of tiles (SKIP_PADDING), "
-        "alone at 4096 tokens and in the layer at 16, 256 and 4096, against the dense GEMM\n",
+        "alone at 4096 tokens and in the layer at 16, 256 and 4096, against the dense GEMM, "
+        "--gather-pass [fine | mixtral] the moe_gather pass's forms at 4096 tokens, each checked, "
+        "against a copy of the bytes it writes, and the layer with each against the dense GEMM\n",
         argv[0]);
     return 0;
   }
@@ -698,6 +942,15 @@ int main(int argc, char **argv) {
       for (const Layer &layer : layers)
         for (int tokens : {16, 256})
           bench.tiles<BFloat16>(layer, tokens);
+      return 0;
+    }
+    if (mode == "--gather-pass") {
+      std::printf("| layer | type | round | what | ms | rate | of baseline (time) |\n| --- | --- | "
+                  "--- | --- | --- | --- | --- |\n");
+      if (only != "mixtral")
+        bench.gather<BFloat16>(layers[1]);
+      if (only != "fine")
+        bench.gather<BFloat16>(layers[0]);
       return 0;
     }
     if (mode == "--prefill") {

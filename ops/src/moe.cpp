@@ -36,8 +36,11 @@ constexpr int max_gathering_pairs = 2048;
 // they beat the grouped path's four launches, each GEMM one wave of mostly empty tiles
 // (BENCHMARKS.md, "fused_moe: a decode path for one token"); more tokens were not measured on them.
 constexpr int max_decode_tokens = 1;
-// moe_gather's rows a block, and its threads: a warp a row.
-constexpr int gather_rows = 8, gather_threads = 256;
+// moe_gather's rows a block, and its threads: a warp a row. Plain stores (CACHE 0): 16 rows a
+// block with streaming stores ran the pass 9-12% faster alone on the H100, but were neither
+// checked on the device nor timed in the layer (BENCHMARKS.md, "moe_gather: padding rows left
+// alone").
+constexpr int gather_rows = 8, gather_threads = 256, gather_cache = 0;
 
 std::string str(std::int64_t value) { return std::to_string(value); }
 
@@ -286,18 +289,19 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
   // moe_gemm_mfma (AMD) reads sorted rows only: moe_gather runs before it at every size.
   const bool gathering =
       bucket <= max_gathering_pairs && !detail::moe_mfma_serves(rt.default_device().target());
-  const MoePlan plan{
-      &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
-      gathering
-          ? nullptr
-          : &rt.kernel(gather, {{"T", element_name<T>()}, {"VEC", vec}, {"ROWS", gather_rows}}),
-      &rt.kernel(combine, vector_params),
-      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, true, gathering, pairs,
-                                                                    layer.experts, layer.inter,
-                                                                    layer.hidden)),
-      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(rt, false, false, pairs,
-                                                                    layer.experts, layer.hidden,
-                                                                    layer.inter))};
+  const MoePlan plan{&rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
+                     gathering ? nullptr
+                               : &rt.kernel(gather, {{"T", element_name<T>()},
+                                                     {"VEC", vec},
+                                                     {"ROWS", gather_rows},
+                                                     {"CACHE", gather_cache}}),
+                     &rt.kernel(combine, vector_params),
+                     detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(
+                                                       rt, true, gathering, pairs, layer.experts,
+                                                       layer.inter, layer.hidden)),
+                     detail::make_grouped_plan(
+                         rt, detail::grouped_gemm_variant<T>(rt, false, false, pairs, layer.experts,
+                                                             layer.hidden, layer.inter))};
   return plans.emplace(key, plan).first->second;
 }
 

@@ -17,9 +17,9 @@
 //       pair_positions[p] the pair's row (-1: its id lies outside [0, EXPERTS), routed nowhere);
 //       totals[0] the blocks, totals[1] the ids out of range. Experts without pairs take no
 //       block. EXPERTS blocks of 1024 threads; `schedule` (may be null) gets two zeros.
-//   moe_gather<T, VEC, ROWS>(x_sorted, x, sorted_pairs, totals, top_k, hidden, block_m)
-//       row r of x_sorted is the token row of sorted pair r (zeros for padding): the grouped
-//       GEMM's A, contiguous per expert. One block per ROWS rows.
+//   moe_gather<T, VEC, ROWS, CACHE>(x_sorted, x, sorted_pairs, totals, top_k, hidden, block_m)
+//       row r of x_sorted is the token row of sorted pair r (a padding row is left as it was):
+//       the grouped GEMM's A, contiguous per expert. One block per ROWS rows.
 //   moe_combine<T, VEC>(out, y_sorted, weights, pair_positions, top_k, hidden)
 //       out[t] = sum over slots s of weights[t, s] * y_sorted[row of pair (t, s)], in float,
 //       rounded once; a token routed nowhere is zero. One block per token.
@@ -358,8 +358,23 @@ __global__ void __launch_bounds__(1024)
 
 // ROWS rows a block, blockDim.x / ROWS threads a row, each thread's UNROLL loads in flight before
 // its stores (one block of 128 threads a row, two loads each, left the copy short of the
-// bandwidth: BENCHMARKS.md).
-template <typename T, int VEC, int ROWS = 1>
+// bandwidth: BENCHMARKS.md). A padding row is not written: the grouped GEMM reads it into its own
+// padding row of C only, which nothing reads (moe_wgmma.hip, SKIP_PADDING). CACHE 1: streaming
+// stores on NVIDIA with 16-byte vectors (st.global.cs, evict-first: the gate-up GEMM reads each
+// row once, and the tokens' rows, each read top_k times, should stay in L2); HIP, and CACHE 0,
+// store plainly.
+template <int CACHE, typename T, int VEC>
+__device__ inline void store_gathered(T *to, const kjit::Vec<T, VEC> &v) {
+#if !KJIT_HIP
+  if constexpr (CACHE == 1 && sizeof(v) == 16) {
+    __stcs(reinterpret_cast<uint4 *>(to), *reinterpret_cast<const uint4 *>(&v));
+    return;
+  }
+#endif
+  kjit::store_vec(to, v);
+}
+
+template <typename T, int VEC, int ROWS = 1, int CACHE = 0>
 __global__ void moe_gather(T *KJIT_RESTRICT x_sorted, const T *KJIT_RESTRICT x,
                            const int *KJIT_RESTRICT sorted_pairs, const int *KJIT_RESTRICT totals,
                            int top_k, int hidden, int block_m) {
@@ -369,26 +384,23 @@ __global__ void moe_gather(T *KJIT_RESTRICT x_sorted, const T *KJIT_RESTRICT x,
   if (row >= totals[0] * block_m)
     return;
   const int pair = sorted_pairs[row];
+  if (pair < 0)
+    return;
   T *to = x_sorted + static_cast<long long>(row) * hidden;
-  const T *from = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * hidden;
+  const T *from = x + static_cast<long long>(pair / top_k) * hidden;
   for (int first = lane * VEC; first < hidden; first += threads * VEC * UNROLL) {
     kjit::Vec<T, VEC> v[UNROLL];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int i = first + u * threads * VEC;
-      if (pair >= 0 && i < hidden) {
+      if (i < hidden)
         v[u] = kjit::load_vec<VEC>(from + i);
-      } else {
-#pragma unroll
-        for (int j = 0; j < VEC; ++j)
-          v[u].at[j] = kjit::from_float<T>(0.0f);
-      }
     }
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const int i = first + u * threads * VEC;
       if (i < hidden)
-        kjit::store_vec(to + i, v[u]);
+        store_gathered<CACHE>(to + i, v[u]);
     }
   }
 }

@@ -6,8 +6,9 @@
 // The rows of A are the token-expert pairs sorted by expert, each expert's run padded to 128 rows
 // (moe_routing.hip's moe_align), so a 128-row tile belongs to one expert; totals[0] counts the
 // tiles, on the device (no host synchronisation). Where they come from:
-//   GATHER 0: A [rows, k] holds them, read through the tensor map map_a (moe_gather's output, or
-//             the gated rows for the down projection);
+//   GATHER 0: A [rows, k] holds them, read through the tensor map map_a (moe_gather's output,
+//             whose padding rows hold whatever was there, or the gated rows for the down
+//             projection); a padding row of A reaches only its own row of C, which nothing reads;
 //   GATHER 1: row r is the token row x[sorted_pairs[r] / top_k] (zeros for padding), copied by
 //             the producer warpgroup's 128 threads with cp.async, one row each, into the layout
 //             TMA's 128-byte swizzle gives (map_a is unused): no gathered copy of the tokens.

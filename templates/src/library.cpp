@@ -320,9 +320,11 @@ void add_moe(std::vector<Template> &all, const std::vector<std::string> &element
     return std::vector<ParamDecl>{{"T", ParamSchema::type(element_types, "bfloat16")},
                                   {"VEC", ParamSchema::one_of({1, 2, 4, 8}, 8)}};
   };
-  // ROWS: the rows a block copies (blockDim.x / ROWS threads each).
+  // ROWS: the rows a block copies (blockDim.x / ROWS threads each); CACHE 1: streaming stores
+  // (NVIDIA's st.global.cs; HIP stores plainly).
   std::vector<ParamDecl> gather_params = vec_params();
   gather_params.push_back({"ROWS", ParamSchema::one_of({1, 2, 4, 8, 16}, 1)});
+  gather_params.push_back({"CACHE", ParamSchema::one_of({0, 1}, 0)});
   all.emplace_back("moe_gather", routing, std::move(gather_params),
                    TemplateOptions{.arguments = {"T*", "const T*", "const int*", "const int*",
                                                  "int", "int", "int"}});

@@ -318,6 +318,8 @@ TEST_F(OpsCompileTest, MoeRoutingKernelsCompileForGfx90aAndSm90) {
     for (const char *type : {"float", "half", "bfloat16"}) {
       EXPECT_TRUE(compiles("moe_topk", {{"T", type}, {"EXPERTS", 64}, {"TOPK", 6}}, target));
       EXPECT_TRUE(compiles("moe_gather", {{"T", type}}, target)) << type;
+      EXPECT_TRUE(compiles("moe_gather", {{"T", type}, {"ROWS", 16}, {"CACHE", 1}}, target))
+          << type;
       EXPECT_TRUE(compiles("moe_combine", {{"T", type}}, target)) << type;
       EXPECT_TRUE(compiles("moe_decode_gate_up", {{"T", type}}, target)) << type;
       EXPECT_TRUE(compiles("moe_decode_down", {{"T", type}}, target)) << type;
