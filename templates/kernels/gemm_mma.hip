@@ -211,7 +211,8 @@ __global__ void __launch_bounds__(32 * WARPS)
         for (int j = 0; j < TOKEN_TILES; ++j)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            float &sum = sums[(8 * j + 2 * t + (e & 1)) * STRIDE + 16 * i + group + (e >= 2 ? 8 : 0)];
+            float &sum =
+                sums[(8 * j + 2 * t + (e & 1)) * STRIDE + 16 * i + group + (e >= 2 ? 8 : 0)];
             sum = turn == 0 ? acc[i][j][e] : sum + acc[i][j][e];
           }
     }
@@ -313,7 +314,7 @@ __global__ void __launch_bounds__(32 * WARPS)
   // Slice `k0`'s loads: this warp's rows of W into `w_frag`, and (by cp.async, zeros outside
   // the tokens and [k0, k_end)) the block's tokens into A's buffer `buffer`. k is a multiple of
   // 8, so a thread's 8 elements lie wholly inside or outside the range.
-  const auto load_slice = [&](int k0, uint4 (&w_frag)[CHUNKS][ROW_BLOCKS][2], int buffer) {
+  const auto load_slice = [&](int k0, uint4(&w_frag)[CHUNKS][ROW_BLOCKS][2], int buffer) {
     const bool checked = k0 + K_SLICE > k_end;
 #pragma unroll
     for (int u = 0; u < CHUNKS; ++u) {

@@ -32,10 +32,10 @@
 // from registers.
 //
 // SPLIT_K > 1 (with clusters of one tile: CLUSTER_M = CLUSTER_N = 1, EPILOGUE 0, BLOCK_N 128
-// or less) is for few rows of A, where the tiles are fewer than the multiprocessors and the kernel is bound
-// by reading B: the grid runs in clusters of SPLIT_K blocks that take the same tile, block r the
-// K steps r, r + SPLIT_K, ... Each consumer then writes its float sums into a reduction buffer
-// of its block's shared memory and announces them on every block's "ready" mbarrier; block r
+// or less) is for few rows of A, where the tiles are fewer than the multiprocessors and the kernel
+// is bound by reading B: the grid runs in clusters of SPLIT_K blocks that take the same tile, block
+// r the K steps r, r + SPLIT_K, ... Each consumer then writes its float sums into a reduction
+// buffer of its block's shared memory and announces them on every block's "ready" mbarrier; block r
 // adds up the r-th of SPLIT_K shares of the tile's sums over the cluster's buffers in rank order
 // (the same result on every run), stores them, and tells every block on its "done" mbarrier that
 // it has read their buffers, which the next tile may then overwrite.
@@ -128,29 +128,26 @@ __global__ void __launch_bounds__(384, 1)
       if (column + 1 < n)
         c[static_cast<long long>(column + 1) * m + row] = kjit::from_float<T>(second);
     } else {
-      *reinterpret_cast<typename kjit::Pairs<T>::type *>(c + static_cast<long long>(row) * n +
-                                                          column) =
-          kjit::Pairs<T>::pack(first, second);
+      *reinterpret_cast<typename kjit::Pairs<T>::type *>(
+          c + static_cast<long long>(row) * n + column) = kjit::Pairs<T>::pack(first, second);
     }
   };
-  static_assert(BLOCK_N == 16 || BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128 ||
-                    BLOCK_N == 256,
+  static_assert(BLOCK_N == 16 || BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256,
                 "wgmma N of 16, 32, 64, 128 or 256");
   static_assert(BLOCK_N >= 64 || (B_KMAJOR && EPILOGUE == 0),
                 "BLOCK_N below 64 takes a K-major B and EPILOGUE 0 (64-column boxes)");
   static_assert(!SWAP_AB || (B_KMAJOR && EPILOGUE == 0),
                 "SWAP_AB takes a K-major B and EPILOGUE 0 (C's transposed stores)");
   constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
-  static_assert(BLOCK_M == 128 || (BLOCK_M == 64 && SWAP_AB),
-                "BLOCK_M of 128, or 64 with SWAP_AB");
+  static_assert(BLOCK_M == 128 || (BLOCK_M == 64 && SWAP_AB), "BLOCK_M of 128, or 64 with SWAP_AB");
   constexpr int BM = BLOCK_M, CONSUMERS = BM / 64; // a consumer warpgroup per 64 rows of A
   static_assert(CLUSTER_M >= 1 && CLUSTER_N >= 1 && CLUSTER <= 2, "clusters of 1 or 2 blocks");
   static_assert(SPLIT_K == 1 || (CLUSTER == 1 && EPILOGUE == 0 && BLOCK_N <= 128),
                 "SPLIT_K > 1 takes clusters of one tile, EPILOGUE 0 and BLOCK_N 128 or less");
   constexpr int A_BYTES = BM * BK * 2, B_BYTES = BLOCK_N * BK * 2, STAGE = A_BYTES + B_BYTES;
   constexpr int SUMS_BYTES = SPLIT_K > 1 ? BM * BLOCK_N * 4 : 0; // the reduction buffer
-  constexpr unsigned COLUMN_BLOCK = 64 * BK * 2; // an MN-major B tile's 64 columns
-  constexpr int C_BOX = 64 * 64 * 2;             // EPILOGUE 1: one box of a consumer's rows
+  constexpr unsigned COLUMN_BLOCK = 64 * BK * 2;                 // an MN-major B tile's 64 columns
+  constexpr int C_BOX = 64 * 64 * 2; // EPILOGUE 1: one box of a consumer's rows
   // Dynamic shared memory: STAGES stages, 1024-byte aligned (the swizzle's period), then for
   // EPILOGUE 1 two C boxes per consumer, then the barriers. The launch asks for the alignment's
   // slack (gemm.cpp).
@@ -294,9 +291,9 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
           const unsigned long long a = descriptor(a_stage + kk * 32, 16, 1024);
-          const unsigned long long b = B_KMAJOR
-                                           ? descriptor(b_stage + kk * 32, 16, 1024)
-                                           : descriptor(b_stage + kk * 16 * 128, COLUMN_BLOCK, 1024);
+          const unsigned long long b =
+              B_KMAJOR ? descriptor(b_stage + kk * 32, 16, 1024)
+                       : descriptor(b_stage + kk * 16 * 128, COLUMN_BLOCK, 1024);
           WgmmaShared<T, BLOCK_N, B_KMAJOR ? 0 : 1>::run(acc, a, b, kb > kb_begin || kk > 0);
         }
         wgmma_commit();

@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int kk = 0; kk < BK / 32; ++kk)
           WgmmaE4m3<128>::run(part, descriptor(a_stage + kk * 32, 16, 1024),
-                             descriptor(b_stage + kk * 32, 16, 1024), kk > 0);
+                              descriptor(b_stage + kk * 32, 16, 1024), kk > 0);
         wgmma_commit();
         wgmma_wait<0>();
         if (thread == 0)

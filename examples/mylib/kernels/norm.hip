@@ -2,8 +2,7 @@
 // from the template's compile options, mylib::square from its header folder).
 #include "mylib/math.h"
 
-template <typename T, int HIDDEN>
-__global__ void mylib_rms_norm(T *out, const T *x, int rows) {
+template <typename T, int HIDDEN> __global__ void mylib_rms_norm(T *out, const T *x, int rows) {
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= rows)
     return;
