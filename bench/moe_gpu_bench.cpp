@@ -30,7 +30,6 @@
 #include "ops/src/moe_gemm.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -542,7 +541,7 @@ struct Bench {
       const double flops = 2.0 * pairs * layer.hidden * layer.inter; // the down GEMM's; gate-up 2x
       // fused_moe's plan, as moe.cpp makes it (moe_plan, fused_moe): gathering in the gate-up
       // GEMM's loads up to 2048 pairs, else a moe_gather pass and the dynamic tile order.
-      const bool gathering = std::bit_ceil(static_cast<unsigned>(pairs)) <= 2048u;
+      const bool gathering = ops::detail::gate_up_gathers(rt.default_device().target(), pairs);
       const int vec = 8;
       const Kernel &align =
           rt.kernel(templates::find("moe_align"), {{"EXPERTS", layer.experts}, {"BLOCK_M", 128}});

@@ -159,6 +159,10 @@ int grouped_block_n(std::int64_t pairs, int experts, int n, int wide, int multip
   return last_wave_fill(wide / 2) > last_wave_fill(wide) + 0.05 ? wide / 2 : wide;
 }
 
+bool gate_up_gathers(const jit::Target &target, int pairs) {
+  return rows_bucket(pairs) <= max_gathering_pairs && !moe_mfma_serves(target);
+}
+
 bool fused_moe_decodes(const jit::Target &target, int tokens) {
   return tokens <= max_decode_tokens && !moe_mfma_serves(target);
 }
@@ -287,8 +291,7 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
   static const Template &combine = templates::find("moe_combine");
   const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
   // moe_gemm_mfma (AMD) reads sorted rows only: moe_gather runs before it at every size.
-  const bool gathering =
-      bucket <= max_gathering_pairs && !detail::moe_mfma_serves(rt.default_device().target());
+  const bool gathering = detail::gate_up_gathers(rt.default_device().target(), pairs);
   const MoePlan plan{&rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
                      gathering ? nullptr
                                : &rt.kernel(gather, {{"T", element_name<T>()},

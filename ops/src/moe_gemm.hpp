@@ -21,6 +21,11 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
 // the waves' slots (BENCHMARKS.md, "fused_moe: decode tiles filling the last wave").
 int grouped_block_n(std::int64_t pairs, int experts, int n, int wide, int multiprocessors);
 
+// Whether fused_moe's gate-up GEMM on `target` reads the tokens' rows itself (GATHER 1, no
+// moe_gather pass) for `pairs` pairs: up to 2048 pairs (rows_bucket), on sm_90a only (AMD's
+// moe_gemm_mfma reads sorted rows at every size).
+bool gate_up_gathers(const jit::Target &target, int pairs);
+
 // Whether fused_moe with 16-bit weights takes its decode path on `target` for `tokens` tokens:
 // moe_decode_gate_up and moe_decode_down (moe_routing.hip) in place of moe_align, the two
 // grouped GEMMs and moe_combine. NVIDIA only (AMD keeps moe_gemm_mfma's path).
