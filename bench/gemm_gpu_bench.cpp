@@ -459,7 +459,7 @@ struct Bench {
   // tiles of 128 or 64 rows of W and of m / 4 to m rows of the activations (several narrow tiles
   // read each tile of W), K in one piece or split in two (128-row tiles of W also in four: a
   // 4096-row weight's 32 tiles on 128 multiprocessors), 64-row tiles of W also in pairs
-  // (CLUSTER_M 2) and tiles of the activations in pairs (CLUSTER_N 2) at the deepest ring;
+  // (CLUSTER_M 2), and tiles of the activations in pairs (CLUSTER_N 2) at the deepest ring;
   // 128-row tiles of W at the deepest ring
   // up to 8 stages (10 and 12 gained nothing, BENCHMARKS.md), 64-row ones (half the bytes a
   // stage) also at the deepest that fits 227 KiB of shared memory.
@@ -504,12 +504,11 @@ struct Bench {
             if (block_m == 64 && split_k == 1 && block_n >= 32 && fits(pair) &&
                 pair != heuristic.params)
               candidates.push_back(pair);
-            // A pair of tiles of the activations sharing W's 64-row tile (multicast): each tile of
-            // W leaves L2 once where the rows of A take two tiles.
+            // A pair of tiles of the activations sharing W's tile (multicast): each tile of W
+            // leaves L2 once where the rows of A take two tiles.
             ParamValues shared_w = params;
             shared_w.set("CLUSTER_N", 2);
-            if (block_m == 64 && split_k == 1 && block_n < m && fits(shared_w) &&
-                shared_w != heuristic.params)
+            if (split_k == 1 && block_n < m && fits(shared_w) && shared_w != heuristic.params)
               candidates.push_back(shared_w);
             params.set("STAGES", 8);
             if (deepest > 8 && params != heuristic.params)

@@ -459,10 +459,10 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
     // tiles of 128 rows, which left most multiprocessors idle; 1.01-1.18x faster at every shape
     // and row count on an H100), the deepest ring up to 12 stages (0.99-1.09x the speed of 8;
     // BENCHMARKS.md, "linear at 16 to 128 rows with 64-row tiles of W"). The rows of A go in one
-    // tile of 16, 32, 64 or 128, so that each tile of W is read once. Where W's tiles are half a
-    // wave of 132 multiprocessors or fewer (4096 rows), 128 rows of A split K in two (K of 128
-    // steps or more) or else go in two tiles of 64 (one tile of 128 was slower on both cards),
-    // in pairs (below).
+    // tile of 16, 32 or 64, so that each tile of W is read once. 128 rows go in two tiles of 64,
+    // run by pairs of blocks that share each tile of W (below), except where W's 64-row tiles are
+    // half a wave of 132 multiprocessors or fewer (4096 rows) and K has 128 steps or more: there
+    // one tile of 128, K split in two.
     // On an H200 two tiles of A took from 1.0 to 1.3 times as long as one from call to call; one
     // tile at 64 rows, and K split at 128, held still, and ran 0.90-0.98x as fast as two tiles
     // on an H100 (BENCHMARKS.md, "linear at 64 and 128 rows on an H200"). K is split elsewhere
@@ -477,8 +477,14 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
     // reading W apart. cuBLAS's layout at 64 rows (32-row tiles of A in pairs sharing A's tile)
     // ran 0.88x as fast as one tile of 64 (BENCHMARKS.md, "linear at 128 rows in pairs of
     // blocks, as cuBLAS runs it").
-    const bool pairs = rows == 128 && half_wave && !long_k;
+    // With more tiles of W (8192 x 8192), the pairs share 128-row tiles of W, as cuBLAS's
+    // nvjet_sm90_tst_128x64_64x8_1x2 does there: one tile of 128 rows of A had every block read
+    // all of A from L2 (400 MB of L2 traffic against cuBLAS's 285 under ncu), and ran 0.95x as
+    // fast on an H200 (BENCHMARKS.md, "linear at 128 rows of 8192 x 8192 in pairs sharing
+    // 128-row tiles of W").
+    const bool pairs = rows == 128 && !(half_wave && long_k);
     const int block_n = pairs ? 64 : rows;
+    const int block_m = pairs && !half_wave ? 128 : 64;
     const int split_k = (tiles * 4 <= 132 || (rows == 128 && half_wave)) && long_k ? 2 : 1;
     ChosenVariant variant{&tmpl,
                           {{"T", element_name<T>()},
@@ -491,7 +497,7 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
                            {"EPILOGUE", 0},
                            {"SPLIT_K", split_k},
                            {"SWAP_AB", 1},
-                           {"BLOCK_M", 64}}};
+                           {"BLOCK_M", block_m}}};
     for (int stages : {12, 10, 8, 6, 5, 4}) {
       variant.params.set("STAGES", stages);
       if (tmpl.tuning().shared_bytes(tmpl.bind(variant.params)) <= sm90_shared_bytes)

@@ -233,13 +233,14 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
                 .integer("SWAP_AB"),
             0);
   // W's rows as wgmma's 64-row side (SWAP_AB) up to 128 rows of A, 64 rows of W a tile; the
-  // rows of A in one tile of 16, 32, 64 or 128, except 128 rows where 2 x W's tiles are 132 or
-  // fewer: K split in two where it has 128 or more steps, else two tiles of 64 rows of A run by
-  // pairs of blocks sharing W's tile (CLUSTER_N 2, cuBLAS's layout there); K split in two also
+  // rows of A in one tile of 16, 32 or 64. At 128 rows: where 2 x W's 64-row tiles are 132 or
+  // fewer, K split in two where it has 128 or more steps, else two tiles of 64 rows of A run by
+  // pairs of blocks sharing W's tile (CLUSTER_N 2, cuBLAS's layout there); with more tiles of W,
+  // such pairs sharing 128-row tiles of W (cuBLAS's layout at 8192 x 8192). K split in two also
   // for 33 or fewer tiles of W and 128 or more steps of K; the deepest ring up to 12 stages that
   // shared memory holds.
   struct Expected {
-    int m, n, k, block_n, split_k, stages, cluster_m = 1, cluster_n = 1;
+    int m, n, k, block_n, split_k, stages, cluster_m = 1, cluster_n = 1, block_m = 64;
   };
   for (const Expected &e : {Expected{9, 4096, 4096, 16, 1, 12},
                             {16, 4096, 14336, 16, 1, 12},
@@ -248,14 +249,15 @@ TEST(LinearHeuristic, TheVariantsPerRowCountAreTheSweepsFastest) {
                             {64, 4096, 4096, 64, 1, 12},
                             {64, 4096, 14336, 64, 1, 12},
                             {128, 4096, 4096, 64, 1, 12, 1, 2},
-                            {128, 8192, 8192, 128, 1, 8},
+                            {128, 8192, 8192, 64, 1, 8, 1, 2, 128},
+                            {128, 8192, 4096, 64, 1, 8, 1, 2, 128},
                             {128, 4096, 14336, 128, 2, 8},
                             {100, 2048, 8192, 128, 2, 8},
                             {100, 2048, 8128, 64, 1, 12, 1, 2}}) {
     const detail::ChosenVariant wgmma = detail::gemm_wgmma_variant<Half>(e.m, e.n, e.k, true);
     SCOPED_TRACE(::testing::Message() << e.m << " x " << e.n << " x " << e.k);
     EXPECT_EQ(wgmma.integer("SWAP_AB"), 1);
-    EXPECT_EQ(wgmma.integer("BLOCK_M"), 64);
+    EXPECT_EQ(wgmma.integer("BLOCK_M"), e.block_m);
     EXPECT_EQ(wgmma.integer("BLOCK_N"), e.block_n);
     EXPECT_EQ(wgmma.integer("SPLIT_K"), e.split_k);
     EXPECT_EQ(wgmma.integer("STAGES"), e.stages);
