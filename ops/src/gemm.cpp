@@ -71,8 +71,6 @@ void gemm_on_tensor_cores(Runtime &rt, T *c, const T *a, const T *b, int m, int 
 // gemm_wgmma's tile geometry (see the template): 128 rows of C per tile (BLOCK_M's default; 64
 // for narrow tiles), K in steps of 64 (one 128-byte swizzle row), three warpgroups.
 constexpr int wgmma_block_m = 128, wgmma_block_k = 64, wgmma_threads = 384;
-// The most shared memory a block may ask for on sm_90 (227 KiB).
-constexpr std::int64_t sm90_shared_bytes = 227 * 1024;
 
 bool aligned16(const void *pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
 
@@ -452,6 +450,15 @@ bool linear_skinny_serves(const jit::Target &target, const void *c, const void *
          aligned16(a) && aligned16(w) && aligned16(c);
 }
 
+void set_deepest_fitting_stages(ChosenVariant &variant, std::initializer_list<int> stages) {
+  for (const int count : stages) {
+    variant.params.set("STAGES", count);
+    if (variant.tmpl->tuning().shared_bytes(variant.tmpl->bind(variant.params)) <=
+        sm90_shared_bytes)
+      return;
+  }
+}
+
 template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool b_kmajor) {
   static const Template &tmpl = templates::find("gemm_wgmma");
   if (b_kmajor && m <= swap_ab_max_m) {
@@ -498,11 +505,7 @@ template <Element T> ChosenVariant gemm_wgmma_variant(int m, int n, int k, bool 
                            {"SPLIT_K", split_k},
                            {"SWAP_AB", 1},
                            {"BLOCK_M", block_m}}};
-    for (int stages : {12, 10, 8, 6, 5, 4}) {
-      variant.params.set("STAGES", stages);
-      if (tmpl.tuning().shared_bytes(tmpl.bind(variant.params)) <= sm90_shared_bytes)
-        break;
-    }
+    set_deepest_fitting_stages(variant, {12, 10, 8, 6, 5, 4});
     return variant;
   }
   // 128 x 256 tiles unless they would leave most multiprocessors idle: then 128 x 128, twice

@@ -72,16 +72,6 @@ void require_hopper(std::string_view op, const jit::Target &target) {
                                               "gfx942 or gfx950 (fp8 MFMA)");
 }
 
-// EPILOGUE 1's shared memory: two 64 x 64 bfloat16 buffers per consumer.
-constexpr int epilogue_bytes = 2 * 2 * 64 * 64 * 2;
-
-// Stages of (128 + block_n) x 128 bytes that fit in 227 KiB with the alignment's slack, the
-// barriers and (epilogue) EPILOGUE 1's buffers, at most the template's 7.
-int fitting_stages(int block_n, bool epilogue = false) {
-  return std::min(7, (227 * 1024 - 1024 - 7 * 16 - (epilogue ? epilogue_bytes : 0)) /
-                         ((block_m + block_n) * block_k));
-}
-
 // Per tensor and row-wise: the tile width, of those the template declares, whose waves over
 // an H100's 132 multiprocessors take the least time, a tile's time taken as BLOCK_N + 64 (its
 // bytes of A and B per 128 of K over 128 x BLOCK_N products: 128 columns run at about 0.8 of
@@ -148,19 +138,20 @@ detail::ChosenVariant heuristic_fp8_variant(Scaling scaling, int m, int n) {
   // D through shared memory and the copy engine (EPILOGUE 1, in the 32 KiB that 4 stages leave)
   // at 256 columns in every form and 192 (per tensor and row-wise).
   const bool epilogue = stores_through_copy_engine(block_n);
-  if (stages == 0)
-    stages = fitting_stages(block_n, epilogue);
   static const Template &tmpl = templates::find("gemm_fp8");
-  return {&tmpl,
-          {{"BLOCK_N", block_n},
-           {"STAGES", stages},
-           {"SCALING", static_cast<int>(scaling)},
-           {"GROUP_M", 8},
-           {"CLUSTER_M", tiles_m >= 4 && !halves ? 2 : 1},
-           {"PINGPONG", block && tiles_m == 1 ? 1 : 0},
-           {"OVERLAP", block && !halves ? 1 : 0},
-           {"A_REGISTERS", halves ? 1 : 0},
-           {"EPILOGUE", epilogue ? 1 : 0}}};
+  detail::ChosenVariant variant{&tmpl,
+                                {{"BLOCK_N", block_n},
+                                 {"STAGES", stages},
+                                 {"SCALING", static_cast<int>(scaling)},
+                                 {"GROUP_M", 8},
+                                 {"CLUSTER_M", tiles_m >= 4 && !halves ? 2 : 1},
+                                 {"PINGPONG", block && tiles_m == 1 ? 1 : 0},
+                                 {"OVERLAP", block && !halves ? 1 : 0},
+                                 {"A_REGISTERS", halves ? 1 : 0},
+                                 {"EPILOGUE", epilogue ? 1 : 0}}};
+  if (stages == 0) // as many as fit, up to the template's 7
+    detail::set_deepest_fitting_stages(variant, {7, 6, 5, 4, 3});
+  return variant;
 }
 
 struct Fp8Plan {

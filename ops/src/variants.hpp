@@ -10,6 +10,8 @@
 #include "kjit/templates/library.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -23,6 +25,13 @@ struct ChosenVariant {
   // Error(bad_parameter) when `params` has none of that name.
   int integer(std::string_view name) const { return static_cast<int>(params.get(name).integer()); }
 };
+
+// The most shared memory a block may ask for on sm_90 (227 KiB).
+inline constexpr std::int64_t sm90_shared_bytes = 227 * 1024;
+
+// Sets `variant`'s STAGES to the first of `stages` (deepest first) whose shared memory, as its
+// template counts it, fits sm90_shared_bytes; to the last where none does.
+void set_deepest_fitting_stages(ChosenVariant &variant, std::initializer_list<int> stages);
 
 // An elementwise activation `act` ("silu") from x into out (flat arrays).
 template <Element T>
