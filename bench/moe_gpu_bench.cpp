@@ -477,6 +477,61 @@ struct Bench {
     }
   };
 
+  // fused_moe's launches one after another as moe_plan makes them, so that the layer can be timed
+  // with other forms of its parts: moe_align, the moe_gather pass into x_sorted (none where the
+  // gate-up GEMM gathers the tokens' rows in its loads), both grouped GEMMs (in the dynamic tile
+  // order after a pass, the static one where the gate-up GEMM gathers), moe_combine. Its
+  // buffers: x_sorted, h and y, one row a padded row.
+  template <Element T> struct LayerLaunches {
+    const Layer &layer;
+    Fused<T> &fused;
+    Aligned &aligned;
+    DeviceBuffer x_sorted, h, y;
+    const Kernel &align, &combine;
+    LayerLaunches(Bench &b, const Layer &l, Fused<T> &f, Aligned &a)
+        : layer(l), fused(f), aligned(a), x_sorted(b.filled<T>(a.rows * l.hidden, 1.0)),
+          h(b.filled<T>(a.rows * l.inter, 1.0)),
+          y(b.device.allocate(a.rows * l.hidden * sizeof(T))),
+          align(b.rt.kernel(templates::find("moe_align"),
+                            {{"EXPERTS", l.experts}, {"BLOCK_M", 128}})),
+          combine(b.rt.kernel(templates::find("moe_combine"),
+                              {{"T", element_name<T>()}, {"VEC", 8}})) {}
+    // A moe_gather pass into x_sorted: `kernel` (moe_gather's arguments) at `rows_a_block` rows a
+    // block, a warp a row.
+    void gather_pass(const Kernel &kernel, int rows_a_block) {
+      kernel.launch({.grid = static_cast<unsigned>(aligned.rows / rows_a_block),
+                     .block = static_cast<unsigned>(32 * rows_a_block)},
+                    x_sorted.as<T>(), fused.x.template as<const T>(),
+                    aligned.sorted.as<const int>(), aligned.totals.as<const int>(), layer.top_k,
+                    layer.hidden, 128);
+    }
+    // The layer with the GEMMs' plans `up` and `down` and the pass `gather` at `rows_a_block`
+    // (nullptr: the gate-up GEMM gathers).
+    void run(const ops::detail::GroupedPlan &up, const ops::detail::GroupedPlan &down,
+             const Kernel *gather, int rows_a_block) {
+      int *order = gather != nullptr ? aligned.schedule.as<int>() : nullptr;
+      align.launch({.grid = static_cast<unsigned>(layer.experts), .block = 1024},
+                   aligned.sorted.as<int>(), aligned.blocks.as<int>(), aligned.positions.as<int>(),
+                   aligned.totals.as<int>(), fused.ids.template as<const int>(),
+                   fused.tokens * layer.top_k, order);
+      if (gather != nullptr)
+        gather_pass(*gather, rows_a_block);
+      ops::detail::launch_grouped<T>(
+          up, h.as<T>(),
+          gather != nullptr ? x_sorted.as<const T>() : fused.x.template as<const T>(),
+          fused.weights.w13.template as<const T>(), aligned.rows, aligned.alignment, layer.experts,
+          layer.inter, layer.hidden, layer.top_k, order, nullptr, 0, true);
+      ops::detail::launch_grouped<T>(
+          down, y.as<T>(), h.as<const T>(), fused.weights.w2.template as<const T>(), aligned.rows,
+          aligned.alignment, layer.experts, layer.hidden, layer.inter, layer.top_k,
+          order != nullptr ? order + 1 : nullptr, nullptr, 0, true);
+      combine.launch({.grid = static_cast<unsigned>(fused.tokens), .block = 128},
+                     fused.out.template as<T>(), y.as<const T>(),
+                     fused.routing.template as<const float>(), aligned.positions.as<const int>(),
+                     layer.top_k, layer.hidden);
+    }
+  };
+
   // The dense GEMMs of the same FLOPs as `pairs` pairs: one expert's weights over every pair's
   // row, [2 inter, hidden] then [hidden, inter].
   template <Element T> struct Dense {
@@ -519,10 +574,10 @@ struct Bench {
       const int pairs = tokens * layer.top_k;
       Fused<T> fused(*this, layer, weights, tokens);
       Aligned aligned(*this, layer, fused.ids, pairs);
+      LayerLaunches<T> launches(*this, layer, fused, aligned);
       const std::size_t rows = aligned.rows;
-      DeviceBuffer &sorted = aligned.sorted, &blocks = aligned.blocks,
-                   &positions = aligned.positions, &totals = aligned.totals,
-                   &schedule = aligned.schedule;
+      DeviceBuffer &sorted = aligned.sorted, &totals = aligned.totals, &schedule = aligned.schedule;
+      DeviceBuffer &x_sorted = launches.x_sorted, &h = launches.h, &y = launches.y;
       const MoeAlignment &alignment = aligned.alignment;
       // The tiles of rows, and those whose second 64 rows are all padding.
       std::vector<int> sorted_host(rows);
@@ -535,20 +590,14 @@ struct Bench {
                   "with rows 64-127 all padding | | | | |\n",
                   layer.name, type.c_str(), tokens, tiles, rows, idle);
       Dense<T> dense(*this, layer, weights, pairs);
-      DeviceBuffer x_sorted = filled<T>(rows * layer.hidden, 1.0);
-      DeviceBuffer h = filled<T>(rows * layer.inter, 1.0);
-      DeviceBuffer y = device.allocate(rows * layer.hidden * sizeof(T));
       const double flops = 2.0 * pairs * layer.hidden * layer.inter; // the down GEMM's; gate-up 2x
       // fused_moe's plan, as moe.cpp makes it (moe_plan, fused_moe): gathering in the gate-up
       // GEMM's loads up to 2048 pairs, else a moe_gather pass and the dynamic tile order.
       const bool gathering = ops::detail::gate_up_gathers(rt.default_device().target(), pairs);
-      const int vec = 8;
-      const Kernel &align =
-          rt.kernel(templates::find("moe_align"), {{"EXPERTS", layer.experts}, {"BLOCK_M", 128}});
-      const Kernel &gather = rt.kernel(templates::find("moe_gather"),
-                                       {{"T", element_name<T>()}, {"VEC", vec}, {"ROWS", 8}});
-      const Kernel &combine =
-          rt.kernel(templates::find("moe_combine"), {{"T", element_name<T>()}, {"VEC", vec}});
+      const Kernel *gather = gathering
+                                 ? nullptr
+                                 : &rt.kernel(templates::find("moe_gather"),
+                                              {{"T", element_name<T>()}, {"VEC", 8}, {"ROWS", 8}});
       ops::detail::GroupedPlan up[2], down[2]; // by SKIP_PADDING
       for (const int skip : {0, 1}) {
         auto up_variant = ops::detail::grouped_gemm_variant<T>(
@@ -560,30 +609,7 @@ struct Bench {
         up[skip] = ops::detail::make_grouped_plan(rt, up_variant);
         down[skip] = ops::detail::make_grouped_plan(rt, down_variant);
       }
-      int *order = gathering ? nullptr : schedule.as<int>();
-      const auto run_layer = [&](int skip) {
-        align.launch({.grid = static_cast<unsigned>(layer.experts), .block = 1024},
-                     sorted.as<int>(), blocks.as<int>(), positions.as<int>(), totals.as<int>(),
-                     fused.ids.template as<const int>(), pairs, order);
-        if (!gathering)
-          gather.launch({.grid = static_cast<unsigned>(rows / 8), .block = 256}, x_sorted.as<T>(),
-                        fused.x.template as<const T>(), sorted.as<const int>(),
-                        totals.as<const int>(), layer.top_k, layer.hidden, 128);
-        ops::detail::launch_grouped<T>(
-            up[skip], h.as<T>(),
-            gathering ? fused.x.template as<const T>() : x_sorted.as<const T>(),
-            weights.w13.template as<const T>(), rows, alignment, layer.experts, layer.inter,
-            layer.hidden, layer.top_k, order, nullptr, 0, true);
-        ops::detail::launch_grouped<T>(down[skip], y.as<T>(), h.as<const T>(),
-                                       weights.w2.template as<const T>(), rows, alignment,
-                                       layer.experts, layer.hidden, layer.inter, layer.top_k,
-                                       order != nullptr ? order + 1 : nullptr, nullptr, 0, true);
-        combine.launch({.grid = static_cast<unsigned>(tokens), .block = 128},
-                       fused.out.template as<T>(), y.as<const T>(),
-                       fused.routing.template as<const float>(), positions.as<const int>(),
-                       layer.top_k, layer.hidden);
-      };
-      const int launches = tokens >= 256 ? 5 : 20;
+      const int timed_launches = tokens >= 256 ? 5 : 20;
       const auto print = [&](int round, const char *what, const char *skip, double ms,
                              double of_flops, double baseline_ms) {
         std::printf("| %s | %s | %d | %d | %s | %s | %.3f | %.0f | %.2f |\n", layer.name,
@@ -613,14 +639,16 @@ struct Bench {
                     gemm_flops, dense_ms);
             }
           }
-        const double dense_ms = median_ms_per_launch(device, launches, [&] { dense.run(); });
+        const double dense_ms = median_ms_per_launch(device, timed_launches, [&] { dense.run(); });
         print(round, "layer: dense linear() x2", "", dense_ms, 3 * flops, dense_ms);
         print(round, "layer: fused_moe", "heuristic",
-              median_ms_per_launch(device, launches, [&] { fused.run(); }), 3 * flops, dense_ms);
+              median_ms_per_launch(device, timed_launches, [&] { fused.run(); }), 3 * flops,
+              dense_ms);
         for (const int skip : {first, 1 - first})
           print(round, "layer: its launches", skip ? "1" : "0",
-                median_ms_per_launch(device, launches, [&] { run_layer(skip); }), 3 * flops,
-                dense_ms);
+                median_ms_per_launch(device, timed_launches,
+                                     [&] { launches.run(up[skip], down[skip], gather, 8); }),
+                3 * flops, dense_ms);
       }
     }
   }
@@ -641,10 +669,9 @@ struct Bench {
     Fused<T> fused(*this, layer, weights, tokens);
     Dense<T> dense(*this, layer, weights, pairs);
     Aligned aligned(*this, layer, fused.ids, pairs);
+    LayerLaunches<T> launches(*this, layer, fused, aligned);
     const std::size_t rows = aligned.rows;
-    DeviceBuffer &sorted = aligned.sorted, &blocks = aligned.blocks, &positions = aligned.positions,
-                 &totals = aligned.totals, &schedule = aligned.schedule;
-    const MoeAlignment &alignment = aligned.alignment;
+    DeviceBuffer &totals = aligned.totals, &x_sorted = launches.x_sorted;
     int tiles = 0; // totals[0]: the tiles moe_align filled
     totals.read(&tiles, sizeof(int));
     const std::size_t row_bytes = std::size_t(layer.hidden) * sizeof(T);
@@ -654,10 +681,7 @@ struct Bench {
                 "padding (%.1f MB) | | | | |\n",
                 layer.name, type.c_str(), tokens, tiles, tiles * 128, pairs, pair_bytes * 1e-6,
                 tiles * 128 - pairs, (all_bytes - pair_bytes) * 1e-6);
-    DeviceBuffer x_sorted = filled<T>(rows * layer.hidden, 1.0);
     DeviceBuffer copy_from = filled<T>(rows * layer.hidden, 1.0);
-    DeviceBuffer h = filled<T>(rows * layer.inter, 1.0);
-    DeviceBuffer y = device.allocate(rows * layer.hidden * sizeof(T));
     const Kernel &copy = rt.kernel(kjit::bench::copy16_template(), {});
     const Kernel &store = rt.kernel(store16_template, {});
     const auto vectors_pass = [&](bool read, std::size_t bytes, unsigned value = 0) {
@@ -671,30 +695,26 @@ struct Bench {
     struct Form {
       std::string name;
       const Kernel *kernel;
-      int rows;         // a block's
-      unsigned threads; // a block's
+      int rows; // a block's, a warp a row
       bool zero_padding;
     };
     std::vector<Form> forms = {{"moe_gather before moe11 (zero padding), ROWS 8",
-                                &rt.kernel(zero_padding_gather_template, {{"T", type}}), 8, 256,
-                                true}};
+                                &rt.kernel(zero_padding_gather_template, {{"T", type}}), 8, true}};
     for (const auto &[rows_a_block, cache] : {std::pair{8, 0}, {16, 0}, {8, 1}, {16, 1}})
       forms.push_back(
           {"padding left alone, ROWS " + std::to_string(rows_a_block) + ", CACHE " +
                std::to_string(cache) + (rows_a_block == 8 && cache == 0 ? " (fused_moe's)" : ""),
            &rt.kernel(templates::find("moe_gather"),
                       {{"T", type}, {"VEC", 8}, {"ROWS", rows_a_block}, {"CACHE", cache}}),
-           rows_a_block, static_cast<unsigned>(32 * rows_a_block), false});
+           rows_a_block, false});
     const auto run_gather = [&](const Form &form) {
-      form.kernel->launch({.grid = static_cast<unsigned>(rows / form.rows), .block = form.threads},
-                          x_sorted.as<T>(), fused.x.template as<const T>(), sorted.as<const int>(),
-                          totals.as<const int>(), layer.top_k, layer.hidden, 128);
+      launches.gather_pass(*form.kernel, form.rows);
     };
     // Each form once on poisoned sorted rows (all bits set: NaN), against the host's gather: a
     // pair's row is its token's, a padding row zeros (before moe11) or still poison.
     {
       std::vector<int> sorted_host(rows);
-      sorted.read(sorted_host.data(), rows * 4);
+      aligned.sorted.read(sorted_host.data(), rows * 4);
       std::vector<unsigned char> x_host(std::size_t(tokens) * row_bytes), got(all_bytes);
       fused.x.read(x_host.data(), x_host.size());
       for (const Form &form : forms) {
@@ -718,35 +738,13 @@ struct Bench {
         std::fflush(stdout);
       }
     }
-    // fused_moe's launches at 4096 tokens (moe_plan): moe_align, a gather pass, both GEMMs on the
-    // sorted rows in the dynamic tile order, moe_combine.
-    const Kernel &align =
-        rt.kernel(templates::find("moe_align"), {{"EXPERTS", layer.experts}, {"BLOCK_M", 128}});
-    const Kernel &combine = rt.kernel(templates::find("moe_combine"), {{"T", type}, {"VEC", 8}});
+    // fused_moe's GEMMs at 4096 tokens (moe_plan): on the sorted rows, in the dynamic tile order.
     const ops::detail::GroupedPlan up = ops::detail::make_grouped_plan(
         rt, ops::detail::grouped_gemm_variant<T>(rt, true, false, pairs, layer.experts, layer.inter,
                                                  layer.hidden));
     const ops::detail::GroupedPlan down = ops::detail::make_grouped_plan(
         rt, ops::detail::grouped_gemm_variant<T>(rt, false, false, pairs, layer.experts,
                                                  layer.hidden, layer.inter));
-    int *order = schedule.as<int>();
-    const auto run_layer = [&](const Form &form) {
-      align.launch({.grid = static_cast<unsigned>(layer.experts), .block = 1024}, sorted.as<int>(),
-                   blocks.as<int>(), positions.as<int>(), totals.as<int>(),
-                   fused.ids.template as<const int>(), pairs, order);
-      run_gather(form);
-      ops::detail::launch_grouped<T>(up, h.as<T>(), x_sorted.as<const T>(),
-                                     weights.w13.template as<const T>(), rows, alignment,
-                                     layer.experts, layer.inter, layer.hidden, layer.top_k, order,
-                                     nullptr, 0, true);
-      ops::detail::launch_grouped<T>(
-          down, y.as<T>(), h.as<const T>(), weights.w2.template as<const T>(), rows, alignment,
-          layer.experts, layer.hidden, layer.inter, layer.top_k, order + 1, nullptr, 0, true);
-      combine.launch({.grid = static_cast<unsigned>(tokens), .block = 128},
-                     fused.out.template as<T>(), y.as<const T>(),
-                     fused.routing.template as<const float>(), positions.as<const int>(),
-                     layer.top_k, layer.hidden);
-    };
     const double flops = 6.0 * pairs * layer.hidden * layer.inter; // both GEMMs
     const auto print = [&](int round, const std::string &what, double ms, double bytes,
                            double baseline_ms, const char *baseline) {
@@ -788,7 +786,9 @@ struct Bench {
       for (std::size_t i = 0; i < layer_forms.size(); ++i) {
         const Form &form = forms[layer_forms[(i + round) % layer_forms.size()]];
         print(round, "layer: its launches, " + form.name,
-              median_ms_per_launch(device, 5, [&] { run_layer(form); }), 0, dense_ms, "dense");
+              median_ms_per_launch(device, 5,
+                                   [&] { launches.run(up, down, form.kernel, form.rows); }),
+              0, dense_ms, "dense");
       }
     }
   }
