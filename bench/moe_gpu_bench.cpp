@@ -17,9 +17,10 @@
 // fused_moe with e4m3 weights and 128 x 128 block scales (bfloat16 activations) on both layers at
 // the same counts, against the bfloat16 fused_moe and kjit's dense bfloat16 GEMM (TFLOP/s), and
 // a copy of the e4m3 weight bytes the tokens touch (the decode's rate). --tiles times the grouped
-// GEMMs' tile shapes at decode sizes (Bench::tiles), --prefill the grouped GEMMs with and without
-// skipping all-padding halves of tiles, alone at 4096 tokens and in the layer at 16, 256 and 4096
-// (Bench::prefill), against the dense GEMM of their FLOPs; --gather-pass the moe_gather pass's
+// GEMMs' tile shapes at decode sizes (Bench::tiles), --prefill the grouped GEMMs in the
+// heuristic's form and with candidate parameters, alone at 4096 tokens (and on one expert's
+// weights) and in the layer at 16, 256 and 4096 (Bench::prefill), against the dense GEMM of their
+// FLOPs; --gather-pass the moe_gather pass's
 // forms at 4096 tokens against a copy of the bytes it writes, and the layer with each
 // (Bench::gather).
 //
@@ -31,6 +32,7 @@
 #include "ops/src/moe_gemm.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -591,15 +593,16 @@ struct Bench {
     }
   };
 
-  // --prefill: the grouped GEMMs with consumer 1 passing over all-padding halves of tiles
-  // (SKIP_PADDING 1) against without (0), in three rounds, the candidates' order turned each round
-  // (the run's spread shows between the rounds). At 4096 tokens each GEMM alone on sorted rows in
-  // the dynamic tile order (as fused_moe runs them there; the rows filled, not gathered) against
-  // kjit's dense GEMM of its FLOPs. At 16, 256 and 4096 tokens the layer: fused_moe (the
-  // heuristic's form) and its launches one after another as fused_moe makes them (moe_align, the
-  // moe_gather pass where the gate-up GEMM does not gather, both GEMMs, moe_combine) with either
-  // form of both GEMMs, against the dense GEMMs of its FLOPs.
-  template <Element T> void prefill(const Layer &layer) {
+  // --prefill: the grouped GEMMs in the heuristic's form (form 0) against a candidate (form 1:
+  // the heuristic's with `candidate`'s parameters set in both GEMMs), in three rounds, the forms'
+  // order turned each round (the run's spread shows between the rounds). At 4096 tokens each GEMM
+  // alone on sorted rows in the dynamic tile order (as fused_moe runs them there; the rows
+  // filled, not gathered) against kjit's dense GEMM of its FLOPs, and in the heuristic's form with
+  // every tile on expert 0 (its weights stay in L2). At 16, 256 and 4096 tokens the
+  // layer: fused_moe (the heuristic's form) and its launches one after another as fused_moe makes
+  // them (moe_align, the moe_gather pass where the gate-up GEMM does not gather, both GEMMs,
+  // moe_combine) with either form of both GEMMs, against the dense GEMMs of its FLOPs.
+  template <Element T> void prefill(const Layer &layer, const ParamValues &candidate) {
     const Experts<T> weights = experts<T>(layer);
     const std::string type(element_name<T>());
     for (const int tokens : {4096, 256, 16}) {
@@ -622,6 +625,12 @@ struct Bench {
                   "with rows 64-127 all padding | | | | |\n",
                   layer.name, type.c_str(), tokens, tiles, rows, idle);
       Dense<T> dense(*this, layer, weights, pairs);
+      // The alignment with every tile on expert 0: the grouped GEMMs' tiles as they are, on one
+      // expert's weights, which stay in L2 (what the experts' weights cost beyond that).
+      DeviceBuffer expert_zero = device.allocate(rows / 128 * sizeof(int));
+      device.fill(expert_zero.data(), 0, expert_zero.size(), nullptr);
+      MoeAlignment one_expert = alignment;
+      one_expert.block_experts = expert_zero.as<int>();
       const double flops = 2.0 * pairs * layer.hidden * layer.inter; // the down GEMM's; gate-up 2x
       // fused_moe's plan, as moe.cpp makes it (moe_plan, fused_moe): gathering in the gate-up
       // GEMM's loads up to 2048 pairs, else a moe_gather pass and the dynamic tile order.
@@ -630,22 +639,38 @@ struct Bench {
                                  ? nullptr
                                  : &rt.kernel(templates::find("moe_gather"),
                                               {{"T", element_name<T>()}, {"VEC", 8}, {"ROWS", 8}});
-      ops::detail::GroupedPlan up[2], down[2]; // by SKIP_PADDING
-      for (const int skip : {0, 1}) {
+      ops::detail::GroupedPlan up[2], down[2]; // by form
+      for (const int form : {0, 1}) {
         auto up_variant = ops::detail::grouped_gemm_variant<T>(
             rt, true, gathering, pairs, layer.experts, layer.inter, layer.hidden);
         auto down_variant = ops::detail::grouped_gemm_variant<T>(
             rt, false, false, pairs, layer.experts, layer.hidden, layer.inter);
-        up_variant.params.set("SKIP_PADDING", skip);
-        down_variant.params.set("SKIP_PADDING", skip);
-        up[skip] = ops::detail::make_grouped_plan(rt, up_variant);
-        down[skip] = ops::detail::make_grouped_plan(rt, down_variant);
+        for (auto *variant : {&up_variant, &down_variant}) {
+          ops::detail::ChosenVariant tried = *variant;
+          for (const auto &[name, value] : form == 1 ? candidate : ParamValues{})
+            tried.params.set(name, value);
+          // A candidate the template refuses for this GEMM (PINGPONG=1 on a wgmma of 256
+          // columns) leaves it in the heuristic's form.
+          const std::string refused =
+              tried.tmpl->tuning().fits(tried.tmpl->bind(tried.params), "sm_90a");
+          if (refused.empty())
+            *variant = tried;
+          else
+            std::printf("| %s | %s | %d tokens: the %s GEMM keeps the heuristic's form: %s | | "
+                        "| | |\n",
+                        layer.name, type.c_str(), tokens,
+                        variant == &up_variant ? "gate-up" : "down", refused.c_str());
+        }
+        up[form] = ops::detail::make_grouped_plan(rt, up_variant);
+        down[form] = ops::detail::make_grouped_plan(rt, down_variant);
       }
+      const std::string candidate_name = candidate.to_string();
+      const char *form_names[] = {"heuristic", candidate_name.c_str()};
       const int timed_launches = tokens >= 256 ? 5 : 20;
-      const auto print = [&](int round, const char *what, const char *skip, double ms,
+      const auto print = [&](int round, const char *what, const char *form, double ms,
                              double of_flops, double baseline_ms) {
         std::printf("| %s | %s | %d | %d | %s | %s | %.3f | %.0f | %.2f |\n", layer.name,
-                    type.c_str(), tokens, round, what, skip, ms, of_flops / ms * 1e-9,
+                    type.c_str(), tokens, round, what, form, ms, of_flops / ms * 1e-9,
                     baseline_ms / ms);
         std::fflush(stdout);
       };
@@ -658,28 +683,34 @@ struct Bench {
             const double gemm_flops = gated ? 2 * flops : flops;
             print(round, gated ? "gate-up: dense linear()" : "down: dense linear()", "", dense_ms,
                   gemm_flops, dense_ms);
-            for (const int skip : {first, 1 - first}) {
-              const double ms = median_ms_per_launch(device, 5, [&] {
+            // The GEMM alone in `form` on the tiles of `tiles_of`.
+            const auto alone_ms = [&](int form, const MoeAlignment &tiles_of) {
+              return median_ms_per_launch(device, 5, [&] {
                 ops::detail::launch_grouped<T>(
-                    gated ? up[skip] : down[skip], gated ? h.as<T>() : y.as<T>(),
+                    gated ? up[form] : down[form], gated ? h.as<T>() : y.as<T>(),
                     gated ? x_sorted.as<const T>() : h.as<const T>(),
                     gated ? weights.w13.template as<const T>() : weights.w2.template as<const T>(),
-                    rows, alignment, layer.experts, gated ? layer.inter : layer.hidden,
+                    rows, tiles_of, layer.experts, gated ? layer.inter : layer.hidden,
                     gated ? layer.hidden : layer.inter, layer.top_k, schedule.as<int>(), nullptr);
               });
-              print(round, gated ? "gate-up GEMM alone" : "down GEMM alone", skip ? "1" : "0", ms,
-                    gemm_flops, dense_ms);
-            }
+            };
+            for (const int form : {first, 1 - first})
+              print(round, gated ? "gate-up GEMM alone" : "down GEMM alone", form_names[form],
+                    alone_ms(form, alignment), gemm_flops, dense_ms);
+            print(round,
+                  gated ? "gate-up GEMM alone, every tile on expert 0"
+                        : "down GEMM alone, every tile on expert 0",
+                  form_names[0], alone_ms(0, one_expert), gemm_flops, dense_ms);
           }
         const double dense_ms = median_ms_per_launch(device, timed_launches, [&] { dense.run(); });
         print(round, "layer: dense linear() x2", "", dense_ms, 3 * flops, dense_ms);
         print(round, "layer: fused_moe", "heuristic",
               median_ms_per_launch(device, timed_launches, [&] { fused.run(); }), 3 * flops,
               dense_ms);
-        for (const int skip : {first, 1 - first})
-          print(round, "layer: its launches", skip ? "1" : "0",
+        for (const int form : {first, 1 - first})
+          print(round, "layer: its launches", form_names[form],
                 median_ms_per_launch(device, timed_launches,
-                                     [&] { launches.run(up[skip], down[skip], gather, 8); }),
+                                     [&] { launches.run(up[form], down[form], gather, 8); }),
                 3 * flops, dense_ms);
       }
     }
@@ -929,14 +960,33 @@ struct Bench {
 
 int main(int argc, char **argv) {
   const std::string mode = argc >= 2 ? argv[1] : "";
-  // --gather-pass's layers: "fine", "mixtral" or both.
-  const std::string only = argc >= 3 ? argv[2] : "";
+  // After the mode: --gather-pass's and --prefill's layer ("fine" or "mixtral"; both where none is
+  // named), and --prefill's candidate parameters, NAME=VALUE each (SKIP_PADDING=0 where none is).
+  std::string only;
+  ParamValues candidate;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::size_t equals = arg.find('=');
+    if (equals == std::string::npos) {
+      only = arg;
+      continue;
+    }
+    int value = 0;
+    const char *digits = arg.c_str() + equals + 1, *end = arg.c_str() + arg.size();
+    if (digits == end || std::from_chars(digits, end, value).ptr != end) {
+      std::printf("%s: %s is not NAME=INTEGER\n", argv[0], arg.c_str());
+      return 1;
+    }
+    candidate.set(arg.substr(0, equals), value);
+  }
+  if (candidate.empty())
+    candidate.set("SKIP_PADDING", 0);
   const bool sweep = mode == "--sweep" || mode == "--breakdown";
   if (argc > 1 && !sweep && mode != "--profile" && mode != "--fp8" && mode != "--tiles" &&
       mode != "--prefill" && mode != "--gather-pass") { // tools/gpu-check asks for --help
     std::printf(
-        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill | "
-        "--gather-pass]\n  "
+        "usage: %s [--sweep | --breakdown | --profile | --fp8 | --tiles | --prefill ... | "
+        "--gather-pass ...]\n  "
         "prints "
         "fused_moe's "
         "table against "
@@ -945,8 +995,9 @@ int main(int argc, char **argv) {
         "fused_moe and the dense GEMMs once each at 4096 tokens (for ncu), --fp8 fused_moe with "
         "e4m3 weights against the bfloat16 one, the dense GEMM and a copy of its weight bytes, "
         "--tiles the grouped GEMMs' tile shapes at 16 and 256 tokens against a copy, --prefill "
-        "the grouped GEMMs with and without skipping all-padding halves of tiles (SKIP_PADDING), "
-        "alone at 4096 tokens and in the layer at 16, 256 and 4096, against the dense GEMM, "
+        "[fine | mixtral] [NAME=VALUE ...] the grouped GEMMs in the heuristic's form and with "
+        "those parameters (default SKIP_PADDING=0), alone at 4096 tokens and in the layer at 16, "
+        "256 and 4096, against the dense GEMM, "
         "--gather-pass [fine | mixtral] the moe_gather pass's forms at 4096 tokens, each checked, "
         "against a copy of the bytes it writes, and the layer with each against the dense GEMM\n",
         argv[0]);
@@ -985,12 +1036,13 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (mode == "--prefill") {
-      std::printf("| layer | type | tokens | round | what | SKIP_PADDING | ms | TFLOP/s | of "
+      std::printf("| layer | type | tokens | round | what | form | ms | TFLOP/s | of "
                   "dense (time) |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-      for (const Layer &layer : layers) {
-        bench.prefill<BFloat16>(layer);
-        bench.prefill<Half>(layer);
-      }
+      for (const Layer *layer : {&layers[1], &layers[0]})
+        if (only != (layer == &layers[0] ? "fine" : "mixtral")) {
+          bench.prefill<BFloat16>(*layer, candidate);
+          bench.prefill<Half>(*layer, candidate);
+        }
       return 0;
     }
     if (mode == "--fp8") {
