@@ -469,7 +469,7 @@ struct Bench {
     const Template &tmpl = *heuristic.tmpl;
     const auto fits = [&](const ParamValues &params) {
       return tmpl.tuning().fits(tmpl.bind(params), "sm_90a").empty() &&
-             tmpl.tuning().shared_bytes(tmpl.bind(params)) <= 227 * 1024;
+             tmpl.tuning().shared_bytes(tmpl.bind(params)) <= ops::detail::sm90_shared_bytes;
     };
     for (int swap_ab : {1, 0})
       for (int block_m : {128, 64})
