@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# s33 call E (H200): call D's GATHER 2 (build from call-d/gather2.patch on 66f140b), timed against
+# GATHER=0 (a moe_gather pass) twice, and the grouped GEMM and bit-for-bit GPU tests (bfloat16).
+set -o pipefail
+B=build/gpu-bundle
+export LD_LIBRARY_PATH=$PWD/$B/lib KJIT_CACHE_DIR=/tmp/kjit-cache PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,driver_version --format=csv | tee $OUT/steps.txt
+step() { local name=$1 limit=$2; shift 2; local t=$SECONDS; timeout $limit "$@" > $OUT/$name.log 2>&1; echo "== $name exit $? in $((SECONDS - t)) s" | tee -a $OUT/steps.txt; }
+step prefill_gather0_1 45 $B/bench/kjit_moe_gpu_bench --prefill fine GATHER=0
+grep -q "exit 0" <(tail -1 $OUT/steps.txt) || { cat $OUT/steps.txt; exit 1; }
+step tests 160 $B/bin/kjit_ops_gpu_tests --gtest_filter='MoeGpuTest/1.GroupedGemm*:MoeGpuTest/1.GatheringAsWorkItems*'
+grep -E '^\[ +(PASSED|FAILED|SKIPPED|OK) +\]|tests from .* ran' $OUT/tests.log >> $OUT/steps.txt
+grep -E 'FAILED|Failure' -A3 $OUT/tests.log | head -30 >> $OUT/steps.txt
+step prefill_gather0_2 45 $B/bench/kjit_moe_gpu_bench --prefill fine GATHER=0
+nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv >> $OUT/steps.txt
+cat $OUT/steps.txt
+for r in 1 2; do echo "-- run $r"; grep -E '\| 4096 \|' $OUT/prefill_gather0_$r.log | grep -E "gate-up GEMM alone \||layer" | cut -d'|' -f3,4,5,6-10; done
