@@ -163,6 +163,17 @@ struct Bench {
     });
   }
 
+  // Every expert the same count of pairs (where top_k * tokens is a multiple of the experts):
+  // token t's slots on experts t * top_k + s, modulo the experts. On the device.
+  DeviceBuffer evenly_routed(const Layer &layer, int tokens) {
+    std::vector<int> ids(std::size_t(tokens) * layer.top_k);
+    for (std::size_t pair = 0; pair < ids.size(); ++pair)
+      ids[pair] = static_cast<int>(pair % layer.experts);
+    DeviceBuffer ids_device = device.allocate(ids.size() * sizeof(int));
+    ids_device.write(ids.data(), ids.size() * sizeof(int));
+    return ids_device;
+  }
+
   // top_k distinct experts per token, uniformly at random, on the device; `touched` gets them.
   DeviceBuffer routed(const Layer &layer, int tokens, std::set<int> &touched) {
     std::mt19937 rng(tokens);
@@ -598,7 +609,8 @@ struct Bench {
   // order turned each round (the run's spread shows between the rounds). At 4096 tokens each GEMM
   // alone on sorted rows in the dynamic tile order (as fused_moe runs them there; the rows
   // filled, not gathered) against kjit's dense GEMM of its FLOPs, and in the heuristic's form with
-  // every tile on expert 0 (its weights stay in L2). At 16, 256 and 4096 tokens the
+  // every tile on expert 0 (its weights stay in L2), and routed evenly (no padding: as many tiles
+  // as the dense GEMM's), on the experts' weights and on expert 0's. At 16, 256 and 4096 tokens the
   // layer: fused_moe (the heuristic's form) and its launches one after another as fused_moe makes
   // them (moe_align, the moe_gather pass where the gate-up GEMM does not gather, both GEMMs,
   // moe_combine) with either form of both GEMMs, against the dense GEMMs of its FLOPs.
@@ -631,6 +643,17 @@ struct Bench {
       device.fill(expert_zero.data(), 0, expert_zero.size(), nullptr);
       MoeAlignment one_expert = alignment;
       one_expert.block_experts = expert_zero.as<int>();
+      // Routed evenly: at 4096 tokens every expert's pairs fill whole tiles of rows, so the
+      // grouped GEMMs run as many tiles as the dense GEMMs (the padding's cost apart).
+      const DeviceBuffer even_ids = evenly_routed(layer, tokens);
+      Aligned even(*this, layer, even_ids, pairs);
+      MoeAlignment even_one_expert = even.alignment;
+      even_one_expert.block_experts = expert_zero.as<int>();
+      int even_tiles = 0;
+      even.totals.read(&even_tiles, sizeof(int));
+      if (tokens == 4096)
+        std::printf("| %s | %s | %d tokens routed evenly: %d tiles of 128 rows | | | | |\n",
+                    layer.name, type.c_str(), tokens, even_tiles);
       const double flops = 2.0 * pairs * layer.hidden * layer.inter; // the down GEMM's; gate-up 2x
       // fused_moe's plan, as moe.cpp makes it (moe_plan, fused_moe): gathering in the gate-up
       // GEMM's loads up to 2048 pairs, else a moe_gather pass and the dynamic tile order.
@@ -701,6 +724,13 @@ struct Bench {
                   gated ? "gate-up GEMM alone, every tile on expert 0"
                         : "down GEMM alone, every tile on expert 0",
                   form_names[0], alone_ms(0, one_expert), gemm_flops, dense_ms);
+            print(round,
+                  gated ? "gate-up GEMM alone, routed evenly" : "down GEMM alone, routed evenly",
+                  form_names[0], alone_ms(0, even.alignment), gemm_flops, dense_ms);
+            print(round,
+                  gated ? "gate-up GEMM alone, routed evenly, every tile on expert 0"
+                        : "down GEMM alone, routed evenly, every tile on expert 0",
+                  form_names[0], alone_ms(0, even_one_expert), gemm_flops, dense_ms);
           }
         const double dense_ms = median_ms_per_launch(device, timed_launches, [&] { dense.run(); });
         print(round, "layer: dense linear() x2", "", dense_ms, 3 * flops, dense_ms);
