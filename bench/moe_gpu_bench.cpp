@@ -641,19 +641,20 @@ struct Bench {
       // expert's weights, which stay in L2 (what the experts' weights cost beyond that).
       DeviceBuffer expert_zero = device.allocate(rows / 128 * sizeof(int));
       device.fill(expert_zero.data(), 0, expert_zero.size(), nullptr);
-      MoeAlignment one_expert = alignment;
-      one_expert.block_experts = expert_zero.as<int>();
+      const auto on_expert_zero = [&](MoeAlignment tiles) {
+        tiles.block_experts = expert_zero.as<int>();
+        return tiles;
+      };
       // Routed evenly: at 4096 tokens every expert's pairs fill whole tiles of rows, so the
       // grouped GEMMs run as many tiles as the dense GEMMs (the padding's cost apart).
       const DeviceBuffer even_ids = evenly_routed(layer, tokens);
       Aligned even(*this, layer, even_ids, pairs);
-      MoeAlignment even_one_expert = even.alignment;
-      even_one_expert.block_experts = expert_zero.as<int>();
-      int even_tiles = 0;
-      even.totals.read(&even_tiles, sizeof(int));
-      if (tokens == 4096)
+      if (tokens == 4096) {
+        int even_tiles = 0;
+        even.totals.read(&even_tiles, sizeof(int));
         std::printf("| %s | %s | %d tokens routed evenly: %d tiles of 128 rows | | | | |\n",
                     layer.name, type.c_str(), tokens, even_tiles);
+      }
       const double flops = 2.0 * pairs * layer.hidden * layer.inter; // the down GEMM's; gate-up 2x
       // fused_moe's plan, as moe.cpp makes it (moe_plan, fused_moe): gathering in the gate-up
       // GEMM's loads up to 2048 pairs, else a moe_gather pass and the dynamic tile order.
@@ -717,20 +718,18 @@ struct Bench {
                     gated ? layer.hidden : layer.inter, layer.top_k, schedule.as<int>(), nullptr);
               });
             };
+            // Its row: "<GEMM> GEMM alone<tiles>".
+            const auto alone_row = [&](const char *tiles, int form, const MoeAlignment &tiles_of) {
+              const std::string what =
+                  std::string(gated ? "gate-up" : "down") + " GEMM alone" + tiles;
+              print(round, what.c_str(), form_names[form], alone_ms(form, tiles_of), gemm_flops,
+                    dense_ms);
+            };
             for (const int form : {first, 1 - first})
-              print(round, gated ? "gate-up GEMM alone" : "down GEMM alone", form_names[form],
-                    alone_ms(form, alignment), gemm_flops, dense_ms);
-            print(round,
-                  gated ? "gate-up GEMM alone, every tile on expert 0"
-                        : "down GEMM alone, every tile on expert 0",
-                  form_names[0], alone_ms(0, one_expert), gemm_flops, dense_ms);
-            print(round,
-                  gated ? "gate-up GEMM alone, routed evenly" : "down GEMM alone, routed evenly",
-                  form_names[0], alone_ms(0, even.alignment), gemm_flops, dense_ms);
-            print(round,
-                  gated ? "gate-up GEMM alone, routed evenly, every tile on expert 0"
-                        : "down GEMM alone, routed evenly, every tile on expert 0",
-                  form_names[0], alone_ms(0, even_one_expert), gemm_flops, dense_ms);
+              alone_row("", form, alignment);
+            alone_row(", every tile on expert 0", 0, on_expert_zero(alignment));
+            alone_row(", routed evenly", 0, even.alignment);
+            alone_row(", routed evenly, every tile on expert 0", 0, on_expert_zero(even.alignment));
           }
         const double dense_ms = median_ms_per_launch(device, timed_launches, [&] { dense.run(); });
         print(round, "layer: dense linear() x2", "", dense_ms, 3 * flops, dense_ms);
