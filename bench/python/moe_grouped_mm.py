@@ -8,11 +8,12 @@ these shapes, as a fraction of dense, next to the fraction issue 28 asks of fuse
 
 Needs the kjit package (PYTHONPATH, KJIT_C_LIBRARY), torch with `_grouped_mm`, and an sm_90 GPU.
 On the fine-grained layer grouped_mm on float16 ran 1.4-4x slower than on bfloat16 (H100 and
-H200, torch 2.11), so the bfloat16 rows are the anchor. Each layer first runs fused_moe and the dense GEMMs for WARM_S
-seconds: the figures are the card's steady state under its power cap. Routing: distinct experts
-per token uniformly at random, positive weights summing to 1 per token, a fresh seed each run
-(printed). Ways timed, in turns within each round (the card's drift touches all of them; the
-median of 5 bursts of about 25 ms each, ops_torch.seconds_per_call):
+H200, torch 2.11), so the bfloat16 rows are the anchor. Each layer first runs fused_moe and the
+dense GEMMs for WARM_S seconds: the figures are the card's steady state under its power cap.
+Routing: distinct experts per token uniformly at random, positive weights summing to 1 per token,
+a fresh seed each run (printed). Ways timed in turns, bursts of about 10 ms each (CYCLES,
+BURST_S), so that the card's clock is the same for all; a way's time in a round is its median
+burst:
 - kjit fused_moe: the whole layer (routing given);
 - torch layer on grouped_mm: sort the pairs by expert, gather x's rows, grouped_mm gate-up,
   silu(gate) * up, grouped_mm down, times the routing weight, index_add_ into the output;
@@ -28,9 +29,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm_torch import cuda_torch  # noqa: E402
+from gemm_torch import cuda_torch, ms_in_turns  # noqa: E402
 from moe_torch import LAYERS, moe_loop  # noqa: E402
-from ops_torch import seconds_per_call  # noqa: E402
 
 TOKENS = 4096
 # Seconds each layer runs before its rounds. An H100 or H200 boosts for about a second, then both
@@ -38,10 +38,25 @@ TOKENS = 4096
 # that steady state, where a cool card's first round flatters whichever way runs first
 # (BENCHMARKS.md, "fused_moe prefill under the power cap").
 WARM_S = 4.0
+# Each round: this many cycles, each a burst of about BURST_S seconds of every way in turn, so
+# that every way sees the same clock; a way's time is its median burst.
+CYCLES, BURST_S = 15, 0.01
 
 
-def median_seconds(torch, fn):
-    return seconds_per_call(torch, fn, statistic=lambda v: sorted(v)[len(v) // 2])
+def burst_of(torch, run):
+    """`run` repeated for about BURST_S seconds, as one call, and its count of runs."""
+    import time
+
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    run()
+    torch.cuda.synchronize()
+    count = max(1, round(BURST_S / (time.perf_counter() - start)))
+
+    def burst():
+        for _ in range(count):
+            run()
+    return burst, count
 
 
 def warm(torch, runs):
@@ -176,8 +191,10 @@ def main():
                     ("kjit dense down", lambda: layer.kjit_dense_down(kjit_ops), "down")]
             flops = {"layer": layer.flops, "gate-up": layer.flops * 2 / 3, "down": layer.flops / 3}
             warm(torch, [ways[0][1], ways[-2][1], ways[-1][1]])
+            bursts = [burst_of(torch, way) for _, way, _ in ways]
             for round_index in range(rounds):
-                seconds = [median_seconds(torch, way) for _, way, _ in ways]
+                ms = ms_in_turns(torch, [burst for burst, _ in bursts], 1, rounds=CYCLES)
+                seconds = [m * 1e-3 / count for m, (_, count) in zip(ms, bursts)]
                 # The dense GEMMs of each part's FLOPs, each timed alone in this round.
                 kjit_dense = {"gate-up": seconds[6], "down": seconds[7]}
                 torch_dense = {"gate-up": seconds[4], "down": seconds[5]}
