@@ -27,6 +27,7 @@ float32 evaluation of the layer; a miss is printed and exits 1.
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gemm_torch import cuda_torch, ms_in_turns  # noqa: E402
@@ -45,8 +46,6 @@ CYCLES, BURST_S = 15, 0.01
 
 def burst_of(torch, run):
     """`run` repeated for about BURST_S seconds, as one call, and its count of runs."""
-    import time
-
     torch.cuda.synchronize()
     start = time.perf_counter()
     run()
@@ -61,8 +60,6 @@ def burst_of(torch, run):
 
 def warm(torch, runs):
     """The runs in turn for WARM_S seconds."""
-    import time
-
     until = time.monotonic() + WARM_S
     while time.monotonic() < until:
         for run in runs:
@@ -98,7 +95,7 @@ class Layer:
         self.x = torch.empty(TOKENS, hidden, device="cuda", dtype=dtype).uniform_(-1, 1)
         self.ids, self.weights = routing(torch, TOKENS, experts, top_k)
         pairs = TOKENS * top_k
-        self.pairs, self.flops = pairs, 6.0 * pairs * hidden * inter
+        self.flops = 6.0 * pairs * hidden * inter
         # grouped_mm's groups: each expert's pairs, consecutive; offs the end of each group.
         flat = self.ids.flatten().long()
         self.order = flat.argsort(stable=True)
