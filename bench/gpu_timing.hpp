@@ -5,9 +5,16 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace kjit::bench {
+
+// The middle of `samples` (sorted here).
+inline double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
 
 // The median of 5 batches of `launches` calls of `run`, each timed on the host from the first
 // launch to the device's synchronisation, per launch; after one call to compile and warm up.
@@ -25,8 +32,52 @@ inline double median_ms_per_launch(const Device &device, int launches,
         std::chrono::steady_clock::now() - start;
     batches.push_back(elapsed.count() / launches);
   }
-  std::sort(batches.begin(), batches.end());
-  return batches[batches.size() / 2];
+  return median(std::move(batches));
+}
+
+// The time per launch of each of `runs`, all at one clock. An H100 or H200 at its power cap runs
+// each kernel at the clock its power allows, so runs timed one after another for a while each see
+// a clock of their own, and their ratios move with the order (BENCHMARKS.md, "fused_moe prefill
+// under the power cap"). Here the runs take turns in bursts of about `burst_ms`, `cycles` times,
+// after `warm_ms` of the same turns (a card from idle boosts for about a second); each run's
+// figure is its median burst, per launch. Each run is called twice first: to compile, and to size
+// its burst.
+inline std::vector<double> interleaved_ms_per_launch(const Device &device,
+                                                     const std::vector<std::function<void()>> &runs,
+                                                     double warm_ms = 0, int cycles = 15,
+                                                     double burst_ms = 10) {
+  using clock = std::chrono::steady_clock;
+  const auto ms_since = [](clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
+  };
+  std::vector<int> launches;
+  for (const auto &run : runs) {
+    run();
+    device.synchronize();
+    const auto start = clock::now();
+    run();
+    device.synchronize();
+    launches.push_back(
+        std::max(1, static_cast<int>(burst_ms / std::max(ms_since(start), 1e-3) + 0.5)));
+  }
+  const auto burst = [&](std::size_t index) {
+    const auto start = clock::now();
+    for (int i = 0; i < launches[index]; ++i)
+      runs[index]();
+    device.synchronize();
+    return ms_since(start) / launches[index];
+  };
+  for (const auto start = clock::now(); ms_since(start) < warm_ms;)
+    for (std::size_t index = 0; index < runs.size(); ++index)
+      burst(index);
+  std::vector<std::vector<double>> bursts(runs.size());
+  for (int cycle = 0; cycle < cycles; ++cycle)
+    for (std::size_t index = 0; index < runs.size(); ++index)
+      bursts[index].push_back(burst(index));
+  std::vector<double> medians;
+  for (auto &samples : bursts)
+    medians.push_back(median(std::move(samples)));
+  return medians;
 }
 
 // A 16-byte-per-thread grid-stride copy: the bandwidth baseline. Launch over n = bytes / 16

@@ -24,8 +24,11 @@
 // forms at 4096 tokens against a copy of the bytes it writes, and the layer with each
 // (Bench::gather).
 //
-// Each is launched once to compile and warm up, then the median of 5 batches of launches, each
-// timed on the host from the first launch to the device's synchronisation.
+// The table's fused_moe and dense GEMMs, and --prefill's rows, take turns in bursts of about 10 ms,
+// so that all run at one clock, after a 4 s warm-up at 4096 tokens (interleaved_ms_per_launch:
+// both sides hold at the card's power cap there). The other modes launch each once to compile and
+// warm up, then take the median of 5 batches of launches. Either way a time is taken on the host
+// from the first launch to the device's synchronisation.
 #include "bench/gpu_timing.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
@@ -48,6 +51,7 @@ namespace {
 using namespace kjit;
 using namespace kjit::ops;
 
+using kjit::bench::interleaved_ms_per_launch;
 using kjit::bench::median_ms_per_launch;
 
 // Fills from a hash (splitmix64's mixing) of the index and a seed: weights of gigabytes without
@@ -605,8 +609,8 @@ struct Bench {
   };
 
   // --prefill: the grouped GEMMs in the heuristic's form (form 0) against a candidate (form 1:
-  // the heuristic's with `candidate`'s parameters set in both GEMMs), in three rounds, the forms'
-  // order turned each round (the run's spread shows between the rounds). At 4096 tokens each GEMM
+  // the heuristic's with `candidate`'s parameters set in both GEMMs), in three rounds of every row
+  // in alternating bursts (the run's spread shows between the rounds). At 4096 tokens each GEMM
   // alone on sorted rows in the dynamic tile order (as fused_moe runs them there; the rows
   // filled, not gathered) against kjit's dense GEMM of its FLOPs, and in the heuristic's form with
   // every tile on expert 0 (its weights stay in L2), and routed evenly (no padding: as many tiles
@@ -690,7 +694,6 @@ struct Bench {
       }
       const std::string candidate_name = candidate.to_string();
       const char *form_names[] = {"heuristic", candidate_name.c_str()};
-      const int timed_launches = tokens >= 256 ? 5 : 20;
       const auto print = [&](int round, const char *what, const char *form, double ms,
                              double of_flops, double baseline_ms) {
         std::printf("| %s | %s | %d | %d | %s | %s | %.3f | %.0f | %.2f |\n", layer.name,
@@ -698,49 +701,62 @@ struct Bench {
                     baseline_ms / ms);
         std::fflush(stdout);
       };
+      // What each round times, in alternating bursts: a row's name, form and FLOPs, the index of
+      // the dense GEMM it is divided by (its own where it is one), and its launches.
+      struct Timed {
+        std::string what;
+        const char *form;
+        double flops;
+        std::size_t baseline;
+        std::function<void()> run;
+      };
+      std::vector<Timed> timed;
+      if (tokens == 4096)
+        for (const bool gated : {true, false}) {
+          const double gemm_flops = gated ? 2 * flops : flops;
+          const std::size_t dense_at = timed.size();
+          timed.push_back({gated ? "gate-up: dense linear()" : "down: dense linear()", "",
+                           gemm_flops, dense_at,
+                           [&dense, gated] { gated ? dense.run_gate_up() : dense.run_down(); }});
+          // The GEMM alone in `form` on the tiles of `tiles_of`: "<GEMM> GEMM alone<tiles>".
+          const auto alone = [&, gated, gemm_flops, dense_at](const char *tiles, int form,
+                                                              const MoeAlignment &tiles_of) {
+            timed.push_back({std::string(gated ? "gate-up" : "down") + " GEMM alone" + tiles,
+                             form_names[form], gemm_flops, dense_at, [&, gated, form, tiles_of] {
+                               ops::detail::launch_grouped<T>(
+                                   gated ? up[form] : down[form], gated ? h.as<T>() : y.as<T>(),
+                                   gated ? x_sorted.as<const T>() : h.as<const T>(),
+                                   gated ? weights.w13.template as<const T>()
+                                         : weights.w2.template as<const T>(),
+                                   rows, tiles_of, layer.experts,
+                                   gated ? layer.inter : layer.hidden,
+                                   gated ? layer.hidden : layer.inter, layer.top_k,
+                                   schedule.as<int>(), nullptr);
+                             }});
+          };
+          for (const int form : {0, 1})
+            alone("", form, alignment);
+          alone(", every tile on expert 0", 0, on_expert_zero(alignment));
+          alone(", routed evenly", 0, even.alignment);
+          alone(", routed evenly, every tile on expert 0", 0, on_expert_zero(even.alignment));
+        }
+      const std::size_t dense_at = timed.size();
+      timed.push_back({"layer: dense linear() x2", "", 3 * flops, dense_at, [&] { dense.run(); }});
+      timed.push_back({"layer: fused_moe", "heuristic", 3 * flops, dense_at, [&] { fused.run(); }});
+      for (const int form : {0, 1})
+        timed.push_back({"layer: its launches", form_names[form], 3 * flops, dense_at,
+                         [&, form] { launches.run(up[form], down[form], gather, 8); }});
+      std::vector<std::function<void()>> runs;
+      for (const Timed &row : timed)
+        runs.push_back(row.run);
       for (int round = 0; round < 3; ++round) {
-        const int first = round % 2; // the form timed first this round
-        if (tokens == 4096)
-          for (const bool gated : {true, false}) {
-            const double dense_ms = median_ms_per_launch(
-                device, 5, [&] { gated ? dense.run_gate_up() : dense.run_down(); });
-            const double gemm_flops = gated ? 2 * flops : flops;
-            print(round, gated ? "gate-up: dense linear()" : "down: dense linear()", "", dense_ms,
-                  gemm_flops, dense_ms);
-            // The GEMM alone in `form` on the tiles of `tiles_of`.
-            const auto alone_ms = [&](int form, const MoeAlignment &tiles_of) {
-              return median_ms_per_launch(device, 5, [&] {
-                ops::detail::launch_grouped<T>(
-                    gated ? up[form] : down[form], gated ? h.as<T>() : y.as<T>(),
-                    gated ? x_sorted.as<const T>() : h.as<const T>(),
-                    gated ? weights.w13.template as<const T>() : weights.w2.template as<const T>(),
-                    rows, tiles_of, layer.experts, gated ? layer.inter : layer.hidden,
-                    gated ? layer.hidden : layer.inter, layer.top_k, schedule.as<int>(), nullptr);
-              });
-            };
-            // Its row: "<GEMM> GEMM alone<tiles>".
-            const auto alone_row = [&](const char *tiles, int form, const MoeAlignment &tiles_of) {
-              const std::string what =
-                  std::string(gated ? "gate-up" : "down") + " GEMM alone" + tiles;
-              print(round, what.c_str(), form_names[form], alone_ms(form, tiles_of), gemm_flops,
-                    dense_ms);
-            };
-            for (const int form : {first, 1 - first})
-              alone_row("", form, alignment);
-            alone_row(", every tile on expert 0", 0, on_expert_zero(alignment));
-            alone_row(", routed evenly", 0, even.alignment);
-            alone_row(", routed evenly, every tile on expert 0", 0, on_expert_zero(even.alignment));
-          }
-        const double dense_ms = median_ms_per_launch(device, timed_launches, [&] { dense.run(); });
-        print(round, "layer: dense linear() x2", "", dense_ms, 3 * flops, dense_ms);
-        print(round, "layer: fused_moe", "heuristic",
-              median_ms_per_launch(device, timed_launches, [&] { fused.run(); }), 3 * flops,
-              dense_ms);
-        for (const int form : {first, 1 - first})
-          print(round, "layer: its launches", form_names[form],
-                median_ms_per_launch(device, timed_launches,
-                                     [&] { launches.run(up[form], down[form], gather, 8); }),
-                3 * flops, dense_ms);
+        // The first round of the first token count starts from an idle card: warm it to the
+        // steady state of its power cap first.
+        const double warm_ms = round == 0 && tokens == 4096 ? 4000 : 0;
+        const std::vector<double> ms = interleaved_ms_per_launch(device, runs, warm_ms);
+        for (std::size_t i = 0; i < timed.size(); ++i)
+          print(round, timed[i].what.c_str(), timed[i].form, ms[i], timed[i].flops,
+                ms[timed[i].baseline]);
       }
     }
   }
@@ -900,10 +916,12 @@ struct Bench {
     for (int tokens : {1, 16, 256, 4096}) {
       const int pairs = tokens * layer.top_k;
       Fused<T> fused(*this, layer, weights, tokens);
-      const int launches = tokens >= 256 ? 5 : 20;
-      const double moe_ms = median_ms_per_launch(device, launches, [&] { fused.run(); });
       Dense<T> dense(*this, layer, weights, pairs);
-      const double dense_ms = median_ms_per_launch(device, launches, [&] { dense.run(); });
+      // In alternating bursts, at one clock; the prefill rows after the card has warmed to the
+      // steady state of its power cap.
+      const std::vector<double> ms = interleaved_ms_per_launch(
+          device, {[&] { fused.run(); }, [&] { dense.run(); }}, tokens == 4096 ? 4000 : 0);
+      const double moe_ms = ms[0], dense_ms = ms[1];
       const double flops = 6.0 * pairs * layer.hidden * layer.inter;
       const double weight_bytes =
           3.0 * fused.touched.size() * layer.hidden * layer.inter * sizeof(T);
