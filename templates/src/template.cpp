@@ -35,18 +35,18 @@ int nvidia_architecture(std::string_view arch) {
 
 std::optional<TargetPattern> target_pattern(std::string_view text) {
   if (text == "amd")
-    return TargetPattern{.vendor = Vendor::amd};
+    return TargetPattern{.vendor = Vendor::amd, .newer_than = 0, .processor = {}};
   if (text == "nvidia")
-    return TargetPattern{.vendor = Vendor::nvidia};
+    return TargetPattern{.vendor = Vendor::nvidia, .newer_than = 0, .processor = {}};
   if (text.ends_with('+')) {
     const std::string_view arch = text.substr(0, text.size() - 1);
     const int number = nvidia_architecture(arch);
     if (number == 0 || arch != "sm_" + std::to_string(number))
       return std::nullopt;
-    return TargetPattern{.vendor = Vendor::nvidia, .newer_than = number};
+    return TargetPattern{.vendor = Vendor::nvidia, .newer_than = number, .processor = {}};
   }
   if (text.starts_with("gfx") || nvidia_architecture(text) > 0)
-    return TargetPattern{.processor = text};
+    return TargetPattern{.vendor = std::nullopt, .newer_than = 0, .processor = text};
   return std::nullopt;
 }
 

@@ -41,6 +41,7 @@ protected:
                           .source = std::move(source),
                           .pre_includes = std::move(pre_includes),
                           .headers = std::move(headers),
+                          .include_dirs = {},
                           .name_expressions = std::move(name_expressions),
                           .options = {},
                           .target = Target::parse(target)};

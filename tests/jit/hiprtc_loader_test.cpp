@@ -61,6 +61,7 @@ void install_like_rocm(const std::string &library, const fs::path &lib) {
                        .source = "extern \"C\" __global__ void k(float *x) { *x = 2; }\n",
                        .pre_includes = {},
                        .headers = {},
+                       .include_dirs = {},
                        .name_expressions = {},
                        .options = {},
                        .target = Target::parse(hiprtc->supported_targets().front().arch)});

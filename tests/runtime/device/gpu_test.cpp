@@ -356,7 +356,7 @@ std::string cub_include_directory() {
   if (const char *given = std::getenv("KJIT_CUB_INCLUDE"))
     candidates.emplace_back(given);
   const char *cuda = std::getenv("CUDA_HOME");
-  for (const std::string root : {std::string(cuda ? cuda : ""), std::string("/usr/local/cuda")})
+  for (const std::string &root : {std::string(cuda ? cuda : ""), std::string("/usr/local/cuda")})
     if (!root.empty())
       for (const char *sub : {"/include/cccl", "/include"})
         candidates.push_back(root + sub);
