@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -41,7 +42,9 @@ inline double median_ms_per_launch(const Device &device, int launches,
 // under the power cap"). Here the runs take turns in bursts of about `burst_ms`, `cycles` times,
 // after `warm_ms` of the same turns (a card from idle boosts for about a second); each run's
 // figure is its median burst, per launch. Each run is called twice first: to compile, and to size
-// its burst.
+// its burst on the host's clock. The timed bursts are all queued back to back, each between two
+// device events, with one wait at the end: the device never idles between them, so no burst's
+// time holds the host's work before its first launch (more for a run that checks more).
 inline std::vector<double> interleaved_ms_per_launch(const Device &device,
                                                      const std::vector<std::function<void()>> &runs,
                                                      double warm_ms = 0, int cycles = 15,
@@ -61,19 +64,24 @@ inline std::vector<double> interleaved_ms_per_launch(const Device &device,
         std::max(1, static_cast<int>(burst_ms / std::max(ms_since(start), 1e-3) + 0.5)));
   }
   const auto burst = [&](std::size_t index) {
-    const auto start = clock::now();
     for (int i = 0; i < launches[index]; ++i)
       runs[index]();
-    device.synchronize();
-    return ms_since(start) / launches[index];
   };
-  for (const auto start = clock::now(); ms_since(start) < warm_ms;)
+  for (const auto start = clock::now(); ms_since(start) < warm_ms; device.synchronize())
     for (std::size_t index = 0; index < runs.size(); ++index)
       burst(index);
+  std::vector<std::unique_ptr<EventTimer>> timers;
+  for (std::size_t i = 0; i < runs.size() * cycles; ++i)
+    timers.push_back(std::make_unique<EventTimer>(device));
+  burst(runs.size() - 1); // untimed: the device is busy while the first timed burst is queued
+  for (std::size_t i = 0; i < timers.size(); ++i) {
+    timers[i]->start(nullptr);
+    burst(i % runs.size());
+    timers[i]->stop(nullptr);
+  }
   std::vector<std::vector<double>> bursts(runs.size());
-  for (int cycle = 0; cycle < cycles; ++cycle)
-    for (std::size_t index = 0; index < runs.size(); ++index)
-      bursts[index].push_back(burst(index));
+  for (std::size_t i = 0; i < timers.size(); ++i)
+    bursts[i % runs.size()].push_back(timers[i]->elapsed_ms() / launches[i % runs.size()]);
   std::vector<double> medians;
   for (auto &samples : bursts)
     medians.push_back(median(std::move(samples)));

@@ -26,9 +26,9 @@
 //
 // The table's fused_moe and dense GEMMs, and --prefill's rows, take turns in bursts of about 10 ms,
 // so that all run at one clock, after a 4 s warm-up at 4096 tokens (interleaved_ms_per_launch:
-// both sides hold at the card's power cap there). The other modes launch each once to compile and
-// warm up, then take the median of 5 batches of launches. Either way a time is taken on the host
-// from the first launch to the device's synchronisation.
+// both sides hold at the card's power cap there); each burst is timed between device events. The
+// other modes launch each once to compile and warm up, then take the median of 5 batches of
+// launches, each timed on the host from the first launch to the device's synchronisation.
 #include "bench/gpu_timing.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
