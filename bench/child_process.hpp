@@ -2,7 +2,8 @@
 // Runs this program again as a child and times it from spawn to the line the child prints when
 // its work is done, so that the program's loading and start-up count. Used by the benchmarks that
 // measure a fresh process.
-#include <algorithm>
+#include "bench/median.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -31,11 +32,6 @@ inline void report_child(std::string_view origin, std::chrono::steady_clock::tim
   std::printf("%.*s %.3f\n", static_cast<int>(origin.size()), origin.data(),
               ms_between(start, done));
   std::fflush(stdout);
-}
-
-inline double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 } // namespace kjit::bench

@@ -11,7 +11,6 @@
 #include "bench/child_process.hpp"
 #include "kjit/kjit.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -21,6 +20,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using kjit::bench::median;
 using kjit::bench::ms_between;
 
 // The built-in scale template: x[i] *= a for i < N.
@@ -51,11 +51,6 @@ PhaseRun run_phases(const char *self) {
   if (std::sscanf(child.line.c_str(), "%lf %lf", &run.driver_ms, &run.kjit_ms) != 2)
     throw std::runtime_error("unexpected child output: " + child.line);
   return run;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 } // namespace

@@ -36,6 +36,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -228,8 +229,7 @@ struct Bench {
         batches.push_back(spent.count() / calls);
       }
       device.synchronize();
-      std::sort(batches.begin(), batches.end());
-      return batches[batches.size() / 2];
+      return kjit::bench::median(std::move(batches));
     };
     const double warm = host_us(call);
     const ops::detail::ChosenVariant variant = ops::detail::linear_skinny_variant<T>(m, n, k);

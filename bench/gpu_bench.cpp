@@ -5,10 +5,10 @@
 //   - rt.kernel(tmpl, params).launch(...) on every call (in-memory lookup + the above);
 //   - an operator wrapper, kjit::ops::rms_norm, against the raw launch of its kernel.
 // Each launches a tiny kernel in bursts onto an idle device: the host's cost of a launch.
+#include "bench/median.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/ops/ops.hpp"
 
-#include <algorithm>
 #include <benchmark/benchmark.h>
 #include <chrono>
 #include <dlfcn.h>
@@ -60,11 +60,6 @@ struct Fixture {
   const Kernel *kernel = nullptr;
   RawLaunch raw_launch = nullptr;
 };
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // Times bursts of `burst` launches per way onto an idle device (shorter than the driver's queue,
 // so the GPU's speed is not what is timed), the ways interleaved within each iteration so that

@@ -1,5 +1,6 @@
 #pragma once
 // What the GPU benchmarks share: host-timed batches of launches, and the bandwidth baseline.
+#include "bench/median.hpp"
 #include "kjit/kjit.hpp"
 
 #include <algorithm>
@@ -10,12 +11,6 @@
 #include <vector>
 
 namespace kjit::bench {
-
-// The middle of `samples` (sorted here).
-inline double median(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
 
 // The median of 5 batches of `launches` calls of `run`, each timed on the host from the first
 // launch to the device's synchronisation, per launch; after one call to compile and warm up.

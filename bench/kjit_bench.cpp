@@ -5,6 +5,7 @@
 //   - compile time per variant alone and sixteen to a program (issue 13), the same way.
 // Each kjit figure has its baseline measured in the same run. The AMD target is
 // KJIT_BENCH_AMD_TARGET (default gfx90a: ROCm 6 and 7 run it with gfx942, which 5.2 lacks).
+#include "bench/median.hpp"
 #include "bench/raw_compilers.hpp"
 #include "kjit/kjit.hpp"
 #include "kjit/runtime/prebuild.hpp"
@@ -146,11 +147,6 @@ void BM_DiskReadRawFile(benchmark::State &state) {
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 // Times the raw compiler and kjit once each, alternating which goes first from one call to the
