@@ -609,7 +609,8 @@ struct Bench {
   };
 
   // --prefill: the grouped GEMMs in the heuristic's form (form 0) against a candidate (form 1:
-  // the heuristic's with `candidate`'s parameters set in both GEMMs), in three rounds of every row
+  // the heuristic's with `candidate`'s parameters set in both GEMMs, GATHER in the gate-up GEMM
+  // only, which then reads the tokens' rows in the static order), in three rounds of every row
   // in alternating bursts (the run's spread shows between the rounds). At 4096 tokens each GEMM
   // alone on sorted rows in the dynamic tile order (as fused_moe runs them there; the rows
   // filled, not gathered) against kjit's dense GEMM of its FLOPs, and in the heuristic's form with
@@ -662,11 +663,12 @@ struct Bench {
       const double flops = 2.0 * pairs * layer.hidden * layer.inter; // the down GEMM's; gate-up 2x
       // fused_moe's plan, as moe.cpp makes it (moe_plan, fused_moe): gathering in the gate-up
       // GEMM's loads up to 2048 pairs, else a moe_gather pass and the dynamic tile order.
+      // A candidate may gather in the gate-up GEMM (GATHER=1) where the heuristic does not, or
+      // the reverse: each form's layer takes the moe_gather pass where its gate-up GEMM does not
+      // gather, and a gathering GEMM takes the static tile order, as in fused_moe.
       const bool gathering = ops::detail::gate_up_gathers(rt.default_device().target(), pairs);
-      const Kernel *gather = gathering
-                                 ? nullptr
-                                 : &rt.kernel(templates::find("moe_gather"),
-                                              {{"T", element_name<T>()}, {"VEC", 8}, {"ROWS", 8}});
+      const Kernel &gather = rt.kernel(templates::find("moe_gather"),
+                                       {{"T", element_name<T>()}, {"VEC", 8}, {"ROWS", 8}});
       ops::detail::GroupedPlan up[2], down[2]; // by form
       for (const int form : {0, 1}) {
         auto up_variant = ops::detail::grouped_gemm_variant<T>(
@@ -676,7 +678,8 @@ struct Bench {
         for (auto *variant : {&up_variant, &down_variant}) {
           ops::detail::ChosenVariant tried = *variant;
           for (const auto &[name, value] : form == 1 ? candidate : ParamValues{})
-            tried.params.set(name, value);
+            if (name != "GATHER" || variant == &up_variant) // the down GEMM's rows are h's
+              tried.params.set(name, value);
           // A candidate the template refuses for this GEMM (PINGPONG=1 on a wgmma of 256
           // columns) leaves it in the heuristic's form.
           const std::string refused =
@@ -723,15 +726,18 @@ struct Bench {
                                                               const MoeAlignment &tiles_of) {
             timed.push_back({std::string(gated ? "gate-up" : "down") + " GEMM alone" + tiles,
                              form_names[form], gemm_flops, dense_at, [&, gated, form, tiles_of] {
+                               const auto &plan = gated ? up[form] : down[form];
                                ops::detail::launch_grouped<T>(
-                                   gated ? up[form] : down[form], gated ? h.as<T>() : y.as<T>(),
-                                   gated ? x_sorted.as<const T>() : h.as<const T>(),
+                                   plan, gated ? h.as<T>() : y.as<T>(),
+                                   plan.gather ? fused.x.template as<const T>()
+                                   : gated     ? x_sorted.as<const T>()
+                                               : h.as<const T>(),
                                    gated ? weights.w13.template as<const T>()
                                          : weights.w2.template as<const T>(),
                                    rows, tiles_of, layer.experts,
                                    gated ? layer.inter : layer.hidden,
                                    gated ? layer.hidden : layer.inter, layer.top_k,
-                                   schedule.as<int>(), nullptr);
+                                   plan.gather ? nullptr : schedule.as<int>(), nullptr);
                              }});
           };
           for (const int form : {0, 1})
@@ -744,8 +750,10 @@ struct Bench {
       timed.push_back({"layer: dense linear() x2", "", 3 * flops, dense_at, [&] { dense.run(); }});
       timed.push_back({"layer: fused_moe", "heuristic", 3 * flops, dense_at, [&] { fused.run(); }});
       for (const int form : {0, 1})
-        timed.push_back({"layer: its launches", form_names[form], 3 * flops, dense_at,
-                         [&, form] { launches.run(up[form], down[form], gather, 8); }});
+        timed.push_back({"layer: its launches", form_names[form], 3 * flops, dense_at, [&, form] {
+                           launches.run(up[form], down[form], up[form].gather ? nullptr : &gather,
+                                        8);
+                         }});
       std::vector<std::function<void()>> runs;
       for (const Timed &row : timed)
         runs.push_back(row.run);
