@@ -12,8 +12,9 @@ H200, torch 2.11), so the bfloat16 rows are the anchor. Each layer first runs fu
 dense GEMMs for WARM_S seconds: the figures are the card's steady state under its power cap.
 Routing: distinct experts per token uniformly at random, positive weights summing to 1 per token,
 a fresh seed each run (printed). Ways timed in turns, bursts of about 10 ms each (CYCLES,
-BURST_S), so that the card's clock is the same for all; a way's time in a round is its median
-burst:
+BURST_S), so that the card's clock is the same for all; a round's bursts are queued back to back,
+each between two CUDA events, with one wait at the end (ms_queued_in_turns), so that no burst
+starts from an idle device; a way's time in a round is its median burst:
 - kjit fused_moe: the whole layer (routing given);
 - torch layer on grouped_mm: sort the pairs by expert, gather x's rows, grouped_mm gate-up,
   silu(gate) * up, grouped_mm down, times the routing weight, index_add_ into the output;
@@ -26,11 +27,12 @@ Before timing, fused_moe's output (poisoned with NaN) and the torch layer's are 
 float32 evaluation of the layer; a miss is printed and exits 1.
 """
 import os
+import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm_torch import cuda_torch, ms_in_turns  # noqa: E402
+from gemm_torch import cuda_torch  # noqa: E402
 from moe_torch import LAYERS, moe_loop  # noqa: E402
 
 TOKENS = 4096
@@ -56,6 +58,25 @@ def burst_of(torch, run):
         for _ in range(count):
             run()
     return burst, count
+
+
+def ms_queued_in_turns(torch, runs, cycles):
+    """Each run's median time over `cycles` cycles of every run in turn. All bursts are queued
+    back to back, each between two events, and waited for once at the end: a burst timed from an
+    idle device would hold the host's work before its first launch, which fused_moe has more of
+    than a bare GEMM (its checks and its plan's lookup), and the clock's ramp from idle."""
+    events = [[] for _ in runs]
+    for _ in range(cycles):
+        for index, run in enumerate(runs):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            events[index].append((start, end))
+    torch.cuda.synchronize()
+    return [statistics.median(start.elapsed_time(end) for start, end in pairs)
+            for pairs in events]
 
 
 def warm(torch, runs):
@@ -190,7 +211,7 @@ def main():
             warm(torch, [ways[0][1], ways[-2][1], ways[-1][1]])
             bursts = [burst_of(torch, way) for _, way, _ in ways]
             for round_index in range(rounds):
-                ms = ms_in_turns(torch, [burst for burst, _ in bursts], 1, rounds=CYCLES)
+                ms = ms_queued_in_turns(torch, [burst for burst, _ in bursts], CYCLES)
                 seconds = [m * 1e-3 / count for m, (_, count) in zip(ms, bursts)]
                 # The dense GEMMs of each part's FLOPs, each timed alone in this round.
                 kjit_dense = {"gate-up": seconds[6], "down": seconds[7]}
