@@ -114,6 +114,16 @@ def graph_of(torch, call, launches):
     return graph
 
 
+def recorded(torch, run):
+    """run() between two timing events recorded on the current stream: (start, end)."""
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    run()
+    end.record()
+    return start, end
+
+
 def ms_in_turns(torch, runs, launches, rounds=5):
     """The median over `rounds` of each run's time per call (run() makes `launches` calls), the
     runs timed in turns within each round."""
@@ -123,14 +133,24 @@ def ms_in_turns(torch, runs, launches, rounds=5):
     torch.cuda.synchronize()
     for _ in range(rounds):
         for index, run in enumerate(runs):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            run()
-            end.record()
+            start, end = recorded(torch, run)
             end.synchronize()
             samples[index].append(start.elapsed_time(end) / launches)
     return [statistics.median(s) for s in samples]
+
+
+def ms_queued_in_turns(torch, runs, cycles):
+    """Each run's median time over `cycles` cycles of every run in turn. All runs are queued back
+    to back, each between two events, and waited for once at the end: a run timed from an idle
+    device would hold the host's work before its first launch (which fused_moe has more of than
+    a bare GEMM: its checks and its plan's lookup) and the clock's ramp from idle."""
+    events = [[] for _ in runs]
+    for _ in range(cycles):
+        for index, run in enumerate(runs):
+            events[index].append(recorded(torch, run))
+    torch.cuda.synchronize()
+    return [statistics.median(start.elapsed_time(end) for start, end in pairs)
+            for pairs in events]
 
 
 def linear_agrees(torch, kjit_ops, x, weight):

@@ -27,12 +27,11 @@ Before timing, fused_moe's output (poisoned with NaN) and the torch layer's are 
 float32 evaluation of the layer; a miss is printed and exits 1.
 """
 import os
-import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm_torch import cuda_torch  # noqa: E402
+from gemm_torch import cuda_torch, ms_queued_in_turns  # noqa: E402
 from moe_torch import LAYERS, moe_loop  # noqa: E402
 
 TOKENS = 4096
@@ -58,25 +57,6 @@ def burst_of(torch, run):
         for _ in range(count):
             run()
     return burst, count
-
-
-def ms_queued_in_turns(torch, runs, cycles):
-    """Each run's median time over `cycles` cycles of every run in turn. All bursts are queued
-    back to back, each between two events, and waited for once at the end: a burst timed from an
-    idle device would hold the host's work before its first launch, which fused_moe has more of
-    than a bare GEMM (its checks and its plan's lookup), and the clock's ramp from idle."""
-    events = [[] for _ in runs]
-    for _ in range(cycles):
-        for index, run in enumerate(runs):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            run()
-            end.record()
-            events[index].append((start, end))
-    torch.cuda.synchronize()
-    return [statistics.median(start.elapsed_time(end) for start, end in pairs)
-            for pairs in events]
 
 
 def warm(torch, runs):
