@@ -173,7 +173,8 @@ bool fused_moe_decodes(const jit::Target &target, int tokens) {
 // GROUP_M: group_m_for. EPILOGUE 1 (C through shared memory) above the gathering sizes, where
 // it made both GEMMs of both layers faster at 4096 tokens; the decode sizes keep EPILOGUE 0 (not
 // measured there). PINGPONG 0: taking tiles of 128 x 128 in turns was slower (BENCHMARKS.md,
-// "fused_moe prefill: the grouped GEMMs' stores through shared memory").
+// "fused_moe prefill: the grouped GEMMs' stores through shared memory"). SKIP_PADDING 1. Every
+// tunable is named here, as a tuning record's winner falls back to it name by name.
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k) {
@@ -192,7 +193,8 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
                                  {"GROUP_M", group_m_for(pairs, experts)},
                                  {"GATHER", gather ? 1 : 0},
                                  {"PINGPONG", 0},
-                                 {"EPILOGUE", pairs > max_gathering_pairs ? 1 : 0}}};
+                                 {"EPILOGUE", pairs > max_gathering_pairs ? 1 : 0},
+                                 {"SKIP_PADDING", 1}}};
   const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
   const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
   if (const auto winner = detail::tuned_winner(rt, tmpl, problem, extents))

@@ -5,7 +5,9 @@
 // reference's cost). fused_moe with FP8 weights likewise (MoeFp8GpuTest), on smaller layers of
 // both kinds: its weights ~N(0, 0.02) quantised per 128 x 128 block, scales amax / 448.
 #include "kjit/ops/quant.hpp"
+#include "kjit/runtime/tuner.hpp"
 #include "ops/src/moe_gemm.hpp"
+#include "ops/src/plans.hpp"
 #include "tests/ops/gpu_support.hpp"
 
 #include <algorithm>
@@ -454,6 +456,30 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
 
 // FusedMoeOptions::validate: an id out of range (8 of 8 experts, then -2) is Error(bad_argument)
 // naming it, before anything is launched; -1 passes and routes its slot nowhere.
+// A tuning record's winner for the grouped GEMM is taken, every tunable of it. The heuristic's
+// variant is the fallback of each, so it names them all: one it left to the template's default
+// (SKIP_PADDING before s35) made the lookup throw Error(bad_parameter) once a record existed.
+TYPED_TEST(MoeGpuTest, AGroupedGemmTuningRecordIsTakenWhole) {
+  using T = TypeParam;
+  if (this->device().target().id() != "sm_90a")
+    GTEST_SKIP() << "moe_gemm_wgmma runs on sm_90a only; this device is "
+                 << this->device().target().id();
+  constexpr int experts = 8, pairs = 5000, inter = 320, hidden = 256;
+  const Template &grouped = templates::find("moe_gemm_wgmma");
+  const ParamValues winner = {{"BLOCK_N", 64}, {"STAGES", 5},   {"GROUP_M", 2},
+                              {"PINGPONG", 1}, {"EPILOGUE", 0}, {"SKIP_PADDING", 0}};
+  const TuningKey key = TuningKey::of(
+      grouped, {{"GATED", 1}, {"T", std::string(element_name<T>())}},
+      {{"experts", experts}, {"k", hidden}, {"m", detail::rows_bucket(pairs)}, {"n", inter}},
+      {this->device().target().id(), this->device().multiprocessors(), this->device().name()},
+      this->runtime().compiler_identity(this->device().vendor()));
+  TuningTable::from_config(this->runtime().config()).store({key, {winner, 1.0}, {}, 0});
+  const detail::ChosenVariant chosen =
+      detail::grouped_gemm_variant<T>(this->runtime(), true, false, pairs, experts, inter, hidden);
+  for (const auto &[name, value] : winner)
+    EXPECT_EQ(chosen.integer(name), value.integer()) << name;
+}
+
 TYPED_TEST(MoeGpuTest, ValidateRefusesAnIdOutOfRangeBeforeLaunchingAndPassesMinusOne) {
   const auto layer = this->make_layer(8, 256, 384);
   std::vector<int> all(8), ids;
