@@ -615,10 +615,11 @@ struct Bench {
   // alone on sorted rows in the dynamic tile order (as fused_moe runs them there; the rows
   // filled, not gathered) against kjit's dense GEMM of its FLOPs, and in the heuristic's form with
   // every tile on expert 0 (its weights stay in L2), and routed evenly (no padding: as many tiles
-  // as the dense GEMM's), on the experts' weights and on expert 0's. At 16, 256 and 4096 tokens the
-  // layer: fused_moe (the heuristic's form) and its launches one after another as fused_moe makes
-  // them (moe_align, the moe_gather pass where the gate-up GEMM does not gather, both GEMMs,
-  // moe_combine) with either form of both GEMMs, against the dense GEMMs of its FLOPs.
+  // as the dense GEMM's), on the experts' weights and on expert 0's; fused_moe routed evenly too.
+  // At 16, 256 and 4096 tokens the layer: fused_moe (the heuristic's form) and its launches one
+  // after another as fused_moe makes them (moe_align, the moe_gather pass where the gate-up GEMM
+  // does not gather, both GEMMs, moe_combine) with either form of both GEMMs, against the dense
+  // GEMMs of its FLOPs.
   template <Element T> void prefill(const Layer &layer, const ParamValues &candidate) {
     const Experts<T> weights = experts<T>(layer);
     const std::string type(element_name<T>());
@@ -654,6 +655,10 @@ struct Bench {
       // grouped GEMMs run as many tiles as the dense GEMMs (the padding's cost apart).
       const DeviceBuffer even_ids = evenly_routed(layer, tokens);
       Aligned even(*this, layer, even_ids, pairs);
+      // fused_moe itself on that routing (each token's experts stay distinct): the whole layer
+      // with no padding, its passes included.
+      Fused<T> fused_even(*this, layer, weights, tokens);
+      fused_even.ids = evenly_routed(layer, tokens);
       if (tokens == 4096) {
         int even_tiles = 0;
         even.totals.read(&even_tiles, sizeof(int));
@@ -749,6 +754,9 @@ struct Bench {
       const std::size_t dense_at = timed.size();
       timed.push_back({"layer: dense linear() x2", "", 3 * flops, dense_at, [&] { dense.run(); }});
       timed.push_back({"layer: fused_moe", "heuristic", 3 * flops, dense_at, [&] { fused.run(); }});
+      if (tokens == 4096)
+        timed.push_back({"layer: fused_moe, routed evenly", "heuristic", 3 * flops, dense_at,
+                         [&] { fused_even.run(); }});
       for (const int form : {0, 1})
         timed.push_back({"layer: its launches", form_names[form], 3 * flops, dense_at, [&, form] {
                            launches.run(up[form], down[form], up[form].gather ? nullptr : &gather,
