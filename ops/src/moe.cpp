@@ -229,7 +229,7 @@ void launch_grouped(const GroupedPlan &plan, T *c, const T *a, const T *w, std::
   const Device &device = plan.kernel->device();
   // A gathering variant reads the token rows a [tokens, k] itself; its map_a is unused.
   const TensorMap map_a =
-      plan.gather ? TensorMap{} : map_of(device, element, a, rows, k, moe_block_m);
+      plan.gather ? TensorMap{} : map_of(device, element, a, rows, k, moe_block_m / 2);
   const TensorMap map_w = map_of(
       device, element, w, std::uint64_t(experts) * n * (plan.gated ? 2 : 1), k, plan.block_n);
   // EPILOGUE 1 stores C [rows, n] in boxes of 64 x 64.

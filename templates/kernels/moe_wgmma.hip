@@ -6,9 +6,10 @@
 // The rows of A are the token-expert pairs sorted by expert, each expert's run padded to 128 rows
 // (moe_routing.hip's moe_align), so a 128-row tile belongs to one expert; totals[0] counts the
 // tiles, on the device (no host synchronisation). Where they come from:
-//   GATHER 0: A [rows, k] holds them, read through the tensor map map_a (moe_gather's output,
-//             whose padding rows hold whatever was there, or the gated rows for the down
-//             projection); a padding row of A reaches only its own row of C, which nothing reads;
+//   GATHER 0: A [rows, k] holds them (moe_gather's output, whose padding rows hold whatever was
+//             there, or the gated rows for the down projection), read through the tensor map
+//             map_a in boxes of 64 rows; a padding row of A reaches only its own row of C, which
+//             nothing reads;
 //   GATHER 1: row r is the token row x[sorted_pairs[r] / top_k] (zeros for padding), copied by
 //             the producer warpgroup's 128 threads with cp.async, one row each, into the layout
 //             TMA's 128-byte swizzle gives (map_a is unused): no gathered copy of the tokens.
@@ -195,13 +196,20 @@ __global__ void __launch_bounds__(384, 1)
         const int w_row = expert * (GATED ? 2 * n : n) + tile_n * BLOCK_N;
         const int pair = GATHER ? sorted_pairs[tile_m * BM + thread] : -1; // -1: padding
         const T *row = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * k;
+        // GATHER 0 copies A's tile in halves of 64 rows, the second only where a consumer reads
+        // it: SKIP_PADDING's consumer 1 passes over a tile whose rows 64-127 are all padding.
+        const bool second_half =
+            GATHER || !SKIP_PADDING || PINGPONG || thread != 0 || sorted_pairs[tile_m * BM + 64] >= 0;
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
           if (thread == 0) {
-            barrier_expect_bytes(&full[s], GATHER ? B_BYTES : STAGE);
+            barrier_expect_bytes(&full[s],
+                                 GATHER ? B_BYTES : second_half ? STAGE : STAGE - A_BYTES / 2);
             if (!GATHER)
               copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
+            if (!GATHER && second_half)
+              copy_box(a_stage + A_BYTES / 2, &map_a, &full[s], kb * BK, tile_m * BM + BM / 2);
             copy_box(b_stage, &map_b, &full[s], kb * BK, w_row);
             if (GATED) // the up rows of the same columns, after the gate rows
               copy_box(b_stage + BLOCK_N * 128, &map_b, &full[s], kb * BK, w_row + n);
