@@ -198,8 +198,8 @@ __global__ void __launch_bounds__(384, 1)
         const T *row = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * k;
         // GATHER 0 copies A's tile in halves of 64 rows, the second only where a consumer reads
         // it: SKIP_PADDING's consumer 1 passes over a tile whose rows 64-127 are all padding.
-        const bool second_half =
-            GATHER || !SKIP_PADDING || PINGPONG || thread != 0 || sorted_pairs[tile_m * BM + 64] >= 0;
+        const bool second_half = GATHER || !SKIP_PADDING || PINGPONG || thread != 0 ||
+                                 sorted_pairs[tile_m * BM + 64] >= 0;
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;

@@ -454,8 +454,6 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
   }
 }
 
-// FusedMoeOptions::validate: an id out of range (8 of 8 experts, then -2) is Error(bad_argument)
-// naming it, before anything is launched; -1 passes and routes its slot nowhere.
 // A tuning record's winner for the grouped GEMM is taken, every tunable of it. The heuristic's
 // variant is the fallback of each, so it names them all: one it left to the template's default
 // (SKIP_PADDING before s35) made the lookup throw Error(bad_parameter) once a record existed.
@@ -480,6 +478,8 @@ TYPED_TEST(MoeGpuTest, AGroupedGemmTuningRecordIsTakenWhole) {
     EXPECT_EQ(chosen.integer(name), value.integer()) << name;
 }
 
+// FusedMoeOptions::validate: an id out of range (8 of 8 experts, then -2) is Error(bad_argument)
+// naming it, before anything is launched; -1 passes and routes its slot nowhere.
 TYPED_TEST(MoeGpuTest, ValidateRefusesAnIdOutOfRangeBeforeLaunchingAndPassesMinusOne) {
   const auto layer = this->make_layer(8, 256, 384);
   std::vector<int> all(8), ids;
