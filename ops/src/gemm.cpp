@@ -175,24 +175,6 @@ struct GemmPlan {
   std::variant<SkinnyLaunch, SplitkLaunch, WgmmaLaunch> launch;
 };
 
-// `variant` with the tunable values `winner` names (the problem's, T and B_KMAJOR, kept). A
-// tunable the record leaves out takes the template's default, as the variant the tuner timed did
-// (a record from before the tunable existed ran its default's code): the heuristic's value could
-// make a variant the template refuses (BLOCK_M 64 beside a recorded SWAP_AB 0).
-detail::ChosenVariant with_winner(const detail::ChosenVariant &variant,
-                                  const TimedVariant &winner) {
-  detail::ChosenVariant tuned = variant;
-  for (const auto &[name, value] : variant.params) {
-    const ParamSchema &schema = variant.tmpl->param(name)->param;
-    if (!schema.is_tunable())
-      continue;
-    const int unrecorded = schema.fallback() ? static_cast<int>(schema.fallback()->integer())
-                                             : static_cast<int>(value.integer());
-    tuned.params.set(name, detail::winner_value(winner, name, unrecorded));
-  }
-  return tuned;
-}
-
 // detail::heuristic_gemm_variant for the key's shape and kernels.
 template <Element T> detail::ChosenVariant heuristic_variant(const GemmPlanKey &key) {
   return detail::heuristic_gemm_variant<T>(static_cast<int>(key.m_bucket), key.n, key.k,
@@ -215,7 +197,7 @@ detail::ChosenVariant choose_gemm_variant(Runtime &rt, const GemmPlanKey &key) {
     const std::optional<TimedVariant> winner =
         detail::tuned_winner(rt, *variant.tmpl, problem, extents);
     if (winner && (!best || winner->time_us < best_us)) {
-      best = with_winner(variant, *winner);
+      best = detail::with_winner(variant, *winner);
       best_us = winner->time_us;
     }
   };

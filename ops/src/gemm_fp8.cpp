@@ -206,14 +206,10 @@ const Fp8Plan &fp8_plan(Runtime &rt, Scaling scaling, int m, int n, int k) {
     return found->second;
   const int bucket = static_cast<int>(key.m_bucket);
   const detail::ChosenVariant heuristic = heuristic_fp8_variant(scaling, bucket, n);
-  detail::ChosenVariant chosen = heuristic;
   const ParamValues extents = {{"k", k}, {"m", key.m_bucket}, {"n", n}};
-  if (const std::optional<TimedVariant> winner = detail::tuned_winner(
-          rt, *heuristic.tmpl, {{"SCALING", static_cast<int>(scaling)}}, extents))
-    for (const auto &[name, value] : heuristic.params)
-      if (heuristic.tmpl->param(name)->param.is_tunable())
-        chosen.params.set(name,
-                          detail::winner_value(*winner, name, static_cast<int>(value.integer())));
+  const std::optional<TimedVariant> winner =
+      detail::tuned_winner(rt, *heuristic.tmpl, {{"SCALING", static_cast<int>(scaling)}}, extents);
+  const detail::ChosenVariant chosen = winner ? detail::with_winner(heuristic, *winner) : heuristic;
   try {
     return plans.emplace(key, make_fp8_plan(rt, chosen)).first->second;
   } catch (const Error &error) {

@@ -174,7 +174,7 @@ bool fused_moe_decodes(const jit::Target &target, int tokens) {
 // it made both GEMMs of both layers faster at 4096 tokens; the decode sizes keep EPILOGUE 0 (not
 // measured there). PINGPONG 0: taking tiles of 128 x 128 in turns was slower (BENCHMARKS.md,
 // "fused_moe prefill: the grouped GEMMs' stores through shared memory"). SKIP_PADDING 1. Every
-// tunable is named here, as a tuning record's winner falls back to it name by name.
+// tunable is named here: a tuning record's winner replaces the variant's tunables (with_winner).
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k) {
@@ -198,9 +198,7 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
   const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
   const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
   if (const auto winner = detail::tuned_winner(rt, tmpl, problem, extents))
-    for (const char *name :
-         {"BLOCK_N", "STAGES", "GROUP_M", "PINGPONG", "EPILOGUE", "SKIP_PADDING"})
-      variant.params.set(name, detail::winner_value(*winner, name, variant.integer(name)));
+    return detail::with_winner(variant, *winner);
   return variant;
 }
 

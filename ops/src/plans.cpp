@@ -70,4 +70,17 @@ int winner_value(const TimedVariant &winner, std::string_view name, int fallback
   return value != nullptr && value->is_integer() ? static_cast<int>(value->integer()) : fallback;
 }
 
+ChosenVariant with_winner(const ChosenVariant &variant, const TimedVariant &winner) {
+  ChosenVariant tuned = variant;
+  for (const auto &[name, value] : variant.params) {
+    const ParamSchema &schema = variant.tmpl->param(name)->param;
+    if (!schema.is_tunable())
+      continue;
+    const int unrecorded = schema.fallback() ? static_cast<int>(schema.fallback()->integer())
+                                             : static_cast<int>(value.integer());
+    tuned.params.set(name, winner_value(winner, name, unrecorded));
+  }
+  return tuned;
+}
+
 } // namespace kjit::ops::detail

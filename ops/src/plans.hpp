@@ -73,4 +73,11 @@ std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
 // An integer value of a winner's parameters; `fallback` when it does not name it.
 int winner_value(const TimedVariant &winner, std::string_view name, int fallback);
 
+// `variant` (a heuristic's, naming every tunable of its template) with the tunable values `winner`
+// names; the problem's parameters are kept. A tunable the record leaves out takes the template's
+// default, as the variant the tuner timed did (a record from before the tunable existed ran its
+// default's code): the heuristic's value could make a variant the template refuses (gemm's
+// BLOCK_M 64 beside a recorded SWAP_AB 0), or one the tuner never timed.
+ChosenVariant with_winner(const ChosenVariant &variant, const TimedVariant &winner);
+
 } // namespace kjit::ops::detail

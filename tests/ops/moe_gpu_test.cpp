@@ -454,28 +454,42 @@ TYPED_TEST(MoeGpuTest, GroupedGemmGatheringOrReadingSortedRowsWithPoisonedPaddin
   }
 }
 
-// A tuning record's winner for the grouped GEMM is taken, every tunable of it. The heuristic's
-// variant is the fallback of each, so it names them all: one it left to the template's default
-// (SKIP_PADDING before s35) made the lookup throw Error(bad_parameter) once a record existed.
-TYPED_TEST(MoeGpuTest, AGroupedGemmTuningRecordIsTakenWhole) {
+// A tuning record's winner for the grouped GEMM is taken, every tunable of it, and a tunable the
+// record leaves out takes the template's default, as the variant the tuner timed did
+// (with_winner), not the heuristic's value: here EPILOGUE 0 where the heuristic names 1 above
+// 2048 pairs. Before s35 the lookup fell back to the heuristic's values and threw
+// Error(bad_parameter) for SKIP_PADDING, which the heuristic did not name.
+TYPED_TEST(MoeGpuTest, AGroupedGemmTuningRecordIsTakenWithTheTemplatesDefaults) {
   using T = TypeParam;
   if (this->device().target().id() != "sm_90a")
     GTEST_SKIP() << "moe_gemm_wgmma runs on sm_90a only; this device is "
                  << this->device().target().id();
-  constexpr int experts = 8, pairs = 5000, inter = 320, hidden = 256;
+  constexpr int experts = 8, pairs = 5000, hidden = 256;
   const Template &grouped = templates::find("moe_gemm_wgmma");
-  const ParamValues winner = {{"BLOCK_N", 64}, {"STAGES", 5},   {"GROUP_M", 2},
-                              {"PINGPONG", 1}, {"EPILOGUE", 0}, {"SKIP_PADDING", 0}};
-  const TuningKey key = TuningKey::of(
-      grouped, {{"GATED", 1}, {"T", std::string(element_name<T>())}},
-      {{"experts", experts}, {"k", hidden}, {"m", detail::rows_bucket(pairs)}, {"n", inter}},
-      {this->device().target().id(), this->device().multiprocessors(), this->device().name()},
-      this->runtime().compiler_identity(this->device().vendor()));
-  TuningTable::from_config(this->runtime().config()).store({key, {winner, 1.0}, {}, 0});
-  const detail::ChosenVariant chosen =
-      detail::grouped_gemm_variant<T>(this->runtime(), true, false, pairs, experts, inter, hidden);
-  for (const auto &[name, value] : winner)
-    EXPECT_EQ(chosen.integer(name), value.integer()) << name;
+  const auto plant = [&](int inter, const ParamValues &winner) {
+    const TuningKey key = TuningKey::of(
+        grouped, {{"GATED", 1}, {"T", std::string(element_name<T>())}},
+        {{"experts", experts}, {"k", hidden}, {"m", detail::rows_bucket(pairs)}, {"n", inter}},
+        {this->device().target().id(), this->device().multiprocessors(), this->device().name()},
+        this->runtime().compiler_identity(this->device().vendor()));
+    TuningTable::from_config(this->runtime().config()).store({key, {winner, 1.0}, {}, 0});
+    return detail::grouped_gemm_variant<T>(this->runtime(), true, false, pairs, experts, inter,
+                                           hidden);
+  };
+  const ParamValues whole = {{"BLOCK_N", 64}, {"STAGES", 5},   {"GROUP_M", 2},
+                             {"PINGPONG", 1}, {"EPILOGUE", 0}, {"SKIP_PADDING", 0}};
+  const detail::ChosenVariant taken = plant(320, whole);
+  for (const auto &[name, value] : whole)
+    EXPECT_EQ(taken.integer(name), value.integer()) << name;
+  ASSERT_EQ(
+      detail::grouped_gemm_variant<T>(this->runtime(), true, false, pairs, experts, 384, hidden)
+          .integer("EPILOGUE"),
+      1); // the heuristic's, with no record for that shape
+  const detail::ChosenVariant defaulted =
+      plant(384, {{"BLOCK_N", 128}, {"STAGES", 4}, {"GROUP_M", 4}, {"PINGPONG", 0}});
+  EXPECT_EQ(defaulted.integer("EPILOGUE"), 0);
+  EXPECT_EQ(defaulted.integer("SKIP_PADDING"), 1);
+  EXPECT_EQ(defaulted.integer("GROUP_M"), 4);
 }
 
 // FusedMoeOptions::validate: an id out of range (8 of 8 experts, then -2) is Error(bad_argument)
