@@ -71,6 +71,14 @@ __device__ inline void copy_row(unsigned char *to, const T *from, bool present, 
   }
 }
 
+// Whether consumer 1 passes over rows 64-127 of the 128-row tile tile_m: SKIP_PADDING with
+// PINGPONG 0, where they are all padding (moe_align places an expert's pairs first, then -1).
+// The producer copies those rows of A only where it does not, so both ask here.
+template <int SKIP_PADDING, int PINGPONG>
+__device__ inline bool second_half_skipped(const int *sorted_pairs, int tile_m) {
+  return SKIP_PADDING && !PINGPONG && sorted_pairs[tile_m * 128 + 64] < 0;
+}
+
 // The mbarrier's pending count drops by one when this thread's earlier cp.async copies land.
 __device__ inline void arrive_when_copied(unsigned long long *bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(
@@ -197,9 +205,10 @@ __global__ void __launch_bounds__(384, 1)
         const int pair = GATHER ? sorted_pairs[tile_m * BM + thread] : -1; // -1: padding
         const T *row = x + static_cast<long long>(pair < 0 ? 0 : pair / top_k) * k;
         // GATHER 0 copies A's tile in halves of 64 rows, the second only where a consumer reads
-        // it: SKIP_PADDING's consumer 1 passes over a tile whose rows 64-127 are all padding.
-        const bool second_half = GATHER || !SKIP_PADDING || PINGPONG || thread != 0 ||
-                                 sorted_pairs[tile_m * BM + 64] >= 0;
+        // it (thread 0 issues the copies).
+        const bool second_half =
+            GATHER || thread != 0 ||
+            !kjit_moe_gemm::second_half_skipped<SKIP_PADDING, PINGPONG>(sorted_pairs, tile_m);
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
@@ -261,7 +270,8 @@ __global__ void __launch_bounds__(384, 1)
       int tile_m, tile_n;
       place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
       const int rows = PINGPONG ? 0 : consumer * 64; // the first of this consumer's rows
-      if (SKIP_PADDING && !PINGPONG && consumer == 1 && sorted_pairs[tile_m * BM + 64] < 0) {
+      if (consumer == 1 &&
+          kjit_moe_gemm::second_half_skipped<SKIP_PADDING, PINGPONG>(sorted_pairs, tile_m)) {
         for (int kb = 0; kb < k_blocks; ++kb) { // all padding: only the ring's protocol
           barrier_wait(&full[s], phase); // the stage's use, before this arrival counts for it
           if (thread == 0)
