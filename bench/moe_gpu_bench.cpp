@@ -653,12 +653,11 @@ struct Bench {
       };
       // Routed evenly: at 4096 tokens every expert's pairs fill whole tiles of rows, so the
       // grouped GEMMs run as many tiles as the dense GEMMs (the padding's cost apart).
-      const DeviceBuffer even_ids = evenly_routed(layer, tokens);
-      Aligned even(*this, layer, even_ids, pairs);
-      // fused_moe itself on that routing (each token's experts stay distinct): the whole layer
-      // with no padding, its passes included.
+      // fused_moe itself on that routing too (each token's experts stay distinct): the whole
+      // layer with no padding, its passes included.
       Fused<T> fused_even(*this, layer, weights, tokens);
       fused_even.ids = evenly_routed(layer, tokens);
+      Aligned even(*this, layer, fused_even.ids, pairs);
       if (tokens == 4096) {
         int even_tiles = 0;
         even.totals.read(&even_tiles, sizeof(int));
