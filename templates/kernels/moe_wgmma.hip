@@ -71,12 +71,12 @@ __device__ inline void copy_row(unsigned char *to, const T *from, bool present, 
   }
 }
 
-// Whether consumer 1 passes over rows 64-127 of the 128-row tile tile_m: SKIP_PADDING with
+// Whether consumer 1 passes over the second half of the BM rows of tile tile_m: SKIP_PADDING with
 // PINGPONG 0, where they are all padding (moe_align places an expert's pairs first, then -1).
 // The producer copies those rows of A only where it does not, so both ask here.
-template <int SKIP_PADDING, int PINGPONG>
+template <int SKIP_PADDING, int PINGPONG, int BM>
 __device__ inline bool second_half_skipped(const int *sorted_pairs, int tile_m) {
-  return SKIP_PADDING && !PINGPONG && sorted_pairs[tile_m * 128 + 64] < 0;
+  return SKIP_PADDING && !PINGPONG && sorted_pairs[tile_m * BM + BM / 2] < 0;
 }
 
 // The mbarrier's pending count drops by one when this thread's earlier cp.async copies land.
@@ -208,13 +208,14 @@ __global__ void __launch_bounds__(384, 1)
         // it (thread 0 issues the copies).
         const bool second_half =
             GATHER || thread != 0 ||
-            !kjit_moe_gemm::second_half_skipped<SKIP_PADDING, PINGPONG>(sorted_pairs, tile_m);
+            !kjit_moe_gemm::second_half_skipped<SKIP_PADDING, PINGPONG, BM>(sorted_pairs, tile_m);
         for (int kb = 0; kb < k_blocks; ++kb) {
           barrier_wait(&empty[s], phase ^ 1); // a fresh barrier's previous phase counts as done
           unsigned char *a_stage = stages + s * STAGE, *b_stage = a_stage + A_BYTES;
           if (thread == 0) {
-            barrier_expect_bytes(&full[s],
-                                 GATHER ? B_BYTES : second_half ? STAGE : STAGE - A_BYTES / 2);
+            barrier_expect_bytes(&full[s], GATHER        ? B_BYTES
+                                           : second_half ? STAGE
+                                                         : STAGE - A_BYTES / 2);
             if (!GATHER)
               copy_box(a_stage, &map_a, &full[s], kb * BK, tile_m * BM);
             if (!GATHER && second_half)
@@ -271,7 +272,7 @@ __global__ void __launch_bounds__(384, 1)
       place_tile<GROUP_M>(t, tiles_m, tiles_n, tile_m, tile_n);
       const int rows = PINGPONG ? 0 : consumer * 64; // the first of this consumer's rows
       if (consumer == 1 &&
-          kjit_moe_gemm::second_half_skipped<SKIP_PADDING, PINGPONG>(sorted_pairs, tile_m)) {
+          kjit_moe_gemm::second_half_skipped<SKIP_PADDING, PINGPONG, BM>(sorted_pairs, tile_m)) {
         for (int kb = 0; kb < k_blocks; ++kb) { // all padding: only the ring's protocol
           barrier_wait(&full[s], phase); // the stage's use, before this arrival counts for it
           if (thread == 0)
