@@ -280,16 +280,21 @@ int moe_workspace_bytes(const char *name, int dtype, int tokens, int top_k, int 
   });
 }
 
-// kjit_fused_moe and its FP8 form: kjit::ops::fused_moe on the layer `layer_of(T *)` describes
-// for the element type T of `dtype`.
+// kjit_fused_moe, its FP8 form and their _ex forms: kjit::ops::fused_moe on the layer
+// `layer_of(T *)` describes for the element type T of `dtype`, with FusedMoeOptions::validate
+// from `validate` (0 or 1; the forms without _ex pass 0).
 template <typename LayerOf>
 int call_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,
                    const int *ids, int tokens, int top_k, LayerOf &&layer_of, void *workspace,
-                   size_t workspace_bytes, void *stream) {
+                   size_t workspace_bytes, int validate, void *stream) {
   return guarded([&] {
+    if (validate != 0 && validate != 1)
+      throw kjit::Error(kjit::Errc::bad_argument,
+                        "fused_moe: validate " + std::to_string(validate) + " is neither 0 nor 1");
+    const kjit::ops::FusedMoeOptions options{.validate = validate == 1};
     with_half_element(dtype, "fused_moe", [&]<typename T>(T *none) {
       kjit::ops::fused_moe(runtime_of(rt), as<T>(out), as<T>(x), weights, ids, tokens, top_k,
-                           layer_of(none), workspace, workspace_bytes, stream);
+                           layer_of(none), workspace, workspace_bytes, stream, options);
     });
   });
 }
@@ -367,6 +372,9 @@ constexpr PackedOp packed_ops[] = {
     {"reshape_and_cache", packed_call<kjit_reshape_and_cache>},
     {"gemm_fp8_scaled", packed_call<kjit_gemm_fp8_scaled>},
     {"gemm_fp8_blockscale", packed_call<kjit_gemm_fp8_blockscale>},
+    {"moe_align", packed_call<kjit_moe_align>},
+    {"fused_moe_ex", packed_call<kjit_fused_moe_ex>},
+    {"fused_moe_fp8_ex", packed_call<kjit_fused_moe_fp8_ex>},
 };
 
 } // namespace
@@ -739,6 +747,14 @@ int kjit_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const 
                    const int *ids, int tokens, int top_k, const void *w13, const void *w2,
                    int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
                    void *stream) {
+  return kjit_fused_moe_ex(rt, dtype, out, x, weights, ids, tokens, top_k, w13, w2, experts, hidden,
+                           inter, workspace, workspace_bytes, 0, stream);
+}
+
+int kjit_fused_moe_ex(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,
+                      const int *ids, int tokens, int top_k, const void *w13, const void *w2,
+                      int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
+                      int validate, void *stream) {
   return call_fused_moe(
       rt, dtype, out, x, weights, ids, tokens, top_k,
       [&]<typename T>(T *) {
@@ -748,7 +764,7 @@ int kjit_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const 
                                         .hidden = hidden,
                                         .inter = inter};
       },
-      workspace, workspace_bytes, stream);
+      workspace, workspace_bytes, validate, stream);
 }
 
 int kjit_fused_moe_fp8_workspace_bytes(int dtype, int tokens, int top_k, int experts, int hidden,
@@ -766,12 +782,49 @@ int kjit_fused_moe_fp8(kjit_runtime *rt, int dtype, void *out, const void *x, co
                        int w2_scales_experts, int w2_scales_rows, int w2_scales_columns,
                        int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
                        void *stream) {
+  return kjit_fused_moe_fp8_ex(rt, dtype, out, x, weights, ids, tokens, top_k, w13, w13_scales,
+                               w13_scales_experts, w13_scales_rows, w13_scales_columns, w2,
+                               w2_scales, w2_scales_experts, w2_scales_rows, w2_scales_columns,
+                               experts, hidden, inter, workspace, workspace_bytes, 0, stream);
+}
+
+int kjit_fused_moe_fp8_ex(kjit_runtime *rt, int dtype, void *out, const void *x,
+                          const float *weights, const int *ids, int tokens, int top_k,
+                          const uint8_t *w13, const float *w13_scales, int w13_scales_experts,
+                          int w13_scales_rows, int w13_scales_columns, const uint8_t *w2,
+                          const float *w2_scales, int w2_scales_experts, int w2_scales_rows,
+                          int w2_scales_columns, int experts, int hidden, int inter,
+                          void *workspace, size_t workspace_bytes, int validate, void *stream) {
   const kjit::ops::MoeWeightsFp8 layer = to_fp8_layer(
       w13, {w13_scales, w13_scales_experts, w13_scales_rows, w13_scales_columns}, w2,
       {w2_scales, w2_scales_experts, w2_scales_rows, w2_scales_columns}, experts, hidden, inter);
   return call_fused_moe(
       rt, dtype, out, x, weights, ids, tokens, top_k, [&](auto *) { return layer; }, workspace,
-      workspace_bytes, stream);
+      workspace_bytes, validate, stream);
+}
+
+int kjit_moe_align_rows(int pairs, int experts, int block_m, size_t *rows) {
+  if (rows)
+    *rows = 0;
+  return guarded([&] {
+    require(rows, "rows");
+    // moe_align refuses these itself; the rows of an alignment for them would be meaningless.
+    if (pairs < 0 || experts < 1 ||
+        (block_m != 16 && block_m != 32 && block_m != 64 && block_m != 128))
+      throw kjit::Error(kjit::Errc::bad_argument,
+                        "moe_align_rows: pairs " + std::to_string(pairs) + ", experts " +
+                            std::to_string(experts) + ", block_m " + std::to_string(block_m) +
+                            ": pairs must be >= 0, experts >= 1 and block_m 16, 32, 64 or 128");
+    *rows = kjit::ops::moe_align_rows(pairs, experts, block_m);
+  });
+}
+
+int kjit_moe_align(kjit_runtime *rt, int *sorted_pairs, int *block_experts, int *pair_positions,
+                   int *totals, const int *ids, int pairs, int experts, int block_m, void *stream) {
+  return guarded([&] {
+    kjit::ops::moe_align(runtime_of(rt), {sorted_pairs, block_experts, pair_positions, totals}, ids,
+                         pairs, experts, block_m, stream);
+  });
 }
 
 int kjit_paged_attention_workspace_bytes(kjit_runtime *rt, int q_heads, int num_blocks,

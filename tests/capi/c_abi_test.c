@@ -344,6 +344,106 @@ int main(int argc, char **argv) {
         (status == KJIT_NO_DEVICE && encoding == -1));
   CHECK(kjit_gemm_fp8_encoding(rt, NULL) == KJIT_BAD_ARGUMENT);
 
+  /* moe_align and fused_moe's options (since 1.5): the rows' bound, the alignment's checks
+   * and fused_moe's validate, in their places (from a packed block too), before a GPU is needed. */
+  size_t align_rows = 0;
+  CHECK(kjit_moe_align_rows(7, 4, 16, &align_rows) == KJIT_OK && align_rows == (1 + 4) * 16);
+  CHECK(kjit_moe_align_rows(1, 8, 128, &align_rows) == KJIT_OK &&
+        align_rows == 256); /* 1 tile; 2 allowed */
+  CHECK(kjit_moe_align_rows(0, 8, 128, &align_rows) == KJIT_OK && align_rows == 0);
+  align_rows = 1;
+  CHECK(kjit_moe_align_rows(-1, 8, 128, &align_rows) == KJIT_BAD_ARGUMENT && align_rows == 0);
+  CHECK(strstr(kjit_last_error(), "moe_align_rows: pairs -1, experts 8, block_m 128") != NULL);
+  align_rows = 1;
+  CHECK(kjit_moe_align_rows(8, 8, 100, &align_rows) == KJIT_BAD_ARGUMENT && align_rows == 0);
+  CHECK(kjit_moe_align_rows(8, 8, 128, NULL) == KJIT_BAD_ARGUMENT);
+  int *sorted = (int *)memory, *blocks = (int *)(memory + 1024),
+      *positions = (int *)(memory + 2048), *totals = (int *)(memory + 3072);
+  CHECK(kjit_moe_align(rt, sorted, blocks, positions, totals, ids, 6, 8, 100, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "kjit::ops::moe_align: block_m is 100, not 16, 32, 64 or 128") !=
+        NULL);
+  CHECK(kjit_moe_align(rt, sorted, blocks, positions, totals, ids, 6, 257, 128, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "kjit::ops::moe_align: experts is 257, must be in [1, 256]") !=
+        NULL);
+  CHECK(kjit_moe_align(rt, sorted, blocks, positions, totals, NULL, 6, 8, 128, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "kjit::ops::moe_align: ids is null") != NULL);
+  CHECK(kjit_moe_align(rt, sorted, blocks, NULL, totals, ids, 6, 8, 128, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "kjit::ops::moe_align: pair_positions is null") != NULL);
+  CHECK(kjit_moe_align(rt, sorted, blocks, positions, totals, ids, -1, 8, 128, NULL) ==
+        KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "kjit::ops::moe_align: pairs is -1") != NULL);
+  /* moe_align(sorted_pairs, block_experts, pair_positions, totals, ids, pairs, experts, block_m)
+   * from a packed block: experts (slot 6), then block_m (slot 7), named by the value packed. */
+  CHECK(kjit_op_get(rt, "moe_align", &op) == KJIT_OK && op != NULL);
+  unsigned char packed_align[40 + 8 * 8];
+  memset(packed_align, 0, sizeof packed_align);
+  void *const align_pointers[5] = {sorted, blocks, positions, totals, ids};
+  const int align_sizes[3] = {6, 300, 128};
+  for (int i = 0; i < 5; ++i)
+    memcpy(packed_align + 40 + 8 * i, &align_pointers[i], sizeof(void *));
+  for (int i = 0; i < 3; ++i)
+    memcpy(packed_align + 40 + 8 * (5 + i), &align_sizes[i], sizeof(int));
+  CHECK(kjit_op_launch_packed(op, packed_align) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "experts is 300") != NULL);
+  const int align_experts = 8, align_block = 48;
+  memcpy(packed_align + 40 + 8 * 6, &align_experts, sizeof(int));
+  memcpy(packed_align + 40 + 8 * 7, &align_block, sizeof(int));
+  CHECK(kjit_op_launch_packed(op, packed_align) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "block_m is 48") != NULL);
+
+  /* fused_moe's validate: 0 or 1, refused by value before the layer's checks, which 1 still
+   * passes through (the ids are read only once every other check has passed). */
+  CHECK(kjit_fused_moe_workspace_bytes(KJIT_BFLOAT16, 3, 2, 4, 64, 32, &bytes) == KJIT_OK);
+  CHECK(kjit_fused_moe_ex(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, matrix, matrix, 4, 64, 32,
+                          workspace, bytes, 2, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "fused_moe: validate 2 is neither 0 nor 1") != NULL);
+  CHECK(kjit_fused_moe_ex(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, matrix, matrix, 4, 64, 32,
+                          workspace, bytes - 1, 1, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "the workspace holds") != NULL);
+  CHECK(kjit_fused_moe_ex(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 9, matrix, matrix, 4, 64, 32,
+                          workspace, bytes, 1, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "top_k is 9, must be in [1, 4]") != NULL);
+  CHECK(kjit_fused_moe_fp8_ex(rt, KJIT_BFLOAT16, memory, memory + 1024, weights, ids, 3, 2,
+                              memory + 2048, scales, 4, 2, 1, memory + 2560, scales, 4, 1, 1, 4,
+                              128, 128, memory + 3072, fp8_bytes, -1, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "fused_moe: validate -1 is neither 0 nor 1") != NULL);
+  CHECK(kjit_fused_moe_fp8_ex(rt, KJIT_BFLOAT16, memory, memory + 1024, weights, ids, 3, 2,
+                              memory + 2048, scales, 3, 2, 1, memory + 2560, scales, 4, 1, 1, 4,
+                              128, 128, memory + 3072, fp8_bytes, 1, NULL) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "w13_scales is [3, 2, 1], must be [4, 2, 1]") != NULL);
+  /* From a packed block: validate is the last slot before the stream (14 of 15; 22 of 23). */
+  CHECK(kjit_op_get(rt, "fused_moe_ex", &op) == KJIT_OK && op != NULL);
+  unsigned char packed_moe[40 + 23 * 8];
+  memset(packed_moe, 0, sizeof packed_moe);
+  const int bad_validate = 7;
+  memcpy(packed_moe + 40 + 8 * 14, &bad_validate, sizeof bad_validate);
+  CHECK(kjit_op_launch_packed(op, packed_moe) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "validate 7") != NULL);
+  CHECK(kjit_op_get(rt, "fused_moe_fp8_ex", &op) == KJIT_OK && op != NULL);
+  memset(packed_moe, 0, sizeof packed_moe);
+  memcpy(packed_moe + 40 + 8 * 22, &bad_validate, sizeof bad_validate);
+  CHECK(kjit_op_launch_packed(op, packed_moe) == KJIT_BAD_ARGUMENT);
+  CHECK(strstr(kjit_last_error(), "validate 7") != NULL);
+
+  /* Valid calls reach the device last. This test holds no device memory, so with a GPU they are
+   * not made: tests/python/test_gpu_attention_moe.py runs them on the GPU (tools/gpu-check). */
+  int ordinal = -1;
+  if (kjit_default_device(rt, &ordinal) == KJIT_OK) {
+    printf("skipped on a GPU: valid kjit_moe_align and kjit_fused_moe_ex calls (no device memory "
+           "here; tests/python/test_gpu_attention_moe.py runs them)\n");
+  } else {
+    printf("no GPU: valid kjit_moe_align and kjit_fused_moe_ex calls end at the device: %s\n",
+           kjit_last_error());
+    CHECK(kjit_moe_align(rt, sorted, blocks, positions, totals, ids, 6, 8, 128, NULL) ==
+          KJIT_NO_DEVICE);
+    CHECK(kjit_fused_moe_ex(rt, KJIT_BFLOAT16, out, x, weights, ids, 3, 2, matrix, matrix, 4, 64,
+                            32, workspace, bytes, 1, NULL) == KJIT_NO_DEVICE);
+  }
+
   /* The cache, tuning and prebuilding: the `kjit` command's --json documents, made in this
    * process (the tiers under KJIT_CACHE_DIR, which ctest sets apart for each target). */
   char *json = NULL;

@@ -28,7 +28,7 @@ extern "C" {
  * library). KJIT_C_ABI_MINOR is bumped on additions only (each marked with the minor version that
  * added it): a caller needing minor N runs on any library of the same version and a minor >= N. */
 #define KJIT_C_ABI_VERSION 1
-#define KJIT_C_ABI_MINOR 4
+#define KJIT_C_ABI_MINOR 5
 uint32_t kjit_abi_version(void);
 uint32_t kjit_abi_minor(void); /* since 1.1 */
 
@@ -237,8 +237,10 @@ int kjit_fused_moe_workspace_bytes(int dtype, int tokens, int top_k, int experts
 /* out [tokens, hidden] = the weighted sum over each token's top_k experts of
  * w2[e] @ (silu(gate) * up), gate and up from w13[e] @ x[t]: x [tokens, hidden], weights (float)
  * and ids (int32) [tokens, top_k], w13 [experts, 2 * inter, hidden], w2 [experts, hidden, inter];
- * `workspace` 256-byte aligned device memory of kjit_fused_moe_workspace_bytes. FLOAT16 and
- * BFLOAT16 on sm_90a. */
+ * `workspace` 256-byte aligned device memory of kjit_fused_moe_workspace_bytes. An id of -1 routes
+ * its slot nowhere (it contributes zero); any other id outside [0, experts) is the caller's error,
+ * routed nowhere likewise (kjit_fused_moe_ex refuses it on request). FLOAT16 and BFLOAT16 on
+ * sm_90a (wgmma), gfx942 and gfx950 (MFMA). */
 int kjit_fused_moe(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,
                    const int *ids, int tokens, int top_k, const void *w13, const void *w2,
                    int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
@@ -327,6 +329,41 @@ int kjit_fused_moe_fp8(kjit_runtime *rt, int dtype, void *out, const void *x, co
                        int w2_scales_experts, int w2_scales_rows, int w2_scales_columns,
                        int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
                        void *stream);
+
+/* ---- mixture of experts: moe_align, fused_moe's options (kjit/ops/moe.hpp; since 1.5) -------- */
+
+/* The most rows kjit_moe_align can fill for `pairs` pairs over `experts` experts in tiles of
+ * block_m rows (every expert's run rounded up to block_m), into *rows (0 on failure): the length
+ * of sorted_pairs; rows / block_m is that of block_experts. pairs >= 0, experts >= 1, block_m 16,
+ * 32, 64 or 128 (kjit::ops::moe_align_rows). */
+int kjit_moe_align_rows(int pairs, int experts, int block_m, size_t *rows);
+/* The token-expert pairs sorted by expert for a grouped GEMM of block_m-row tiles, as
+ * kjit_fused_moe sorts them (kjit::ops::moe_align): pair p = token * top_k + slot routes to ids[p]
+ * (int32 [pairs]). Into int32 device arrays: sorted_pairs [kjit_moe_align_rows] each row's pair,
+ * -1 for padding, an expert's pairs in pair order (a stable sort), its run padded to a multiple of
+ * block_m rows, experts without pairs taking none; block_experts [rows / block_m] the expert of
+ * each tile; pair_positions [pairs] each pair's row, -1 for an id outside [0, experts) (routed
+ * nowhere: a device cannot refuse it); totals [2] the tiles used and the count of ids out of range.
+ * Rows past totals[0] * block_m and tiles past totals[0] are not written. experts in [1, 256],
+ * block_m 16, 32, 64 or 128; every vendor. */
+int kjit_moe_align(kjit_runtime *rt, int *sorted_pairs, int *block_experts, int *pair_positions,
+                   int *totals, const int *ids, int pairs, int experts, int block_m, void *stream);
+/* kjit_fused_moe and kjit_fused_moe_fp8 with fused_moe's options (kjit::ops::FusedMoeOptions):
+ * validate 1 waits for the device, copies the ids to the host and fails with KJIT_BAD_ARGUMENT
+ * naming the first id outside [0, experts) other than -1 (its token and slot) before anything is
+ * launched; it cannot run in a CUDA-graph capture. validate 0 is the call without _ex: such an id
+ * routes its slot nowhere, as -1 does. Any other value of validate is KJIT_BAD_ARGUMENT. */
+int kjit_fused_moe_ex(kjit_runtime *rt, int dtype, void *out, const void *x, const float *weights,
+                      const int *ids, int tokens, int top_k, const void *w13, const void *w2,
+                      int experts, int hidden, int inter, void *workspace, size_t workspace_bytes,
+                      int validate, void *stream);
+int kjit_fused_moe_fp8_ex(kjit_runtime *rt, int dtype, void *out, const void *x,
+                          const float *weights, const int *ids, int tokens, int top_k,
+                          const uint8_t *w13, const float *w13_scales, int w13_scales_experts,
+                          int w13_scales_rows, int w13_scales_columns, const uint8_t *w2,
+                          const float *w2_scales, int w2_scales_experts, int w2_scales_rows,
+                          int w2_scales_columns, int experts, int hidden, int inter,
+                          void *workspace, size_t workspace_bytes, int validate, void *stream);
 
 /* ---- operators from one block of memory (since 1.1) --------------------------------------- */
 
