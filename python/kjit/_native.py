@@ -11,7 +11,7 @@ import threading
 #: The kjit/c.h version this package was written against (KJIT_C_ABI_VERSION), and the least
 #: minor version (KJIT_C_ABI_MINOR: additions) whose functions it calls.
 ABI_VERSION = 1
-ABI_MINOR = 4
+ABI_MINOR = 5
 
 _PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 
@@ -158,6 +158,12 @@ _SIGNATURES = {
                                                 ctypes.POINTER(ctypes.c_size_t)]),
     "kjit_fused_moe_fp8": (_I, [_P, _I, _P, _P, _P, _P, _I, _I, _P, _P, _I, _I, _I, _P, _P, _I,
                                 _I, _I, _I, _I, _I, _P, ctypes.c_size_t, _P]),
+    "kjit_moe_align_rows": (_I, [_I, _I, _I, ctypes.POINTER(ctypes.c_size_t)]),
+    "kjit_moe_align": (_I, [_P, _P, _P, _P, _P, _P, _I, _I, _I, _P]),
+    "kjit_fused_moe_ex": (_I, [_P, _I, _P, _P, _P, _P, _I, _I, _P, _P, _I, _I, _I, _P,
+                               ctypes.c_size_t, _I, _P]),
+    "kjit_fused_moe_fp8_ex": (_I, [_P, _I, _P, _P, _P, _P, _I, _I, _P, _P, _I, _I, _I, _P, _P,
+                                   _I, _I, _I, _I, _I, _I, _P, ctypes.c_size_t, _I, _P]),
     "kjit_op_get": (_I, [_P, _S, ctypes.POINTER(_P)]),
     "kjit_free": (None, [_P]),
     "kjit_cache_stats": (_I, [ctypes.POINTER(_P)]),
@@ -176,7 +182,8 @@ _SIGNATURES = {
 OPERATORS = ("rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "activation",
              "activation_and_mul", "rotary_embedding", "quant_int8", "quant_fp8", "gemm", "linear",
              "flash_attention", "topk_softmax", "moe_topk", "fused_moe", "paged_attention_decode",
-             "reshape_and_cache", "gemm_fp8_scaled", "gemm_fp8_blockscale", "fused_moe_fp8")
+             "reshape_and_cache", "gemm_fp8_scaled", "gemm_fp8_blockscale", "fused_moe_fp8",
+             "moe_align", "fused_moe_ex", "fused_moe_fp8_ex")
 
 def once(make):
     """A function that returns make()'s result, made on its first call (by one thread)."""

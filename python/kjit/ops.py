@@ -380,19 +380,34 @@ def _moe_layer(op, out, x, weights, ids, w13, w2, fp8):
     return (po, px, pweights, pids, pw13, pw2), (tokens, top_k, experts, hidden, inter)
 
 
-def _fused_moe(out, x, weights, ids, w13, w2):
+def _refuse_validation_in_capture(op):
+    """kjit.BadUsage while a CUDA graph is being captured: fused_moe's validate waits for the GPU
+    and reads the ids back, which a capture does not allow (the capture would be invalidated)."""
+    if _core.capturing():
+        raise _native.error_class("BadUsage")(
+            f"kjit.ops.{op}: validate=True waits for the GPU and copies the ids to the host, "
+            "which a CUDA-graph capture does not allow: validate before capturing")
+
+
+# The C operators take validate (fused_moe's FusedMoeOptions) in their _ex forms (C ABI 1.5).
+def _fused_moe(out, x, weights, ids, w13, w2, validate=False):
     op = "fused_moe"
+    if validate:
+        _refuse_validation_in_capture(op)
     (po, px, pweights, pids, pw13, pw2), sizes = _moe_layer(op, out, x, weights, ids, w13, w2,
                                                             False)
     tokens, top_k, experts, hidden, inter = sizes
     workspace, pworkspace, size = _moe_workspace("fused_moe_workspace_bytes", x, sizes)
     key = (op, x.dtype, x.shape, w13.shape, top_k, _aligned(px, pw13, pw2, po))
-    _launch(op, key, (x, weights, ids, w13, w2), op, _DTYPES[x.dtype], po, px, pweights, pids,
-            tokens, top_k, pw13, pw2, experts, hidden, inter, pworkspace, size)
+    _launch(op, key, (x, weights, ids, w13, w2), "fused_moe_ex", _DTYPES[x.dtype], po, px,
+            pweights, pids, tokens, top_k, pw13, pw2, experts, hidden, inter, pworkspace, size,
+            int(validate))
 
 
-def _fused_moe_fp8(out, x, weights, ids, w13, w2, w13_scales, w2_scales):
+def _fused_moe_fp8(out, x, weights, ids, w13, w2, w13_scales, w2_scales, validate=False):
     op = "fused_moe_fp8"
+    if validate:
+        _refuse_validation_in_capture(op)
     (po, px, pweights, pids, pw13, pw2), sizes = _moe_layer(op, out, x, weights, ids, w13, w2,
                                                             True)
     tokens, top_k, experts, hidden, inter = sizes
@@ -403,9 +418,32 @@ def _fused_moe_fp8(out, x, weights, ids, w13, w2, w13_scales, w2_scales):
     _require_dims(op, "w2_scales", w2_scales, "[experts, hidden / 128, inter / 128]")
     workspace, pworkspace, size = _moe_workspace("fused_moe_fp8_workspace_bytes", x, sizes)
     key = (op, x.dtype, x.shape, w13.shape, top_k, _aligned(px, pw13, pw2, po))
-    _launch(op, key, (x, weights, ids, w13, w2, w13_scales, w2_scales), op, _DTYPES[x.dtype], po,
-            px, pweights, pids, tokens, top_k, pw13, ps13, *w13_scales.shape, pw2, ps2,
-            *w2_scales.shape, experts, hidden, inter, pworkspace, size)
+    _launch(op, key, (x, weights, ids, w13, w2, w13_scales, w2_scales), "fused_moe_fp8_ex",
+            _DTYPES[x.dtype], po, px, pweights, pids, tokens, top_k, pw13, ps13, *w13_scales.shape,
+            pw2, ps2, *w2_scales.shape, experts, hidden, inter, pworkspace, size, int(validate))
+
+
+def _align_rows(pairs, experts, block_m):
+    """kjit::ops::moe_align_rows (kjit_moe_align_rows), computed here from the sizes alone so that
+    the fake implementation needs no library: each expert's run rounded up to block_m, at most
+    ceil(pairs / block_m) tiles plus one partial tile for each expert that has pairs."""
+    return (-(-pairs // block_m) + min(experts, pairs)) * block_m
+
+
+def _moe_align(sorted_pairs, block_experts, pair_positions, totals, ids, experts, block_m=128):
+    op = "moe_align"
+    pi = _check(op, "ids", ids, torch.int32)
+    pairs = ids.numel()
+    rows = _align_rows(pairs, experts, block_m)
+    ps = _check(op, "sorted_pairs", sorted_pairs, torch.int32, (rows,))
+    pb = _check(op, "block_experts", block_experts, torch.int32, (rows // block_m,))
+    pp = _check(op, "pair_positions", pair_positions, torch.int32, ids.shape)
+    pt = _check(op, "totals", totals, torch.int32, (2,))
+    if pairs == 0:  # nothing to sort (and no memory to point at): no tiles, no ids out of range
+        totals.zero_()
+        return
+    _launch(op, (op, ids.shape, experts, block_m), (ids,), op, ps, pb, pp, pt, pi, pairs, experts,
+            block_m, scalars=[experts, block_m])
 
 
 # ---- paged attention and the KV-cache write (kjit/ops/paged_attention.hpp) -----------------
@@ -630,6 +668,22 @@ def _top_k(op, top_k):
     return int(top_k)
 
 
+def _positive(op, name, value):
+    """value as an int, at least 1 (the C++ operator checks its upper bound)."""
+    if int(value) < 1:
+        raise BadArgument(f"kjit.ops.{op}: {name} is {value}, must be at least 1")
+    return int(value)
+
+
+def _align_out(ids, experts, block_m=128):
+    """moe_align's outputs, int32: sorted_pairs [rows], block_experts [rows / block_m],
+    pair_positions of ids' shape and totals [2], rows the bound kjit::ops::moe_align_rows gives."""
+    rows = _align_rows(ids.numel(), experts, block_m)
+    return [ids.new_empty((rows,), dtype=torch.int32),
+            ids.new_empty((rows // block_m,), dtype=torch.int32),
+            ids.new_empty(ids.shape, dtype=torch.int32), ids.new_empty((2,), dtype=torch.int32)]
+
+
 def _routing_out(logits, top_k, *options):
     """weights float32 and ids int32, [tokens, top_k] each."""
     shape = (logits.shape[0], top_k)
@@ -652,17 +706,22 @@ _OPS = {
     "topk_softmax": ("Tensor logits, int top_k, bool renormalize", _routing_out, _topk_softmax),
     "moe_topk": ("Tensor logits, int top_k, Tensor? bias, int scoring, int groups, "
                  "int top_groups, bool renormalize, float scale", _routing_out, _moe_topk),
-    "fused_moe": ("Tensor x, Tensor weights, Tensor ids, Tensor w13, Tensor w2", _same,
-                  _fused_moe),
+    "moe_align": ("Tensor ids, int experts, int block_m=128", _align_out, _moe_align),
+    # validate defaults to False in the schemas (calls without it stay valid) and in the
+    # implementations (torch may hand a Python kernel no trailing argument left at its default).
+    "fused_moe": ("Tensor x, Tensor weights, Tensor ids, Tensor w13, Tensor w2, "
+                  "bool validate=False", _same, _fused_moe),
     "fused_moe_fp8": ("Tensor x, Tensor weights, Tensor ids, Tensor w13, Tensor w2, "
-                      "Tensor w13_scales, Tensor w2_scales", _same, _fused_moe_fp8),
+                      "Tensor w13_scales, Tensor w2_scales, bool validate=False", _same,
+                      _fused_moe_fp8),
     "paged_attention_decode": ("Tensor q, Tensor k_cache, Tensor v_cache, Tensor block_tables, "
                                "Tensor seq_lens, float scale, int max_seq_len, float k_scale, "
                                "float v_scale, bool validate", _same, _paged_attention_decode),
     "gemm_fp8": ("Tensor a, Tensor b, Tensor scale_a, Tensor scale_b", _fp8_gemm_out, _gemm_fp8),
 }
 # The operators returning more than one tensor, and how many (the others return one).
-_OUTPUT_COUNTS = {"quant_int8": 2, "quant_fp8": 2, "topk_softmax": 2, "moe_topk": 2}
+_OUTPUT_COUNTS = {"quant_int8": 2, "quant_fp8": 2, "topk_softmax": 2, "moe_topk": 2,
+                  "moe_align": 4}
 for _name in _ACTIVATIONS:
     _OPS[_name] = ("Tensor x", _same, _activation(_name))
 for _name in ("silu", "gelu", "gelu_tanh"):
@@ -699,7 +758,7 @@ def _schemas():
         count = _OUTPUT_COUNTS.get(name, 1)
         returns = "Tensor" if count == 1 else "(" + ", ".join(["Tensor"] * count) + ")"
         yield f"{name}({inputs}) -> {returns}"
-        mutable = ", ".join(f"Tensor({'ab'[i]}!) out{i}" for i in range(count))
+        mutable = ", ".join(f"Tensor({'abcd'[i]}!) out{i}" for i in range(count))
         yield f"{name}_out({mutable}, {inputs}) -> ()"
     for name, (schema, _) in _INPLACE.items():
         yield f"{name}({schema}) -> ()"
@@ -865,24 +924,59 @@ def moe_topk(logits, top_k, bias=None, scoring="softmax", groups=1, top_groups=1
                               int(groups), int(top_groups), bool(renormalize), float(scale)), out)
 
 
-def fused_moe(x, weights, ids, w13, w2, out=None):
+def moe_align(ids, experts, block_m=128, out=None):
+    """The token-expert pairs sorted by expert for a grouped GEMM of block_m-row tiles, as
+    fused_moe sorts them (kjit/ops/moe.hpp's moe_align, on any GPU kjit runs on; vLLM's
+    moe_align_block_size): pair p = token * top_k + slot of ids int32 [tokens, top_k] (any shape:
+    its elements in order) routes to ids[p]. Returns int32 (sorted_pairs, block_experts,
+    pair_positions, totals):
+      sorted_pairs [rows]: each row's pair, -1 for padding; each expert's pairs in pair order (a
+        stable sort by expert), its run padded to a multiple of block_m rows, experts without
+        pairs taking none;
+      block_experts [rows / block_m]: the expert of each tile of block_m rows;
+      pair_positions (ids' shape): each pair's row; -1 for an id outside [0, experts), which the
+        GPU cannot refuse: such a pair is routed nowhere;
+      totals [2]: the tiles used, and the count of ids outside [0, experts).
+    rows = (ceil(pairs / block_m) + min(experts, pairs)) * block_m, the most the alignment can
+    take (so the outputs' sizes follow from the shapes alone, without reading ids); rows past
+    totals[0] * block_m and tiles past totals[0] are not written. experts in [1, 256], block_m
+    16, 32, 64 or 128."""
+    return _call("moe_align", (ids, _positive("moe_align", "experts", experts),
+                               _positive("moe_align", "block_m", block_m)), out)
+
+
+def fused_moe(x, weights, ids, w13, w2, out=None, *, validate=False):
     """vLLM's fused_moe after routing: out [tokens, hidden] = sum over each token's top_k slots
     of weights * w2[e] @ (silu(gate) * up), [gate; up] = w13[e] @ x; x [tokens, hidden],
     weights float32 and ids int32 [tokens, top_k], w13 [experts, 2 * inter, hidden], w2
-    [experts, hidden, inter]. float16 and bfloat16 on sm_90a; the workspace is allocated here."""
-    return _call("fused_moe", (x, weights, ids, w13, w2), out)
+    [experts, hidden, inter]. float16 and bfloat16 on sm_90a (H100, H200: wgmma and TMA; one
+    token takes a two-launch decode path) and on gfx942 and gfx950 (MI300, MI350: MFMA, proven
+    on the CPU emulator and from its code objects, not yet run on an AMD GPU); on another GPU
+    kjit.BadArgument naming those targets. The workspace is allocated here.
+
+    An id of -1 routes its slot nowhere: the slot contributes zero (a token whose ids are all -1
+    gets zeros). Any other id outside [0, experts) is the caller's error, which the GPU cannot
+    raise: it is routed nowhere likewise, its slot contributing zero. validate=True raises
+    kjit.BadArgument for it instead, one line naming the token and slot ("ids[4][1] is 8, outside
+    [0, 8) ..."), before anything is launched (out is left as it was). It is off by default
+    because it waits for the GPU and copies the ids to the host on every call (a device-to-host
+    read), which a CUDA-graph capture does not allow (kjit.BadUsage there)."""
+    return _call("fused_moe", (x, weights, ids, w13, w2, bool(validate)), out)
 
 
-def fused_moe_fp8(x, weights, ids, w13, w2, w13_scales, w2_scales, out=None):
+def fused_moe_fp8(x, weights, ids, w13, w2, w13_scales, w2_scales, out=None, *, validate=False):
     """fused_moe with e4m3fn expert weights (torch.float8_e4m3fn, or uint8 holding the bytes) and
     DeepSeek-V3's float32 block scales, one per 128 x 128 block of each expert's matrix: w13
     [experts, 2 * inter, hidden] with w13_scales [experts, 2 * inter / 128, hidden / 128], w2
     [experts, hidden, inter] with w2_scales [experts, hidden / 128, inter / 128]; weight
     (e, r, c) = w[e, r, c] * scales[e, r // 128, c // 128]. Each GEMM's activations are quantised
     to e4m3 per 1 x 128 block of a row on the way (vLLM's use_fp8_w8a8 with block_shape [128,
-    128]). x float16 or bfloat16, hidden and inter multiples of 128, sm_90a; the workspace is
-    allocated here."""
-    return _call("fused_moe_fp8", (x, weights, ids, w13, w2, w13_scales, w2_scales), out)
+    128]). x float16 or bfloat16, hidden and inter multiples of 128, the e4m3 weights 16-byte
+    aligned, on sm_90a only (no MFMA form yet); the workspace is allocated here. Ids and validate as
+    fused_moe's: off by default (a device-to-host read, not allowed in a CUDA-graph capture); an
+    id outside [0, experts) is then routed nowhere, its slot contributing zero."""
+    return _call("fused_moe_fp8", (x, weights, ids, w13, w2, w13_scales, w2_scales,
+                                   bool(validate)), out)
 
 
 def paged_attention_decode(q, k_cache, v_cache, block_tables, seq_lens, scale=None, max_seq_len=0,

@@ -7,6 +7,10 @@ check, which runs before it needs a GPU) or kjit.NoDevice. Skipped, with the rea
 torch or where a GPU is present (test_gpu.py runs the operators there); the torch fakes' test needs
 torch >= 2.4 instead, and runs with or without a GPU."""
 
+import ctypes
+import os
+import struct
+
 import pytest
 
 import kjit
@@ -522,3 +526,174 @@ def test_the_fakes_of_the_new_operators_give_shapes_without_the_library(register
         moe = [mode.from_tensor(x) for x in moe_layer]
         out = torch.ops.kjit.fused_moe_fp8(*moe)
         assert out.shape == (3, 128) and out.dtype == torch.float16
+
+
+# ---- moe_align and fused_moe's validate (C ABI 1.5) -----------------------------------------
+
+
+def align_ids(tokens=3, top_k=2):
+    return torch.zeros(tokens, top_k, dtype=torch.int32)
+
+
+def test_moe_align_reaches_the_c_operator(ops):
+    rows = (1 + 6) * 128  # 6 pairs: one tile, plus one more for each expert that may hold some
+    calls = [
+        lambda: ops.moe_align(align_ids(), 8),
+        lambda: ops.moe_align(align_ids().flatten(), 256, block_m=16),
+        lambda: ops.moe_align(align_ids(), 8, out=(torch.empty(rows, dtype=torch.int32),
+                                                   torch.empty(7, dtype=torch.int32),
+                                                   torch.empty(3, 2, dtype=torch.int32),
+                                                   torch.empty(2, dtype=torch.int32))),
+    ]
+    for call in calls:
+        with pytest.raises(kjit.NoDevice):
+            call()
+
+
+def test_moe_align_packs_its_values(ops):
+    """experts and block_m reach the C++ checks of their upper bounds in their slots."""
+    with pytest.raises(kjit.BadArgument,
+                       match=r"kjit::ops::moe_align: block_m is 100, not 16, 32, 64 or 128"):
+        ops.moe_align(align_ids(), 8, block_m=100)
+    with pytest.raises(kjit.BadArgument,
+                       match=r"kjit::ops::moe_align: experts is 257, must be in \[1, 256\]"):
+        ops.moe_align(align_ids(), 257)
+
+
+def test_moe_align_refuses_bad_tensors_before_the_c_operator(ops):
+    with pytest.raises(kjit.BadArgument, match="ids is torch.int64, expected torch.int32"):
+        ops.moe_align(align_ids().long(), 8)
+    with pytest.raises(kjit.BadArgument, match="moe_align: ids is a list, not a torch.Tensor"):
+        ops.moe_align([0, 1], 8)
+    with pytest.raises(kjit.BadArgument, match="moe_align: experts is 0, must be at least 1"):
+        ops.moe_align(align_ids(), 0)
+    with pytest.raises(kjit.BadArgument, match="moe_align: block_m is 0, must be at least 1"):
+        ops.moe_align(align_ids(), 8, block_m=0)
+    ids = align_ids()
+    good = [t.clone() for t in ops._OPS["moe_align"][1](ids, 8, 64)]
+    for index, name, replacement, words in [
+            (0, "sorted_pairs", torch.empty(64, dtype=torch.int32), r"has shape \(64,\), expected "
+                                                                    r"\(448,\)"),
+            (1, "block_experts", torch.empty(7, dtype=torch.int64), "is torch.int64"),
+            (2, "pair_positions", torch.empty(6, dtype=torch.int32), r"has shape \(6,\), expected "
+                                                                     r"\(3, 2\)"),
+            (3, "totals", torch.empty(3, dtype=torch.int32), r"has shape \(3,\), expected \(2,\)")]:
+        out = list(good)
+        out[index] = replacement
+        with pytest.raises(kjit.BadArgument, match=rf"moe_align: {name} {words}"):
+            ops.moe_align(ids, 8, block_m=64, out=tuple(out))
+
+
+def test_moe_align_of_no_pairs_uses_no_tile_and_calls_nothing(ops, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("moe_align of no pairs reached the C operator")
+    monkeypatch.setattr(ops, "_launch", refuse)
+    sorted_pairs, block_experts, positions, totals = ops.moe_align(align_ids(0, 6), 8)
+    assert sorted_pairs.shape == (0,) and block_experts.shape == (0,)
+    assert positions.shape == (0, 6) and totals.tolist() == [0, 0]
+
+
+def test_moe_align_sizes_its_outputs_as_the_library_bounds_them():
+    """The rows the Python side allocates (from the shapes alone, as the torch fake must) are
+    kjit_moe_align_rows' (kjit::ops::moe_align_rows), which the library also refuses to give for
+    sizes moe_align refuses."""
+    import kjit.ops as ops
+    native = kjit._native.lib()
+    rows = ctypes.c_size_t()
+    for pairs in (0, 1, 2, 5, 16, 17, 127, 128, 129, 300, 4999, 24576):
+        for experts in (1, 3, 8, 64, 256):
+            for block_m in (16, 32, 64, 128):
+                kjit._native.check(native.moe_align_rows(pairs, experts, block_m,
+                                                         ctypes.byref(rows)))
+                assert ops._align_rows(pairs, experts, block_m) == rows.value, (pairs, experts,
+                                                                                block_m)
+    rows.value = 5
+    with pytest.raises(kjit.BadArgument, match="moe_align_rows: pairs 8, experts 8, block_m 100"):
+        kjit._native.check(native.moe_align_rows(8, 8, 100, ctypes.byref(rows)))
+    assert rows.value == 0
+
+
+def test_moe_align_makes_its_outputs_from_shapes_alone(ops):
+    """moe_align's outputs as its torch fake makes them, from ids without data (the meta
+    device): every size follows from ids' shape, experts and block_m."""
+    ids = torch.empty(37, 6, dtype=torch.int32, device="meta")
+    sorted_pairs, block_experts, positions, totals = ops._OPS["moe_align"][1](ids, 64, 16)
+    rows = (-(-222 // 16) + 64) * 16
+    assert sorted_pairs.shape == (rows,) and block_experts.shape == (rows // 16,)
+    assert positions.shape == (37, 6) and totals.shape == (2,)
+    assert {t.dtype for t in (sorted_pairs, block_experts, positions, totals)} == {torch.int32}
+    (default_rows,) = ops._OPS["moe_align"][1](ids, 8)[0].shape  # block_m's default, fused_moe's
+    assert default_rows == (-(-222 // 128) + 8) * 128
+
+
+class RecordingLibrary:
+    """kjit's library with kjit_op_launch_packed replaced by tests/python/fake_launch.c's
+    recorder (the C path, kjit._fastlaunch) and the C operator `function` by a Python recorder
+    (the ctypes path): what the operator hands the C ABI, on whichever path this run takes."""
+
+    def __init__(self, real, function, slots):
+        self._real, self.asked = real, []
+        fake = ctypes.CDLL(os.environ["KJIT_TEST_FAKE_LAUNCH"])
+        fake.kjit_test_launch_recorded.restype = ctypes.c_void_p
+        fake.kjit_test_launch_reset(ctypes.c_size_t(40 + 8 * slots))
+        self._fake, self._size, self.ctypes_calls = fake, 40 + 8 * slots, []
+        self.op_launch_packed = fake.kjit_test_launch
+        self.op_launch_packed.restype = ctypes.c_int
+        self.op_launch_packed.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        setattr(self, function, lambda *args: self.ctypes_calls.append(args[1:-1]) or 0)
+
+    def op_get(self, runtime, name, handle):
+        self.asked.append(name.decode())
+        handle._obj.value = 0x1234
+        return 0
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def slots(self, codes):
+        """Each call's arguments between the runtime and the stream, by their kjit_op_launch_packed
+        slots (each in the low bytes of its 8) or as the ctypes call got them."""
+        calls = list(self.ctypes_calls)
+        formats = ["<" + code.replace("P", "Q") for code in codes]
+        for i in range(self._fake.kjit_test_launch_count()):
+            block = ctypes.string_at(self._fake.kjit_test_launch_recorded(i), self._size)
+            calls.append(tuple(struct.unpack_from(format_, block, 40 + 8 * j)[0]
+                               for j, format_ in enumerate(formats)))
+        return calls
+
+
+def recording(ops, monkeypatch, function):
+    """ops' C operator `function` recorded (RecordingLibrary) instead of called, and its codes."""
+    if "KJIT_TEST_FAKE_LAUNCH" not in os.environ:
+        pytest.skip("KJIT_TEST_FAKE_LAUNCH is not set (ctest sets it to fake_launch.c's library)")
+    codes = [ops._CODES[t] for t in kjit._native._SIGNATURES["kjit_" + function][1][1:-1]]
+    library = RecordingLibrary(kjit._native.lib(), function, len(codes))
+    monkeypatch.setattr(ops, "lib", lambda: library)
+    monkeypatch.setattr(ops, "_operators", {})
+    return library, codes
+
+
+@pytest.mark.parametrize("form", ["fused_moe", "fused_moe_fp8"])
+def test_validate_reaches_the_c_operator_in_its_slot(ops, monkeypatch, form):
+    """validate=True is the _ex function's validate, 1, in the slot before the stream (and 0
+    without it), on the launch path this run takes; tests/capi proves the C ABI reads it there."""
+    function = form + "_ex"
+    library, codes = recording(ops, monkeypatch, function)
+    inputs = moe_inputs() if form == "fused_moe" else moe_fp8_inputs()
+    call = getattr(ops, form)
+    call(*inputs)
+    call(*inputs, validate=True)
+    call(*inputs, out=torch.empty_like(inputs[0]), validate=1)
+    assert library.asked == [function]
+    calls = library.slots(codes)
+    assert len(calls) == 3 and [c[-1] for c in calls] == [0, 1, 1]
+    assert all(len(c) == len(codes) and c[5:7] == (3, 2) for c in calls)  # tokens, top_k
+
+
+def test_moe_align_reaches_the_c_operator_in_its_slots(ops, monkeypatch):
+    library, codes = recording(ops, monkeypatch, "moe_align")
+    ids = align_ids(5, 3)
+    outputs = ops.moe_align(ids, 64, block_m=32)
+    (call,) = library.slots(codes)
+    assert library.asked == ["moe_align"]
+    assert call == (*(t.data_ptr() for t in outputs), ids.data_ptr(), 15, 64, 32)
