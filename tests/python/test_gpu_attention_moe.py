@@ -1,10 +1,10 @@
-"""kjit.ops.flash_attention, topk_softmax, moe_topk, fused_moe, fused_moe_fp8,
+"""kjit.ops.flash_attention, topk_softmax, moe_topk, moe_align, fused_moe, fused_moe_fp8,
 paged_attention_decode, reshape_and_cache and gemm_fp8 on a GPU with torch >= 2.4
 (tools/gpu-check --run-python), each against a torch reference in float64 (no TF32 setting can
-reach it; fp32 for the routing, which has no products) written out one sequence, head or token
-at a time from the same rounded inputs, into outputs poisoned with NaN. Skipped,
-with the reason, elsewhere (flash_attention needs NVIDIA sm_80 or newer, fused_moe, fused_moe_fp8
-and gemm_fp8 sm_90a; the fp8 cases torch's float8_e4m3fn)."""
+reach it; fp32 for the routing, which has no products; moe_align's integers exactly) written out
+one sequence, head or token at a time from the same rounded inputs, into outputs poisoned with
+NaN. Skipped, with the reason, elsewhere (flash_attention needs NVIDIA sm_80 or newer, fused_moe,
+fused_moe_fp8 and gemm_fp8 sm_90a; the fp8 cases torch's float8_e4m3fn)."""
 
 import ast
 
@@ -213,6 +213,250 @@ def test_fused_moe_against_torch(dtype, tokens):
                   2 * eps * magnitude + eps * expected.abs())
 
 
+# ---- moe_align --------------------------------------------------------------------------------
+
+
+def reference_align(ids, experts, block_m):
+    """moe_align in torch: the pairs (ids' elements in order) sorted by expert, stably; each
+    expert's run padded with -1 to a multiple of block_m rows, experts without pairs taking none;
+    the expert of each tile; each pair's row, -1 for an id outside [0, experts) (routed nowhere);
+    the tiles and the ids out of range. int32 tensors on the CPU."""
+    flat = ids.flatten().long().cpu()
+    valid = (flat >= 0) & (flat < experts)
+    key = torch.where(valid, flat, torch.full_like(flat, experts))  # out of range: sorted last
+    order = torch.sort(key, stable=True).indices
+    counts = torch.bincount(key, minlength=experts + 1)
+    sorted_pairs, block_experts = [], []
+    positions = torch.full_like(flat, -1)
+    taken = 0
+    for e in range(experts):
+        run = order[taken:taken + int(counts[e])]
+        taken += len(run)
+        if len(run) == 0:
+            continue
+        positions[run] = torch.arange(len(sorted_pairs), len(sorted_pairs) + len(run))
+        sorted_pairs += run.tolist() + [-1] * (-len(run) % block_m)
+        block_experts += [e] * -(-len(run) // block_m)
+    totals = [len(block_experts), int((~valid).sum())]
+    return (torch.tensor(sorted_pairs, dtype=torch.int32),
+            torch.tensor(block_experts, dtype=torch.int32),
+            positions.int().view(ids.shape), torch.tensor(totals, dtype=torch.int32))
+
+
+def drawn_ids(tokens, top_k, weights):
+    """ids int32 [tokens, top_k] drawn with replacement from experts of the given weights (an
+    expert of weight 0 receives no pair)."""
+    probabilities = torch.tensor(weights, dtype=torch.float64)
+    return torch.multinomial(probabilities, tokens * top_k, replacement=True).int().view(
+        tokens, top_k)
+
+
+def out_of_range(ids, experts):
+    """ids with every 7th pair made -1, experts, -2 or 1000 in turn: routed nowhere."""
+    flat = ids.clone().flatten()
+    bad = torch.tensor([-1, experts, -2, 1000], dtype=torch.int32)
+    flat[::7] = bad[torch.arange(len(flat[::7])) % 4]
+    return flat.view(ids.shape)
+
+
+RAGGED = [30, 10, 0, 5, 1, 0, 3, 51, 0, 0, 0, 7, 2, 0, 0, 40]  # 16 experts, 7 of them empty
+# (what, experts, block_m, ids on the CPU): the C++ GPU test's cases, from Python
+ALIGN_CASES = [
+    ("ragged counts, empty experts", 16, 16, lambda: drawn_ids(1000, 5, RAGGED)),
+    ("fine-grained, 4096 tokens", 64, 128, lambda: drawn_ids(4096, 6, [1.0] * 64)),
+    ("Mixtral-like, ragged", 8, 64, lambda: drawn_ids(1111, 2, [9, 1, 0, 4, 4, 0, 2, 30])),
+    ("one expert takes every pair", 64, 128, lambda: torch.full((833, 6), 63, dtype=torch.int32)),
+    ("ids out of range", 64, 64, lambda: out_of_range(drawn_ids(500, 6, [1.0] * 64), 64)),
+    ("three pairs, 256 experts", 256, 128, lambda: torch.tensor([[255, 0, 255]],
+                                                                 dtype=torch.int32)),
+    ("one token", 8, 32, lambda: torch.tensor([[3, 5]], dtype=torch.int32)),
+]
+
+
+@pytest.mark.parametrize("what, experts, block_m, make_ids", ALIGN_CASES,
+                         ids=[case[0] for case in ALIGN_CASES])
+def test_moe_align_matches_the_reference_exactly(what, experts, block_m, make_ids):
+    """moe_align on the GPU (any vendor kjit runs on) against reference_align, every integer
+    exactly, into outputs poisoned with -7: the rows and tiles past totals[0] keep the poison
+    (they are not written); the functional form's outputs agree where written."""
+    torch.manual_seed(0)
+    ids = make_ids().to(DEVICE)
+    expected = reference_align(ids, experts, block_m)
+    rows = (-(-ids.numel() // block_m) + min(experts, ids.numel())) * block_m
+    out = tuple(torch.full(shape, -7, dtype=torch.int32, device=DEVICE)
+                for shape in ((rows,), (rows // block_m,), ids.shape, (2,)))
+    result = ops.moe_align(ids, experts, block_m=block_m, out=out)
+    assert all(got is given for got, given in zip(result, out))
+    sorted_pairs, block_experts, positions, totals = (t.cpu() for t in out)
+    tiles = int(expected[3][0])
+    assert torch.equal(totals, expected[3])
+    assert torch.equal(sorted_pairs[:tiles * block_m], expected[0])
+    assert torch.equal(block_experts[:tiles], expected[1])
+    assert torch.equal(positions, expected[2])
+    assert (sorted_pairs[tiles * block_m:] == -7).all() and (block_experts[tiles:] == -7).all()
+    functional = [t.cpu() for t in ops.moe_align(ids, experts, block_m)]
+    assert [tuple(t.shape) for t in functional] == [tuple(t.shape) for t in out]
+    assert torch.equal(functional[0][:tiles * block_m], expected[0])
+    assert torch.equal(functional[1][:tiles], expected[1])
+    assert torch.equal(functional[2], expected[2]) and torch.equal(functional[3], expected[3])
+
+
+def test_moe_align_sorts_what_fused_moe_multiplies():
+    """The alignment of the default block (128 rows, fused_moe's tile) puts each pair in a tile
+    of its own expert, every row of a tile either padding or a pair of that expert."""
+    torch.manual_seed(1)
+    ids = drawn_ids(300, 4, RAGGED[:8]).to(DEVICE)
+    sorted_pairs, block_experts, positions, totals = ops.moe_align(ids, 8)
+    tiles = int(totals[0])
+    rows = sorted_pairs[:tiles * 128].view(tiles, 128).long()
+    real = rows >= 0
+    experts_of_rows = ids.flatten().long()[rows.clamp(min=0)]
+    tile_experts = block_experts[:tiles, None].long().expand_as(rows)
+    assert torch.equal(experts_of_rows[real], tile_experts[real])
+    assert torch.equal(sorted_pairs[positions.flatten().long()].long(),
+                       torch.arange(ids.numel(), device=DEVICE))
+
+
+# ---- fused_moe's validate ---------------------------------------------------------------------
+
+
+def validate_case(form):
+    """(call(ids, out=None, validate=False), tokens, top_k, experts, the slot made bad, reference of
+    ids) for the 16-bit layer (8 experts, top 2: the C++ test's ids[4][1]) or the FP8 layer (top
+    3: its ids[5][2]); 16 tokens, so the grouped path (no decode) sorts the pairs."""
+    torch.manual_seed(0)
+    tokens, experts, hidden, inter = 16, 8, 256, 384
+    x = randn(tokens, hidden, dtype=torch.bfloat16)
+    if form == "bfloat16":
+        top_k, slot = 2, (4, 1)
+        w13 = (randn(experts, 2 * inter, hidden, dtype=torch.float32) / hidden ** 0.5).bfloat16()
+        w2 = (randn(experts, hidden, inter, dtype=torch.float32) / inter ** 0.5).bfloat16()
+        ids = torch.rand(tokens, experts, device=DEVICE).argsort(dim=1)[:, :top_k].int()
+        weights = torch.rand(tokens, top_k, device=DEVICE)
+
+        def call(ids, out=None, validate=False):
+            return ops.fused_moe(x, weights, ids, w13, w2, out=out, validate=validate)
+
+        def reference(ids):
+            return reference_moe(x, weights, ids, w13, w2)
+    else:
+        if FP8 is None:
+            pytest.skip(f"torch {torch.__version__} has no float8_e4m3fn")
+        top_k, slot = 3, (5, 2)
+        w13, w13_scales, w13_values = quantized_experts(experts, 2 * inter, hidden)
+        w2, w2_scales, w2_values = quantized_experts(experts, hidden, inter)
+        ids, weights = moe_fp8_routing("random", tokens, top_k, experts)
+
+        def call(ids, out=None, validate=False):
+            return ops.fused_moe_fp8(x, weights, ids, w13, w2, w13_scales, w2_scales, out=out,
+                                     validate=validate)
+
+        def reference(ids):
+            return reference_moe_fp8(x, weights, ids, w13_values, w2_values)
+    return call, reference, ids.contiguous(), experts, slot
+
+
+@pytest.mark.parametrize("form", ["bfloat16", "fp8"])
+@pytest.mark.parametrize("bad", ["experts", -2, 1000])
+def test_fused_moe_validate_names_an_id_out_of_range_and_launches_nothing(form, bad):
+    """validate=True: an id of `experts`, -2 or 1000 is kjit.BadArgument with the C++ operator's
+    one line naming its token and slot, before anything is launched (a poisoned output stays
+    poisoned). Without validate that id is routed nowhere: the output is the one with -1 in its
+    place, bit for bit (the same alignment), and the reference's with that slot adding nothing."""
+    require_capability((9, 0), "fused_moe and fused_moe_fp8 run on sm_90a (H100, H200)")
+    call, reference, ids, experts, (token, slot) = validate_case(form)
+    bad = experts if bad == "experts" else bad
+    ids[token, slot] = bad
+    out = poisoned((ids.shape[0], 256), torch.bfloat16)
+    with pytest.raises(kjit.BadArgument) as raised:
+        call(ids, out=out, validate=True)
+    assert raised.value.message == (f"kjit::ops::fused_moe: ids[{token}][{slot}] is {bad}, outside "
+                                    f"[0, {experts}) (-1 routes a slot nowhere)")
+    assert str(raised.value) == raised.value.message and "\n" not in str(raised.value)
+    torch.cuda.synchronize()
+    assert out.isnan().all(), "fused_moe wrote its output before refusing the ids"
+    unvalidated = call(ids)
+    ids[token, slot] = -1
+    validated = call(ids, validate=True)  # -1 passes the validation
+    assert torch.equal(unvalidated, validated)
+    expected, magnitude = reference(ids)
+    eps = torch.finfo(torch.bfloat16).eps
+    bound = (2 * eps + (2 ** -4 if form == "fp8" else 0)) * magnitude + eps * expected.abs()
+    assert_within(validated, expected, bound)
+
+
+def test_fused_moe_validate_is_refused_in_a_cuda_graph_capture():
+    """validate=True waits for the GPU and reads the ids back: inside a capture it is kjit.BadUsage
+    saying so, before anything is checked or launched."""
+    x = randn(4, 64, dtype=torch.bfloat16)
+    weights, ids = torch.rand(4, 2, device=DEVICE), torch.zeros(4, 2, dtype=torch.int32,
+                                                                 device=DEVICE)
+    w13, w2 = randn(4, 64, 64, dtype=torch.bfloat16), randn(4, 64, 32, dtype=torch.bfloat16)
+    with pytest.raises(kjit.BadUsage, match=r"kjit.ops.fused_moe: validate=True waits for the GPU "
+                                            r"and copies the ids to the host, which a CUDA-graph "
+                                            r"capture does not allow"):
+        capture(lambda: ops.fused_moe(x, weights, ids, w13, w2, validate=True))
+    scales = torch.ones(4, 1, 1, device=DEVICE)
+    with pytest.raises(kjit.BadUsage, match=r"kjit.ops.fused_moe_fp8: validate=True"):
+        capture(lambda: ops.fused_moe_fp8(x, weights, ids, w13.to(torch.uint8), w2.to(torch.uint8),
+                                          scales, scales, validate=True))
+
+
+# ---- misaligned FP8 pointers ------------------------------------------------------------------
+
+
+def misaligned(t, by):
+    """t's bytes (a 1-byte dtype) copied into fresh memory `by` bytes past a 16-byte boundary
+    (torch's allocator aligns every block to far more), with t's shape and strides' order."""
+    flat = t.contiguous().flatten()
+    buffer = torch.empty(flat.numel() + 16, dtype=t.dtype, device=DEVICE)
+    assert buffer.data_ptr() % 16 == 0
+    view = buffer[by:by + flat.numel()]
+    view.copy_(flat)
+    assert view.data_ptr() % 16 == by
+    return view.view(t.shape)
+
+
+def assert_one_line_bad_argument(call, message):
+    with pytest.raises(kjit.BadArgument) as raised:
+        call()
+    assert raised.value.message == message and raised.value.detail == ""
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("by", [1, 4, 8])
+def test_misaligned_fp8_pointers_are_one_line_bad_arguments(by):
+    """A view of e4m3 bytes `by` bytes past 16-byte alignment (TMA's and the 16-byte loads'):
+    gemm_fp8's a in the block-scale form and b in the scaled form, fused_moe_fp8's w13 and w2,
+    each kjit.BadArgument of one line naming it, from the C++ checks that run before the
+    device's target is asked (on any GPU)."""
+    torch.manual_seed(0)
+    m, n, k = 64, 256, 512
+    a = torch.randint(0, 0x7E, (m, k), dtype=torch.uint8, device=DEVICE)  # bytes of the GPU's
+    w = torch.randint(0, 0x7E, (n, k), dtype=torch.uint8, device=DEVICE)  # encoding
+    block_a, block_b = torch.ones(m, k // 128, device=DEVICE), torch.ones(2, k // 128,
+                                                                         device=DEVICE)
+    assert_one_line_bad_argument(lambda: ops.gemm_fp8(misaligned(a, by), w.t(), block_a, block_b),
+                                 "kjit::ops::gemm_fp8_blockscale: a is not 16-byte aligned")
+    row_a, row_b = torch.ones(m, 1, device=DEVICE), torch.ones(1, n, device=DEVICE)
+    assert_one_line_bad_argument(lambda: ops.gemm_fp8(a, misaligned(w, by).t(), row_a, row_b),
+                                 "kjit::ops::gemm_fp8_scaled: b is not 16-byte aligned")
+    tokens, experts, hidden, inter, top_k = 4, 4, 128, 128, 2
+    x = randn(tokens, hidden, dtype=torch.bfloat16)
+    weights = torch.rand(tokens, top_k, device=DEVICE)
+    ids = torch.zeros(tokens, top_k, dtype=torch.int32, device=DEVICE)
+    w13 = torch.randint(0, 0x7E, (experts, 2 * inter, hidden), dtype=torch.uint8, device=DEVICE)
+    w2 = torch.randint(0, 0x7E, (experts, hidden, inter), dtype=torch.uint8, device=DEVICE)
+    w13_scales = torch.ones(experts, 2 * inter // 128, hidden // 128, device=DEVICE)
+    w2_scales = torch.ones(experts, hidden // 128, inter // 128, device=DEVICE)
+    assert_one_line_bad_argument(
+        lambda: ops.fused_moe_fp8(x, weights, ids, misaligned(w13, by), w2, w13_scales, w2_scales),
+        "kjit::ops::fused_moe: w13 is not 16-byte aligned")
+    assert_one_line_bad_argument(
+        lambda: ops.fused_moe_fp8(x, weights, ids, w13, misaligned(w2, by), w13_scales, w2_scales),
+        "kjit::ops::fused_moe: w2 is not 16-byte aligned")
+
+
 # ---- torch operators ----------------------------------------------------------------------
 
 
@@ -241,9 +485,16 @@ def test_the_fakes_give_shapes_without_the_library(monkeypatch):
         assert ids.dtype == torch.int32
         fx, fw13, fw2 = (mode.from_tensor(t) for t in (x, w13, w2))
         assert torch.ops.kjit.fused_moe(fx, weights, ids, fw13, fw2).shape == x.shape
+        assert torch.ops.kjit.fused_moe(fx, weights, ids, fw13, fw2, True).shape == x.shape
         fp8_w13, fp8_w2, scales = (mode.from_tensor(t) for t in fp8_layer)
         assert torch.ops.kjit.fused_moe_fp8(fx, weights, ids, fp8_w13, fp8_w2, scales,
                                             scales).shape == x.shape
+        assert torch.ops.kjit.fused_moe_fp8(fx, weights, ids, fp8_w13, fp8_w2, scales, scales,
+                                            True).shape == x.shape
+        sorted_pairs, blocks, positions, totals = torch.ops.kjit.moe_align(ids, 8, 16)
+        assert sorted_pairs.shape == ((1 + 6) * 16,) and blocks.shape == (7,)
+        assert positions.shape == ids.shape and totals.shape == (2,)
+        assert torch.ops.kjit.moe_align(ids, 8)[0].shape == ((1 + 6) * 128,)  # block_m 128
 
 
 def as_tuple(result):
@@ -280,7 +531,9 @@ def test_capture_after_the_warmup_its_error_names():
     def route():
         return ops.moe_topk(logits, 6, bias=bias, scoring="sigmoid", groups=8, top_groups=4,
                             scale=2.5)
-    calls = [route]
+    ids = out_of_range(drawn_ids(29, 6, [1.0] * 64), 64).to(DEVICE)
+    # moe_align: what it writes whatever the ids (rows past its tiles keep what they held)
+    calls = [route, lambda: ops.moe_align(ids, 64, block_m=64)[2:]]
     if capability() >= (8, 0):
         q = randn(9, 4, 64, dtype=torch.bfloat16)
         k, v = randn(11, 2, 64, dtype=torch.bfloat16), randn(11, 2, 64, dtype=torch.bfloat16)
@@ -757,6 +1010,36 @@ def test_torch_compile_fullgraph_keeps_the_paged_and_fp8_operators():
         compiled = torch.compile(ops.fused_moe_fp8, fullgraph=True, backend=recording)(*moe)
         assert any("kjit.fused_moe_fp8" in target for target in seen), seen
         assert torch.equal(compiled, ops.fused_moe_fp8(*moe))
+
+
+def test_torch_compile_fullgraph_keeps_moe_align_and_fused_moe_with_validate():
+    """moe_align (four outputs) and fused_moe with validate=True stay torch.ops.kjit nodes of one
+    graph under torch.compile(fullgraph=True), validate among the node's arguments, and compute
+    what the eager calls do (fused_moe on sm_90a)."""
+    torch._dynamo.reset()
+    seen = []
+
+    def recording(graph_module, example_inputs):
+        seen.extend((str(node.target), node.args) for node in graph_module.graph.nodes
+                    if node.op == "call_function")
+        return graph_module.forward
+    torch.manual_seed(0)
+    ids = out_of_range(drawn_ids(37, 6, [1.0] * 64), 64).to(DEVICE)
+
+    def align(ids):  # the rows the alignment leaves unwritten are not compared
+        _, _, positions, totals = ops.moe_align(ids, 64, block_m=64)
+        return positions, totals
+    compiled = torch.compile(align, fullgraph=True, backend=recording)(ids)
+    assert any("kjit.moe_align" in target for target, _ in seen), seen
+    assert all(torch.equal(c, e) for c, e in zip(compiled, align(ids)))
+    if capability() >= (9, 0):
+        call, _, moe_ids, _, _ = validate_case("bfloat16")
+        torch._dynamo.reset()
+        seen.clear()
+        compiled = torch.compile(lambda ids: call(ids, validate=True), fullgraph=True,
+                                 backend=recording)(moe_ids)
+        assert any("kjit.fused_moe" in target and args[-1] is True for target, args in seen), seen
+        assert torch.equal(compiled, call(moe_ids, validate=True))
 
 
 def test_capture_of_the_paged_and_fp8_operators_after_the_warmup_their_errors_name():
