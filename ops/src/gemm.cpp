@@ -257,17 +257,12 @@ const GemmPlan &gemm_plan(Runtime &rt, int m, int n, int k, bool b_kmajor, bool 
   auto found = plans.find(key);
   if (found != plans.end()) [[likely]]
     return found->second;
-  const detail::ChosenVariant chosen = choose_gemm_variant<T>(rt, key);
-  try {
-    return plans.emplace(key, make_gemm_plan<T>(rt, chosen)).first->second;
-  } catch (const Error &error) {
-    const detail::ChosenVariant heuristic = heuristic_variant<T>(key);
-    if (chosen.tmpl == heuristic.tmpl && chosen.params == heuristic.params)
-      throw;
-    log().warn("the tuned {} variant for {} x {} x {} does not build ({}); using the heuristic's",
-               chosen.tmpl->name(), key.m_bucket, key.n, key.k, error.summary());
-    return plans.emplace(key, make_gemm_plan<T>(rt, heuristic)).first->second;
-  }
+  return detail::built_or_heuristic(
+      choose_gemm_variant<T>(rt, key), heuristic_variant<T>(key),
+      detail::gemm_shape_text(key.m_bucket, key.n, key.k),
+      [&](const detail::ChosenVariant &variant) -> const GemmPlan & {
+        return plans.emplace(key, make_gemm_plan<T>(rt, variant)).first->second;
+      });
 }
 
 template <Element T>

@@ -204,22 +204,15 @@ const Fp8Plan &fp8_plan(Runtime &rt, Scaling scaling, int m, int n, int k) {
   const Key key{rt.id(), static_cast<int>(scaling), detail::rows_bucket(m), n, k};
   if (auto found = plans.find(key); found != plans.end()) [[likely]]
     return found->second;
-  const int bucket = static_cast<int>(key.m_bucket);
-  const detail::ChosenVariant heuristic = heuristic_fp8_variant(scaling, bucket, n);
-  const ParamValues extents = {{"k", k}, {"m", key.m_bucket}, {"n", n}};
-  const std::optional<TimedVariant> winner =
-      detail::tuned_winner(rt, *heuristic.tmpl, {{"SCALING", static_cast<int>(scaling)}}, extents);
-  const detail::ChosenVariant chosen = winner ? detail::with_winner(heuristic, *winner) : heuristic;
-  try {
-    return plans.emplace(key, make_fp8_plan(rt, chosen)).first->second;
-  } catch (const Error &error) {
-    if (chosen.params == heuristic.params)
-      throw;
-    log().warn("the tuned gemm_fp8 variant for {} x {} x {} does not build ({}); using the "
-               "heuristic's",
-               m, n, k, error.summary());
-    return plans.emplace(key, make_fp8_plan(rt, heuristic)).first->second;
-  }
+  const detail::ChosenVariant heuristic =
+      heuristic_fp8_variant(scaling, static_cast<int>(key.m_bucket), n);
+  const detail::ChosenVariant chosen =
+      detail::gemm_fp8_variant(detail::tuning_lookup(rt), static_cast<int>(scaling), m, n, k);
+  return detail::built_or_heuristic(
+      chosen, heuristic, detail::gemm_shape_text(m, n, k),
+      [&](const detail::ChosenVariant &variant) -> const Fp8Plan & {
+        return plans.emplace(key, make_fp8_plan(rt, variant)).first->second;
+      });
 }
 
 // overlap_previous: a programmatic dependent launch (gemm_fp8.hip's griddepcontrol), its prologue
@@ -299,6 +292,18 @@ void detail::launch_gemm_fp8_variant(Runtime &rt, const ChosenVariant &variant, 
   if (found == plans.end())
     found = plans.emplace(key, make_fp8_plan(rt, variant)).first;
   launch_fp8(found->second, d, a, scale_a, b, scale_b, m, n, k, stream, overlap_previous);
+}
+
+ParamValues detail::fp8_gemm_tuning_extents(int m, int n, int k) {
+  return {{"k", k}, {"m", rows_bucket(m)}, {"n", n}};
+}
+
+detail::ChosenVariant detail::gemm_fp8_variant(const TuningLookup &lookup, int scaling, int m,
+                                               int n, int k) {
+  return tuned_variant(
+      lookup,
+      heuristic_fp8_variant(static_cast<Scaling>(scaling), static_cast<int>(rows_bucket(m)), n),
+      {{"SCALING", scaling}}, fp8_gemm_tuning_extents(m, n, k));
 }
 
 detail::ChosenVariant detail::gemm_fp8_variant(bool block, bool row_wise, int m, int n) {

@@ -167,6 +167,20 @@ bool fused_moe_decodes(const jit::Target &target, int tokens) {
   return tokens <= max_decode_tokens && !moe_mfma_serves(target);
 }
 
+namespace {
+
+// What the grouped GEMM's records are kept under (moe_gemm_wgmma): problem {GATED, T}, extents
+// the experts, k, the pairs' power-of-two bucket (the plans' own) and n.
+template <Element T> ParamValues grouped_tuning_problem(bool gated) {
+  return {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
+}
+
+ParamValues grouped_tuning_extents(int pairs, int experts, int n, int k) {
+  return {{"experts", experts}, {"k", k}, {"m", rows_bucket(pairs)}, {"n", n}};
+}
+
+} // namespace
+
 // The heuristic: grouped_block_n's columns per tile, judged at the pairs' power-of-two bucket
 // (fused_moe's plans are kept per bucket). Stages: for a wgmma of 256 columns 3 where K is long
 // (4096 and more), else 4; 6 for 128 columns (BENCHMARKS.md, "fused_moe": the --sweep on an H100).
@@ -176,14 +190,16 @@ bool fused_moe_decodes(const jit::Target &target, int tokens) {
 // "fused_moe prefill: the grouped GEMMs' stores through shared memory"). SKIP_PADDING 1. Every
 // tunable is named here: a tuning record's winner replaces the variant's tunables (with_winner).
 template <Element T>
-ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
-                                   int n, int k) {
-  if (moe_mfma_serves(rt.default_device().target())) // AMD: moe_mfma.cpp, which never gathers
-    return moe_mfma_variant<T>(gated, pairs, experts, n, rt.default_device().multiprocessors());
+ChosenVariant grouped_gemm_variant(const TuningLookup &lookup, bool gated, bool gather, int pairs,
+                                   int experts, int n, int k) {
+  const ParamValues problem = grouped_tuning_problem<T>(gated);
+  const ParamValues extents = grouped_tuning_extents(pairs, experts, n, k);
+  const int multiprocessors = lookup.device.compute_units;
+  if (moe_mfma_serves(jit::Target::parse(lookup.device.target))) // AMD: moe_mfma.cpp, no gather
+    return moe_mfma_variant<T>(gated, pairs, experts, n, multiprocessors);
   static const Template &tmpl = templates::find("moe_gemm_wgmma");
   const std::int64_t bucket = detail::rows_bucket(pairs);
-  const int block_n =
-      grouped_block_n(bucket, experts, n, gated ? 128 : 256, rt.default_device().multiprocessors());
+  const int block_n = grouped_block_n(bucket, experts, n, gated ? 128 : 256, multiprocessors);
   const int wgmma_n = block_n * (gated ? 2 : 1);
   detail::ChosenVariant variant{&tmpl,
                                 {{"T", element_name<T>()},
@@ -195,11 +211,13 @@ ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pai
                                  {"PINGPONG", 0},
                                  {"EPILOGUE", pairs > max_gathering_pairs ? 1 : 0},
                                  {"SKIP_PADDING", 1}}};
-  const ParamValues extents = {{"experts", experts}, {"k", k}, {"m", bucket}, {"n", n}};
-  const ParamValues problem = {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
-  if (const auto winner = detail::tuned_winner(rt, tmpl, problem, extents))
-    return detail::with_winner(variant, *winner);
-  return variant;
+  return tuned_variant(lookup, variant, problem, extents);
+}
+
+template <Element T>
+ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
+                                   int n, int k) {
+  return grouped_gemm_variant<T>(tuning_lookup(rt), gated, gather, pairs, experts, n, k);
 }
 
 GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
@@ -292,6 +310,7 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
   const ParamValues vector_params = {{"T", element_name<T>()}, {"VEC", vec}};
   // moe_gemm_mfma (AMD) reads sorted rows only: moe_gather runs before it at every size.
   const bool gathering = detail::gate_up_gathers(rt.default_device().target(), pairs);
+  const detail::TuningLookup lookup = detail::tuning_lookup(rt);
   const MoePlan plan{&rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
                      gathering ? nullptr
                                : &rt.kernel(gather, {{"T", element_name<T>()},
@@ -300,11 +319,11 @@ const MoePlan &moe_plan(Runtime &rt, const MoeWeights<T> &layer, int pairs, int 
                                                      {"CACHE", gather_cache}}),
                      &rt.kernel(combine, vector_params),
                      detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(
-                                                       rt, true, gathering, pairs, layer.experts,
-                                                       layer.inter, layer.hidden)),
-                     detail::make_grouped_plan(
-                         rt, detail::grouped_gemm_variant<T>(rt, false, false, pairs, layer.experts,
-                                                             layer.hidden, layer.inter))};
+                                                       lookup, true, gathering, pairs,
+                                                       layer.experts, layer.inter, layer.hidden)),
+                     detail::make_grouped_plan(rt, detail::grouped_gemm_variant<T>(
+                                                       lookup, false, false, pairs, layer.experts,
+                                                       layer.hidden, layer.inter))};
   return plans.emplace(key, plan).first->second;
 }
 
@@ -950,6 +969,8 @@ KJIT_INSTANTIATE_ROUTING(BFloat16)
 #define KJIT_INSTANTIATE_GROUPED(T)                                                                \
   template detail::ChosenVariant detail::grouped_gemm_variant<T>(Runtime &, bool, bool, int, int,  \
                                                                  int, int);                        \
+  template detail::ChosenVariant detail::grouped_gemm_variant<T>(const detail::TuningLookup &,     \
+                                                                 bool, bool, int, int, int, int);  \
   template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
                                           std::size_t, const MoeAlignment &, int, int, int, int,   \
                                           int *, Stream, int, bool);                               \

@@ -2,14 +2,20 @@
 // The grouped GEMM of fused_moe (templates moe_wgmma.hip), for benchmarks and tests that time or
 // check one variant of it.
 #include "kjit/ops/moe.hpp"
+#include "plans.hpp"
 #include "variants.hpp"
 
 namespace kjit::ops::detail {
 
 // The grouped GEMM's variant for C [rows, n] = A [rows, k] @ W[expert]^T over `pairs` pairs
-// and `experts` experts: the tuning table's winner for the shape (problem {GATED, T}, extents
-// experts, k, m = rows_bucket(pairs), n), else the heuristic's. `gather`: A's rows are read
-// from the tokens' rows by the kernel (moe_wgmma.hip's GATHER 1).
+// and `experts` experts on the lookup's device (moe_gemm_wgmma on sm_90a, moe_gemm_mfma on
+// gfx942 and gfx950): on sm_90a the tuning table's winner for the shape (problem {GATED, T},
+// extents experts, k, m = rows_bucket(pairs), n), else the heuristic's. `gather`: A's rows are read
+// from the tokens' rows by the kernel (moe_wgmma.hip's GATHER 1; never on AMD).
+template <Element T>
+ChosenVariant grouped_gemm_variant(const TuningLookup &lookup, bool gated, bool gather, int pairs,
+                                   int experts, int n, int k);
+// The same on the Runtime's default device (tuning_lookup).
 template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k);

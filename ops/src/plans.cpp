@@ -41,14 +41,27 @@ const Plan &remember_plan(const PlanKey &key, const Plan &plan) {
   return plans().insert_or_assign(key, plan).first->second;
 }
 
-std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
-                                         const ParamValues &problem, const ParamValues &extents) {
+TuningLookup tuning_lookup(Runtime &rt) {
+  const Device &device = rt.default_device();
+  TuningLookup lookup{
+      {device.target().id(), device.multiprocessors(), device.name()}, {}, TuningTable({})};
   try {
-    const Device &device = rt.default_device();
-    const TuningKey key = TuningKey::of(
-        tmpl, problem, extents, {device.target().id(), device.multiprocessors(), device.name()},
-        rt.compiler_identity(device.vendor()));
-    const std::optional<TuningRecord> record = TuningTable::from_config(rt.config()).find(key);
+    lookup.table = TuningTable::from_config(rt.config());
+    lookup.compiler = rt.compiler_identity(device.vendor());
+  } catch (const Error &error) {
+    log().debug("no tuning records for {}: {}", device.target().id(), error.summary());
+    lookup.compiler.clear();
+  }
+  return lookup;
+}
+
+std::optional<TimedVariant> tuned_winner(const TuningLookup &lookup, const Template &tmpl,
+                                         const ParamValues &problem, const ParamValues &extents) {
+  if (lookup.compiler.empty())
+    return std::nullopt;
+  try {
+    const TuningKey key = TuningKey::of(tmpl, problem, extents, lookup.device, lookup.compiler);
+    const std::optional<TuningRecord> record = lookup.table.find(key);
     if (!record)
       return std::nullopt;
     // The table is untrusted input: a winner the template refuses would make rt.kernel throw.
@@ -59,6 +72,16 @@ std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
       return std::nullopt;
     }
     return record->winner;
+  } catch (const Error &error) {
+    log().debug("no tuning record for {}: {}", tmpl.name(), error.summary());
+  }
+  return std::nullopt;
+}
+
+std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
+                                         const ParamValues &problem, const ParamValues &extents) {
+  try {
+    return tuned_winner(tuning_lookup(rt), tmpl, problem, extents);
   } catch (const Error &error) {
     log().debug("no tuning record for {}: {}", tmpl.name(), error.summary());
   }
@@ -81,6 +104,13 @@ ChosenVariant with_winner(const ChosenVariant &variant, const TimedVariant &winn
     tuned.params.set(name, winner_value(winner, name, unrecorded));
   }
   return tuned;
+}
+
+ChosenVariant tuned_variant(const TuningLookup &lookup, const ChosenVariant &heuristic,
+                            const ParamValues &problem, const ParamValues &extents) {
+  const std::optional<TimedVariant> winner =
+      tuned_winner(lookup, *heuristic.tmpl, problem, extents);
+  return winner ? with_winner(heuristic, *winner) : heuristic;
 }
 
 } // namespace kjit::ops::detail

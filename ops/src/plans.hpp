@@ -3,6 +3,8 @@
 // once per shape and Runtime and then found again on every launch of that shape without building
 // a parameter list or asking the Runtime. The choice is the tuning table's winner for the shape
 // on this device when there is one that the pointers' alignment allows, else the heuristic.
+#include "kjit/error.hpp"
+#include "kjit/log.hpp"
 #include "kjit/runtime/runtime.hpp"
 #include "kjit/runtime/tuning_table.hpp"
 #include "variants.hpp"
@@ -11,6 +13,7 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <unordered_map>
 
@@ -64,9 +67,26 @@ struct Plan {
 const Plan *find_plan(const PlanKey &key);
 const Plan &remember_plan(const PlanKey &key, const Plan &plan);
 
+// What a wrapper asks the tuning table with: the device its records are keyed by (whose target
+// and multiprocessors the heuristics read too), the compiler's identity and the table's tiers.
+// A Runtime's is tuning_lookup(rt); tests make their own, with no GPU.
+struct TuningLookup {
+  TuningDevice device;
+  std::string compiler; // empty: none to key by, so no record is asked for
+  TuningTable table;
+};
+
+// The Runtime's default device, its compiler's identity and its Config's tiers. Throws what
+// rt.default_device() throws; a compiler identity or table that cannot be had (logged at debug
+// level) gives a lookup that finds no record.
+TuningLookup tuning_lookup(Runtime &rt);
+
 // The tuning table's winner for `problem` of `tmpl` over `extents` ({"rows", rows_bucket(..)})
-// on the Runtime's device, or nullopt (no record, no table, or no compiler identity to key by, or
-// a winner that does not fit `tmpl`'s schema: ignored with one warning, winner_problem).
+// on the lookup's device, or nullopt (no record, no compiler identity to key by, or a winner
+// that does not fit `tmpl`'s schema: ignored with one warning, winner_problem).
+std::optional<TimedVariant> tuned_winner(const TuningLookup &lookup, const Template &tmpl,
+                                         const ParamValues &problem, const ParamValues &extents);
+// The same on the Runtime's device (tuning_lookup); nullopt where it has none.
 std::optional<TimedVariant> tuned_winner(Runtime &rt, const Template &tmpl,
                                          const ParamValues &problem, const ParamValues &extents);
 
@@ -79,5 +99,33 @@ int winner_value(const TimedVariant &winner, std::string_view name, int fallback
 // default's code): the heuristic's value could make a variant the template refuses (gemm's
 // BLOCK_M 64 beside a recorded SWAP_AB 0), or one the tuner never timed.
 ChosenVariant with_winner(const ChosenVariant &variant, const TimedVariant &winner);
+
+// `heuristic` (naming every tunable of its template) with the tunables of the table's winner for
+// `problem` of its template over `extents` (tuned_winner, then with_winner), or `heuristic` itself
+// where there is none: the one lookup of the operators that take a record's variant whole.
+ChosenVariant tuned_variant(const TuningLookup &lookup, const ChosenVariant &heuristic,
+                            const ParamValues &problem, const ParamValues &extents);
+
+// "m x n x k", as the GEMMs' warnings name a shape.
+inline std::string gemm_shape_text(std::int64_t m, std::int64_t n, std::int64_t k) {
+  return std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k);
+}
+
+// make(chosen); where that throws Error and `chosen` is not `heuristic` (a tuning record's
+// variant that does not build: the table is shared, untrusted input), one warning naming the
+// template and `shape` ("64 x 4096 x 7168"), then make(heuristic).
+template <typename Make>
+auto built_or_heuristic(const ChosenVariant &chosen, const ChosenVariant &heuristic,
+                        const std::string &shape, Make &&make) -> decltype(make(chosen)) {
+  try {
+    return make(chosen);
+  } catch (const Error &error) {
+    if (chosen.tmpl == heuristic.tmpl && chosen.params == heuristic.params)
+      throw;
+    log().warn("the tuned {} variant for {} does not build ({}); using the heuristic's",
+               chosen.tmpl->name(), shape, error.summary());
+    return make(heuristic);
+  }
+}
 
 } // namespace kjit::ops::detail
