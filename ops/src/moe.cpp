@@ -169,8 +169,9 @@ bool fused_moe_decodes(const jit::Target &target, int tokens) {
 
 namespace {
 
-// What the grouped GEMM's records are kept under (moe_gemm_wgmma): problem {GATED, T}, extents
-// the experts, k, the pairs' power-of-two bucket (the plans' own) and n.
+// What the grouped GEMMs' records are kept under, for both weight formats (moe_gemm_wgmma,
+// moe_gemm_fp8): problem {GATED, T}, extents the experts, k, the pairs' power-of-two bucket (the
+// plans' own) and n.
 template <Element T> ParamValues grouped_tuning_problem(bool gated) {
   return {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
 }
@@ -218,6 +219,22 @@ template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k) {
   return grouped_gemm_variant<T>(tuning_lookup(rt), gated, gather, pairs, experts, n, k);
+}
+
+// STAGES 6 (the most that fit: 32 KiB a stage) and group_m_for's GROUP_M, as the bf16 GEMM's
+// 128-column variants take; not yet swept on a GPU, so a record's winner is taken where the table
+// holds one.
+template <Element T>
+ChosenVariant moe_fp8_gemm_variant(const TuningLookup &lookup, bool gated, int pairs, int experts,
+                                   int n, int k) {
+  static const Template &tmpl = templates::find("moe_gemm_fp8");
+  const ChosenVariant heuristic{&tmpl,
+                                {{"T", element_name<T>()},
+                                 {"STAGES", 6},
+                                 {"GATED", gated ? 1 : 0},
+                                 {"GROUP_M", group_m_for(pairs, experts)}}};
+  return tuned_variant(lookup, heuristic, grouped_tuning_problem<T>(gated),
+                       grouped_tuning_extents(pairs, experts, n, k));
 }
 
 GroupedPlan make_grouped_plan(Runtime &rt, const ChosenVariant &variant) {
@@ -465,15 +482,12 @@ struct Fp8Gemm {
   unsigned shared_bytes;
 };
 
-// STAGES 6 (the most that fit: 32 KiB a stage) and group_m_for's GROUP_M, as the bf16 GEMM's
-// 128-column variants take; not yet swept on a GPU.
-template <Element T> Fp8Gemm fp8_gemm(Runtime &rt, bool gated, int pairs, int experts) {
-  static const Template &tmpl = templates::find("moe_gemm_fp8");
-  constexpr int stages = 6, stage_bytes = 128 * 128 * 2;
-  const Kernel &kernel = rt.kernel(tmpl, {{"T", element_name<T>()},
-                                          {"STAGES", stages},
-                                          {"GATED", gated ? 1 : 0},
-                                          {"GROUP_M", group_m_for(pairs, experts)}});
+// `variant` of moe_gemm_fp8 (detail::moe_fp8_gemm_variant) compiled, and allowed its stages'
+// shared memory.
+Fp8Gemm fp8_gemm(Runtime &rt, const detail::ChosenVariant &variant) {
+  constexpr int stage_bytes = 128 * 128 * 2;
+  const int stages = variant.integer("STAGES");
+  const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
   const auto shared_bytes = static_cast<unsigned>(stages * stage_bytes + 1024 + stages * 16);
   kernel.allow_shared_bytes(shared_bytes);
   return {&kernel, shared_bytes};
@@ -519,11 +533,15 @@ const MoePlanFp8 &moe_plan_fp8(Runtime &rt, const MoeWeightsFp8 &layer, int pair
   static const Template &align = templates::find("moe_align");
   static const Template &quantize = templates::find("moe_quantize_fp8");
   static const Template &combine = templates::find("moe_combine");
-  const MoePlanFp8 plan{&rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
-                        &rt.kernel(quantize, {{"T", element_name<T>()}}),
-                        &rt.kernel(combine, {{"T", element_name<T>()}, {"VEC", vec}}),
-                        fp8_gemm<T>(rt, true, pairs, layer.experts),
-                        fp8_gemm<T>(rt, false, pairs, layer.experts)};
+  const detail::TuningLookup lookup = detail::tuning_lookup(rt);
+  const MoePlanFp8 plan{
+      &rt.kernel(align, {{"EXPERTS", layer.experts}, {"BLOCK_M", moe_block_m}}),
+      &rt.kernel(quantize, {{"T", element_name<T>()}}),
+      &rt.kernel(combine, {{"T", element_name<T>()}, {"VEC", vec}}),
+      fp8_gemm(rt, detail::moe_fp8_gemm_variant<T>(lookup, true, pairs, layer.experts, layer.inter,
+                                                   layer.hidden)),
+      fp8_gemm(rt, detail::moe_fp8_gemm_variant<T>(lookup, false, pairs, layer.experts,
+                                                   layer.hidden, layer.inter))};
   return plans.emplace(key, plan).first->second;
 }
 
@@ -971,6 +989,8 @@ KJIT_INSTANTIATE_ROUTING(BFloat16)
                                                                  int, int);                        \
   template detail::ChosenVariant detail::grouped_gemm_variant<T>(const detail::TuningLookup &,     \
                                                                  bool, bool, int, int, int, int);  \
+  template detail::ChosenVariant detail::moe_fp8_gemm_variant<T>(const detail::TuningLookup &,     \
+                                                                 bool, int, int, int, int);        \
   template void detail::launch_grouped<T>(const detail::GroupedPlan &, T *, const T *, const T *,  \
                                           std::size_t, const MoeAlignment &, int, int, int, int,   \
                                           int *, Stream, int, bool);                               \

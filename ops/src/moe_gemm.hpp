@@ -20,6 +20,13 @@ template <Element T>
 ChosenVariant grouped_gemm_variant(Runtime &rt, bool gated, bool gather, int pairs, int experts,
                                    int n, int k);
 
+// fused_moe's FP8 grouped GEMM (moe_gemm_fp8, sm_90a) for C [rows, n] = A [rows, k] @
+// W[expert]^T in e4m3: the tuning table's winner under the same problem and extents as
+// grouped_gemm_variant's, else STAGES 6 and GROUP_M by the experts' tiles of rows.
+template <Element T>
+ChosenVariant moe_fp8_gemm_variant(const TuningLookup &lookup, bool gated, int pairs, int experts,
+                                   int n, int k);
+
 // The grouped GEMM's output columns per tile on sm_90a for `pairs` pairs (the plan's power-of-two
 // bucket) over `experts` experts and n columns: `wide` (128 gated, 256 down), or half of it where
 // the wide tiles leave multiprocessors idle, or, at the decode sizes where the gate-up GEMM

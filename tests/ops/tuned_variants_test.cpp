@@ -3,8 +3,8 @@
 // so a lookup of a temporary table and a named device shows what a record changes with no GPU.
 // Each record is planted under a key built here, not by the wrappers' helpers, so the key
 // conventions (problem, extents, device, compiler) are pinned as well:
-// - moe_gemm_wgmma (fused_moe's grouped GEMM on sm_90a): problem {GATED, T}, extents experts,
-//   k, m (the pairs' bucket), n;
+// - moe_gemm_fp8 (fused_moe's FP8 grouped GEMM, sm_90a): problem {GATED, T}, extents experts,
+//   k, m (the pairs' bucket), n, as moe_gemm_wgmma's;
 // - gemm_fp8 (sm_90a): problem {SCALING}, extents k, m (the rows' bucket), n.
 // Without a record each gives today's heuristic variant, value for value (the values below are
 // those the wrappers hard-coded before their records were read); a record whose winner the
@@ -43,6 +43,73 @@ private:
   TuningTable table_{root_.path()};
   std::string compiler_ = "a compiler under test, " + std::to_string(++tests_);
 };
+
+// fused_moe's FP8 grouped GEMMs on sm_90a: STAGES 6 and GROUP_M by the experts' tiles of rows (16
+// at 65536 pairs over 8 experts) without a record; a record's STAGES and GROUP_M with one, for its
+// own GEMM (gate-up or down), element type and bucket of pairs.
+TEST_F(TunedVariants, AMoeGemmFp8RecordSetsTheGemmsStagesAndGroupM) {
+  const detail::TuningLookup sm90a = lookup("sm_90a", 132);
+  constexpr int experts = 8, pairs = 65536, hidden = 512, inter = 256;
+  const auto gate_up = [&](int with_pairs) {
+    return detail::moe_fp8_gemm_variant<BFloat16>(sm90a, true, with_pairs, experts, inter, hidden);
+  };
+  const auto down = [&] {
+    return detail::moe_fp8_gemm_variant<BFloat16>(sm90a, false, pairs, experts, hidden, inter);
+  };
+  const ParamValues today_gate_up = {
+      {"T", "bfloat16"}, {"STAGES", 6}, {"GATED", 1}, {"GROUP_M", 16}};
+  const ParamValues today_down = {{"T", "bfloat16"}, {"STAGES", 6}, {"GATED", 0}, {"GROUP_M", 16}};
+  EXPECT_EQ(gate_up(pairs).tmpl->name(), "moe_gemm_fp8");
+  EXPECT_EQ(gate_up(pairs).params, today_gate_up);
+  EXPECT_EQ(down().params, today_down);
+
+  plant(sm90a, "moe_gemm_fp8", {{"GATED", 1}, {"T", "bfloat16"}},
+        {{"experts", experts}, {"k", hidden}, {"m", pairs}, {"n", inter}},
+        {{"STAGES", 4}, {"GROUP_M", 2}});
+  EXPECT_EQ(gate_up(pairs).params,
+            (ParamValues{{"T", "bfloat16"}, {"STAGES", 4}, {"GATED", 1}, {"GROUP_M", 2}}));
+  EXPECT_EQ(gate_up(40000).integer("STAGES"), 4) << "40000 pairs are in 65536's bucket";
+  EXPECT_EQ(gate_up(20000).integer("STAGES"), 6) << "20000 pairs are in another bucket";
+  EXPECT_EQ(down().params, today_down) << "the down GEMM (GATED 0) has records of its own";
+  EXPECT_EQ(detail::moe_fp8_gemm_variant<Half>(sm90a, true, pairs, experts, inter, hidden)
+                .integer("STAGES"),
+            6)
+      << "half has records of its own";
+  EXPECT_EQ(detail::moe_fp8_gemm_variant<BFloat16>(lookup("sm_90a", 114), true, pairs, experts,
+                                                   inter, hidden)
+                .integer("STAGES"),
+            6)
+      << "a device of 114 multiprocessors has records of its own";
+
+  // A tunable the record leaves out takes the template's default (GROUP_M 8), as the variant the
+  // tuner timed did, not the heuristic's 16 (with_winner).
+  plant(sm90a, "moe_gemm_fp8", {{"GATED", 0}, {"T", "bfloat16"}},
+        {{"experts", experts}, {"k", inter}, {"m", pairs}, {"n", hidden}}, {{"STAGES", 3}});
+  EXPECT_EQ(down().params,
+            (ParamValues{{"T", "bfloat16"}, {"STAGES", 3}, {"GATED", 0}, {"GROUP_M", 8}}));
+}
+
+// A winner moe_gemm_fp8 refuses (STAGES 7; GATED, a problem parameter of the key) is ignored with
+// one warning, and the heuristic's variant is built: the table is untrusted input.
+TEST_F(TunedVariants, AMoeGemmFp8RecordTheTemplateRefusesLeavesTheHeuristic) {
+  const detail::TuningLookup sm90a = lookup("sm_90a", 132);
+  constexpr int experts = 8, pairs = 65536, hidden = 512;
+  const ParamValues today = {{"T", "bfloat16"}, {"STAGES", 6}, {"GATED", 1}, {"GROUP_M", 16}};
+  int inter = 256; // a shape each: one warning per key
+  for (const ParamValues &winner :
+       {ParamValues{{"STAGES", 7}, {"GROUP_M", 2}}, ParamValues{{"STAGES", 4}, {"GATED", 0}}}) {
+    SCOPED_TRACE(winner.to_string());
+    inter += 128;
+    plant(sm90a, "moe_gemm_fp8", {{"GATED", 1}, {"T", "bfloat16"}},
+          {{"experts", experts}, {"k", hidden}, {"m", pairs}, {"n", inter}}, winner);
+    const kjit::testing::LogCapture log;
+    EXPECT_EQ(
+        detail::moe_fp8_gemm_variant<BFloat16>(sm90a, true, pairs, experts, inter, hidden).params,
+        today);
+    EXPECT_EQ(log.warnings(), 1) << log.text();
+    EXPECT_NE(log.text().find("ignoring the tuning record"), std::string::npos) << log.text();
+  }
+}
 
 // The same lookup on sm_90a is moe_gemm_wgmma's, under the same key.
 TEST_F(TunedVariants, TheGroupedGemmLookupOnSm90aIsMoeGemmWgmmas) {
