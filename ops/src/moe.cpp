@@ -169,9 +169,9 @@ bool fused_moe_decodes(const jit::Target &target, int tokens) {
 
 namespace {
 
-// What the grouped GEMMs' records are kept under, for both weight formats (moe_gemm_wgmma,
-// moe_gemm_fp8): problem {GATED, T}, extents the experts, k, the pairs' power-of-two bucket (the
-// plans' own) and n.
+// What the grouped GEMMs' records are kept under, on both vendors and for both weight formats
+// (moe_gemm_wgmma, moe_gemm_mfma, moe_gemm_fp8): problem {GATED, T}, extents the experts, k, the
+// pairs' power-of-two bucket (the plans' own) and n.
 template <Element T> ParamValues grouped_tuning_problem(bool gated) {
   return {{"GATED", gated ? 1 : 0}, {"T", element_name<T>()}};
 }
@@ -190,14 +190,16 @@ ParamValues grouped_tuning_extents(int pairs, int experts, int n, int k) {
 // measured there). PINGPONG 0: taking tiles of 128 x 128 in turns was slower (BENCHMARKS.md,
 // "fused_moe prefill: the grouped GEMMs' stores through shared memory"). SKIP_PADDING 1. Every
 // tunable is named here: a tuning record's winner replaces the variant's tunables (with_winner).
+// On AMD, moe_mfma_variant's, whose records are kept under the same problem and extents.
 template <Element T>
 ChosenVariant grouped_gemm_variant(const TuningLookup &lookup, bool gated, bool gather, int pairs,
                                    int experts, int n, int k) {
   const ParamValues problem = grouped_tuning_problem<T>(gated);
   const ParamValues extents = grouped_tuning_extents(pairs, experts, n, k);
   const int multiprocessors = lookup.device.compute_units;
-  if (moe_mfma_serves(jit::Target::parse(lookup.device.target))) // AMD: moe_mfma.cpp, no gather
-    return moe_mfma_variant<T>(gated, pairs, experts, n, multiprocessors);
+  if (moe_mfma_serves(jit::Target::parse(lookup.device.target))) // AMD: never gathers
+    return tuned_variant(lookup, moe_mfma_variant<T>(gated, pairs, experts, n, multiprocessors),
+                         problem, extents);
   static const Template &tmpl = templates::find("moe_gemm_wgmma");
   const std::int64_t bucket = detail::rows_bucket(pairs);
   const int block_n = grouped_block_n(bucket, experts, n, gated ? 128 : 256, multiprocessors);

@@ -9,8 +9,8 @@ namespace kjit::ops::detail {
 
 // The grouped GEMM's variant for C [rows, n] = A [rows, k] @ W[expert]^T over `pairs` pairs
 // and `experts` experts on the lookup's device (moe_gemm_wgmma on sm_90a, moe_gemm_mfma on
-// gfx942 and gfx950): on sm_90a the tuning table's winner for the shape (problem {GATED, T},
-// extents experts, k, m = rows_bucket(pairs), n), else the heuristic's. `gather`: A's rows are read
+// gfx942 and gfx950): the tuning table's winner for the shape (problem {GATED, T}, extents
+// experts, k, m = rows_bucket(pairs), n), else the heuristic's. `gather`: A's rows are read
 // from the tokens' rows by the kernel (moe_wgmma.hip's GATHER 1; never on AMD).
 template <Element T>
 ChosenVariant grouped_gemm_variant(const TuningLookup &lookup, bool gated, bool gather, int pairs,

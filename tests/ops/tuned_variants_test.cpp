@@ -3,8 +3,9 @@
 // so a lookup of a temporary table and a named device shows what a record changes with no GPU.
 // Each record is planted under a key built here, not by the wrappers' helpers, so the key
 // conventions (problem, extents, device, compiler) are pinned as well:
-// - moe_gemm_fp8 (fused_moe's FP8 grouped GEMM, sm_90a): problem {GATED, T}, extents experts,
-//   k, m (the pairs' bucket), n, as moe_gemm_wgmma's;
+// - moe_gemm_fp8 (fused_moe's FP8 grouped GEMM, sm_90a) and moe_gemm_mfma (its 16-bit grouped
+//   GEMM on gfx942 and gfx950): problem {GATED, T}, extents experts, k, m (the pairs' bucket), n,
+//   as moe_gemm_wgmma's;
 // - gemm_fp8 (sm_90a): problem {SCALING}, extents k, m (the rows' bucket), n.
 // Without a record each gives today's heuristic variant, value for value (the values below are
 // those the wrappers hard-coded before their records were read); a record whose winner the
@@ -109,6 +110,43 @@ TEST_F(TunedVariants, AMoeGemmFp8RecordTheTemplateRefusesLeavesTheHeuristic) {
     EXPECT_EQ(log.warnings(), 1) << log.text();
     EXPECT_NE(log.text().find("ignoring the tuning record"), std::string::npos) << log.text();
   }
+}
+
+// fused_moe's grouped GEMM on gfx942 and gfx950 (moe_gemm_mfma): BLOCK_N 64 at 64 pairs and 128
+// at 65536 on 304 compute units without a record; a record's BLOCK_N with one, found for its own
+// target only; a BLOCK_N the template refuses leaves the heuristic's.
+TEST_F(TunedVariants, AMoeGemmMfmaRecordSetsTheTileWidthOnItsTarget) {
+  constexpr int experts = 8, hidden = 4096, inter = 1024, units = 304;
+  for (const std::string target : {"gfx942", "gfx950"}) {
+    SCOPED_TRACE(target);
+    const detail::TuningLookup amd = lookup(target, units);
+    const auto gate_up = [&](int pairs) {
+      return detail::grouped_gemm_variant<Half>(amd, true, false, pairs, experts, inter, hidden);
+    };
+    EXPECT_EQ(gate_up(64).tmpl->name(), "moe_gemm_mfma");
+    EXPECT_EQ(gate_up(64).params, (ParamValues{{"T", "half"}, {"BLOCK_N", 64}, {"GATED", 1}}));
+    EXPECT_EQ(gate_up(65536).params, (ParamValues{{"T", "half"}, {"BLOCK_N", 128}, {"GATED", 1}}));
+    const auto plant_for = [&](int pairs, int block_n) {
+      plant(amd, "moe_gemm_mfma", {{"GATED", 1}, {"T", "half"}},
+            {{"experts", experts}, {"k", hidden}, {"m", pairs}, {"n", inter}},
+            {{"BLOCK_N", block_n}});
+    };
+    plant_for(64, 128);
+    EXPECT_EQ(gate_up(64).params, (ParamValues{{"T", "half"}, {"BLOCK_N", 128}, {"GATED", 1}}));
+    EXPECT_EQ(detail::grouped_gemm_variant<Half>(amd, false, false, 64, experts, hidden, inter)
+                  .integer("BLOCK_N"),
+              64)
+        << "the down GEMM has records of its own";
+    const kjit::testing::LogCapture log;
+    plant_for(65536, 256);
+    EXPECT_EQ(gate_up(65536).integer("BLOCK_N"), 128);
+    EXPECT_EQ(log.warnings(), 1) << log.text();
+  }
+  // gfx950 found none of gfx942's records above; nor does a device of other compute units.
+  const detail::TuningLookup other = lookup("gfx942", 228);
+  EXPECT_EQ(detail::grouped_gemm_variant<Half>(other, true, false, 64, experts, inter, hidden)
+                .integer("BLOCK_N"),
+            64);
 }
 
 // The same lookup on sm_90a is moe_gemm_wgmma's, under the same key.
