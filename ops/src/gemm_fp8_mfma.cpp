@@ -5,6 +5,9 @@
 #include "launch.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <map>
+#include <tuple>
 
 namespace kjit::ops {
 
@@ -27,17 +30,54 @@ detail::ChosenVariant detail::gemm_fp8_mfma_variant(int scaling, int m, int n) {
   return {&tmpl, {{"BLOCK_M", block}, {"BLOCK_N", block}, {"SCALING", scaling}}};
 }
 
+detail::ChosenVariant detail::gemm_fp8_mfma_variant(const TuningLookup &lookup, int scaling, int m,
+                                                    int n, int k) {
+  return tuned_variant(lookup, gemm_fp8_mfma_variant(scaling, m, n), {{"SCALING", scaling}},
+                       fp8_gemm_tuning_extents(m, n, k));
+}
+
+namespace {
+
+// A variant compiled, with its tile: 2 x 2 waves of 64 lanes.
+struct MfmaPlan {
+  const Kernel *kernel;
+  int block_m, block_n;
+};
+
+// This thread's plan for the shape: chosen (the tuning table's winner, else the heuristic's) and
+// compiled on its first call. Kept per m's bucket, n, k and the heuristic's tile, which follows
+// m itself: without a record every call launches what the heuristic picks for its m. A winner
+// that does not build is logged and the heuristic used.
+const MfmaPlan &mfma_plan(Runtime &rt, int scaling, int m, int n, int k) {
+  using Key = std::tuple<std::uint64_t, int, std::int64_t, int, int, int>;
+  thread_local std::map<Key, MfmaPlan> plans;
+  const detail::ChosenVariant heuristic = detail::gemm_fp8_mfma_variant(scaling, m, n);
+  const Key key{rt.id(), scaling, detail::rows_bucket(m), n, k, heuristic.integer("BLOCK_M")};
+  if (auto found = plans.find(key); found != plans.end()) [[likely]]
+    return found->second;
+  return detail::built_or_heuristic(
+      detail::gemm_fp8_mfma_variant(detail::tuning_lookup(rt), scaling, m, n, k), heuristic,
+      detail::gemm_shape_text(m, n, k),
+      [&](const detail::ChosenVariant &variant) -> const MfmaPlan & {
+        const Kernel &kernel = rt.kernel(*variant.tmpl, variant.params);
+        return plans
+            .emplace(key, MfmaPlan{&kernel, variant.integer("BLOCK_M"), variant.integer("BLOCK_N")})
+            .first->second;
+      });
+}
+
+} // namespace
+
 void detail::gemm_fp8_mfma(Runtime &rt, int scaling, BFloat16 *d, const std::uint8_t *a,
                            const float *scale_a, const std::uint8_t *b, const float *scale_b, int m,
                            int n, int k, Stream stream) {
-  const ChosenVariant variant = gemm_fp8_mfma_variant(scaling, m, n);
-  const int block = variant.integer("BLOCK_M");
-  require(divide_up(m, block) <= 65535, "gemm_fp8",
+  const MfmaPlan &plan = mfma_plan(rt, scaling, m, n, k);
+  require(divide_up(m, plan.block_m) <= 65535, "gemm_fp8",
           [&] { return "m = " + std::to_string(m) + " needs more than 65535 rows of blocks"; });
-  rt.kernel(*variant.tmpl, variant.params)
-      .launch(
-          {.grid = Dim3(divide_up(n, block), divide_up(m, block)), .block = 256, .stream = stream},
-          reinterpret_cast<void *>(d), scale_a, scale_b, a, b, m, n, k);
+  plan.kernel->launch({.grid = Dim3(divide_up(n, plan.block_n), divide_up(m, plan.block_m)),
+                       .block = 256,
+                       .stream = stream},
+                      reinterpret_cast<void *>(d), scale_a, scale_b, a, b, m, n, k);
 }
 
 Fp8Encoding gemm_fp8_encoding(const jit::Target &target) {

@@ -100,8 +100,8 @@ bool linear_skinny_serves(const jit::Target &target, const void *c, const void *
                           int m, int n, int k);
 // gemm_fp8's heuristic variant for block scales, else row-wise or per-tensor ones.
 ChosenVariant gemm_fp8_variant(bool block, bool row_wise, int m, int n);
-// The extents gemm_fp8's tuning records (problem {SCALING}) are kept under: m rounded up to a
-// power of two (rows_bucket), n and k.
+// The extents the FP8 GEMMs' tuning records (gemm_fp8's and gemm_fp8_mfma's, problem {SCALING})
+// are kept under: m rounded up to a power of two (rows_bucket), n and k.
 ParamValues fp8_gemm_tuning_extents(int m, int n, int k);
 // gemm_fp8's variant on sm_90a for D of m x n x k with SCALING `scaling` (0 per tensor, 1
 // row-wise, 2 block scales): the tuning table's winner for the shape, else the heuristic's at

@@ -6,11 +6,13 @@
 // - moe_gemm_fp8 (fused_moe's FP8 grouped GEMM, sm_90a) and moe_gemm_mfma (its 16-bit grouped
 //   GEMM on gfx942 and gfx950): problem {GATED, T}, extents experts, k, m (the pairs' bucket), n,
 //   as moe_gemm_wgmma's;
-// - gemm_fp8 (sm_90a): problem {SCALING}, extents k, m (the rows' bucket), n.
+// - gemm_fp8 (sm_90a) and gemm_fp8_mfma (gfx942, gfx950): problem {SCALING}, extents k, m (the
+//   rows' bucket), n.
 // Without a record each gives today's heuristic variant, value for value (the values below are
 // those the wrappers hard-coded before their records were read); a record whose winner the
 // template refuses is ignored with one warning and the heuristic's variant is used.
 #include "kjit/templates/library.hpp"
+#include "ops/src/gemm_fp8_mfma.hpp"
 #include "ops/src/moe_gemm.hpp"
 #include "ops/src/plans.hpp"
 #include "tests/support/log_capture.hpp"
@@ -160,6 +162,39 @@ TEST_F(TunedVariants, TheGroupedGemmLookupOnSm90aIsMoeGemmWgmmas) {
   plant(sm90a, "moe_gemm_wgmma", {{"GATED", 1}, {"T", "bfloat16"}},
         {{"experts", 8}, {"k", 256}, {"m", 8192}, {"n", 320}}, {{"BLOCK_N", 64}, {"STAGES", 5}});
   EXPECT_EQ(variant().integer("STAGES"), 5);
+}
+
+// gemm_fp8_mfma (gemm_fp8_blockscale and gemm_fp8_scaled on gfx942 and gfx950): 64 x 64 tiles for
+// few of them, 128 x 128 for many, without a record; a record's tile with one, for its own
+// scaling and bucket of rows; a tile the template refuses leaves the heuristic's.
+TEST_F(TunedVariants, AGemmFp8MfmaRecordSetsTheTile) {
+  for (const std::string target : {"gfx942", "gfx950"}) {
+    SCOPED_TRACE(target);
+    const detail::TuningLookup amd = lookup(target, 304);
+    const auto variant = [&](int scaling, int m, int n, int k) {
+      return detail::gemm_fp8_mfma_variant(amd, scaling, m, n, k);
+    };
+    EXPECT_EQ(variant(2, 200, 256, 1024).tmpl->name(), "gemm_fp8_mfma");
+    EXPECT_EQ(variant(2, 200, 256, 1024).params,
+              (ParamValues{{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"SCALING", 2}}));
+    EXPECT_EQ(variant(1, 4096, 4096, 1024).params,
+              (ParamValues{{"BLOCK_M", 128}, {"BLOCK_N", 128}, {"SCALING", 1}}));
+    plant(amd, "gemm_fp8_mfma", {{"SCALING", 2}}, {{"k", 1024}, {"m", 256}, {"n", 256}},
+          {{"BLOCK_M", 128}, {"BLOCK_N", 64}});
+    EXPECT_EQ(variant(2, 200, 256, 1024).params,
+              (ParamValues{{"BLOCK_M", 128}, {"BLOCK_N", 64}, {"SCALING", 2}}));
+    EXPECT_EQ(variant(2, 129, 256, 1024).integer("BLOCK_M"), 128) << "256's bucket";
+    EXPECT_EQ(variant(2, 100, 256, 1024).integer("BLOCK_M"), 64) << "another bucket";
+    EXPECT_EQ(variant(0, 200, 256, 1024).integer("BLOCK_M"), 64) << "another scaling";
+    EXPECT_EQ(variant(2, 200, 256, 2048).integer("BLOCK_M"), 64) << "another k";
+
+    const kjit::testing::LogCapture log;
+    plant(amd, "gemm_fp8_mfma", {{"SCALING", 1}}, {{"k", 1024}, {"m", 4096}, {"n", 4096}},
+          {{"BLOCK_M", 64}, {"BLOCK_N", 96}});
+    EXPECT_EQ(variant(1, 4096, 4096, 1024).params,
+              (ParamValues{{"BLOCK_M", 128}, {"BLOCK_N", 128}, {"SCALING", 1}}));
+    EXPECT_EQ(log.warnings(), 1) << log.text();
+  }
 }
 
 // gemm_fp8 on sm_90a (which read its records before gemm_fp8_mfma did): the heuristic's variant at
